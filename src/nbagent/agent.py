@@ -1,0 +1,872 @@
+"""``AssistantAgent``: the tool-use loop, STEP 1 to 5, as the design description lays it out.
+
+``_run_steps`` is the one loop. It yields the run's events and, between them, the records of
+:mod:`nbagent.run` (moves, LLM calls, tool executions). ``on_messages_stream`` / ``run_stream``
+pass the events on; the step-by-step mode pauses at each move; the trace records everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import warnings
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
+
+from pydantic import BaseModel, ValidationError
+
+from ._ids import new_id
+from .cancellation import CancellationToken, guarded
+from .context import ChatCompletionContext, UnboundedChatCompletionContext
+from .memory import Memory
+from .messages import (
+    AssistantMessage,
+    BaseAgentEvent,
+    BaseChatMessage,
+    CreateResult,
+    FunctionCall,
+    FunctionExecutionResult,
+    FunctionExecutionResultMessage,
+    HandoffMessage,
+    LLMMessage,
+    MemoryQueryEvent,
+    Response,
+    StructuredMessage,
+    SystemMessage,
+    TaskResult,
+    TextMessage,
+    ThoughtEvent,
+    ToolCallExecutionEvent,
+    ToolCallRequestEvent,
+    ToolCallSummaryMessage,
+    streaming_chunk,
+)
+from .models.base import ChatCompletionClient, ModelError, ModelRequest
+from .run import (
+    RECORD_TYPES,
+    LLMCall,
+    LLMPurpose,
+    Move,
+    Recorder,
+    RunFinished,
+    RunItem,
+    RunStarted,
+    ToolExecution,
+)
+from .tools import (
+    BaseTool,
+    Handoff,
+    StaticWorkbench,
+    ToolArgumentsError,
+    ToolResult,
+    ToolSchema,
+    Workbench,
+    as_tool,
+    parse_arguments,
+)
+from .trace import Trace
+
+DEFAULT_SYSTEM_MESSAGE = (
+    "You are a helpful AI assistant. Solve tasks using your tools. "
+    "Reply with TERMINATE when the task has been completed."
+)
+CANCELLED_TOOL_RESULT = "Error: the run was cancelled before this tool call finished"
+
+Task = str | BaseChatMessage | Sequence[BaseChatMessage] | None
+SummaryFormatter = Callable[[FunctionCall, FunctionExecutionResult], str]
+
+
+class StructuredOutputError(ValueError):
+    """The model's final text does not parse as ``output_content_type``."""
+
+
+class AgentBusyError(RuntimeError):
+    """A second run was started on an agent that is already running one."""
+
+
+class AssistantAgent:
+    """An agent that answers with the model's text or runs tools in a loop, streaming every event.
+
+    The model context keeps the conversation across calls: pass only new messages each call.
+    One agent runs one task at a time; a second concurrent call raises :class:`AgentBusyError`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model_client: ChatCompletionClient,
+        *,
+        tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
+        workbench: Workbench | Sequence[Workbench] | None = None,
+        handoffs: Sequence[Handoff | str] | None = None,
+        model_context: ChatCompletionContext | None = None,
+        description: str = "An agent that provides assistance with ability to use tools.",
+        system_message: str | None = DEFAULT_SYSTEM_MESSAGE,
+        model_client_stream: bool = False,
+        reflect_on_tool_use: bool | None = None,
+        max_tool_iterations: int = 1,
+        tool_call_summary_format: str = "{result}",
+        tool_call_summary_formatter: SummaryFormatter | None = None,
+        output_content_type: type[BaseModel] | None = None,
+        output_content_type_format: str | None = None,
+        memory: Memory | Sequence[Memory] | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"The agent name must be a valid Python identifier, got {name!r}.")
+        if not isinstance(max_tool_iterations, int) or max_tool_iterations < 1:
+            raise ValueError(
+                f"Maximum number of tool iterations must be greater than or equal to 1, got {max_tool_iterations}"
+            )
+        if tools and workbench is not None:
+            raise ValueError("Tools cannot be used with a workbench.")
+        if output_content_type is not None and not (
+            isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
+        ):
+            raise TypeError(f"output_content_type must be a pydantic model class, got {output_content_type!r}")
+        self.name = name
+        self.description = description
+        self.metadata = dict(metadata or {})
+        self._model_client = model_client
+        self._model_client_stream = model_client_stream
+        self._system_messages = [SystemMessage(content=system_message)] if system_message else []
+        self._model_context = model_context if model_context is not None else UnboundedChatCompletionContext()
+        self._memory = self._check_memory(memory)
+        self._max_tool_iterations = max_tool_iterations
+        self._reflect_on_tool_use = (
+            output_content_type is not None if reflect_on_tool_use is None else reflect_on_tool_use
+        )
+        self._tool_call_summary_format = tool_call_summary_format
+        self._tool_call_summary_formatter = tool_call_summary_formatter
+        self._output_content_type = output_content_type
+        self._output_content_type_format = output_content_type_format
+
+        tool_list = [as_tool(tool) for tool in tools or []]
+        tool_names = [tool.name for tool in tool_list]
+        if len(set(tool_names)) != len(tool_names):
+            raise ValueError(f"Tool names must be unique: {tool_names}")
+        if workbench is None:
+            self._workbench: list[Workbench] = [StaticWorkbench(tool_list)] if tool_list else []
+        elif isinstance(workbench, Workbench):
+            self._workbench = [workbench]
+        else:
+            self._workbench = list(workbench)
+            if not all(isinstance(wb, Workbench) for wb in self._workbench):
+                raise TypeError("workbench must be a Workbench or a sequence of them")
+
+        handoff_list = [Handoff(target=h) if isinstance(h, str) else h for h in handoffs or []]
+        for handoff in handoff_list:
+            if not isinstance(handoff, Handoff):
+                raise ValueError(f"Unsupported handoff type: {type(handoff)}")
+        handoff_names = [handoff.name for handoff in handoff_list]
+        if len(set(handoff_names)) != len(handoff_names):
+            raise ValueError(f"Handoff names must be unique: {handoff_names}")
+        if set(handoff_names) & set(tool_names):
+            raise ValueError(
+                f"Handoff names must be unique from tool names: {sorted(set(handoff_names) & set(tool_names))}"
+            )
+        self._handoffs = {handoff.name: handoff for handoff in handoff_list}
+        self._handoff_tools: list[ToolSchema] = [handoff.schema for handoff in handoff_list]
+
+        has_tools = bool(tool_list) or workbench is not None or bool(handoff_list)
+        if has_tools and not model_client.model_info.get("function_calling", False):
+            raise ValueError("The model does not support function calling.")
+
+        # nbagent fix 3: tool schemas are listed once for static workbenches, not on every call.
+        self._static_tools: tuple[list[ToolSchema], dict[str, Workbench]] | None = None
+        if all(isinstance(wb, StaticWorkbench) for wb in self._workbench):
+            self._static_tools = self._index_tools(
+                [(wb, [tool.schema for tool in wb.tools]) for wb in self._workbench]  # type: ignore[attr-defined]
+            )
+
+        self._active_run: AgentRun | None = None
+        self.trace = Trace()
+        self.recorders: list[Recorder] = [self.trace]
+
+    # ------------------------------------------------------------------ construction helpers
+
+    @staticmethod
+    def _check_memory(memory: Memory | Sequence[Memory] | None) -> list[Memory]:
+        if memory is None:
+            return []
+        if isinstance(memory, Memory):
+            return [memory]
+        if isinstance(memory, list) and all(isinstance(item, Memory) for item in memory):
+            return list(memory)
+        raise TypeError(f"Expected Memory, List[Memory], or None, got {type(memory)}")
+
+    def _index_tools(
+        self, listed: list[tuple[Workbench, list[ToolSchema]]]
+    ) -> tuple[list[ToolSchema], dict[str, Workbench]]:
+        schemas: list[ToolSchema] = []
+        owners: dict[str, Workbench] = {}
+        for wb, wb_schemas in listed:
+            for schema in wb_schemas:
+                if schema["name"] in owners or schema["name"] in self._handoffs:
+                    raise ValueError(f"Tool names must be unique: {schema['name']!r} is offered twice")
+                owners[schema["name"]] = wb
+                schemas.append(schema)
+        return schemas + self._handoff_tools, owners
+
+    async def _list_tools(self) -> tuple[list[ToolSchema], dict[str, Workbench]]:
+        """Every tool the model is offered (workbenches' plus handoffs'), and who runs each."""
+        if self._static_tools is not None:
+            return self._static_tools
+        return self._index_tools([(wb, await wb.list_tools()) for wb in self._workbench])
+
+    # ------------------------------------------------------------------ public properties
+
+    @property
+    def model_context(self) -> ChatCompletionContext:
+        """The agent's short-term memory: every message of the conversation so far."""
+        return self._model_context
+
+    @property
+    def model_client(self) -> ChatCompletionClient:
+        return self._model_client
+
+    @property
+    def tools(self) -> list[ToolSchema]:
+        """The tool schemas the model is offered, handoff tools included (static workbenches)."""
+        return list(self._static_tools[0]) if self._static_tools else list(self._handoff_tools)
+
+    @property
+    def handoffs(self) -> dict[str, Handoff]:
+        return dict(self._handoffs)
+
+    @property
+    def max_tool_iterations(self) -> int:
+        return self._max_tool_iterations
+
+    @property
+    def reflect_on_tool_use(self) -> bool:
+        return self._reflect_on_tool_use
+
+    @property
+    def produced_message_types(self) -> tuple[type[BaseChatMessage], ...]:
+        types: list[type[BaseChatMessage]] = [TextMessage]
+        if self._handoffs:
+            types.append(HandoffMessage)
+        if self._workbench:
+            types.append(ToolCallSummaryMessage)
+        if self._output_content_type is not None:
+            types.append(StructuredMessage)
+        return tuple(types)
+
+    @property
+    def is_running(self) -> bool:
+        return self._active_run is not None
+
+    # ------------------------------------------------------------------ entry points
+
+    def iter(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
+    ) -> AgentRun:
+        """One run as an async iterator over every item: moves, records, events, ``Response``."""
+        return AgentRun(self, list(messages), cancellation_token)
+
+    async def on_messages(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
+    ) -> Response:
+        """Run on new messages and return the final :class:`Response`."""
+        async for item in self.on_messages_stream(messages, cancellation_token):
+            if isinstance(item, Response):
+                return item
+        raise AssertionError("on_messages_stream ended without a Response")
+
+    async def on_messages_stream(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
+    ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | Response]:
+        """Run on new messages, yielding each event as it happens and the ``Response`` last."""
+        run = self.iter(messages, cancellation_token)
+        try:
+            async for item in run:
+                if not isinstance(item, RECORD_TYPES):
+                    yield item
+        finally:
+            await run.aclose()
+
+    async def run(self, *, task: Task = None, cancellation_token: CancellationToken | None = None) -> TaskResult:
+        """Run a task to the end: the task messages, the events and the final message."""
+        result: TaskResult | None = None
+        async for item in self.run_stream(task=task, cancellation_token=cancellation_token):
+            if isinstance(item, TaskResult):
+                result = item
+        assert result is not None
+        return result
+
+    async def run_stream(
+        self, *, task: Task = None, cancellation_token: CancellationToken | None = None
+    ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | TaskResult]:
+        """The task messages, then every event as it happens, then the :class:`TaskResult`."""
+        messages = task_messages(task)
+        collected: list[BaseAgentEvent | BaseChatMessage] = list(messages)
+        for message in messages:
+            yield message
+        async for item in self.on_messages_stream(messages, cancellation_token):
+            if isinstance(item, Response):
+                collected.append(item.chat_message)
+                yield item.chat_message
+            else:
+                if item.type != "ModelClientStreamingChunkEvent":
+                    collected.append(item)
+                yield item
+        yield TaskResult(messages=collected)
+
+    async def on_reset(self, cancellation_token: CancellationToken | None = None) -> None:
+        """Forget the conversation: clear the model context."""
+        self._check_idle()
+        await self._model_context.clear()
+
+    async def save_state(self) -> dict[str, Any]:
+        """JSON-serialisable state: the model context's messages."""
+        return {
+            "type": "AssistantAgentState",
+            "version": "1.0.0",
+            "llm_context": await self._model_context.save_state(),
+        }
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`save_state` returned; a malformed state raises and changes nothing."""
+        self._check_idle()
+        if not isinstance(state, Mapping) or not isinstance(state.get("llm_context"), Mapping):
+            raise ValueError("an AssistantAgent state is a mapping with an 'llm_context' mapping")
+        try:
+            await self._model_context.load_state(dict(state["llm_context"]))
+        except ValidationError as error:
+            raise ValueError(f"invalid agent state: {error}") from None
+
+    async def close(self) -> None:
+        await self._model_client.close()
+
+    async def _repair_context(self) -> None:
+        """Give an error result to tool calls left without one (a run ended between call and result)."""
+        messages = self._model_context.messages
+        if messages and isinstance(messages[-1], AssistantMessage) and not isinstance(messages[-1].content, str):
+            await self._model_context.add_message(
+                FunctionExecutionResultMessage(
+                    content=[
+                        FunctionExecutionResult(
+                            content=CANCELLED_TOOL_RESULT, name=call.name, call_id=call.id, is_error=True
+                        )
+                        for call in messages[-1].content
+                    ]
+                )
+            )
+
+    def _check_idle(self) -> None:
+        if self._active_run is not None:
+            raise AgentBusyError(
+                f"agent {self.name!r} is running (run {self._active_run.run_id}); an agent runs one task "
+                "at a time: await or cancel that run first, or use another agent"
+            )
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _run_steps(self, run: AgentRun) -> AsyncIterator[RunItem]:
+        """STEP 1 to 5 for one call: the single implementation of the loop."""
+        token = run.cancellation_token
+        run_id = run.run_id
+        inner: list[BaseAgentEvent | BaseChatMessage] = []
+
+        # STEP 1: new messages into model_context.
+        yield Move(run_id, "add_messages")
+        await self._add_messages_to_context(self._model_context, run.messages)
+
+        # STEP 2: query memory; hits go into the context, one event per store with hits.
+        if self._memory:
+            yield Move(run_id, "memory")
+            for event in await self._update_model_context_with_memory(
+                self._memory, self._model_context, self.name, token
+            ):
+                inner.append(event)
+                yield event
+
+        # STEP 3: a message id, so that streamed chunks can name the message they build.
+        yield Move(run_id, "message_id")
+        message_id = new_id()
+
+        # STEP 4: call the LLM.
+        yield Move(run_id, "call_llm", 0)
+        result: CreateResult | None = None
+        async for item in self._call_llm(run, message_id, 0, "initial"):
+            if type(item) is CreateResult:
+                result = item
+            else:
+                yield item
+        assert result is not None
+
+        # STEP 5: text exit, or the tool loop.
+        async for item in self._process_model_result(run, result, inner, message_id):
+            yield item
+
+    async def _add_messages_to_context(
+        self, model_context: ChatCompletionContext, messages: Sequence[BaseChatMessage]
+    ) -> None:
+        """STEP 1. A handoff's context (the calls that came with it) goes in before its message."""
+        for message in messages:
+            if isinstance(message, HandoffMessage):
+                for llm_message in message.context:
+                    await model_context.add_message(llm_message)
+            await model_context.add_message(message.to_model_message())
+
+    async def _update_model_context_with_memory(
+        self,
+        memory: Sequence[Memory],
+        model_context: ChatCompletionContext,
+        agent_name: str,
+        cancellation_token: CancellationToken | None,
+    ) -> list[MemoryQueryEvent]:
+        """STEP 2. Each store adds its new hits to the context; each store with hits gives an event."""
+        events: list[MemoryQueryEvent] = []
+        for store in memory:
+            update = await guarded(store.update_context(model_context, cancellation_token), cancellation_token)
+            if update.memories.results:
+                events.append(MemoryQueryEvent(content=update.memories.results, source=agent_name))
+        return events
+
+    async def _call_llm(
+        self, run: AgentRun, message_id: str, iteration: int, purpose: LLMPurpose
+    ) -> AsyncIterator[Any]:
+        """STEP 4. Send system message + context + tools; yield the call record, chunks, then the result."""
+        token = run.cancellation_token
+        llm_messages: list[LLMMessage] = [*self._system_messages, *await self._model_context.get_messages()]
+        if purpose == "reflection":
+            tools: list[ToolSchema] = []
+            tool_choice = "none"
+        else:
+            tools = (await self._list_tools())[0]
+            tool_choice = "auto"
+        json_output = self._output_content_type
+        client = self._model_client
+        call = LLMCall(
+            run.run_id,
+            iteration,
+            purpose,
+            client.model_name,
+            ModelRequest(llm_messages, tools, tool_choice, json_output),
+            message_id,
+            self._model_client_stream,
+        )
+        yield call
+        try:
+            if self._model_client_stream:
+                result: CreateResult | None = None
+                source = self.name
+                async for chunk in client.create_stream(
+                    llm_messages,
+                    tools=tools,
+                    tool_choice=tool_choice,
+                    json_output=json_output,
+                    cancellation_token=token,
+                ):
+                    if type(chunk) is str:
+                        if call.first_token_s is None:
+                            call.first_token_s = time.perf_counter() - call.start_perf
+                        yield streaming_chunk(chunk, source, message_id)
+                    elif isinstance(chunk, CreateResult):
+                        result = chunk
+                    if token is not None and token._cancelled:
+                        raise asyncio.CancelledError()
+                if result is None:
+                    raise ModelError(f"the stream of {client.model_name} ended without a final result")
+            else:
+                result = await guarded(
+                    client.create(
+                        llm_messages,
+                        tools=tools,
+                        tool_choice=tool_choice,
+                        json_output=json_output,
+                        cancellation_token=token,
+                    ),
+                    token,
+                )
+        except BaseException as error:
+            call.finish(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+            raise
+        call.finish(result)
+        yield result
+
+    async def _process_model_result(
+        self,
+        run: AgentRun,
+        model_result: CreateResult,
+        inner: list[BaseAgentEvent | BaseChatMessage],
+        message_id: str,
+    ) -> AsyncIterator[RunItem]:
+        """STEP 5. Text ends the run; tool calls run and loop up to ``max_tool_iterations``."""
+        run_id = run.run_id
+        calls: list[FunctionCall] = []
+        results: list[FunctionExecutionResult] = []
+        for iteration in range(self._max_tool_iterations):
+            if isinstance(model_result.content, str):
+                yield Move(run_id, "text_exit", iteration)
+                async for item in self._final_message(model_result, inner, message_id):
+                    yield item
+                return
+
+            calls = model_result.content
+            yield Move(run_id, "tool_request", iteration)
+            if model_result.thought:
+                thought = ThoughtEvent(content=model_result.thought, source=self.name)
+                inner.append(thought)
+                yield thought
+            await self._model_context.add_message(
+                AssistantMessage(content=calls, source=self.name, thought=model_result.thought)
+            )
+            request = ToolCallRequestEvent(content=calls, source=self.name, models_usage=model_result.usage)
+            inner.append(request)
+            yield request
+
+            yield Move(run_id, "tool_execution", iteration)
+            results = []
+            async for item in self._execute_tool_calls(run, calls, iteration, results):
+                if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+                    inner.append(item)
+                yield item
+            execution = ToolCallExecutionEvent(content=results, source=self.name)
+            inner.append(execution)
+            yield execution
+
+            if self._handoffs:
+                yield Move(run_id, "handoff_check", iteration)
+                handoff = self._check_and_handle_handoff(model_result, calls, results)
+                if handoff is not None:
+                    yield Response(chat_message=handoff, inner_messages=inner)
+                    return
+
+            if iteration == self._max_tool_iterations - 1:
+                break
+            yield Move(run_id, "next_llm_call", iteration + 1)
+            message_id = new_id()
+            next_result: CreateResult | None = None
+            async for item in self._call_llm(run, message_id, iteration + 1, "tool_loop"):
+                if type(item) is CreateResult:
+                    next_result = item
+                else:
+                    yield item
+            assert next_result is not None
+            model_result = next_result
+
+        if self._reflect_on_tool_use:
+            yield Move(run_id, "reflect", self._max_tool_iterations - 1)
+            async for item in self._reflect_on_tool_use_flow(run, inner):
+                yield item
+        else:
+            yield Move(run_id, "summarize", self._max_tool_iterations - 1)
+            yield self._summarize_tool_use(calls, results, inner)
+
+    async def _final_message(
+        self, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
+    ) -> AsyncIterator[RunItem]:
+        """The text answer: thought event, context entry, then the Response."""
+        assert isinstance(result.content, str)
+        if result.thought:
+            thought = ThoughtEvent(content=result.thought, source=self.name)
+            inner.append(thought)
+            yield thought
+        await self._model_context.add_message(
+            AssistantMessage(content=result.content, source=self.name, thought=result.thought)
+        )
+        yield Response(chat_message=self._answer(result, message_id), inner_messages=inner)
+
+    def _answer(self, result: CreateResult, message_id: str) -> TextMessage | StructuredMessage:
+        assert isinstance(result.content, str)
+        if self._output_content_type is None:
+            return TextMessage(id=message_id, content=result.content, source=self.name, models_usage=result.usage)
+        try:
+            content = self._output_content_type.model_validate_json(result.content)
+        except ValidationError as error:
+            raise StructuredOutputError(
+                f"the model's answer is not a valid {self._output_content_type.__name__}: {error}"
+            ) from None
+        return StructuredMessage[self._output_content_type](  # type: ignore[name-defined]
+            id=message_id,
+            content=content,
+            source=self.name,
+            models_usage=result.usage,
+            format_string=self._output_content_type_format,
+        )
+
+    async def _execute_tool_calls(
+        self,
+        run: AgentRun,
+        calls: list[FunctionCall],
+        iteration: int,
+        results: list[FunctionExecutionResult],
+    ) -> AsyncIterator[Any]:
+        """Run every call concurrently; fill ``results`` in call order and add them to the context.
+
+        Yields the tool execution records first, then any events the tools stream. If the run is
+        cancelled meanwhile, the calls still running are cancelled and awaited, and each call gets a
+        result (an error for the unfinished ones), so the context stays valid for the next run.
+        """
+        token = run.cancellation_token
+        executions = [ToolExecution(run.run_id, iteration, call, len(calls)) for call in calls]
+        for execution in executions:
+            yield execution
+        _, owners = await self._list_tools()
+        streaming = any(owner.streams(call.name) for call in calls if (owner := owners.get(call.name)))
+        done: dict[int, FunctionExecutionResult] = {}
+        try:
+            if len(calls) == 1 and not streaming:
+                values = [await guarded(self._execute_tool_call(calls[0], owners, token, None), token)]
+            else:
+                queue: asyncio.Queue[Any] | None = asyncio.Queue() if streaming else None
+                tasks = [asyncio.ensure_future(self._execute_tool_call(call, owners, token, queue)) for call in calls]
+                if token is not None:
+                    for task in tasks:
+                        token.link_future(task)
+                try:
+                    gathered = asyncio.gather(*tasks)
+                    if queue is not None:
+                        gathered.add_done_callback(lambda _: queue.put_nowait(None))
+                        while (event := await queue.get()) is not None:
+                            yield event
+                    values = await gathered
+                finally:
+                    for index, task in enumerate(tasks):
+                        if task.done() and not task.cancelled() and task.exception() is None:
+                            done[index] = task.result()
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+        except BaseException:
+            partial = [
+                done.get(i)
+                or FunctionExecutionResult(content=CANCELLED_TOOL_RESULT, name=call.name, call_id=call.id, is_error=True)
+                for i, call in enumerate(calls)
+            ]
+            for execution, result in zip(executions, partial):
+                if execution.result is None:
+                    execution.finish(result)
+            await self._model_context.add_message(FunctionExecutionResultMessage(content=partial))
+            raise
+        for execution, result in zip(executions, values):
+            execution.finish(result)
+        results.extend(values)
+        await self._model_context.add_message(FunctionExecutionResultMessage(content=results))
+
+    async def _execute_tool_call(
+        self,
+        call: FunctionCall,
+        owners: Mapping[str, Workbench],
+        token: CancellationToken | None,
+        events: asyncio.Queue[Any] | None,
+    ) -> FunctionExecutionResult:
+        """Run one call: a handoff answers with its message; an unknown tool or bad JSON is an error."""
+        handoff = self._handoffs.get(call.name)
+        if handoff is not None:
+            return FunctionExecutionResult(content=handoff.message, name=call.name, call_id=call.id)
+        owner = owners.get(call.name)
+        if owner is None:
+            return FunctionExecutionResult(
+                content=f"Error: tool '{call.name}' not found in any workbench",
+                name=call.name,
+                call_id=call.id,
+                is_error=True,
+            )
+        try:
+            arguments = parse_arguments(call.name, call.arguments)
+        except ToolArgumentsError as error:
+            return FunctionExecutionResult(content=f"Error: {error}", name=call.name, call_id=call.id, is_error=True)
+        if events is None:
+            outcome = await owner.call_tool(call.name, arguments, token)
+        else:
+            outcome = None
+            async for item in owner.call_tool_stream(call.name, arguments, token):
+                if isinstance(item, ToolResult):
+                    outcome = item
+                else:
+                    events.put_nowait(item)
+            assert outcome is not None
+        return FunctionExecutionResult(
+            content=outcome.content, name=call.name, call_id=call.id, is_error=outcome.is_error
+        )
+
+    def _check_and_handle_handoff(
+        self,
+        model_result: CreateResult,
+        calls: list[FunctionCall],
+        results: list[FunctionExecutionResult],
+    ) -> HandoffMessage | None:
+        """The first handoff call of the response, as a ``HandoffMessage``; ``None`` if there is none.
+
+        nbagent fix 5: calls are matched by handoff *name* (the tool the model called).
+        """
+        handoff_calls = [call for call in calls if call.name in self._handoffs]
+        if not handoff_calls:
+            return None
+        if len(handoff_calls) > 1:
+            warnings.warn(
+                "Multiple handoffs detected. Only the first is executed: "
+                f"{[call.name for call in handoff_calls]}. "
+                "Disable parallel tool calls in the model client to avoid this warning.",
+                UserWarning,
+                stacklevel=2,
+            )
+        chosen = handoff_calls[0]
+        handoff = self._handoffs[chosen.name]
+        other_calls = [call for call in calls if call.name not in self._handoffs]
+        other_results = [result for result in results if result.name not in self._handoffs]
+        context: list[LLMMessage] = []
+        if other_calls:
+            context = [
+                AssistantMessage(content=other_calls, source=self.name, thought=model_result.thought),
+                FunctionExecutionResultMessage(content=other_results),
+            ]
+        elif model_result.thought:
+            context = [AssistantMessage(content=model_result.thought, source=self.name)]
+        content = next(result.content for result in results if result.call_id == chosen.id)
+        return HandoffMessage(content=content, target=handoff.target, context=context, source=self.name)
+
+    async def _reflect_on_tool_use_flow(
+        self, run: AgentRun, inner: list[BaseAgentEvent | BaseChatMessage]
+    ) -> AsyncIterator[RunItem]:
+        """After the tool loop: ask the model (no tools) to turn the results into the answer."""
+        message_id = new_id()
+        result: CreateResult | None = None
+        async for item in self._call_llm(run, message_id, self._max_tool_iterations, "reflection"):
+            if type(item) is CreateResult:
+                result = item
+            else:
+                yield item
+        assert result is not None
+        if not isinstance(result.content, str):
+            raise ModelError(
+                f"{self._model_client.model_name} answered the reflection call with tool calls although "
+                "tool_choice was 'none'"
+            )
+        async for item in self._final_message(result, inner, message_id):
+            yield item
+
+    def _summarize_tool_use(
+        self,
+        calls: list[FunctionCall],
+        results: list[FunctionExecutionResult],
+        inner: list[BaseAgentEvent | BaseChatMessage],
+    ) -> Response:
+        """After the tool loop, without reflection: the last batch's results become the answer."""
+        by_id = {call.id: call for call in calls}
+        lines = []
+        for result in results:
+            call = by_id[result.call_id]
+            if self._tool_call_summary_formatter is not None:
+                lines.append(self._tool_call_summary_formatter(call, result))
+            else:
+                lines.append(
+                    self._tool_call_summary_format.format(
+                        tool_name=call.name, arguments=call.arguments, result=result.content, is_error=result.is_error
+                    )
+                )
+        summary = ToolCallSummaryMessage(
+            content="\n".join(lines), source=self.name, tool_calls=calls, results=results
+        )
+        return Response(chat_message=summary, inner_messages=inner)
+
+    def __repr__(self) -> str:
+        return f"AssistantAgent(name={self.name!r}, model={self._model_client.model_name!r})"
+
+
+def task_messages(task: Task) -> list[BaseChatMessage]:
+    """A task as the list of chat messages it stands for (a string is a user's TextMessage)."""
+    if task is None:
+        return []
+    if isinstance(task, str):
+        return [TextMessage(content=task, source="user")]
+    if isinstance(task, BaseChatMessage):
+        return [task]
+    messages = list(task)
+    for message in messages:
+        if not isinstance(message, BaseChatMessage):
+            raise TypeError(f"a task is a str, a chat message or a list of them; got {type(message).__name__}")
+    return messages
+
+
+class AgentRun:
+    """One run of an agent, item by item: ``Move`` boundaries, records, events and the ``Response``.
+
+    It marks the agent busy from its first step to its end, feeds every item to the agent's
+    recorders, and leaves the context valid however the run ends (``aclose()`` included).
+    """
+
+    def __init__(
+        self,
+        agent: AssistantAgent,
+        messages: list[BaseChatMessage],
+        cancellation_token: CancellationToken | None,
+    ) -> None:
+        self.agent = agent
+        self.messages = messages
+        self.cancellation_token = cancellation_token
+        self.run_id = new_id()
+        self.status: str = "new"
+        self.response: Response | None = None
+        self._steps: AsyncIterator[RunItem] | None = None
+        self._recorders: list[Recorder] = []
+
+    def __aiter__(self) -> AgentRun:
+        return self
+
+    def _start(self) -> RunStarted:
+        self.agent._check_idle()
+        if self.cancellation_token is not None and self.cancellation_token.is_cancelled():
+            raise asyncio.CancelledError("the cancellation token was cancelled before the run started")
+        self.agent._active_run = self
+        self._recorders = list(self.agent.recorders)
+        self._steps = self.agent._run_steps(self)
+        self.status = "running"
+        return RunStarted(self.run_id, self.agent.name, self.messages)
+
+    async def __anext__(self) -> RunItem:
+        if self._steps is None:
+            if self.status != "new":
+                raise StopAsyncIteration
+            item: RunItem = self._start()
+        elif self.status != "running":
+            raise StopAsyncIteration
+        else:
+            try:
+                item = await self._steps.__anext__()
+            except StopAsyncIteration:
+                item = self._finish("ok")
+            except asyncio.CancelledError:
+                await self.agent._repair_context()
+                self._finish("cancelled")
+                raise
+            except BaseException as error:
+                await self.agent._repair_context()
+                self._finish("error", error)
+                raise
+            if type(item) is Response:
+                self.response = item
+        for recorder in self._recorders:
+            recorder.record(item)
+        return item
+
+    def _finish(self, status: str, error: BaseException | None = None) -> RunFinished:
+        self.status = status
+        if self.agent._active_run is self:
+            self.agent._active_run = None
+        finished = RunFinished(
+            self.run_id,
+            self.agent.name,
+            status,  # type: ignore[arg-type]
+            None if error is None else f"{type(error).__name__}: {error}",
+        )
+        if status != "ok":
+            for recorder in self._recorders:
+                recorder.record(finished)
+        return finished
+
+    async def aclose(self) -> None:
+        """End the run where it is; the context is repaired so that every tool call has a result."""
+        if self.status != "running":
+            return
+        assert self._steps is not None
+        try:
+            await self._steps.aclose()  # type: ignore[attr-defined]
+        finally:
+            await self.agent._repair_context()
+            self._finish("cancelled")
+
+    def __repr__(self) -> str:
+        return f"AgentRun(agent={self.agent.name!r}, run_id={self.run_id!r}, status={self.status!r})"

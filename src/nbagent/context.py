@@ -1,0 +1,169 @@
+"""Model contexts: the agent's short-term memory, and the view of it the model is sent.
+
+Every context keeps all messages added to it; ``get_messages`` returns the view the model gets:
+everything (unbounded), the last N (buffered), what fits a token budget (token-limited), or the first
+and last few (head and tail). A view never begins with tool results whose call was cut away, nor
+ends its head with calls whose results were cut: the OpenAI API rejects both.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .messages import (
+    AssistantMessage,
+    FunctionExecutionResultMessage,
+    Image,
+    LLMMessage,
+    UserMessage,
+    llm_messages_adapter,
+)
+
+
+def message_text(message: LLMMessage) -> str:
+    """The text of an LLM message as the model would read it (tool calls as JSON)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for item in content:
+        if isinstance(item, str):
+            parts.append(item)
+        elif isinstance(item, Image):
+            parts.append(f"[image {item.mime_type}]")
+        elif hasattr(item, "arguments"):
+            parts.append(f"{item.name}({item.arguments})")
+        else:
+            parts.append(item.content)
+    return "\n".join(parts)
+
+
+def estimate_tokens(message: LLMMessage) -> int:
+    """A model-independent token estimate: four characters a token plus a per-message overhead."""
+    text = message_text(message)
+    thought = getattr(message, "thought", None) or ""
+    return (len(text) + len(thought) + 3) // 4 + 4
+
+
+def _drop_orphan_results(messages: list[LLMMessage]) -> list[LLMMessage]:
+    """Remove tool results at the start of a view: their call is not in it."""
+    start = 0
+    while start < len(messages) and isinstance(messages[start], FunctionExecutionResultMessage):
+        start += 1
+    return messages[start:]
+
+
+def _drop_unanswered_calls(messages: list[LLMMessage]) -> list[LLMMessage]:
+    """Remove tool calls at the end of a head: their results are not in it."""
+    end = len(messages)
+    while end and isinstance(messages[end - 1], AssistantMessage) and not isinstance(
+        messages[end - 1].content, str
+    ):
+        end -= 1
+    return messages[:end]
+
+
+class ChatCompletionContext:
+    """Holds the messages of a conversation; subclasses decide what the model sees."""
+
+    def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
+        self._messages: list[LLMMessage] = list(initial_messages or [])
+
+    async def add_message(self, message: LLMMessage) -> None:
+        self._messages.append(message)
+
+    async def get_messages(self) -> list[LLMMessage]:
+        """The messages the model is sent."""
+        return list(self._messages)
+
+    @property
+    def messages(self) -> list[LLMMessage]:
+        """Every message held, in order (not only the view); a copy."""
+        return list(self._messages)
+
+    async def clear(self) -> None:
+        self._messages.clear()
+
+    async def save_state(self) -> dict[str, Any]:
+        return {"messages": llm_messages_adapter.dump_python(self._messages, mode="json")}
+
+    async def load_state(self, state: dict[str, Any]) -> None:
+        if not isinstance(state, dict) or not isinstance(state.get("messages"), list):
+            raise ValueError("a context state is a dict with a 'messages' list")
+        self._messages = llm_messages_adapter.validate_python(state["messages"])
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self._messages)} messages)"
+
+
+class UnboundedChatCompletionContext(ChatCompletionContext):
+    """The model sees every message."""
+
+
+class BufferedChatCompletionContext(ChatCompletionContext):
+    """The model sees the last ``buffer_size`` messages."""
+
+    def __init__(self, buffer_size: int, initial_messages: Sequence[LLMMessage] | None = None) -> None:
+        if buffer_size < 1:
+            raise ValueError(f"buffer_size must be at least 1, got {buffer_size}")
+        super().__init__(initial_messages)
+        self.buffer_size = buffer_size
+
+    async def get_messages(self) -> list[LLMMessage]:
+        return _drop_orphan_results(self._messages[-self.buffer_size :])
+
+
+class TokenLimitedChatCompletionContext(ChatCompletionContext):
+    """The model sees the newest messages that fit in ``token_limit`` tokens.
+
+    ``count_tokens`` counts one message; the default is :func:`estimate_tokens`.
+    """
+
+    def __init__(
+        self,
+        token_limit: int,
+        count_tokens: Callable[[LLMMessage], int] = estimate_tokens,
+        initial_messages: Sequence[LLMMessage] | None = None,
+    ) -> None:
+        if token_limit < 1:
+            raise ValueError(f"token_limit must be at least 1, got {token_limit}")
+        super().__init__(initial_messages)
+        self.token_limit = token_limit
+        self.count_tokens = count_tokens
+
+    async def get_messages(self) -> list[LLMMessage]:
+        total = 0
+        start = len(self._messages)
+        while start > 0:
+            cost = self.count_tokens(self._messages[start - 1])
+            if total + cost > self.token_limit:
+                break
+            total += cost
+            start -= 1
+        return _drop_orphan_results(self._messages[start:])
+
+
+class HeadAndTailChatCompletionContext(ChatCompletionContext):
+    """The model sees the first ``head_size`` and last ``tail_size`` messages, with a note between."""
+
+    def __init__(
+        self, head_size: int, tail_size: int, initial_messages: Sequence[LLMMessage] | None = None
+    ) -> None:
+        if head_size < 1 or tail_size < 1:
+            raise ValueError(f"head_size and tail_size must be at least 1, got {head_size}, {tail_size}")
+        super().__init__(initial_messages)
+        self.head_size = head_size
+        self.tail_size = tail_size
+
+    async def get_messages(self) -> list[LLMMessage]:
+        messages = self._messages
+        if len(messages) <= self.head_size + self.tail_size:
+            return list(messages)
+        head = _drop_unanswered_calls(messages[: self.head_size])
+        tail = _drop_orphan_results(messages[-self.tail_size :])
+        skipped = len(messages) - len(head) - len(tail)
+        note = UserMessage(content=f"Skipped {skipped} messages.", source="System")
+        return [*head, note, *tail]

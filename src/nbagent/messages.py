@@ -1,0 +1,344 @@
+"""The data that flows through the loop.
+
+Three families, as in the design description:
+
+* LLM-side messages (what the model sees): ``SystemMessage``, ``UserMessage``, ``AssistantMessage``,
+  ``FunctionExecutionResultMessage``, with ``FunctionCall``, ``FunctionExecutionResult``,
+  ``CreateResult`` and ``RequestUsage``;
+* chat messages (what agents say to each other): ``TextMessage``, ``StructuredMessage``,
+  ``ToolCallSummaryMessage``, ``HandoffMessage``;
+* events (what happens on the way): ``ToolCallRequestEvent``, ``ToolCallExecutionEvent``,
+  ``ThoughtEvent``, ``MemoryQueryEvent``, ``ModelClientStreamingChunkEvent``.
+
+Every chat message and event carries ``id`` (uuid4), ``source``, ``models_usage``, ``metadata``,
+``created_at`` (UTC) and a ``type`` string, and round-trips through JSON with
+:func:`dump_message` / :func:`load_message`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import mimetypes
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Generic, Literal, Sequence, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from ._ids import new_id, utc_now
+
+# --------------------------------------------------------------------------- LLM side
+
+
+class RequestUsage(BaseModel):
+    """Tokens spent by one model call."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: RequestUsage) -> RequestUsage:
+        return RequestUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+class FunctionCall(BaseModel):
+    """A tool call requested by the model; ``arguments`` is the raw JSON string it produced."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class FunctionExecutionResult(BaseModel):
+    """What running one ``FunctionCall`` gave."""
+
+    content: str
+    name: str
+    call_id: str
+    is_error: bool = False
+
+
+class Image(BaseModel):
+    """An image in a user message, stored as base64."""
+
+    data: str
+    mime_type: str = "image/png"
+
+    @classmethod
+    def from_bytes(cls, data: bytes, mime_type: str = "image/png") -> Image:
+        return cls(data=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Image:
+        mime = mimetypes.guess_type(str(path))[0] or "application/octet-stream"
+        return cls.from_bytes(Path(path).read_bytes(), mime)
+
+    @property
+    def data_uri(self) -> str:
+        return f"data:{self.mime_type};base64,{self.data}"
+
+
+class SystemMessage(BaseModel):
+    content: str
+    type: Literal["SystemMessage"] = "SystemMessage"
+
+
+class UserMessage(BaseModel):
+    content: str | list[str | Image]
+    source: str
+    type: Literal["UserMessage"] = "UserMessage"
+
+
+class AssistantMessage(BaseModel):
+    content: str | list[FunctionCall]
+    thought: str | None = None
+    source: str
+    type: Literal["AssistantMessage"] = "AssistantMessage"
+
+
+class FunctionExecutionResultMessage(BaseModel):
+    content: list[FunctionExecutionResult]
+    type: Literal["FunctionExecutionResultMessage"] = "FunctionExecutionResultMessage"
+
+
+LLMMessage = Annotated[
+    Union[SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage],
+    Field(discriminator="type"),
+]
+llm_messages_adapter: TypeAdapter[list[LLMMessage]] = TypeAdapter(list[LLMMessage])
+
+FinishReason = Literal["stop", "length", "function_calls", "content_filter", "unknown"]
+
+
+class CreateResult(BaseModel):
+    """One model answer: text, or a list of tool calls, with usage and an optional thought."""
+
+    finish_reason: FinishReason
+    content: str | list[FunctionCall]
+    usage: RequestUsage = Field(default_factory=RequestUsage)
+    cached: bool = False
+    thought: str | None = None
+
+
+class MemoryContent(BaseModel):
+    """One item stored in (and returned by) a memory."""
+
+    content: str | dict[str, Any] | Image
+    mime_type: str = "text/plain"
+    metadata: dict[str, Any] | None = None
+
+    def to_text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        if isinstance(self.content, Image):
+            return f"[image {self.content.mime_type}]"
+        return json.dumps(self.content, ensure_ascii=False, default=str)
+
+
+# --------------------------------------------------------------------------- messages and events
+
+
+class _Base(BaseModel):
+    """Fields every chat message and event has."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    id: str = Field(default_factory=new_id)
+    source: str
+    models_usage: RequestUsage | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utc_now)
+
+    def to_text(self) -> str:
+        """The content as plain text, for display."""
+        content = getattr(self, "content")
+        return content if isinstance(content, str) else str(content)
+
+
+class BaseChatMessage(_Base):
+    """A message an agent produces or consumes."""
+
+    def to_model_message(self) -> UserMessage:
+        """How the message enters another agent's model context."""
+        return UserMessage(content=self.to_text(), source=self.source)
+
+
+class BaseAgentEvent(_Base):
+    """Something that happened while an agent worked; not passed to other agents."""
+
+
+class TextMessage(BaseChatMessage):
+    content: str
+    type: Literal["TextMessage"] = "TextMessage"
+
+
+StructuredT = TypeVar("StructuredT", bound=BaseModel)
+
+
+class StructuredMessage(BaseChatMessage, Generic[StructuredT]):
+    """A pydantic object produced with ``output_content_type``."""
+
+    content: StructuredT
+    format_string: str | None = None
+    type: Literal["StructuredMessage"] = "StructuredMessage"
+
+    def to_text(self) -> str:
+        if self.format_string is not None:
+            return self.format_string.format(**self.content.model_dump())
+        return self.content.model_dump_json()
+
+
+class ToolCallSummaryMessage(BaseChatMessage):
+    """The answer made from the last batch of tool results when there is no reflection."""
+
+    content: str
+    tool_calls: list[FunctionCall] = Field(default_factory=list)
+    results: list[FunctionExecutionResult] = Field(default_factory=list)
+    type: Literal["ToolCallSummaryMessage"] = "ToolCallSummaryMessage"
+
+
+class HandoffMessage(BaseChatMessage):
+    """Hands the conversation to ``target``; ``context`` holds the other calls of that response."""
+
+    target: str
+    content: str
+    context: list[LLMMessage] = Field(default_factory=list)
+    type: Literal["HandoffMessage"] = "HandoffMessage"
+
+
+class ToolCallRequestEvent(BaseAgentEvent):
+    content: list[FunctionCall]
+    type: Literal["ToolCallRequestEvent"] = "ToolCallRequestEvent"
+
+
+class ToolCallExecutionEvent(BaseAgentEvent):
+    content: list[FunctionExecutionResult]
+    type: Literal["ToolCallExecutionEvent"] = "ToolCallExecutionEvent"
+
+
+class ThoughtEvent(BaseAgentEvent):
+    """The model's reasoning, yielded before the message or tool request it belongs to."""
+
+    content: str
+    type: Literal["ThoughtEvent"] = "ThoughtEvent"
+
+
+class MemoryQueryEvent(BaseAgentEvent):
+    """The hits one memory store returned for this turn (STEP 2)."""
+
+    content: list[MemoryContent]
+    type: Literal["MemoryQueryEvent"] = "MemoryQueryEvent"
+
+    def to_text(self) -> str:
+        return "\n".join(item.to_text() for item in self.content)
+
+
+class ModelClientStreamingChunkEvent(BaseAgentEvent):
+    """A piece of streamed text; ``full_message_id`` is the id of the message it builds."""
+
+    content: str
+    full_message_id: str | None = None
+    type: Literal["ModelClientStreamingChunkEvent"] = "ModelClientStreamingChunkEvent"
+
+
+_CHUNK_FIELDS = frozenset(ModelClientStreamingChunkEvent.model_fields)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def streaming_chunk(content: str, source: str, full_message_id: str) -> ModelClientStreamingChunkEvent:
+    """Build a chunk event without validation: the hot path of streaming, all inputs trusted."""
+    event = _new(ModelClientStreamingChunkEvent)
+    _set(
+        event,
+        "__dict__",
+        {
+            "id": new_id(),
+            "source": source,
+            "models_usage": None,
+            "metadata": {},
+            "created_at": utc_now(),
+            "content": content,
+            "full_message_id": full_message_id,
+            "type": "ModelClientStreamingChunkEvent",
+        },
+    )
+    _set(event, "__pydantic_fields_set__", _CHUNK_FIELDS)
+    _set(event, "__pydantic_extra__", None)
+    _set(event, "__pydantic_private__", None)
+    return event
+
+
+ChatMessage = Union[TextMessage, StructuredMessage, ToolCallSummaryMessage, HandoffMessage]
+AgentEvent = Union[
+    ToolCallRequestEvent,
+    ToolCallExecutionEvent,
+    ThoughtEvent,
+    MemoryQueryEvent,
+    ModelClientStreamingChunkEvent,
+]
+_MESSAGE_TYPES: dict[str, type[_Base]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (
+        TextMessage,
+        StructuredMessage,
+        ToolCallSummaryMessage,
+        HandoffMessage,
+        ToolCallRequestEvent,
+        ToolCallExecutionEvent,
+        ThoughtEvent,
+        MemoryQueryEvent,
+        ModelClientStreamingChunkEvent,
+    )
+}
+
+
+def dump_message(message: BaseChatMessage | BaseAgentEvent) -> dict[str, Any]:
+    """A JSON-ready dict of a message or event."""
+    return message.model_dump(mode="json")
+
+
+def load_message(
+    data: dict[str, Any] | str, structured_type: type[BaseModel] | None = None
+) -> BaseChatMessage | BaseAgentEvent:
+    """Rebuild a message or event from :func:`dump_message` output (or its JSON text).
+
+    A ``StructuredMessage`` needs ``structured_type`` to get its object back; without it the
+    content must be loadable as a plain pydantic model and an error says so.
+    """
+    if isinstance(data, str):
+        data = json.loads(data)
+    if not isinstance(data, dict):
+        raise TypeError(f"a message must be a JSON object, got {type(data).__name__}")
+    kind = data.get("type")
+    cls = _MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"unknown message type {kind!r}; known: {sorted(_MESSAGE_TYPES)}")
+    if cls is StructuredMessage:
+        if structured_type is None:
+            raise ValueError("loading a StructuredMessage needs structured_type=<its pydantic model>")
+        cls = StructuredMessage[structured_type]  # type: ignore[valid-type]
+    return cls.model_validate(data)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Response:
+    """The last item ``on_messages_stream`` yields: the final message and the events before it."""
+
+    chat_message: BaseChatMessage
+    inner_messages: list[BaseAgentEvent | BaseChatMessage] = field(default_factory=list)
+
+
+@dataclass
+class TaskResult:
+    """What ``run`` returns: the task, every event and the final message, in order."""
+
+    messages: Sequence[BaseAgentEvent | BaseChatMessage]
+    stop_reason: str | None = None

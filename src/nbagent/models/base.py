@@ -1,0 +1,99 @@
+"""The protocol every model client follows, its capabilities, and its errors."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Literal, Mapping, Sequence, TypedDict
+
+from pydantic import BaseModel
+
+from ..cancellation import CancellationToken
+from ..messages import CreateResult, LLMMessage, RequestUsage
+from ..tools import ToolSchema
+
+ToolChoice = Literal["auto", "required", "none"] | str
+
+
+class ModelInfo(TypedDict, total=False):
+    """What a model can do; the agent checks it before offering tools or asking for JSON."""
+
+    vision: bool
+    function_calling: bool
+    json_output: bool
+    structured_output: bool
+    family: str
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """What one call sent to the model: the messages, tools, tool_choice and output format."""
+
+    messages: list[LLMMessage]
+    tools: list[ToolSchema]
+    tool_choice: ToolChoice
+    json_output: bool | type[BaseModel] | None
+
+
+class ModelError(RuntimeError):
+    """A model call failed; ``status`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None, model: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.model = model
+
+
+class ChatCompletionClient(ABC):
+    """Turns LLM messages (and tool schemas) into a :class:`CreateResult`, at once or streamed."""
+
+    model_info: ModelInfo
+
+    def __init__(self) -> None:
+        self._total_usage = RequestUsage()
+        self._actual_usage = RequestUsage()
+
+    @abstractmethod
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> CreateResult: ...
+
+    @abstractmethod
+    def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> AsyncIterator[str | CreateResult]:
+        """Text pieces as they come, then the :class:`CreateResult` last."""
+
+    @property
+    def model_name(self) -> str:
+        return type(self).__name__
+
+    def total_usage(self) -> RequestUsage:
+        """Tokens counted over every call, cached ones included."""
+        return self._total_usage
+
+    def actual_usage(self) -> RequestUsage:
+        """Tokens of calls that really reached a model (not cached or replayed)."""
+        return self._actual_usage
+
+    def _count_usage(self, usage: RequestUsage, *, actual: bool) -> None:
+        self._total_usage = self._total_usage + usage
+        if actual:
+            self._actual_usage = self._actual_usage + usage
+
+    async def close(self) -> None:
+        """Release connections; nothing by default."""

@@ -1,0 +1,133 @@
+"""``ReplayChatCompletionClient``: scripted answers, the offline default model."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import deque
+from typing import Any, AsyncIterator, Mapping, Sequence
+
+from pydantic import BaseModel
+
+from ..cancellation import CancellationToken, guarded
+from ..context import estimate_tokens
+from ..messages import CreateResult, LLMMessage, RequestUsage
+from ..tools import ToolSchema
+from .base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, ToolChoice
+
+_CHUNK = re.compile(r"\S+\s*|\s+")
+
+
+class ReplayExhaustedError(ModelError):
+    """The script has no answer left for this call."""
+
+
+class ReplayChatCompletionClient(ChatCompletionClient):
+    """Answers each call with the next item of ``chat_completions`` (text or a ``CreateResult``).
+
+    ``create_stream`` yields text word by word, whose concatenation is exact, then the result.
+    The last ``keep_requests`` requests are kept in ``requests`` to show what the model was sent.
+    ``latency`` (before each answer) and ``chunk_delay`` (between streamed words) slow it down
+    for demos and cancellation tests.
+    """
+
+    def __init__(
+        self,
+        chat_completions: Sequence[str | CreateResult],
+        *,
+        model_info: ModelInfo | None = None,
+        latency: float = 0.0,
+        chunk_delay: float = 0.0,
+        keep_requests: int = 100,
+    ) -> None:
+        super().__init__()
+        for item in chat_completions:
+            if not isinstance(item, (str, CreateResult)):
+                raise TypeError(f"chat_completions holds str or CreateResult, got {type(item).__name__}")
+        self.chat_completions = list(chat_completions)
+        self.model_info = ModelInfo(
+            vision=False, function_calling=True, json_output=True, structured_output=True, family="replay"
+        ) | (model_info or {})
+        self.latency = latency
+        self.chunk_delay = chunk_delay
+        self.requests: deque[ModelRequest] = deque(maxlen=keep_requests)
+        self._index = 0
+
+    @property
+    def model_name(self) -> str:
+        return "replay"
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted answers are left."""
+        return len(self.chat_completions) - self._index
+
+    def reset(self) -> None:
+        """Start the script again from its first answer."""
+        self._index = 0
+        self.requests.clear()
+
+    def _next(
+        self,
+        messages: Sequence[LLMMessage],
+        tools: Sequence[ToolSchema],
+        tool_choice: ToolChoice,
+        json_output: bool | type[BaseModel] | None,
+    ) -> CreateResult:
+        if self._index >= len(self.chat_completions):
+            raise ReplayExhaustedError(
+                f"ReplayChatCompletionClient has no answer left: all {len(self.chat_completions)} "
+                "scripted answers were used (call reset() or add more)"
+            )
+        item = self.chat_completions[self._index]
+        self._index += 1
+        self.requests.append(ModelRequest(list(messages), list(tools), tool_choice, json_output))
+        prompt_tokens = sum(map(estimate_tokens, messages))
+        if isinstance(item, str):
+            result = CreateResult(
+                finish_reason="stop",
+                content=item,
+                usage=RequestUsage(prompt_tokens=prompt_tokens, completion_tokens=(len(item) + 3) // 4),
+            )
+        else:
+            result = item
+        self._count_usage(result.usage, actual=False)
+        return result
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> CreateResult:
+        if self.latency:
+            await guarded(asyncio.sleep(self.latency), cancellation_token)
+        if cancellation_token is not None and cancellation_token.is_cancelled():
+            raise asyncio.CancelledError()
+        return self._next(messages, tools, tool_choice, json_output)
+
+    async def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> AsyncIterator[str | CreateResult]:
+        result = await self.create(
+            messages, tools=tools, tool_choice=tool_choice, json_output=json_output,
+            cancellation_token=cancellation_token,
+        )
+        if isinstance(result.content, str):
+            delay = self.chunk_delay
+            for piece in _CHUNK.findall(result.content):
+                if delay:
+                    await guarded(asyncio.sleep(delay), cancellation_token)
+                yield piece
+        yield result

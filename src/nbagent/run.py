@@ -1,0 +1,210 @@
+"""What one run is made of, besides its events: moves, LLM and tool call records, start and end.
+
+The agent's loop (``AssistantAgent._run_steps``) yields these records in between its events.
+``on_messages_stream`` drops them; the step-by-step mode pauses at each :class:`Move`; recorders
+(the trace) receive every item. So one loop serves ``run``, ``run_stream``, the live view and the
+stepper alike.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal, Protocol, Union
+
+from ._ids import utc_now
+from .messages import BaseAgentEvent, BaseChatMessage, CreateResult, FunctionCall, FunctionExecutionResult, Response
+
+if TYPE_CHECKING:
+    from .models.base import ModelRequest
+
+
+@dataclass(frozen=True)
+class MoveInfo:
+    """The static description of one kind of move, for teaching."""
+
+    step: int
+    title: str
+    method: str
+    explanation: str
+
+
+MOVES: dict[str, MoveInfo] = {
+    "add_messages": MoveInfo(
+        1,
+        "New messages into model_context",
+        "_add_messages_to_context",
+        "The new messages of this call are added to the model context, the agent's short-term memory. "
+        "The context persists across calls, so each call passes only what is new: passing the whole "
+        "history again would put every message in twice.",
+    ),
+    "memory": MoveInfo(
+        2,
+        "Query memory",
+        "_update_model_context_with_memory",
+        "Each memory store is queried with the context. Hits not already in the context are added as a "
+        "system message, and each store with hits yields a MemoryQueryEvent, before any LLM event.",
+    ),
+    "message_id": MoveInfo(
+        3,
+        "Make a message id",
+        "on_messages_stream",
+        "A message id is drawn before the model is called, so that streamed chunks can name the message "
+        "they build (full_message_id) before that message exists.",
+    ),
+    "call_llm": MoveInfo(
+        4,
+        "Call the LLM",
+        "_call_llm",
+        "The model is sent the system message, the context's messages, the tools of every workbench and "
+        "one tool per handoff. It answers with text or with tool calls; streamed text arrives as chunks "
+        "carrying the message id.",
+    ),
+    "text_exit": MoveInfo(
+        5,
+        "Text: the final answer",
+        "_process_model_result",
+        "The model answered with text, so this is the answer (a TextMessage, or a StructuredMessage when "
+        "output_content_type is set). This is the loop's only normal exit, whatever iterations are left.",
+    ),
+    "tool_request": MoveInfo(
+        5,
+        "Tool calls requested",
+        "_process_model_result",
+        "The model asked for tool calls. The assistant message with the calls enters the context and a "
+        "ToolCallRequestEvent is yielded (after a ThoughtEvent if the model reasoned first).",
+    ),
+    "tool_execution": MoveInfo(
+        5,
+        "Run the tools",
+        "_execute_tool_call",
+        "All calls run concurrently (asyncio.gather); events the tools stream are forwarded as they come. "
+        "One ToolCallExecutionEvent carries the results in call order, and they enter the context. A "
+        "failing tool, an unknown tool or bad arguments give an error result, and the loop goes on.",
+    ),
+    "handoff_check": MoveInfo(
+        5,
+        "Check for a handoff",
+        "_check_and_handle_handoff",
+        "If one of the calls was a handoff tool, the run ends with a HandoffMessage to its target, its "
+        "context holding the other calls and results. With several handoffs, the first wins and a "
+        "warning says so.",
+    ),
+    "next_llm_call": MoveInfo(
+        5,
+        "Call the LLM again with the results",
+        "_call_llm",
+        "Iterations remain (max_tool_iterations), so the model is called again with the tool results in "
+        "its context, and the loop goes back to its top with the new answer.",
+    ),
+    "reflect": MoveInfo(
+        5,
+        "Reflect on the tool results",
+        "_reflect_on_tool_use_flow",
+        "The tool loop is used up and reflect_on_tool_use is on: the model is called once more, with no "
+        "tools (tool_choice='none'), to turn the results into a final answer.",
+    ),
+    "summarize": MoveInfo(
+        5,
+        "Summarise the tool results",
+        "_summarize_tool_use",
+        "The tool loop is used up and reflect_on_tool_use is off: the last batch of results, formatted "
+        "with tool_call_summary_format, becomes the answer (a ToolCallSummaryMessage).",
+    ),
+}
+
+
+@dataclass(slots=True)
+class Move:
+    """A boundary in the loop: the move named here is about to be made."""
+
+    run_id: str
+    name: str
+    iteration: int | None = None
+
+    @property
+    def info(self) -> MoveInfo:
+        return MOVES[self.name]
+
+    @property
+    def step(self) -> int:
+        return MOVES[self.name].step
+
+
+LLMPurpose = Literal["initial", "tool_loop", "reflection"]
+
+
+@dataclass(slots=True)
+class LLMCall:
+    """One model call; yielded when it starts, completed in place when it ends."""
+
+    run_id: str
+    iteration: int
+    purpose: LLMPurpose
+    model: str
+    request: ModelRequest
+    message_id: str
+    streaming: bool
+    started_at: datetime = field(default_factory=utc_now)
+    start_perf: float = field(default_factory=time.perf_counter)
+    first_token_s: float | None = None
+    duration_s: float | None = None
+    result: CreateResult | None = None
+    error: str | None = None
+
+    def finish(self, result: CreateResult | None, error: str | None = None) -> None:
+        self.duration_s = time.perf_counter() - self.start_perf
+        self.result = result
+        self.error = error
+
+
+@dataclass(slots=True)
+class ToolExecution:
+    """One tool call; yielded when the batch starts, completed in place when the call ends."""
+
+    run_id: str
+    iteration: int
+    call: FunctionCall
+    batch_size: int
+    started_at: datetime = field(default_factory=utc_now)
+    start_perf: float = field(default_factory=time.perf_counter)
+    duration_s: float | None = None
+    result: FunctionExecutionResult | None = None
+
+    def finish(self, result: FunctionExecutionResult) -> None:
+        self.duration_s = time.perf_counter() - self.start_perf
+        self.result = result
+
+
+@dataclass(slots=True)
+class RunStarted:
+    run_id: str
+    agent: str
+    task: list[BaseChatMessage]
+    started_at: datetime = field(default_factory=utc_now)
+    start_perf: float = field(default_factory=time.perf_counter)
+
+
+RunStatus = Literal["ok", "error", "cancelled"]
+
+
+@dataclass(slots=True)
+class RunFinished:
+    run_id: str
+    agent: str
+    status: RunStatus
+    error: str | None = None
+    ended_at: datetime = field(default_factory=utc_now)
+    end_perf: float = field(default_factory=time.perf_counter)
+
+
+RunRecord = Union[Move, LLMCall, ToolExecution, RunStarted, RunFinished]
+RunItem = Union[RunRecord, BaseAgentEvent, BaseChatMessage, Response]
+RECORD_TYPES = (Move, LLMCall, ToolExecution, RunStarted, RunFinished)
+
+
+class Recorder(Protocol):
+    """Receives every item of every run of the agents it is attached to."""
+
+    def record(self, item: RunItem) -> None: ...
