@@ -1,0 +1,163 @@
+"""``python -m nbagent``: ``demo`` prints a scripted run in the terminal; ``lab`` opens the walkthrough.
+
+Both work offline with no API key: ``demo`` runs on the replay model, ``lab`` starts JupyterLab on
+``notebooks/02_walkthrough_steps_1_5.ipynb`` of a source checkout (it installs nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .agent import AssistantAgent
+from .messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    CreateResult,
+    FunctionCall,
+    FunctionExecutionResult,
+    RequestUsage,
+    Response,
+    TextMessage,
+)
+from .models.replay import ReplayChatCompletionClient
+from .run import LLMCall, Move, RunFinished, RunStarted, ToolExecution
+
+WALKTHROUGH = "02_walkthrough_steps_1_5.ipynb"
+DEMO_TASK = "What is the weather in Paris and in Tokyo, and what is the difference in degrees?"
+
+
+def get_weather(city: str) -> str:
+    """Current weather of a city (scripted: no network)."""
+    return {"Paris": "12 C, cloudy", "Tokyo": "18 C, sunny"}.get(city, "unknown city")
+
+
+def subtract(a: float, b: float) -> float:
+    """a minus b."""
+    return a - b
+
+
+def demo_agent() -> AssistantAgent:
+    """The demo's agent: two tools, a replay model scripted for two tool rounds then an answer."""
+    script = [
+        CreateResult(
+            finish_reason="function_calls",
+            content=[
+                FunctionCall(id="call_1", name="get_weather", arguments='{"city": "Paris"}'),
+                FunctionCall(id="call_2", name="get_weather", arguments='{"city": "Tokyo"}'),
+            ],
+            usage=RequestUsage(prompt_tokens=120, completion_tokens=30),
+        ),
+        CreateResult(
+            finish_reason="function_calls",
+            content=[FunctionCall(id="call_3", name="subtract", arguments='{"a": 18, "b": 12}')],
+            usage=RequestUsage(prompt_tokens=180, completion_tokens=20),
+        ),
+        "Paris has 12 C and clouds, Tokyo 18 C and sun: Tokyo is 6 degrees warmer.",
+    ]
+    return AssistantAgent(
+        "assistant",
+        ReplayChatCompletionClient(script),
+        tools=[get_weather, subtract],
+        max_tool_iterations=3,
+    )
+
+
+def _short(text: str, width: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def describe(item: object) -> str | None:
+    """One terminal line for a run item; ``None`` for items the demo does not print."""
+    if isinstance(item, RunStarted):
+        return f"run started  agent={item.agent}  task={_short(' | '.join(m.to_text() for m in item.task))}"
+    if isinstance(item, Move):
+        info = item.info
+        return f"-- STEP {info.step}: {info.title}  [{info.method}]"
+    if isinstance(item, LLMCall):
+        return f"   LLM call ({item.purpose}), {len(item.request.messages)} messages, {len(item.request.tools)} tools"
+    if isinstance(item, ToolExecution):
+        return f"   tool call {item.call.name}({item.call.arguments})"
+    if isinstance(item, Response):
+        message = item.chat_message
+        return f"   Response: {message.type}  {_short(message.to_text())}"
+    if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+        content = getattr(item, "content", "")
+        if isinstance(content, list):
+            text = "; ".join(
+                f"{c.name}({c.arguments})" if isinstance(c, FunctionCall)
+                else f"{c.name} -> {c.content}" if isinstance(c, FunctionExecutionResult)
+                else str(c)
+                for c in content
+            )
+        else:
+            text = item.to_text()
+        return f"   {item.type}  {_short(text)}"
+    if isinstance(item, RunFinished):
+        return f"run finished  status={item.status}"
+    return None
+
+
+async def demo(out: object = None) -> AssistantAgent:
+    """Run the scripted task, printing each item as it happens; returns the agent (its trace is full)."""
+    stream = out if out is not None else sys.stdout
+    agent = demo_agent()
+    print(f"nbagent demo: offline, on the replay model (no network, no API key)\n\ntask: {DEMO_TASK}\n", file=stream)
+    async for item in agent.iter([TextMessage(content=DEMO_TASK, source="user")]):
+        line = describe(item)
+        if line is not None:
+            print(line, file=stream)
+    return agent
+
+
+def notebooks_dir() -> Path | None:
+    """The ``notebooks/`` folder of the source checkout nbagent runs from, if there is one."""
+    candidate = Path(__file__).resolve().parents[2] / "notebooks"
+    return candidate if (candidate / WALKTHROUGH).is_file() else None
+
+
+def lab(directory: Path | None, port: int | None, no_browser: bool) -> int:
+    """Replace this process with JupyterLab opened on the walkthrough."""
+    folder = directory if directory is not None else notebooks_dir()
+    if folder is None or not (folder / WALKTHROUGH).is_file():
+        print(
+            f"nbagent lab: {WALKTHROUGH} not found; run it from a clone of the repository "
+            "(pip install -e '.[lab]') or pass --dir <the notebooks folder>",
+            file=sys.stderr,
+        )
+        return 2
+    if importlib.util.find_spec("jupyterlab") is None:
+        print("nbagent lab: JupyterLab is not installed; install it with: pip install 'nbagent[lab]'", file=sys.stderr)
+        return 2
+    command = [sys.executable, "-m", "jupyterlab", str(folder / WALKTHROUGH), f"--ServerApp.root_dir={folder}"]
+    if port is not None:
+        command.append(f"--ServerApp.port={port}")
+    if no_browser:
+        command.append("--no-browser")
+    sys.stdout.flush()
+    os.execv(sys.executable, command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="nbagent", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("demo", help="print a scripted run's events and its DataFrames (offline)")
+    lab_parser = commands.add_parser("lab", help="open JupyterLab on the walkthrough notebook")
+    lab_parser.add_argument("--dir", type=Path, default=None, help="the notebooks folder (default: the checkout's)")
+    lab_parser.add_argument("--port", type=int, default=None)
+    lab_parser.add_argument("--no-browser", action="store_true")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        asyncio.run(demo())
+        return 0
+    return lab(args.dir, args.port, args.no_browser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
