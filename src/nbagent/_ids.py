@@ -1,25 +1,34 @@
 """Fast uuid4 strings and UTC timestamps for messages and events.
 
-``str(uuid.uuid4())`` costs about 3 us here, more than a whole streamed chunk may; this module draws
-random bytes in bulk and formats them as RFC 4122 version-4 ids.
+``str(uuid.uuid4())`` costs about 2.5 us here, more than a whole streamed chunk may. This module
+draws random bytes in bulk, sets the version and variant bits of every id with ``translate`` and
+lays the hex digits out around the dashes with strided copies, so one id costs a list ``pop``.
 """
 
 from __future__ import annotations
 
+import binascii
 import os
 from datetime import datetime, timezone
 
+_BATCH = 1024
+_VERSION_4 = bytes((b & 0x0F) | 0x40 for b in range(256))
+_VARIANT_RFC4122 = bytes((b & 0x3F) | 0x80 for b in range(256))
+_DIGIT_POSITIONS = [i for i in range(36) if i not in (8, 13, 18, 23)]
+_DASHES = b"-" * (36 * _BATCH)
 _POOL: list[str] = []
-_BATCH = 256
 
 
 def _refill() -> None:
-    digits = os.urandom(16 * _BATCH).hex()
-    variant = "89ab"
-    _POOL.extend(
-        f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant[int(h[16], 16) & 3]}{h[17:20]}-{h[20:32]}"
-        for h in (digits[i : i + 32] for i in range(0, len(digits), 32))
-    )
+    raw = bytearray(os.urandom(16 * _BATCH))
+    raw[6::16] = raw[6::16].translate(_VERSION_4)
+    raw[8::16] = raw[8::16].translate(_VARIANT_RFC4122)
+    digits = binascii.hexlify(raw)
+    laid_out = bytearray(_DASHES)
+    for digit, position in enumerate(_DIGIT_POSITIONS):
+        laid_out[position::36] = digits[digit::32]
+    text = laid_out.decode("ascii")
+    _POOL.extend([text[i : i + 36] for i in range(0, len(text), 36)])
 
 
 os.register_at_fork(after_in_child=_POOL.clear)

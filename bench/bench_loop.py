@@ -1,0 +1,152 @@
+"""Microbenchmark of the agent loop on the replay model: cost per run, per tool iteration, per chunk.
+
+Three scripted scenarios, each run thousands of times on one event loop:
+
+* plain: ``agent.run(task=...)`` answered with text (one LLM call, no tools);
+* tools K=1 vs K=5: the model calls a trivial async tool K times, then answers
+  (``max_tool_iterations=K``); the difference divided by 4 is the cost of one extra iteration;
+* streaming: a 1,000-word streamed answer vs the same answer unstreamed; the difference divided
+  by 1,000 is the cost of one chunk.
+
+Each figure is the median over several repeats. The agent's trace records every item, as by default.
+
+    python bench/bench_loop.py [--runs 3000] [--repeats 5] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Awaitable, Callable
+
+from nbagent import AssistantAgent, CreateResult, FunctionCall, FunctionTool, ReplayChatCompletionClient
+
+TARGETS_US = {"plain_run_us": 100.0, "extra_iteration_us": 60.0, "chunk_us": 1.5}
+AUTOGEN_US = {"plain_run_us": 940.0, "extra_iteration_us": 600.0, "chunk_us": 9.0}
+STREAM_WORDS = 1000
+
+
+async def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+ADD = FunctionTool(add)
+
+
+def tool_script(k: int) -> list[str | CreateResult]:
+    """K rounds of one tool call each, then a text answer."""
+    calls: list[str | CreateResult] = [
+        CreateResult(
+            finish_reason="function_calls",
+            content=[FunctionCall(id=f"c{i}", name="add", arguments='{"a": 1, "b": 2}')],
+        )
+        for i in range(k)
+    ]
+    return [*calls, "done"]
+
+
+def make_runner(script: list[str | CreateResult], *, stream: bool = False, k: int = 1) -> Callable[[], Awaitable[None]]:
+    """One agent whose every run replays ``script`` from a fresh context."""
+    client = ReplayChatCompletionClient(script, keep_requests=1)
+    agent = AssistantAgent(
+        "bench",
+        client,
+        tools=[ADD] if k else None,
+        max_tool_iterations=max(k, 1),
+        model_client_stream=stream,
+    )
+
+    async def one_run() -> None:
+        client.reset()
+        await agent.on_reset()
+        agent.trace.items.clear()
+        await agent.run(task="go")
+
+    return one_run
+
+
+async def time_runs(run: Callable[[], Awaitable[None]], runs: int) -> float:
+    """Microseconds per run over ``runs`` runs (after a short warm-up)."""
+    for _ in range(min(50, runs)):
+        await run()
+    start = time.perf_counter()
+    for _ in range(runs):
+        await run()
+    return (time.perf_counter() - start) / runs * 1e6
+
+
+@dataclass
+class Figures:
+    plain_run_us: float
+    tool_k1_run_us: float
+    tool_k5_run_us: float
+    extra_iteration_us: float
+    stream_run_us: float
+    unstreamed_long_run_us: float
+    chunk_us: float
+    runs: int
+    repeats: int
+
+
+async def measure(runs: int, repeats: int) -> Figures:
+    long_text = " ".join(f"w{i}" for i in range(STREAM_WORDS))
+    scenarios = {
+        "plain": (make_runner(["hello"], k=0), runs),
+        "k1": (make_runner(tool_script(1), k=1), runs),
+        "k5": (make_runner(tool_script(5), k=5), runs),
+        "stream": (make_runner([long_text], stream=True, k=0), max(runs // 20, 20)),
+        "long": (make_runner([long_text], k=0), max(runs // 20, 20)),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in scenarios}
+    for _ in range(repeats):
+        for name, (runner, n) in scenarios.items():
+            samples[name].append(await time_runs(runner, n))
+    med = {name: statistics.median(values) for name, values in samples.items()}
+    return Figures(
+        plain_run_us=med["plain"],
+        tool_k1_run_us=med["k1"],
+        tool_k5_run_us=med["k5"],
+        extra_iteration_us=(med["k5"] - med["k1"]) / 4,
+        stream_run_us=med["stream"],
+        unstreamed_long_run_us=med["long"],
+        chunk_us=(med["stream"] - med["long"]) / STREAM_WORDS,
+        runs=runs,
+        repeats=repeats,
+    )
+
+
+def report(figures: Figures) -> str:
+    values = asdict(figures)
+    lines = [f"{'figure':<22}{'nbagent':>12}{'target':>10}{'AutoGen':>10}"]
+    for key, target in TARGETS_US.items():
+        lines.append(f"{key:<22}{values[key]:>12.2f}{target:>10.1f}{AUTOGEN_US[key]:>10.0f}")
+    lines.append(
+        f"(K=1 run {figures.tool_k1_run_us:.1f} us, K=5 run {figures.tool_k5_run_us:.1f} us, "
+        f"{STREAM_WORDS}-chunk stream {figures.stream_run_us:.0f} us vs unstreamed {figures.unstreamed_long_run_us:.0f} us; "
+        f"median of {figures.repeats} repeats of {figures.runs} runs)"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> Figures:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3000, help="runs per repeat (streaming uses runs/20)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    figures = asyncio.run(measure(args.runs, args.repeats))
+    print(report(figures))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump({**asdict(figures), "targets_us": TARGETS_US, "autogen_us": AUTOGEN_US}, out, indent=2)
+    return figures
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
