@@ -1,0 +1,448 @@
+"""Step-by-step mode: walk the agent's loop one move at a time, for teaching and debugging.
+
+The stepper does not re-implement the loop. It consumes the one loop through ``agent.iter()``
+(an :class:`~nbagent.agent.AgentRun`) and pauses at each :class:`~nbagent.run.Move`: ``next()``
+pulls items until the following ``Move`` (or the end of the run), so the loop's code for exactly one
+move runs, and reports what that move did. A run stepped to the end yields the same events, context
+and trace records as ``run_stream`` on the same script.
+
+Core module: it imports nothing from :mod:`nbagent.notebook` (the widget lives there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Sequence
+
+import pandas as pd
+
+from .agent import AgentRun, AssistantAgent, Task, task_messages
+from .cancellation import CancellationToken
+from .context import estimate_tokens, message_text
+from .messages import (
+    AssistantMessage,
+    BaseAgentEvent,
+    BaseChatMessage,
+    CreateResult,
+    FunctionCall,
+    FunctionExecutionResult,
+    LLMMessage,
+    RequestUsage,
+    Response,
+    ToolCallExecutionEvent,
+    ToolCallRequestEvent,
+)
+from .models.base import ChatCompletionClient, ModelRequest
+from .models.replay import ReplayChatCompletionClient
+from .run import RECORD_TYPES, LLMCall, Move, MoveInfo, RunItem, ToolExecution
+
+StepperStatus = Literal["ready", "paused", "finished", "error", "cancelled"]
+Condition = Callable[["StepResult"], bool]
+
+CONTEXT_COLUMNS = ["position", "kind", "source", "text", "tool_calls", "thought", "tokens", "change"]
+"""Columns of :meth:`StepResult.context_df`; ``change`` is ``"added"``, ``"changed"`` or ``""``."""
+
+_KINDS = {
+    "SystemMessage": "system",
+    "UserMessage": "user",
+    "AssistantMessage": "assistant",
+    "FunctionExecutionResultMessage": "tool_result",
+}
+
+
+class StepperFinished(RuntimeError):
+    """``next()`` was called on a stepper whose run is over."""
+
+
+def diff_context(before: Sequence[LLMMessage], after: Sequence[LLMMessage]) -> tuple[list[int], list[int]]:
+    """Positions added by a move, and positions whose message it replaced."""
+    common = min(len(before), len(after))
+    changed = [i for i in range(common) if before[i] is not after[i] and before[i] != after[i]]
+    return list(range(common, len(after))), changed
+
+
+def context_frame(
+    messages: Sequence[LLMMessage], added: Sequence[int] = (), changed: Sequence[int] = ()
+) -> pd.DataFrame:
+    """The model context as a DataFrame, one row per message, with the ``change`` each row saw."""
+    added_set, changed_set = set(added), set(changed)
+    rows: list[dict[str, Any]] = []
+    for position, message in enumerate(messages):
+        calls = message.content if isinstance(message, AssistantMessage) and not isinstance(message.content, str) else []
+        rows.append(
+            {
+                "position": position,
+                "kind": _KINDS[message.type],
+                "source": getattr(message, "source", None),
+                "text": message_text(message),
+                "tool_calls": [call.name for call in calls],
+                "thought": getattr(message, "thought", None),
+                "tokens": estimate_tokens(message),
+                "change": "added" if position in added_set else "changed" if position in changed_set else "",
+            }
+        )
+    frame = pd.DataFrame(rows, columns=CONTEXT_COLUMNS)
+    frame["position"] = frame["position"].astype("int64")
+    frame["tokens"] = frame["tokens"].astype("int64")
+    frame["kind"] = pd.Categorical(frame["kind"], categories=list(_KINDS.values()))
+    return frame
+
+
+@dataclass
+class StepResult:
+    """What one move did: the move, the items the loop yielded meanwhile, and the context around it.
+
+    ``items`` holds everything the run yielded during the move (records and events, the ``Move``
+    itself excluded); ``events`` only the events and messages. At ``call_llm``, ``next_llm_call``
+    and ``reflect``, ``request`` is exactly what the model was sent and ``result`` the raw
+    ``CreateResult`` it returned. ``error`` is the exception that ended the run during this move.
+    """
+
+    index: int
+    move: Move
+    items: list[RunItem]
+    context_before: list[LLMMessage]
+    context_after: list[LLMMessage]
+    upcoming: Move | None = None
+    error: Exception | None = None
+    added: list[int] = field(init=False)
+    changed: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.added, self.changed = diff_context(self.context_before, self.context_after)
+
+    @property
+    def name(self) -> str:
+        return self.move.name
+
+    @property
+    def info(self) -> MoveInfo:
+        return self.move.info
+
+    @property
+    def step(self) -> int:
+        return self.move.info.step
+
+    @property
+    def title(self) -> str:
+        return self.move.info.title
+
+    @property
+    def method(self) -> str:
+        return self.move.info.method
+
+    @property
+    def explanation(self) -> str:
+        return self.move.info.explanation
+
+    @property
+    def iteration(self) -> int | None:
+        return self.move.iteration
+
+    @property
+    def done(self) -> bool:
+        """The run ended during this move (answer, error or cancellation)."""
+        return self.upcoming is None
+
+    @property
+    def events(self) -> list[BaseAgentEvent | BaseChatMessage | Response]:
+        return [item for item in self.items if not isinstance(item, RECORD_TYPES)]
+
+    @property
+    def llm_call(self) -> LLMCall | None:
+        return next((item for item in self.items if isinstance(item, LLMCall)), None)
+
+    @property
+    def request(self) -> ModelRequest | None:
+        """What the model received in this move: system message + messages, tools, tool_choice."""
+        call = self.llm_call
+        return None if call is None else call.request
+
+    @property
+    def result(self) -> CreateResult | None:
+        """The raw ``CreateResult`` of this move's model call."""
+        call = self.llm_call
+        return None if call is None else call.result
+
+    @property
+    def tool_executions(self) -> list[ToolExecution]:
+        return [item for item in self.items if isinstance(item, ToolExecution)]
+
+    @property
+    def tool_calls(self) -> list[FunctionCall]:
+        """The tool calls this move requested or ran."""
+        for item in self.items:
+            if isinstance(item, ToolCallRequestEvent):
+                return list(item.content)
+        return [execution.call for execution in self.tool_executions]
+
+    @property
+    def tool_results(self) -> list[FunctionExecutionResult]:
+        for item in self.items:
+            if isinstance(item, ToolCallExecutionEvent):
+                return list(item.content)
+        return []
+
+    @property
+    def response(self) -> Response | None:
+        return next((item for item in self.items if isinstance(item, Response)), None)
+
+    @property
+    def has_error(self) -> bool:
+        """The run raised here, a model call failed, or a tool gave an error result."""
+        call = self.llm_call
+        return (
+            self.error is not None
+            or (call is not None and call.error is not None)
+            or any(result.is_error for result in self.tool_results)
+        )
+
+    def context_df(self) -> pd.DataFrame:
+        """The context after this move; ``change`` marks the rows it added or changed."""
+        return context_frame(self.context_after, self.added, self.changed)
+
+    def context_before_df(self) -> pd.DataFrame:
+        return context_frame(self.context_before)
+
+    def matches(
+        self,
+        *,
+        step: int | None = None,
+        move: str | None = None,
+        tool: str | None = None,
+        iteration: int | None = None,
+        error: bool | None = None,
+    ) -> bool:
+        """Whether this move meets every criterion given (``None`` ones are ignored)."""
+        return (
+            (step is None or self.step == step)
+            and (move is None or self.name == move)
+            and (tool is None or any(call.name == tool for call in self.tool_calls))
+            and (iteration is None or self.iteration == iteration)
+            and (error is None or self.has_error == error)
+        )
+
+    def __repr__(self) -> str:
+        where = "" if self.iteration is None else f", iteration {self.iteration}"
+        ending = f", error {type(self.error).__name__}" if self.error else ", done" if self.done else ""
+        return (
+            f"<StepResult #{self.index} STEP {self.step} {self.name} ({self.method}{where}): "
+            f"{len(self.events)} events, +{len(self.added)} context rows{ending}>"
+        )
+
+
+@dataclass
+class _Snapshot:
+    """What :meth:`Stepper.reset` puts back: the context's state and a replay script's position."""
+
+    context_state: dict[str, Any]
+    replay_index: int | None
+    replay_requests: list[ModelRequest]
+    total_usage: RequestUsage
+    actual_usage: RequestUsage
+
+
+class Stepper:
+    """Walks one run of ``agent`` on ``task``, one move at a time.
+
+    ``await next()`` makes exactly one move and returns its :class:`StepResult`; ``run_to_end()``
+    and ``run_until(...)`` make several. While the walk is in progress the agent is busy (another
+    run on it raises ``AgentBusyError``): finish it, or end it with ``aclose()`` or ``reset()``.
+    An exception raised by the run ends the walk: it is returned in the last ``StepResult.error``
+    (not raised), and the context has been repaired by the run. Cancellation propagates.
+    """
+
+    def __init__(
+        self, agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None
+    ) -> None:
+        self.agent = agent
+        self.messages: list[BaseChatMessage] = task_messages(task)
+        self.cancellation_token = cancellation_token
+        self.history: list[StepResult] = []
+        self.status: StepperStatus = "ready"
+        self._run: AgentRun | None = None
+        self._upcoming: Move | None = None
+        self._lead: list[RunItem] = []
+        self._snapshot: _Snapshot | None = None
+        self._moving = False
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("finished", "error", "cancelled")
+
+    @property
+    def upcoming(self) -> Move | None:
+        """The move the next ``next()`` makes (``None`` before the first one and after the end)."""
+        return self._upcoming
+
+    @property
+    def moving(self) -> bool:
+        """A move is being made right now."""
+        return self._moving
+
+    @property
+    def current(self) -> StepResult | None:
+        """The last move made."""
+        return self.history[-1] if self.history else None
+
+    @property
+    def events(self) -> list[BaseAgentEvent | BaseChatMessage | Response]:
+        """Every event of the walk so far, in order, the final ``Response`` included."""
+        return [event for result in self.history for event in result.events]
+
+    @property
+    def response(self) -> Response | None:
+        return next((r.response for r in reversed(self.history) if r.response is not None), None)
+
+    # ------------------------------------------------------------------ walking
+
+    async def next(self) -> StepResult:
+        """Make one move: run the loop up to the next move boundary (or the end) and report it."""
+        if self.done:
+            raise StepperFinished(f"the run is over ({self.status}); await reset() to walk it again")
+        if self._moving:
+            raise RuntimeError("a move is already being made; await it before asking for the next one")
+        self._moving = True
+        try:
+            if self._run is None:
+                await self._begin()
+            return await self._advance()
+        finally:
+            self._moving = False
+
+    async def run_to_end(self) -> list[StepResult]:
+        """Make every remaining move; returns them (empty if the run is already over)."""
+        results: list[StepResult] = []
+        while not self.done:
+            results.append(await self.next())
+        return results
+
+    async def run_until(
+        self,
+        condition: Condition | None = None,
+        *,
+        step: int | None = None,
+        move: str | None = None,
+        tool: str | None = None,
+        iteration: int | None = None,
+        error: bool | None = None,
+    ) -> StepResult | None:
+        """Make moves until one meets every given criterion, and pause after it.
+
+        ``step`` a STEP number (1-5), ``move`` a move name (``"call_llm"``, ``"tool_execution"``...),
+        ``tool`` a tool name requested or run in the move, ``iteration`` a tool-loop iteration,
+        ``error=True`` a move where the run raised, a model call failed or a tool gave an error
+        result, ``condition`` any predicate on the :class:`StepResult`. Returns the matching move,
+        or ``None`` if the run ended without one. Calling it again goes on from there.
+        """
+        criteria = (step, move, tool, iteration, error)
+        if condition is None and all(value is None for value in criteria):
+            raise ValueError("run_until needs a condition: step=, move=, tool=, iteration=, error= or a callable")
+        while not self.done:
+            result = await self.next()
+            if result.matches(step=step, move=move, tool=tool, iteration=iteration, error=error) and (
+                condition is None or condition(result)
+            ):
+                return result
+        return None
+
+    async def aclose(self) -> None:
+        """End the run where it is, without restoring anything: every tool call in the context gets a result."""
+        run, self._run = self._run, None
+        if run is not None and run.status == "running":
+            await run.aclose()
+        if run is not None and not self.done:
+            self.status = "cancelled"
+        self._upcoming = None
+
+    async def reset(self) -> None:
+        """End the run (``aclose``) and put back what the walk changed, so it can be walked again.
+
+        Restored: the model context as it was before the first move, and, when the model is a
+        ``ReplayChatCompletionClient``, its script position, kept requests and usage counters.
+        Not restored: side effects of tools that ran, memory stores, other models' calls (a real
+        model is called again and may answer differently), and the agent's trace, which keeps the
+        abandoned run (ended ``cancelled``) next to the new one.
+        """
+        await self.aclose()
+        snapshot, self._snapshot = self._snapshot, None
+        if snapshot is not None:
+            await self.agent.model_context.load_state(snapshot.context_state)
+            _restore_client(self.agent.model_client, snapshot)
+        self.history.clear()
+        self._lead = []
+        self.status = "ready"
+
+    # ------------------------------------------------------------------ internals
+
+    async def _begin(self) -> None:
+        """Snapshot what reset restores, start the run and pull up to its first move."""
+        client = self.agent.model_client
+        replay = client if isinstance(client, ReplayChatCompletionClient) else None
+        snapshot = _Snapshot(
+            context_state=await self.agent.model_context.save_state(),
+            replay_index=None if replay is None else replay._index,
+            replay_requests=[] if replay is None else list(replay.requests),
+            total_usage=client.total_usage(),
+            actual_usage=client.actual_usage(),
+        )
+        run = self.agent.iter(self.messages, self.cancellation_token)
+        lead: list[RunItem] = []
+        item = await run.__anext__()
+        while not isinstance(item, Move):
+            lead.append(item)
+            item = await run.__anext__()
+        self._snapshot, self._run, self._lead, self._upcoming = snapshot, run, lead, item
+        self.status = "paused"
+
+    async def _advance(self) -> StepResult:
+        assert self._run is not None and self._upcoming is not None
+        run, move = self._run, self._upcoming
+        items, self._lead = self._lead, []
+        before = self.agent.model_context.messages
+        upcoming: Move | None = None
+        failure: Exception | None = None
+        try:
+            async for item in run:
+                if isinstance(item, Move):
+                    upcoming = item
+                    break
+                items.append(item)
+        except Exception as exc:
+            failure = exc
+        except BaseException:
+            self.status, self._run, self._upcoming = "cancelled", None, None
+            raise
+        if upcoming is None:
+            self.status = "error" if failure is not None else "finished"
+            self._run = None
+        self._upcoming = upcoming
+        result = StepResult(
+            index=len(self.history) + 1,
+            move=move,
+            items=items,
+            context_before=before,
+            context_after=self.agent.model_context.messages,
+            upcoming=upcoming,
+            error=failure,
+        )
+        self.history.append(result)
+        return result
+
+    def __repr__(self) -> str:
+        where = f", at {self.current.name}" if self.current else ""
+        return f"<Stepper agent={self.agent.name!r} status={self.status!r}, {len(self.history)} moves{where}>"
+
+
+def _restore_client(client: ChatCompletionClient, snapshot: _Snapshot) -> None:
+    """Rewind a replay model to where the walk began (other models cannot be rewound)."""
+    if not isinstance(client, ReplayChatCompletionClient) or snapshot.replay_index is None:
+        return
+    client._index = snapshot.replay_index
+    client.requests.clear()
+    client.requests.extend(snapshot.replay_requests)
+    client._total_usage = snapshot.total_usage
+    client._actual_usage = snapshot.actual_usage
+
