@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 from .messages import (
     AssistantMessage,
+    FunctionCall,
     FunctionExecutionResultMessage,
     Image,
     LLMMessage,
@@ -31,7 +32,7 @@ def message_text(message: LLMMessage) -> str:
             parts.append(item)
         elif isinstance(item, Image):
             parts.append(f"[image {item.mime_type}]")
-        elif hasattr(item, "arguments"):
+        elif isinstance(item, FunctionCall):
             parts.append(f"{item.name}({item.arguments})")
         else:
             parts.append(item.content)
@@ -41,7 +42,8 @@ def message_text(message: LLMMessage) -> str:
 def estimate_tokens(message: LLMMessage) -> int:
     """A model-independent token estimate: four characters a token plus a per-message overhead."""
     text = message_text(message)
-    thought = getattr(message, "thought", None) or ""
+    # isinstance, not getattr/hasattr: a missing attribute goes through pydantic's slow __getattr__.
+    thought = (message.thought or "") if isinstance(message, AssistantMessage) else ""
     return (len(text) + len(thought) + 3) // 4 + 4
 
 
