@@ -44,6 +44,38 @@ class ModelError(RuntimeError):
         self.model = model
 
 
+class ModelAuthenticationError(ModelError):
+    """The server refused the credentials (HTTP 401 or 403)."""
+
+
+class ModelNotFoundError(ModelError):
+    """The model (or the endpoint) does not exist on that server (HTTP 404)."""
+
+
+class ModelBadRequestError(ModelError):
+    """The server rejected the request itself (HTTP 400, 422...)."""
+
+
+class ModelRateLimitError(ModelError):
+    """HTTP 429, still after the client's retries."""
+
+
+class ModelServerError(ModelError):
+    """The server failed (HTTP 5xx), still after the client's retries."""
+
+
+class ModelTimeoutError(ModelError):
+    """No answer (or no next chunk) within the client's timeout."""
+
+
+class ModelConnectionError(ModelError):
+    """The connection failed or broke, e.g. a stream cut mid-way."""
+
+
+class ModelResponseError(ModelError):
+    """The server answered something unusable: malformed JSON, no choices, a stream without an end."""
+
+
 class ChatCompletionClient(ABC):
     """Turns LLM messages (and tool schemas) into a :class:`CreateResult`, at once or streamed."""
 

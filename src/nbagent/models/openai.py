@@ -1,0 +1,584 @@
+"""``OpenAIChatCompletionClient``: the Chat Completions API through the official ``openai`` SDK.
+
+Works with OpenAI and with every server that speaks the same protocol (Ollama, vLLM, LM Studio,
+llama.cpp...) through ``base_url``. It converts nbagent's LLM messages and tool schemas to the
+API's, assembles streamed text and tool-call deltas, turns reasoning fields and ``<think>`` blocks
+into ``thought``, and raises :class:`~nbagent.models.base.ModelError` subclasses that name the HTTP
+status and the server's message. The API key lives only inside the SDK client: it is in no repr,
+result, error message or recording.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from typing import Any, AsyncIterator, Mapping, Sequence
+
+import openai
+from pydantic import BaseModel
+
+from .._ids import new_id
+from ..cancellation import CancellationToken, guarded
+from ..messages import (
+    AssistantMessage,
+    CreateResult,
+    FinishReason,
+    FunctionCall,
+    FunctionExecutionResultMessage,
+    Image,
+    LLMMessage,
+    RequestUsage,
+    SystemMessage,
+    UserMessage,
+)
+from ..tools import ToolSchema
+from .base import (
+    ChatCompletionClient,
+    ModelAuthenticationError,
+    ModelBadRequestError,
+    ModelConnectionError,
+    ModelError,
+    ModelInfo,
+    ModelNotFoundError,
+    ModelRateLimitError,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeoutError,
+    ToolChoice,
+)
+from .redact import known_secrets, redact
+
+#: What known models can do; the longest name that prefixes the model's name wins
+#: (``gpt-4o-2024-08-06`` is ``gpt-4o``). Anything else gets :data:`UNKNOWN_MODEL_INFO`.
+MODEL_INFO: dict[str, ModelInfo] = {
+    "gpt-3.5-turbo": ModelInfo(vision=False, function_calling=True, json_output=True, structured_output=False, family="gpt-35"),
+    "gpt-4o": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="gpt-4o"),
+    "gpt-4o-mini": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="gpt-4o"),
+    "gpt-4.1": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="gpt-41"),
+    "gpt-5": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="gpt-5"),
+    "o1": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="o1"),
+    "o3": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="o3"),
+    "o4-mini": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="o4"),
+    "deepseek-chat": ModelInfo(vision=False, function_calling=True, json_output=True, structured_output=False, family="deepseek"),
+    "deepseek-reasoner": ModelInfo(vision=False, function_calling=False, json_output=False, structured_output=False, family="r1"),
+}
+#: Capabilities assumed for a model not in the table (a local server's model, say): text, tools
+#: and JSON, no images. Pass ``model_info=`` to say otherwise.
+UNKNOWN_MODEL_INFO = ModelInfo(
+    vision=False, function_calling=True, json_output=True, structured_output=True, family="unknown"
+)
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "function_calls",
+    "function_call": "function_calls",
+    "content_filter": "content_filter",
+}
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+
+
+def model_info_for(model: str) -> ModelInfo:
+    """The table entry of ``model`` (longest matching prefix), else :data:`UNKNOWN_MODEL_INFO`."""
+    matches = [name for name in MODEL_INFO if model == name or model.startswith(name + "-")]
+    return ModelInfo(**MODEL_INFO[max(matches, key=len)]) if matches else ModelInfo(**UNKNOWN_MODEL_INFO)
+
+
+# --------------------------------------------------------------------------- request conversion
+
+
+def to_openai_messages(messages: Sequence[LLMMessage], *, vision: bool) -> list[dict[str, Any]]:
+    """nbagent's LLM messages as Chat Completions messages (one ``tool`` message per result)."""
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            converted.append({"role": "system", "content": message.content})
+        elif isinstance(message, UserMessage):
+            converted.append({"role": "user", "content": _user_content(message, vision)})
+        elif isinstance(message, AssistantMessage):
+            if isinstance(message.content, str):
+                converted.append({"role": "assistant", "content": message.content})
+            else:
+                converted.append(
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": call.id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": call.arguments},
+                            }
+                            for call in message.content
+                        ],
+                    }
+                )
+        elif isinstance(message, FunctionExecutionResultMessage):
+            converted.extend(
+                {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
+                for result in message.content
+            )
+        else:
+            raise TypeError(f"not an LLM message: {type(message).__name__}")
+    return converted
+
+
+def _user_content(message: UserMessage, vision: bool) -> str | list[dict[str, Any]]:
+    if isinstance(message.content, str):
+        return message.content
+    if not any(isinstance(part, Image) for part in message.content):
+        return "\n".join(part for part in message.content if isinstance(part, str))
+    if not vision:
+        raise ValueError(
+            "this model has no vision (model_info['vision'] is False) but a user message holds an image"
+        )
+    return [
+        {"type": "text", "text": part}
+        if isinstance(part, str)
+        else {"type": "image_url", "image_url": {"url": part.data_uri}}
+        for part in message.content
+    ]
+
+
+def to_openai_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
+    """Tool schemas (handoff tools included) as Chat Completions ``function`` tools."""
+    converted = []
+    for tool in tools:
+        function: dict[str, Any] = {"name": tool["name"]}
+        if tool.get("description"):
+            function["description"] = tool["description"]
+        function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
+        if "strict" in tool:
+            function["strict"] = bool(tool["strict"])
+        converted.append({"type": "function", "function": function})
+    return converted
+
+
+def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of ``model`` as structured outputs want it: every object closed, every key required."""
+
+    def close(node: Any) -> Any:
+        if isinstance(node, dict):
+            node = {key: close(value) for key, value in node.items()}
+            if node.get("type") == "object" and "properties" in node:
+                node["additionalProperties"] = False
+                node["required"] = list(node["properties"])
+            return node
+        if isinstance(node, list):
+            return [close(item) for item in node]
+        return node
+
+    return close(model.model_json_schema())
+
+
+def response_format(json_output: bool | type[BaseModel] | None, info: ModelInfo) -> dict[str, Any] | None:
+    """The ``response_format`` parameter for ``json_output`` (``None``: plain text)."""
+    if json_output is None or json_output is False:
+        return None
+    if json_output is True:
+        if not info.get("json_output", False):
+            raise ValueError("this model has no JSON mode (model_info['json_output'] is False)")
+        return {"type": "json_object"}
+    if isinstance(json_output, type) and issubclass(json_output, BaseModel):
+        if not info.get("structured_output", False):
+            raise ValueError(
+                f"this model has no structured output (model_info['structured_output'] is False), "
+                f"so it cannot be asked for a {json_output.__name__}"
+            )
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": json_output.__name__, "schema": strict_json_schema(json_output), "strict": True},
+        }
+    raise TypeError(f"json_output is a bool or a pydantic model class, got {json_output!r}")
+
+
+# --------------------------------------------------------------------------- response assembly
+
+
+def split_think(text: str) -> tuple[str | None, str]:
+    """``(thought, rest)`` when ``text`` starts with a ``<think>...</think>`` block, else ``(None, text)``."""
+    stripped = text.lstrip()
+    if not stripped.startswith(_THINK_OPEN):
+        return None, text
+    end = stripped.find(_THINK_CLOSE)
+    if end < 0:
+        return stripped[len(_THINK_OPEN) :].strip(), ""
+    return stripped[len(_THINK_OPEN) : end].strip(), stripped[end + len(_THINK_CLOSE) :].lstrip()
+
+
+def _reasoning_of(obj: Any) -> str | None:
+    """The ``reasoning_content`` / ``reasoning`` field compatible servers add to messages and deltas."""
+    extra = getattr(obj, "model_extra", None) or {}
+    for name in _REASONING_FIELDS:
+        value = extra.get(name, getattr(obj, name, None))
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _join_thoughts(*parts: str | None) -> str | None:
+    text = "\n".join(part for part in parts if part)
+    return text or None
+
+
+def _finish_reason(reason: str | None, has_calls: bool) -> FinishReason:
+    if has_calls:
+        return "function_calls"
+    return _FINISH_REASONS.get(reason or "", "unknown")
+
+
+def _usage(usage: Any) -> RequestUsage:
+    if usage is None:
+        return RequestUsage()
+    return RequestUsage(prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0)
+
+
+class _ThinkFilter:
+    """Holds back streamed text while it may still be a leading ``<think>`` block; passes the rest on."""
+
+    def __init__(self) -> None:
+        self.state = "undecided"  # -> "thinking" -> "text"
+        self.held = ""
+        self.thought: str | None = None
+
+    def feed(self, piece: str) -> str:
+        """The text to show now for ``piece`` (maybe empty)."""
+        if self.state == "text":
+            return piece
+        self.held += piece
+        if self.state == "undecided":
+            stripped = self.held.lstrip()
+            if _THINK_OPEN.startswith(stripped):
+                return ""
+            if not stripped.startswith(_THINK_OPEN):
+                self.state, out, self.held = "text", self.held, ""
+                return out
+            self.state = "thinking"
+        end = self.held.find(_THINK_CLOSE)
+        if end < 0:
+            return ""
+        self.thought, rest = split_think(self.held)
+        self.state, self.held = "text", ""
+        return rest
+
+    def finish(self) -> str:
+        """At the end of the stream: the text still held back (a lone ``<think>`` is all thought)."""
+        if self.state == "thinking":
+            self.thought, _ = split_think(self.held)
+            self.held = ""
+            return ""
+        out, self.held = self.held, ""
+        return out
+
+
+class OpenAIChatCompletionClient(ChatCompletionClient):
+    """A model behind the Chat Completions API (OpenAI or any compatible server via ``base_url``).
+
+    ``api_key`` defaults to ``OPENAI_API_KEY``; a local server that needs no key only needs
+    ``base_url``. ``timeout`` and ``max_retries`` go to the SDK (it retries 408/409/429/5xx and
+    broken connections with backoff, honouring ``Retry-After``). ``model_info`` overrides the
+    table of known models. Extra keyword arguments (``temperature``, ``max_tokens``, ``seed``...)
+    are sent with every request. ``last_time_to_first_token`` holds the seconds from the request
+    to the first streamed delta of the last stream.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        organization: str | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        timeout: float | None = 60.0,
+        max_retries: int = 2,
+        model_info: ModelInfo | None = None,
+        parallel_tool_calls: bool | None = None,
+        **create_args: Any,
+    ) -> None:
+        super().__init__()
+        if not isinstance(model, str) or not model:
+            raise ValueError("model must be a non-empty model name")
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if base_url is None:
+                raise ValueError(
+                    "no API key: pass api_key=... or set OPENAI_API_KEY (a local server that needs no "
+                    "key only needs base_url=...)"
+                )
+            key = "no-key"  # the SDK insists on one; a keyless local server ignores it
+        self._model = model
+        self._base_url = base_url
+        self._secrets = known_secrets([key, *(default_headers or {}).values()])
+        self._client = openai.AsyncOpenAI(
+            api_key=key,
+            base_url=base_url,
+            organization=organization,
+            default_headers=dict(default_headers) if default_headers else None,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self._timeout = timeout
+        self.model_info = model_info_for(model) | (model_info or {})
+        self.parallel_tool_calls = parallel_tool_calls
+        self.create_args = dict(create_args)
+        self.last_time_to_first_token: float | None = None
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatCompletionClient(model={self._model!r}, base_url={self.base_url!r})"
+
+    def __getstate__(self) -> None:
+        raise TypeError("OpenAIChatCompletionClient holds an API key and is not picklable")
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    # ------------------------------------------------------------------ requests
+
+    def build_request(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        stream: bool = False,
+    ) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for this call (no secrets in it)."""
+        request: dict[str, Any] = {
+            "model": self._model,
+            "messages": to_openai_messages(messages, vision=bool(self.model_info.get("vision"))),
+            **self.create_args,
+        }
+        if tools:
+            if not self.model_info.get("function_calling", False):
+                raise ValueError("this model has no function calling (model_info['function_calling'] is False)")
+            request["tools"] = to_openai_tools(tools)
+            names = {tool["name"] for tool in tools}
+            if tool_choice in ("auto", "required", "none"):
+                request["tool_choice"] = tool_choice
+            elif tool_choice in names:
+                request["tool_choice"] = {"type": "function", "function": {"name": tool_choice}}
+            else:
+                raise ValueError(f"tool_choice {tool_choice!r} is neither auto/required/none nor an offered tool")
+            if self.parallel_tool_calls is not None:
+                request["parallel_tool_calls"] = self.parallel_tool_calls
+        fmt = response_format(json_output, self.model_info)
+        if fmt is not None:
+            request["response_format"] = fmt
+        if stream:
+            request["stream"] = True
+            request["stream_options"] = {"include_usage": True}
+        request.update(extra_create_args or {})
+        return request
+
+    def _error(self, error: BaseException) -> ModelError:
+        """The nbagent error for an SDK or decoding error, secrets masked."""
+        where = f"{self._model} at {self.base_url}"
+        kind: type[ModelError] = ModelError
+        status: int | None = None
+        if isinstance(error, openai.APIStatusError):
+            status = error.status_code
+            body = error.body
+            server_message = body.get("message") if isinstance(body, dict) else None
+            detail = server_message if isinstance(server_message, str) and server_message else error.message
+            kind = (
+                ModelAuthenticationError
+                if status in (401, 403)
+                else ModelNotFoundError
+                if status == 404
+                else ModelRateLimitError
+                if status == 429
+                else ModelServerError
+                if status >= 500
+                else ModelBadRequestError
+            )
+            message = f"{where}: HTTP {status}: {detail}"
+        elif isinstance(error, openai.APITimeoutError):
+            kind = ModelTimeoutError
+            message = f"{where}: no answer within the timeout ({self._timeout} s)"
+        elif isinstance(error, openai.APIConnectionError):
+            kind = ModelConnectionError
+            cause = error.__cause__ or error.__context__
+            message = f"{where}: connection failed or broke: {cause or error.message}"
+        elif isinstance(error, openai.APIError):
+            message = f"{where}: the server reported an error: {error.message}"
+        elif isinstance(error, json.JSONDecodeError):
+            kind = ModelResponseError
+            message = f"{where}: malformed JSON in the response: {error.msg} in {error.doc[:200]!r}"
+        else:
+            kind = ModelResponseError
+            message = f"{where}: unusable response: {type(error).__name__}: {error}"
+        return kind(redact(message, self._secrets), status=status, model=self._model)
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> CreateResult:
+        request = self.build_request(
+            messages, tools=tools, tool_choice=tool_choice, json_output=json_output, extra_create_args=extra_create_args
+        )
+        try:
+            response = await guarded(self._client.chat.completions.create(**request), cancellation_token)
+            result = self._result(response)
+        except (openai.OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
+            raise self._error(error) from None
+        self._count_usage(result.usage, actual=True)
+        return result
+
+    def _result(self, response: Any) -> CreateResult:
+        if not getattr(response, "choices", None):
+            raise ModelResponseError(
+                f"{self._model} at {self.base_url}: the response has no choices", model=self._model
+            )
+        choice = response.choices[0]
+        message = choice.message
+        text = message.content if message.content is not None else (message.refusal or "")
+        think, text = split_think(text)
+        thought = _join_thoughts(_reasoning_of(message), think)
+        calls = [
+            self._function_call(call.id, call.function.name if call.function else None, call.function.arguments if call.function else "")
+            for call in message.tool_calls or []
+        ]
+        if calls:
+            return CreateResult(
+                finish_reason="function_calls",
+                content=calls,
+                usage=_usage(response.usage),
+                thought=_join_thoughts(thought, text),
+            )
+        return CreateResult(
+            finish_reason=_finish_reason(choice.finish_reason, False),
+            content=text,
+            usage=_usage(response.usage),
+            thought=thought,
+        )
+
+    def _function_call(self, call_id: str | None, name: str | None, arguments: str | None) -> FunctionCall:
+        if not name:
+            raise ModelResponseError(
+                f"{self._model} at {self.base_url}: a tool call has no function name", model=self._model
+            )
+        return FunctionCall(id=call_id or f"call_{new_id()}", name=name, arguments=arguments or "")
+
+    async def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> AsyncIterator[str | CreateResult]:
+        request = self.build_request(
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            json_output=json_output,
+            extra_create_args=extra_create_args,
+            stream=True,
+        )
+        started = time.perf_counter()
+        self.last_time_to_first_token = None
+        try:
+            stream = await guarded(self._client.chat.completions.create(**request), cancellation_token)
+        except openai.OpenAIError as error:
+            raise self._error(error) from None
+        chunks = stream.__aiter__()
+        think = _ThinkFilter()
+        text_parts: list[str] = []
+        reasoning_parts: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        finish: str | None = None
+        usage: Any = None
+        saw_choice = False
+        try:
+            while True:
+                try:
+                    chunk = await guarded(chunks.__anext__(), cancellation_token)
+                except StopAsyncIteration:
+                    break
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                if not chunk.choices:
+                    continue
+                saw_choice = True
+                choice = chunk.choices[0]
+                delta = choice.delta
+                if choice.finish_reason is not None:
+                    finish = choice.finish_reason
+                if delta is None:
+                    continue
+                reasoning = _reasoning_of(delta)
+                if reasoning:
+                    reasoning_parts.append(reasoning)
+                for call in delta.tool_calls or []:
+                    slot = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                    if call.id:
+                        slot["id"] = call.id
+                    if call.function is not None:
+                        if call.function.name:
+                            slot["name"] += call.function.name
+                        if call.function.arguments:
+                            slot["arguments"] += call.function.arguments
+                if self.last_time_to_first_token is None and (reasoning or delta.content or delta.tool_calls):
+                    self.last_time_to_first_token = time.perf_counter() - started
+                if delta.content:
+                    shown = think.feed(delta.content)
+                    if shown:
+                        text_parts.append(shown)
+                        yield shown
+            rest = think.finish()
+            if rest:
+                text_parts.append(rest)
+                yield rest
+        except asyncio.CancelledError:
+            raise
+        except (openai.OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
+            raise self._error(error) from None
+        finally:
+            await stream.close()
+        where = f"{self._model} at {self.base_url}"
+        if not saw_choice:
+            raise ModelResponseError(f"{where}: the stream ended without any choice", model=self._model)
+        if finish is None:
+            raise ModelResponseError(
+                f"{where}: the stream ended before the model finished (no finish_reason)", model=self._model
+            )
+        result_usage = _usage(usage)
+        thought = _join_thoughts("".join(reasoning_parts), think.thought)
+        text = "".join(text_parts)
+        if calls:
+            result = CreateResult(
+                finish_reason="function_calls",
+                content=[
+                    self._function_call(slot["id"], slot["name"], slot["arguments"])
+                    for _, slot in sorted(calls.items())
+                ],
+                usage=result_usage,
+                thought=_join_thoughts(thought, text),
+            )
+        else:
+            result = CreateResult(
+                finish_reason=_finish_reason(finish, False), content=text, usage=result_usage, thought=thought
+            )
+        self._count_usage(result_usage, actual=True)
+        yield result

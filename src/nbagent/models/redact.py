@@ -1,0 +1,68 @@
+"""Keep secrets out of what model clients return, raise and record.
+
+:func:`redact` masks API keys and tokens in text; :func:`redact_data` does it through any JSON-like
+structure and also blanks the values of keys named like a secret (``api_key``, ``Authorization``...).
+The clients pass every error message through it and the cassettes every byte they write.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterable
+
+REDACTED = "[REDACTED]"
+
+_SECRET_PATTERNS = re.compile(
+    "|".join(
+        (
+            r"\bsk-[A-Za-z0-9_\-]{8,}",  # OpenAI, Anthropic (sk-ant-...), DeepSeek...
+            r"\bBearer\s+[A-Za-z0-9._~+/=\-]{4,}",  # Authorization header values
+            r"\bBasic\s+[A-Za-z0-9+/=]{8,}",
+            r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key id
+            r"\bgh[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
+            r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
+            r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
+            r"\bhf_[A-Za-z0-9]{20,}",  # Hugging Face tokens
+        )
+    )
+)
+_SECRET_KEY = re.compile(
+    r"^(x-)?(api[-_]?key|authorization|proxy-authorization|password|passwd|secret|client[-_]secret|"
+    r"access[-_]token|refresh[-_]token|auth[-_]token|openai[-_]api[-_]key)$",
+    re.IGNORECASE,
+)
+_ENV_SECRETS = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NBAGENT_API_KEY")
+
+
+def known_secrets(extra: Iterable[str | None] = ()) -> list[str]:
+    """The secret values to mask literally: ``extra`` plus the API keys set in the environment."""
+    values = [*extra, *(os.environ.get(name) for name in _ENV_SECRETS)]
+    return sorted({value for value in values if value and len(value) >= 6}, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every literal secret and every secret-looking token replaced by ``[REDACTED]``."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return _SECRET_PATTERNS.sub(REDACTED, text)
+
+
+def redact_data(data: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of JSON-like ``data`` with secrets masked in every string and secret-named keys blanked."""
+    secret_list = list(secrets)
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value, secret_list)
+        if isinstance(value, dict):
+            return {
+                key: REDACTED if isinstance(key, str) and _SECRET_KEY.match(key) and item else walk(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [walk(item) for item in value]
+        return value
+
+    return walk(data)
