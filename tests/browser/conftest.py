@@ -1,0 +1,337 @@
+"""Real-browser harness: one JupyterLab server and one headless Chromium for the whole session.
+
+Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
+
+``lab`` (session) -> ``LabServer``
+    ``jupyter lab`` on 127.0.0.1, a free port and a random token, in a temporary root with its own
+    JUPYTER_CONFIG_DIR / JUPYTER_DATA_DIR / JUPYTER_RUNTIME_DIR, user settings and workspaces (the
+    system kernelspec and the ipywidgets lab extension stay reachable). The widget manager is set to
+    save widget state into the notebook, so a saved notebook holds everything a widget sent.
+    ``lab.root`` is the server's root dir, ``lab.url(path)`` adds the token. Killed by PID at the end.
+
+``browser`` (session) -> ``playwright.sync_api.Browser``
+    Debian Chromium (``/usr/bin/chromium``), headless. Missing Chromium skips the test locally and
+    fails it when ``CI=true``.
+
+``run_notebook_in_lab`` (function) -> ``Callable[[cells | Path, name], LabNotebook]``
+    ``nb = run_notebook_in_lab(["import ipywidgets as w", "w.Label('hi')"], name="demo")`` writes
+    ``demo.ipynb`` into ``lab.root`` (cells are code-cell sources, or pass the path of an existing
+    .ipynb to copy), opens it in a fresh browser context, runs
+    ``jupyterapp.commands.execute('notebook:run-all-cells')``, waits for the kernel to be idle, no
+    ``[*]`` prompt and a DOM quiet for 0.5 s, and saves ``test-artifacts/<name>.png``.
+    ``LabNotebook``: ``page``, ``console_errors`` (console ``error`` messages and uncaught page
+    errors), ``screenshot``, ``output_texts()`` (visible text of each cell's outputs),
+    ``error_outputs()`` (tracebacks and stderr), ``settle()`` (wait again, e.g. after clicking a
+    widget button), ``save()`` (save from JupyterLab, return the .ipynb text as written on disk),
+    ``shot(label)`` (another screenshot). Kernels and pages are closed after the test.
+
+``open_static_html`` (function) -> ``Callable[[Path], StaticPage]``
+    Opens an HTML file (e.g. an nbconvert export) in Chromium with every non-``file:`` request
+    aborted (closed network); ``StaticPage``: ``page``, ``console_errors``.
+
+Helpers for XSS checks: ``XSS_MARKER_JS`` (a JS expression listing every marker a payload set),
+``MARKER_HOOK`` / ``xss_payloads()`` (the payload corpus, each payload tries to call
+``window.__xss(<id>)``, set ``document.title`` and add ``data-xss`` to ``<body>``), and
+``DANGEROUS_DOM_JS`` (lists scripts, iframes, on* attributes and ``javascript:`` URLs found inside
+output areas).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import nbformat
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+START_TIMEOUT_S = 90.0
+RUN_TIMEOUT_MS = 120_000
+
+
+@dataclass
+class LabServer:
+    """A running JupyterLab server owned by the test session."""
+
+    root: Path
+    port: int
+    token: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def url(self, path: str = "", query: str = "") -> str:
+        """``http://127.0.0.1:<port>/<path>?<query>&token=<token>``."""
+        sep = "&" if query else ""
+        return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}?{query}{sep}token={self.token}"
+
+    def api(self, method: str, path: str) -> object:
+        """Call the server's REST API; return the decoded JSON body (None when empty)."""
+        request = urllib.request.Request(self.url(path), method=method)
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            body = reply.read()
+        return json.loads(body) if body else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _require_chromium() -> None:
+    if CHROMIUM.exists():
+        return
+    reason = f"{CHROMIUM} is missing: install Debian's chromium to run the browser tests"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(reason + " (CI=true: browser tests must run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[LabServer]:
+    """Start JupyterLab in a temporary root; kill it by PID at the end of the session."""
+    _require_chromium()
+    base = Path(tempfile.mkdtemp(prefix="nbagent-lab-"))
+    root, config, data, runtime = (base / name for name in ("root", "config", "data", "runtime"))
+    settings = config / "lab" / "user-settings"
+    widget_settings = settings / "@jupyter-widgets" / "jupyterlab-manager"
+    for path in (root, data, runtime, widget_settings):
+        path.mkdir(parents=True)
+    (widget_settings / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": True}))
+    news = settings / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_DATA_DIR=str(data),
+               JUPYTER_RUNTIME_DIR=str(runtime), PYTHONUNBUFFERED="1")
+    env.pop("JUPYTER_PATH", None)
+    port, token = _free_port(), secrets.token_hex(16)
+    log = base / "lab.log"
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False",
+    ] + (["--allow-root"] if os.geteuid() == 0 else [])
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT)
+    server = LabServer(root, port, token, process, log)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                server.api("GET", "api/status")
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"jupyter lab did not answer in {START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
+                time.sleep(0.25)
+        yield server
+    finally:
+        _stop(server)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _stop(server: LabServer) -> None:
+    """Shut down the kernels, then the server (SIGTERM, SIGKILL after 15 s), by PID."""
+    if server.process.poll() is None:
+        try:
+            for kernel in server.api("GET", "api/kernels") or []:  # type: ignore[union-attr]
+                server.api("DELETE", f"api/kernels/{kernel['id']}")
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        os.kill(server.process.pid, signal.SIGTERM)
+        try:
+            server.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.kill(server.process.pid, signal.SIGKILL)
+            server.process.wait(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Headless Debian Chromium through Playwright's sync API."""
+    _require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _watch_console(page: object, errors: list[str]) -> None:
+    page.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None)  # type: ignore[attr-defined]
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
+
+
+# Resolves once the DOM has not changed for `quiet` ms (or after `limit` ms).
+_QUIET_JS = """([quiet, limit]) => new Promise(resolve => {
+  let timer = null;
+  const done = () => { observer.disconnect(); clearTimeout(cap); resolve(true); };
+  const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, quiet); });
+  observer.observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
+  timer = setTimeout(done, quiet);
+  const cap = setTimeout(() => { observer.disconnect(); resolve(false); }, limit);
+})"""
+
+_IDLE_JS = """() => {
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session
+    && panel.sessionContext.session.kernel;
+  if (!kernel || kernel.status !== 'idle') return false;
+  return [...document.querySelectorAll('.jp-InputPrompt')].every(p => !p.textContent.includes('[*]'));
+}"""
+
+
+@dataclass
+class LabNotebook:
+    """A notebook opened and run in JupyterLab, with what the browser reported."""
+
+    lab: LabServer
+    name: str
+    page: object
+    console_errors: list[str] = field(default_factory=list)
+    screenshot: Path | None = None
+
+    @property
+    def path(self) -> Path:
+        """The notebook file in the server's root."""
+        return self.lab.root / f"{self.name}.ipynb"
+
+    def settle(self, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
+        """Wait for kernel idle, no ``[*]`` prompt, and a DOM quiet for 0.5 s."""
+        self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)  # type: ignore[attr-defined]
+        self.page.evaluate(_QUIET_JS, [500, 15_000])  # type: ignore[attr-defined]
+        self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)  # type: ignore[attr-defined]
+
+    def shot(self, label: str = "") -> Path:
+        """Save a full-page screenshot to ``test-artifacts/<name>[-label].png``."""
+        ARTIFACTS.mkdir(exist_ok=True)
+        target = ARTIFACTS / (f"{self.name}-{label}.png" if label else f"{self.name}.png")
+        self.page.screenshot(path=str(target), full_page=True)  # type: ignore[attr-defined]
+        return target
+
+    def output_texts(self) -> list[str]:
+        """The visible text of each code cell's output area, in cell order."""
+        return self.page.eval_on_selector_all(  # type: ignore[attr-defined]
+            ".jp-Notebook .jp-CodeCell", "cells => cells.map(c => [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText).join('\\n'))"
+        )
+
+    def error_outputs(self) -> list[str]:
+        """Text of every traceback or stderr output shown in the notebook."""
+        return self.page.eval_on_selector_all(  # type: ignore[attr-defined]
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "els => els.map(e => e.innerText)"
+        )
+
+    def save(self) -> str:
+        """Save the notebook from JupyterLab (with widget state) and return the file's text."""
+        self.page.evaluate("async () => await window.jupyterapp.commands.execute('docmanager:save')")  # type: ignore[attr-defined]
+        self.page.wait_for_function(  # type: ignore[attr-defined]
+            "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+        )
+        return self.path.read_text()
+
+
+def _write_notebook(target: Path, source: Sequence[str] | Path) -> None:
+    if isinstance(source, Path):
+        shutil.copyfile(source, target)
+        return
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell(cell) for cell in source]
+    nbformat.write(notebook, target)
+
+
+@pytest.fixture
+def run_notebook_in_lab(lab: LabServer, browser: object) -> Iterator[Callable[..., LabNotebook]]:
+    """Open notebooks in JupyterLab and Run All; close their pages and kernels afterwards."""
+    opened: list[LabNotebook] = []
+
+    def run(source: Sequence[str] | Path, name: str) -> LabNotebook:
+        _write_notebook(lab.root / f"{name}.ipynb", source)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+        page = context.new_page()
+        notebook = LabNotebook(lab, name, page)
+        opened.append(notebook)
+        _watch_console(page, notebook.console_errors)
+        page.goto(lab.url(f"lab/workspaces/{name}/tree/{name}.ipynb", "reset"))
+        page.wait_for_function(
+            """(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                 return !!(w && w.context && w.context.path === name && w.sessionContext); }""",
+            arg=f"{name}.ipynb", timeout=RUN_TIMEOUT_MS,
+        )
+        page.evaluate(
+            """async () => { const w = window.jupyterapp.shell.currentWidget;
+                 await w.context.ready; await w.sessionContext.ready;
+                 window.jupyterapp.shell.collapseLeft();
+                 await window.jupyterapp.commands.execute('notebook:run-all-cells'); }"""
+        )
+        notebook.settle()
+        notebook.screenshot = notebook.shot()
+        return notebook
+
+    yield run
+    for notebook in opened:
+        notebook.page.context.close()  # type: ignore[attr-defined]
+    for session in lab.api("GET", "api/sessions") or []:  # type: ignore[union-attr]
+        lab.api("DELETE", f"api/sessions/{session['id']}")
+
+
+@dataclass
+class StaticPage:
+    """A static HTML file opened in Chromium."""
+
+    page: object
+    console_errors: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def open_static_html(browser: object) -> Iterator[Callable[[Path], StaticPage]]:
+    """Open local HTML files with the network cut off; close them afterwards."""
+    contexts: list[object] = []
+
+    def open_file(path: Path) -> StaticPage:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+        contexts.append(context)
+        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
+        page = context.new_page()
+        static = StaticPage(page)
+        _watch_console(page, static.console_errors)
+        page.goto(path.resolve().as_uri(), wait_until="load")
+        page.evaluate(_QUIET_JS, [300, 5_000])
+        return static
+
+    yield open_file
+    for context in contexts:
+        context.close()  # type: ignore[attr-defined]
