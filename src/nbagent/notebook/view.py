@@ -1,0 +1,517 @@
+"""``AgentRunView``: one run shown live, event by event, with standard ipywidgets only.
+
+The view consumes ``agent.iter()`` (the one loop), so it sees the moves (STEP badges), the LLM call
+and tool execution records (durations, tokens) and the events. Each event becomes a small
+``widgets.HTML`` child; streamed text goes into its own widget through a :class:`Coalescer`, so
+the browser gets at most ~25 updates per second per message and each update carries only that
+message. Every model or tool string is escaped (see :mod:`nbagent.notebook.html`).
+
+Stable hooks for browser tests: the root has the classes ``nba-view`` and ``nba-state-<status>``
+(``idle``, ``running``, ``ok``, ``error``, ``cancelled``); the header ``nba-header`` holds
+``nba-status`` and the Stop button ``nba-stop``; the body ``nba-body`` holds one child per item
+(classes ``nba-item nba-item-<kind>``, kind in ``user``, ``llm``, ``stream``, ``thought``,
+``memory``, ``tools``, ``handoff``, ``final``, ``event``, ``error``), a tool batch is an ``HBox``
+``nba-tool-group`` of ``nba-tool-card`` widgets whose HTML has ``data-tool-name``,
+``data-call-id`` and ``data-state``; the footer ``nba-footer-box`` has spans with
+``data-metric`` (``tokens``, ``prompt_tokens``, ``completion_tokens``, ``llm_calls``,
+``tool_calls``, ``elapsed``, ``status``) and ``data-value``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+
+from ..agent import AgentRun, AssistantAgent, Task, task_messages
+from ..cancellation import CancellationToken
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    FunctionCall,
+    HandoffMessage,
+    MemoryQueryEvent,
+    ModelClientStreamingChunkEvent,
+    RequestUsage,
+    Response,
+    ThoughtEvent,
+    ToolCallExecutionEvent,
+    ToolCallRequestEvent,
+)
+from ..run import LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
+from .coalesce import DEFAULT_INTERVAL, Coalescer
+from .html import (
+    STYLE,
+    error_html,
+    escape,
+    event_html,
+    final_html,
+    footer_html,
+    format_duration,
+    memory_html,
+    step_badge,
+    streaming_text_html,
+    thought_html,
+    tool_card_html,
+    user_html,
+)
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+STATUSES = ("idle", "running", "ok", "error", "cancelled")
+
+
+def _html(value: str, kind: str) -> widgets.HTML:
+    widget = widgets.HTML(value)
+    widget.add_class("nba-item")
+    widget.add_class(f"nba-item-{kind}")
+    return widget
+
+
+class _ToolCard:
+    """The widget of one tool call and what is known about it."""
+
+    __slots__ = ("call", "widget", "execution", "done")
+
+    def __init__(self, call: FunctionCall) -> None:
+        self.call = call
+        self.execution: ToolExecution | None = None
+        self.done = False
+        self.widget = widgets.HTML(tool_card_html(call))
+        self.widget.add_class("nba-tool-card")
+
+    def show_result(self, cancelled: bool = False) -> None:
+        execution = self.execution
+        result = execution.result if execution is not None else None
+        duration = execution.duration_s if execution is not None else None
+        self.done = result is not None or cancelled
+        self.widget.value = tool_card_html(self.call, result, duration, cancelled=cancelled and result is None)
+
+
+class _Stream:
+    """The widget that shows one message's text while its chunks arrive."""
+
+    __slots__ = ("widget", "coalescer", "badge")
+
+    def __init__(self, badge: str, interval: float) -> None:
+        self.badge = badge
+        self.widget = _html(streaming_text_html(""), "stream")
+        widget = self.widget
+        self.coalescer = Coalescer(lambda text: setattr(widget, "value", streaming_text_html(text)), interval)
+
+
+class _LLMRow:
+    """The line of one LLM call: running, then its duration and tokens (or its error)."""
+
+    __slots__ = ("call", "number", "badge", "widget")
+
+    def __init__(self, call: LLMCall, number: int, badge: str) -> None:
+        self.call = call
+        self.number = number
+        self.badge = badge
+        self.widget = _html("", "llm")
+        self.render()
+
+    def render(self) -> None:
+        call = self.call
+        if call.error is not None:
+            state, detail = "error", f"failed after {format_duration(call.duration_s)}: {call.error}"
+        elif call.duration_s is None:
+            state, detail = "running", "waiting for the model…"
+        else:
+            usage = call.result.usage if call.result is not None else RequestUsage()
+            first = f", first token {format_duration(call.first_token_s)}" if call.first_token_s is not None else ""
+            state = "ok"
+            detail = (
+                f"{format_duration(call.duration_s)}{first}, "
+                f"{usage.prompt_tokens:,} + {usage.completion_tokens:,} tokens"
+            )
+        self.widget.value = (
+            f'<div class="nba-event nba-llm-call" data-state="{state}" data-purpose="{escape(call.purpose)}">'
+            f'{self.badge}<span class="nba-label">LLM call {self.number} · {escape(call.model)} · '
+            f'{escape(call.purpose)}</span><span class="nba-muted">{escape(detail)}</span></div>'
+        )
+
+
+class AgentRunView(widgets.VBox):
+    """A live view of one agent run; call :meth:`run` (or :func:`show` / :func:`start`) to fill it.
+
+    :meth:`handle` takes the run's items one by one and is the whole model of the view: it can be
+    driven without a kernel or browser. The mime bundle adds ``text/html`` and ``text/plain`` of
+    the current state to the widget view, so a saved notebook shows the finished run anywhere.
+    """
+
+    def __init__(self, title: str = "", *, interval: float = DEFAULT_INTERVAL) -> None:
+        self._interval = interval
+        self._title = widgets.HTML()
+        self._set_title(title)
+        self._status_html = widgets.HTML()
+        self._status_html.add_class("nba-status")
+        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger", disabled=True)
+        self.stop_button.add_class("nba-stop")
+        self.stop_button.on_click(lambda _: self.stop())
+        header = widgets.HBox([self._title, self._status_html, self.stop_button])
+        header.add_class("nba-header")
+        self.body = widgets.VBox()
+        self.body.add_class("nba-body")
+        self._footer = widgets.HTML()
+        self._footer.add_class("nba-footer-box")
+        super().__init__([widgets.HTML(STYLE), header, self.body, self._footer])
+        self.add_class("nba-view")
+
+        self.status = "idle"
+        self.error: str | None = None
+        self.response: Response | None = None
+        self.move: Move | None = None
+        self.llm_calls: list[LLMCall] = []
+        self.tool_executions: list[ToolExecution] = []
+        self._started: RunStarted | None = None
+        self._finished_perf: float | None = None
+        self._streams: dict[str, _Stream] = {}
+        self._cards: dict[str, _ToolCard] = {}
+        self._llm_rows: list[_LLMRow] = []
+        self._token: CancellationToken | None = None
+        self._stop_requested = False
+        self._display_ids: list[str] = []
+        self._shown_in: int | None = None
+        self.task: asyncio.Task[Response | None] | None = None
+        """The background task when started with :meth:`start`."""
+        self._set_status("idle")
+
+    # ------------------------------------------------------------------ the model
+
+    def handle(self, item: RunItem) -> None:
+        """Show one item of a run (record, event, message or ``Response``)."""
+        if type(item) is ModelClientStreamingChunkEvent:
+            stream = self._streams.get(item.full_message_id or "")
+            if stream is None:
+                stream = self._streams[item.full_message_id or ""] = _Stream(self._badge(), self._interval)
+                self._add(stream.widget)
+            stream.coalescer.append(item.content)
+            return
+        self._refresh_llm_rows()
+        if isinstance(item, Move):
+            self.move = item
+            self._set_status("running")
+        elif isinstance(item, RunStarted):
+            self._started = item
+            for message in item.task:
+                self._add(_html(user_html(message, step_badge("add_messages")), "user"))
+            self._set_status("running")
+        elif isinstance(item, LLMCall):
+            self.llm_calls.append(item)
+            row = _LLMRow(item, len(self.llm_calls), self._badge())
+            self._llm_rows.append(row)
+            self._add(row.widget)
+        elif isinstance(item, ToolExecution):
+            self.tool_executions.append(item)
+            card = self._cards.get(item.call.id)
+            if card is not None:
+                card.execution = item
+        elif isinstance(item, ToolCallRequestEvent):
+            self._add_tool_group(item)
+        elif isinstance(item, ToolCallExecutionEvent):
+            for result in item.content:
+                card = self._cards.get(result.call_id)
+                if card is not None:
+                    card.show_result()
+        elif isinstance(item, ThoughtEvent):
+            self._add(_html(thought_html(item, self._badge()), "thought"))
+        elif isinstance(item, MemoryQueryEvent):
+            self._add(_html(memory_html(item, self._badge()), "memory"))
+        elif isinstance(item, Response):
+            self._show_answer(item)
+        elif isinstance(item, RunFinished):
+            self._finished_perf = item.end_perf
+            self._end("ok" if item.status == "ok" else item.status, item.error)
+            return
+        elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+            self._add(_html(event_html(item, self._badge()), "event"))
+        self._update_footer()
+
+    def _set_title(self, title: str) -> None:
+        self._title_text = title
+        self._title.value = f'<span class="nba-title"><b>{escape(title)}</b></span>'
+
+    def _badge(self) -> str:
+        return step_badge(self.move.name) if self.move is not None else ""
+
+    def _add(self, widget: widgets.Widget) -> None:
+        self.body.children = (*self.body.children, widget)
+
+    def _add_tool_group(self, event: ToolCallRequestEvent) -> None:
+        cards = [_ToolCard(call) for call in event.content]
+        for card in cards:
+            self._cards[card.call.id] = card
+        badge = widgets.HTML(self._badge())
+        group = widgets.HBox([badge, *(card.widget for card in cards)])
+        group.layout.flex_flow = "row wrap"
+        group.add_class("nba-item")
+        group.add_class("nba-item-tools")
+        group.add_class("nba-tool-group")
+        self._add(group)
+
+    def _show_answer(self, response: Response) -> None:
+        self.response = response
+        message = response.chat_message
+        kind = "handoff" if isinstance(message, HandoffMessage) else "final"
+        value = final_html(message, self._badge())
+        stream = self._streams.pop(message.id, None)
+        if stream is None:
+            self._add(_html(value, kind))
+            return
+        stream.coalescer.close()
+        stream.widget.remove_class("nba-item-stream")
+        stream.widget.add_class(f"nba-item-{kind}")
+        stream.widget.value = value
+
+    def _refresh_llm_rows(self) -> None:
+        for row in self._llm_rows:
+            if row.call.duration_s is not None:
+                row.render()
+        self._llm_rows = [row for row in self._llm_rows if row.call.duration_s is None]
+
+    # ------------------------------------------------------------------ totals and status
+
+    @property
+    def usage(self) -> RequestUsage:
+        """Tokens of the run's finished LLM calls."""
+        total = RequestUsage()
+        for call in self.llm_calls:
+            if call.result is not None:
+                total = total + call.result.usage
+        return total
+
+    @property
+    def elapsed_s(self) -> float | None:
+        if self._started is None:
+            return None
+        end = self._finished_perf if self._finished_perf is not None else time.perf_counter()
+        return end - self._started.start_perf
+
+    def _update_footer(self) -> None:
+        shown = "" if self.status == "running" else self.status
+        self._footer.value = footer_html(
+            self.usage, len(self.llm_calls), len(self.tool_executions), self.elapsed_s, shown
+        )
+
+    def _set_status(self, status: str, detail: str | None = None) -> None:
+        if status != self.status or not self._status_html.value:
+            self.remove_class(f"nba-state-{self.status}")
+            self.add_class(f"nba-state-{status}")
+            self.status = status
+        text = status
+        badge = ""
+        if status == "running" and self.move is not None:
+            badge = self._badge()
+            text = f"running · {self.move.info.title}"
+        elif detail:
+            text = f"{status}: {detail}"
+        self._status_html.value = f'{badge}<span class="nba-status-text" data-status="{status}">{escape(text)}</span>'
+
+    def _end(self, status: str, error: str | None = None) -> None:
+        for stream in self._streams.values():
+            stream.coalescer.close()
+        self._refresh_llm_rows()
+        for card in self._cards.values():
+            if not card.done:
+                card.show_result(cancelled=True)
+        if error is not None and status == "error":
+            self.error = error
+            self._add(_html(error_html(error), "error"))
+        if self._finished_perf is None:
+            self._finished_perf = time.perf_counter()
+        self.stop_button.disabled = True
+        self._set_status(status, None if status == "ok" else error)
+        self._update_footer()
+        self._refresh_displays()
+
+    # ------------------------------------------------------------------ running
+
+    async def run(
+        self,
+        source: AssistantAgent | AgentRun,
+        task: Task = None,
+        *,
+        cancellation_token: CancellationToken | None = None,
+    ) -> Response | None:
+        """Run ``task`` on ``source`` (or consume an :class:`AgentRun`), showing every item.
+
+        Returns the ``Response``, or ``None`` when the Stop button ended the run. Errors and outside
+        cancellation (a kernel interrupt, ``task.cancel()``) are shown, then propagate.
+        """
+        if isinstance(source, AgentRun):
+            run = source
+            if run.cancellation_token is None and run.status == "new":
+                run.cancellation_token = CancellationToken()
+        else:
+            run = source.iter(task_messages(task), cancellation_token or CancellationToken())
+        self._token = run.cancellation_token
+        if not self._title_text:
+            self._set_title(run.agent.name)
+        self.stop_button.disabled = False
+        try:
+            async for item in run:
+                self.handle(item)
+        except asyncio.CancelledError:
+            self._end("cancelled", "stopped" if self._stop_requested else "cancelled")
+            if not self._stop_requested:
+                raise
+            return None
+        except KeyboardInterrupt:
+            if self._token is not None:
+                self._token.cancel()
+            await run.aclose()
+            self._end("cancelled", "interrupted")
+            raise
+        except Exception as error:
+            self._end("error", f"{type(error).__name__}: {error}")
+            raise
+        finally:
+            await run.aclose()
+        return self.response
+
+    def start(
+        self,
+        source: AssistantAgent | AgentRun,
+        task: Task = None,
+        *,
+        cancellation_token: CancellationToken | None = None,
+    ) -> asyncio.Task[Response | None]:
+        """Run in the background on the current event loop; the view keeps updating after the cell ends."""
+        loop = asyncio.get_event_loop()
+        self.task = loop.create_task(self.run(source, task, cancellation_token=cancellation_token))
+        self.task.add_done_callback(_retrieve)
+        return self.task
+
+    def stop(self) -> None:
+        """Cancel the run (what the Stop button does); the agent's context stays valid."""
+        if self.status not in ("idle", "running"):
+            return
+        self._stop_requested = True
+        if self._token is not None:
+            self._token.cancel()
+        elif self.task is not None:
+            self.task.cancel()
+
+    async def wait(self) -> Response | None:
+        """Wait for a background run; its ``Response``, or ``None`` if it was stopped."""
+        if self.task is None:
+            raise RuntimeError("this view has no background run: use start() first")
+        return await asyncio.shield(self.task)
+
+    # ------------------------------------------------------------------ static fallback
+
+    def to_html(self) -> str:
+        """Self-contained HTML of the current state (every value already escaped)."""
+        return f'<div class="nba-view nba-state-{self.status}">{"".join(_static(child) for child in self.children)}</div>'
+
+    def to_text(self) -> str:
+        """A plain-text summary: status, answer and totals."""
+        lines = [f"{self._agent_name()} · {self.status}" + (f" ({self.error})" if self.error else "")]
+        if self.response is not None:
+            answer = self.response.chat_message.to_text()
+            lines.append(answer if len(answer) <= 500 else answer[:500] + "…")
+        usage = self.usage
+        elapsed = self.elapsed_s
+        lines.append(
+            f"{usage.prompt_tokens + usage.completion_tokens} tokens · {len(self.llm_calls)} LLM calls · "
+            f"{len(self.tool_executions)} tool calls" + (f" · {elapsed:.2f} s" if elapsed is not None else "")
+        )
+        return "\n".join(lines)
+
+    def _agent_name(self) -> str:
+        return self._started.agent if self._started is not None else "agent"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        data = super()._repr_mimebundle_(**kwargs) or {}
+        data["text/html"] = self.to_html()
+        data["text/plain"] = self.to_text()
+        return data
+
+    def _ipython_display_(self) -> None:
+        """Display once per cell with a display id, so the end of the run can update the output."""
+        from IPython import get_ipython
+        from IPython.display import display
+
+        shell: InteractiveShell | None = get_ipython()
+        count = shell.execution_count if shell is not None else None
+        if count is not None and count == self._shown_in:
+            return
+        self._shown_in = count
+        display_id = uuid.uuid4().hex
+        self._display_ids.append(display_id)
+        display(self._repr_mimebundle_(), raw=True, display_id=display_id)
+
+    def _refresh_displays(self) -> None:
+        if not self._display_ids:
+            return
+        from IPython.display import update_display
+
+        bundle = self._repr_mimebundle_()
+        for display_id in self._display_ids:
+            update_display(bundle, raw=True, display_id=display_id)
+
+
+def _static(widget: widgets.Widget) -> str:
+    """The HTML a widget shows, for the static fallback."""
+    if isinstance(widget, widgets.HTML):
+        return widget.value
+    if isinstance(widget, widgets.Button):
+        return ""
+    if isinstance(widget, widgets.Box):
+        classes = " ".join(escape(name) for name in widget._dom_classes)
+        inner = "".join(_static(child) for child in widget.children)
+        if "nba-tool-group" in widget._dom_classes:
+            return f'<div class="nba-event {classes}" data-count="{len(widget.children) - 1}">{inner}</div>'
+        return f'<div class="{classes}">{inner}</div>'
+    return ""
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark a background run's exception as seen: the view already shows it."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def show(
+    source: AssistantAgent | AgentRun,
+    task: Task = None,
+    *,
+    cancellation_token: CancellationToken | None = None,
+    title: str = "",
+) -> AgentRunView:
+    """Display a live view and run ``task``; returns the view when the run has ended.
+
+    ``await nbagent.show(agent, "task")`` blocks the cell until the answer (``view.response``).
+    """
+    from IPython.display import display
+
+    view = AgentRunView(title)
+    display(view)
+    await view.run(source, task, cancellation_token=cancellation_token)
+    return view
+
+
+def start(
+    source: AssistantAgent | AgentRun,
+    task: Task = None,
+    *,
+    cancellation_token: CancellationToken | None = None,
+    title: str = "",
+) -> AgentRunView:
+    """Display a live view and run ``task`` in the background; returns the view at once.
+
+    The run goes on in the kernel's event loop after the cell has finished; ``await view.wait()``
+    gives its ``Response``.
+    """
+    from IPython.display import display
+
+    view = AgentRunView(title)
+    display(view)
+    view.start(source, task, cancellation_token=cancellation_token)
+    return view

@@ -1,0 +1,75 @@
+"""Run an agent without ``await``: in a plain script and inside a notebook's running event loop.
+
+A notebook cell already runs inside the kernel's event loop, where ``asyncio.run`` fails. There the
+loop is patched with nest-asyncio2 (nest_asyncio 1.6 loses queued cells under ipykernel 7, so a
+Run All would hang) and the run is driven to its end with ``run_until_complete``. A kernel
+interrupt (``KeyboardInterrupt``) cancels the run, waits for it to leave the context valid, and
+propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+
+from .agent import AssistantAgent, Task
+from .cancellation import CancellationToken
+from .messages import TaskResult
+
+if TYPE_CHECKING:
+    from .notebook.view import AgentRunView
+
+T = TypeVar("T")
+
+
+def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
+    """Drive the awaitable that ``factory`` makes to its end, whether or not a loop is running."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_as_coroutine(factory))
+    import nest_asyncio2
+
+    nest_asyncio2.apply(loop)
+    task = loop.create_task(_as_coroutine(factory))
+    try:
+        return loop.run_until_complete(task)
+    except KeyboardInterrupt:
+        task.cancel()
+        try:
+            loop.run_until_complete(task)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            pass
+        raise
+
+
+async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
+    return await factory()
+
+
+def run(
+    agent: AssistantAgent,
+    task: Task = None,
+    *,
+    cancellation_token: CancellationToken | None = None,
+    show: bool = False,
+) -> Any:
+    """Run ``task`` on ``agent`` to its end, synchronously.
+
+    Returns the :class:`TaskResult`; with ``show=True`` (in a notebook) displays the live view
+    while it runs and returns the :class:`~nbagent.notebook.view.AgentRunView` instead.
+    """
+    if not show:
+        return run_task(agent, task, cancellation_token)
+    from .notebook.view import show as show_view
+
+    view: AgentRunView = run_coroutine(lambda: show_view(agent, task, cancellation_token=cancellation_token))
+    return view
+
+
+def run_task(
+    agent: AssistantAgent, task: Task = None, cancellation_token: CancellationToken | None = None
+) -> TaskResult:
+    """``agent.run(task=...)`` driven synchronously (what ``agent.run_sync`` calls)."""
+    result: TaskResult = run_coroutine(lambda: agent.run(task=task, cancellation_token=cancellation_token))
+    return result
