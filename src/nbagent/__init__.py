@@ -48,7 +48,28 @@ from .models import (
 from .run import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
 from .tools import BaseTool, FunctionTool, Handoff, StaticWorkbench, ToolArgumentsError, ToolResult, Workbench
 from .trace import Trace
+from .sync import run  # the sync entry point (the records module stays importable as nbagent.run)
 
 __version__ = "0.1.0"
+
+_NOTEBOOK_NAMES = {"show": "view", "start": "view", "AgentRunView": "view"}
+
+
+def __getattr__(name: str) -> object:
+    """``show``, ``start`` and ``AgentRunView`` load the notebook side (ipywidgets) on first use."""
+    module = _NOTEBOOK_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nbagent' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f".notebook.{module}", __name__), name)
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext nbagent``: registers the ``%%agent`` and ``%agent_reset`` magics."""
+    from .notebook.magics import load_ipython_extension as load
+
+    load(ipython)
+
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -294,6 +294,12 @@ class AssistantAgent:
         assert result is not None
         return result
 
+    def run_sync(self, task: Task = None, *, cancellation_token: CancellationToken | None = None) -> TaskResult:
+        """:meth:`run` without ``await``: works in a script and in a notebook cell (nest-asyncio2)."""
+        from .sync import run_task
+
+        return run_task(self, task, cancellation_token)
+
     async def run_stream(
         self, *, task: Task = None, cancellation_token: CancellationToken | None = None
     ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | TaskResult]:
