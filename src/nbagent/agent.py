@@ -63,7 +63,7 @@ from .tools import (
     as_tool,
     parse_arguments,
 )
-from .trace import Trace
+from .trace import Trace, context_frame
 
 DEFAULT_SYSTEM_MESSAGE = (
     "You are a helpful AI assistant. Solve tasks using your tools. "
@@ -179,7 +179,7 @@ class AssistantAgent:
             )
 
         self._active_run: AgentRun | None = None
-        self.trace = Trace()
+        self.trace = Trace(owner=self)
         self.recorders: list[Recorder] = [self.trace]
 
     # ------------------------------------------------------------------ construction helpers
@@ -219,6 +219,10 @@ class AssistantAgent:
     def model_context(self) -> ChatCompletionContext:
         """The agent's short-term memory: every message of the conversation so far."""
         return self._model_context
+
+    def context_df(self) -> Any:
+        """The model context as a pandas DataFrame: one row per message, with the run and STEP that added it."""
+        return context_frame(self)
 
     @property
     def model_client(self) -> ChatCompletionClient:

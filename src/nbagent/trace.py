@@ -1,15 +1,746 @@
-"""Recording: every item of every run an agent makes, kept for analysis."""
+"""Recording: every item of every run an agent makes, kept for analysis as pandas DataFrames.
+
+Recording is an append: each item is kept by reference with its run id and a ``perf_counter``
+reading, nothing more, so streamed chunks stay cheap. ``LLMCall`` and ``ToolExecution`` records are
+completed in place after they are recorded; the frames read them when they are built. At moves (a
+few per run) the recorder also notes which run and STEP added each message of the agent's model
+context, and keeps a snapshot of it.
+
+Redaction happens when rows are built: every string that reaches a DataFrame, and so every export,
+goes through the trace's redaction hook first (by default API keys, bearer tokens and
+``Authorization`` values are masked, also when a key is split over several streamed chunks).
+pandas is imported only when a DataFrame is asked for. Column names and dtypes: :data:`COLUMNS`.
+"""
 
 from __future__ import annotations
 
-from .run import RunItem
+import json
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+
+from ._ids import new_id
+from .context import estimate_tokens, message_text
+from .messages import (
+    AssistantMessage,
+    BaseAgentEvent,
+    BaseChatMessage,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    ModelClientStreamingChunkEvent,
+    Response,
+    SystemMessage,
+    ToolCallExecutionEvent,
+    ToolCallRequestEvent,
+)
+from .models.redact import known_secrets, redact
+from .run import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .agent import AssistantAgent
+
+Redactor = Callable[[str], str]
+
+# table -> column -> (dtype, meaning). The frames are built with exactly these columns and dtypes.
+COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
+    "events": {
+        "trace_id": ("category", "id of the trace (one per session), to tell traces apart in a folder"),
+        "run_id": ("category", "id of the run the item belongs to"),
+        "agent": ("category", "name of the agent that ran it"),
+        "seq": ("Int64", "position of the item in its run, from 0 (RunStarted)"),
+        "kind": ("category", "Move, LLMCall, ToolExecution, RunStarted, RunFinished, Response or the event type"),
+        "step": ("Int64", "STEP 1-5 of the loop, from the item's move or the move before it"),
+        "move": ("category", "name of that move (run.MOVES)"),
+        "iteration": ("Int64", "tool-loop iteration, from 0"),
+        "event_id": ("string", "id of the event or message (null for records)"),
+        "message_id": ("string", "id of the message the item builds or is (chunks: full_message_id)"),
+        "source": ("category", "who produced the event"),
+        "text": ("string", "content as text, redacted"),
+        "prompt_tokens": ("Int64", "models_usage.prompt_tokens of the event"),
+        "completion_tokens": ("Int64", "models_usage.completion_tokens of the event"),
+        "timestamp": ("datetime64[ns, UTC]", "wall-clock time the item was recorded"),
+        "elapsed_s": ("float64", "monotonic seconds since the run started"),
+    },
+    "llm_calls": {
+        "trace_id": ("category", "id of the trace"),
+        "run_id": ("category", "id of the run"),
+        "agent": ("category", "name of the agent"),
+        "call_index": ("Int64", "position of the call in its run, from 0"),
+        "iteration": ("Int64", "tool-loop iteration the call belongs to"),
+        "purpose": ("category", "initial, tool_loop or reflection"),
+        "model": ("category", "model name"),
+        "message_id": ("string", "id of the message the answer becomes"),
+        "streaming": ("boolean", "whether the call was streamed"),
+        "n_messages": ("Int64", "messages sent (system messages included)"),
+        "n_tools": ("Int64", "tools offered"),
+        "tool_choice": ("category", "auto, none, required or a tool name"),
+        "started_at": ("datetime64[ns, UTC]", "when the call started"),
+        "ttft_s": ("float64", "seconds to the first streamed token (NaN if not streamed)"),
+        "duration_s": ("float64", "seconds the call took (NaN if it never ended)"),
+        "prompt_tokens": ("Int64", "usage.prompt_tokens (gen_ai.usage.input_tokens)"),
+        "completion_tokens": ("Int64", "usage.completion_tokens (gen_ai.usage.output_tokens)"),
+        "finish_reason": ("category", "stop, function_calls, length, content_filter or unknown"),
+        "cached": ("boolean", "the answer came from a cache"),
+        "has_thought": ("boolean", "the model returned reasoning"),
+        "n_tool_calls": ("Int64", "tool calls in the answer"),
+        "status": ("category", "ok, error or running (never ended)"),
+        "error": ("string", "the error, when the call failed"),
+        "response_text": ("string", "the text answer (or the calls as name(arguments)), redacted"),
+    },
+    "tool_calls": {
+        "trace_id": ("category", "id of the trace"),
+        "run_id": ("category", "id of the run"),
+        "agent": ("category", "name of the agent"),
+        "iteration": ("Int64", "tool-loop iteration"),
+        "batch_size": ("Int64", "calls the model requested at once"),
+        "call_id": ("string", "id of the call (gen_ai.tool.call.id)"),
+        "tool_name": ("category", "name of the tool (gen_ai.tool.name)"),
+        "arguments": ("object", "arguments parsed from JSON (a dict; the raw string if it is not JSON)"),
+        "result": ("string", "the result text, redacted"),
+        "is_error": ("boolean", "the call gave an error result (null if it never ended)"),
+        "started_at": ("datetime64[ns, UTC]", "when the call started"),
+        "duration_s": ("float64", "seconds the call took"),
+        "concurrent_with": ("Int64", "how many calls of the run ran at once with it, itself included"),
+    },
+    "runs": {
+        "trace_id": ("category", "id of the trace"),
+        "run_id": ("category", "id of the run"),
+        "agent": ("category", "name of the agent"),
+        "status": ("category", "ok, error, cancelled or running"),
+        "error": ("string", "the error, when the run failed"),
+        "started_at": ("datetime64[ns, UTC]", "when the run started"),
+        "ended_at": ("datetime64[ns, UTC]", "when it ended (null while running)"),
+        "duration_s": ("float64", "seconds it took"),
+        "task": ("string", "the new messages of the run as text, redacted"),
+        "final_type": ("category", "type of the final message"),
+        "final_text": ("string", "the final message as text, redacted"),
+        "n_events": ("Int64", "items recorded, records and chunks included"),
+        "n_chunks": ("Int64", "streamed chunks"),
+        "n_llm_calls": ("Int64", "model calls"),
+        "n_tool_calls": ("Int64", "tool calls"),
+        "n_tool_errors": ("Int64", "tool calls with an error result"),
+        "prompt_tokens": ("Int64", "prompt tokens over the run's model calls"),
+        "completion_tokens": ("Int64", "completion tokens over the run's model calls"),
+    },
+    "context": {
+        "position": ("Int64", "index in the model context"),
+        "kind": ("category", "system, user, assistant or tool_result"),
+        "source": ("category", "who wrote the message"),
+        "text": ("string", "the message as the model reads it, redacted"),
+        "tool_calls": ("object", "assistant tool calls as [{id, name, arguments}] (None otherwise)"),
+        "thought": ("string", "the model's reasoning, redacted"),
+        "tokens": ("Int64", "estimated tokens (nbagent.context.estimate_tokens)"),
+        "run_id": ("category", "the run that added the message (null: added outside a run)"),
+        "step": ("Int64", "the STEP that added it"),
+        "move": ("category", "the move that added it"),
+    },
+}
+TABLES = ("events", "llm_calls", "tool_calls", "runs")
+JSON_COLUMNS = {"tool_calls": ("arguments",), "context": ("tool_calls",)}
+
+_CHUNK = ModelClientStreamingChunkEvent
+_CHUNK_KIND = "ModelClientStreamingChunkEvent"
+_perf = time.perf_counter
+
+
+def _text(value: str | None, red: Redactor) -> str | None:
+    return None if value is None else red(value)
+
+
+def _event_text(item: BaseAgentEvent | BaseChatMessage) -> str:
+    if type(item) is ToolCallRequestEvent:
+        return "\n".join(f"{call.name}({call.arguments})" for call in item.content)
+    if type(item) is ToolCallExecutionEvent:
+        return "\n".join(result.content for result in item.content)
+    return item.to_text()
+
+
+def _redact_json(value: Any, red: Redactor) -> Any:
+    if isinstance(value, str):
+        return red(value)
+    if isinstance(value, dict):
+        return {key: _redact_json(item, red) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_json(item, red) for item in value]
+    return value
+
+
+def _parse_arguments(raw: str, red: Redactor) -> Any:
+    """Tool arguments as parsed JSON with every string redacted; the raw text if it is not JSON."""
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        return red(raw)
+    return _redact_json(value, red)
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def frame(table: str, data: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """A DataFrame of ``table`` with the columns and dtypes of :data:`COLUMNS`."""
+    import pandas as pd
+
+    columns = COLUMNS[table]
+    out: dict[str, Any] = {}
+    for name, (dtype, _) in columns.items():
+        values = data[name]
+        if dtype == "object":
+            out[name] = pd.Series(list(values), dtype="object")
+        elif dtype.startswith("datetime64"):
+            out[name] = pd.Series(pd.to_datetime(values, utc=True)).astype(dtype)
+        else:
+            out[name] = pd.Series(values, dtype=dtype)
+    return pd.DataFrame(out, columns=list(columns))
+
+
+class AgentRecorder:
+    """Records one agent's runs into a trace; made by :meth:`Trace.attach` (and for ``agent.trace``).
+
+    An agent runs one task at a time, so the current run is known per agent, and items of agents
+    running at once in one event loop land in the right run.
+    """
+
+    __slots__ = ("trace", "agent", "_append", "_run", "_where", "_origin", "_last")
+
+    def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
+        self.trace = trace
+        self.agent = agent
+        self._append = trace._rows.append
+        self._run: str | None = None
+        self._where: tuple[str | None, int | None, str | None] = (None, None, None)
+        # id(message) -> (message, run_id, step, move): which run and STEP added each context message.
+        self._origin: dict[int, tuple[LLMMessage, str | None, int | None, str | None]] = {}
+        self._last: tuple[LLMMessage, ...] = ()
+
+    def record(self, item: RunItem) -> None:
+        kind = type(item)
+        if kind is _CHUNK:
+            self._append((item, self._run, _perf()))
+            return
+        if kind is Move:
+            self._checkpoint()
+            self._where = (item.run_id, MOVES[item.name].step, item.name)
+        elif kind is RunStarted:
+            self._run = item.run_id
+            self._checkpoint()
+            self._where = (item.run_id, None, None)
+        elif kind is RunFinished:
+            self._checkpoint()
+            self._where = (None, None, None)
+        self._append((item, self._run, _perf()))
+
+    def _attribute(self) -> list[LLMMessage]:
+        """Note the current move as the origin of context messages added since the last look."""
+        assert self.agent is not None
+        messages = self.agent.model_context.messages
+        origin = self._origin
+        run, step, move = self._where
+        for message in reversed(messages):
+            known = origin.get(id(message))
+            if known is not None and known[0] is message:
+                break
+            origin[id(message)] = (message, run, step, move)
+        return messages
+
+    def _checkpoint(self) -> None:
+        """Attribute new context messages and keep a snapshot of the context (shared if unchanged)."""
+        if self.agent is None:
+            return
+        messages = self._attribute()
+        last = self._last
+        if len(messages) != len(last) or any(a is not b for a, b in zip(messages, last)):
+            self._last = last = tuple(messages)
+        self.trace._snapshots.append((len(self.trace._rows), self.agent.name, last, self))
+
+    def origin_of(self, message: LLMMessage) -> tuple[str | None, int | None, str | None]:
+        found = self._origin.get(id(message))
+        return (None, None, None) if found is None or found[0] is not message else found[1:]
 
 
 class Trace:
-    """Records the items of the runs of the agents it is attached to (each agent has one)."""
+    """Every item of every run of the agents it records, with DataFrames, views and exports.
 
-    def __init__(self) -> None:
-        self.items: list[RunItem] = []
+    Each agent has one (``agent.trace``). To gather several agents' runs in one trace, use
+    ``trace.attach(agent)`` / ``trace.detach(agent)`` or ``with trace.recording(a, b): ...``.
+    ``redact`` maps every stored string before it reaches a frame or a file (``None``: keep as is).
+    """
+
+    def __init__(
+        self,
+        *,
+        owner: AssistantAgent | None = None,
+        redact: Redactor | None | str = "default",
+        trace_id: str | None = None,
+    ) -> None:
+        self.trace_id = trace_id or new_id()
+        self._rows: list[tuple[RunItem, str | None, float]] = []
+        self._snapshots: list[tuple[int, str, tuple[LLMMessage, ...], AgentRecorder]] = []
+        self._redact = redact
+        self._anchor = (time.time_ns(), _perf())
+        self._own = AgentRecorder(self, owner)
+        self._attached: dict[int, AgentRecorder] = {}
+
+    # ------------------------------------------------------------------ recording
 
     def record(self, item: RunItem) -> None:
-        self.items.append(item)
+        """Record one item (the recorder protocol); the trace's own agent is ``owner``."""
+        self._own.record(item)
+
+    def attach(self, agent: AssistantAgent) -> AgentRecorder:
+        """Record ``agent``'s runs from its next run on; returns the recorder added to ``agent.recorders``."""
+        if id(agent) in self._attached:
+            return self._attached[id(agent)]
+        recorder = AgentRecorder(self, agent)
+        self._attached[id(agent)] = recorder
+        agent.recorders.append(recorder)
+        return recorder
+
+    def detach(self, agent: AssistantAgent) -> None:
+        """Stop recording ``agent``'s runs (a run in progress keeps its recorders to its end)."""
+        recorder = self._attached.pop(id(agent), None)
+        if recorder is not None and recorder in agent.recorders:
+            agent.recorders.remove(recorder)
+
+    def recording(self, *agents: AssistantAgent) -> _Recording:
+        """A context manager that attaches ``agents`` on entry and detaches them on exit."""
+        return _Recording(self, agents)
+
+    @property
+    def items(self) -> list[RunItem]:
+        """The recorded items in order (live objects, not redacted)."""
+        return [row[0] for row in self._rows]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def clear(self) -> None:
+        """Forget every recorded item and snapshot."""
+        self._rows.clear()
+        self._snapshots.clear()
+
+    def redactor(self) -> Redactor:
+        """The function every stored string goes through (the default masks keys found now)."""
+        if self._redact == "default":
+            secrets = known_secrets()
+            return lambda text: redact(text, secrets)
+        if self._redact is None:
+            return _identity
+        assert callable(self._redact)
+        return self._redact
+
+    # ------------------------------------------------------------------ frames
+
+    def _timestamps(self, perfs: Sequence[float]) -> Any:
+        import numpy as np
+        import pandas as pd
+
+        wall_ns, perf0 = self._anchor
+        ns = wall_ns + ((np.asarray(perfs, dtype="float64") - perf0) * 1e9).astype("int64")
+        return pd.to_datetime(ns, unit="ns", utc=True)
+
+    def _runs_info(self) -> dict[str, RunStarted]:
+        return {item.run_id: item for item, _, _ in self._rows if type(item) is RunStarted}
+
+    def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
+        """One row per recorded item, streamed chunks included unless ``include_chunks=False``."""
+        import pandas as pd
+
+        red = self.redactor()
+        rows = self._rows if include_chunks else [row for row in self._rows if type(row[0]) is not _CHUNK]
+        n = len(rows)
+        kinds: list[str] = []
+        texts: list[str | None] = []
+        event_ids: list[str | None] = []
+        message_ids: list[str | None] = []
+        sources: list[str | None] = []
+        sparse: dict[int, tuple[int | None, str | None, int | None]] = {}
+        usage: dict[int, tuple[int, int]] = {}
+        chunks_of: dict[str | None, list[int]] = {}
+        run_col: list[str | None] = []
+        perf_col: list[float] = []
+        if n:
+            items, run_tuple, perf_tuple = zip(*rows)
+            run_col, perf_col = list(run_tuple), list(perf_tuple)
+        else:
+            items = ()
+        for index, item in enumerate(items):
+            kind = type(item)
+            if kind is _CHUNK:
+                d = item.__dict__
+                kinds.append(_CHUNK_KIND)
+                texts.append(d["content"])
+                event_ids.append(d["id"])
+                message_ids.append(d["full_message_id"])
+                sources.append(d["source"])
+                chunks_of.setdefault(d["full_message_id"], []).append(index)
+                continue
+            kinds.append(kind.__name__)
+            event_id = message_id = source = text = None
+            if kind is Move:
+                sparse[index] = (MOVES[item.name].step, item.name, item.iteration)
+                text = MOVES[item.name].title
+            elif kind is LLMCall:
+                sparse[index] = (None, None, item.iteration)
+                message_id = item.message_id
+                text = f"{item.purpose} call to {item.model}"
+            elif kind is ToolExecution:
+                sparse[index] = (None, None, item.iteration)
+                text = red(f"{item.call.name}({item.call.arguments})")
+            elif kind is RunStarted:
+                source = item.agent
+                text = red("\n".join(message.to_text() for message in item.task))
+            elif kind is RunFinished:
+                source = item.agent
+                text = red(item.status if item.error is None else f"{item.status}: {item.error}")
+            elif kind is Response:
+                message = item.chat_message
+                kinds[-1] = "Response"
+                event_id = message_id = message.id
+                source = message.source
+                text = red(message.to_text())
+            else:
+                event_id = message_id = item.id
+                source = item.source
+                text = red(_event_text(item))
+                if item.models_usage is not None:
+                    usage[index] = (item.models_usage.prompt_tokens, item.models_usage.completion_tokens)
+            texts.append(text)
+            event_ids.append(event_id)
+            message_ids.append(message_id)
+            sources.append(source)
+        if red is not _identity:
+            _redact_chunks(texts, chunks_of, red)
+
+        def sparse_column(values: dict[int, Any], dtype: str) -> pd.Series:
+            column = pd.Series(pd.NA, index=range(n), dtype=dtype)
+            if values:
+                column.iloc[list(values)] = list(values.values())
+            return column
+
+        step = sparse_column({i: v[0] for i, v in sparse.items() if v[0] is not None}, "Int64")
+        move = sparse_column({i: v[1] for i, v in sparse.items() if v[1] is not None}, "object")
+        iteration = sparse_column({i: v[2] for i, v in sparse.items() if v[2] is not None}, "Int64")
+        runs = pd.Series(run_col, dtype="object")
+        fill = pd.DataFrame({"step": step, "move": move, "iteration": iteration}).groupby(runs, sort=False).ffill()
+        perf = pd.Series(perf_col, dtype="float64")
+        started = {run: info.agent for run, info in self._runs_info().items()}
+        data = {
+            "trace_id": [self.trace_id] * n,
+            "run_id": run_col,
+            "agent": runs.map(started).astype("object") if n else [],
+            "seq": runs.groupby(runs, sort=False).cumcount() if n else [],
+            "kind": kinds,
+            "step": fill["step"] if n else [],
+            "move": fill["move"] if n else [],
+            "iteration": fill["iteration"] if n else [],
+            "event_id": event_ids,
+            "message_id": message_ids,
+            "source": sources,
+            "text": texts,
+            "prompt_tokens": sparse_column({i: u[0] for i, u in usage.items()}, "Int64"),
+            "completion_tokens": sparse_column({i: u[1] for i, u in usage.items()}, "Int64"),
+            "timestamp": self._timestamps(perf_col),
+            "elapsed_s": (perf - perf.groupby(runs, sort=False).transform("first")).to_numpy() if n else [],
+        }
+        return frame("events", data)
+
+    def _records(self, kind: type) -> Iterator[Any]:
+        return (item for item, _, _ in self._rows if type(item) is kind)
+
+    def llm_calls_df(self) -> pd.DataFrame:
+        """One row per model call."""
+        red = self.redactor()
+        agents = {run: info.agent for run, info in self._runs_info().items()}
+        cols: dict[str, list[Any]] = {name: [] for name in COLUMNS["llm_calls"]}
+        counters: dict[str, int] = {}
+        for call in self._records(LLMCall):
+            result = call.result
+            usage = result.usage if result is not None else None
+            calls = result.content if result is not None and not isinstance(result.content, str) else []
+            if result is None:
+                answer = None
+            elif isinstance(result.content, str):
+                answer = red(result.content)
+            else:
+                answer = red("\n".join(f"{c.name}({c.arguments})" for c in result.content))
+            index = counters.get(call.run_id, 0)
+            counters[call.run_id] = index + 1
+            row = {
+                "trace_id": self.trace_id,
+                "run_id": call.run_id,
+                "agent": agents.get(call.run_id),
+                "call_index": index,
+                "iteration": call.iteration,
+                "purpose": call.purpose,
+                "model": call.model,
+                "message_id": call.message_id,
+                "streaming": call.streaming,
+                "n_messages": len(call.request.messages),
+                "n_tools": len(call.request.tools),
+                "tool_choice": call.request.tool_choice,
+                "started_at": call.started_at,
+                "ttft_s": call.first_token_s,
+                "duration_s": call.duration_s,
+                "prompt_tokens": None if usage is None else usage.prompt_tokens,
+                "completion_tokens": None if usage is None else usage.completion_tokens,
+                "finish_reason": None if result is None else result.finish_reason,
+                "cached": None if result is None else result.cached,
+                "has_thought": None if result is None else bool(result.thought),
+                "n_tool_calls": None if result is None else len(calls),
+                "status": "error" if call.error else ("running" if call.duration_s is None else "ok"),
+                "error": _text(call.error, red),
+                "response_text": answer,
+            }
+            for name, value in row.items():
+                cols[name].append(value)
+        return frame("llm_calls", cols)
+
+    def tool_calls_df(self) -> pd.DataFrame:
+        """One row per tool call, with parsed arguments and how many calls ran at once."""
+        red = self.redactor()
+        agents = {run: info.agent for run, info in self._runs_info().items()}
+        executions = list(self._records(ToolExecution))
+        concurrent = _concurrency(executions)
+        cols: dict[str, list[Any]] = {name: [] for name in COLUMNS["tool_calls"]}
+        for execution, overlap in zip(executions, concurrent):
+            result = execution.result
+            row = {
+                "trace_id": self.trace_id,
+                "run_id": execution.run_id,
+                "agent": agents.get(execution.run_id),
+                "iteration": execution.iteration,
+                "batch_size": execution.batch_size,
+                "call_id": execution.call.id,
+                "tool_name": execution.call.name,
+                "arguments": _parse_arguments(execution.call.arguments, red),
+                "result": None if result is None else red(result.content),
+                "is_error": None if result is None else result.is_error,
+                "started_at": execution.started_at,
+                "duration_s": execution.duration_s,
+                "concurrent_with": overlap,
+            }
+            for name, value in row.items():
+                cols[name].append(value)
+        return frame("tool_calls", cols)
+
+    def runs_df(self) -> pd.DataFrame:
+        """One row per run: status, times, counts and tokens."""
+        red = self.redactor()
+        runs: dict[str, dict[str, Any]] = {}
+        for item, run_id, perf in self._rows:
+            if run_id is None:
+                continue
+            kind = type(item)
+            row = runs.get(run_id)
+            if row is None:
+                row = runs[run_id] = {
+                    "trace_id": self.trace_id, "run_id": run_id, "agent": None, "status": "running",
+                    "error": None, "started_at": None, "ended_at": None, "duration_s": None, "task": None,
+                    "final_type": None, "final_text": None, "n_events": 0, "n_chunks": 0, "n_llm_calls": 0,
+                    "n_tool_calls": 0, "n_tool_errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                    "_start": perf,
+                }  # fmt: skip
+            row["n_events"] += 1
+            if kind is _CHUNK:
+                row["n_chunks"] += 1
+            elif kind is RunStarted:
+                row.update(agent=item.agent, started_at=item.started_at, _start=item.start_perf)
+                row["task"] = red("\n".join(message.to_text() for message in item.task))
+            elif kind is RunFinished:
+                row.update(status=item.status, error=_text(item.error, red), ended_at=item.ended_at)
+                row["duration_s"] = item.end_perf - row["_start"]
+            elif kind is Response:
+                row["final_type"] = item.chat_message.type
+                row["final_text"] = red(item.chat_message.to_text())
+            elif kind is LLMCall:
+                row["n_llm_calls"] += 1
+                if item.result is not None:
+                    row["prompt_tokens"] += item.result.usage.prompt_tokens
+                    row["completion_tokens"] += item.result.usage.completion_tokens
+            elif kind is ToolExecution:
+                row["n_tool_calls"] += 1
+                row["n_tool_errors"] += bool(item.result is not None and item.result.is_error)
+        cols = {name: [row[name] for row in runs.values()] for name in COLUMNS["runs"]}
+        return frame("runs", cols)
+
+    # ------------------------------------------------------------------ context
+
+    def context_df(self, run_id: str | None = None, seq: int | None = None, agent: str | None = None) -> pd.DataFrame:
+        """The model context as it was when item ``seq`` of run ``run_id`` was recorded.
+
+        Without ``seq``: at the end of that run; without ``run_id``: the latest snapshot (of
+        ``agent`` if given). Snapshots are taken at every move, run start and run end of the agents
+        this trace records (``owner`` or attached), so ``seq`` falls back to the last one before it.
+        """
+        limit = len(self._rows)
+        if run_id is not None:
+            positions = [index for index, row in enumerate(self._rows) if row[1] == run_id]
+            if not positions:
+                raise KeyError(f"no run {run_id!r} in this trace")
+            if seq is not None:
+                if not 0 <= seq < len(positions):
+                    raise IndexError(f"run {run_id!r} has {len(positions)} items, no seq {seq}")
+                limit = positions[seq]
+            else:
+                limit = positions[-1] + 1
+            started = self._rows[positions[0]][0]
+            agent = started.agent if type(started) is RunStarted else agent
+        chosen = None
+        for snapshot in self._snapshots:
+            if snapshot[0] <= limit and (agent is None or snapshot[1] == agent):
+                chosen = snapshot
+        if chosen is None:
+            raise LookupError("no context snapshot there: this trace records no agent's context at that point")
+        return context_rows(chosen[2], chosen[3], self.redactor())
+
+    # ------------------------------------------------------------------ views and exports
+
+    def summary(self) -> pd.Series:
+        """Runs, LLM calls, tokens, tool error rate and p50/p95 latencies at a glance."""
+        from .trace_export import summarize
+
+        return summarize(self.runs_df(), self.llm_calls_df(), self.tool_calls_df())
+
+    def timeline(self, run_id: str | None = None) -> Any:
+        """A run's LLM calls and tool calls on a time axis (the last run by default), as HTML/SVG."""
+        from .timeline import Timeline
+
+        return Timeline.of(self.runs_df(), self.llm_calls_df(), self.tool_calls_df(), run_id)
+
+    def to_parquet(self, folder: str) -> None:
+        """Write the four tables as ``folder/<table>.parquet`` (see :func:`load_parquet`)."""
+        from .trace_export import write_parquet
+
+        write_parquet(self, folder)
+
+    def to_jsonl(self, path: str) -> None:
+        """Write every row of the four tables as JSON lines, each with a ``table`` field."""
+        from .trace_export import write_jsonl
+
+        write_jsonl(self, path)
+
+    def to_otlp_json(self, path: str | None = None) -> dict[str, Any]:
+        """OTLP-JSON spans (one per run, LLM call and tool call) with gen_ai.* attributes."""
+        from .trace_export import otlp_json
+
+        document = otlp_json(self)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump(document, handle)
+        return document
+
+    def _repr_html_(self) -> str:
+        from .trace_export import summary_html
+
+        return summary_html(self)
+
+    def __repr__(self) -> str:
+        return f"Trace({len(self._rows)} items, {len(self._runs_info())} runs)"
+
+
+class _Recording:
+    def __init__(self, trace: Trace, agents: Sequence[AssistantAgent]) -> None:
+        self.trace = trace
+        self.agents = agents
+
+    def __enter__(self) -> Trace:
+        for agent in self.agents:
+            self.trace.attach(agent)
+        return self.trace
+
+    def __exit__(self, *exc: object) -> None:
+        for agent in self.agents:
+            self.trace.detach(agent)
+
+
+def _redact_chunks(texts: list[str | None], chunks_of: dict[str | None, list[int]], red: Redactor) -> None:
+    """Redact streamed chunks message by message, so a key split over chunks is caught too.
+
+    Each chunk is redacted alone; if the joined message still holds a secret, its whole redacted text
+    goes to the first chunk and the others become empty, so the chunks still join to the message.
+    """
+    for indices in chunks_of.values():
+        pieces = [texts[i] or "" for i in indices]
+        joined = "".join(pieces)
+        if red(joined) == joined:
+            continue
+        pieces = [red(piece) for piece in pieces]
+        joined = "".join(pieces)
+        if red(joined) != joined:
+            pieces = [red(joined)] + [""] * (len(pieces) - 1)
+        for i, piece in zip(indices, pieces):
+            texts[i] = piece
+
+
+def _concurrency(executions: list[ToolExecution]) -> list[int]:
+    """For each call, how many calls of its run overlapped it in time (itself included)."""
+    spans = []
+    for execution in executions:
+        end = execution.start_perf + (execution.duration_s if execution.duration_s is not None else float("inf"))
+        spans.append((execution.run_id, execution.start_perf, end))
+    by_run: dict[str, list[int]] = {}
+    for index, (run_id, _, _) in enumerate(spans):
+        by_run.setdefault(run_id, []).append(index)
+    counts = [1] * len(spans)
+    for indices in by_run.values():
+        for i in indices:
+            _, start, end = spans[i]
+            counts[i] = sum(1 for j in indices if spans[j][1] < end and start < spans[j][2] or j == i)
+    return counts
+
+
+def _kind(message: LLMMessage) -> str:
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, AssistantMessage):
+        return "assistant"
+    if isinstance(message, FunctionExecutionResultMessage):
+        return "tool_result"
+    return "user"
+
+
+def context_rows(messages: Sequence[LLMMessage], recorder: AgentRecorder | None, red: Redactor) -> pd.DataFrame:
+    """The context frame of ``messages``, with the run and STEP ``recorder`` saw add each one."""
+    cols: dict[str, list[Any]] = {name: [] for name in COLUMNS["context"]}
+    for position, message in enumerate(messages):
+        run_id, step, move = recorder.origin_of(message) if recorder is not None else (None, None, None)
+        calls = None
+        if isinstance(message, AssistantMessage) and not isinstance(message.content, str):
+            calls = [{"id": c.id, "name": c.name, "arguments": red(c.arguments)} for c in message.content]
+        if isinstance(message, FunctionExecutionResultMessage):
+            source = ", ".join(result.name for result in message.content)
+        else:
+            source = getattr(message, "source", "system")
+        row = {
+            "position": position,
+            "kind": _kind(message),
+            "source": source,
+            "text": red(message_text(message)),
+            "tool_calls": calls,
+            "thought": _text(getattr(message, "thought", None), red),
+            "tokens": estimate_tokens(message),
+            "run_id": run_id,
+            "step": step,
+            "move": move,
+        }
+        for name, value in row.items():
+            cols[name].append(value)
+    return frame("context", cols)
+
+
+def context_frame(agent: AssistantAgent) -> pd.DataFrame:
+    """``agent.context_df()``: its model context now, with the run and STEP that added each message."""
+    recorder = None
+    for candidate in agent.recorders:
+        if isinstance(candidate, Trace) and candidate._own.agent is agent:
+            recorder = candidate._own
+        elif isinstance(candidate, AgentRecorder) and candidate.agent is agent:
+            recorder = candidate
+        if recorder is not None:
+            break
+    if recorder is None:
+        return context_rows(agent.model_context.messages, None, Trace().redactor())
+    return context_rows(recorder._attribute(), recorder, recorder.trace.redactor())
