@@ -1,0 +1,78 @@
+"""Execute notebooks in a real Jupyter kernel of a given Python interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+KERNEL_NAME = "nbagent-test"
+OFFLINE_ENV = {"OPENAI_API_KEY": "", "NBAGENT_BASE_URL": ""}
+
+
+def write_kernelspec(folder: Path, python: str) -> Path:
+    """A kernelspec named ``nbagent-test`` that starts ipykernel with ``python``."""
+    spec_dir = folder / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "nbagent test kernel",
+        "language": "python",
+        "env": OFFLINE_ENV,
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return folder / "kernels"
+
+
+def error_outputs(nb: nbformat.NotebookNode) -> list[str]:
+    """Every error output and every stderr traceback of an executed notebook, as readable text."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                found.append(f"cell {index}: {output['ename']}: {output['evalue']}")
+            elif output.get("output_type") == "stream" and output.get("name") == "stderr" and "Traceback" in output["text"]:
+                found.append(f"cell {index}: stderr traceback:\n{output['text']}")
+    return found
+
+
+def output_text(nb: nbformat.NotebookNode) -> str:
+    """Everything the notebook printed or displayed as plain text, cell after cell."""
+    parts = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                parts.append(output["text"])
+            elif "data" in output:
+                parts.append(output["data"].get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def execute(path: Path, kernels_dir: Path, timeout: int = 120) -> nbformat.NotebookNode:
+    """Run every cell of ``path`` (cwd: its folder) and return the executed notebook.
+
+    Errors do not stop the run (``allow_errors``) so that the caller sees all of them at once.
+    """
+    nb = nbformat.read(path, as_version=4)
+    manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels_dir)]))
+    client = NotebookClient(
+        nb,
+        km=manager,
+        timeout=timeout,
+        allow_errors=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    return nb
+
+
+def this_python() -> str:
+    return os.environ.get("NBAGENT_TEST_PYTHON", sys.executable)

@@ -1,0 +1,92 @@
+"""Every notebook runs top to bottom in a real kernel, offline, and is committed without outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from ._kernel import NOTEBOOKS, error_outputs, execute, output_text
+
+EXPECTED_NOTEBOOKS = [
+    "01_quickstart.ipynb",
+    "02_walkthrough_steps_1_5.ipynb",
+    "03_tool_loop_lab.ipynb",
+    "04_trace_analysis.ipynb",
+    "05_live_models.ipynb",
+]
+
+# Lines each notebook must print when it runs offline: the behaviour its text explains happened.
+EXPECTED_OUTPUT = {
+    "02_walkthrough_steps_1_5.ipynb": [
+        "'Hi, I'm Ada.' is 2 times in the context the model sees",
+        "['TextMessage', 'MemoryQueryEvent', 'TextMessage']",
+        "1 memory system message in the context after two turns",
+        "every chunk points at it:  True",
+        "the chunks rebuild it:     True",
+        "transfer_to_planner - Handoff to planner. - parameters: []",
+        "['TextMessage', 'ToolCallRequestEvent', 'ToolCallExecutionEvent', 'ToolCallSummaryMessage']",
+        "LLM calls: 3",
+        "ValueError: Maximum number of tool iterations must be greater than or equal to 1, got 0",
+        "reflect_on_tool_use=False: 1 LLM call(s) -> ToolCallSummaryMessage: '18 °C, sunny'",
+        "reflect_on_tool_use=True: 2 LLM call(s) -> TextMessage: 'It is sunny and 18 °C in Tokyo.'",
+        "target: billing | content: Transferred to billing",
+        "warning: Multiple handoffs detected.",
+        "second run: AgentBusyError - agent 'assistant' is running",
+        "context:    ['first task', 'first answer']",
+        "['TextMessage', 'ThoughtEvent', 'ToolCallRequestEvent', 'ToolCallExecutionEvent', 'ToolCallSummaryMessage']",
+        "ValueError: Tools cannot be used with a workbench.",
+        'lookup_order({"order_id": "A17"}) -> {"order": "A17", "status": "shipped", "eta_days": 2}',
+        "- get_weather done: 12 °C, cloudy",
+    ],
+    "03_tool_loop_lab.ipynb": [
+        "slow: done after 0.6 s",
+        "Error: tool 'teleport' not found in any workbench",
+        "LLM calls: 3 | answer: results for 'attempt 3'",
+        "LLM calls: 4 | tools offered in the last one: [] | tool_choice: none",
+        "⚠ divide failed: float division by zero",
+        "still running: False",
+        "Error: the run was cancelled before this tool call finished",
+        "Hello again!",
+    ],
+}
+
+
+def test_the_five_notebooks_are_there() -> None:
+    assert [path.name for path in NOTEBOOKS] == EXPECTED_NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_without_outputs(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    dirty = [
+        index
+        for index, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)
+    ]
+    assert dirty == [], f"{path.name}: cells {dirty} hold outputs; clear them before committing"
+    assert "widgets" not in nb.metadata, f"{path.name} holds saved widget state"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_notebooks_start_with_an_explanation(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+    markdown = sum(cell.cell_type == "markdown" for cell in nb.cells)
+    assert markdown * 2 >= len(nb.cells) - 1, f"{path.name}: most code cells should come with text"
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_offline_in_a_kernel(path: Path, kernels_dir: Path) -> None:
+    nb = execute(path, kernels_dir)
+    assert error_outputs(nb) == []
+    text = output_text(nb)
+    missing = [line for line in EXPECTED_OUTPUT.get(path.name, []) if line not in text]
+    assert missing == [], f"{path.name} did not print: {missing}"
+    assert all(
+        cell.execution_count is not None for cell in nb.cells if cell.cell_type == "code"
+    ), "a cell did not run"
+
