@@ -30,7 +30,8 @@ API:
   deltas round-robin by index), ``delay`` (seconds before answering), ``chunk_delay`` (between
   SSE events), ``cut_after`` (stream that many SSE events, then break the connection:
   ``cut="reset"`` aborts the socket, ``cut="close"`` ends the HTTP body cleanly without
-  ``[DONE]``), ``malformed_at`` (insert a line of broken JSON before that SSE event),
+  ``[DONE]``), ``malformed_at`` (insert a line of broken JSON before that SSE event), ``error_event_at``
+  (insert ``{"error": {"message": error_message}}`` before that SSE event, as overloaded servers do),
   ``empty_choices`` (``choices: []``), ``headers`` (extra response headers, e.g.
   ``{"retry-after-ms": "1"}``), ``call_ids`` (ids for the calls, default ``call_<n>``).
   Streaming or not follows the request's ``stream`` flag; the usage chunk is sent when the request
@@ -272,6 +273,7 @@ class Reply:
     cut_after: int | None = None
     cut: Literal["reset", "close"] = "reset"
     malformed_at: int | None = None
+    error_event_at: int | None = None
     empty_choices: bool = False
     headers: dict[str, str] = field(default_factory=dict)
     call_ids: tuple[str, ...] = ()
@@ -517,6 +519,8 @@ class ChatServer:
                 return True
             if reply.malformed_at == index:
                 self._chunk(writer, 'data: {"choices": [{"delta": {"content": "oops"\n\n')
+            if reply.error_event_at == index:
+                self._chunk(writer, f"data: {json.dumps({'error': {'message': reply.error_message}})}\n\n")
             if reply.chunk_delay and index:
                 await asyncio.sleep(reply.chunk_delay)
             self._chunk(writer, f"data: {event}\n\n")

@@ -239,13 +239,18 @@ class _ThinkFilter:
     """Holds back streamed text while it may still be a leading ``<think>`` block; passes the rest on."""
 
     def __init__(self) -> None:
-        self.state = "undecided"  # -> "thinking" -> "text"
+        self.state = "undecided"  # -> "thinking" -> "after" (skipping blank space) -> "text"
         self.held = ""
         self.thought: str | None = None
 
     def feed(self, piece: str) -> str:
         """The text to show now for ``piece`` (maybe empty)."""
         if self.state == "text":
+            return piece
+        if self.state == "after":
+            piece = piece.lstrip()
+            if piece:
+                self.state = "text"
             return piece
         self.held += piece
         if self.state == "undecided":
@@ -260,7 +265,7 @@ class _ThinkFilter:
         if end < 0:
             return ""
         self.thought, rest = split_think(self.held)
-        self.state, self.held = "text", ""
+        self.state, self.held = ("text" if rest else "after"), ""
         return rest
 
     def finish(self) -> str:
