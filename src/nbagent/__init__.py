@@ -47,7 +47,8 @@ from .models import (
 )
 from .run import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
 from .tools import BaseTool, FunctionTool, Handoff, StaticWorkbench, ToolArgumentsError, ToolResult, Workbench
-from .trace import Trace
+from .trace import COLUMNS as TRACE_COLUMNS, AgentRecorder, Trace, TraceFrames
+from .trace_export import LoadedTrace, load_jsonl, load_parquet
 from .sync import run  # the sync entry point (the records module stays importable as nbagent.run)
 
 __version__ = "0.1.0"

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from ._ids import new_id
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .agent import AssistantAgent
+    from .timeline import Timeline
 
 Redactor = Callable[[str], str]
 
@@ -260,7 +263,67 @@ class AgentRecorder:
         return (None, None, None) if found is None or found[0] is not message else found[1:]
 
 
-class Trace:
+class TraceFrames(ABC):
+    """Views and exports shared by a live :class:`Trace` and a loaded one (``trace_export.LoadedTrace``)."""
+
+    trace_id: str
+
+    @abstractmethod
+    def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
+        """One row per recorded item, streamed chunks included unless ``include_chunks=False``."""
+
+    @abstractmethod
+    def llm_calls_df(self) -> pd.DataFrame:
+        """One row per model call."""
+
+    @abstractmethod
+    def tool_calls_df(self) -> pd.DataFrame:
+        """One row per tool call."""
+
+    @abstractmethod
+    def runs_df(self) -> pd.DataFrame:
+        """One row per run."""
+
+    def summary(self) -> pd.Series:
+        """Runs, LLM calls, tokens, tool error rate and p50/p95 latencies at a glance."""
+        from .trace_export import summarize
+
+        return summarize(self.runs_df(), self.llm_calls_df(), self.tool_calls_df())
+
+    def timeline(self, run_id: str | None = None) -> Timeline:
+        """A run's LLM calls and tool calls on a time axis (the last run by default), as HTML/SVG."""
+        from .timeline import Timeline
+
+        return Timeline.of(self.runs_df(), self.llm_calls_df(), self.tool_calls_df(), run_id)
+
+    def to_parquet(self, folder: str | Path) -> Path:
+        """Write the four tables as ``folder/<table>.parquet``; ``trace_export.load_parquet`` reads them."""
+        from .trace_export import write_parquet
+
+        return write_parquet(self, folder)
+
+    def to_jsonl(self, path: str | Path) -> Path:
+        """Write every row of the four tables as one JSON line with a ``table`` field."""
+        from .trace_export import write_jsonl
+
+        return write_jsonl(self, path)
+
+    def to_otlp_json(self, path: str | Path | None = None) -> dict[str, Any]:
+        """OTLP-JSON spans (one per run, LLM call and tool call) with gen_ai.* attributes."""
+        from .trace_export import otlp_json
+
+        document = otlp_json(self)
+        if path is not None:
+            Path(path).write_text(json.dumps(document), encoding="utf-8")
+        return document
+
+    def _repr_html_(self) -> str:
+        from .trace_export import summary_html
+
+        return summary_html(self)
+
+
+class Trace(TraceFrames):
     """Every item of every run of the agents it records, with DataFrames, views and exports.
 
     Each agent has one (``agent.trace``). To gather several agents' runs in one trace, use
@@ -595,47 +658,6 @@ class Trace:
         if chosen is None:
             raise LookupError("no context snapshot there: this trace records no agent's context at that point")
         return context_rows(chosen[2], chosen[3], self.redactor())
-
-    # ------------------------------------------------------------------ views and exports
-
-    def summary(self) -> pd.Series:
-        """Runs, LLM calls, tokens, tool error rate and p50/p95 latencies at a glance."""
-        from .trace_export import summarize
-
-        return summarize(self.runs_df(), self.llm_calls_df(), self.tool_calls_df())
-
-    def timeline(self, run_id: str | None = None) -> Any:
-        """A run's LLM calls and tool calls on a time axis (the last run by default), as HTML/SVG."""
-        from .timeline import Timeline
-
-        return Timeline.of(self.runs_df(), self.llm_calls_df(), self.tool_calls_df(), run_id)
-
-    def to_parquet(self, folder: str) -> None:
-        """Write the four tables as ``folder/<table>.parquet`` (see :func:`load_parquet`)."""
-        from .trace_export import write_parquet
-
-        write_parquet(self, folder)
-
-    def to_jsonl(self, path: str) -> None:
-        """Write every row of the four tables as JSON lines, each with a ``table`` field."""
-        from .trace_export import write_jsonl
-
-        write_jsonl(self, path)
-
-    def to_otlp_json(self, path: str | None = None) -> dict[str, Any]:
-        """OTLP-JSON spans (one per run, LLM call and tool call) with gen_ai.* attributes."""
-        from .trace_export import otlp_json
-
-        document = otlp_json(self)
-        if path is not None:
-            with open(path, "w", encoding="utf-8") as handle:
-                json.dump(document, handle)
-        return document
-
-    def _repr_html_(self) -> str:
-        from .trace_export import summary_html
-
-        return summary_html(self)
 
     def __repr__(self) -> str:
         return f"Trace({len(self._rows)} items, {len(self._runs_info())} runs)"

@@ -1,0 +1,171 @@
+"""A run's timeline as self-contained HTML/SVG: LLM calls and tool calls on a time axis.
+
+LLM calls share one lane; tool calls get as many lanes as ran at once, so parallel calls show as
+overlapping bars. Hovering a bar shows its details. Every text (tool names, arguments and results
+come from the model and the tools, untrusted) is escaped with ``html.escape``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+WIDTH = 800
+GUTTER = 90
+MARGIN = 16
+LANE = 22
+GAP = 6
+AXIS = 28
+COLOURS = {"llm": "#4c78a8", "tool": "#59a14f", "error": "#e15759"}
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One call on the timeline: lane, start and duration (seconds from the run's start)."""
+
+    lane: int
+    start_s: float
+    duration_s: float
+    kind: str
+    label: str
+    details: str
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _missing(value: Any) -> bool:
+    import pandas as pd
+
+    return value is None or bool(pd.isna(value))
+
+
+def _tick_step(total: float) -> float:
+    raw = total / 5
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The timeline of one run; shows itself in a notebook (``_repr_html_``) or as ``to_html()``."""
+
+    run_id: str
+    agent: str
+    status: str
+    total_s: float
+    bars: tuple[Bar, ...]
+    lanes: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls, runs: pd.DataFrame, llm_calls: pd.DataFrame, tool_calls: pd.DataFrame, run_id: str | None = None
+    ) -> Timeline:
+        """The timeline of ``run_id`` (the last run started if None) from a trace's frames."""
+        if not len(runs):
+            raise LookupError("the trace has no run to show")
+        if run_id is None:
+            run = runs.sort_values("started_at", kind="stable").iloc[-1]
+        else:
+            matches = runs[runs["run_id"].astype("object") == run_id]
+            if not len(matches):
+                raise KeyError(f"no run {run_id!r} in this trace")
+            run = matches.iloc[0]
+        rid = str(run["run_id"])
+        start = run["started_at"]
+        bars: list[Bar] = []
+        for call in llm_calls[llm_calls["run_id"].astype("object") == rid].itertuples(index=False):
+            offset = (call.started_at - start).total_seconds()
+            duration = 0.0 if _missing(call.duration_s) else float(call.duration_s)
+            details = [
+                f"{call.purpose} call to {call.model}, iteration {call.iteration}",
+                f"{duration * 1000:.1f} ms" + ("" if _missing(call.ttft_s) else f", first token {call.ttft_s * 1000:.1f} ms"),
+                f"tokens: {call.prompt_tokens} in, {call.completion_tokens} out; finish: {call.finish_reason}",
+            ]
+            if not _missing(call.error):
+                details.append(f"error: {call.error}")
+            kind = "error" if call.status == "error" else "llm"
+            bars.append(Bar(0, offset, duration, kind, f"{call.purpose}", _short("\n".join(details), 600)))
+        lane_ends: list[float] = []
+        tools = tool_calls[tool_calls["run_id"].astype("object") == rid].sort_values("started_at", kind="stable")
+        for tool in tools.itertuples(index=False):
+            offset = (tool.started_at - start).total_seconds()
+            duration = 0.0 if _missing(tool.duration_s) else float(tool.duration_s)
+            lane = next((i for i, end in enumerate(lane_ends) if end <= offset), len(lane_ends))
+            if lane == len(lane_ends):
+                lane_ends.append(0.0)
+            lane_ends[lane] = offset + duration
+            arguments = json.dumps(tool.arguments, ensure_ascii=False)
+            details = (
+                f"{tool.tool_name}({_short(arguments, 200)})\n{duration * 1000:.1f} ms, "
+                f"{tool.concurrent_with} at once\n-> {_short('' if _missing(tool.result) else str(tool.result), 300)}"
+            )
+            kind = "error" if tool.is_error is True else "tool"
+            bars.append(Bar(1 + lane, offset, duration, kind, str(tool.tool_name), details))
+        ends = [bar.start_s + bar.duration_s for bar in bars]
+        total = max([0.0 if _missing(run["duration_s"]) else float(run["duration_s"]), *ends])
+        lanes = ("LLM", *(f"tools {i + 1}" for i in range(len(lane_ends))))
+        return cls(rid, str(run["agent"]), str(run["status"]), total, tuple(bars), lanes)
+
+    def to_svg(self) -> str:
+        """The timeline as one ``<svg>`` element."""
+        height = len(self.lanes) * (LANE + GAP) + AXIS
+        span = WIDTH - GUTTER - MARGIN
+        total = self.total_s if self.total_s > 0 else 1e-3
+        scale = span / total
+        parts = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+            f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11">'
+        ]
+        for index, name in enumerate(self.lanes):
+            y = index * (LANE + GAP)
+            parts.append(f'<text x="4" y="{y + LANE * 0.7:.1f}">{html.escape(name)}</text>')
+            parts.append(
+                f'<rect x="{GUTTER}" y="{y}" width="{span}" height="{LANE}" fill="#f4f4f4"/>'
+            )
+        for bar in self.bars:
+            x = GUTTER + bar.start_s * scale
+            width = max(bar.duration_s * scale, 2.0)
+            y = bar.lane * (LANE + GAP)
+            parts.append(
+                f'<g><title>{html.escape(bar.details)}</title>'
+                f'<rect x="{x:.2f}" y="{y + 2}" width="{width:.2f}" height="{LANE - 4}" rx="3" '
+                f'fill="{COLOURS[bar.kind]}" fill-opacity="0.8" stroke="#333" stroke-width="0.5"/>'
+            )
+            if width > 30:
+                label = _short(bar.label, max(int(width / 7), 2))
+                parts.append(
+                    f'<text x="{x + 3:.2f}" y="{y + LANE * 0.68:.1f}" fill="#fff">{html.escape(label)}</text>'
+                )
+            parts.append("</g>")
+        axis_y = len(self.lanes) * (LANE + GAP)
+        parts.append(f'<line x1="{GUTTER}" y1="{axis_y}" x2="{GUTTER + span}" y2="{axis_y}" stroke="#333"/>')
+        step = _tick_step(total)
+        in_ms = total < 1
+        tick = 0.0
+        while tick <= total * 1.0001:
+            x = GUTTER + tick * scale
+            label = f"{tick * 1000:g} ms" if in_ms else f"{tick:g} s"
+            parts.append(f'<line x1="{x:.2f}" y1="{axis_y}" x2="{x:.2f}" y2="{axis_y + 4}" stroke="#333"/>')
+            parts.append(f'<text x="{x:.2f}" y="{axis_y + 16}" text-anchor="middle">{html.escape(label)}</text>')
+            tick = round(tick + step, 12)
+        parts.append("</svg>")
+        return "".join(parts)
+
+    def to_html(self) -> str:
+        """A titled ``<div>`` holding the SVG; no script, no external resource."""
+        title = f"run {self.run_id} of {self.agent}: {self.status}, {self.total_s * 1000:.1f} ms"
+        return (
+            f'<div class="nbagent-timeline"><div style="font:12px sans-serif;margin:4px 0">'
+            f"{html.escape(title)}</div>{self.to_svg()}</div>"
+        )
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
