@@ -23,7 +23,7 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     errors), ``screenshot``, ``output_texts()`` (visible text of each cell's outputs),
     ``error_outputs()`` (tracebacks and stderr), ``settle()`` (wait again, e.g. after clicking a
     widget button), ``save()`` (save from JupyterLab, return the .ipynb text as written on disk),
-    ``shot(label)`` (another screenshot). Kernels and pages are closed after the test.
+    ``shot(label, selector=None)`` (another screenshot, of the page or of one element). Kernels and pages are closed after the test.
 
 ``open_static_html`` (function) -> ``Callable[[Path], StaticPage]``
     Opens an HTML file (e.g. an nbconvert export) in Chromium with every non-``file:`` request
@@ -56,6 +56,8 @@ from typing import Callable, Iterator, Sequence
 
 import nbformat
 import pytest
+
+from .xss import MARKER_INIT_JS, XSS_HITS_JS
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
@@ -235,11 +237,15 @@ class LabNotebook:
         self.page.evaluate(_QUIET_JS, [500, 15_000])  # type: ignore[attr-defined]
         self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)  # type: ignore[attr-defined]
 
-    def shot(self, label: str = "") -> Path:
-        """Save a full-page screenshot to ``test-artifacts/<name>[-label].png``."""
+    def shot(self, label: str = "", selector: str | None = None) -> Path:
+        """Save a screenshot to ``test-artifacts/<name>[-label].png``: the page, or the first
+        element matching ``selector`` (scrolled into view, whole even if taller than the window)."""
         ARTIFACTS.mkdir(exist_ok=True)
         target = ARTIFACTS / (f"{self.name}-{label}.png" if label else f"{self.name}.png")
-        self.page.screenshot(path=str(target), full_page=True)  # type: ignore[attr-defined]
+        if selector is None:
+            self.page.screenshot(path=str(target), full_page=True)  # type: ignore[attr-defined]
+        else:
+            self.page.locator(selector).first.screenshot(path=str(target))  # type: ignore[attr-defined]
         return target
 
     def output_texts(self) -> list[str]:
@@ -253,6 +259,10 @@ class LabNotebook:
         return self.page.eval_on_selector_all(  # type: ignore[attr-defined]
             ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "els => els.map(e => e.innerText)"
         )
+
+    def xss_hits(self) -> dict[str, object]:
+        """Every XSS marker set on the page (see ``xss.py``): window hits, title, DOM attribute."""
+        return self.page.evaluate(XSS_HITS_JS)  # type: ignore[attr-defined,no-any-return]
 
     def save(self) -> str:
         """Save the notebook from JupyterLab (with widget state) and return the file's text."""
@@ -281,6 +291,7 @@ def run_notebook_in_lab(lab: LabServer, browser: object) -> Iterator[Callable[..
     def run(source: Sequence[str] | Path, name: str) -> LabNotebook:
         _write_notebook(lab.root / f"{name}.ipynb", source)
         context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+        context.add_init_script(MARKER_INIT_JS)
         page = context.new_page()
         notebook = LabNotebook(lab, name, page)
         opened.append(notebook)
@@ -315,6 +326,10 @@ class StaticPage:
     page: object
     console_errors: list[str] = field(default_factory=list)
 
+    def xss_hits(self) -> dict[str, object]:
+        """Every XSS marker set on the page (see ``xss.py``)."""
+        return self.page.evaluate(XSS_HITS_JS)  # type: ignore[attr-defined,no-any-return]
+
 
 @pytest.fixture
 def open_static_html(browser: object) -> Iterator[Callable[[Path], StaticPage]]:
@@ -324,6 +339,7 @@ def open_static_html(browser: object) -> Iterator[Callable[[Path], StaticPage]]:
     def open_file(path: Path) -> StaticPage:
         context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
         contexts.append(context)
+        context.add_init_script(MARKER_INIT_JS)
         context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
         page = context.new_page()
         static = StaticPage(page)
