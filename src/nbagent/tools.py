@@ -125,6 +125,14 @@ def _docstring_summary(doc: str) -> str:
     return "\n".join(lines).strip()
 
 
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
+    """The signature with string annotations (``from __future__ import annotations``) resolved."""
+    try:
+        return inspect.signature(func, eval_str=True)
+    except (NameError, TypeError, SyntaxError):  # a name only the function's local scope knew
+        return inspect.signature(func)
+
+
 class FunctionTool(BaseTool):
     """A tool made from a Python function.
 
@@ -158,7 +166,7 @@ class FunctionTool(BaseTool):
         self.strict = strict
         self._is_async = inspect.iscoroutinefunction(func)
         self._is_stream = inspect.isasyncgenfunction(func)
-        signature = inspect.signature(func)
+        signature = _signature(func)
         self._takes_token = "cancellation_token" in signature.parameters
         self._args_model = self._build_args_model(signature, _docstring_params(doc))
         parameters = self._args_model.model_json_schema()
@@ -232,12 +240,17 @@ class FunctionTool(BaseTool):
             return
         kwargs = self._kwargs(args, cancellation_token)
         last: Any = None
-        async with asyncio.timeout(self.timeout):
-            async for item in self._func(**kwargs):
-                if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
-                    yield item
-                else:
-                    last = item
+        try:
+            async with asyncio.timeout(self.timeout):
+                async for item in self._func(**kwargs):
+                    if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+                        yield item
+                    else:
+                        last = item
+        except TimeoutError:
+            if self.timeout is None:
+                raise
+            raise TimeoutError(f"tool '{self.name}' timed out after {self.timeout:g} s") from None
         yield last
 
     def __repr__(self) -> str:
@@ -324,12 +337,13 @@ class StaticWorkbench(Workbench):
                     yield item
                 else:
                     value = item
+            text = tool.return_value_as_string(value)
         except asyncio.CancelledError:
             raise
-        except Exception as error:  # a tool's failure becomes an error result the model can read
+        except Exception as error:  # a tool's failure (or its value's) becomes an error result the model can read
             yield ToolResult(name, _error_text(error), is_error=True)
             return
-        yield ToolResult(name, tool.return_value_as_string(value))
+        yield ToolResult(name, text)
 
 
 def _error_text(error: BaseException) -> str:
