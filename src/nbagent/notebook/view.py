@@ -62,7 +62,8 @@ from .html import (
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-STATUSES = ("idle", "running", "ok", "error", "cancelled")
+WAKE_INTERVAL = 0.1
+"""Seconds between event-loop wake-ups while a run is shown (see :class:`_Waker`)."""
 
 
 def _html(value: str, kind: str) -> widgets.HTML:
@@ -70,6 +71,29 @@ def _html(value: str, kind: str) -> widgets.HTML:
     widget.add_class("nba-item")
     widget.add_class(f"nba-item-{kind}")
     return widget
+
+
+class _Waker:
+    """Wakes the event loop every ``WAKE_INTERVAL`` seconds while a run is shown.
+
+    ipykernel 7 turns a kernel interrupt of an awaiting cell into a task cancellation that is only
+    processed when the loop next wakes up: with a tool sleeping 30 s, the interrupt took 30 s. The
+    wake-ups make it take at most ``WAKE_INTERVAL``.
+    """
+
+    __slots__ = ("_loop", "_handle")
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._handle: asyncio.TimerHandle | None = self._loop.call_later(WAKE_INTERVAL, self._wake)
+
+    def _wake(self) -> None:
+        self._handle = self._loop.call_later(WAKE_INTERVAL, self._wake)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 class _ToolCard:
@@ -354,6 +378,7 @@ class AgentRunView(widgets.VBox):
         if not self._title_text:
             self._set_title(run.agent.name)
         self.stop_button.disabled = False
+        waker = _Waker()
         try:
             async for item in run:
                 self.handle(item)
@@ -372,6 +397,7 @@ class AgentRunView(widgets.VBox):
             self._end("error", f"{type(error).__name__}: {error}")
             raise
         finally:
+            waker.stop()
             await run.aclose()
         return self.response
 
@@ -402,7 +428,9 @@ class AgentRunView(widgets.VBox):
         """Wait for a background run; its ``Response``, or ``None`` if it was stopped."""
         if self.task is None:
             raise RuntimeError("this view has no background run: use start() first")
-        return await asyncio.shield(self.task)
+        response = await asyncio.shield(self.task)
+        self._refresh_displays()
+        return response
 
     # ------------------------------------------------------------------ static fallback
 
