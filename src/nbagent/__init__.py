@@ -38,12 +38,27 @@ from .messages import (
     load_message,
 )
 from .models import (
+    CassetteChatCompletionClient,
+    CassetteError,
+    CassetteExhaustedError,
+    CassetteMismatchError,
     ChatCompletionClient,
+    ModelAuthenticationError,
+    ModelBadRequestError,
+    ModelConnectionError,
     ModelError,
     ModelInfo,
+    ModelNotFoundError,
+    ModelRateLimitError,
     ModelRequest,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeoutError,
+    OpenAIChatCompletionClient,
+    RecordingChatCompletionClient,
     ReplayChatCompletionClient,
     ReplayExhaustedError,
+    default_model,
 )
 from .run import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
 from .tools import BaseTool, FunctionTool, Handoff, StaticWorkbench, ToolArgumentsError, ToolResult, Workbench

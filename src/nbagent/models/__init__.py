@@ -14,10 +14,22 @@ from .base import (
     ModelServerError,
     ModelTimeoutError,
 )
+from .cassette import (
+    CassetteChatCompletionClient,
+    CassetteError,
+    CassetteExhaustedError,
+    CassetteMismatchError,
+    RecordingChatCompletionClient,
+)
+from .default import default_model
 from .openai import OpenAIChatCompletionClient
 from .replay import ReplayChatCompletionClient, ReplayExhaustedError
 
 __all__ = [
+    "CassetteChatCompletionClient",
+    "CassetteError",
+    "CassetteExhaustedError",
+    "CassetteMismatchError",
     "ChatCompletionClient",
     "ModelAuthenticationError",
     "ModelBadRequestError",
@@ -31,6 +43,8 @@ __all__ = [
     "ModelServerError",
     "ModelTimeoutError",
     "OpenAIChatCompletionClient",
+    "RecordingChatCompletionClient",
     "ReplayChatCompletionClient",
     "ReplayExhaustedError",
+    "default_model",
 ]

@@ -14,9 +14,9 @@ import asyncio
 import json
 import os
 import time
+from types import ModuleType
 from typing import Any, AsyncIterator, Mapping, Sequence
 
-import openai
 from pydantic import BaseModel
 
 from .._ids import new_id
@@ -78,6 +78,14 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+
+
+def _sdk() -> ModuleType:
+    """The ``openai`` package, imported on first use: it takes about a second, which ``import
+    nbagent`` should not pay when no OpenAI client is made."""
+    import openai
+
+    return openai
 
 
 def model_info_for(model: str) -> ModelInfo:
@@ -317,7 +325,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         self._model = model
         self._base_url = base_url
         self._secrets = known_secrets([key, *(default_headers or {}).values()])
-        self._client = openai.AsyncOpenAI(
+        self._client = _sdk().AsyncOpenAI(
             api_key=key,
             base_url=base_url,
             organization=organization,
@@ -390,6 +398,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
 
     def _error(self, error: BaseException) -> ModelError:
         """The nbagent error for an SDK or decoding error, secrets masked."""
+        openai = _sdk()
         where = f"{self._model} at {self.base_url}"
         kind: type[ModelError] = ModelError
         status: int | None = None
@@ -443,7 +452,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         try:
             response = await guarded(self._client.chat.completions.create(**request), cancellation_token)
             result = self._result(response)
-        except (openai.OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
+        except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
             raise self._error(error) from None
         self._count_usage(result.usage, actual=True)
         return result
@@ -505,7 +514,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         self.last_time_to_first_token = None
         try:
             stream = await guarded(self._client.chat.completions.create(**request), cancellation_token)
-        except openai.OpenAIError as error:
+        except _sdk().OpenAIError as error:
             raise self._error(error) from None
         chunks = stream.__aiter__()
         think = _ThinkFilter()
@@ -557,7 +566,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 yield rest
         except asyncio.CancelledError:
             raise
-        except (openai.OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
+        except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
             raise self._error(error) from None
         finally:
             await stream.close()

@@ -1,0 +1,420 @@
+"""Cassettes: record a live model's answers to a JSON file, replay them offline.
+
+:class:`RecordingChatCompletionClient` wraps any client and writes every call (request, streamed
+pieces with their time since the call started, final result or error) to a plain JSON file after
+each call. :class:`CassetteChatCompletionClient` serves a file back in order, optionally at the
+recorded pace, and checks that each request is the recorded one. Secrets (API keys,
+``Authorization`` values, ``sk-...``/``Bearer ...`` tokens) are masked before anything is written.
+No pickle: a cassette is validated on load and a bad file raises :class:`CassetteError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, AsyncIterator, Literal, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..cancellation import CancellationToken, guarded
+from ..messages import CreateResult, LLMMessage
+from ..tools import ToolSchema
+from . import base
+from .base import ChatCompletionClient, ModelError, ModelInfo, ToolChoice
+from .redact import known_secrets, redact_data
+
+CASSETTE_FORMAT = "nbagent-cassette"
+CASSETTE_VERSION = 1
+
+
+class CassetteError(ValueError):
+    """A cassette file that cannot be read: not JSON, not a cassette, or a malformed entry."""
+
+
+class CassetteMismatchError(ModelError):
+    """A request differs from the one recorded at that position of the cassette."""
+
+
+class CassetteExhaustedError(ModelError):
+    """Every recorded call was already replayed."""
+
+
+class RecordedChunk(BaseModel):
+    """One streamed text piece and its time (seconds) since the call started."""
+
+    model_config = ConfigDict(extra="forbid")
+    t: float = Field(ge=0)
+    text: str
+
+
+class RecordedError(BaseModel):
+    """A call that failed with a :class:`ModelError` (its class name, message and status)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: str
+    message: str
+    status: int | None = None
+
+
+class Interaction(BaseModel):
+    """One model call: what was asked, and what came back (a result or an error)."""
+
+    model_config = ConfigDict(extra="forbid")
+    request: dict[str, Any]
+    stream: bool
+    duration_s: float = Field(ge=0)
+    chunks: list[RecordedChunk] = Field(default_factory=list)
+    result: CreateResult | None = None
+    error: RecordedError | None = None
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> Interaction:
+        if (self.result is None) == (self.error is None):
+            raise ValueError("an interaction has exactly one of 'result' and 'error'")
+        return self
+
+
+class Cassette(BaseModel):
+    """The whole file."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: Literal["nbagent-cassette"]
+    version: Literal[1]
+    model: str
+    model_info: dict[str, Any]
+    recorded_at: str
+    interactions: list[Interaction]
+
+
+def request_record(
+    messages: Sequence[LLMMessage],
+    tools: Sequence[ToolSchema],
+    tool_choice: ToolChoice,
+    json_output: bool | type[BaseModel] | None,
+    extra_create_args: Mapping[str, Any] | None,
+    secrets: Sequence[str] = (),
+) -> dict[str, Any]:
+    """A call's request as JSON-ready data, secrets masked: what a cassette stores and compares."""
+    if isinstance(json_output, type) and issubclass(json_output, BaseModel):
+        output: Any = {"model": json_output.__name__, "schema": json_output.model_json_schema()}
+    else:
+        output = json_output
+    record: dict[str, Any] = {
+        "messages": [message.model_dump(mode="json") for message in messages],
+        "tools": [dict(tool) for tool in tools],
+        "tool_choice": tool_choice,
+        "json_output": output,
+    }
+    if extra_create_args:
+        record["extra_create_args"] = dict(extra_create_args)
+    return redact_data(record, secrets)
+
+
+def first_difference(recorded: Any, actual: Any, where: str = "request") -> str | None:
+    """Where two JSON values first differ, with both values; ``None`` when they are equal."""
+    if isinstance(recorded, dict) and isinstance(actual, dict):
+        for key in [*recorded, *(k for k in actual if k not in recorded)]:
+            if key not in recorded or key not in actual:
+                side = "the recording" if key not in recorded else "this request"
+                return f"{where}.{key} is missing from {side}"
+            found = first_difference(recorded[key], actual[key], f"{where}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(recorded, list) and isinstance(actual, list):
+        for index, (r, a) in enumerate(zip(recorded, actual)):
+            found = first_difference(r, a, f"{where}[{index}]")
+            if found:
+                return found
+        if len(recorded) != len(actual):
+            return f"{where} has {len(actual)} items, the recording {len(recorded)}"
+        return None
+    if recorded != actual:
+        return f"{where}: recorded {_short(recorded)}, got {_short(actual)}"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def load_cassette(path: str | Path) -> Cassette:
+    """Read and validate a cassette file; :class:`CassetteError` says what is wrong with a bad one."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CassetteError(f"{path}: no such cassette file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise CassetteError(f"{path}: cannot read the cassette: {error}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CassetteError(f"{path}: not JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+    if not isinstance(data, dict) or data.get("format") != CASSETTE_FORMAT:
+        raise CassetteError(f"{path}: not an nbagent cassette (no \"format\": \"{CASSETTE_FORMAT}\")")
+    if data.get("version") != CASSETTE_VERSION:
+        raise CassetteError(
+            f"{path}: cassette version {data.get('version')!r} is not supported (this nbagent reads {CASSETTE_VERSION})"
+        )
+    try:
+        return Cassette.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in e['loc']) or 'file'}: {e['msg']}" for e in error.errors()[:3]
+        )
+        more = f" (and {error.error_count() - 3} more)" if error.error_count() > 3 else ""
+        raise CassetteError(f"{path}: not a valid nbagent cassette: {problems}{more}") from None
+
+
+def _error_class(name: str) -> type[ModelError]:
+    found = getattr(base, name, None)
+    if isinstance(found, type) and issubclass(found, ModelError):
+        return found
+    return {cls.__name__: cls for cls in (CassetteMismatchError, CassetteExhaustedError)}.get(name, ModelError)
+
+
+class RecordingChatCompletionClient(ChatCompletionClient):
+    """Passes every call to ``inner`` and records it to ``path`` (rewritten after each call).
+
+    Streamed pieces are kept with their time since the call started; a call that fails with a
+    :class:`ModelError` is recorded as that error; a cancelled call is not recorded. ``secrets``
+    adds values to mask besides the inner client's key, the keys in the environment and anything
+    that looks like a token.
+    """
+
+    def __init__(self, inner: ChatCompletionClient, path: str | Path, *, secrets: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.inner = inner
+        self.path = Path(path)
+        self.model_info = inner.model_info
+        self._secrets = known_secrets([*secrets, *getattr(inner, "_secrets", ())])
+        self._cassette = Cassette(
+            format=CASSETTE_FORMAT,
+            version=CASSETTE_VERSION,
+            model=inner.model_name,
+            model_info=redact_data(dict(inner.model_info), self._secrets),
+            recorded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            interactions=[],
+        )
+        self._write()
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def interactions(self) -> list[Interaction]:
+        return list(self._cassette.interactions)
+
+    def __repr__(self) -> str:
+        return f"RecordingChatCompletionClient({self.inner!r}, path={str(self.path)!r})"
+
+    def _write(self) -> None:
+        data = redact_data(self._cassette.model_dump(mode="json"), self._secrets)
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(temporary, self.path)
+
+    def _record(self, request: dict[str, Any], stream: bool, started: float, chunks: list[RecordedChunk],
+                result: CreateResult | None, error: ModelError | None) -> None:
+        recorded_error = None
+        if error is not None:
+            recorded_error = RecordedError(type=type(error).__name__, message=str(error), status=error.status)
+        self._cassette.interactions.append(
+            Interaction(
+                request=request,
+                stream=stream,
+                duration_s=time.perf_counter() - started,
+                chunks=chunks,
+                result=result,
+                error=recorded_error,
+            )
+        )
+        self._write()
+        if result is not None:
+            self._count_usage(result.usage, actual=True)
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> CreateResult:
+        request = request_record(messages, tools, tool_choice, json_output, extra_create_args, self._secrets)
+        started = time.perf_counter()
+        try:
+            result = await self.inner.create(
+                messages, tools=tools, tool_choice=tool_choice, json_output=json_output,
+                extra_create_args=extra_create_args, cancellation_token=cancellation_token,
+            )
+        except ModelError as error:
+            self._record(request, False, started, [], None, error)
+            raise
+        self._record(request, False, started, [], result, None)
+        return result
+
+    async def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> AsyncIterator[str | CreateResult]:
+        request = request_record(messages, tools, tool_choice, json_output, extra_create_args, self._secrets)
+        started = time.perf_counter()
+        chunks: list[RecordedChunk] = []
+        result: CreateResult | None = None
+        try:
+            async for item in self.inner.create_stream(
+                messages, tools=tools, tool_choice=tool_choice, json_output=json_output,
+                extra_create_args=extra_create_args, cancellation_token=cancellation_token,
+            ):
+                if isinstance(item, str):
+                    chunks.append(RecordedChunk(t=time.perf_counter() - started, text=item))
+                else:
+                    result = item
+                yield item
+        except ModelError as error:
+            self._record(request, True, started, chunks, None, error)
+            raise
+        if result is None:
+            raise ModelError(f"the stream of {self.inner.model_name} ended without a result", model=self.model_name)
+        self._record(request, True, started, chunks, result, None)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class CassetteChatCompletionClient(ChatCompletionClient):
+    """Replays a cassette's calls in order; each request must be the recorded one.
+
+    ``pace=True`` waits as long as the recording did (before each streamed piece and before each
+    result); otherwise everything comes at once. A recorded error is raised again. A request that
+    differs raises :class:`CassetteMismatchError` naming the call and the first difference;
+    running past the end raises :class:`CassetteExhaustedError`. ``check_requests=False`` serves
+    the answers whatever is asked.
+    """
+
+    def __init__(self, path: str | Path, *, pace: bool = False, check_requests: bool = True) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.cassette = load_cassette(self.path)
+        self.model_info = ModelInfo(**self.cassette.model_info)  # type: ignore[typeddict-item]
+        self.pace = pace
+        self.check_requests = check_requests
+        self._index = 0
+
+    @property
+    def model_name(self) -> str:
+        return self.cassette.model
+
+    @property
+    def remaining(self) -> int:
+        """How many recorded calls are left."""
+        return len(self.cassette.interactions) - self._index
+
+    def reset(self) -> None:
+        """Start again from the first recorded call."""
+        self._index = 0
+
+    def __repr__(self) -> str:
+        return f"CassetteChatCompletionClient({str(self.path)!r}, model={self.model_name!r}, remaining={self.remaining})"
+
+    def _next(
+        self,
+        messages: Sequence[LLMMessage],
+        tools: Sequence[ToolSchema],
+        tool_choice: ToolChoice,
+        json_output: bool | type[BaseModel] | None,
+        extra_create_args: Mapping[str, Any] | None,
+    ) -> Interaction:
+        number = self._index + 1
+        if self._index >= len(self.cassette.interactions):
+            raise CassetteExhaustedError(
+                f"cassette {self.path.name}: call #{number} asked for, but only "
+                f"{len(self.cassette.interactions)} were recorded (call reset() to start again)",
+                model=self.model_name,
+            )
+        interaction = self.cassette.interactions[self._index]
+        if self.check_requests:
+            request = request_record(messages, tools, tool_choice, json_output, extra_create_args, known_secrets())
+            difference = first_difference(interaction.request, request)
+            if difference is not None:
+                raise CassetteMismatchError(
+                    f"cassette {self.path.name}: request #{number} differs from the recording: {difference}",
+                    model=self.model_name,
+                )
+        self._index += 1
+        return interaction
+
+    def _outcome(self, interaction: Interaction) -> CreateResult:
+        if interaction.error is not None:
+            raise _error_class(interaction.error.type)(
+                interaction.error.message, status=interaction.error.status, model=self.model_name
+            )
+        assert interaction.result is not None
+        self._count_usage(interaction.result.usage, actual=False)
+        return interaction.result
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> CreateResult:
+        interaction = self._next(messages, tools, tool_choice, json_output, extra_create_args)
+        if self.pace:
+            await guarded(asyncio.sleep(interaction.duration_s), cancellation_token)
+        return self._outcome(interaction)
+
+    async def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> AsyncIterator[str | CreateResult]:
+        interaction = self._next(messages, tools, tool_choice, json_output, extra_create_args)
+        started = time.perf_counter()
+        chunks = interaction.chunks
+        if not interaction.stream and interaction.result is not None and isinstance(interaction.result.content, str):
+            text = interaction.result.content
+            chunks = [RecordedChunk(t=interaction.duration_s, text=text)] if text else []
+        for chunk in chunks:
+            if self.pace and (wait := chunk.t - (time.perf_counter() - started)) > 0:
+                await guarded(asyncio.sleep(wait), cancellation_token)
+            yield chunk.text
+        if self.pace and (wait := interaction.duration_s - (time.perf_counter() - started)) > 0:
+            await guarded(asyncio.sleep(wait), cancellation_token)
+        yield self._outcome(interaction)
+
+
+__all__ = [
+    "CASSETTE_FORMAT",
+    "CassetteChatCompletionClient",
+    "CassetteError",
+    "CassetteExhaustedError",
+    "CassetteMismatchError",
+    "RecordingChatCompletionClient",
+    "load_cassette",
+]
