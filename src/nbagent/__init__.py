@@ -61,6 +61,7 @@ from .models import (
     default_model,
 )
 from .run import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
+from .stepper import Stepper, StepperFinished, StepResult
 from .tools import BaseTool, FunctionTool, Handoff, StaticWorkbench, ToolArgumentsError, ToolResult, Workbench
 from .trace import COLUMNS as TRACE_COLUMNS, AgentRecorder, Trace, TraceFrames
 from .trace_export import LoadedTrace, load_jsonl, load_parquet
@@ -68,11 +69,18 @@ from .sync import run  # the sync entry point (the records module stays importab
 
 __version__ = "0.1.0"
 
-_NOTEBOOK_NAMES = {"show": "view", "start": "view", "AgentRunView": "view"}
+_NOTEBOOK_NAMES = {
+    "show": "view",
+    "start": "view",
+    "AgentRunView": "view",
+    "step": "stepper_widget",
+    "NotebookStepper": "stepper_widget",
+    "StepperWidget": "stepper_widget",
+}
 
 
 def __getattr__(name: str) -> object:
-    """``show``, ``start`` and ``AgentRunView`` load the notebook side (ipywidgets) on first use."""
+    """``show``, ``start``, ``step`` and the widget classes load the notebook side (ipywidgets) on first use."""
     module = _NOTEBOOK_NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'nbagent' has no attribute {name!r}")

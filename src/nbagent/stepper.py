@@ -18,9 +18,7 @@ import pandas as pd
 
 from .agent import AgentRun, AssistantAgent, Task, task_messages
 from .cancellation import CancellationToken
-from .context import estimate_tokens, message_text
 from .messages import (
-    AssistantMessage,
     BaseAgentEvent,
     BaseChatMessage,
     CreateResult,
@@ -39,17 +37,6 @@ from .run import RECORD_TYPES, LLMCall, Move, MoveInfo, RunItem, ToolExecution
 StepperStatus = Literal["ready", "paused", "finished", "error", "cancelled"]
 Condition = Callable[["StepResult"], bool]
 
-CONTEXT_COLUMNS = ["position", "kind", "source", "text", "tool_calls", "thought", "tokens", "change"]
-"""Columns of :meth:`StepResult.context_df`; ``change`` is ``"added"``, ``"changed"`` or ``""``."""
-
-_KINDS = {
-    "SystemMessage": "system",
-    "UserMessage": "user",
-    "AssistantMessage": "assistant",
-    "FunctionExecutionResultMessage": "tool_result",
-}
-
-
 class StepperFinished(RuntimeError):
     """``next()`` was called on a stepper whose run is over."""
 
@@ -61,33 +48,6 @@ def diff_context(before: Sequence[LLMMessage], after: Sequence[LLMMessage]) -> t
     return list(range(common, len(after))), changed
 
 
-def context_frame(
-    messages: Sequence[LLMMessage], added: Sequence[int] = (), changed: Sequence[int] = ()
-) -> pd.DataFrame:
-    """The model context as a DataFrame, one row per message, with the ``change`` each row saw."""
-    added_set, changed_set = set(added), set(changed)
-    rows: list[dict[str, Any]] = []
-    for position, message in enumerate(messages):
-        calls = message.content if isinstance(message, AssistantMessage) and not isinstance(message.content, str) else []
-        rows.append(
-            {
-                "position": position,
-                "kind": _KINDS[message.type],
-                "source": getattr(message, "source", None),
-                "text": message_text(message),
-                "tool_calls": [call.name for call in calls],
-                "thought": getattr(message, "thought", None),
-                "tokens": estimate_tokens(message),
-                "change": "added" if position in added_set else "changed" if position in changed_set else "",
-            }
-        )
-    frame = pd.DataFrame(rows, columns=CONTEXT_COLUMNS)
-    frame["position"] = frame["position"].astype("int64")
-    frame["tokens"] = frame["tokens"].astype("int64")
-    frame["kind"] = pd.Categorical(frame["kind"], categories=list(_KINDS.values()))
-    return frame
-
-
 @dataclass
 class StepResult:
     """What one move did: the move, the items the loop yielded meanwhile, and the context around it.
@@ -96,6 +56,8 @@ class StepResult:
     itself excluded); ``events`` only the events and messages. At ``call_llm``, ``next_llm_call``
     and ``reflect``, ``request`` is exactly what the model was sent and ``result`` the raw
     ``CreateResult`` it returned. ``error`` is the exception that ended the run during this move.
+    ``context`` is the context after the move as ``agent.context_df()`` gave it then (the run and
+    STEP that added each row), plus a ``change`` column: ``"added"``, ``"changed"`` or ``""``.
     """
 
     index: int
@@ -103,6 +65,7 @@ class StepResult:
     items: list[RunItem]
     context_before: list[LLMMessage]
     context_after: list[LLMMessage]
+    context: pd.DataFrame
     upcoming: Move | None = None
     error: Exception | None = None
     added: list[int] = field(init=False)
@@ -110,6 +73,10 @@ class StepResult:
 
     def __post_init__(self) -> None:
         self.added, self.changed = diff_context(self.context_before, self.context_after)
+        change = pd.Series("", index=self.context.index, dtype="string")
+        change.iloc[self.added] = "added"
+        change.iloc[self.changed] = "changed"
+        self.context = self.context.assign(change=change)
 
     @property
     def name(self) -> str:
@@ -196,13 +163,6 @@ class StepResult:
             or (call is not None and call.error is not None)
             or any(result.is_error for result in self.tool_results)
         )
-
-    def context_df(self) -> pd.DataFrame:
-        """The context after this move; ``change`` marks the rows it added or changed."""
-        return context_frame(self.context_after, self.added, self.changed)
-
-    def context_before_df(self) -> pd.DataFrame:
-        return context_frame(self.context_before)
 
     def matches(
         self,
@@ -425,6 +385,7 @@ class Stepper:
             items=items,
             context_before=before,
             context_after=self.agent.model_context.messages,
+            context=self.agent.context_df(),
             upcoming=upcoming,
             error=failure,
         )

@@ -28,7 +28,8 @@ from nbagent import (
     dump_message,
 )
 from nbagent.agent import CANCELLED_TOOL_RESULT, DEFAULT_SYSTEM_MESSAGE
-from nbagent.stepper import CONTEXT_COLUMNS, Stepper, StepperFinished, StepResult
+from nbagent import TRACE_COLUMNS
+from nbagent.stepper import Stepper, StepperFinished, StepResult
 
 from .scenarios import SCENARIOS, Scenario, Weather, add, calls, fail, text
 
@@ -163,13 +164,15 @@ async def test_each_move_reports_its_step_method_explanation_and_context_change(
     assert type(results[0].items[0]) is RunStarted
     assert type(results[-1].items[-1]) is RunFinished
 
-    frame = results[4].context_df()
-    assert list(frame.columns) == CONTEXT_COLUMNS
+    frame = results[4].context
+    assert list(frame.columns) == [*TRACE_COLUMNS["context"], "change"]
     assert frame["kind"].tolist() == ["user", "assistant", "tool_result"]
     assert frame["change"].tolist() == ["", "", "added"]
-    assert frame["tool_calls"].tolist() == [[], ["add", "transfer_to_billing"], []]
+    assert frame["move"].tolist() == ["add_messages", "tool_request", "tool_execution"]
+    assert frame["step"].tolist() == [1, 5, 5]
+    assert [[c["name"] for c in calls] for calls in frame["tool_calls"].dropna()] == [["add", "transfer_to_billing"]]
     assert frame["text"].tolist()[0] == TASK
-    assert results[4].context_before_df()["change"].tolist() == ["", ""]
+    assert [r.context["change"].tolist() for r in results[:4]] == [["added"], [""], [""], ["", "added"]]
 
 
 async def test_llm_moves_show_the_exact_request_and_raw_result() -> None:

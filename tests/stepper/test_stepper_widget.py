@@ -1,0 +1,182 @@
+"""The stepper widget without a browser: buttons, diagram states, panels, escaping, mime bundle."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import pytest
+
+import nbagent
+from nbagent import AssistantAgent, ReplayChatCompletionClient
+from nbagent.notebook.stepper_widget import NotebookStepper, StepperWidget, pipeline_html, stepper_html
+
+from .scenarios import SCENARIOS, Scenario, calls, text
+
+pytestmark = pytest.mark.filterwarnings("ignore:Multiple handoffs detected")
+PAYLOAD = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+
+
+class Tags(HTMLParser):
+    """Collects the element names and any on* handler attributes of an HTML page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+        self.handlers: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.names.add(tag)
+        self.handlers += [name for name, _ in attrs if name.startswith("on")]
+
+
+def node_states(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<g class="nba-node" data-move="(\w+)" data-step="\d" data-state="(\w+)"', html))
+
+
+def head(html: str) -> tuple[str, str, str]:
+    found = re.search(r'class="nba-stepper-head" data-step="(\d)" data-move="(\w*)" data-index="(\d+)"', html)
+    assert found is not None
+    return found.group(1), found.group(2), found.group(3)
+
+
+def scenario(name: str) -> Scenario:
+    return next(s for s in SCENARIOS if s.name == name)
+
+
+async def click(widget: StepperWidget, button_name: str) -> None:
+    getattr(widget, button_name).click()
+    assert widget.task is not None
+    await widget.task
+
+
+def test_import_nbagent_does_not_import_ipywidgets() -> None:
+    code = "import sys, nbagent; assert 'ipywidgets' not in sys.modules; nbagent.step; assert 'ipywidgets' in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+async def test_step_returns_a_notebook_stepper_whose_bundle_has_widget_html_and_text() -> None:
+    stepper = nbagent.step(scenario("plain_text").agent(), "hi")
+    assert isinstance(stepper, NotebookStepper)
+    bundle = stepper._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html", "application/vnd.jupyter.widget-view+json"}
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == stepper.widget().model_id
+    assert bundle["text/plain"] == "<Stepper agent='assistant' status='ready', 0 moves>"
+    assert head(bundle["text/html"]) == ("0", "", "0")
+    assert stepper.widget() is stepper.widget()
+
+
+async def test_next_button_walks_the_diagram_and_panels() -> None:
+    sc = scenario("two_rounds_then_text")
+    stepper = nbagent.step(sc.agent(), "What is (2 + 3) * 4?")
+    widget = stepper.widget()
+    states = node_states(widget.diagram.value)
+    assert states["add_messages"] == "upcoming" and "current" not in states.values()
+    assert states["handoff_check"] == "unused" and states["reflect"] == "unused"
+    seen = []
+    rows = []
+    while not widget.next_button.disabled:
+        await click(widget, "next_button")
+        states = node_states(widget.diagram.value)
+        current = [name for name, state in states.items() if state == "current"]
+        upcoming = [name for name, state in states.items() if state == "upcoming"]
+        step, move, index = head(widget.panel.value)
+        assert current == [move] and index == str(len(stepper.history))
+        assert upcoming == ([stepper.upcoming.name] if stepper.upcoming else [])
+        seen.append(move)
+        rows.append(int(re.search(r'nba-stepper-context" data-rows="(\d+)"', widget.panel.value).group(1)))
+    assert seen == sc.moves
+    assert rows == [1, 1, 1, 2, 3, 3, 4, 5, 5, 6]
+    assert widget.run_button.disabled and not widget.reset_button.disabled
+    assert 'data-status="finished"' in widget.status.value
+    assert "The run is over (finished)" in widget.panel.value
+
+
+async def test_llm_move_panel_shows_request_and_raw_result_and_tool_move_does_not() -> None:
+    stepper = nbagent.step(scenario("handoff_and_tool").agent(), "task")
+    await stepper.run_until(move="call_llm")
+    panel = stepper.widget().panel.value
+    assert 'data-messages="2" data-tools="2" data-tool-choice="auto"' in panel
+    assert "transfer_to_billing" in panel and "Raw CreateResult" in panel
+    assert "&quot;finish_reason&quot;: &quot;function_calls&quot;" in panel
+    await stepper.next()
+    panel = stepper.widget().panel.value
+    assert "nba-stepper-request" not in panel
+    assert re.findall(r'data-change="(\w*)"', panel) == ["", "added"]
+
+
+async def test_run_to_end_and_reset_buttons() -> None:
+    sc = scenario("keeps_calling_limit_3")
+    stepper = nbagent.step(sc.agent(), "task")
+    widget = stepper.widget()
+    await click(widget, "run_button")
+    assert [r.name for r in stepper.history] == sc.moves
+    assert node_states(widget.diagram.value)["summarize"] == "current"
+    await click(widget, "reset_button")
+    assert stepper.status == "ready" and stepper.agent.model_context.messages == []
+    assert head(widget.panel.value) == ("0", "", "0")
+    assert not widget.next_button.disabled
+    await click(widget, "next_button")
+    assert head(widget.panel.value) == ("1", "add_messages", "1")
+
+
+async def test_clicks_while_a_move_runs_are_ignored() -> None:
+    agent = AssistantAgent("assistant", ReplayChatCompletionClient(["slow"], latency=0.05))
+    stepper = nbagent.step(agent, "task")
+    widget = stepper.widget()
+    await stepper.run_until(move="message_id")
+    widget.next_button.click()
+    first = widget.task
+    await asyncio.sleep(0)
+    assert widget.next_button.disabled and 'data-busy="true"' in widget.status.value
+    widget.next_button.click()
+    widget.run_button.click()
+    widget.reset_button.click()
+    assert widget.task is first
+    await first
+    assert [r.name for r in stepper.history] == ["add_messages", "message_id", "call_llm"]
+    assert widget.task is None and not widget.next_button.disabled
+
+
+async def test_an_error_from_a_button_is_shown_not_lost() -> None:
+    agent = AssistantAgent("assistant", ReplayChatCompletionClient(["a"]))
+    holder = nbagent.step(agent, "first")
+    await holder.next()
+    widget = nbagent.step(agent, "second").widget()
+    await click(widget, "next_button")
+    assert "AgentBusyError" in widget.status.value and widget.error is not None
+
+
+async def test_model_and_tool_text_is_escaped_everywhere() -> None:
+    def echo(value: str) -> str:
+        """Echo."""
+        return value
+
+    script = [calls(("c1", "echo", '{"value": "' + PAYLOAD.replace('"', '\\"') + '"}'), thought=PAYLOAD), text(PAYLOAD)]
+    agent = AssistantAgent(
+        "assistant", ReplayChatCompletionClient(script), tools=[echo], max_tool_iterations=2, model_client_stream=True
+    )
+    stepper = nbagent.step(agent, PAYLOAD)
+    pages = [stepper_html(stepper)]
+    while not stepper.done:
+        await stepper.next()
+        pages.append(stepper_html(stepper))
+    assert stepper.response is not None and stepper.response.chat_message.content == PAYLOAD
+    for page in pages:
+        tags = Tags()
+        tags.feed(page)
+        assert not {"img", "script"} & tags.names and tags.handlers == []
+    assert sum("&lt;img src=x onerror=" in page for page in pages) == len(pages)
+
+
+def test_pipeline_marks_memory_scenarios_unused_exits() -> None:
+    stepper = NotebookStepper(scenario("one_tool_reflect_on").agent(), "task")
+    states = node_states(pipeline_html(stepper))
+    assert states == {
+        "add_messages": "upcoming", "memory": "idle", "message_id": "idle", "call_llm": "idle",
+        "text_exit": "idle", "tool_request": "idle", "tool_execution": "idle", "handoff_check": "unused",
+        "next_llm_call": "unused", "summarize": "unused", "reflect": "idle",
+    }  # fmt: skip
