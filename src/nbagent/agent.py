@@ -619,10 +619,13 @@ class AssistantAgent:
         done: dict[int, FunctionExecutionResult] = {}
         try:
             if len(calls) == 1 and not streaming:
-                values = [await guarded(self._execute_tool_call(calls[0], owners, token, None), token)]
+                values = [await guarded(self._timed_tool_call(executions[0], owners, token, None), token)]
             else:
                 queue: asyncio.Queue[Any] | None = asyncio.Queue() if streaming else None
-                tasks = [asyncio.ensure_future(self._execute_tool_call(call, owners, token, queue)) for call in calls]
+                tasks = [
+                    asyncio.ensure_future(self._timed_tool_call(execution, owners, token, queue))
+                    for execution in executions
+                ]
                 if token is not None:
                     for task in tasks:
                         token.link_future(task)
@@ -650,10 +653,20 @@ class AssistantAgent:
                     execution.finish(result)
             await self._model_context.add_message(FunctionExecutionResultMessage(content=partial))
             raise
-        for execution, result in zip(executions, values):
-            execution.finish(result)
         results.extend(values)
         await self._model_context.add_message(FunctionExecutionResultMessage(content=results))
+
+    async def _timed_tool_call(
+        self,
+        execution: ToolExecution,
+        owners: Mapping[str, Workbench],
+        token: CancellationToken | None,
+        events: asyncio.Queue[Any] | None,
+    ) -> FunctionExecutionResult:
+        """Run one call and complete its record when *it* ends (not when its batch does)."""
+        result = await self._execute_tool_call(execution.call, owners, token, events)
+        execution.finish(result)
+        return result
 
     async def _execute_tool_call(
         self,
