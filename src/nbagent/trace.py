@@ -34,7 +34,9 @@ from .messages import (
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
 )
-from .models.redact import known_secrets, redact
+import re
+
+from .models.redact import REDACTED, known_secrets, redact, redact_data
 from .run import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
 
 if TYPE_CHECKING:
@@ -44,6 +46,22 @@ if TYPE_CHECKING:
     from .timeline import Timeline
 
 Redactor = Callable[[str], str]
+
+_AUTHORIZATION = re.compile(
+    r"""(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?)((?:bearer|basic|token)\s+)?(?!\[REDACTED\])[^\s"',;}]+""",
+    re.IGNORECASE,
+)
+
+
+class DefaultRedactor:
+    """Masks API keys (``sk-...``, and the keys set in the environment), bearer tokens and
+    ``Authorization`` values; in parsed tool arguments also the values of secret-named keys."""
+
+    def __init__(self) -> None:
+        self.secrets = known_secrets()
+
+    def __call__(self, text: str) -> str:
+        return redact(_AUTHORIZATION.sub(lambda m: m.group(1) + REDACTED, text), self.secrets)
 
 # table -> column -> (dtype, meaning). The frames are built with exactly these columns and dtypes.
 COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
@@ -175,6 +193,8 @@ def _parse_arguments(raw: str, red: Redactor) -> Any:
         value = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError:
         return red(raw)
+    if isinstance(red, DefaultRedactor):
+        value = redact_data(value, red.secrets)
     return _redact_json(value, red)
 
 
@@ -387,8 +407,7 @@ class Trace(TraceFrames):
     def redactor(self) -> Redactor:
         """The function every stored string goes through (the default masks keys found now)."""
         if self._redact == "default":
-            secrets = known_secrets()
-            return lambda text: redact(text, secrets)
+            return DefaultRedactor()
         if self._redact is None:
             return _identity
         assert callable(self._redact)
@@ -412,7 +431,7 @@ class Trace(TraceFrames):
         import pandas as pd
 
         red = self.redactor()
-        rows = self._rows if include_chunks else [row for row in self._rows if type(row[0]) is not _CHUNK]
+        rows = self._rows
         n = len(rows)
         kinds: list[str] = []
         texts: list[str | None] = []
@@ -508,7 +527,8 @@ class Trace(TraceFrames):
             "timestamp": self._timestamps(perf_col),
             "elapsed_s": (perf - perf.groupby(runs, sort=False).transform("first")).to_numpy() if n else [],
         }
-        return frame("events", data)
+        df = frame("events", data)
+        return df if include_chunks else df[df["kind"] != _CHUNK_KIND].reset_index(drop=True)
 
     def _records(self, kind: type) -> Iterator[Any]:
         return (item for item, _, _ in self._rows if type(item) is kind)

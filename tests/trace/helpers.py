@@ -1,0 +1,60 @@
+"""Agents and scripted models for the trace tests."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator, Sequence
+
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage
+
+KEY = "sk-proj-abcdefghijklmnop0123456789"
+BEARER = "Bearer eyJhbGciOiJIUzI1NiJ9.secretpart"
+
+
+def calls(*pairs: tuple[str, str, str]) -> CreateResult:
+    """A model answer asking for tool calls (id, name, arguments)."""
+    return CreateResult(
+        finish_reason="function_calls",
+        content=[FunctionCall(id=i, name=n, arguments=a) for i, n, a in pairs],
+        usage=RequestUsage(prompt_tokens=10, completion_tokens=5),
+    )
+
+
+def text(content: str, prompt: int = 20, completion: int = 7, thought: str | None = None) -> CreateResult:
+    return CreateResult(
+        finish_reason="stop",
+        content=content,
+        usage=RequestUsage(prompt_tokens=prompt, completion_tokens=completion),
+        thought=thought,
+    )
+
+
+async def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    await asyncio.sleep(0.01)
+    return a + b
+
+
+async def fail(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"failed: {reason}")
+
+
+class PiecesClient(ReplayChatCompletionClient):
+    """Streams each text answer in the given pieces (to split a secret over chunks)."""
+
+    def __init__(self, answers: Sequence[str | CreateResult], pieces: Sequence[str]) -> None:
+        super().__init__(answers)
+        self.pieces = list(pieces)
+
+    async def create_stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[str | CreateResult]:
+        result = await self.create(messages, **kwargs)
+        if isinstance(result.content, str):
+            for piece in self.pieces:
+                yield piece
+        yield result
+
+
+def tool_agent(name: str = "calc", *answers: str | CreateResult, **kwargs: Any) -> AssistantAgent:
+    client = kwargs.pop("client", None) or ReplayChatCompletionClient(list(answers), latency=kwargs.pop("latency", 0.0))
+    return AssistantAgent(name, client, tools=[add, fail], **kwargs)

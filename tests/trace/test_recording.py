@@ -1,0 +1,197 @@
+"""What the trace records: every item of every run, with run, sequence, STEP and iteration."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+from pathlib import Path
+
+import pandas as pd
+
+from nbagent import CancellationToken, Trace, TRACE_COLUMNS
+
+from .helpers import calls, tool_agent
+
+CHUNK = "ModelClientStreamingChunkEvent"
+
+
+async def test_one_streamed_tool_run_rows_in_order() -> None:
+    agent = tool_agent(
+        "calc",
+        calls(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "add", '{"a": 3, "b": 4}')),
+        "It is 3 and 7",
+        reflect_on_tool_use=True,
+        model_client_stream=True,
+    )
+    await agent.run(task="add please")
+    df = agent.trace.events_df()
+    assert list(df["kind"]) == [
+        "RunStarted", "Move", "Move", "Move", "LLMCall", "Move", "ToolCallRequestEvent", "Move",
+        "ToolExecution", "ToolExecution", "ToolCallExecutionEvent", "Move", "LLMCall",
+        CHUNK, CHUNK, CHUNK, CHUNK, CHUNK, "Response", "RunFinished",
+    ]  # fmt: skip
+    assert list(df["seq"]) == list(range(20))
+    assert list(df["step"].astype("object").where(df["step"].notna(), None)) == [
+        None, 1, 3, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5
+    ]
+    assert list(df["move"].astype("object").where(df["move"].notna(), None)) == [
+        None, "add_messages", "message_id", "call_llm", "call_llm", "tool_request", "tool_request",
+        "tool_execution", "tool_execution", "tool_execution", "tool_execution", "reflect", "reflect",
+        "reflect", "reflect", "reflect", "reflect", "reflect", "reflect", "reflect",
+    ]  # fmt: skip
+    assert list(df["iteration"].astype("object").where(df["iteration"].notna(), None)) == [
+        None, None, None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1
+    ]
+    assert df["run_id"].nunique() == 1 and set(df["agent"]) == {"calc"}
+    chunks = df[df["kind"] == CHUNK]
+    response = df[df["kind"] == "Response"].iloc[0]
+    assert list(chunks["text"]) == ["It ", "is ", "3 ", "and ", "7"]
+    assert set(chunks["message_id"]) == {response["message_id"]}
+    assert chunks["event_id"].nunique() == 5
+    assert df["elapsed_s"].iloc[0] == 0.0 and df["elapsed_s"].is_monotonic_increasing
+    assert df["timestamp"].is_monotonic_increasing
+    assert str(df["timestamp"].dtype) == "datetime64[ns, UTC]"
+    assert response["text"] == "It is 3 and 7"
+    assert df.iloc[-1]["text"] == "ok"
+
+
+async def test_dtypes_follow_columns_for_every_table_and_the_empty_trace() -> None:
+    agent = tool_agent("calc", calls(("c1", "add", '{"a": 1, "b": 2}')), "done")
+    await agent.run(task="go")
+    for trace in (agent.trace, Trace()):
+        frames = {
+            "events": trace.events_df(),
+            "llm_calls": trace.llm_calls_df(),
+            "tool_calls": trace.tool_calls_df(),
+            "runs": trace.runs_df(),
+        }
+        for table, df in frames.items():
+            assert list(df.columns) == list(TRACE_COLUMNS[table])
+            assert [str(t) for t in df.dtypes] == [d for d, _ in TRACE_COLUMNS[table].values()], table
+    empty = Trace()
+    assert len(empty.events_df()) == 0 and len(empty.runs_df()) == 0 and len(empty) == 0
+
+
+async def test_include_chunks_false_leaves_only_chunks_out() -> None:
+    agent = tool_agent("calc", "one two three", model_client_stream=True)
+    await agent.run(task="count")
+    full, lean = agent.trace.events_df(), agent.trace.events_df(include_chunks=False)
+    assert (full["kind"] == "ModelClientStreamingChunkEvent").sum() == 3
+    assert list(lean["kind"]) == ["RunStarted", "Move", "Move", "Move", "LLMCall", "Move", "Response", "RunFinished"]
+    assert list(lean["seq"]) == [0, 1, 2, 3, 4, 8, 9, 10]
+
+
+async def test_multi_run_trace_restarts_seq_and_counts_runs() -> None:
+    agent = tool_agent("calc", "first", calls(("c1", "add", '{"a": 2, "b": 2}')), "third")
+    for task in ("a", "b", "c"):
+        await agent.run(task=task)
+    runs = agent.trace.runs_df()
+    assert list(runs["task"]) == ["a", "b", "c"]
+    assert list(runs["status"]) == ["ok", "ok", "ok"]
+    assert list(runs["final_type"]) == ["TextMessage", "ToolCallSummaryMessage", "TextMessage"]
+    assert list(runs["final_text"]) == ["first", "4", "third"]
+    assert list(runs["n_llm_calls"]) == [1, 1, 1]
+    assert list(runs["n_tool_calls"]) == [0, 1, 0]
+    events = agent.trace.events_df()
+    assert list(events.groupby("run_id", observed=True, sort=False)["seq"].min()) == [0, 0, 0]
+    assert list(events[events["kind"] == "RunStarted"]["text"]) == ["a", "b", "c"]
+
+
+async def test_run_that_fails_says_so() -> None:
+    agent = tool_agent("calc", "only answer")
+    await agent.run(task="one")
+    try:
+        await agent.run(task="two")
+    except Exception as error:
+        failure = f"{type(error).__name__}: {error}"
+    else:
+        raise AssertionError("the second run should fail: the script is used up")
+    runs = agent.trace.runs_df()
+    assert list(runs["status"]) == ["ok", "error"]
+    assert runs["error"].iloc[1] == failure
+    assert pd.isna(runs["final_type"].iloc[1])
+    llm = agent.trace.llm_calls_df()
+    assert list(llm["status"]) == ["ok", "error"]
+    assert llm["error"].iloc[1] == failure
+    assert pd.isna(llm["prompt_tokens"].iloc[1]) and pd.isna(llm["finish_reason"].iloc[1])
+    events = agent.trace.events_df()
+    last = events.iloc[-1]
+    assert (last["kind"], last["text"], last["step"], last["move"]) == ("RunFinished", f"error: {failure}", 4, "call_llm")
+
+
+async def test_cancelled_run_says_so_and_its_tool_rows_hold_the_cancel_result() -> None:
+    started = asyncio.Event()
+
+    async def slow(seconds: float) -> str:
+        """Sleeps."""
+        started.set()
+        await asyncio.sleep(seconds)
+        return "woke"
+
+    from nbagent import AssistantAgent, ReplayChatCompletionClient
+
+    agent = AssistantAgent("sleeper", ReplayChatCompletionClient([calls(("s1", "slow", '{"seconds": 30}'))]), tools=[slow])
+    token = CancellationToken()
+    task = asyncio.ensure_future(agent.run(task="sleep", cancellation_token=token))
+    await started.wait()
+    token.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    runs = agent.trace.runs_df()
+    assert list(runs["status"]) == ["cancelled"]
+    tools = agent.trace.tool_calls_df()
+    assert list(tools["is_error"]) == [True]
+    assert tools["result"].iloc[0] == "Error: the run was cancelled before this tool call finished"
+    events = agent.trace.events_df()
+    assert list(events["kind"])[-4:] == ["ToolCallRequestEvent", "Move", "ToolExecution", "RunFinished"]
+    assert (events["kind"].iloc[-1], events["text"].iloc[-1], events["move"].iloc[-1]) == (
+        "RunFinished", "cancelled", "tool_execution"
+    )
+
+
+async def test_two_agents_running_at_once_into_one_trace() -> None:
+    a = tool_agent("alpha", calls(("a1", "add", '{"a": 1, "b": 1}')), "alpha done", latency=0.005, reflect_on_tool_use=True)
+    b = tool_agent("beta", "beta done", latency=0.005, model_client_stream=True)
+    trace = Trace()
+    with trace.recording(a, b):
+        await asyncio.gather(a.run(task="for alpha"), b.run(task="for beta"))
+    events = trace.events_df()
+    runs = trace.runs_df()
+    assert sorted(runs["agent"]) == ["alpha", "beta"]
+    switches = (events["run_id"].astype("object") != events["run_id"].astype("object").shift()).sum()
+    assert switches > 2  # the two runs really interleave in the trace
+    by_agent = {agent: group for agent, group in events.groupby("agent", observed=True)}
+    assert list(by_agent["alpha"]["kind"]) == [
+        "RunStarted", "Move", "Move", "Move", "LLMCall", "Move", "ToolCallRequestEvent", "Move", "ToolExecution",
+        "ToolCallExecutionEvent", "Move", "LLMCall", "Response", "RunFinished",
+    ]  # fmt: skip
+    assert list(by_agent["beta"]["kind"]) == [
+        "RunStarted", "Move", "Move", "Move", "LLMCall", "ModelClientStreamingChunkEvent",
+        "ModelClientStreamingChunkEvent", "Move", "Response", "RunFinished",
+    ]  # fmt: skip
+    for agent, group in by_agent.items():
+        assert group["run_id"].nunique() == 1
+        assert list(group["seq"]) == list(range(len(group)))
+        assert set(group["source"].dropna()) == {agent}
+    llm = trace.llm_calls_df()
+    assert sorted(zip(llm["agent"], llm["purpose"])) == [("alpha", "initial"), ("alpha", "reflection"), ("beta", "initial")]
+    # the agents' own traces recorded their runs too, and detaching stops the shared one
+    assert len(a.trace.runs_df()) == 1 and len(b.trace.runs_df()) == 1
+    assert trace.attach(a) is trace.attach(a)
+    trace.detach(a)
+    assert a.recorders == [a.trace]
+
+
+def test_trace_modules_import_pandas_only_inside_functions() -> None:
+    import nbagent.timeline
+    import nbagent.trace
+    import nbagent.trace_export
+
+    for module in (nbagent.trace, nbagent.trace_export, nbagent.timeline):
+        tree = ast.parse(Path(module.__file__).read_text())
+        top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+        names = {alias.name.split(".")[0] for node in top_level for alias in node.names}
+        names |= {node.module.split(".")[0] for node in top_level if isinstance(node, ast.ImportFrom) and node.module}
+        assert not names & {"pandas", "numpy", "pyarrow"}, module.__name__

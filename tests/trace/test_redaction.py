@@ -1,0 +1,97 @@
+"""No API key, bearer token or Authorization value reaches a DataFrame or an export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from nbagent import AssistantAgent, CreateResult, FunctionCall, RequestUsage, Trace, load_jsonl, load_parquet
+
+from .helpers import BEARER, KEY, PiecesClient, calls, tool_agent
+
+SECRETS = (KEY, "eyJhbGciOiJIUzI1NiJ9", "hunter2-token-value")
+
+
+async def leaky_trace() -> AssistantAgent:
+    """A run whose task, tool arguments, tool result, thought and streamed answer hold secrets."""
+
+    async def echo(header: str) -> str:
+        """Echo."""
+        return f"got {header}"
+
+    answers = [
+        calls(("c1", "echo", json.dumps({"header": f"Authorization: {BEARER}"}))),
+        CreateResult(
+            finish_reason="stop",
+            content=f"your key is {KEY} ok",
+            usage=RequestUsage(prompt_tokens=1, completion_tokens=1),
+            thought=f"the key {KEY} must stay secret",
+        ),
+    ]
+    pieces = ["your key is sk-", KEY[3:15], KEY[15:], " ok"]
+    agent = AssistantAgent(
+        "leaky", PiecesClient(answers, pieces), tools=[echo], reflect_on_tool_use=True, model_client_stream=True
+    )
+    await agent.run(task=f"use {KEY} and Authorization=hunter2-token-value")
+    return agent
+
+
+def all_text(df: pd.DataFrame) -> str:
+    return df.astype("object").to_json(orient="records", date_format="iso", default_handler=str)
+
+
+async def test_no_secret_in_any_frame() -> None:
+    agent = await leaky_trace()
+    trace = agent.trace
+    frames = [trace.events_df(), trace.llm_calls_df(), trace.tool_calls_df(), trace.runs_df(), agent.context_df()]
+    for df in frames:
+        dumped = all_text(df)
+        for secret in SECRETS:
+            assert secret not in dumped
+    chunks = trace.events_df()
+    chunks = chunks[chunks["kind"] == "ModelClientStreamingChunkEvent"]
+    assert "".join(chunks["text"]) == "your key is [REDACTED] ok"
+    assert trace.tool_calls_df()["arguments"].iloc[0] == {"header": "Authorization: [REDACTED]"}
+    assert "[REDACTED]" in trace.runs_df()["task"].iloc[0]
+
+
+async def test_no_secret_in_any_export(tmp_path: Path) -> None:
+    agent = await leaky_trace()
+    trace = agent.trace
+    trace.to_parquet(tmp_path / "pq")
+    trace.to_jsonl(tmp_path / "trace.jsonl")
+    trace.to_otlp_json(tmp_path / "otlp.json")
+    (tmp_path / "trace.html").write_text(trace._repr_html_())
+    blobs = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
+    assert len(blobs) == 7
+    for blob in blobs:
+        for secret in SECRETS:
+            assert secret.encode() not in blob
+    for loaded in (load_parquet(tmp_path / "pq"), load_jsonl(tmp_path / "trace.jsonl")):
+        assert KEY not in all_text(loaded.events_df())
+
+
+async def test_custom_hook_and_no_redaction() -> None:
+    agent = tool_agent("calc", "the password is swordfish")
+    agent.trace = Trace(owner=agent, redact=lambda text: text.replace("swordfish", "*****"))
+    agent.recorders = [agent.trace]
+    await agent.run(task="what is the password? swordfish?")
+    assert agent.trace.runs_df()["final_text"].iloc[0] == "the password is *****"
+    assert agent.trace.runs_df()["task"].iloc[0] == "what is the password? *****?"
+    assert list(agent.context_df()["text"]) == ["what is the password? *****?", "the password is *****"]
+    raw = tool_agent("calc", f"key {KEY}")
+    raw.trace = Trace(owner=raw, redact=None)
+    raw.recorders = [raw.trace]
+    await raw.run(task="show")
+    assert raw.trace.runs_df()["final_text"].iloc[0] == f"key {KEY}"
+
+
+async def test_secret_split_over_chunks_that_one_chunk_redaction_misses() -> None:
+    answers = [CreateResult(finish_reason="stop", content=f"k={KEY}", usage=RequestUsage())]
+    agent = AssistantAgent("split", PiecesClient(answers, ["k=s", "k-proj-abcd", "efghijklmnop0123456789"]), model_client_stream=True)
+    await agent.run(task="go")
+    events = agent.trace.events_df()
+    chunks = list(events[events["kind"] == "ModelClientStreamingChunkEvent"]["text"])
+    assert chunks == ["k=[REDACTED]", "", ""]
