@@ -416,7 +416,7 @@ class AgentRunView(widgets.VBox):
 
     def stop(self) -> None:
         """Cancel the run (what the Stop button does); the agent's context stays valid."""
-        if self.status not in ("idle", "running"):
+        if self.status not in ("idle", "running") or (self._token is None and self.task is None):
             return
         self._stop_requested = True
         if self._token is not None:
@@ -446,10 +446,14 @@ class AgentRunView(widgets.VBox):
             lines.append(answer if len(answer) <= 500 else answer[:500] + "…")
         usage = self.usage
         elapsed = self.elapsed_s
-        lines.append(
-            f"{usage.prompt_tokens + usage.completion_tokens} tokens · {len(self.llm_calls)} LLM calls · "
-            f"{len(self.tool_executions)} tool calls" + (f" · {elapsed:.2f} s" if elapsed is not None else "")
-        )
+        totals = [
+            f"{usage.prompt_tokens + usage.completion_tokens:,} tokens",
+            _count(len(self.llm_calls), "LLM call"),
+            _count(len(self.tool_executions), "tool call"),
+        ]
+        if elapsed is not None:
+            totals.append(f"{elapsed:.2f} s")
+        lines.append(" · ".join(totals))
         return "\n".join(lines)
 
     def _agent_name(self) -> str:
@@ -498,6 +502,10 @@ def _static(widget: widgets.Widget) -> str:
             return f'<div class="nba-event {classes}" data-count="{len(widget.children) - 1}">{inner}</div>'
         return f'<div class="{classes}">{inner}</div>'
     return ""
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

@@ -1,0 +1,284 @@
+"""AgentRunView's model, driven by real runs of scripted agents, without a kernel or browser."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import ipywidgets as widgets
+import pytest
+from pydantic import BaseModel
+
+from nbagent import (
+    AssistantAgent,
+    CreateResult,
+    FunctionCall,
+    FunctionExecutionResultMessage,
+    ListMemory,
+    MemoryContent,
+    ModelError,
+    ReplayChatCompletionClient,
+    RequestUsage,
+    TextMessage,
+)
+from nbagent.notebook.view import AgentRunView
+
+XSS = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+
+
+def calls(*pairs: tuple[str, str], thought: str | None = None) -> CreateResult:
+    return CreateResult(
+        finish_reason="function_calls",
+        content=[FunctionCall(id=f"c{i}", name=name, arguments=args) for i, (name, args) in enumerate(pairs)],
+        usage=RequestUsage(prompt_tokens=10, completion_tokens=5),
+        thought=thought,
+    )
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def shout(text: str) -> str:
+    """Echo text back."""
+    return text
+
+
+def kinds(view: AgentRunView) -> list[str]:
+    """The kind of each body child, from its ``nba-item-<kind>`` class."""
+    found = []
+    for child in view.body.children:
+        (kind,) = [name[len("nba-item-") :] for name in child._dom_classes if name.startswith("nba-item-")]
+        found.append(kind)
+    return found
+
+
+def metrics(view: AgentRunView) -> dict[str, str]:
+    return dict(re.findall(r'data-metric="(\w+)" data-value="([^"]*)"', view._footer.value))
+
+
+def html_widgets(widget: widgets.Widget) -> list[widgets.HTML]:
+    if isinstance(widget, widgets.HTML):
+        return [widget]
+    if isinstance(widget, widgets.Box):
+        return [leaf for child in widget.children for leaf in html_widgets(child)]
+    return []
+
+
+async def test_streamed_parallel_tools_then_reflection() -> None:
+    client = ReplayChatCompletionClient(
+        [calls(("add", '{"a": 1, "b": 2}'), ("add", '{"a": 3, "b": 4}')), "The sums are **3** and 7."]
+    )
+    agent = AssistantAgent("bot", client, tools=[add], reflect_on_tool_use=True, model_client_stream=True)
+    view = AgentRunView(interval=3600)
+    response = await view.run(agent, "add twice")
+
+    assert response is not None and response.chat_message.content == "The sums are **3** and 7."
+    assert kinds(view) == ["user", "llm", "tools", "llm", "final"]
+    user, llm1, group, llm2, final = view.body.children
+    assert '<span class="nba-step" data-step="1" data-move="add_messages"' in user.value
+    assert '<pre class="nba-value">add twice</pre>' in user.value
+    assert 'data-state="ok" data-purpose="initial"' in llm1.value and 'data-step="4"' in llm1.value
+    assert "10 + 5 tokens" in llm1.value
+    assert 'data-state="ok" data-purpose="reflection"' in llm2.value and 'data-move="reflect"' in llm2.value
+
+    assert "nba-tool-group" in group._dom_classes
+    badge, *cards = group.children
+    assert 'data-move="tool_request"' in badge.value
+    assert [re.search(r'data-call-id="(\w+)" data-state="(\w+)"', c.value).groups() for c in cards] == [
+        ("c0", "ok"),
+        ("c1", "ok"),
+    ]
+    assert '<pre class="nba-value">3</pre>' in cards[0].value and '<pre class="nba-value">7</pre>' in cards[1].value
+    assert all('<span class="nba-duration nba-muted">' in card.value for card in cards)
+
+    assert 'data-kind="text"' in final.value and "<p>The sums are <strong>3</strong> and 7.</p>" in final.value
+    assert 'data-move="reflect"' in final.value
+    assert "nba-item-stream" not in final._dom_classes
+
+    usage = client.total_usage()
+    assert metrics(view) == {
+        "tokens": str(usage.prompt_tokens + usage.completion_tokens),
+        "prompt_tokens": str(usage.prompt_tokens),
+        "completion_tokens": str(usage.completion_tokens),
+        "llm_calls": "2",
+        "tool_calls": "2",
+        "elapsed": metrics(view)["elapsed"],
+        "status": "ok",
+    }
+    assert view.status == "ok"
+    assert "nba-state-ok" in view._dom_classes and "nba-state-running" not in view._dom_classes
+    assert view.stop_button.disabled
+
+
+async def test_stream_updates_are_coalesced_and_final_text_exact() -> None:
+    words = [f"w{index} " for index in range(2000)]
+    client = ReplayChatCompletionClient(["".join(words)])
+    agent = AssistantAgent("bot", client, model_client_stream=True)
+    view = AgentRunView(interval=3600)
+    seen: list[str] = []
+
+    def watch_new_stream(change: dict) -> None:
+        child = change["new"][-1]
+        if "nba-item-stream" in child._dom_classes:
+            child.observe(lambda value: seen.append(value["new"]), "value")
+
+    view.body.observe(watch_new_stream, "children")
+    await view.run(agent, "talk")
+
+    # 2,000 chunks, one interval: the first chunk at once, the rest at the final flush, then Markdown.
+    assert len(seen) == 3
+    assert seen[0] == '<div class="nba-event nba-text nba-streaming"><pre class="nba-stream-text">w0 </pre></div>'
+    assert seen[1] == (
+        f'<div class="nba-event nba-text nba-streaming"><pre class="nba-stream-text">{"".join(words)}</pre></div>'
+    )
+    assert 'data-kind="text"' in seen[2] and f"<p>{''.join(words).strip()}</p>" in seen[2]
+    assert kinds(view) == ["user", "llm", "final"]
+
+
+async def test_memory_thought_and_handoff() -> None:
+    memory = ListMemory()
+    await memory.add(MemoryContent(content="The user likes <b>tea</b>"))
+    client = ReplayChatCompletionClient([calls(("transfer_to_expert", "{}"), thought="I should hand <this> off")])
+    agent = AssistantAgent("bot", client, handoffs=["expert"], memory=memory)
+    view = AgentRunView()
+    response = await view.run(agent, "help")
+
+    assert response is not None and response.chat_message.type == "HandoffMessage"
+    assert kinds(view) == ["user", "memory", "llm", "thought", "tools", "handoff"]
+    _, mem, _, thought, group, handoff = view.body.children
+    assert 'data-move="memory"' in mem.value and "The user likes &lt;b&gt;tea&lt;/b&gt;" in mem.value
+    assert thought.value.startswith('<details class="nba-event nba-thought">')
+    assert "I should hand &lt;this&gt; off" in thought.value
+    assert 'data-tool-name="transfer_to_expert"' in group.children[1].value
+    assert 'data-target="expert"' in handoff.value and 'data-move="handoff_check"' in handoff.value
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+async def test_structured_answer_is_a_table() -> None:
+    client = ReplayChatCompletionClient(['{"name": "<Paris>", "population": 2100000}'])
+    agent = AssistantAgent("bot", client, output_content_type=City)
+    view = AgentRunView()
+    await view.run(agent, "a city")
+    assert kinds(view) == ["user", "llm", "final"]
+    final = view.body.children[-1].value
+    assert 'data-kind="structured"' in final
+    assert '<tr><th>name</th><td><pre class="nba-value">&lt;Paris&gt;</pre></td></tr>' in final
+    assert '<tr><th>population</th><td><pre class="nba-value">2100000</pre></td></tr>' in final
+
+
+async def test_tool_summary_answer_and_untrusted_strings_are_escaped() -> None:
+    client = ReplayChatCompletionClient([calls(("shout", '{"text": "' + XSS.replace('"', '\\"') + '"}'))])
+    agent = AssistantAgent("bot", client, tools=[shout])
+    view = AgentRunView()
+    await view.run(agent, XSS)
+    assert kinds(view) == ["user", "llm", "tools", "final"]
+    assert 'data-kind="summary"' in view.body.children[-1].value
+    for widget in html_widgets(view.body):
+        assert "<img" not in widget.value and "<script" not in widget.value
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in view.body.children[0].value
+    static = view.to_html()
+    assert "<img" not in static and "<script" not in static
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in static
+
+
+def slow_agent(answers: list[str | CreateResult]) -> tuple[AssistantAgent, asyncio.Event]:
+    started = asyncio.Event()
+
+    async def wait_forever(x: int) -> int:
+        """Never returns."""
+        started.set()
+        await asyncio.Event().wait()
+        return x
+
+    client = ReplayChatCompletionClient(answers)
+    return AssistantAgent("bot", client, tools=[wait_forever], reflect_on_tool_use=True), started
+
+
+async def test_stop_cancels_the_run_and_leaves_a_valid_context() -> None:
+    agent, started = slow_agent([calls(("wait_forever", '{"x": 1}')), "after the stop"])
+    view = AgentRunView()
+    task = asyncio.ensure_future(view.run(agent, "go"))
+    await started.wait()
+    view.stop_button.click()
+    assert await task is None
+
+    assert view.status == "cancelled" and "nba-state-cancelled" in view._dom_classes
+    assert kinds(view) == ["user", "llm", "tools"]
+    card = view.body.children[2].children[1].value
+    assert 'data-state="error"' in card and "the run was cancelled" in card
+    assert metrics(view)["status"] == "cancelled"
+    assert "cancelled: stopped" in view._status_html.value
+    assert not agent.is_running
+    last = agent.model_context.messages[-1]
+    assert isinstance(last, FunctionExecutionResultMessage) and last.content[0].is_error
+
+    again = AgentRunView()
+    response = await again.run(agent, "and now?")
+    assert response is not None and response.chat_message.content == "after the stop"
+
+
+async def test_outside_cancellation_propagates_and_is_shown() -> None:
+    agent, started = slow_agent([calls(("wait_forever", '{"x": 1}'))])
+    view = AgentRunView()
+    task = asyncio.ensure_future(view.run(agent, "go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert view.status == "cancelled" and "cancelled: cancelled" in view._status_html.value
+    assert not agent.is_running
+
+
+async def test_model_error_is_shown_and_raised() -> None:
+    agent = AssistantAgent("bot", ReplayChatCompletionClient([]))
+    view = AgentRunView()
+    with pytest.raises(ModelError):
+        await view.run(agent, "hello")
+    assert view.status == "error"
+    assert kinds(view) == ["user", "llm", "error"]
+    assert 'data-state="error"' in view.body.children[1].value
+    assert "ReplayExhaustedError" in view.body.children[2].value
+    assert view.error is not None and view.error.startswith("ReplayExhaustedError: ")
+
+
+async def test_background_start_and_wait() -> None:
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(["done"]))
+    view = AgentRunView()
+    task = view.start(agent, "later")
+    assert view.task is task
+    response = await view.wait()
+    assert response is not None and response.chat_message.content == "done"
+    assert view.status == "ok"
+
+
+async def test_consumes_an_agent_run_and_gives_a_mime_bundle() -> None:
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(["Hello <world>"]))
+    view = AgentRunView("my run")
+    await view.run(agent.iter([TextMessage(content="hi", source="user")]))
+    bundle = view._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == view.model_id
+    assert bundle["text/plain"].splitlines()[:2] == ["bot · ok", "Hello <world>"]
+    usage = agent.model_client.total_usage()
+    tokens = usage.prompt_tokens + usage.completion_tokens
+    assert bundle["text/plain"].splitlines()[2].startswith(f"{tokens} tokens · 1 LLM call · 0 tool calls · ")
+    html = bundle["text/html"]
+    assert html.startswith('<div class="nba-view nba-state-ok"><style>')
+    assert '<span class="nba-title"><b>my run</b></span>' in html
+    assert "<p>Hello &lt;world&gt;</p>" in html
+    assert 'data-metric="llm_calls" data-value="1"' in html
+
+
+async def test_stop_before_start_and_after_end_does_nothing() -> None:
+    view = AgentRunView()
+    view.stop()
+    assert view.status == "idle"
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(["x"]))
+    await view.run(agent, "go")
+    view.stop()
+    assert view.status == "ok"
