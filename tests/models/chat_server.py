@@ -436,8 +436,8 @@ class ChatServer:
         try:
             while await self._one_request(reader, writer):
                 pass
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # a client went away, or the server stops (ending quietly keeps asyncio from logging it)
         finally:
             writer.close()
 

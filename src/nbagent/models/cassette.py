@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,7 +26,7 @@ from ..messages import CreateResult, LLMMessage
 from ..tools import ToolSchema
 from . import base
 from .base import ChatCompletionClient, ModelError, ModelInfo, ToolChoice
-from .redact import known_secrets, redact_data
+from .redact import REDACTED, known_secrets, redact_data
 
 CASSETTE_FORMAT = "nbagent-cassette"
 CASSETTE_VERSION = 1
@@ -133,9 +134,17 @@ def first_difference(recorded: Any, actual: Any, where: str = "request") -> str 
         if len(recorded) != len(actual):
             return f"{where} has {len(actual)} items, the recording {len(recorded)}"
         return None
-    if recorded != actual:
+    if recorded != actual and not _redacted_match(recorded, actual):
         return f"{where}: recorded {_short(recorded)}, got {_short(actual)}"
     return None
+
+
+def _redacted_match(recorded: Any, actual: Any) -> bool:
+    """A recorded text with ``[REDACTED]`` in it matches any text that has something in those places."""
+    if not (isinstance(recorded, str) and isinstance(actual, str) and REDACTED in recorded):
+        return False
+    pattern = ".+?".join(re.escape(part) for part in recorded.split(REDACTED))
+    return re.fullmatch(pattern, actual, re.DOTALL) is not None
 
 
 def _short(value: Any) -> str:
@@ -305,7 +314,7 @@ class CassetteChatCompletionClient(ChatCompletionClient):
     result); otherwise everything comes at once. A recorded error is raised again. A request that
     differs raises :class:`CassetteMismatchError` naming the call and the first difference;
     running past the end raises :class:`CassetteExhaustedError`. ``check_requests=False`` serves
-    the answers whatever is asked.
+    the answers whatever is asked. A ``[REDACTED]`` secret in the recording matches any value.
     """
 
     def __init__(self, path: str | Path, *, pace: bool = False, check_requests: bool = True) -> None:
