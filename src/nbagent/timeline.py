@@ -107,7 +107,7 @@ class Timeline:
                 f"{tool.tool_name}({_short(arguments, 200)})\n{duration * 1000:.1f} ms, "
                 f"{tool.concurrent_with} at once\n-> {_short('' if _missing(tool.result) else str(tool.result), 300)}"
             )
-            kind = "error" if tool.is_error is True else "tool"
+            kind = "error" if not _missing(tool.is_error) and bool(tool.is_error) else "tool"
             bars.append(Bar(1 + lane, offset, duration, kind, str(tool.tool_name), details))
         ends = [bar.start_s + bar.duration_s for bar in bars]
         total = max([0.0 if _missing(run["duration_s"]) else float(run["duration_s"]), *ends])

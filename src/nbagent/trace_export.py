@@ -4,11 +4,8 @@ Every export is made from the trace's DataFrames, so it holds redacted text only
 
 * Parquet: ``folder/<table>.parquet`` for the tables ``events``, ``llm_calls``, ``tool_calls`` and
   ``runs`` (:data:`nbagent.trace.COLUMNS`); :func:`load_parquet` gives back equal DataFrames. A folder
-  of such folders (one per session) is one dataset for DuckDB, Spark or Trino::
-
-      SELECT tool_name, count(*) AS calls, avg(is_error::INT) AS error_rate,
-             quantile_cont(duration_s, 0.95) AS p95_s
-      FROM read_parquet('traces/*/tool_calls.parquet') GROUP BY tool_name ORDER BY calls DESC;
+  of such folders (one per session) is one dataset for DuckDB, Spark or Trino; see
+  :data:`DUCKDB_EXAMPLE`.
 
 * JSON lines: one object a row, with a ``table`` field; :func:`load_jsonl` reads it back.
 * OTLP-JSON: the OpenTelemetry protocol's JSON encoding, one span per run (``invoke_agent``), per
@@ -33,6 +30,18 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _CHUNK_KIND = "ModelClientStreamingChunkEvent"
+
+# Per tool, over every session saved under traces/<session>/: calls, error rate, p95 latency.
+DUCKDB_EXAMPLE = """
+SELECT tool_name,
+       count(*) AS calls,
+       count(DISTINCT trace_id) AS sessions,
+       avg(CAST(is_error AS INTEGER)) AS error_rate,
+       quantile_cont(duration_s, 0.95) AS p95_s
+FROM read_parquet('traces/*/tool_calls.parquet')
+GROUP BY tool_name
+ORDER BY calls DESC, tool_name
+"""
 
 
 class LoadedTrace(TraceFrames):
@@ -102,7 +111,11 @@ def load_parquet(folder: str | Path) -> LoadedTrace:
         df = pd.read_parquet(src / f"{table}.parquet", engine="pyarrow")
         for column in JSON_COLUMNS.get(table, ()):
             df[column] = pd.Series([json.loads(value) for value in df[column]], dtype="object")
-        frames[table] = df[list(COLUMNS[table])]
+        df = df[list(COLUMNS[table])]
+        for column, (dtype, _) in COLUMNS[table].items():
+            if str(df[column].dtype) != dtype:
+                df[column] = df[column].astype(dtype)
+        frames[table] = df
     return LoadedTrace(frames, _trace_id(frames, src.name))
 
 
@@ -275,7 +288,7 @@ def otlp_json(trace: TraceFrames) -> dict[str, Any]:
                     "nbagent.iteration": tool.iteration,
                     "nbagent.concurrent_with": tool.concurrent_with,
                 },
-                text(tool.result) if tool.is_error is True else None,
+                text(tool.result) if not pd.isna(tool.is_error) and bool(tool.is_error) else None,
             )
         )  # fmt: skip
     return {

@@ -1,0 +1,127 @@
+"""Parquet, JSON lines and OTLP-JSON exports; loading back; DuckDB over a folder of traces."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import pandas.testing as pdt
+import pytest
+
+from nbagent import CancellationToken, LoadedTrace, Trace, load_jsonl, load_parquet
+from nbagent.trace_export import DUCKDB_EXAMPLE
+
+from .helpers import calls, tool_agent
+
+FRAMES = ("events_df", "llm_calls_df", "tool_calls_df", "runs_df")
+
+
+async def mixed_trace() -> Trace:
+    """Three runs: tools in parallel with an error and streaming, a failure, a cancellation."""
+    agent = tool_agent(
+        "calc",
+        calls(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "fail", '{"reason": "no"}'), ("c3", "add", "not json")),
+        "sum is 3",
+        reflect_on_tool_use=True,
+        model_client_stream=True,
+    )
+    await agent.run(task="first")
+    with pytest.raises(Exception):
+        await agent.run(task="second")
+    token = CancellationToken()
+    token.cancel()
+    agent.model_client.chat_completions.append("never")  # type: ignore[attr-defined]
+    with pytest.raises(asyncio.CancelledError):
+        await agent.run(task="third", cancellation_token=token)
+    return agent.trace
+
+
+def assert_same(a: Trace | LoadedTrace, b: Trace | LoadedTrace) -> None:
+    for name in FRAMES:
+        pdt.assert_frame_equal(getattr(a, name)(), getattr(b, name)())
+    pdt.assert_frame_equal(a.events_df(include_chunks=False), b.events_df(include_chunks=False))
+
+
+async def test_parquet_round_trip_gives_equal_frames(tmp_path: Path) -> None:
+    trace = await mixed_trace()
+    assert list(trace.runs_df()["status"]) == ["ok", "error"]
+    folder = trace.to_parquet(tmp_path / "session")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "events.parquet", "llm_calls.parquet", "runs.parquet", "tool_calls.parquet"
+    ]
+    loaded = load_parquet(folder)
+    assert loaded.trace_id == trace.trace_id
+    assert_same(trace, loaded)
+    assert loaded.tool_calls_df()["arguments"].tolist() == [{"a": 1, "b": 2}, {"reason": "no"}, "not json"]
+    pdt.assert_series_equal(loaded.summary(), trace.summary())
+    assert loaded.timeline().to_html() == trace.timeline().to_html()
+
+
+async def test_cancelled_before_start_records_nothing_and_empty_trace_round_trips(tmp_path: Path) -> None:
+    trace = await mixed_trace()
+    assert len(trace.runs_df()) == 2  # a token cancelled before the start: the run never starts
+    empty = Trace()
+    assert_same(empty, load_parquet(empty.to_parquet(tmp_path / "empty")))
+    assert_same(empty, load_jsonl(empty.to_jsonl(tmp_path / "empty.jsonl")))
+
+
+async def test_jsonl_round_trip_gives_equal_frames(tmp_path: Path) -> None:
+    trace = await mixed_trace()
+    path = trace.to_jsonl(tmp_path / "trace.jsonl")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    counts = {table: sum(1 for line in lines if line["table"] == table) for table in ("events", "llm_calls", "tool_calls", "runs")}
+    assert counts == {"events": len(trace.events_df()), "llm_calls": 3, "tool_calls": 3, "runs": 2}
+    assert_same(trace, load_jsonl(path))
+
+
+async def test_duckdb_reads_a_folder_of_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = await mixed_trace()
+    second = await mixed_trace()
+    first.to_parquet(tmp_path / "traces" / "monday")
+    second.to_parquet(tmp_path / "traces" / "tuesday")
+    monkeypatch.chdir(tmp_path)
+    rows = duckdb.sql(DUCKDB_EXAMPLE).fetchall()
+    assert [(name, calls, sessions, error_rate) for name, calls, sessions, error_rate, _ in rows] == [
+        ("add", 4, 2, 0.5),
+        ("fail", 2, 2, 1.0),
+    ]
+    status = duckdb.sql(
+        "SELECT status, count(*) FROM read_parquet('traces/*/runs.parquet') GROUP BY status ORDER BY status"
+    ).fetchall()
+    assert status == [("error", 2), ("ok", 2)]
+    chunks = duckdb.sql(
+        "SELECT count(*) FROM read_parquet('traces/*/events.parquet') WHERE kind = 'ModelClientStreamingChunkEvent'"
+    ).fetchall()
+    assert chunks == [(6,)]
+
+
+async def test_otlp_spans_use_gen_ai_names(tmp_path: Path) -> None:
+    trace = await mixed_trace()
+    document = trace.to_otlp_json(tmp_path / "otlp.json")
+    assert json.loads((tmp_path / "otlp.json").read_text()) == document
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert [span["name"] for span in spans] == [
+        "invoke_agent calc", "invoke_agent calc", "chat replay", "chat replay", "chat replay",
+        "execute_tool add", "execute_tool fail", "execute_tool add",
+    ]  # fmt: skip
+    runs = {span["spanId"]: span for span in spans if span["name"].startswith("invoke_agent")}
+    for span in spans:
+        assert re.fullmatch(r"[0-9a-f]{32}", span["traceId"]) and re.fullmatch(r"[0-9a-f]{16}", span["spanId"])
+        assert int(span["endTimeUnixNano"]) >= int(span["startTimeUnixNano"]) > 0
+        if span["spanId"] not in runs:
+            assert runs[span["parentSpanId"]]["traceId"] == span["traceId"]
+    attrs = [{a["key"]: a["value"] for a in span["attributes"]} for span in spans]
+    assert attrs[0]["gen_ai.operation.name"] == {"stringValue": "invoke_agent"}
+    assert attrs[2]["gen_ai.operation.name"] == {"stringValue": "chat"}
+    assert attrs[2]["gen_ai.request.model"] == {"stringValue": "replay"}
+    assert attrs[2]["gen_ai.usage.input_tokens"] == {"intValue": "10"}
+    assert attrs[2]["gen_ai.usage.output_tokens"] == {"intValue": "5"}
+    assert attrs[2]["gen_ai.response.finish_reasons"] == {"arrayValue": {"values": [{"stringValue": "function_calls"}]}}
+    assert attrs[6]["gen_ai.tool.name"] == {"stringValue": "fail"}
+    assert attrs[6]["gen_ai.tool.call.id"] == {"stringValue": "c2"}
+    assert attrs[6]["gen_ai.tool.call.arguments"] == {"stringValue": '{"reason": "no"}'}
+    assert [span["status"]["code"] for span in spans] == [1, 2, 1, 1, 2, 1, 2, 2]
+    assert spans[1]["status"]["message"].startswith("ReplayExhaustedError")
