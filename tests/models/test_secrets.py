@@ -60,7 +60,7 @@ async def test_keys_reach_the_server_and_nothing_else(tmp_path: Path, monkeypatc
         "reprs": f"{agent!r} {client!r} {recorder!r} {wrong!r}",
         "records": repr(agent.trace.items),
     }
-    assert "HTTP 400: Invalid header value [REDACTED] with org [REDACTED] and env [REDACTED]" in outputs["errors"]
+    assert "HTTP 400: Invalid header value Bearer [REDACTED] with org [REDACTED] and env [REDACTED]" in outputs["errors"]
     assert "[REDACTED]" in outputs["cassette"] and "[REDACTED]" in outputs["trace frames"]
     assert "It is 3." in outputs["events"] and "It is 3." in outputs["trace frames"]
     leaks = [(name, secret) for name, text in outputs.items() for secret in SECRETS if secret in text]
