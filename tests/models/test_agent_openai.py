@@ -8,6 +8,7 @@ that the next run succeeds.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 
 from nbagent import (
     AssistantAgent,
+    CancellationToken,
     Handoff,
     HandoffMessage,
     ModelClientStreamingChunkEvent,
@@ -206,3 +208,26 @@ async def test_summary_message_type_for_tool_only_run(server: ChatServer, client
     server.script(Reply.call(("add", {"a": 20, "b": 22}), pieces=2))
     result = await agent.run(task="go")
     assert isinstance(result.messages[-1], ToolCallSummaryMessage) and result.messages[-1].content == "42"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("how", ["token", "task"])
+async def test_cancelled_llm_call_leaves_a_context_the_api_accepts(
+    server: ChatServer, client: OpenAIChatCompletionClient, stream: bool, how: str
+) -> None:
+    agent = AssistantAgent("agent", client, tools=[add], max_tool_iterations=2, model_client_stream=stream)
+    slow = Reply.text("never finished", chunk_delay=30.0) if stream else Reply.text("never sent", delay=30.0)
+    server.script(Reply.call(("add", {"a": 1, "b": 2})), slow)
+    token = CancellationToken()
+    run = asyncio.ensure_future(agent.run(task="go", cancellation_token=token))
+    while len(server.requests) < 2:
+        await asyncio.sleep(0.01)
+    token.cancel() if how == "token" else run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert [m["type"] for m in dumped(agent)] == ["UserMessage", "AssistantMessage", "FunctionExecutionResultMessage"]
+    assert not agent.is_running
+    server.script(Reply.text("fresh answer"))
+    result = await agent.run(task="next")
+    assert result.messages[-1].content == "fresh answer"
+    assert server.requests[-1].status == 200
