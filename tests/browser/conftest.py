@@ -7,7 +7,9 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     JUPYTER_CONFIG_DIR / JUPYTER_DATA_DIR / JUPYTER_RUNTIME_DIR, user settings and workspaces (the
     system kernelspec and the ipywidgets lab extension stay reachable). The widget manager is set to
     save widget state into the notebook, so a saved notebook holds everything a widget sent.
-    ``lab.root`` is the server's root dir, ``lab.url(path)`` adds the token. Killed by PID at the end.
+    ``lab.root`` is the server's root dir, ``lab.url(path)`` adds the token, ``lab.secret`` is a
+    random fake API key that kernels find in ``os.environ["NBAGENT_TEST_API_KEY"]`` (so it never
+    has to be written in a notebook). Killed by PID at the end.
 
 ``browser`` (session) -> ``playwright.sync_api.Browser``
     Debian Chromium (``/usr/bin/chromium``), headless. Missing Chromium skips the test locally and
@@ -74,6 +76,7 @@ CHROMIUM_ARGS = [
 ]
 START_TIMEOUT_S = 90.0
 RUN_TIMEOUT_MS = 120_000
+SECRET_ENV = "NBAGENT_TEST_API_KEY"
 
 
 @dataclass
@@ -85,6 +88,8 @@ class LabServer:
     token: str
     process: subprocess.Popen[bytes]
     log: Path
+    secret: str
+    """A fake API key, random per session, in the kernels' environment as ``SECRET_ENV``."""
 
     def url(self, path: str = "", query: str = "") -> str:
         """``http://127.0.0.1:<port>/<path>?<query>&token=<token>``."""
@@ -128,8 +133,9 @@ def lab() -> Iterator[LabServer]:
     news = settings / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    secret = "sk-nbagenttest" + secrets.token_hex(20)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_DATA_DIR=str(data),
-               JUPYTER_RUNTIME_DIR=str(runtime), PYTHONUNBUFFERED="1")
+               JUPYTER_RUNTIME_DIR=str(runtime), PYTHONUNBUFFERED="1", **{SECRET_ENV: secret})
     env.pop("JUPYTER_PATH", None)
     port, token = _free_port(), secrets.token_hex(16)
     log = base / "lab.log"
@@ -143,7 +149,7 @@ def lab() -> Iterator[LabServer]:
     ] + (["--allow-root"] if os.geteuid() == 0 else [])
     with log.open("wb") as sink:
         process = subprocess.Popen(command, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    server = LabServer(root, port, token, process, log)
+    server = LabServer(root, port, token, process, log, secret)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:

