@@ -19,10 +19,23 @@ EXPECTED_NOTEBOOKS = [
 
 # Lines each notebook must print when it runs offline: the behaviour its text explains happened.
 EXPECTED_OUTPUT = {
+    "01_quickstart.ipynb": [
+        "model: replay",
+        "It is sunny in Tokyo: 18 °C, which is 64.4 °F.",
+        "get_weather, convert_to_fahrenheit",
+        "convert_to_fahrenheit    {'celsius': 18}",
+    ],
     "02_walkthrough_steps_1_5.ipynb": [
         "'Hi, I'm Ada.' is 2 times in the context the model sees",
         "['TextMessage', 'MemoryQueryEvent', 'TextMessage']",
         "1 memory system message in the context after two turns",
+        "STEP 1: New messages into model_context  [_add_messages_to_context]",
+        "STEP 2: Query memory  [_update_model_context_with_memory]\nevents: ['MemoryQueryEvent']",
+        "STEP 3: Make a message id  [on_messages_stream]\nevents: []",
+        "STEP 4: Call the LLM  [_call_llm, iteration 0]",
+        "tools offered: ['get_weather'] | tool_choice: auto",
+        "STEP 5: Reflect on the tool results  [_reflect_on_tool_use_flow, iteration 0]\nevents: ['Response']",
+        "answer: It is 12 °C and cloudy in Paris: take a jacket.",
         "every chunk points at it:  True",
         "the chunks rebuild it:     True",
         "transfer_to_planner - Handoff to planner. - parameters: []",
@@ -50,6 +63,22 @@ EXPECTED_OUTPUT = {
         "Error: the run was cancelled before this tool call finished",
         "Hello again!",
     ],
+    "04_trace_analysis.ipynb": [
+        "Trace(191 items, 12 runs)",
+        "23 runs, 35 LLM calls, 23 tool calls, 277 events",
+        "no weather station in Atlantis",
+        "the prompt grew on 9 of 9 turns",
+        "same runs as recorded: True",
+    ],
+    "05_live_models.ipynb": [
+        "mode: OFFLINE: recorded cassette and replay model, no network",
+        "model: gpt-4o-mini | CassetteChatCompletionClient",
+        "Paris has light rain at 18 °C, while Tokyo is sunny at 24 °C.",
+        "answer: 6 times 7 is 42.",
+        "2 model calls recorded in multiply.cassette.json",
+        "same as recorded: True",
+        'CassetteMismatchError: cassette multiply.cassette.json: request #1 differs from the recording',
+    ],
 }
 
 
@@ -75,7 +104,8 @@ def test_committed_notebooks_start_with_an_explanation(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
     markdown = sum(cell.cell_type == "markdown" for cell in nb.cells)
-    assert markdown * 2 >= len(nb.cells) - 1, f"{path.name}: most code cells should come with text"
+    code = len(nb.cells) - markdown
+    assert markdown * 2 >= code, f"{path.name}: {code} code cells for {markdown} text cells; explain, not just run"
 
 
 @pytest.mark.kernel
