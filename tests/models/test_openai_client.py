@@ -48,6 +48,12 @@ async def collect(client: OpenAIChatCompletionClient, messages: list, **kwargs: 
     return [item async for item in client.create_stream(messages, **kwargs)]
 
 
+def final(items: list[str | CreateResult]) -> CreateResult:
+    """The last streamed item, which must be the result."""
+    assert isinstance(items[-1], CreateResult)
+    return items[-1]
+
+
 # --------------------------------------------------------------------------- requests
 
 
@@ -190,7 +196,7 @@ async def test_think_block_at_the_start_becomes_the_thought_when_streamed(
     server.script(Reply.text("<think>add them</think>\nThe answer is 5.", pieces=pieces))
     items = await collect(client, [USER])
     assert "".join(item for item in items if isinstance(item, str)) == "The answer is 5."
-    assert (items[-1].content, items[-1].thought) == ("The answer is 5.", "add them")
+    assert (final(items).content, final(items).thought) == ("The answer is 5.", "add them")
 
 
 async def test_think_block_without_stream_and_text_that_only_looks_like_one(server: ChatServer, client: OpenAIChatCompletionClient) -> None:
@@ -199,7 +205,7 @@ async def test_think_block_without_stream_and_text_that_only_looks_like_one(serv
     assert (result.content, result.thought) == ("Five.", "hmm")
     items = await collect(client, [USER])
     assert "".join(i for i in items if isinstance(i, str)) == "<thin ice> is not a tag"
-    assert items[-1].thought is None
+    assert final(items).thought is None
     assert split_think("<think>cut short") == ("cut short", "")
 
 
@@ -207,7 +213,7 @@ async def test_text_next_to_tool_calls_becomes_the_thought(server: ChatServer, c
     server.script(Reply.call(("add", {"a": 1, "b": 1}), content="Let me add."))
     items = await collect(client, [USER], tools=[ADD])
     assert items[:-1] == ["Let ", "me a", "dd."]
-    assert items[-1].thought == "Let me add." and items[-1].finish_reason == "function_calls"
+    assert final(items).thought == "Let me add." and final(items).finish_reason == "function_calls"
 
 
 class Answer(BaseModel):

@@ -28,8 +28,8 @@ from . import base
 from .base import ChatCompletionClient, ModelError, ModelInfo, ToolChoice
 from .redact import REDACTED, known_secrets, redact_data
 
-CASSETTE_FORMAT = "nbagent-cassette"
-CASSETTE_VERSION = 1
+CASSETTE_FORMAT: Literal["nbagent-cassette"] = "nbagent-cassette"
+CASSETTE_VERSION: Literal[1] = 1
 
 
 class CassetteError(ValueError):
