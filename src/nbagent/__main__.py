@@ -1,4 +1,4 @@
-"""``python -m nbagent``: ``demo`` prints a scripted run in the terminal; ``lab`` opens the walkthrough.
+"""``python -m nbagent``: ``demo`` prints a scripted run and its DataFrames; ``lab`` opens the walkthrough.
 
 Both work offline with no API key: ``demo`` runs on the replay model, ``lab`` starts JupyterLab on
 ``notebooks/02_walkthrough_steps_1_5.ipynb`` of a source checkout (it installs nothing).
@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Sequence, TextIO
 
 from .agent import AssistantAgent
 from .messages import (
@@ -43,7 +43,11 @@ def subtract(a: float, b: float) -> float:
 
 
 def demo_agent() -> AssistantAgent:
-    """The demo's agent: two tools, a replay model scripted for two tool rounds then an answer."""
+    """The demo's agent: two tools, a replay model scripted for two tool rounds then an answer.
+
+    The scripted tool-call answers carry the prompt tokens the replay model estimates for the
+    messages those calls are sent (it estimates them itself only for text answers).
+    """
     script = [
         CreateResult(
             finish_reason="function_calls",
@@ -51,12 +55,12 @@ def demo_agent() -> AssistantAgent:
                 FunctionCall(id="call_1", name="get_weather", arguments='{"city": "Paris"}'),
                 FunctionCall(id="call_2", name="get_weather", arguments='{"city": "Tokyo"}'),
             ],
-            usage=RequestUsage(prompt_tokens=120, completion_tokens=30),
+            usage=RequestUsage(prompt_tokens=58, completion_tokens=30),
         ),
         CreateResult(
             finish_reason="function_calls",
             content=[FunctionCall(id="call_3", name="subtract", arguments='{"a": 18, "b": 12}')],
-            usage=RequestUsage(prompt_tokens=180, completion_tokens=20),
+            usage=RequestUsage(prompt_tokens=88, completion_tokens=20),
         ),
         "Paris has 12 C and clouds, Tokyo 18 C and sun: Tokyo is 6 degrees warmer.",
     ]
@@ -104,8 +108,8 @@ def describe(item: object) -> str | None:
     return None
 
 
-async def demo(out: object = None) -> AssistantAgent:
-    """Run the scripted task, printing each item as it happens; returns the agent (its trace is full)."""
+async def demo(out: TextIO | None = None) -> AssistantAgent:
+    """Run the scripted task, printing each item as it happens, then the trace's DataFrames."""
     stream = out if out is not None else sys.stdout
     agent = demo_agent()
     print(f"nbagent demo: offline, on the replay model (no network, no API key)\n\ntask: {DEMO_TASK}\n", file=stream)
@@ -113,7 +117,30 @@ async def demo(out: object = None) -> AssistantAgent:
         line = describe(item)
         if line is not None:
             print(line, file=stream)
+    print_frames(agent, stream)
     return agent
+
+
+def print_frames(agent: AssistantAgent, out: TextIO) -> None:
+    """The run's context, LLM calls and tool calls as tables, and the trace summary."""
+    import pandas as pd
+
+    trace = agent.trace
+    tables = {
+        "agent.context_df()": agent.context_df()[["kind", "source", "text", "step", "move"]],
+        "agent.trace.llm_calls_df()": trace.llm_calls_df()[
+            ["call_index", "purpose", "n_messages", "n_tools", "prompt_tokens", "completion_tokens", "finish_reason"]
+        ],
+        "agent.trace.tool_calls_df()": trace.tool_calls_df()[
+            ["iteration", "tool_name", "arguments", "result", "is_error", "concurrent_with"]
+        ],
+        "agent.trace.summary()": trace.summary()[
+            ["runs", "llm_calls", "prompt_tokens", "completion_tokens", "tool_calls", "tool_errors"]
+        ],
+    }
+    with pd.option_context("display.width", 160, "display.max_colwidth", 60, "display.max_columns", 20):
+        for title, table in tables.items():
+            print(f"\n{title}\n{table.to_string()}", file=out)
 
 
 def notebooks_dir() -> Path | None:

@@ -1,0 +1,115 @@
+"""``python -m nbagent``: the headless demo and the JupyterLab launcher."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nbagent import __main__ as cli
+from nbagent.messages import TextMessage
+
+from ._kernel import ROOT
+
+DEMO_LINES = [
+    "-- STEP 1: New messages into model_context  [_add_messages_to_context]",
+    "-- STEP 3: Make a message id  [on_messages_stream]",
+    "-- STEP 4: Call the LLM  [_call_llm]",
+    "   LLM call (initial), 2 messages, 2 tools",
+    "-- STEP 5: Tool calls requested  [_process_model_result]",
+    '   ToolCallRequestEvent  get_weather({"city": "Paris"}); get_weather({"city": "Tokyo"})',
+    "-- STEP 5: Run the tools  [_execute_tool_call]",
+    '   tool call get_weather({"city": "Paris"})',
+    '   tool call get_weather({"city": "Tokyo"})',
+    "   ToolCallExecutionEvent  get_weather -> 12 C, cloudy; get_weather -> 18 C, sunny",
+    "-- STEP 5: Call the LLM again with the results  [_call_llm]",
+    "   LLM call (tool_loop), 4 messages, 2 tools",
+    "-- STEP 5: Tool calls requested  [_process_model_result]",
+    '   ToolCallRequestEvent  subtract({"a": 18, "b": 12})',
+    "-- STEP 5: Run the tools  [_execute_tool_call]",
+    '   tool call subtract({"a": 18, "b": 12})',
+    "   ToolCallExecutionEvent  subtract -> 6.0",
+    "-- STEP 5: Call the LLM again with the results  [_call_llm]",
+    "   LLM call (tool_loop), 6 messages, 2 tools",
+    "-- STEP 5: Text: the final answer  [_process_model_result]",
+    "   Response: TextMessage  Paris has 12 C and clouds, Tokyo 18 C and sun: Tokyo is 6 degrees warmer.",
+    "run finished  status=ok",
+]
+
+
+async def test_demo_prints_every_move_and_event_in_order() -> None:
+    out = io.StringIO()
+    agent = await cli.demo(out)
+    lines = out.getvalue().splitlines()
+    start = lines.index(f"run started  agent=assistant  task={cli.DEMO_TASK}")
+    assert lines[start + 1 : start + 1 + len(DEMO_LINES)] == DEMO_LINES
+    assert lines[0] == "nbagent demo: offline, on the replay model (no network, no API key)"
+    assert agent.model_client.remaining == 0
+
+
+async def test_demo_prints_the_dataframes() -> None:
+    out = io.StringIO()
+    agent = await cli.demo(out)
+    text = out.getvalue()
+    titles = ["agent.context_df()", "agent.trace.llm_calls_df()", "agent.trace.tool_calls_df()", "agent.trace.summary()"]
+    positions = [text.index(f"\n{title}\n") for title in titles]
+    assert positions == sorted(positions)
+    assert len(agent.context_df()) == 6
+    summary_lines = text[positions[-1]:].split("\n")[2:]
+    assert [line.split() for line in summary_lines if line] == [
+        ["runs", "1"],
+        ["llm_calls", "3"],
+        ["prompt_tokens", "250"],
+        ["completion_tokens", "69"],
+        ["tool_calls", "3"],
+        ["tool_errors", "0"],
+    ]
+
+
+def test_describe_a_user_message() -> None:
+    assert cli.describe(TextMessage(content="hi   there", source="user")) == "   TextMessage  hi there"
+
+
+def test_python_m_nbagent_demo_runs_offline() -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(ROOT), "OPENAI_API_KEY": "", "NBAGENT_BASE_URL": ""}
+    done = subprocess.run([sys.executable, "-m", "nbagent", "demo"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert DEMO_LINES[-2] in done.stdout.splitlines()
+    assert "agent.trace.tool_calls_df()" in done.stdout
+
+
+def test_lab_opens_jupyterlab_on_the_walkthrough(monkeypatch: pytest.MonkeyPatch) -> None:
+    launched: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(cli.os, "execv", lambda path, argv: launched.append((path, list(argv))))
+    cli.main(["lab", "--port", "8899", "--no-browser"])
+    folder = ROOT / "notebooks"
+    assert cli.notebooks_dir() == folder
+    assert launched == [
+        (
+            sys.executable,
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                str(folder / cli.WALKTHROUGH),
+                f"--ServerApp.root_dir={folder}",
+                "--ServerApp.port=8899",
+                "--no-browser",
+            ],
+        )
+    ]
+
+
+def test_lab_without_the_walkthrough_says_how_to_get_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["lab", "--dir", str(tmp_path)]) == 2
+    assert "02_walkthrough_steps_1_5.ipynb not found" in capsys.readouterr().err
+
+
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([])
+    assert exit_info.value.code == 2
+    assert "demo" in capsys.readouterr().err
