@@ -48,21 +48,25 @@ from .base import (
     ModelTimeoutError,
     ToolChoice,
 )
-from .redact import known_secrets, redact
+from .redact import is_secret_name, known_secrets, redact
 
 #: What known models can do; the longest name that prefixes the model's name wins
 #: (``gpt-4o-2024-08-06`` is ``gpt-4o``). Anything else gets :data:`UNKNOWN_MODEL_INFO`.
 MODEL_INFO: dict[str, ModelInfo] = {
-    "gpt-3.5-turbo": ModelInfo(vision=False, function_calling=True, json_output=True, structured_output=False, family="gpt-35"),
-    "gpt-4o": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="gpt-4o"),
-    "gpt-4o-mini": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="gpt-4o"),
-    "gpt-4.1": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="gpt-41"),
-    "gpt-5": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="gpt-5"),
-    "o1": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="o1"),
-    "o3": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="o3"),
-    "o4-mini": ModelInfo(vision=True, function_calling=True, json_output=True, structured_output=True, family="o4"),
-    "deepseek-chat": ModelInfo(vision=False, function_calling=True, json_output=True, structured_output=False, family="deepseek"),
-    "deepseek-reasoner": ModelInfo(vision=False, function_calling=False, json_output=False, structured_output=False, family="r1"),
+    name: ModelInfo(vision=vision, function_calling=tools, json_output=json_mode, structured_output=structured, family=family)
+    for name, vision, tools, json_mode, structured, family in (
+        # name, vision, function_calling, json_output, structured_output, family
+        ("gpt-3.5-turbo", False, True, True, False, "gpt-35"),
+        ("gpt-4o", True, True, True, True, "gpt-4o"),
+        ("gpt-4o-mini", True, True, True, True, "gpt-4o"),
+        ("gpt-4.1", True, True, True, True, "gpt-41"),
+        ("gpt-5", True, True, True, True, "gpt-5"),
+        ("o1", True, True, True, True, "o1"),
+        ("o3", True, True, True, True, "o3"),
+        ("o4-mini", True, True, True, True, "o4"),
+        ("deepseek-chat", False, True, True, False, "deepseek"),
+        ("deepseek-reasoner", False, False, False, False, "r1"),
+    )
 }
 #: Capabilities assumed for a model not in the table (a local server's model, say): text, tools
 #: and JSON, no images. Pass ``model_info=`` to say otherwise.
@@ -324,7 +328,9 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             key = "no-key"  # the SDK insists on one; a keyless local server ignores it
         self._model = model
         self._base_url = base_url
-        self._secrets = known_secrets([key, *(default_headers or {}).values()])
+        self._secrets = known_secrets(
+            [key, *(value for name, value in (default_headers or {}).items() if is_secret_name(name))]
+        )
         self._client = _sdk().AsyncOpenAI(
             api_key=key,
             base_url=base_url,

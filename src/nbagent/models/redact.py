@@ -35,6 +35,11 @@ _SECRET_KEY = re.compile(
 _ENV_SECRETS = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NBAGENT_API_KEY")
 
 
+def is_secret_name(name: str) -> bool:
+    """True for a header or field name that holds a secret (``Authorization``, ``api-key``...)."""
+    return bool(_SECRET_KEY.match(name))
+
+
 def known_secrets(extra: Iterable[str | None] = ()) -> list[str]:
     """The secret values to mask literally: ``extra`` plus the API keys set in the environment."""
     values = [*extra, *(os.environ.get(name) for name in _ENV_SECRETS)]
@@ -58,7 +63,7 @@ def redact_data(data: Any, secrets: Iterable[str] = ()) -> Any:
             return redact(value, secret_list)
         if isinstance(value, dict):
             return {
-                key: REDACTED if isinstance(key, str) and _SECRET_KEY.match(key) and item else walk(item)
+                key: REDACTED if isinstance(key, str) and is_secret_name(key) and item else walk(item)
                 for key, item in value.items()
             }
         if isinstance(value, (list, tuple)):
