@@ -25,7 +25,9 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     errors), ``screenshot``, ``output_texts()`` (visible text of each cell's outputs),
     ``error_outputs()`` (tracebacks and stderr), ``settle()`` (wait again, e.g. after clicking a
     widget button), ``save()`` (save from JupyterLab, return the .ipynb text as written on disk),
-    ``shot(label, selector=None)`` (another screenshot, of the page or of one element). Kernels and pages are closed after the test.
+    ``shot(label, selector=None)`` (another screenshot, of the page or of one element),
+    ``execute(code)`` (run code in the notebook's kernel outside any cell, return its stdout),
+    ``xss_hits()`` (the XSS markers, see below). Kernels and pages are closed after the test.
 
 ``open_static_html`` (function) -> ``Callable[[Path], StaticPage]``
     Opens an HTML file (e.g. an nbconvert export) in Chromium with every non-``file:`` request
@@ -222,6 +224,21 @@ _IDLE_JS = """() => {
 }"""
 
 
+# Runs code in the current notebook's kernel; resolves with its stdout (or the error), rejects on timeout.
+_EXECUTE_JS = """async ([code, limit]) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const future = kernel.requestExecute({code, stop_on_error: true, store_history: false});
+  let out = '';
+  future.onIOPub = (msg) => {
+    if (msg.header.msg_type === 'stream') out += msg.content.text;
+    if (msg.header.msg_type === 'error') out += msg.content.ename + ': ' + msg.content.evalue;
+  };
+  const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('kernel did not reply in ' + limit + ' ms')), limit));
+  await Promise.race([future.done, timeout]);
+  return out;
+}"""
+
+
 @dataclass
 class LabNotebook:
     """A notebook opened and run in JupyterLab, with what the browser reported."""
@@ -265,6 +282,11 @@ class LabNotebook:
         return self.page.eval_on_selector_all(  # type: ignore[attr-defined]
             ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "els => els.map(e => e.innerText)"
         )
+
+    def execute(self, code: str, timeout_ms: int = 60_000) -> str:
+        """Run ``code`` in the notebook's kernel (outside any cell); its stdout, or ``Name: message``
+        of the exception it raised."""
+        return self.page.evaluate(_EXECUTE_JS, [code, timeout_ms])  # type: ignore[attr-defined,no-any-return]
 
     def xss_hits(self) -> dict[str, object]:
         """Every XSS marker set on the page (see ``xss.py``): window hits, title, DOM attribute."""

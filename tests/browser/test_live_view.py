@@ -69,7 +69,28 @@ hostile = AssistantAgent(
 xss_view = await nbagent.show(hostile, "Fetch u1")
 '''
 
-CHECK = 'print(view.status, xss_view.status, repr(view.response.chat_message.content == FINAL))'
+STOPPABLE = '''
+import asyncio
+started = asyncio.Event()
+
+async def wait_forever(x: int) -> str:
+    """Never returns (until cancelled)."""
+    started.set()
+    await asyncio.Event().wait()
+    return "unreachable"
+
+slow = AssistantAgent(
+    "slow",
+    ReplayChatCompletionClient(
+        [CreateResult(finish_reason="function_calls", content=[FunctionCall(id="w1", name="wait_forever", arguments='{"x": 1}')]), "after the stop"]
+    ),
+    tools=[wait_forever],
+)
+slow_view = nbagent.start(slow, "Wait for me")
+await started.wait()
+'''
+
+CHECK = 'print(view.status, xss_view.status, slow_view.status, repr(view.response.chat_message.content == FINAL))'
 
 # Read from the first view: each footer metric, the tool cards, the answer.
 _VIEW_JS = """(view) => {
@@ -97,12 +118,12 @@ _VIEW_JS = """(view) => {
 
 
 def test_live_view_shows_a_run_and_runs_no_payload(run_notebook_in_lab) -> None:
-    nb: LabNotebook = run_notebook_in_lab([SETUP, RUN, XSS, CHECK], name="live_view")
+    nb: LabNotebook = run_notebook_in_lab([SETUP, RUN, XSS, STOPPABLE, CHECK], name="live_view")
     page = nb.page
     assert nb.error_outputs() == []
-    assert nb.output_texts()[3].strip() == "ok ok True"
+    assert nb.output_texts()[4].strip() == "ok ok running True"
     views = page.locator(".nba-view")
-    assert views.count() == 2
+    assert views.count() == 3
     seen = views.nth(0).evaluate(_VIEW_JS)
 
     assert seen["classes"] == ["nba-state-ok"]
@@ -141,3 +162,23 @@ def test_live_view_shows_a_run_and_runs_no_payload(run_notebook_in_lab) -> None:
     assert nb.console_errors == []
     assert nb.screenshot is not None and nb.screenshot.stat().st_size > 10_000
     assert nb.shot("view", ".nba-view").stat().st_size > 10_000
+
+    # Stop, clicked in the browser after the cell has finished, cancels the background run...
+    stoppable = views.nth(2)
+    assert stoppable.locator(".nba-tool-card[data-tool-name=wait_forever]").get_attribute("data-state") == "running"
+    stoppable.locator(".nba-stop button, button.nba-stop").first.click()
+    page.wait_for_function("(el) => el.classList.contains('nba-state-cancelled')", arg=stoppable.element_handle())
+    nb.settle()
+    assert stoppable.locator(".nba-footer [data-metric=status]").get_attribute("data-value") == "cancelled"
+    assert stoppable.locator(".nba-tool-card[data-tool-name=wait_forever]").get_attribute("data-state") == "error"
+    # ...and leaves a context the next run accepts.
+    assert nb.execute(
+        "print([type(m).__name__ for m in slow.model_context.messages], slow.is_running)\n"
+        "again = await slow.run(task='and now?')\n"
+        "print(again.messages[-1].content)"
+    ) == (
+        "['UserMessage', 'AssistantMessage', 'FunctionExecutionResultMessage'] False\n"
+        "after the stop\n"
+    )
+    nb.shot("stopped", ".nba-view >> nth=2")
+    assert nb.console_errors == []
