@@ -138,7 +138,8 @@ def lab() -> Iterator[LabServer]:
     secret = "sk-nbagenttest" + secrets.token_hex(20)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_DATA_DIR=str(data),
                JUPYTER_RUNTIME_DIR=str(runtime), PYTHONUNBUFFERED="1", **{SECRET_ENV: secret})
-    env.pop("JUPYTER_PATH", None)
+    for name in ("JUPYTER_PATH", "OPENAI_API_KEY", "OPENAI_BASE_URL"):  # offline: notebooks use the replay model
+        env.pop(name, None)
     port, token = _free_port(), secrets.token_hex(16)
     log = base / "lab.log"
     command = [
