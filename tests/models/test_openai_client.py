@@ -409,3 +409,10 @@ def test_validator_rules() -> None:
         "strict schema: 'additionalProperties' must be false at schema",
         "strict schema: every property must be required at schema",
     ]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_tool_call_without_a_name_is_a_response_error(server: ChatServer, client: OpenAIChatCompletionClient, stream: bool) -> None:
+    server.script(Reply.call(("", {"a": 1})))
+    with pytest.raises(ModelResponseError, match="a tool call has no function name"):
+        await (collect(client, [USER], tools=[ADD]) if stream else client.create([USER], tools=[ADD]))
