@@ -10,7 +10,6 @@ result, error message or recording.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -327,7 +326,6 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 )
             key = "no-key"  # the SDK insists on one; a keyless local server ignores it
         self._model = model
-        self._base_url = base_url
         self._secrets = known_secrets(
             [key, *(value for name, value in (default_headers or {}).items() if is_secret_name(name))]
         )
@@ -570,8 +568,6 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             if rest:
                 text_parts.append(rest)
                 yield rest
-        except asyncio.CancelledError:
-            raise
         except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
             raise self._error(error) from None
         finally:
