@@ -29,8 +29,8 @@ def test_first_piece_goes_out_at_once_then_one_flush_per_interval() -> None:
     # t=0, then every 40 ms up to 0.96 s (25 flushes), then the close: 26 sink calls in all.
     assert len(sent) == 26 == coalescer.flushes
     assert sent[0] == "0,"
-    assert sent[1] == "".join(f"{index}," for index in range(41))
-    assert sent[-1] == coalescer.text
+    assert sent[1] == "".join(f"{index}," for index in range(1, 41))
+    assert "".join(sent) == coalescer.text
 
 
 def test_flush_without_pending_pieces_sends_nothing() -> None:
@@ -52,10 +52,8 @@ def test_final_text_is_exact_whatever_the_timing(pieces: list[str], gaps: list[f
         clock.now += gap
         coalescer.append(piece)
     final = coalescer.close()
-    assert final == "".join(pieces)
-    if sent:
-        assert sent[-1] == final
-        assert all(later.startswith(earlier) for earlier, later in zip(sent, sent[1:]))
+    assert final == "".join(pieces) == "".join(sent)
+    assert all(sent)
 
 
 async def test_trailing_flush_sends_the_last_pieces_without_close() -> None:
@@ -65,6 +63,6 @@ async def test_trailing_flush_sends_the_last_pieces_without_close() -> None:
         coalescer.append(piece)
     assert sent == ["a"]
     await asyncio.sleep(0.1)
-    assert sent == ["a", "abc"]
+    assert sent == ["a", "bc"]
     coalescer.close()
-    assert sent == ["a", "abc"]
+    assert sent == ["a", "bc"]

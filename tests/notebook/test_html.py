@@ -29,6 +29,7 @@ from nbagent.notebook.html import (
     markdown_html,
     pretty_arguments,
     step_badge,
+    streaming_text_html,
     tool_card_html,
     truncate,
     value_html,
@@ -185,3 +186,7 @@ def test_footer_metrics() -> None:
         ("status", "ok"),
     ]
     assert "1,234 tokens" in out and "2 LLM calls" in out and "3 tool calls" in out and "1.23 s" in out
+
+
+def test_streaming_text_is_an_escaped_inline_span() -> None:
+    assert streaming_text_html("a <b>\n") == '<span class="nba-stream-text">a &lt;b&gt;\n</span>'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 
 import ipywidgets as widgets
@@ -19,8 +20,11 @@ from nbagent import (
     ModelError,
     ReplayChatCompletionClient,
     RequestUsage,
+    Response,
     TextMessage,
 )
+from nbagent.messages import streaming_chunk
+from nbagent.run import Move
 from nbagent.notebook.view import AgentRunView
 
 XSS = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
@@ -117,24 +121,35 @@ async def test_stream_updates_are_coalesced_and_final_text_exact() -> None:
     client = ReplayChatCompletionClient(["".join(words)])
     agent = AssistantAgent("bot", client, model_client_stream=True)
     view = AgentRunView(interval=3600)
-    seen: list[str] = []
-
-    def watch_new_stream(change: dict) -> None:
-        child = change["new"][-1]
-        if "nba-item-stream" in child._dom_classes:
-            child.observe(lambda value: seen.append(value["new"]), "value")
-
-    view.body.observe(watch_new_stream, "children")
     await view.run(agent, "talk")
-
-    # 2,000 chunks, one interval: the first chunk at once, the rest at the final flush, then Markdown.
-    assert len(seen) == 3
-    assert seen[0] == '<div class="nba-event nba-text nba-streaming"><pre class="nba-stream-text">w0 </pre></div>'
-    assert seen[1] == (
-        f'<div class="nba-event nba-text nba-streaming"><pre class="nba-stream-text">{"".join(words)}</pre></div>'
-    )
-    assert 'data-kind="text"' in seen[2] and f"<p>{''.join(words).strip()}</p>" in seen[2]
     assert kinds(view) == ["user", "llm", "final"]
+    assert f"<p>{''.join(words).strip()}</p>" in view.body.children[-1].value
+
+
+def test_stream_segments_resend_only_the_last_part() -> None:
+    view = AgentRunView(interval=3600)
+    text = "".join(f"<w{index}> " for index in range(2000))  # 14,890 characters
+    view.handle(Move("r1", "call_llm", 0))
+    for index in range(2000):
+        view.handle(streaming_chunk(f"<w{index}> ", "bot", "m1"))
+    (box,) = view.body.children
+    assert kinds(view) == ["stream"] and "nba-stream" in box._dom_classes
+    badge, first = box.children
+    assert 'data-move="call_llm"' in badge.value
+    # One interval: only the first chunk went out; the rest waits for the next flush.
+    assert first.value == '<span class="nba-stream-text">&lt;w0&gt; </span>'
+    updates: list[str] = []
+    first.observe(lambda change: updates.append(change["new"]), "value")
+    view._streams["m1"].coalescer.flush()
+    segments = box.children[1:]
+    assert len(segments) == 4 and len(updates) == 1
+    texts = [html.unescape(re.fullmatch(r'<span class="nba-stream-text">(.*)</span>', s.value, re.S)[1]) for s in segments]
+    assert [len(piece) for piece in texts] == [4000, 4000, 4000, 2890]
+    assert "".join(texts) == text
+    view.handle(Response(chat_message=TextMessage(id="m1", content=text, source="bot")))
+    (final,) = view.body.children
+    assert kinds(view) == ["final"] and "&lt;w1999&gt;</p>" in final.value
+    assert box.comm is None and all(segment.comm is None for segment in segments)
 
 
 async def test_memory_thought_and_handoff() -> None:

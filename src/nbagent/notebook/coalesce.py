@@ -2,8 +2,8 @@
 
 jupyter_server drops iopub messages above 1,000/s, and every widget trait change is one comm
 message, so assigning a widget per chunk freezes the view on a stale value. :class:`Coalescer`
-appends chunks to a buffer and hands the whole text to its sink at most once per ``interval``;
-a trailing flush scheduled with ``loop.call_later`` sends the last pieces, so the final text is
+appends chunks to a buffer and hands what arrived since its last call to its sink at most once
+per ``interval``; a trailing flush scheduled with ``loop.call_later`` sends the last pieces, so the final text is
 exact (no chunk lost or doubled) even when the stream pauses or stops.
 """
 
@@ -18,7 +18,10 @@ DEFAULT_INTERVAL = 1 / 25
 
 
 class Coalescer:
-    """Buffers text pieces and calls ``sink(full_text)`` at most once per ``interval`` seconds."""
+    """Buffers text pieces and calls ``sink(new_text)`` at most once per ``interval`` seconds.
+
+    ``new_text`` is everything appended since the previous call, so the calls add up to the text.
+    """
 
     __slots__ = ("_sink", "_interval", "_clock", "_pending", "_text", "_last", "_timer", "flushes")
 
@@ -45,6 +48,8 @@ class Coalescer:
 
     def append(self, piece: str) -> None:
         """Add ``piece``; flush now if the interval has passed, else make sure a flush is scheduled."""
+        if not piece:
+            return
         self._pending.append(piece)
         now = self._clock()
         if now - self._last >= self._interval:
@@ -63,11 +68,12 @@ class Coalescer:
             self._timer = None
         if not self._pending:
             return
-        self._text += "".join(self._pending)
+        new = "".join(self._pending)
         self._pending.clear()
+        self._text += new
         self._last = self._clock()
         self.flushes += 1
-        self._sink(self._text)
+        self._sink(new)
 
     def close(self) -> str:
         """Flush what is left and stop the timer; returns the full text."""

@@ -59,6 +59,9 @@ STYLE = """<style>
 .nba-event pre{white-space:pre-wrap;word-break:break-word;margin:2px 0;font-size:12px}
 .nba-user{border-left-color:#4a7bd0}
 .nba-text,.nba-final{border-left-color:#2e9d5b}
+.nba-stream{display:block !important}
+.nba-stream .widget-html,.nba-stream .widget-html>.widget-html-content{display:inline;margin:0;height:auto;line-height:1.45}
+.nba-stream-text{white-space:pre-wrap;word-break:break-word;font-family:var(--jp-code-font-family,monospace);font-size:12px}
 .nba-thought{border-left-color:#999;color:#666}
 .nba-memory{border-left-color:#9b59b6}
 .nba-tool-group{border-left-color:#d98b1c;display:flex;flex-wrap:wrap;gap:6px}
@@ -265,8 +268,13 @@ def final_html(message: BaseChatMessage, badge: str = "") -> str:
 
 
 def streaming_text_html(text: str) -> str:
-    """Text still arriving: escaped, not yet Markdown."""
-    return f'<div class="nba-event nba-text nba-streaming"><pre class="nba-stream-text">{escape(text)}</pre></div>'
+    """A piece of text still arriving: escaped, not yet Markdown; pieces in a row flow as one text."""
+    return stream_segment_html(escape(text))
+
+
+def stream_segment_html(escaped: str) -> str:
+    """:func:`streaming_text_html` for text the caller has already escaped (the streaming hot path)."""
+    return f'<span class="nba-stream-text">{escaped}</span>'
 
 
 def error_html(text: str) -> str:

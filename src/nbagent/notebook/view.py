@@ -53,7 +53,7 @@ from .html import (
     format_duration,
     memory_html,
     step_badge,
-    streaming_text_html,
+    stream_segment_html,
     thought_html,
     tool_card_html,
     user_html,
@@ -62,6 +62,8 @@ from .html import (
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+SEGMENT_CHARS = 4000
+"""The most characters one streamed-text widget holds before the text goes on in a new one."""
 WAKE_INTERVAL = 0.1
 """Seconds between event-loop wake-ups while a run is shown (see :class:`_Waker`)."""
 
@@ -117,15 +119,42 @@ class _ToolCard:
 
 
 class _Stream:
-    """The widget that shows one message's text while its chunks arrive."""
+    """The widgets that show one message's text while its chunks arrive.
 
-    __slots__ = ("widget", "coalescer", "badge")
+    The text goes into segments of at most ``SEGMENT_CHARS`` characters, and only the new text is
+    escaped at each update: an update re-sends only the last segment, however long the message
+    grows, and costs the same at its end as at its start.
+    """
+
+    __slots__ = ("box", "coalescer", "_segment", "_escaped", "_length")
 
     def __init__(self, badge: str, interval: float) -> None:
-        self.badge = badge
-        self.widget = _html(streaming_text_html(""), "stream")
-        widget = self.widget
-        self.coalescer = Coalescer(lambda text: setattr(widget, "value", streaming_text_html(text)), interval)
+        self._segment = widgets.HTML()
+        self._escaped = ""
+        self._length = 0
+        self.box = widgets.Box([widgets.HTML(badge), self._segment])
+        for name in ("nba-item", "nba-item-stream", "nba-event", "nba-text", "nba-stream"):
+            self.box.add_class(name)
+        self.coalescer = Coalescer(self._show, interval)
+
+    def _show(self, new: str) -> None:
+        while len(new) > SEGMENT_CHARS - self._length:
+            room = SEGMENT_CHARS - self._length
+            self._segment.value = stream_segment_html(self._escaped + escape(new[:room]))
+            new = new[room:]
+            self._segment = widgets.HTML()
+            self._escaped = ""
+            self._length = 0
+            self.box.children = (*self.box.children, self._segment)
+        self._escaped += escape(new)
+        self._length += len(new)
+        self._segment.value = stream_segment_html(self._escaped)
+
+    def close(self) -> None:
+        """Close the segment widgets (the final message replaces them)."""
+        for child in self.box.children:
+            child.close()
+        self.box.close()
 
 
 class _LLMRow:
@@ -214,7 +243,7 @@ class AgentRunView(widgets.VBox):
             stream = self._streams.get(item.full_message_id or "")
             if stream is None:
                 stream = self._streams[item.full_message_id or ""] = _Stream(self._badge(), self._interval)
-                self._add(stream.widget)
+                self._add(stream.box)
             stream.coalescer.append(item.content)
             return
         self._refresh_llm_rows()
@@ -289,9 +318,9 @@ class AgentRunView(widgets.VBox):
             self._add(_html(value, kind))
             return
         stream.coalescer.close()
-        stream.widget.remove_class("nba-item-stream")
-        stream.widget.add_class(f"nba-item-{kind}")
-        stream.widget.value = value
+        final = _html(value, kind)
+        self.body.children = tuple(final if child is stream.box else child for child in self.body.children)
+        stream.close()
 
     def _refresh_llm_rows(self) -> None:
         for row in self._llm_rows:
