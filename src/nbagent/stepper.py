@@ -33,6 +33,7 @@ from .messages import (
 from .models.base import ChatCompletionClient, ModelRequest
 from .models.replay import ReplayChatCompletionClient
 from .run import RECORD_TYPES, LLMCall, Move, MoveInfo, RunItem, ToolExecution
+from .trace import Trace, context_rows
 
 StepperStatus = Literal["ready", "paused", "finished", "error", "cancelled"]
 Condition = Callable[["StepResult"], bool]
@@ -56,8 +57,9 @@ class StepResult:
     itself excluded); ``events`` only the events and messages. At ``call_llm``, ``next_llm_call``
     and ``reflect``, ``request`` is exactly what the model was sent and ``result`` the raw
     ``CreateResult`` it returned. ``error`` is the exception that ended the run during this move.
-    ``context`` is the context after the move as ``agent.context_df()`` gave it then (the run and
-    STEP that added each row), plus a ``change`` column: ``"added"``, ``"changed"`` or ``""``.
+    ``context`` is the context after the move as a DataFrame (the trace's ``context_df`` columns:
+    the run and STEP that added each row) plus ``change``: ``"added"``, ``"changed"`` or ``""``.
+    ``seq`` is the position in the run's trace where the move ended (``None``: the end of the run).
     """
 
     index: int
@@ -65,18 +67,30 @@ class StepResult:
     items: list[RunItem]
     context_before: list[LLMMessage]
     context_after: list[LLMMessage]
-    context: pd.DataFrame
+    trace: Trace = field(repr=False)
+    seq: int | None = None
     upcoming: Move | None = None
     error: Exception | None = None
     added: list[int] = field(init=False)
     changed: list[int] = field(init=False)
+    _context: pd.DataFrame | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.added, self.changed = diff_context(self.context_before, self.context_after)
-        change = pd.Series("", index=self.context.index, dtype="string")
-        change.iloc[self.added] = "added"
-        change.iloc[self.changed] = "changed"
-        self.context = self.context.assign(change=change)
+
+    @property
+    def context(self) -> pd.DataFrame:
+        """The context after this move, built on first use from the trace's snapshot at that point."""
+        if self._context is None:
+            try:
+                frame = self.trace.context_df(run_id=self.move.run_id, seq=self.seq)
+            except KeyError:  # the agent's trace was not recording this run
+                frame = context_rows(self.context_after, None, self.trace.redactor())
+            change = pd.Series("", index=frame.index, dtype="string")
+            change.iloc[self.added] = "added"
+            change.iloc[self.changed] = "changed"
+            self._context = frame.assign(change=change)
+        return self._context
 
     @property
     def name(self) -> str:
@@ -225,6 +239,7 @@ class Stepper:
         self._lead: list[RunItem] = []
         self._snapshot: _Snapshot | None = None
         self._moving = False
+        self._seq = 0
 
     # ------------------------------------------------------------------ state
 
@@ -355,6 +370,7 @@ class Stepper:
             lead.append(item)
             item = await run.__anext__()
         self._snapshot, self._run, self._lead, self._upcoming = snapshot, run, lead, item
+        self._seq = len(lead) + 1
         self.status = "paused"
 
     async def _advance(self) -> StepResult:
@@ -366,6 +382,7 @@ class Stepper:
         failure: Exception | None = None
         try:
             async for item in run:
+                self._seq += 1
                 if isinstance(item, Move):
                     upcoming = item
                     break
@@ -385,7 +402,8 @@ class Stepper:
             items=items,
             context_before=before,
             context_after=self.agent.model_context.messages,
-            context=self.agent.context_df(),
+            trace=self.agent.trace,
+            seq=None if upcoming is None else self._seq - 1,
             upcoming=upcoming,
             error=failure,
         )

@@ -28,6 +28,7 @@ from nbagent import (
     dump_message,
 )
 from nbagent.agent import CANCELLED_TOOL_RESULT, DEFAULT_SYSTEM_MESSAGE
+from nbagent.context import message_text
 from nbagent import TRACE_COLUMNS
 from nbagent.stepper import Stepper, StepperFinished, StepResult
 
@@ -104,6 +105,10 @@ async def test_one_move_per_next(scenario: Scenario) -> None:
     assert [r.upcoming.name if r.upcoming else None for r in results] == [*scenario.moves[1:], None]
     assert [r.done for r in results] == [False] * (len(results) - 1) + [True]
     assert event_types(results) == scenario.events
+    for result in results:
+        frame = result.context
+        assert frame["text"].tolist() == [message_text(m) for m in result.context_after]
+        assert frame.loc[frame["change"] == "added", "move"].tolist() == [result.name] * len(result.added)
     assert stepper.status == "finished" and stepper.history == results
     assert stepper.response is results[-1].response is not None
     with pytest.raises(StepperFinished, match="await reset"):
@@ -356,3 +361,13 @@ async def test_repr_names_the_move() -> None:
     assert repr(result) == "<StepResult #1 STEP 1 add_messages (_add_messages_to_context): 0 events, +1 context rows>"
     await stepper.run_to_end()
     assert repr(stepper.current) == "<StepResult #4 STEP 5 text_exit (_process_model_result, iteration 0): 1 events, +1 context rows, done>"
+
+
+async def test_context_without_the_agents_trace_recording_has_no_attribution() -> None:
+    agent = next(s for s in SCENARIOS if s.name == "one_tool_reflect_off").agent()
+    agent.recorders = []
+    results = await Stepper(agent, TASK).run_to_end()
+    frame = results[-2].context
+    assert frame["kind"].tolist() == ["user", "assistant", "tool_result"]
+    assert frame["change"].tolist() == ["", "", "added"]
+    assert frame["move"].isna().all() and agent.trace.items == []
