@@ -42,7 +42,10 @@ async def record_demo(path: Path) -> None:
     """Run the demo agent against the scripted server, recording to ``path``."""
     with ChatServer() as server:
         server.script(*DEMO_REPLIES)
-        inner = OpenAIChatCompletionClient("gpt-4o-mini", base_url=server.base_url, api_key="sk-demo-not-a-real-key")
+        # The model name says what answered: the scripted server, not a real model.
+        inner = OpenAIChatCompletionClient(
+            "scripted-local-server", base_url=server.base_url, api_key="sk-demo-not-a-real-key"
+        )
         agent = demo_agent(RecordingChatCompletionClient(inner, path))
         await agent.run(task=DEMO_TASK)
         await inner.close()
