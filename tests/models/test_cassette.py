@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import nbagent
 from nbagent import AssistantAgent, CancellationToken, CreateResult, ModelClientStreamingChunkEvent, RequestUsage, UserMessage
@@ -22,7 +24,7 @@ from nbagent.models import (
     ReplayChatCompletionClient,
     default_model,
 )
-from nbagent.models.cassette import load_cassette
+from nbagent.models.cassette import Cassette, load_cassette
 from nbagent.models.default import DEMO_CASSETTE, DEMO_TASK, OFFLINE_ANSWER, demo_agent
 
 from .chat_server import ChatServer, Reply
@@ -283,3 +285,26 @@ async def test_default_model_openai_and_compatible_server(
     assert server.requests[0].body["model"] == "llama3.1"
     assert capsys.readouterr().err == ""
     await local.close()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_damaged_cassette_is_loaded_or_refused_with_a_cassette_error(tmp_path: Path, data: st.DataObject) -> None:
+    cassette = valid_data()
+    interaction = cassette["interactions"][0]
+    target = data.draw(st.sampled_from([(cassette, k) for k in cassette] + [(interaction, k) for k in interaction]))
+    target[0][target[1]] = data.draw(JSON)
+    path = write(tmp_path, json.dumps(cassette))
+    try:
+        loaded = load_cassette(path)
+    except CassetteError as error:
+        assert str(error).startswith(f"{path}: ")
+    else:
+        assert Cassette.model_validate(loaded.model_dump(mode="json")) == loaded
