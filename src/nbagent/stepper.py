@@ -38,6 +38,7 @@ from .trace import Trace, context_rows
 StepperStatus = Literal["ready", "paused", "finished", "error", "cancelled"]
 Condition = Callable[["StepResult"], bool]
 
+
 class StepperFinished(RuntimeError):
     """``next()`` was called on a stepper whose run is over."""
 
@@ -325,6 +326,8 @@ class Stepper:
 
     async def aclose(self) -> None:
         """End the run where it is, without restoring anything: every tool call in the context gets a result."""
+        if self._moving:
+            raise RuntimeError("a move is being made; await it (or cancel its task) before ending the run")
         run, self._run = self._run, None
         if run is not None and run.status == "running":
             await run.aclose()

@@ -313,6 +313,8 @@ async def test_stepping_holds_the_agent_and_one_move_at_a_time() -> None:
     assert stepper.moving
     with pytest.raises(RuntimeError, match="already being made"):
         await stepper.next()
+    with pytest.raises(RuntimeError, match="a move is being made"):
+        await stepper.reset()
     result = await pending
     assert result.name == "call_llm" and not stepper.moving
 
