@@ -44,6 +44,8 @@ API:
   tool; ``stream_options`` only with ``stream``; ``response_format`` shapes, a strict
   ``json_schema`` having every object closed and every property required. The server answers 400
   with the problems joined by "; ".
+* ``validate_context(messages, tools=())``: the same check for nbagent LLM messages, e.g.
+  ``validate_context(agent.model_context.messages) == []`` after a cancelled run.
 """
 
 from __future__ import annotations
@@ -54,7 +56,11 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
+
+from nbagent.messages import LLMMessage
+from nbagent.models.openai import to_openai_messages, to_openai_tools
+from nbagent.tools import ToolSchema
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -249,6 +255,14 @@ def _validate_response_format(fmt: Any) -> list[str]:
 
     walk(schema, "schema")
     return problems
+
+
+def validate_context(messages: Sequence[LLMMessage], tools: Sequence[ToolSchema] = ()) -> list[str]:
+    """:func:`validate_request` for nbagent LLM messages (an agent's context, say), without HTTP."""
+    body: dict[str, Any] = {"model": "any", "messages": to_openai_messages(messages, vision=True)}
+    if tools:
+        body["tools"] = to_openai_tools(tools)
+    return validate_request(body)
 
 
 # --------------------------------------------------------------------------- scripted replies

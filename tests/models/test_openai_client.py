@@ -35,7 +35,7 @@ from nbagent.models import (
 )
 from nbagent.models.openai import UNKNOWN_MODEL_INFO, model_info_for, split_think
 
-from .chat_server import ChatServer, Reply, validate_request
+from .chat_server import ChatServer, Reply, validate_context, validate_request
 from .conftest import TEST_KEY
 
 USER = UserMessage(content="What is 2+3?", source="user")
@@ -416,3 +416,14 @@ async def test_a_tool_call_without_a_name_is_a_response_error(server: ChatServer
     server.script(Reply.call(("", {"a": 1})))
     with pytest.raises(ModelResponseError, match="a tool call has no function name"):
         await (collect(client, [USER], tools=[ADD]) if stream else client.create([USER], tools=[ADD]))
+
+
+def test_validate_context_checks_nbagent_messages() -> None:
+    call = FunctionCall(id="c1", name="add", arguments="{}")
+    dangling = [USER, AssistantMessage(content=[call], source="agent")]
+    answered = [*dangling, FunctionExecutionResultMessage(content=[FunctionExecutionResult(content="1", name="add", call_id="c1")])]
+    assert validate_context(answered, [ADD]) == []
+    assert validate_context(dangling) == [
+        "an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'; "
+        "not answered: ['c1']"
+    ]
