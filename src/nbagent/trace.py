@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timezone
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
@@ -162,6 +163,7 @@ JSON_COLUMNS = {"tool_calls": ("arguments",), "context": ("tool_calls",)}
 
 _CHUNK = ModelClientStreamingChunkEvent
 _CHUNK_KIND = "ModelClientStreamingChunkEvent"
+_STEPS = {name: info.step for name, info in MOVES.items()}
 _perf = time.perf_counter
 
 
@@ -226,32 +228,42 @@ class AgentRecorder:
     running at once in one event loop land in the right run.
     """
 
-    __slots__ = ("trace", "agent", "_append", "_run", "_where", "_origin", "_last")
+    __slots__ = ("trace", "agent", "_context", "_size", "_append", "_run", "_where", "_origin", "_last")
 
     def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
         self.trace = trace
         self.agent = agent
+        self._context = None if agent is None else agent.model_context
+        self._size = -1  # the context's length at the last checkpoint
         self._append = trace._rows.append
         self._run: str | None = None
         self._where: tuple[str | None, int | None, str | None] = (None, None, None)
         # id(message) -> (message, run_id, step, move): which run and STEP added each context message.
         self._origin: dict[int, tuple[LLMMessage, str | None, int | None, str | None]] = {}
-        self._last: tuple[LLMMessage, ...] = ()
+        self._last: tuple[LLMMessage, ...] | None = None  # the last snapshot taken
 
     def record(self, item: RunItem) -> None:
         kind = type(item)
         if kind is _CHUNK:
-            self._append((item, self._run, _perf()))
+            # The hot path. A chunk is kept as (content, id, full_message_id, perf): keeping the event
+            # object itself would hold ~700 bytes a chunk and slow the run down. Its run and source
+            # are those of the LLM call whose message it builds.
+            d = item.__dict__
+            self._append((d["content"], d["id"], d["full_message_id"], _perf()))
             return
         if kind is Move:
-            self._checkpoint()
-            self._where = (item.run_id, MOVES[item.name].step, item.name)
+            # Within a run the loop only appends to the context: a new length means new messages.
+            context = self._context
+            if context is not None and len(context) != self._size:
+                self._checkpoint()
+            self._where = (item.run_id, _STEPS[item.name], item.name)
         elif kind is RunStarted:
             self._run = item.run_id
-            self._checkpoint()
-            self._where = (item.run_id, None, None)
+            if self.agent is not None:
+                self._checkpoint()
         elif kind is RunFinished:
-            self._checkpoint()
+            if self.agent is not None:
+                self._checkpoint()
             self._where = (None, None, None)
         self._append((item, self._run, _perf()))
 
@@ -269,14 +281,14 @@ class AgentRecorder:
         return messages
 
     def _checkpoint(self) -> None:
-        """Attribute new context messages and keep a snapshot of the context (shared if unchanged)."""
-        if self.agent is None:
-            return
-        messages = self._attribute()
+        """Attribute new context messages and snapshot the context if it changed (by identity)."""
+        assert self.agent is not None
         last = self._last
-        if len(messages) != len(last) or any(a is not b for a, b in zip(messages, last)):
-            self._last = last = tuple(messages)
-        self.trace._snapshots.append((len(self.trace._rows), self.agent.name, last, self))
+        messages = self._attribute()
+        self._size = len(messages)
+        if last is None or len(messages) != len(last) or any(a is not b for a, b in zip(messages, last)):
+            self._last = snapshot = tuple(messages)
+            self.trace._snapshots.append((len(self.trace._rows), self.agent.name, snapshot, self))
 
     def origin_of(self, message: LLMMessage) -> tuple[str | None, int | None, str | None]:
         found = self._origin.get(id(message))
@@ -359,18 +371,18 @@ class Trace(TraceFrames):
         trace_id: str | None = None,
     ) -> None:
         self.trace_id = trace_id or new_id()
-        self._rows: list[tuple[RunItem, str | None, float]] = []
+        # (item, run_id, perf_counter) per item; (content, id, full_message_id, perf_counter) per chunk.
+        self._rows: list[tuple[Any, ...]] = []
         self._snapshots: list[tuple[int, str, tuple[LLMMessage, ...], AgentRecorder]] = []
         self._redact = redact
         self._anchor = (time.time_ns(), _perf())
         self._own = AgentRecorder(self, owner)
+        # The recorder protocol: ``record(item)`` records one item of the owner's runs. Bound once
+        # here rather than forwarded, since it runs for every streamed chunk.
+        self.record: Callable[[RunItem], None] = self._own.record
         self._attached: dict[int, AgentRecorder] = {}
 
     # ------------------------------------------------------------------ recording
-
-    def record(self, item: RunItem) -> None:
-        """Record one item (the recorder protocol); the trace's own agent is ``owner``."""
-        self._own.record(item)
 
     def attach(self, agent: AssistantAgent) -> AgentRecorder:
         """Record ``agent``'s runs from its next run on; returns the recorder added to ``agent.recorders``."""
@@ -393,8 +405,23 @@ class Trace(TraceFrames):
 
     @property
     def items(self) -> list[RunItem]:
-        """The recorded items in order (live objects, not redacted)."""
-        return [row[0] for row in self._rows]
+        """The recorded items in order: live records and events (not redacted); chunks rebuilt."""
+        agents = {run: info.agent for run, info in self._runs_info().items()}
+        wall_ns, perf0 = self._anchor
+        items: list[RunItem] = []
+        for row, run in zip(self._rows, self._run_column()):
+            if len(row) == 3:
+                items.append(row[0])
+                continue
+            content, event_id, message_id, perf = row
+            created = datetime.fromtimestamp((wall_ns / 1e9) + (perf - perf0), timezone.utc)
+            items.append(
+                _CHUNK.model_construct(
+                    id=event_id, source=agents.get(run, ""), content=content, full_message_id=message_id,
+                    created_at=created,
+                )
+            )  # fmt: skip
+        return items
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -403,6 +430,9 @@ class Trace(TraceFrames):
         """Forget every recorded item and snapshot."""
         self._rows.clear()
         self._snapshots.clear()
+        for recorder in (self._own, *self._attached.values()):
+            recorder._last = None
+            recorder._size = -1
 
     def redactor(self) -> Redactor:
         """The function every stored string goes through (the default masks keys found now)."""
@@ -424,7 +454,22 @@ class Trace(TraceFrames):
         return pd.to_datetime(ns, unit="ns", utc=True)
 
     def _runs_info(self) -> dict[str, RunStarted]:
-        return {item.run_id: item for item, _, _ in self._rows if type(item) is RunStarted}
+        return {row[0].run_id: row[0] for row in self._rows if len(row) == 3 and type(row[0]) is RunStarted}
+
+    def _run_column(self) -> list[str | None]:
+        """The run of each row; a chunk's is the run of the LLM call whose message it builds."""
+        run_of_message: dict[str, str] = {}
+        runs: list[str | None] = []
+        append = runs.append
+        for row in self._rows:
+            if len(row) == 4:
+                append(run_of_message.get(row[2]))
+                continue
+            item, run, _ = row
+            if type(item) is LLMCall:
+                run_of_message[item.message_id] = item.run_id
+            append(run)
+        return runs
 
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
         """One row per recorded item, streamed chunks included unless ``include_chunks=False``."""
@@ -442,23 +487,23 @@ class Trace(TraceFrames):
         usage: dict[int, tuple[int, int]] = {}
         chunks_of: dict[str | None, list[int]] = {}
         run_col: list[str | None] = []
-        perf_col: list[float] = []
-        if n:
-            items, run_tuple, perf_tuple = zip(*rows)
-            run_col, perf_col = list(run_tuple), list(perf_tuple)
-        else:
-            items = ()
-        for index, item in enumerate(items):
-            kind = type(item)
-            if kind is _CHUNK:
-                d = item.__dict__
+        agent_of_run: dict[str, str] = {}
+        call_of_message: dict[str, tuple[str, str | None]] = {}
+        for index, row in enumerate(rows):
+            if len(row) == 4:
+                content, event_id, message_id, _ = row
+                run, agent = call_of_message.get(message_id, (None, None))
+                run_col.append(run)
                 kinds.append(_CHUNK_KIND)
-                texts.append(d["content"])
-                event_ids.append(d["id"])
-                message_ids.append(d["full_message_id"])
-                sources.append(d["source"])
-                chunks_of.setdefault(d["full_message_id"], []).append(index)
+                texts.append(content)
+                event_ids.append(event_id)
+                message_ids.append(message_id)
+                sources.append(agent)
+                chunks_of.setdefault(message_id, []).append(index)
                 continue
+            item, run, _ = row
+            run_col.append(run)
+            kind = type(item)
             kinds.append(kind.__name__)
             event_id = message_id = source = text = None
             if kind is Move:
@@ -467,12 +512,13 @@ class Trace(TraceFrames):
             elif kind is LLMCall:
                 sparse[index] = (None, None, item.iteration)
                 message_id = item.message_id
+                call_of_message[message_id] = (item.run_id, agent_of_run.get(item.run_id))
                 text = f"{item.purpose} call to {item.model}"
             elif kind is ToolExecution:
                 sparse[index] = (None, None, item.iteration)
                 text = red(f"{item.call.name}({item.call.arguments})")
             elif kind is RunStarted:
-                source = item.agent
+                source = agent_of_run[item.run_id] = item.agent
                 text = red("\n".join(message.to_text() for message in item.task))
             elif kind is RunFinished:
                 source = item.agent
@@ -507,6 +553,7 @@ class Trace(TraceFrames):
         iteration = sparse_column({i: v[2] for i, v in sparse.items() if v[2] is not None}, "Int64")
         runs = pd.Series(run_col, dtype="object")
         fill = pd.DataFrame({"step": step, "move": move, "iteration": iteration}).groupby(runs, sort=False).ffill()
+        perf_col = [row[-1] for row in rows]
         perf = pd.Series(perf_col, dtype="float64")
         started = {run: info.agent for run, info in self._runs_info().items()}
         data = {
@@ -531,7 +578,7 @@ class Trace(TraceFrames):
         return df if include_chunks else df[df["kind"] != _CHUNK_KIND].reset_index(drop=True)
 
     def _records(self, kind: type) -> Iterator[Any]:
-        return (item for item, _, _ in self._rows if type(item) is kind)
+        return (row[0] for row in self._rows if len(row) == 3 and type(row[0]) is kind)
 
     def llm_calls_df(self) -> pd.DataFrame:
         """One row per model call."""
@@ -613,10 +660,11 @@ class Trace(TraceFrames):
         """One row per run: status, times, counts and tokens."""
         red = self.redactor()
         runs: dict[str, dict[str, Any]] = {}
-        for item, run_id, perf in self._rows:
+        for row, run_id in zip(self._rows, self._run_column()):
             if run_id is None:
                 continue
-            kind = type(item)
+            item, perf = row[0], row[-1]
+            kind = type(item) if len(row) == 3 else _CHUNK
             row = runs.get(run_id)
             if row is None:
                 row = runs[run_id] = {
@@ -660,7 +708,7 @@ class Trace(TraceFrames):
         """
         limit = len(self._rows)
         if run_id is not None:
-            positions = [index for index, row in enumerate(self._rows) if row[1] == run_id]
+            positions = [index for index, run in enumerate(self._run_column()) if run == run_id]
             if not positions:
                 raise KeyError(f"no run {run_id!r} in this trace")
             if seq is not None:
@@ -670,7 +718,7 @@ class Trace(TraceFrames):
             else:
                 limit = positions[-1] + 1
             started = self._rows[positions[0]][0]
-            agent = started.agent if type(started) is RunStarted else agent
+            agent = started.agent if len(self._rows[positions[0]]) == 3 and type(started) is RunStarted else agent
         chosen = None
         for snapshot in self._snapshots:
             if snapshot[0] <= limit and (agent is None or snapshot[1] == agent):

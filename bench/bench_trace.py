@@ -1,0 +1,191 @@
+"""Benchmark of the trace: frame building at scale, memory per chunk, recording overhead.
+
+* ``events_df`` on a trace of about 100,000 recorded items (100 streamed runs of 1,000 words each),
+  and the other frames on the same trace (median of ``--repeats``);
+* memory per recorded chunk event: ``tracemalloc`` memory still held after streamed runs with the
+  trace vs. with no recorder (the chunk objects themselves included, since the trace is what keeps
+  them), divided by the number of chunks;
+* recording overhead: the same replay-model runs with the default recorder (``agent.trace``) and
+  with ``agent.recorders = []``, interleaved, median CPU time per run, for a plain text run, a tool
+  run (two parallel calls, then reflection) and a 200-word streamed run. Two figures each:
+  ``kept`` lets the trace grow over the batch (the trace keeps the run's records, events and LLM
+  requests alive, which costs memory traffic), ``cleared`` clears it after each run (the cost of
+  the recording work itself).
+
+    python bench/bench_trace.py [--repeats 5] [--runs 2000] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+import tracemalloc
+from typing import Any, Callable
+
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, Trace
+
+WORDS = 1000
+RUNS_FOR_100K = 100
+
+
+async def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def answer(words: int) -> str:
+    return " ".join(f"w{i}" for i in range(words))
+
+
+def streaming_agent(runs: int, words: int) -> AssistantAgent:
+    client = ReplayChatCompletionClient([answer(words)] * runs, keep_requests=1)
+    return AssistantAgent("streamer", client, model_client_stream=True)
+
+
+async def big_trace() -> Trace:
+    agent = streaming_agent(RUNS_FOR_100K, WORDS)
+    for _ in range(RUNS_FOR_100K):
+        await agent.run(task="talk")
+        await agent.on_reset()
+    return agent.trace
+
+
+def median_time(func: Callable[[], Any], repeats: int) -> dict[str, float]:
+    """Median wall-clock and CPU seconds of ``func()`` (they differ on a loaded machine)."""
+    wall, cpu = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        func()
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return {"wall_s": statistics.median(wall), "cpu_s": statistics.median(cpu)}
+
+
+async def retained_bytes(with_trace: bool, runs: int, words: int) -> tuple[int, int]:
+    """Bytes still allocated after ``runs`` streamed runs, and the chunks recorded."""
+    gc.collect()
+    tracemalloc.start()
+    agent = streaming_agent(runs, words)
+    if not with_trace:
+        agent.recorders = []
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(runs):
+        await agent.run(task="talk")
+        await agent.on_reset()
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    chunks = sum(1 for item in agent.trace.items if type(item).__name__ == "ModelClientStreamingChunkEvent")
+    return after - before, chunks
+
+
+def scenarios() -> dict[str, Callable[[int], AssistantAgent]]:
+    def plain(n: int) -> AssistantAgent:
+        return AssistantAgent("plain", ReplayChatCompletionClient(["the answer"] * n, keep_requests=1))
+
+    def tools(n: int) -> AssistantAgent:
+        call = CreateResult(
+            finish_reason="function_calls",
+            content=[
+                FunctionCall(id="c1", name="add", arguments='{"a": 1, "b": 2}'),
+                FunctionCall(id="c2", name="add", arguments='{"a": 3, "b": 4}'),
+            ],
+        )
+        script: list[str | CreateResult] = [call, "3 and 7"] * n
+        client = ReplayChatCompletionClient(script, keep_requests=1)
+        return AssistantAgent("tools", client, tools=[add], reflect_on_tool_use=True)
+
+    def streamed(n: int) -> AssistantAgent:
+        return streaming_agent(n, 200)
+
+    return {"plain": plain, "tools": tools, "streamed_200_words": streamed}
+
+
+async def run_batch(agent: AssistantAgent, runs: int, clear: bool = False) -> float:
+    """CPU seconds per run, context reset between runs so that every run does the same work."""
+    start = time.process_time()
+    for _ in range(runs):
+        await agent.run(task="go")
+        await agent.on_reset()
+        if clear:
+            agent.trace.clear()
+    return (time.process_time() - start) / runs
+
+
+async def overhead(runs: int, repeats: int) -> dict[str, dict[str, float]]:
+    results: dict[str, dict[str, float]] = {}
+    for name, make in scenarios().items():
+        n = runs if name != "streamed_200_words" else max(runs // 10, 50)
+        kept, cleared, without = [], [], []
+        for _ in range(repeats):
+            bare = make(n)
+            bare.recorders = []
+            gc.collect()
+            without.append(await run_batch(bare, n))
+            gc.collect()
+            kept.append(await run_batch(make(n), n))
+            gc.collect()
+            cleared.append(await run_batch(make(n), n, clear=True))
+        off = statistics.median(without)
+        on, on_cleared = statistics.median(kept), statistics.median(cleared)
+        results[name] = {
+            "without_us": off * 1e6,
+            "kept_us": on * 1e6,
+            "kept_pct": (on - off) / off * 100,
+            "cleared_us": on_cleared * 1e6,
+            "cleared_pct": (on_cleared - off) / off * 100,
+        }
+    return results
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=2000, help="runs per batch for the overhead figures")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args()
+
+    trace = await big_trace()
+    n_items = len(trace)
+    trace.events_df()  # import pandas and warm up
+    figures: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "items": n_items,
+        "events_df_s": median_time(trace.events_df, args.repeats),
+        "events_df_no_chunks_s": median_time(lambda: trace.events_df(include_chunks=False), args.repeats),
+        "llm_calls_df_s": median_time(trace.llm_calls_df, args.repeats),
+        "runs_df_s": median_time(trace.runs_df, args.repeats),
+        "summary_s": median_time(trace.summary, args.repeats),
+    }
+    del trace
+    with_bytes, chunks = await retained_bytes(True, 20, WORDS)
+    without_bytes, _ = await retained_bytes(False, 20, WORDS)
+    figures["memory_chunks"] = chunks
+    figures["memory_per_chunk_bytes"] = (with_bytes - without_bytes) / chunks
+    figures["overhead"] = await overhead(args.runs, args.repeats)
+
+    print(f"frames on a trace of {n_items:,} items (median wall / CPU ms):")
+    for name in ("events_df_s", "events_df_no_chunks_s", "llm_calls_df_s", "runs_df_s", "summary_s"):
+        print(f"  {name[:-2]}: {figures[name]['wall_s'] * 1000:.0f} / {figures[name]['cpu_s'] * 1000:.0f}"
+              + (" (target <= 500)" if name == "events_df_s" else ""))
+    print(f"memory per recorded chunk event: {figures['memory_per_chunk_bytes']:.0f} bytes ({chunks:,} chunks)")
+    for name, row in figures["overhead"].items():
+        print(f"recording overhead, {name}: {row['without_us']:.1f} us per run without; trace kept "
+              f"{row['kept_us']:.1f} us ({row['kept_pct']:+.1f}%), cleared each run {row['cleared_us']:.1f} us "
+              f"({row['cleared_pct']:+.1f}%) (target < 10%)")
+    load = os.getloadavg()[0]
+    print(f"load average while measuring: {load:.1f} on {os.cpu_count()} CPUs")
+    figures["load_average"] = load
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(figures, handle, indent=2)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
