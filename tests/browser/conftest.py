@@ -18,7 +18,8 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
 ``run_notebook_in_lab`` (function) -> ``Callable[[cells | Path, name], LabNotebook]``
     ``nb = run_notebook_in_lab(["import ipywidgets as w", "w.Label('hi')"], name="demo")`` writes
     ``demo.ipynb`` into ``lab.root`` (cells are code-cell sources, or pass the path of an existing
-    .ipynb to copy), opens it in a fresh browser context, runs
+    .ipynb to copy), opens it in a new page (of one shared browser context; each notebook gets its
+    own Lab workspace), runs
     ``jupyterapp.commands.execute('notebook:run-all-cells')``, waits for the kernel to be idle, no
     ``[*]`` prompt and a DOM quiet for 0.5 s, and saves ``test-artifacts/<name>.png``.
     ``LabNotebook``: ``page``, ``console_errors`` (console ``error`` messages and uncaught page
@@ -312,16 +313,23 @@ def _write_notebook(target: Path, source: Sequence[str] | Path) -> None:
     nbformat.write(notebook, target)
 
 
+@pytest.fixture(scope="session")
+def lab_context(browser: object) -> Iterator[object]:
+    """One browser context for every JupyterLab page, so Lab's static files come from its cache."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    context.add_init_script(MARKER_INIT_JS)
+    yield context
+    context.close()  # type: ignore[attr-defined]
+
+
 @pytest.fixture
-def run_notebook_in_lab(lab: LabServer, browser: object) -> Iterator[Callable[..., LabNotebook]]:
+def run_notebook_in_lab(lab: LabServer, lab_context: object) -> Iterator[Callable[..., LabNotebook]]:
     """Open notebooks in JupyterLab and Run All; close their pages and kernels afterwards."""
     opened: list[LabNotebook] = []
 
     def run(source: Sequence[str] | Path, name: str) -> LabNotebook:
         _write_notebook(lab.root / f"{name}.ipynb", source)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
-        context.add_init_script(MARKER_INIT_JS)
-        page = context.new_page()
+        page = lab_context.new_page()  # type: ignore[attr-defined]
         notebook = LabNotebook(lab, name, page)
         opened.append(notebook)
         _watch_console(page, notebook.console_errors)
@@ -343,7 +351,7 @@ def run_notebook_in_lab(lab: LabServer, browser: object) -> Iterator[Callable[..
 
     yield run
     for notebook in opened:
-        notebook.page.context.close()  # type: ignore[attr-defined]
+        notebook.page.close()  # type: ignore[attr-defined]
     for session in lab.api("GET", "api/sessions") or []:  # type: ignore[union-attr]
         lab.api("DELETE", f"api/sessions/{session['id']}")
 

@@ -97,8 +97,12 @@ CHECK = 'print(view.status, len(view.tool_executions), stepper.status)'
 
 _TEXT_JS = "(sel) => [...document.querySelectorAll(sel)].map(e => e.textContent).join('\\n')"
 _OPEN_DETAILS_JS = "() => document.querySelectorAll('details').forEach(d => { d.open = true; })"
+# [index, STEP, move] of the head, the highlighted diagram node, and the context rows by change.
 _HEAD_JS = """() => { const h = document.querySelector('.nba-stepper .nba-stepper-head');
-  return h ? [h.dataset.index, h.dataset.step, h.dataset.move] : null; }"""
+  const rows = [...document.querySelectorAll('.nba-stepper .nba-ctx-row')];
+  const current = [...document.querySelectorAll('.nba-stepper .nba-node[data-state=current]')].map(n => n.dataset.move);
+  return [h.dataset.index, h.dataset.step, h.dataset.move, current.join(','),
+          rows.map(r => r.dataset.kind + (r.dataset.change ? '+' : '')).join(' ')]; }"""
 _NOT_BUSY_JS = """(index) => { const s = document.querySelector('.nba-stepper-status [data-busy]');
   const h = document.querySelector('.nba-stepper .nba-stepper-head');
   return s && s.dataset.busy === 'false' && h && h.dataset.index !== index; }"""
@@ -147,7 +151,7 @@ def test_no_payload_runs_and_no_key_leaks(run_notebook_in_lab, open_static_html,
     # Stepper: click Next until the run is over; check the DOM after every move.
     moves: list[list[str]] = []
     head = page.evaluate(_HEAD_JS)
-    assert head == ["0", "0", ""]
+    assert head == ["0", "0", "", "", ""]
     next_button = page.locator(".nba-stepper button", has_text="Next")
     while next_button.is_enabled():
         next_button.click()
@@ -158,10 +162,15 @@ def test_no_payload_runs_and_no_key_leaks(run_notebook_in_lab, open_static_html,
         moves.append(head)
         assert page.evaluate(DANGEROUS_DOM_JS, ".nba-stepper") == [], f"after move {head}"
         assert len(moves) < 30
-    assert [m[2] for m in moves] == [
-        "add_messages", "message_id", "call_llm", "tool_request", "tool_execution", "reflect",
+    # Each click made one move: the head, the highlighted node and the context's new rows follow.
+    assert moves == [
+        ["1", "1", "add_messages", "add_messages", "user+"],
+        ["2", "3", "message_id", "message_id", "user"],
+        ["3", "4", "call_llm", "call_llm", "user"],
+        ["4", "5", "tool_request", "tool_request", "user assistant+"],
+        ["5", "5", "tool_execution", "tool_execution", "user assistant tool_result+"],
+        ["6", "5", "reflect", "reflect", "user assistant tool_result assistant+"],
     ]
-    assert [m[1] for m in moves] == ["1", "3", "4", "5", "5", "5"]
     stepper_text = page.evaluate(_TEXT_JS, ".nba-stepper")
     # The last move (reflection) shows the streamed answer and its thought as escaped text.
     for place in ("t", "k"):
