@@ -38,10 +38,13 @@ DEMO_REPLIES = (
 )
 
 
-async def record_demo(path: Path) -> None:
-    """Run the demo agent against the scripted server, recording to ``path``."""
+async def record_demo(path: Path, *, paced: bool = True) -> None:
+    """Run the demo agent against the scripted server, recording to ``path``.
+
+    ``paced=False`` drops the server's delays (for the test, which compares everything but timing).
+    """
     with ChatServer() as server:
-        server.script(*DEMO_REPLIES)
+        server.script(*(reply if paced else reply.with_(delay=0.0, chunk_delay=0.0) for reply in DEMO_REPLIES))
         # The model name says what answered: the scripted server, not a real model.
         inner = OpenAIChatCompletionClient(
             "scripted-local-server", base_url=server.base_url, api_key="sk-demo-not-a-real-key"

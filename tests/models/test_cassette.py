@@ -227,7 +227,7 @@ async def test_shipped_demo_cassette_replays_the_demo_agent() -> None:
 
 async def test_shipped_demo_cassette_is_what_the_recording_script_makes(tmp_path: Path) -> None:
     fresh = tmp_path / "demo.json"
-    await record_demo(fresh)
+    await record_demo(fresh, paced=False)
 
     def stable(data: dict[str, Any]) -> dict[str, Any]:
         data = {**data, "recorded_at": None}
