@@ -203,7 +203,7 @@ def tool_card_html(
     return (
         f'<div class="nba-event nba-tool-card" data-tool-name="{escape(call.name)}" '
         f'data-call-id="{escape(call.id)}" data-state="{state}">'
-        f'<span class="nba-label">🔧 {escape(call.name)}</span>'
+        f'<span class="nba-muted">tool </span><span class="nba-label">{escape(call.name)}</span>'
         f'{value_html(pretty_arguments(call.arguments), limit=400, css="nba-tool-args")}{outcome}</div>'
     )
 

@@ -2,19 +2,20 @@
 
 The view consumes ``agent.iter()`` (the one loop), so it sees the moves (STEP badges), the LLM call
 and tool execution records (durations, tokens) and the events. Each event becomes a small
-``widgets.HTML`` child; streamed text goes into its own widget through a :class:`Coalescer`, so
-the browser gets at most ~25 updates per second per message and each update carries only that
-message. Every model or tool string is escaped (see :mod:`nbagent.notebook.html`).
+``widgets.HTML`` child; streamed text goes into its own widgets through a :class:`Coalescer`, so
+the browser gets at most ~25 updates per second per message and each update carries only the
+last segment of that message. Every model or tool string is escaped (:mod:`nbagent.notebook.html`).
 
 Stable hooks for browser tests: the root has the classes ``nba-view`` and ``nba-state-<status>``
 (``idle``, ``running``, ``ok``, ``error``, ``cancelled``); the header ``nba-header`` holds
 ``nba-status`` and the Stop button ``nba-stop``; the body ``nba-body`` holds one child per item
 (classes ``nba-item nba-item-<kind>``, kind in ``user``, ``llm``, ``stream``, ``thought``,
-``memory``, ``tools``, ``handoff``, ``final``, ``event``, ``error``), a tool batch is an ``HBox``
-``nba-tool-group`` of ``nba-tool-card`` widgets whose HTML has ``data-tool-name``,
-``data-call-id`` and ``data-state``; the footer ``nba-footer-box`` has spans with
-``data-metric`` (``tokens``, ``prompt_tokens``, ``completion_tokens``, ``llm_calls``,
-``tool_calls``, ``elapsed``, ``status``) and ``data-value``.
+``memory``, ``tools``, ``handoff``, ``final``, ``event``, ``error``). Text still streaming is a
+``.nba-stream`` box of ``.nba-stream-text`` spans (the final message replaces it). A tool batch is
+an ``HBox`` ``nba-tool-group`` of ``nba-tool-card-widget`` HTML widgets, each holding a
+``.nba-tool-card`` with ``data-tool-name``, ``data-call-id`` and ``data-state``. The footer
+``nba-footer-box`` has spans with ``data-metric`` (``tokens``, ``prompt_tokens``,
+``completion_tokens``, ``llm_calls``, ``tool_calls``, ``elapsed``, ``status``) and ``data-value``.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class _ToolCard:
         self.execution: ToolExecution | None = None
         self.done = False
         self.widget = widgets.HTML(tool_card_html(call))
-        self.widget.add_class("nba-tool-card")
+        self.widget.add_class("nba-tool-card-widget")
 
     def show_result(self, cancelled: bool = False) -> None:
         execution = self.execution
