@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import re
 import subprocess
 import sys
@@ -180,3 +181,25 @@ def test_pipeline_marks_memory_scenarios_unused_exits() -> None:
         "text_exit": "idle", "tool_request": "idle", "tool_execution": "idle", "handoff_check": "unused",
         "next_llm_call": "unused", "summarize": "unused", "reflect": "idle",
     }  # fmt: skip
+
+
+async def test_a_click_from_another_thread_runs_on_the_widgets_loop() -> None:
+    stepper = nbagent.step(scenario("plain_text").agent(), "task")
+    widget = stepper.widget()
+    def click_in_thread() -> object:
+        widget.next_button.click()
+        return widget.task
+
+    future = await asyncio.to_thread(click_in_thread)
+    assert isinstance(future, concurrent.futures.Future)
+    await asyncio.wrap_future(future)
+    assert [r.name for r in stepper.history] == ["add_messages"]
+    assert head(widget.panel.value) == ("1", "add_messages", "1")
+
+
+def test_a_click_without_any_event_loop_says_so() -> None:
+    stepper = nbagent.step(scenario("plain_text").agent(), "task")
+    widget = stepper.widget()
+    widget.next_button.click()
+    assert widget.task is None and stepper.history == []
+    assert "no running event loop" in widget.status.value
