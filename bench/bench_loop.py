@@ -65,7 +65,7 @@ def make_runner(script: list[str | CreateResult], *, stream: bool = False, k: in
     async def one_run() -> None:
         client.reset()
         await agent.on_reset()
-        agent.trace.items.clear()
+        agent.trace.clear()
         await agent.run(task="go")
 
     return one_run
