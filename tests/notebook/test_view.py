@@ -15,6 +15,7 @@ from nbagent import (
     CreateResult,
     FunctionCall,
     FunctionExecutionResultMessage,
+    HandoffMessage,
     ListMemory,
     MemoryContent,
     ModelError,
@@ -78,7 +79,7 @@ async def test_streamed_parallel_tools_then_reflection() -> None:
     view = AgentRunView(interval=3600)
     response = await view.run(agent, "add twice")
 
-    assert response is not None and response.chat_message.content == "The sums are **3** and 7."
+    assert response is not None and response.chat_message.to_text() == "The sums are **3** and 7."
     assert kinds(view) == ["user", "llm", "tools", "llm", "final"]
     user, llm1, group, llm2, final = view.body.children
     assert '<span class="nba-step" data-step="1" data-move="add_messages"' in user.value
@@ -90,7 +91,7 @@ async def test_streamed_parallel_tools_then_reflection() -> None:
     assert "nba-tool-group" in group._dom_classes
     badge, *cards = group.children
     assert 'data-move="tool_request"' in badge.value
-    assert [re.search(r'data-call-id="(\w+)" data-state="(\w+)"', c.value).groups() for c in cards] == [
+    assert [re.findall(r'data-call-id="(\w+)" data-state="(\w+)"', c.value)[0] for c in cards] == [
         ("c0", "ok"),
         ("c1", "ok"),
     ]
@@ -143,7 +144,8 @@ def test_stream_segments_resend_only_the_last_part() -> None:
     view._streams["m1"].coalescer.flush()
     segments = box.children[1:]
     assert len(segments) == 4 and len(updates) == 1
-    texts = [html.unescape(re.fullmatch(r'<span class="nba-stream-text">(.*)</span>', s.value, re.S)[1]) for s in segments]
+    texts = [html.unescape(s.value.removeprefix('<span class="nba-stream-text">').removesuffix("</span>")) for s in segments]
+    assert all(s.value.startswith('<span class="nba-stream-text">') for s in segments)
     assert [len(piece) for piece in texts] == [4000, 4000, 4000, 2890]
     assert "".join(texts) == text
     view.handle(Response(chat_message=TextMessage(id="m1", content=text, source="bot")))
@@ -160,7 +162,7 @@ async def test_memory_thought_and_handoff() -> None:
     view = AgentRunView()
     response = await view.run(agent, "help")
 
-    assert response is not None and response.chat_message.type == "HandoffMessage"
+    assert response is not None and isinstance(response.chat_message, HandoffMessage)
     assert kinds(view) == ["user", "memory", "llm", "thought", "tools", "handoff"]
     _, mem, _, thought, group, handoff = view.body.children
     assert 'data-move="memory"' in mem.value and "The user likes &lt;b&gt;tea&lt;/b&gt;" in mem.value
@@ -235,7 +237,7 @@ async def test_stop_cancels_the_run_and_leaves_a_valid_context() -> None:
 
     again = AgentRunView()
     response = await again.run(agent, "and now?")
-    assert response is not None and response.chat_message.content == "after the stop"
+    assert response is not None and response.chat_message.to_text() == "after the stop"
 
 
 async def test_outside_cancellation_propagates_and_is_shown() -> None:
@@ -268,7 +270,7 @@ async def test_background_start_and_wait() -> None:
     task = view.start(agent, "later")
     assert view.task is task
     response = await view.wait()
-    assert response is not None and response.chat_message.content == "done"
+    assert response is not None and response.chat_message.to_text() == "done"
     assert view.status == "ok"
 
 

@@ -262,7 +262,7 @@ def final_html(message: BaseChatMessage, badge: str = "") -> str:
         "nba-final",
         body,
         badge=badge,
-        attrs=f' data-kind="{kind}" data-type="{escape(message.type)}"',
+        attrs=f' data-kind="{kind}" data-type="{escape(_type_name(message))}"',
         label=f"{message.source} · answer",
     )
 
@@ -286,7 +286,7 @@ def footer_html(
 ) -> str:
     """Totals of a run; each number is in a ``span`` with a ``data-metric`` name."""
     tokens = usage.prompt_tokens + usage.completion_tokens
-    parts = [
+    parts: list[tuple[str, str, object]] = [
         ("tokens", f"{tokens:,} tokens", tokens),
         ("prompt_tokens", f"{usage.prompt_tokens:,} prompt", usage.prompt_tokens),
         ("completion_tokens", f"{usage.completion_tokens:,} completion", usage.completion_tokens),
@@ -327,4 +327,10 @@ def event_html(item: BaseAgentEvent | BaseChatMessage, badge: str = "") -> str:
         return final_html(item, badge)
     if isinstance(item, BaseChatMessage):
         return user_html(item, badge)
-    return _block("nba-other", value_html(item.to_text()), badge=badge, label=item.type)
+    return _block("nba-other", value_html(item.to_text()), badge=badge, label=_type_name(item))
+
+
+def _type_name(item: BaseAgentEvent | BaseChatMessage) -> str:
+    """The ``type`` string every concrete message and event declares."""
+    name: str = item.type  # type: ignore[union-attr]
+    return name
