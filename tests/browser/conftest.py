@@ -22,6 +22,8 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     own Lab workspace), runs
     ``jupyterapp.commands.execute('notebook:run-all-cells')``, waits for the kernel to be idle, no
     ``[*]`` prompt and a DOM quiet for 0.5 s, and saves ``test-artifacts/<name>.png``.
+    ``run_notebook_in_lab(None, name="demo", run_all=False)`` opens the existing ``demo.ipynb``
+    again in a new page without running it (e.g. to see what a saved notebook shows on open).
     ``LabNotebook``: ``page``, ``console_errors`` (console ``error`` messages and uncaught page
     errors), ``screenshot``, ``output_texts()`` (visible text of each cell's outputs),
     ``error_outputs()`` (tracebacks and stderr), ``settle()`` (wait again, e.g. after clicking a
@@ -327,13 +329,14 @@ def run_notebook_in_lab(lab: LabServer, lab_context: object) -> Iterator[Callabl
     """Open notebooks in JupyterLab and Run All; close their pages and kernels afterwards."""
     opened: list[LabNotebook] = []
 
-    def run(source: Sequence[str] | Path, name: str) -> LabNotebook:
-        _write_notebook(lab.root / f"{name}.ipynb", source)
+    def run(source: Sequence[str] | Path | None, name: str, *, run_all: bool = True) -> LabNotebook:
+        if source is not None:
+            _write_notebook(lab.root / f"{name}.ipynb", source)
         page = lab_context.new_page()  # type: ignore[attr-defined]
         notebook = LabNotebook(lab, name, page)
         opened.append(notebook)
         _watch_console(page, notebook.console_errors)
-        page.goto(lab.url(f"lab/workspaces/{name}/tree/{name}.ipynb", "reset"))
+        page.goto(lab.url(f"lab/workspaces/{name}-{len(opened)}/tree/{name}.ipynb", "reset"))
         page.wait_for_function(
             """(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
                  return !!(w && w.context && w.context.path === name && w.sessionContext); }""",
@@ -342,11 +345,12 @@ def run_notebook_in_lab(lab: LabServer, lab_context: object) -> Iterator[Callabl
         page.evaluate(
             """async () => { const w = window.jupyterapp.shell.currentWidget;
                  await w.context.ready; await w.sessionContext.ready;
-                 window.jupyterapp.shell.collapseLeft();
-                 await window.jupyterapp.commands.execute('notebook:run-all-cells'); }"""
+                 window.jupyterapp.shell.collapseLeft(); }"""
         )
+        if run_all:
+            page.evaluate("async () => await window.jupyterapp.commands.execute('notebook:run-all-cells')")
         notebook.settle()
-        notebook.screenshot = notebook.shot()
+        notebook.screenshot = notebook.shot("reopened" if source is None else "")
         return notebook
 
     yield run

@@ -184,6 +184,20 @@ def test_no_payload_runs_and_no_key_leaks(run_notebook_in_lab, open_static_html,
     saved = nb.save()
     assert '"application/vnd.jupyter.widget-state+json"' in saved
     assert lab.secret not in saved
+    # Reopened in JupyterLab on a fresh kernel, the widgets come back from the saved state: the
+    # control runs again (so this path is exercised), no payload does.
+    for session in lab.api("GET", "api/sessions") or []:
+        lab.api("DELETE", f"api/sessions/{session['id']}")
+    nb.page.close()
+    reopened = run_notebook_in_lab(None, name="security", run_all=False)
+    reopened.page.wait_for_selector(".nba-stepper .nba-stepper-head")
+    reopened.page.evaluate(_OPEN_DETAILS_JS)
+    reopened.settle()
+    assert reopened.page.locator(".nba-view").count() == 2
+    assert reopened.page.evaluate(DANGEROUS_DOM_JS, ".nba-view, .nba-stepper") == []
+    assert reopened.xss_hits() == {"window": ["control"], "title": "XSS control", "dom": "control"}
+    assert lab.secret not in reopened.page.content()
+
     for keep_state in (True, False):
         target = tmp_path / f"security-{'state' if keep_state else 'static'}.html"
         body = _export(nb.path, target, keep_widget_state=keep_state)
