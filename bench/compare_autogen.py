@@ -4,7 +4,9 @@ Each scenario replays the same script (same tool functions, same answers) throug
 ``nbagent.AssistantAgent`` and ``autogen_agentchat.agents.AssistantAgent``, each on its own
 ``ReplayChatCompletionClient``. Frameworks alternate batch by batch (who goes first alternates too);
 every run gets a fresh agent and client, built outside the timed region, and the time of
-``await agent.run(task=...)`` is recorded. Figures are medians over all runs. Each run is checked:
+``await agent.run(task=...)`` is recorded, as CPU time of the process (``time.process_time``: on a
+shared machine, time spent descheduled is not the framework's) and as wall time. Figures are
+medians over all runs. Each run is checked:
 both frameworks must make the expected number of LLM calls and return the same messages (types and
 final content), else the script exits with an error.
 
@@ -26,6 +28,7 @@ import gc
 import io
 import json
 import logging
+import os
 import pstats
 import statistics
 import sys
@@ -225,20 +228,21 @@ class MismatchError(AssertionError):
     """The two frameworks did not do the same work."""
 
 
-async def one_run(side: Framework, scenario: Scenario) -> tuple[float, tuple[list[str], str]]:
+async def one_run(side: Framework, scenario: Scenario) -> tuple[tuple[float, float], tuple[list[str], str]]:
+    """One timed run on a fresh agent: ((CPU seconds, wall seconds), outcome)."""
     agent, client = side.make(scenario)
-    start = time.perf_counter()
+    cpu, wall = time.process_time(), time.perf_counter()
     result = await agent.run(task=TASK)
-    elapsed = time.perf_counter() - start
+    elapsed = (time.process_time() - cpu, time.perf_counter() - wall)
     calls = side.llm_calls(client)
     if calls != scenario.llm_calls:
         raise MismatchError(f"{side.name} made {calls} LLM calls in {scenario.name}, expected {scenario.llm_calls}")
     return elapsed, outcome(result)
 
 
-async def measure(scenario: Scenario, sides: Sequence[Framework], batches: int) -> dict[str, float]:
-    """Median microseconds per run for each side; fails loudly if the sides disagree."""
-    samples: dict[str, list[float]] = {side.name: [] for side in sides}
+async def measure(scenario: Scenario, sides: Sequence[Framework], batches: int) -> dict[str, dict[str, float]]:
+    """Median microseconds per run, ``{"cpu"|"wall": {side: us}}``; fails loudly if the sides disagree."""
+    samples: dict[str, list[tuple[float, float]]] = {side.name: [] for side in sides}
     reference: tuple[list[str], str] | None = None
     for side in sides:  # warm-up, and the cross-check of what each side produced
         for _ in range(3):
@@ -257,7 +261,10 @@ async def measure(scenario: Scenario, sides: Sequence[Framework], batches: int) 
                 if got != reference:
                     raise MismatchError(f"{scenario.name}: {side.name} returned {got}, expected {reference}")
                 samples[side.name].append(elapsed)
-    return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
+    return {
+        clock: {name: statistics.median(v[index] for v in values) * 1e6 for name, values in samples.items()}
+        for index, clock in enumerate(("cpu", "wall"))
+    }
 
 
 def derive(medians: dict[str, dict[str, float]], side: str) -> dict[str, float]:
@@ -283,26 +290,29 @@ def versions() -> dict[str, str]:
 
 async def run_all(scale: float, batches: int) -> dict[str, Any]:
     sides: list[Framework] = [NbagentSide("nbagent"), AutogenSide(), NbagentSide("nbagent_no_trace", trace=False)]
-    medians: dict[str, dict[str, float]] = {}
+    medians: dict[str, dict[str, dict[str, float]]] = {"cpu": {}, "wall": {}}
     runs: dict[str, int] = {}
+    load = os.getloadavg()[0]
     for scenario in scenarios(scale):
-        medians[scenario.name] = await measure(scenario, sides, batches)
+        measured = await measure(scenario, sides, batches)
+        for clock, values in measured.items():
+            medians[clock][scenario.name] = values
         runs[scenario.name] = scenario.runs
         print(
             f"  {scenario.name:<16}"
-            + "".join(f"{side.name} {medians[scenario.name][side.name]:9.1f} us  " for side in sides),
+            + "".join(f"{side.name} {measured['cpu'][side.name]:9.1f} us  " for side in sides),
             file=sys.stderr,
         )
-    derived = {side.name: derive(medians, side.name) for side in sides}
-    ratios = {key: derived["autogen"][key] / derived["nbagent"][key] for key in derived["nbagent"]}
-    return {
-        "scenario_medians_us": medians,
-        "runs_per_side": runs,
-        "derived_us": derived,
-        "ratios_autogen_over_nbagent": ratios,
-        "targets": TARGETS,
-        "versions": versions(),
-    }
+    data: dict[str, Any] = {"runs_per_side": runs, "targets": TARGETS, "versions": versions()}
+    for clock, suffix in (("cpu", ""), ("wall", "_wall")):
+        derived = {side.name: derive(medians[clock], side.name) for side in sides}
+        data[f"scenario_medians{suffix}_us"] = medians[clock]
+        data[f"derived{suffix}_us"] = derived
+        data[f"ratios{suffix}_autogen_over_nbagent"] = {
+            key: derived["autogen"][key] / derived["nbagent"][key] for key in derived["nbagent"]
+        }
+    data["load_average_1min"] = {"start": load, "end": os.getloadavg()[0]}
+    return data
 
 
 def check_targets(data: dict[str, Any]) -> dict[str, bool]:
@@ -317,20 +327,29 @@ def check_targets(data: dict[str, Any]) -> dict[str, bool]:
 
 
 def report(data: dict[str, Any]) -> str:
-    lines = [f"{'scenario (median us/run)':<28}{'nbagent':>10}{'no trace':>10}{'AutoGen':>10}{'ratio':>8}"]
+    lines = [f"{'scenario (median CPU us/run)':<28}{'nbagent':>10}{'no trace':>10}{'AutoGen':>10}{'ratio':>8}"]
     for name, m in data["scenario_medians_us"].items():
         lines.append(
             f"{name:<28}{m['nbagent']:>10.1f}{m['nbagent_no_trace']:>10.1f}{m['autogen']:>10.1f}"
             f"{m['autogen'] / m['nbagent']:>7.1f}x"
         )
     lines.append("")
-    lines.append(f"{'derived (us)':<28}{'nbagent':>10}{'no trace':>10}{'AutoGen':>10}{'ratio':>8}")
+    lines.append(f"{'derived (CPU us)':<28}{'nbagent':>10}{'no trace':>10}{'AutoGen':>10}{'ratio':>8}")
     d = data["derived_us"]
     for key, ratio in data["ratios_autogen_over_nbagent"].items():
         lines.append(
             f"{key:<28}{d['nbagent'][key]:>10.2f}{d['nbagent_no_trace'][key]:>10.2f}{d['autogen'][key]:>10.2f}"
             f"{ratio:>7.1f}x"
         )
+    lines.append("")
+    wall, wall_ratios = data["derived_wall_us"], data["ratios_wall_autogen_over_nbagent"]
+    lines.append(f"{'derived (wall us)':<28}{'nbagent':>10}{'no trace':>10}{'AutoGen':>10}{'ratio':>8}")
+    for key, ratio in wall_ratios.items():
+        lines.append(
+            f"{key:<28}{wall['nbagent'][key]:>10.2f}{wall['nbagent_no_trace'][key]:>10.2f}"
+            f"{wall['autogen'][key]:>10.2f}{ratio:>7.1f}x"
+        )
+    lines.append(f"load average (1 min) {data['load_average_1min']}")
     lines.append("")
     for key, ok in data["targets_met"].items():
         lines.append(f"target {key:<24} {'met' if ok else 'MISSED'} (goal {TARGETS[key]})")
