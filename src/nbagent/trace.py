@@ -164,6 +164,7 @@ JSON_COLUMNS = {"tool_calls": ("arguments",), "context": ("tool_calls",)}
 _CHUNK = ModelClientStreamingChunkEvent
 _CHUNK_KIND = "ModelClientStreamingChunkEvent"
 _STEPS = {name: info.step for name, info in MOVES.items()}
+_NOWHERE: tuple[str | None, int | None, str | None] = (None, None, None)
 _perf = time.perf_counter
 
 
@@ -251,20 +252,17 @@ class AgentRecorder:
             d = item.__dict__
             self._append((d["content"], d["id"], d["full_message_id"], _perf()))
             return
-        if kind is Move:
+        if kind is Move or kind is RunFinished:
             # Within a run the loop only appends to the context: a new length means new messages.
             context = self._context
             if context is not None and len(context) != self._size:
                 self._checkpoint()
-            self._where = (item.run_id, _STEPS[item.name], item.name)
+            self._where = (item.run_id, _STEPS[item.name], item.name) if kind is Move else _NOWHERE
         elif kind is RunStarted:
+            # Between runs anything may have happened to the context (load_state, on_reset...).
             self._run = item.run_id
-            if self.agent is not None:
+            if self._context is not None:
                 self._checkpoint()
-        elif kind is RunFinished:
-            if self.agent is not None:
-                self._checkpoint()
-            self._where = (None, None, None)
         self._append((item, self._run, _perf()))
 
     def _attribute(self) -> list[LLMMessage]:
@@ -703,8 +701,9 @@ class Trace(TraceFrames):
         """The model context as it was when item ``seq`` of run ``run_id`` was recorded.
 
         Without ``seq``: at the end of that run; without ``run_id``: the latest snapshot (of
-        ``agent`` if given). Snapshots are taken at every move, run start and run end of the agents
-        this trace records (``owner`` or attached), so ``seq`` falls back to the last one before it.
+        ``agent`` if given). The context of each agent this trace records (``owner`` or attached) is
+        snapshotted at run start and at each move or run end where it grew; an item sees the context
+        as it was at the last move before it.
         """
         limit = len(self._rows)
         if run_id is not None:
@@ -726,6 +725,19 @@ class Trace(TraceFrames):
         if chosen is None:
             raise LookupError("no context snapshot there: this trace records no agent's context at that point")
         return context_rows(chosen[2], chosen[3], self.redactor())
+
+    def request_df(self, run_id: str, call_index: int = 0) -> pd.DataFrame:
+        """What LLM call ``call_index`` of run ``run_id`` sent the model: one row per message, system
+        messages included (the context frame's columns; run and STEP where this trace saw them added)."""
+        calls = [call for call in self._records(LLMCall) if call.run_id == run_id]
+        if not 0 <= call_index < len(calls):
+            raise IndexError(f"run {run_id!r} has {len(calls)} LLM calls, no call {call_index}")
+        agent = self._runs_info().get(run_id)
+        recorder = next(
+            (r for r in (self._own, *self._attached.values()) if agent and r.agent and r.agent.name == agent.agent),
+            None,
+        )
+        return context_rows(calls[call_index].request.messages, recorder, self.redactor())
 
     def __repr__(self) -> str:
         return f"Trace({len(self._rows)} items, {len(self._runs_info())} runs)"

@@ -128,3 +128,18 @@ async def test_user_message_with_an_image_is_one_text_row() -> None:
     await agent.model_context.add_message(UserMessage(content=["look", Image.from_bytes(b"png")], source="user"))
     df = agent.context_df()
     assert (list(df["kind"]), list(df["text"])) == (["user"], ["look\n[image image/png]"])
+
+
+async def test_request_df_shows_what_each_llm_call_sent() -> None:
+    agent = tool_agent("calc", calls(("c1", "add", '{"a": 1, "b": 2}')), "three", reflect_on_tool_use=True)
+    await agent.run(task="add 1 and 2")
+    run_id = str(agent.trace.runs_df()["run_id"].iloc[0])
+    first = agent.trace.request_df(run_id, 0)
+    assert list(first["kind"]) == ["system", "user"]
+    assert nullable(first["move"]) == [None, "add_messages"]
+    second = agent.trace.request_df(run_id, 1)
+    assert list(second["kind"]) == ["system", "user", "assistant", "tool_result"]
+    assert nullable(second["step"]) == [None, 1, 5, 5]
+    assert list(agent.trace.llm_calls_df()["n_messages"]) == [2, 4]
+    with pytest.raises(IndexError):
+        agent.trace.request_df(run_id, 2)

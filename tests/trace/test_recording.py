@@ -195,3 +195,30 @@ def test_trace_modules_import_pandas_only_inside_functions() -> None:
         names = {alias.name.split(".")[0] for node in top_level for alias in node.names}
         names |= {node.module.split(".")[0] for node in top_level if isinstance(node, ast.ImportFrom) and node.module}
         assert not names & {"pandas", "numpy", "pyarrow"}, module.__name__
+
+
+async def test_items_give_back_the_streamed_chunks_and_clear_forgets_them() -> None:
+    agent = tool_agent("calc", "alpha beta", model_client_stream=True)
+    streamed = [item async for item in agent.run_stream(task="go") if type(item).__name__ == "ModelClientStreamingChunkEvent"]
+    items = agent.trace.items
+    kept = [item for item in items if type(item).__name__ == "ModelClientStreamingChunkEvent"]
+    assert [(c.id, c.content, c.full_message_id, c.source) for c in kept] == [
+        (c.id, c.content, c.full_message_id, c.source) for c in streamed
+    ]
+    assert [type(item).__name__ for item in items][:2] == ["RunStarted", "Move"]
+    assert len(items) == len(agent.trace) == 10
+    agent.trace.clear()
+    assert len(agent.trace) == 0 and len(agent.trace.events_df()) == 0
+    await agent.model_client.close()
+
+
+async def test_shared_trace_keeps_each_agents_context() -> None:
+    a = tool_agent("alpha", "from alpha")
+    b = tool_agent("beta", "from beta")
+    trace = Trace()
+    with trace.recording(a, b):
+        await asyncio.gather(a.run(task="to alpha"), b.run(task="to beta"))
+    assert list(trace.context_df(agent="alpha")["text"]) == ["to alpha", "from alpha"]
+    assert list(trace.context_df(agent="beta")["text"]) == ["to beta", "from beta"]
+    beta_run = str(trace.runs_df().set_index("agent").loc["beta", "run_id"])
+    assert list(trace.context_df(beta_run)["move"]) == ["add_messages", "text_exit"]
