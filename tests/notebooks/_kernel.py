@@ -56,12 +56,29 @@ def output_text(nb: nbformat.NotebookNode) -> str:
     return "\n".join(parts)
 
 
+BASELINE_TASKS = "import asyncio as _nbagent_test_asyncio\n_nbagent_test_baseline = set(_nbagent_test_asyncio.all_tasks())"
+LEFTOVER_TASKS = (  # the kernel's own task running this cell (ipykernel's) does not count
+    "print('leftover tasks:', sorted(repr(t.get_coro()) for t in _nbagent_test_asyncio.all_tasks()\n"
+    "      - _nbagent_test_baseline - {_nbagent_test_asyncio.current_task()}\n"
+    "      if not t.done() and '/ipykernel/' not in t.get_coro().cr_code.co_filename))"
+)
+
+
+def leftover_tasks(nb: nbformat.NotebookNode) -> str:
+    """What the last cell added by :func:`execute` printed: the tasks still pending after the notebook."""
+    return "".join(output.get("text", "") for output in nb.cells[-1].get("outputs", [])).strip()
+
+
 def execute(path: Path, kernels_dir: Path, timeout: int = 120) -> nbformat.NotebookNode:
     """Run every cell of ``path`` (cwd: its folder) and return the executed notebook.
 
-    Errors do not stop the run (``allow_errors``) so that the caller sees all of them at once.
+    A first cell notes the kernel's asyncio tasks and a last cell prints the ones the notebook left
+    pending (:func:`leftover_tasks`). Errors do not stop the run (``allow_errors``) so that the
+    caller sees all of them at once.
     """
     nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(BASELINE_TASKS))
+    nb.cells.append(nbformat.v4.new_code_cell(LEFTOVER_TASKS))
     manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels_dir)]))
     client = NotebookClient(
         nb,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ._kernel import NOTEBOOKS, ROOT, error_outputs, execute, write_kernelspec
+from ._kernel import NOTEBOOKS, ROOT, error_outputs, execute, leftover_tasks, write_kernelspec
 
 REQUIREMENTS = ROOT / "binder" / "requirements.txt"
 
@@ -62,3 +62,4 @@ def test_binder_venv_is_isolated(binder_python: Path) -> None:
 def test_notebook_runs_in_the_binder_venv(path: Path, binder_kernels: Path) -> None:
     nb = execute(path, binder_kernels)
     assert error_outputs(nb) == []
+    assert leftover_tasks(nb) == "leftover tasks: []"

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ._kernel import NOTEBOOKS, error_outputs, execute, output_text
+from ._kernel import NOTEBOOKS, error_outputs, execute, leftover_tasks, output_text
 
 EXPECTED_NOTEBOOKS = [
     "01_quickstart.ipynb",
@@ -62,6 +62,7 @@ EXPECTED_OUTPUT = {
         "still running: False",
         "Error: the run was cancelled before this tool call finished",
         "Hello again!",
+        "response: None | view status: cancelled | agent running: False",
     ],
     "04_trace_analysis.ipynb": [
         "Trace(191 items, 12 runs)",
@@ -72,12 +73,13 @@ EXPECTED_OUTPUT = {
     ],
     "05_live_models.ipynb": [
         "mode: OFFLINE: recorded cassette and replay model, no network",
-        "model: gpt-4o-mini | CassetteChatCompletionClient",
+        "model: scripted-local-server | CassetteChatCompletionClient",
         "Paris has light rain at 18 °C, while Tokyo is sunny at 24 °C.",
         "answer: 6 times 7 is 42.",
         "2 model calls recorded in multiply.cassette.json",
         "same as recorded: True",
         'CassetteMismatchError: cassette multiply.cassette.json: request #1 differs from the recording',
+        "This is nbagent's offline replay model",
     ],
 }
 
@@ -113,6 +115,7 @@ def test_committed_notebooks_start_with_an_explanation(path: Path) -> None:
 def test_notebook_runs_offline_in_a_kernel(path: Path, kernels_dir: Path) -> None:
     nb = execute(path, kernels_dir)
     assert error_outputs(nb) == []
+    assert leftover_tasks(nb) == "leftover tasks: []", "the notebook leaves background tasks running"
     text = output_text(nb)
     missing = [line for line in EXPECTED_OUTPUT.get(path.name, []) if line not in text]
     assert missing == [], f"{path.name} did not print: {missing}"
@@ -120,3 +123,20 @@ def test_notebook_runs_offline_in_a_kernel(path: Path, kernels_dir: Path) -> Non
         cell.execution_count is not None for cell in nb.cells if cell.cell_type == "code"
     ), "a cell did not run"
 
+
+
+@pytest.mark.kernel
+def test_a_notebook_that_leaves_a_task_running_is_caught(tmp_path: Path, kernels_dir: Path) -> None:
+    source = "import asyncio\nforgotten = asyncio.get_running_loop().create_task(asyncio.sleep(60))"
+    path = tmp_path / "leaky.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), path)
+    nb = execute(path, kernels_dir)
+    assert error_outputs(nb) == []
+    assert leftover_tasks(nb).startswith("leftover tasks: ['<coroutine object sleep at ")
+
+
+@pytest.mark.kernel
+def test_an_error_output_is_caught(tmp_path: Path, kernels_dir: Path) -> None:
+    path = tmp_path / "broken.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")]), path)
+    assert error_outputs(execute(path, kernels_dir)) == ["cell 1: ZeroDivisionError: division by zero"]
