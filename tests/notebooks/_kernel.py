@@ -18,15 +18,18 @@ KERNEL_NAME = "nbagent-test"
 OFFLINE_ENV = {"OPENAI_API_KEY": "", "NBAGENT_BASE_URL": ""}
 
 
-def write_kernelspec(folder: Path, python: str) -> Path:
-    """A kernelspec named ``nbagent-test`` that starts ipykernel with ``python``."""
+def write_kernelspec(folder: Path, python: str, env: dict[str, str] | None = None) -> Path:
+    """A kernelspec named ``nbagent-test`` that starts ipykernel with ``python``.
+
+    The kernel runs offline (no API key, no base URL) unless ``env`` sets them.
+    """
     spec_dir = folder / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
     spec = {
         "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "nbagent test kernel",
         "language": "python",
-        "env": OFFLINE_ENV,
+        "env": {**OFFLINE_ENV, **(env or {})},
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     return folder / "kernels"
