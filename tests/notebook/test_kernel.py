@@ -51,7 +51,11 @@ CELLS = [
     "answer = await bg.wait()\nprint(bg.status, answer.chat_message.content)",
     "%agent_reset bot",
     "print(len(bot.model_context.messages), 'messages left')",
+    "%%agent missing\nhello",
+    "%%agent shout\nhello",
+    "%agent_reset 1x",
 ]
+FAILING = {10, 11, 12}  # the UsageError cells: Run All goes on past them
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +76,15 @@ def kernel_manager(kernel_dirs: list[str]) -> KernelManager:
     return KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=kernel_dirs))
 
 
-def execute(cells: list[str], kernel_dirs: list[str], tmp_path: Path) -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+def execute(
+    cells: list[str], kernel_dirs: list[str], tmp_path: Path, failing: frozenset[int] = frozenset()
+) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(source, metadata={"tags": ["raises-exception"]} if index in failing else {})
+            for index, source in enumerate(cells)
+        ]
+    )
     # JupyterLab saves no widget state by default; then nbconvert and GitHub use text/html.
     NotebookClient(
         nb,
@@ -92,7 +103,7 @@ def outputs(cell: nbformat.NotebookNode) -> list[tuple[str, str]]:
     found = []
     for output in cell.outputs:
         if output.output_type == "stream":
-            found.append(("stream", output.text))
+            found.append((output.name, output.text))
         elif output.output_type == "error":
             found.append(("error", f"{output.ename}: {output.evalue}"))
         else:
@@ -102,7 +113,7 @@ def outputs(cell: nbformat.NotebookNode) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def run_all(kernel_dirs: list[str], tmp_path_factory: pytest.TempPathFactory) -> nbformat.NotebookNode:
-    return execute(CELLS, kernel_dirs, tmp_path_factory.mktemp("run_all"))
+    return execute(CELLS, kernel_dirs, tmp_path_factory.mktemp("run_all"), frozenset(FAILING))
 
 
 def test_run_all_runs_every_cell(run_all: nbformat.NotebookNode) -> None:
@@ -110,14 +121,18 @@ def test_run_all_runs_every_cell(run_all: nbformat.NotebookNode) -> None:
     assert texts[0] == [] and texts[1] == []
     assert [kind for kind, _ in texts[2]] == ["display_data"]
     assert texts[2][0][1].splitlines()[:2] == ["bot · ok", "The **answer** is 3."]
-    assert texts[3] == [("stream", "TaskResult The **answer** is 3.\n")]
-    assert texts[4] == [("stream", "The **answer** is 3.\n")]
-    assert [kind for kind, _ in texts[5]] == ["display_data", "stream"]
-    assert texts[5][1] == ("stream", "ok The **answer** is 3.\n")
-    assert [kind for kind, _ in texts[6]] == ["display_data", "stream"]
-    assert texts[7] == [("stream", "ok The **answer** is 3.\n")]
-    assert texts[8] == [("stream", "bot: context cleared\n")]
-    assert texts[9] == [("stream", "0 messages left\n")]
+    assert texts[3] == [("stdout", "TaskResult The **answer** is 3.\n")]
+    assert texts[4] == [("stdout", "The **answer** is 3.\n")]
+    assert [kind for kind, _ in texts[5]] == ["display_data", "stdout"]
+    assert texts[5][1] == ("stdout", "ok The **answer** is 3.\n")
+    assert [kind for kind, _ in texts[6]] == ["display_data", "stdout"]
+    assert texts[7] == [("stdout", "ok The **answer** is 3.\n")]
+    assert texts[8] == [("stdout", "bot: context cleared\n")]
+    assert texts[9] == [("stdout", "0 messages left\n")]
+    # IPython shows a magic's UsageError on stderr, without a traceback.
+    assert texts[10] == [("stderr", "UsageError: no variable named 'missing' in the notebook\n")]
+    assert texts[11] == [("stderr", "UsageError: 'shout' is a function, not an AssistantAgent\n")]
+    assert texts[12] == [("stderr", "UsageError: usage: %%agent NAME (the name of an AssistantAgent variable), then the task\n")]
 
 
 def test_saved_notebook_holds_the_final_state_of_every_view(run_all: nbformat.NotebookNode) -> None:
