@@ -233,3 +233,14 @@ async def test_cancelled_llm_call_leaves_a_context_the_api_accepts(
     result = await agent.run(task="next")
     assert result.messages[-1].content == "fresh answer"
     assert server.requests[-1].status == 200
+
+
+def test_one_client_serves_runs_on_successive_event_loops(server: ChatServer) -> None:
+    """``nbagent.run`` in a script runs each call in a new loop: the client must not reuse the old loop's connections."""
+    import nbagent
+
+    client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=TEST_KEY, max_retries=0)
+    server.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    assert nbagent.run(AssistantAgent("a", client), "first").messages[-1].content == "one"
+    assert nbagent.run(AssistantAgent("b", client), "second").messages[-1].content == "two"
+    assert nbagent.run(AssistantAgent("c", client, model_client_stream=True), "third").messages[-1].content == "three"

@@ -168,6 +168,7 @@ def valid_data() -> dict[str, Any]:
     ("change", "message"),
     [
         (lambda d: "{not json", r"bad.json: not JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
+        (lambda d: '{"format": NaN}', r"bad.json: not JSON: NaN is not a JSON value"),
         (lambda d: [1, 2], r"bad.json: not an nbagent cassette \(no \"format\": \"nbagent-cassette\"\)"),
         (lambda d: {**d, "version": 7}, r"bad.json: cassette version 7 is not supported \(this nbagent reads 1\)"),
         (lambda d: {**d, "interactions": [{**d["interactions"][0], "error": {"type": "ModelError", "message": "x"}}]},

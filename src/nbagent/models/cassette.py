@@ -152,6 +152,10 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def load_cassette(path: str | Path) -> Cassette:
     """Read and validate a cassette file; :class:`CassetteError` says what is wrong with a bad one."""
     path = Path(path)
@@ -162,9 +166,11 @@ def load_cassette(path: str | Path) -> Cassette:
     except (OSError, UnicodeDecodeError) as error:
         raise CassetteError(f"{path}: cannot read the cassette: {error}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as error:
         raise CassetteError(f"{path}: not JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+    except ValueError as error:
+        raise CassetteError(f"{path}: not JSON: {error}") from None
     if not isinstance(data, dict) or data.get("format") != CASSETTE_FORMAT:
         raise CassetteError(f"{path}: not an nbagent cassette (no \"format\": \"{CASSETTE_FORMAT}\")")
     if data.get("version") != CASSETTE_VERSION:
@@ -227,7 +233,7 @@ class RecordingChatCompletionClient(ChatCompletionClient):
     def _write(self) -> None:
         data = redact_data(self._cassette.model_dump(mode="json"), self._secrets)
         temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
         os.replace(temporary, self.path)
 
     def _record(self, request: dict[str, Any], stream: bool, started: float, chunks: list[RecordedChunk],

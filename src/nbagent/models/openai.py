@@ -10,9 +10,11 @@ result, error message or recording.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
+import weakref
 from types import ModuleType
 from typing import Any, AsyncIterator, Mapping, Sequence
 
@@ -329,14 +331,16 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         self._secrets = known_secrets(
             [key, *(value for name, value in (default_headers or {}).items() if is_secret_name(name))]
         )
-        self._client = _sdk().AsyncOpenAI(
-            api_key=key,
-            base_url=base_url,
-            organization=organization,
-            default_headers=dict(default_headers) if default_headers else None,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        self._client_args: dict[str, Any] = {
+            "api_key": key,
+            "base_url": base_url,
+            "organization": organization,
+            "default_headers": dict(default_headers) if default_headers else None,
+            "timeout": timeout,
+            "max_retries": max_retries,
+        }
+        self._client = self._new_sdk_client()
+        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._timeout = timeout
         self.model_info = model_info_for(model) | (model_info or {})
         self.parallel_tool_calls = parallel_tool_calls
@@ -359,6 +363,26 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
 
     async def close(self) -> None:
         await self._client.close()
+
+    def _new_sdk_client(self) -> Any:
+        # A plain HTTP client (the SDK's default one closes itself on the running loop when
+        # dropped, which fails for a client left behind by a finished loop).
+        sdk = _sdk()
+        return sdk.AsyncOpenAI(**self._client_args, http_client=sdk.DefaultAsyncHttpxClient())
+
+    def _sdk_client(self) -> Any:
+        """The SDK client for the running event loop.
+
+        Its connections belong to the loop that opened them, so a client used from a new loop (a
+        script calling ``nbagent.run`` twice runs two loops) gets a fresh SDK client.
+        """
+        loop = asyncio.get_running_loop()
+        bound = self._client_loop() if self._client_loop is not None else None
+        if bound is not loop:
+            if self._client_loop is not None:
+                self._client = self._new_sdk_client()
+            self._client_loop = weakref.ref(loop)
+        return self._client
 
     # ------------------------------------------------------------------ requests
 
@@ -454,7 +478,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             messages, tools=tools, tool_choice=tool_choice, json_output=json_output, extra_create_args=extra_create_args
         )
         try:
-            response = await guarded(self._client.chat.completions.create(**request), cancellation_token)
+            response = await guarded(self._sdk_client().chat.completions.create(**request), cancellation_token)
             result = self._result(response)
         except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
             raise self._error(error) from None
@@ -517,7 +541,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         started = time.perf_counter()
         self.last_time_to_first_token = None
         try:
-            stream = await guarded(self._client.chat.completions.create(**request), cancellation_token)
+            stream = await guarded(self._sdk_client().chat.completions.create(**request), cancellation_token)
         except _sdk().OpenAIError as error:
             raise self._error(error) from None
         chunks = stream.__aiter__()
