@@ -229,7 +229,7 @@ class AgentRecorder:
     running at once in one event loop land in the right run.
     """
 
-    __slots__ = ("trace", "agent", "_context", "_size", "_append", "_run", "_where", "_origin", "_last")
+    __slots__ = ("trace", "agent", "_context", "_size", "_append", "_run", "_where", "_last", "_origins")
 
     def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
         self.trace = trace
@@ -238,10 +238,10 @@ class AgentRecorder:
         self._size = -1  # the context's length at the last checkpoint
         self._append = trace._rows.append
         self._run: str | None = None
-        self._where: tuple[str | None, int | None, str | None] = (None, None, None)
-        # id(message) -> (message, run_id, step, move): which run and STEP added each context message.
-        self._origin: dict[int, tuple[LLMMessage, str | None, int | None, str | None]] = {}
-        self._last: tuple[LLMMessage, ...] | None = None  # the last snapshot taken
+        self._where = _NOWHERE  # (run_id, step, move) in force: what adds context messages now
+        self._last: list[LLMMessage] | None = None  # the last snapshot taken
+        # id(message) -> (message, run_id, step, move), computed from the snapshots when asked for.
+        self._origins: tuple[int, dict[int, tuple[Any, ...]]] = (0, {})
 
     def record(self, item: RunItem) -> None:
         kind = type(item)
@@ -265,32 +265,43 @@ class AgentRecorder:
                 self._checkpoint()
         self._append((item, self._run, _perf()))
 
-    def _attribute(self) -> list[LLMMessage]:
-        """Note the current move as the origin of context messages added since the last look."""
-        assert self.agent is not None
-        messages = self.agent.model_context.messages
-        origin = self._origin
-        run, step, move = self._where
-        for message in reversed(messages):
-            known = origin.get(id(message))
-            if known is not None and known[0] is message:
-                break
-            origin[id(message)] = (message, run, step, move)
-        return messages
-
     def _checkpoint(self) -> None:
-        """Attribute new context messages and snapshot the context if it changed (by identity)."""
-        assert self.agent is not None
-        last = self._last
-        messages = self._attribute()
-        self._size = len(messages)
-        if last is None or len(messages) != len(last) or any(a is not b for a, b in zip(messages, last)):
-            self._last = snapshot = tuple(messages)
-            self.trace._snapshots.append((len(self.trace._rows), self.agent.name, snapshot, self))
+        """Snapshot the context if it changed, with the move that was in force while it changed.
 
-    def origin_of(self, message: LLMMessage) -> tuple[str | None, int | None, str | None]:
-        found = self._origin.get(id(message))
-        return (None, None, None) if found is None or found[0] is not message else found[1:]
+        The snapshot is the context's own copy (``messages``); change is told by length and by the
+        identity of the first and last message (a context is only appended to within a run).
+        """
+        assert self._context is not None and self.agent is not None
+        messages = self._context.messages
+        last = self._last
+        self._size = len(messages)
+        if (
+            last is None
+            or len(messages) != len(last)
+            or (messages and (messages[0] is not last[0] or messages[-1] is not last[-1]))
+        ):
+            self._last = messages
+            self.trace._snapshots.append((len(self.trace._rows), self.agent.name, messages, self, self._where))
+
+    def origin_of(self, message: LLMMessage, live: bool = False) -> tuple[str | None, int | None, str | None]:
+        """The run, STEP and move that added ``message`` to the context (Nones: outside a run).
+
+        A message's origin is the move in force before the first snapshot that holds it. One in no
+        snapshot was added since the last one (``live``: by the move in force now) or never was.
+        """
+        snapshots = self.trace._snapshots
+        seen, origins = self._origins
+        if seen != len(snapshots):
+            for _, _, messages, recorder, where in snapshots[seen:]:
+                if recorder is self:
+                    for held in messages:
+                        if id(held) not in origins or origins[id(held)][0] is not held:
+                            origins[id(held)] = (held, *where)
+            self._origins = (len(snapshots), origins)
+        found = origins.get(id(message))
+        if found is None or found[0] is not message:
+            return self._where if live else _NOWHERE
+        return found[1:]
 
 
 class TraceFrames(ABC):
@@ -371,7 +382,8 @@ class Trace(TraceFrames):
         self.trace_id = trace_id or new_id()
         # (item, run_id, perf_counter) per item; (content, id, full_message_id, perf_counter) per chunk.
         self._rows: list[tuple[Any, ...]] = []
-        self._snapshots: list[tuple[int, str, tuple[LLMMessage, ...], AgentRecorder]] = []
+        # (row index, agent name, context messages, recorder, (run_id, step, move) that changed it)
+        self._snapshots: list[tuple[int, str, list[LLMMessage], AgentRecorder, tuple[Any, ...]]] = []
         self._redact = redact
         self._anchor = (time.time_ns(), _perf())
         self._own = AgentRecorder(self, owner)
@@ -431,6 +443,7 @@ class Trace(TraceFrames):
         for recorder in (self._own, *self._attached.values()):
             recorder._last = None
             recorder._size = -1
+            recorder._origins = (0, {})
 
     def redactor(self) -> Redactor:
         """The function every stored string goes through (the default masks keys found now)."""
@@ -804,11 +817,14 @@ def _kind(message: LLMMessage) -> str:
     return "user"
 
 
-def context_rows(messages: Sequence[LLMMessage], recorder: AgentRecorder | None, red: Redactor) -> pd.DataFrame:
-    """The context frame of ``messages``, with the run and STEP ``recorder`` saw add each one."""
+def context_rows(
+    messages: Sequence[LLMMessage], recorder: AgentRecorder | None, red: Redactor, live: bool = False
+) -> pd.DataFrame:
+    """The context frame of ``messages``, with the run and STEP ``recorder`` saw add each one
+    (``live``: ``messages`` is the agent's context now, see :meth:`AgentRecorder.origin_of`)."""
     cols: dict[str, list[Any]] = {name: [] for name in COLUMNS["context"]}
     for position, message in enumerate(messages):
-        run_id, step, move = recorder.origin_of(message) if recorder is not None else (None, None, None)
+        run_id, step, move = recorder.origin_of(message, live) if recorder is not None else _NOWHERE
         calls = None
         if isinstance(message, AssistantMessage) and not isinstance(message.content, str):
             calls = [{"id": c.id, "name": c.name, "arguments": red(c.arguments)} for c in message.content]
@@ -845,4 +861,4 @@ def context_frame(agent: AssistantAgent) -> pd.DataFrame:
             break
     if recorder is None:
         return context_rows(agent.model_context.messages, None, Trace().redactor())
-    return context_rows(recorder._attribute(), recorder, recorder.trace.redactor())
+    return context_rows(agent.model_context.messages, recorder, recorder.trace.redactor(), live=True)
