@@ -59,10 +59,11 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import nbformat
 import pytest
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Error, Page, sync_playwright
 
 from .xss import MARKER_INIT_JS, XSS_HITS_JS
 
@@ -101,7 +102,7 @@ class LabServer:
         sep = "&" if query else ""
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}?{query}{sep}token={self.token}"
 
-    def api(self, method: str, path: str) -> object:
+    def api(self, method: str, path: str) -> Any:
         """Call the server's REST API; return the decoded JSON body (None when empty)."""
         request = urllib.request.Request(self.url(path), method=method)
         with urllib.request.urlopen(request, timeout=10) as reply:
@@ -124,7 +125,7 @@ def _require_chromium() -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab() -> Iterator[LabServer]:
     """Start JupyterLab in a temporary root; kill it by PID at the end of the session."""
     _require_chromium()
@@ -178,7 +179,7 @@ def _stop(server: LabServer) -> None:
     """Shut down the kernels, then the server (SIGTERM, SIGKILL after 15 s), by PID."""
     if server.process.poll() is None:
         try:
-            for kernel in server.api("GET", "api/kernels") or []:  # type: ignore[union-attr]
+            for kernel in server.api("GET", "api/kernels") or []:
                 server.api("DELETE", f"api/kernels/{kernel['id']}")
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
@@ -190,12 +191,10 @@ def _stop(server: LabServer) -> None:
             server.process.wait(timeout=5)
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
     """Headless Debian Chromium through Playwright's sync API."""
     _require_chromium()
-    from playwright.sync_api import sync_playwright
-
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
@@ -204,9 +203,16 @@ def browser() -> Iterator[object]:
             chromium.close()
 
 
-def _watch_console(page: object, errors: list[str]) -> None:
-    page.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None)  # type: ignore[attr-defined]
-    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))  # type: ignore[attr-defined]
+def _watch_console(page: Page, errors: list[str]) -> None:
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            errors.append(f"console.error: {message.text}")
+
+    def on_page_error(error: Error) -> None:
+        errors.append(f"pageerror: {error}")
+
+    page.on("console", on_console)
+    page.on("pageerror", on_page_error)
 
 
 # Resolves once the DOM has not changed for `quiet` ms (or after `limit` ms).
@@ -249,7 +255,7 @@ class LabNotebook:
 
     lab: LabServer
     name: str
-    page: object
+    page: Page
     console_errors: list[str] = field(default_factory=list)
     screenshot: Path | None = None
 
@@ -260,9 +266,9 @@ class LabNotebook:
 
     def settle(self, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
         """Wait for kernel idle, no ``[*]`` prompt, and a DOM quiet for 0.5 s."""
-        self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)  # type: ignore[attr-defined]
-        self.page.evaluate(_QUIET_JS, [500, 15_000])  # type: ignore[attr-defined]
-        self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)  # type: ignore[attr-defined]
+        self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)
+        self.page.evaluate(_QUIET_JS, [500, 15_000])
+        self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)
 
     def shot(self, label: str = "", selector: str | None = None) -> Path:
         """Save a screenshot to ``test-artifacts/<name>[-label].png``: the page, or the first
@@ -270,36 +276,36 @@ class LabNotebook:
         ARTIFACTS.mkdir(exist_ok=True)
         target = ARTIFACTS / (f"{self.name}-{label}.png" if label else f"{self.name}.png")
         if selector is None:
-            self.page.screenshot(path=str(target), full_page=True)  # type: ignore[attr-defined]
+            self.page.screenshot(path=str(target), full_page=True)
         else:
-            self.page.locator(selector).first.screenshot(path=str(target))  # type: ignore[attr-defined]
+            self.page.locator(selector).first.screenshot(path=str(target))
         return target
 
     def output_texts(self) -> list[str]:
         """The visible text of each code cell's output area, in cell order."""
-        return self.page.eval_on_selector_all(  # type: ignore[attr-defined]
+        return self.page.eval_on_selector_all(
             ".jp-Notebook .jp-CodeCell", "cells => cells.map(c => [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText).join('\\n'))"
         )
 
     def error_outputs(self) -> list[str]:
         """Text of every traceback or stderr output shown in the notebook."""
-        return self.page.eval_on_selector_all(  # type: ignore[attr-defined]
+        return self.page.eval_on_selector_all(
             ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "els => els.map(e => e.innerText)"
         )
 
     def execute(self, code: str, timeout_ms: int = 60_000) -> str:
         """Run ``code`` in the notebook's kernel (outside any cell); its stdout, or ``Name: message``
         of the exception it raised."""
-        return self.page.evaluate(_EXECUTE_JS, [code, timeout_ms])  # type: ignore[attr-defined,no-any-return]
+        return self.page.evaluate(_EXECUTE_JS, [code, timeout_ms])
 
-    def xss_hits(self) -> dict[str, object]:
+    def xss_hits(self) -> dict[str, Any]:
         """Every XSS marker set on the page (see ``xss.py``): window hits, title, DOM attribute."""
-        return self.page.evaluate(XSS_HITS_JS)  # type: ignore[attr-defined,no-any-return]
+        return self.page.evaluate(XSS_HITS_JS)
 
     def save(self) -> str:
         """Save the notebook from JupyterLab (with widget state) and return the file's text."""
-        self.page.evaluate("async () => await window.jupyterapp.commands.execute('docmanager:save')")  # type: ignore[attr-defined]
-        self.page.wait_for_function(  # type: ignore[attr-defined]
+        self.page.evaluate("async () => await window.jupyterapp.commands.execute('docmanager:save')")
+        self.page.wait_for_function(
             "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
         )
         return self.path.read_text()
@@ -315,24 +321,24 @@ def _write_notebook(target: Path, source: Sequence[str] | Path) -> None:
     nbformat.write(notebook, target)
 
 
-@pytest.fixture(scope="session")
-def lab_context(browser: object) -> Iterator[object]:
+@pytest.fixture(scope="package")
+def lab_context(browser: Browser) -> Iterator[BrowserContext]:
     """One browser context for every JupyterLab page, so Lab's static files come from its cache."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.add_init_script(MARKER_INIT_JS)
     yield context
-    context.close()  # type: ignore[attr-defined]
+    context.close()
 
 
 @pytest.fixture
-def run_notebook_in_lab(lab: LabServer, lab_context: object) -> Iterator[Callable[..., LabNotebook]]:
+def run_notebook_in_lab(lab: LabServer, lab_context: BrowserContext) -> Iterator[Callable[..., LabNotebook]]:
     """Open notebooks in JupyterLab and Run All; close their pages and kernels afterwards."""
     opened: list[LabNotebook] = []
 
     def run(source: Sequence[str] | Path | None, name: str, *, run_all: bool = True) -> LabNotebook:
         if source is not None:
             _write_notebook(lab.root / f"{name}.ipynb", source)
-        page = lab_context.new_page()  # type: ignore[attr-defined]
+        page = lab_context.new_page()
         notebook = LabNotebook(lab, name, page)
         opened.append(notebook)
         _watch_console(page, notebook.console_errors)
@@ -355,8 +361,8 @@ def run_notebook_in_lab(lab: LabServer, lab_context: object) -> Iterator[Callabl
 
     yield run
     for notebook in opened:
-        notebook.page.close()  # type: ignore[attr-defined]
-    for session in lab.api("GET", "api/sessions") or []:  # type: ignore[union-attr]
+        notebook.page.close()
+    for session in lab.api("GET", "api/sessions") or []:
         lab.api("DELETE", f"api/sessions/{session['id']}")
 
 
@@ -364,21 +370,21 @@ def run_notebook_in_lab(lab: LabServer, lab_context: object) -> Iterator[Callabl
 class StaticPage:
     """A static HTML file opened in Chromium."""
 
-    page: object
+    page: Page
     console_errors: list[str] = field(default_factory=list)
 
-    def xss_hits(self) -> dict[str, object]:
+    def xss_hits(self) -> dict[str, Any]:
         """Every XSS marker set on the page (see ``xss.py``)."""
-        return self.page.evaluate(XSS_HITS_JS)  # type: ignore[attr-defined,no-any-return]
+        return self.page.evaluate(XSS_HITS_JS)
 
 
 @pytest.fixture
-def open_static_html(browser: object) -> Iterator[Callable[[Path], StaticPage]]:
+def open_static_html(browser: Browser) -> Iterator[Callable[[Path], StaticPage]]:
     """Open local HTML files with the network cut off; close them afterwards."""
-    contexts: list[object] = []
+    contexts: list[BrowserContext] = []
 
     def open_file(path: Path) -> StaticPage:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
         contexts.append(context)
         context.add_init_script(MARKER_INIT_JS)
         context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
@@ -391,4 +397,4 @@ def open_static_html(browser: object) -> Iterator[Callable[[Path], StaticPage]]:
 
     yield open_file
     for context in contexts:
-        context.close()  # type: ignore[attr-defined]
+        context.close()
