@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import aclosing
 import warnings
-from typing import Any, AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ValidationError
 
@@ -272,10 +273,12 @@ class AssistantAgent:
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
     ) -> Response:
         """Run on new messages and return the final :class:`Response`."""
+        response: Response | None = None
         async for item in self.on_messages_stream(messages, cancellation_token):
-            if isinstance(item, Response):
-                return item
-        raise AssertionError("on_messages_stream ended without a Response")
+            if type(item) is Response:
+                response = item
+        assert response is not None, "on_messages_stream ended without a Response"
+        return response
 
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
@@ -374,7 +377,7 @@ class AssistantAgent:
 
     async def _run_steps(self, run: AgentRun) -> AsyncIterator[RunItem]:
         """STEP 1 to 5 for one call: the single implementation of the loop."""
-        token = run.cancellation_token
+        token = run.token
         run_id = run.run_id
         inner: list[BaseAgentEvent | BaseChatMessage] = []
 
@@ -398,16 +401,18 @@ class AssistantAgent:
         # STEP 4: call the LLM.
         yield Move(run_id, "call_llm", 0)
         result: CreateResult | None = None
-        async for item in self._call_llm(run, message_id, 0, "initial"):
-            if type(item) is CreateResult:
-                result = item
-            else:
-                yield item
+        async with aclosing(self._call_llm(run, message_id, 0, "initial")) as llm_items:
+            async for item in llm_items:
+                if type(item) is CreateResult:
+                    result = item
+                else:
+                    yield item
         assert result is not None
 
         # STEP 5: text exit, or the tool loop.
-        async for item in self._process_model_result(run, result, inner, message_id):
-            yield item
+        async with aclosing(self._process_model_result(run, result, inner, message_id)) as steps:
+            async for item in steps:
+                yield item
 
     async def _add_messages_to_context(
         self, model_context: ChatCompletionContext, messages: Sequence[BaseChatMessage]
@@ -438,7 +443,7 @@ class AssistantAgent:
         self, run: AgentRun, message_id: str, iteration: int, purpose: LLMPurpose
     ) -> AsyncIterator[Any]:
         """STEP 4. Send system message + context + tools; yield the call record, chunks, then the result."""
-        token = run.cancellation_token
+        token = run.token
         llm_messages: list[LLMMessage] = [*self._system_messages, *await self._model_context.get_messages()]
         if purpose == "reflection":
             tools: list[ToolSchema] = []
@@ -462,21 +467,23 @@ class AssistantAgent:
             if self._model_client_stream:
                 result: CreateResult | None = None
                 source = self.name
-                async for chunk in client.create_stream(
+                stream = client.create_stream(
                     llm_messages,
                     tools=tools,
                     tool_choice=tool_choice,
                     json_output=json_output,
                     cancellation_token=token,
-                ):
-                    if type(chunk) is str:
-                        if call.first_token_s is None:
-                            call.first_token_s = time.perf_counter() - call.start_perf
-                        yield streaming_chunk(chunk, source, message_id)
-                    elif isinstance(chunk, CreateResult):
-                        result = chunk
-                    if token is not None and token._cancelled:
-                        raise asyncio.CancelledError()
+                )
+                async with aclosing(stream):  # type: ignore[type-var]
+                    async for chunk in stream:
+                        if type(chunk) is str:
+                            if call.first_token_s is None:
+                                call.first_token_s = time.perf_counter() - call.start_perf
+                            yield streaming_chunk(chunk, source, message_id)
+                        elif isinstance(chunk, CreateResult):
+                            result = chunk
+                        if token._cancelled:
+                            raise asyncio.CancelledError("the cancellation token was cancelled")
                 if result is None:
                     raise ModelError(f"the stream of {client.model_name} ended without a final result")
             else:
@@ -510,8 +517,9 @@ class AssistantAgent:
         for iteration in range(self._max_tool_iterations):
             if isinstance(model_result.content, str):
                 yield Move(run_id, "text_exit", iteration)
-                async for item in self._final_message(model_result, inner, message_id):
-                    yield item
+                async with aclosing(self._final_message(model_result, inner, message_id)) as final:
+                    async for item in final:
+                        yield item
                 return
 
             calls = model_result.content
@@ -529,10 +537,11 @@ class AssistantAgent:
 
             yield Move(run_id, "tool_execution", iteration)
             results = []
-            async for item in self._execute_tool_calls(run, calls, iteration, results):
-                if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
-                    inner.append(item)
-                yield item
+            async with aclosing(self._execute_tool_calls(run, calls, iteration, results)) as execution_items:
+                async for item in execution_items:
+                    if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+                        inner.append(item)
+                    yield item
             execution = ToolCallExecutionEvent(content=results, source=self.name)
             inner.append(execution)
             yield execution
@@ -549,18 +558,20 @@ class AssistantAgent:
             yield Move(run_id, "next_llm_call", iteration + 1)
             message_id = new_id()
             next_result: CreateResult | None = None
-            async for item in self._call_llm(run, message_id, iteration + 1, "tool_loop"):
-                if type(item) is CreateResult:
-                    next_result = item
-                else:
-                    yield item
+            async with aclosing(self._call_llm(run, message_id, iteration + 1, "tool_loop")) as llm_items:
+                async for item in llm_items:
+                    if type(item) is CreateResult:
+                        next_result = item
+                    else:
+                        yield item
             assert next_result is not None
             model_result = next_result
 
         if self._reflect_on_tool_use:
             yield Move(run_id, "reflect", self._max_tool_iterations - 1)
-            async for item in self._reflect_on_tool_use_flow(run, inner):
-                yield item
+            async with aclosing(self._reflect_on_tool_use_flow(run, inner)) as reflection:
+                async for item in reflection:
+                    yield item
         else:
             yield Move(run_id, "summarize", self._max_tool_iterations - 1)
             yield self._summarize_tool_use(calls, results, inner)
@@ -610,7 +621,7 @@ class AssistantAgent:
         cancelled meanwhile, the calls still running are cancelled and awaited, and each call gets a
         result (an error for the unfinished ones), so the context stays valid for the next run.
         """
-        token = run.cancellation_token
+        token = run.token
         executions = [ToolExecution(run.run_id, iteration, call, len(calls)) for call in calls]
         for execution in executions:
             yield execution
@@ -747,19 +758,21 @@ class AssistantAgent:
         """After the tool loop: ask the model (no tools) to turn the results into the answer."""
         message_id = new_id()
         result: CreateResult | None = None
-        async for item in self._call_llm(run, message_id, self._max_tool_iterations, "reflection"):
-            if type(item) is CreateResult:
-                result = item
-            else:
-                yield item
+        async with aclosing(self._call_llm(run, message_id, self._max_tool_iterations, "reflection")) as llm_items:
+            async for item in llm_items:
+                if type(item) is CreateResult:
+                    result = item
+                else:
+                    yield item
         assert result is not None
         if not isinstance(result.content, str):
             raise ModelError(
                 f"{self._model_client.model_name} answered the reflection call with tool calls although "
                 "tool_choice was 'none'"
             )
-        async for item in self._final_message(result, inner, message_id):
-            yield item
+        async with aclosing(self._final_message(result, inner, message_id)) as final:
+            async for item in final:
+                yield item
 
     def _summarize_tool_use(
         self,
@@ -820,19 +833,24 @@ class AgentRun:
         self.agent = agent
         self.messages = messages
         self.cancellation_token = cancellation_token
+        self.token = CancellationToken()
         self.run_id = new_id()
         self.status: str = "new"
         self.response: Response | None = None
-        self._steps: AsyncIterator[RunItem] | None = None
+        self._steps: AsyncGenerator[RunItem, None] | None = None
         self._recorders: list[Recorder] = []
+        self._driver: asyncio.Task[Any] | None = None
+        self._ended: asyncio.Event | None = None
 
     def __aiter__(self) -> AgentRun:
         return self
 
     def _start(self) -> RunStarted:
         self.agent._check_idle()
-        if self.cancellation_token is not None and self.cancellation_token.is_cancelled():
-            raise asyncio.CancelledError("the cancellation token was cancelled before the run started")
+        if self.cancellation_token is not None:
+            if self.cancellation_token.is_cancelled():
+                raise asyncio.CancelledError("the cancellation token was cancelled before the run started")
+            self.cancellation_token.add_callback(self.token.cancel)
         self.agent._active_run = self
         self._recorders = list(self.agent.recorders)
         self._steps = self.agent._run_steps(self)
@@ -847,6 +865,7 @@ class AgentRun:
         elif self.status != "running":
             raise StopAsyncIteration
         else:
+            self._driver = asyncio.current_task()
             try:
                 item = await self._steps.__anext__()
             except StopAsyncIteration:
@@ -859,6 +878,8 @@ class AgentRun:
                 await self.agent._repair_context()
                 self._finish("error", error)
                 raise
+            finally:
+                self._driver = None
             if type(item) is Response:
                 self.response = item
         for recorder in self._recorders:
@@ -869,6 +890,10 @@ class AgentRun:
         self.status = status
         if self.agent._active_run is self:
             self.agent._active_run = None
+        if self.cancellation_token is not None:
+            self.cancellation_token.remove_callback(self.token.cancel)
+        if self._ended is not None:
+            self._ended.set()
         finished = RunFinished(
             self.run_id,
             self.agent.name,
@@ -881,12 +906,23 @@ class AgentRun:
         return finished
 
     async def aclose(self) -> None:
-        """End the run where it is; the context is repaired so that every tool call has a result."""
+        """End the run where it is; the context is repaired so that every tool call has a result.
+
+        Called while another task awaits the run's next item (a Stop button), it cancels the run
+        at that await, which raises ``CancelledError`` in that task, and returns once the run ended.
+        """
         if self.status != "running":
             return
         assert self._steps is not None
+        if self._driver is not None:
+            self.token.cancel()
+            if self._driver is not asyncio.current_task():
+                if self._ended is None:
+                    self._ended = asyncio.Event()
+                await self._ended.wait()
+            return
         try:
-            await self._steps.aclose()  # type: ignore[attr-defined]
+            await self._steps.aclose()
         finally:
             await self.agent._repair_context()
             self._finish("cancelled")

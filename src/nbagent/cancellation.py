@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any, Awaitable, Callable, TypeVar
 
 T = TypeVar("T")
@@ -64,9 +65,38 @@ class CancellationToken:
 
 
 async def guarded(awaitable: Awaitable[T], token: CancellationToken | None) -> T:
-    """Await ``awaitable`` so that cancelling ``token`` interrupts it with ``CancelledError``."""
+    """Await ``awaitable`` so that cancelling ``token`` interrupts it with ``CancelledError``.
+
+    The awaitable runs in the current task (no task is created): cancelling the token cancels the
+    current task once, and that one cancellation request is withdrawn (``uncancel``) when the
+    ``CancelledError`` leaves, so the task is not left half-cancelled.
+    """
     if token is None:
         return await awaitable
-    future = asyncio.ensure_future(awaitable)
-    token.link_future(future)
-    return await future
+    if token._cancelled:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise asyncio.CancelledError("the cancellation token was cancelled")
+    task = asyncio.current_task()
+    assert task is not None, "guarded() runs inside a task"
+    fired = False
+
+    def cancel_task() -> None:
+        nonlocal fired
+        fired = True
+        task.cancel("the cancellation token was cancelled")
+
+    token._callbacks.append(cancel_task)
+    try:
+        result = await awaitable
+    except asyncio.CancelledError:
+        if fired:
+            task.uncancel()
+        raise
+    finally:
+        if not fired:
+            token.remove_callback(cancel_task)
+    if fired:  # the awaitable swallowed the cancellation: the run still ends here
+        task.uncancel()
+        raise asyncio.CancelledError("the cancellation token was cancelled")
+    return result

@@ -19,6 +19,7 @@ from nbagent import (
     MemoryQueryResult,
     ReplayChatCompletionClient,
     StructuredMessage,
+    TextMessage,
 )
 
 from .helpers import U_GO, a_calls, add, calls, context, every_call_answered, ferm, kinds, other_tasks, text
@@ -107,12 +108,15 @@ async def test_fix4_memory_does_not_pile_up_and_receives_the_token() -> None:
     memory = Recording(memory_contents=[MemoryContent(content="user likes tea")])
     agent = AssistantAgent("agent", ReplayChatCompletionClient(["one", "two", "three", "four"]), memory=memory)
     token = CancellationToken()
+    run_tokens = []
     for task in ("a", "b", "c"):
-        result = await agent.run(task=task, cancellation_token=token)
-        assert [m.type for m in result.messages] == ["TextMessage", "MemoryQueryEvent", "TextMessage"]
+        run = agent.iter([TextMessage(content=task, source="user")], token)
+        items = [item async for item in run]
+        assert [type(i).__name__ for i in items if hasattr(i, "type")] == ["MemoryQueryEvent"]
+        run_tokens.append(run.token)
     system = [m for m in agent.model_context.messages if m.type == "SystemMessage"]
     assert [m.content for m in system] == ["\nRelevant memory content (in chronological order):\n1. user likes tea\n"]
-    assert seen == [token, token, token]
+    assert seen == run_tokens  # each run's token, which the caller's token cancels
     await memory.add(MemoryContent(content="and cake"))
     await agent.run(task="d")
     system = [m.content for m in agent.model_context.messages if m.type == "SystemMessage"]

@@ -16,6 +16,7 @@ from nbagent import (
     FunctionTool,
     ReplayChatCompletionClient,
     StaticWorkbench,
+    TextMessage,
     ThoughtEvent,
     ToolArgumentsError,
 )
@@ -93,8 +94,9 @@ async def test_tool_receives_cancellation_token() -> None:
     assert tool.schema["parameters"]["properties"] == {}
     token = CancellationToken()
     agent = AssistantAgent("a", ReplayChatCompletionClient([calls(("c1", "probe", "{}"))]), tools=[tool])
-    await agent.run(task="go", cancellation_token=token)
-    assert seen == [token]
+    run = agent.iter([TextMessage(content="go", source="user")], token)
+    assert [type(item).__name__ async for item in run][-1] == "RunFinished"
+    assert seen == [run.token]  # the run's token: cancelled by the caller's token or by aclose()
 
 
 async def test_sync_tools_run_in_a_thread() -> None:
