@@ -1,10 +1,11 @@
 """Recording: every item of every run an agent makes, kept for analysis as pandas DataFrames.
 
 Recording is an append: each item is kept by reference with its run id and a ``perf_counter``
-reading, nothing more, so streamed chunks stay cheap. ``LLMCall`` and ``ToolExecution`` records are
-completed in place after they are recorded; the frames read them when they are built. At moves (a
-few per run) the recorder also notes which run and STEP added each message of the agent's model
-context, and keeps a snapshot of it.
+reading; a streamed chunk is kept as ``(content, id, full_message_id, perf)`` (its run is that of the
+LLM call whose message it builds). ``LLMCall`` and ``ToolExecution`` records are completed in place
+after they are recorded; the frames read them when they are built. At a run's start, and at each
+move or run end where the agent's model context grew, the recorder keeps a copy of the context's
+message list: the snapshots give the context at any point, and which run and STEP added each message.
 
 Redaction happens when rows are built: every string that reaches a DataFrame, and so every export,
 goes through the trace's redaction hook first (by default API keys, bearer tokens and
