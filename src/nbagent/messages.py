@@ -21,13 +21,15 @@ import base64
 import json
 import mimetypes
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Any, Generic, Literal, Sequence, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 from ._ids import new_id, utc_now
+
+_ZERO = timedelta(0)
 
 # --------------------------------------------------------------------------- LLM side
 
@@ -142,6 +144,13 @@ class MemoryContent(BaseModel):
 # --------------------------------------------------------------------------- messages and events
 
 
+def _as_utc(moment: datetime) -> datetime:
+    """Timestamps are kept in UTC; a naive one is taken to be UTC already."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment if moment.utcoffset() == _ZERO and moment.tzinfo is timezone.utc else moment.astimezone(timezone.utc)
+
+
 class _Base(BaseModel):
     """Fields every chat message and event has."""
 
@@ -151,7 +160,7 @@ class _Base(BaseModel):
     source: str
     models_usage: RequestUsage | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
-    created_at: datetime = Field(default_factory=utc_now)
+    created_at: Annotated[datetime, AfterValidator(_as_utc)] = Field(default_factory=utc_now)
 
     def to_text(self) -> str:
         """The content as plain text, for display."""
