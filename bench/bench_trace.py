@@ -10,7 +10,8 @@
   run (two parallel calls, then reflection) and a 200-word streamed run. Two figures each:
   ``kept`` lets the trace grow over the batch (the trace keeps the run's records, events and LLM
   requests alive, which costs memory traffic), ``cleared`` clears it after each run (the cost of
-  the recording work itself).
+  the recording work itself), and ``append_only`` is the floor for any recorder that keeps the
+  items: a recorder whose ``record`` is a bare ``list.append``.
 
     python bench/bench_trace.py [--repeats 5] [--runs 2000] [--json out.json]
 """
@@ -118,24 +119,38 @@ async def run_batch(agent: AssistantAgent, runs: int, clear: bool = False) -> fl
     return (time.process_time() - start) / runs
 
 
+class AppendOnly:
+    """The cheapest recorder that keeps every item: ``record`` is ``list.append``."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.record = self.items.append
+
+
 async def overhead(runs: int, repeats: int) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
     for name, make in scenarios().items():
         n = runs if name != "streamed_200_words" else max(runs // 10, 50)
-        kept, cleared, without = [], [], []
+        kept, cleared, without, floor = [], [], [], []
         for _ in range(repeats):
             bare = make(n)
             bare.recorders = []
             gc.collect()
             without.append(await run_batch(bare, n))
+            appending = make(n)
+            appending.recorders = [AppendOnly()]
+            gc.collect()
+            floor.append(await run_batch(appending, n))
             gc.collect()
             kept.append(await run_batch(make(n), n))
             gc.collect()
             cleared.append(await run_batch(make(n), n, clear=True))
-        off = statistics.median(without)
+        off, append_only = statistics.median(without), statistics.median(floor)
         on, on_cleared = statistics.median(kept), statistics.median(cleared)
         results[name] = {
             "without_us": off * 1e6,
+            "append_only_us": append_only * 1e6,
+            "append_only_pct": (append_only - off) / off * 100,
             "kept_us": on * 1e6,
             "kept_pct": (on - off) / off * 100,
             "cleared_us": on_cleared * 1e6,
@@ -176,7 +191,8 @@ async def main() -> None:
               + (" (target <= 500)" if name == "events_df_s" else ""))
     print(f"memory per recorded chunk event: {figures['memory_per_chunk_bytes']:.0f} bytes ({chunks:,} chunks)")
     for name, row in figures["overhead"].items():
-        print(f"recording overhead, {name}: {row['without_us']:.1f} us per run without; trace kept "
+        print(f"recording overhead, {name}: {row['without_us']:.1f} us per run without; "
+              f"list.append only {row['append_only_us']:.1f} us ({row['append_only_pct']:+.1f}%); trace kept "
               f"{row['kept_us']:.1f} us ({row['kept_pct']:+.1f}%), cleared each run {row['cleared_us']:.1f} us "
               f"({row['cleared_pct']:+.1f}%) (target < 10%)")
     load = os.getloadavg()[0]
