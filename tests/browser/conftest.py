@@ -6,7 +6,8 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     ``jupyter lab`` on 127.0.0.1, a free port and a random token, in a temporary root with its own
     JUPYTER_CONFIG_DIR / JUPYTER_DATA_DIR / JUPYTER_RUNTIME_DIR, user settings and workspaces (the
     system kernelspec and the ipywidgets lab extension stay reachable). The widget manager is set to
-    save widget state into the notebook, so a saved notebook holds everything a widget sent.
+    save widget state into the notebook, so a saved notebook holds everything a widget sent;
+    notebooks render every cell (``windowingMode: none``), so all prompts and outputs are in the DOM.
     ``lab.root`` is the server's root dir, ``lab.url(path)`` adds the token, ``lab.secret`` is a
     random fake API key that kernels find in ``os.environ["NBAGENT_TEST_API_KEY"]`` (so it never
     has to be written in a notebook). Killed by PID at the end.
@@ -139,6 +140,10 @@ def lab() -> Iterator[LabServer]:
     news = settings / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    # Render every cell (no virtual scrolling), so tests see all prompts and outputs in the DOM.
+    tracker = settings / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     secret = "sk-nbagenttest" + secrets.token_hex(20)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_DATA_DIR=str(data),
                JUPYTER_RUNTIME_DIR=str(runtime), PYTHONUNBUFFERED="1", **{SECRET_ENV: secret})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 import pytest
 
@@ -32,7 +33,7 @@ CELLS = [
 ]
 
 
-def test_plain_widgets_render_update_and_save(run_notebook_in_lab) -> None:
+def test_plain_widgets_render_update_and_save(run_notebook_in_lab: Callable[..., LabNotebook]) -> None:
     nb: LabNotebook = run_notebook_in_lab(CELLS, name="harness_widgets")
     page = nb.page
     texts = nb.output_texts()

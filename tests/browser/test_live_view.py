@@ -6,6 +6,8 @@ One notebook: a replay-model agent with two tools, a thought and streamed text, 
 
 from __future__ import annotations
 
+from typing import Callable
+
 import pytest
 
 from .conftest import LabNotebook
@@ -117,7 +119,7 @@ _VIEW_JS = """(view) => {
 }"""
 
 
-def test_live_view_shows_a_run_and_runs_no_payload(run_notebook_in_lab) -> None:
+def test_live_view_shows_a_run_and_runs_no_payload(run_notebook_in_lab: Callable[..., LabNotebook]) -> None:
     nb: LabNotebook = run_notebook_in_lab([SETUP, RUN, XSS, STOPPABLE, CHECK], name="live_view")
     page = nb.page
     assert nb.error_outputs() == []

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
-from .conftest import LabNotebook, _free_port
+from .conftest import LabNotebook, LabServer, StaticPage, _free_port
 from .xss import DANGEROUS_DOM_JS, PAYLOAD_COUNT, xss_payloads
 
 pytestmark = pytest.mark.browser
@@ -121,7 +122,12 @@ def _export(notebook_path: Path, target: Path, *, keep_widget_state: bool) -> st
     return body
 
 
-def test_no_payload_runs_and_no_key_leaks(run_notebook_in_lab, open_static_html, lab, tmp_path: Path) -> None:
+def test_no_payload_runs_and_no_key_leaks(
+    run_notebook_in_lab: Callable[..., LabNotebook],
+    open_static_html: Callable[[Path], StaticPage],
+    lab: LabServer,
+    tmp_path: Path,
+) -> None:
     corpus = _corpus()
     (lab.root / "xss_corpus.json").write_text(json.dumps(corpus))
     cells = [SETUP, CONTROL, VIEW, STEPPER, SECRET.replace("{port}", str(_free_port())), CHECK]
