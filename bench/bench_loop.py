@@ -8,7 +8,8 @@ Three scripted scenarios, each run thousands of times on one event loop:
 * streaming: a 1,000-word streamed answer vs the same answer unstreamed; the difference divided
   by 1,000 is the cost of one chunk.
 
-Each figure is the median over several repeats. The agent's trace records every item, as by default.
+Each figure is the median over several repeats, in CPU time of the process. The agent's trace records
+every item, as by default.
 
     python bench/bench_loop.py [--runs 3000] [--repeats 5] [--json out.json]
 """
@@ -72,13 +73,17 @@ def make_runner(script: list[str | CreateResult], *, stream: bool = False, k: in
 
 
 async def time_runs(run: Callable[[], Awaitable[None]], runs: int) -> float:
-    """Microseconds per run over ``runs`` runs (after a short warm-up)."""
+    """CPU microseconds per run over ``runs`` runs (after a short warm-up).
+
+    CPU time of the process, not wall time: the loop never sleeps, so on an idle machine both are
+    the same, and on a shared one CPU time does not count the time other processes had the core.
+    """
     for _ in range(min(50, runs)):
         await run()
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(runs):
         await run()
-    return (time.perf_counter() - start) / runs * 1e6
+    return (time.process_time() - start) / runs * 1e6
 
 
 @dataclass

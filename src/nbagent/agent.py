@@ -30,6 +30,7 @@ from .messages import (
     HandoffMessage,
     LLMMessage,
     MemoryQueryEvent,
+    ModelClientStreamingChunkEvent,
     Response,
     StructuredMessage,
     SystemMessage,
@@ -294,12 +295,19 @@ class AssistantAgent:
 
     async def run(self, *, task: Task = None, cancellation_token: CancellationToken | None = None) -> TaskResult:
         """Run a task to the end: the task messages, the events and the final message."""
-        result: TaskResult | None = None
-        async for item in self.run_stream(task=task, cancellation_token=cancellation_token):
-            if isinstance(item, TaskResult):
-                result = item
-        assert result is not None
-        return result
+        messages = task_messages(task)
+        collected: list[BaseAgentEvent | BaseChatMessage] = list(messages)
+        run = self.iter(messages, cancellation_token)
+        try:
+            async for item in run:
+                if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+                    if type(item) is not ModelClientStreamingChunkEvent:
+                        collected.append(item)
+                elif type(item) is Response:
+                    collected.append(item.chat_message)
+        finally:
+            await run.aclose()
+        return TaskResult(messages=collected)
 
     def run_sync(self, task: Task = None, *, cancellation_token: CancellationToken | None = None) -> TaskResult:
         """:meth:`run` without ``await``: works in a script and in a notebook cell (nest-asyncio2)."""
@@ -839,7 +847,7 @@ class AgentRun:
         self.response: Response | None = None
         self._steps: AsyncGenerator[RunItem, None] | None = None
         self._recorders: list[Recorder] = []
-        self._driver: asyncio.Task[Any] | None = None
+        self._advancing = False
         self._ended: asyncio.Event | None = None
 
     def __aiter__(self) -> AgentRun:
@@ -865,7 +873,7 @@ class AgentRun:
         elif self.status != "running":
             raise StopAsyncIteration
         else:
-            self._driver = asyncio.current_task()
+            self._advancing = True
             try:
                 item = await self._steps.__anext__()
             except StopAsyncIteration:
@@ -879,7 +887,7 @@ class AgentRun:
                 self._finish("error", error)
                 raise
             finally:
-                self._driver = None
+                self._advancing = False
             if type(item) is Response:
                 self.response = item
         for recorder in self._recorders:
@@ -908,18 +916,18 @@ class AgentRun:
     async def aclose(self) -> None:
         """End the run where it is; the context is repaired so that every tool call has a result.
 
-        Called while another task awaits the run's next item (a Stop button), it cancels the run
-        at that await, which raises ``CancelledError`` in that task, and returns once the run ended.
+        Called while a task awaits the run's next item (a Stop button), it cancels the run at that
+        await, which raises ``CancelledError`` in that task, and returns once the run has ended.
+        (Called from inside the run, by a tool, the same cancellation ends the tool and the run.)
         """
         if self.status != "running":
             return
         assert self._steps is not None
-        if self._driver is not None:
+        if self._advancing:
             self.token.cancel()
-            if self._driver is not asyncio.current_task():
-                if self._ended is None:
-                    self._ended = asyncio.Event()
-                await self._ended.wait()
+            if self._ended is None:
+                self._ended = asyncio.Event()
+            await self._ended.wait()
             return
         try:
             await self._steps.aclose()
