@@ -89,7 +89,7 @@ def execute(
     NotebookClient(
         nb,
         km=kernel_manager(kernel_dirs),
-        timeout=60,
+        timeout=120,
         store_widget_state=False,
         resources={"metadata": {"path": str(tmp_path)}},
     ).execute()
