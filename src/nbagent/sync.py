@@ -10,7 +10,7 @@ propagates.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 from .agent import AssistantAgent, Task
 from .cancellation import CancellationToken
@@ -53,7 +53,7 @@ def run(
     *,
     cancellation_token: CancellationToken | None = None,
     show: bool = False,
-) -> Any:
+) -> TaskResult | AgentRunView:
     """Run ``task`` on ``agent`` to its end, synchronously.
 
     Returns the :class:`TaskResult`; with ``show=True`` (in a notebook) displays the live view
