@@ -13,8 +13,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from ..agent import AssistantAgent
-from ..sync import run, run_coroutine
-from .view import AgentRunView
+from ..sync import run_coroutine
+from .view import AgentRunView, show
 
 
 @magics_class
@@ -39,8 +39,7 @@ class AgentMagics(Magics):
         task = cell.strip()
         if not task:
             raise UsageError("the cell body is the task: it is empty")
-        view: AgentRunView = run(agent, task, show=True)
-        return view
+        return run_coroutine(lambda: show(agent, task))
 
     @line_magic
     def agent_reset(self, line: str) -> None:
