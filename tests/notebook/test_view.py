@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import json
 import re
 
 import ipywidgets as widgets
@@ -299,3 +300,16 @@ async def test_stop_before_start_and_after_end_does_nothing() -> None:
     await view.run(agent, "go")
     view.stop()
     assert view.status == "ok"
+
+
+async def test_long_tool_result_is_truncated_in_the_view_but_kept_in_the_context() -> None:
+    long_text = "z" * 50_000
+    client = ReplayChatCompletionClient([calls(("shout", json.dumps({"text": long_text})))])
+    agent = AssistantAgent("bot", client, tools=[shout])
+    view = AgentRunView()
+    await view.run(agent, "echo a lot")
+    card = view.body.children[2].children[1].value
+    assert "show all (50,000 characters) (30,000 more characters in the trace)" in card
+    assert "z" * 20_000 in card and "z" * 20_001 not in card
+    last = agent.model_context.messages[-1]
+    assert isinstance(last, FunctionExecutionResultMessage) and last.content[0].content == long_text
