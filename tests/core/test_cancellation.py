@@ -302,3 +302,35 @@ async def test_streaming_tool_cancelled_while_forwarding_events() -> None:
     assert other_tasks(before) == set()
     assert [(r.content, r.is_error) for r in agent.model_context.messages[2].content] == [(CANCELLED, True)]
     assert (await agent.run(task="next")).messages[-1].content == "after"
+
+
+@pytest.mark.parametrize("how", ["task", "token"])
+async def test_cancel_during_sync_tool_in_thread(how: str) -> None:
+    """A thread cannot be stopped; the run still ends at once and the late result is dropped."""
+    import threading
+
+    started = threading.Event()
+    release = threading.Event()
+
+    def blocking() -> str:
+        started.set()
+        release.wait(5)
+        return "late"
+
+    client = ReplayChatCompletionClient([calls(("c1", "blocking", "{}")), "after"])
+    agent = AssistantAgent("a", client, tools=[blocking])
+    token = CancellationToken()
+    task = asyncio.create_task(agent.run(task="go", cancellation_token=token))
+    while not started.is_set():
+        await asyncio.sleep(0.005)
+    try:
+        if how == "task":
+            task.cancel()
+        else:
+            token.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 1)
+    finally:
+        release.set()
+    assert [(r.content, r.is_error) for r in agent.model_context.messages[2].content] == [(CANCELLED, True)]
+    assert (await agent.run(task="next")).messages[-1].content == "after"
