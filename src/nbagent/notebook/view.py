@@ -487,7 +487,7 @@ class AgentRunView(widgets.VBox):
         return "\n".join(lines)
 
     def _agent_name(self) -> str:
-        return self._started.agent if self._started is not None else "agent"
+        return self._started.agent if self._started is not None else (self._title_text or "agent")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         data = super()._repr_mimebundle_(**kwargs) or {}
@@ -534,6 +534,10 @@ def _static(widget: widgets.Widget) -> str:
     return ""
 
 
+def _name(source: AssistantAgent | AgentRun) -> str:
+    return source.agent.name if isinstance(source, AgentRun) else source.name
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
@@ -557,7 +561,7 @@ async def show(
     """
     from IPython.display import display
 
-    view = AgentRunView(title)
+    view = AgentRunView(title or _name(source))
     display(view)
     await view.run(source, task, cancellation_token=cancellation_token)
     return view
@@ -577,7 +581,7 @@ def start(
     """
     from IPython.display import display
 
-    view = AgentRunView(title)
+    view = AgentRunView(title or _name(source))
     display(view)
     view.start(source, task, cancellation_token=cancellation_token)
     return view
