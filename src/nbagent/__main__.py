@@ -149,8 +149,8 @@ def notebooks_dir() -> Path | None:
     return candidate if (candidate / WALKTHROUGH).is_file() else None
 
 
-def lab(directory: Path | None, port: int | None, no_browser: bool) -> int:
-    """Replace this process with JupyterLab opened on the walkthrough."""
+def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args: Sequence[str] = ()) -> int:
+    """Replace this process with JupyterLab opened on the walkthrough (``jupyter_args`` passed on)."""
     folder = directory if directory is not None else notebooks_dir()
     if folder is None or not (folder / WALKTHROUGH).is_file():
         print(
@@ -167,6 +167,7 @@ def lab(directory: Path | None, port: int | None, no_browser: bool) -> int:
         command.append(f"--ServerApp.port={port}")
     if no_browser:
         command.append("--no-browser")
+    command.extend(jupyter_args)
     sys.stdout.flush()
     os.execv(sys.executable, command)
 
@@ -179,11 +180,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     lab_parser.add_argument("--dir", type=Path, default=None, help="the notebooks folder (default: the checkout's)")
     lab_parser.add_argument("--port", type=int, default=None)
     lab_parser.add_argument("--no-browser", action="store_true")
+    lab_parser.add_argument(
+        "jupyter_args", nargs=argparse.REMAINDER, help="after --: more options for JupyterLab (e.g. -- --allow-root)"
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
         asyncio.run(demo())
         return 0
-    return lab(args.dir, args.port, args.no_browser)
+    extra = args.jupyter_args[1:] if args.jupyter_args[:1] == ["--"] else args.jupyter_args
+    return lab(args.dir, args.port, args.no_browser, extra)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import io
+import json
+import os
+import secrets
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -84,7 +92,7 @@ def test_python_m_nbagent_demo_runs_offline() -> None:
 def test_lab_opens_jupyterlab_on_the_walkthrough(monkeypatch: pytest.MonkeyPatch) -> None:
     launched: list[tuple[str, list[str]]] = []
     monkeypatch.setattr(cli.os, "execv", lambda path, argv: launched.append((path, list(argv))))
-    cli.main(["lab", "--port", "8899", "--no-browser"])
+    cli.main(["lab", "--port", "8899", "--no-browser", "--", "--allow-root"])
     folder = ROOT / "notebooks"
     assert cli.notebooks_dir() == folder
     assert launched == [
@@ -98,9 +106,49 @@ def test_lab_opens_jupyterlab_on_the_walkthrough(monkeypatch: pytest.MonkeyPatch
                 f"--ServerApp.root_dir={folder}",
                 "--ServerApp.port=8899",
                 "--no-browser",
+                "--allow-root",
             ],
         )
     ]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.timeout(120)
+def test_python_m_nbagent_lab_serves_the_walkthrough(tmp_path: Path) -> None:
+    """A real JupyterLab starts (offline) with the notebooks folder as its root and the walkthrough in it."""
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+    }
+    command = [sys.executable, "-m", "nbagent", "lab", "--port", str(port), "--no-browser", "--",
+               "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}"]  # fmt: skip
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api/contents/{cli.WALKTHROUGH}?content=0&token={token}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert server.poll() is None, server.stderr.read().decode()[-2000:] if server.stderr else ""
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    model = json.load(response)
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
+                time.sleep(0.5)
+        assert (model["name"], model["path"], model["type"]) == (cli.WALKTHROUGH, cli.WALKTHROUGH, "notebook")
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
 
 
 def test_lab_without_the_walkthrough_says_how_to_get_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
