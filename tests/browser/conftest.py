@@ -37,11 +37,12 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     Opens an HTML file (e.g. an nbconvert export) in Chromium with every non-``file:`` request
     aborted (closed network); ``StaticPage``: ``page``, ``console_errors``.
 
-Helpers for XSS checks: ``XSS_MARKER_JS`` (a JS expression listing every marker a payload set),
-``MARKER_HOOK`` / ``xss_payloads()`` (the payload corpus, each payload tries to call
-``window.__xss(<id>)``, set ``document.title`` and add ``data-xss`` to ``<body>``), and
-``DANGEROUS_DOM_JS`` (lists scripts, iframes, on* attributes and ``javascript:`` URLs found inside
-output areas).
+XSS helpers live in ``xss.py``: ``xss_payloads(prefix)`` (the corpus; each payload, if it ever
+runs, calls ``__xss('<id>')``), ``MARKER_INIT_JS`` (installed in every page here: ``__xss`` records
+the id in ``window.__xssHits``, sets ``document.title`` and ``data-xss`` on ``<html>``),
+``XSS_HITS_JS`` (reads the three markers; ``nb.xss_hits()``) and ``DANGEROUS_DOM_JS`` (lists
+payload scripts, iframes/objects/embeds/forms, ``on*`` attributes and ``javascript:`` URLs inside a
+selector, e.g. ``page.evaluate(DANGEROUS_DOM_JS, ".nba-view")``).
 """
 
 from __future__ import annotations
