@@ -48,7 +48,7 @@ def demo_agent() -> AssistantAgent:
     The scripted tool-call answers carry the prompt tokens the replay model estimates for the
     messages those calls are sent (it estimates them itself only for text answers).
     """
-    script = [
+    script: list[str | CreateResult] = [
         CreateResult(
             finish_reason="function_calls",
             content=[
@@ -90,7 +90,7 @@ def describe(item: object) -> str | None:
         return f"   tool call {item.call.name}({item.call.arguments})"
     if isinstance(item, Response):
         message = item.chat_message
-        return f"   Response: {message.type}  {_short(message.to_text())}"
+        return f"   Response: {type(message).__name__}  {_short(message.to_text())}"
     if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
         content = getattr(item, "content", "")
         if isinstance(content, list):
@@ -102,7 +102,7 @@ def describe(item: object) -> str | None:
             )
         else:
             text = item.to_text()
-        return f"   {item.type}  {_short(text)}"
+        return f"   {type(item).__name__}  {_short(text)}"
     if isinstance(item, RunFinished):
         return f"run finished  status={item.status}"
     return None

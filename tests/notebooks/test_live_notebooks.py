@@ -8,6 +8,7 @@ live branch of each notebook is exercised without a network or a key.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.kernel
 
 
 @pytest.fixture
-def server() -> ChatServer:
+def server() -> Iterator[ChatServer]:
     with ChatServer() as running:
         yield running
 

@@ -19,6 +19,7 @@ import pytest
 
 from nbagent import __main__ as cli
 from nbagent.messages import TextMessage
+from nbagent.models import ReplayChatCompletionClient
 
 from ._kernel import ROOT
 
@@ -55,7 +56,7 @@ async def test_demo_prints_every_move_and_event_in_order() -> None:
     start = lines.index(f"run started  agent=assistant  task={cli.DEMO_TASK}")
     assert lines[start + 1 : start + 1 + len(DEMO_LINES)] == DEMO_LINES
     assert lines[0] == "nbagent demo: offline, on the replay model (no network, no API key)"
-    assert agent.model_client.remaining == 0
+    assert isinstance(agent.model_client, ReplayChatCompletionClient) and agent.model_client.remaining == 0
 
 
 async def test_demo_prints_the_dataframes() -> None:
