@@ -1,7 +1,8 @@
 """The cancellation matrix: every await point of a run x task.cancel(), CancellationToken, AgentRun.aclose().
 
 Each case asserts that the run ends within 1 s (a correctness bound, not a speed test), that no task
-is left running, that every tool call in the context has a result, and that the next run succeeds.
+is left running, that every tool call in the context has a result and the local Chat Completions
+server's validator accepts the context, and that the next run succeeds.
 """
 
 from __future__ import annotations
@@ -24,12 +25,16 @@ from nbagent import (
     Move,
     ReplayChatCompletionClient,
     TextMessage,
+    UserMessage,
 )
+
+from tests.models.chat_server import validate_context
 
 from .helpers import calls, every_call_answered, other_tasks
 
 LONG = 30.0  # every blocking point would block this long if cancellation did not work
 CANCELLED = "Error: the run was cancelled before this tool call finished"
+NEXT = UserMessage(content="next", source="user")  # what the next run adds before calling the model
 
 
 @dataclass
@@ -185,6 +190,7 @@ async def check_after(case: Case, before: set[asyncio.Task[Any]], expected_tool_
     assert other_tasks(before) == set()
     assert not case.agent.is_running
     assert every_call_answered(case.agent)
+    assert validate_context([*case.agent.model_context.messages, NEXT], case.agent.tools) == []
     if expected_tool_results is not None:
         results = case.agent.model_context.messages[2].content
         assert [(r.content, r.is_error) for r in results] == expected_tool_results
@@ -267,6 +273,7 @@ async def test_consumer_stops_iterating_and_closes(stop_at: str) -> None:
     await asyncio.sleep(0)
     assert other_tasks(before) == set()
     assert every_call_answered(agent)
+    assert validate_context([*agent.model_context.messages, NEXT], agent.tools) == []
     client._index = 1
     assert (await agent.run(task="next")).messages[-1].content == "after"
 
