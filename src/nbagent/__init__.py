@@ -60,12 +60,12 @@ from .models import (
     ReplayExhaustedError,
     default_model,
 )
-from .run import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
+from .records import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
 from .stepper import Stepper, StepperFinished, StepResult
 from .tools import BaseTool, FunctionTool, Handoff, StaticWorkbench, ToolArgumentsError, ToolResult, Workbench
 from .trace import COLUMNS as TRACE_COLUMNS, AgentRecorder, Trace, TraceFrames
 from .trace_export import LoadedTrace, load_jsonl, load_parquet
-from .sync import run  # the sync entry point (the records module stays importable as nbagent.run)
+from .sync import run  # the sync entry point: nbagent.run(agent, task)
 
 __version__ = "0.1.0"
 

@@ -26,7 +26,7 @@ from .messages import (
     TextMessage,
 )
 from .models.replay import ReplayChatCompletionClient
-from .run import LLMCall, Move, RunFinished, RunStarted, ToolExecution
+from .records import LLMCall, Move, RunFinished, RunStarted, ToolExecution
 
 WALKTHROUGH = "02_walkthrough_steps_1_5.ipynb"
 DEMO_TASK = "What is the weather in Paris and in Tokyo, and what is the difference in degrees?"

@@ -1,7 +1,7 @@
 """``AssistantAgent``: the tool-use loop, STEP 1 to 5, as the design description lays it out.
 
 ``_run_steps`` is the one loop. It yields the run's events and, between them, the records of
-:mod:`nbagent.run` (moves, LLM calls, tool executions). ``on_messages_stream`` / ``run_stream``
+:mod:`nbagent.records` (moves, LLM calls, tool executions). ``on_messages_stream`` / ``run_stream``
 pass the events on; the step-by-step mode pauses at each move; the trace records everything.
 """
 
@@ -43,7 +43,7 @@ from .messages import (
     streaming_chunk,
 )
 from .models.base import ChatCompletionClient, ModelError, ModelRequest
-from .run import (
+from .records import (
     RECORD_TYPES,
     LLMCall,
     LLMPurpose,

@@ -1,7 +1,7 @@
 """Step-by-step mode: walk the agent's loop one move at a time, for teaching and debugging.
 
 The stepper does not re-implement the loop. It consumes the one loop through ``agent.iter()``
-(an :class:`~nbagent.agent.AgentRun`) and pauses at each :class:`~nbagent.run.Move`: ``next()``
+(an :class:`~nbagent.agent.AgentRun`) and pauses at each :class:`~nbagent.records.Move`: ``next()``
 pulls items until the following ``Move`` (or the end of the run), so the loop's code for exactly one
 move runs, and reports what that move did. A run stepped to the end yields the same events, context
 and trace records as ``run_stream`` on the same script.
@@ -32,7 +32,7 @@ from .messages import (
 )
 from .models.base import ChatCompletionClient, ModelRequest
 from .models.replay import ReplayChatCompletionClient
-from .run import RECORD_TYPES, LLMCall, Move, MoveInfo, RunItem, ToolExecution
+from .records import RECORD_TYPES, LLMCall, Move, MoveInfo, RunItem, ToolExecution
 from .trace import Trace, context_rows
 
 StepperStatus = Literal["ready", "paused", "finished", "error", "cancelled"]

@@ -39,7 +39,7 @@ from .messages import (
 import re
 
 from .models.redact import REDACTED, known_secrets, redact, redact_data
-from .run import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
+from .records import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,7 +74,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "seq": ("Int64", "position of the item in its run, from 0 (RunStarted)"),
         "kind": ("category", "Move, LLMCall, ToolExecution, RunStarted, RunFinished, Response or the event type"),
         "step": ("Int64", "STEP 1-5 of the loop, from the item's move or the move before it"),
-        "move": ("category", "name of that move (run.MOVES)"),
+        "move": ("category", "name of that move (records.MOVES)"),
         "iteration": ("Int64", "tool-loop iteration, from 0"),
         "event_id": ("string", "id of the event or message (null for records)"),
         "message_id": ("string", "id of the message the item builds or is (chunks: full_message_id)"),

@@ -26,7 +26,7 @@ from nbagent import (
     TextMessage,
 )
 from nbagent.messages import streaming_chunk
-from nbagent.run import Move
+from nbagent.records import Move
 from nbagent.notebook.view import AgentRunView
 
 XSS = '<img src=x onerror="alert(1)"><script>alert(2)</script>'

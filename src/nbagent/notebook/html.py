@@ -37,7 +37,7 @@ from ..messages import (
     ToolCallRequestEvent,
     ToolCallSummaryMessage,
 )
-from ..run import MOVES
+from ..records import MOVES
 
 PREVIEW_CHARS = 800
 """How much of a long value the view shows before "show all"."""

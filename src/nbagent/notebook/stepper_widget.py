@@ -26,7 +26,7 @@ from ..agent import AssistantAgent, Task
 from ..cancellation import CancellationToken
 from ..context import message_text
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent, Response
-from ..run import MOVES
+from ..records import MOVES
 from ..stepper import Stepper, StepResult
 from .html import STYLE, escape, event_html, pretty_arguments, step_badge, value_html
 

@@ -42,7 +42,7 @@ from ..messages import (
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
 )
-from ..run import LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
+from ..records import LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
 from .coalesce import DEFAULT_INTERVAL, Coalescer
 from .html import (
     STYLE,
