@@ -168,6 +168,8 @@ def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args
     if no_browser:
         command.append("--no-browser")
     command.extend(jupyter_args)
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in command:
+        command.append("--allow-root")  # JupyterLab refuses root otherwise (containers, CI machines)
     sys.stdout.flush()
     os.execv(sys.executable, command)
 

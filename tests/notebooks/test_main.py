@@ -113,6 +113,17 @@ def test_lab_opens_jupyterlab_on_the_walkthrough(monkeypatch: pytest.MonkeyPatch
     ]
 
 
+def test_lab_as_root_allows_root_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JupyterLab refuses to run as root; the README's one command must work on a root machine."""
+    launched: list[list[str]] = []
+    monkeypatch.setattr(cli.os, "execv", lambda path, argv: launched.append(list(argv)))
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
+    cli.main(["lab", "--no-browser"])
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    cli.main(["lab", "--no-browser"])
+    assert [argv.count("--allow-root") for argv in launched] == [1, 0]
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -131,8 +142,6 @@ def test_python_m_nbagent_lab_serves_the_walkthrough(tmp_path: Path) -> None:
     }
     command = [sys.executable, "-m", "nbagent", "lab", "--port", str(port), "--no-browser", "--",
                "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}"]  # fmt: skip
-    if os.geteuid() == 0:
-        command.append("--allow-root")
     server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     url = f"http://127.0.0.1:{port}/api/contents/{cli.WALKTHROUGH}?content=0&token={token}"
     try:
