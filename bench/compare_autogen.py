@@ -118,7 +118,11 @@ PARALLEL: tuple[Step, ...] = (
 
 
 def scenarios(scale: float) -> list[Scenario]:
-    n = lambda runs: max(int(runs * scale), 5)  # noqa: E731
+    """Every scenario, with its run count multiplied by ``scale`` (at least 5 runs)."""
+
+    def n(runs: int) -> int:
+        return max(int(runs * scale), 5)
+
     return [
         Scenario("plain", ("The answer is 42.",), runs=n(1000)),
         Scenario("tools_k1", tool_rounds(1), tools=("add",), max_tool_iterations=2, runs=n(600)),
