@@ -291,14 +291,6 @@ def streaming_chunk(content: str, source: str, full_message_id: str) -> ModelCli
     return event
 
 
-ChatMessage = Union[TextMessage, StructuredMessage, ToolCallSummaryMessage, HandoffMessage]
-AgentEvent = Union[
-    ToolCallRequestEvent,
-    ToolCallExecutionEvent,
-    ThoughtEvent,
-    MemoryQueryEvent,
-    ModelClientStreamingChunkEvent,
-]
 _MESSAGE_TYPES: dict[str, type[_Base]] = {
     cls.model_fields["type"].default: cls
     for cls in (

@@ -29,7 +29,7 @@ from nbagent.notebook.html import (
     markdown_html,
     pretty_arguments,
     step_badge,
-    streaming_text_html,
+    stream_segment_html,
     tool_card_html,
     truncate,
     value_html,
@@ -189,4 +189,4 @@ def test_footer_metrics() -> None:
 
 
 def test_streaming_text_is_an_escaped_inline_span() -> None:
-    assert streaming_text_html("a <b>\n") == '<span class="nba-stream-text">a &lt;b&gt;\n</span>'
+    assert stream_segment_html(escape("a <b>\n")) == '<span class="nba-stream-text">a &lt;b&gt;\n</span>'

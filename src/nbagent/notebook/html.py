@@ -267,13 +267,8 @@ def final_html(message: BaseChatMessage, badge: str = "") -> str:
     )
 
 
-def streaming_text_html(text: str) -> str:
-    """A piece of text still arriving: escaped, not yet Markdown; pieces in a row flow as one text."""
-    return stream_segment_html(escape(text))
-
-
 def stream_segment_html(escaped: str) -> str:
-    """:func:`streaming_text_html` for text the caller has already escaped (the streaming hot path)."""
+    """Streamed text still arriving, already escaped by the caller (the hot path); not yet Markdown."""
     return f'<span class="nba-stream-text">{escaped}</span>'
 
 
