@@ -300,9 +300,10 @@ class AssistantAgent:
         run = self.iter(messages, cancellation_token)
         try:
             async for item in run:
+                if type(item) is ModelClientStreamingChunkEvent:  # most items of a streamed run
+                    continue
                 if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
-                    if type(item) is not ModelClientStreamingChunkEvent:
-                        collected.append(item)
+                    collected.append(item)
                 elif type(item) is Response:
                     collected.append(item.chat_message)
         finally:
@@ -488,10 +489,10 @@ class AssistantAgent:
                             if call.first_token_s is None:
                                 call.first_token_s = time.perf_counter() - call.start_perf
                             yield streaming_chunk(chunk, source, message_id)
+                            if token._cancelled:
+                                raise asyncio.CancelledError("the cancellation token was cancelled")
                         elif isinstance(chunk, CreateResult):
                             result = chunk
-                        if token._cancelled:
-                            raise asyncio.CancelledError("the cancellation token was cancelled")
                 if result is None:
                     raise ModelError(f"the stream of {client.model_name} ended without a final result")
             else:
@@ -846,7 +847,7 @@ class AgentRun:
         self.status: str = "new"
         self.response: Response | None = None
         self._steps: AsyncGenerator[RunItem, None] | None = None
-        self._recorders: list[Recorder] = []
+        self._record: list[Callable[[RunItem], None]] = []  # the ``record`` of each recorder
         self._advancing = False
         self._ended: asyncio.Event | None = None
 
@@ -860,22 +861,21 @@ class AgentRun:
                 raise asyncio.CancelledError("the cancellation token was cancelled before the run started")
             self.cancellation_token.add_callback(self.token.cancel)
         self.agent._active_run = self
-        self._recorders = list(self.agent.recorders)
+        self._record = [recorder.record for recorder in self.agent.recorders]
         self._steps = self.agent._run_steps(self)
         self.status = "running"
         return RunStarted(self.run_id, self.agent.name, self.messages)
 
     async def __anext__(self) -> RunItem:
-        if self._steps is None:
-            if self.status != "new":
+        steps = self._steps
+        if steps is None or self.status != "running":
+            if steps is not None or self.status != "new":
                 raise StopAsyncIteration
             item: RunItem = self._start()
-        elif self.status != "running":
-            raise StopAsyncIteration
         else:
             self._advancing = True
             try:
-                item = await self._steps.__anext__()
+                item = await steps.__anext__()
             except StopAsyncIteration:
                 item = self._finish("ok")
             except asyncio.CancelledError:
@@ -890,8 +890,8 @@ class AgentRun:
                 self._advancing = False
             if type(item) is Response:
                 self.response = item
-        for recorder in self._recorders:
-            recorder.record(item)
+        for record in self._record:
+            record(item)
         return item
 
     def _finish(self, status: str, error: BaseException | None = None) -> RunFinished:
@@ -909,8 +909,8 @@ class AgentRun:
             None if error is None else f"{type(error).__name__}: {error}",
         )
         if status != "ok":
-            for recorder in self._recorders:
-                recorder.record(finished)
+            for record in self._record:
+                record(finished)
         return finished
 
     async def aclose(self) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from datetime import datetime, timezone
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -230,11 +231,15 @@ class AgentRecorder:
     running at once in one event loop land in the right run.
     """
 
-    __slots__ = ("trace", "agent", "_context", "_size", "_append", "_run", "_where", "_last", "_origins")
+    __slots__ = ("_trace", "_agent", "_context", "_size", "_append", "_run", "_where", "_last", "_origins")
 
     def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
-        self.trace = trace
-        self.agent = agent
+        # Weak references to the trace and the agent: the agent holds its trace, the trace its
+        # recorder (and its snapshots the recorder), so strong ones would make cycles that keep an
+        # agent and every item its trace recorded alive until the cyclic garbage collector runs;
+        # the items kept meanwhile trigger collections that scan them all, again and again.
+        self._trace = weakref.ref(trace)
+        self._agent = None if agent is None else weakref.ref(agent)
         self._context = None if agent is None else agent.model_context
         self._size = -1  # the context's length at the last checkpoint
         self._append = trace._rows.append
@@ -243,6 +248,19 @@ class AgentRecorder:
         self._last: list[LLMMessage] | None = None  # the last snapshot taken
         # id(message) -> (message, run_id, step, move), computed from the snapshots when asked for.
         self._origins: tuple[int, dict[int, tuple[Any, ...]]] = (0, {})
+
+    @property
+    def trace(self) -> Trace:
+        """The trace this recorder records into."""
+        trace = self._trace()
+        if trace is None:
+            raise ReferenceError("the trace of this recorder was deleted")
+        return trace
+
+    @property
+    def agent(self) -> AssistantAgent | None:
+        """The agent whose runs it records (``None``: none, or deleted)."""
+        return None if self._agent is None else self._agent()
 
     def record(self, item: RunItem) -> None:
         kind = type(item)
@@ -272,7 +290,10 @@ class AgentRecorder:
         The snapshot is the context's own copy (``messages``); change is told by length and by the
         identity of the first and last message (a context is only appended to within a run).
         """
-        assert self._context is not None and self.agent is not None
+        agent, trace = self.agent, self._trace()
+        assert self._context is not None and agent is not None
+        if trace is None:  # nobody can read this recorder's snapshots any more
+            return
         messages = self._context.messages
         last = self._last
         self._size = len(messages)
@@ -282,7 +303,7 @@ class AgentRecorder:
             or (messages and (messages[0] is not last[0] or messages[-1] is not last[-1]))
         ):
             self._last = messages
-            self.trace._snapshots.append((len(self.trace._rows), self.agent.name, messages, self, self._where))
+            trace._snapshots.append((len(trace._rows), agent.name, messages, self, self._where))
 
     def origin_of(self, message: LLMMessage, live: bool = False) -> tuple[str | None, int | None, str | None]:
         """The run, STEP and move that added ``message`` to the context (Nones: outside a run).

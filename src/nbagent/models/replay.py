@@ -52,6 +52,9 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         self.chunk_delay = chunk_delay
         self.requests: deque[ModelRequest] = deque(maxlen=keep_requests)
         self._index = 0
+        # id(message) -> (message, estimated tokens) for the messages of the last request: a tool
+        # loop sends the same context again with a few messages more, so most are not re-estimated.
+        self._tokens: dict[int, tuple[LLMMessage, int]] = {}
 
     @property
     def model_name(self) -> str:
@@ -82,7 +85,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         item = self.chat_completions[self._index]
         self._index += 1
         self.requests.append(ModelRequest(list(messages), list(tools), tool_choice, json_output))
-        prompt_tokens = sum(map(estimate_tokens, messages))
+        prompt_tokens = self._prompt_tokens(messages)
         if isinstance(item, str):
             result = CreateResult(
                 finish_reason="stop",
@@ -93,6 +96,20 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             result = item
         self._count_usage(result.usage, actual=False)
         return result
+
+    def _prompt_tokens(self, messages: Sequence[LLMMessage]) -> int:
+        """The estimated prompt size, each message estimated once while it keeps being sent."""
+        known = self._tokens
+        tokens: dict[int, tuple[LLMMessage, int]] = {}
+        total = 0
+        for message in messages:
+            hit = known.get(id(message))
+            if hit is None or hit[0] is not message:
+                hit = (message, estimate_tokens(message))
+            tokens[id(message)] = hit
+            total += hit[1]
+        self._tokens = tokens
+        return total
 
     async def create(
         self,
@@ -126,8 +143,11 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         )
         if isinstance(result.content, str):
             delay = self.chunk_delay
-            for piece in _CHUNK.findall(result.content):
-                if delay:
+            if delay:
+                for piece in _CHUNK.findall(result.content):
                     await guarded(asyncio.sleep(delay), cancellation_token)
-                yield piece
+                    yield piece
+            else:
+                for piece in _CHUNK.findall(result.content):
+                    yield piece
         yield result
