@@ -877,7 +877,7 @@ def context_frame(agent: AssistantAgent) -> pd.DataFrame:
     for candidate in agent.recorders:
         if isinstance(candidate, Trace) and candidate._own.agent is agent:
             recorder = candidate._own
-        elif isinstance(candidate, AgentRecorder) and candidate.agent is agent:
+        elif isinstance(candidate, AgentRecorder) and candidate.agent is agent and candidate._trace() is not None:
             recorder = candidate
         if recorder is not None:
             break
