@@ -187,8 +187,7 @@ async def test_a_click_from_another_thread_runs_on_the_widgets_loop() -> None:
     stepper = nbagent.step(scenario("plain_text").agent(), "task")
     widget = stepper.widget()
     def click_in_thread() -> object:
-        widget.next_button.click()
-        return widget.task
+        return widget.click(stepper.next)  # what the Next button does
 
     future = await asyncio.to_thread(click_in_thread)
     assert isinstance(future, concurrent.futures.Future)

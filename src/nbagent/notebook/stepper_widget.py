@@ -310,22 +310,32 @@ class StepperWidget(widgets.VBox):
     def busy(self) -> bool:
         return self.task is not None and not self.task.done()
 
-    def click(self, action: Callable[[], Awaitable[Any]]) -> None:
-        """Run a button's action on the kernel's event loop; ignored while another action runs."""
+    def click(
+        self, action: Callable[[], Awaitable[Any]]
+    ) -> asyncio.Task[None] | concurrent.futures.Future[None] | None:
+        """Run a button's action on the kernel's event loop; ignored while another action runs.
+
+        Returns what was scheduled (a task, or a future when clicked from another thread), or
+        ``None`` when the click was ignored or there is no loop to run on.
+        """
         if self.busy or self.stepper.moving:
-            return
+            return None
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
         self.error = None
+        scheduled: asyncio.Task[None] | concurrent.futures.Future[None] | None = None
         if loop is not None:
-            self.task = loop.create_task(self._perform(action))
+            scheduled = loop.create_task(self._perform(action))
         elif self._loop is not None and self._loop.is_running():
-            self.task = asyncio.run_coroutine_threadsafe(self._perform(action), self._loop)
+            scheduled = asyncio.run_coroutine_threadsafe(self._perform(action), self._loop)
         else:
             self.error = "no running event loop to make the move on"
+        if scheduled is not None and not scheduled.done():
+            self.task = scheduled  # a move that already ended (another thread's click) is not busy
         self.refresh()
+        return scheduled
 
     async def _perform(self, action: Callable[[], Awaitable[Any]]) -> None:
         try:
