@@ -13,8 +13,9 @@ import asyncio
 import time
 from typing import Callable
 
-DEFAULT_INTERVAL = 1 / 25
-"""Seconds between two sink calls: at most 25 updates per second per coalescer."""
+DEFAULT_INTERVAL = 1 / 22
+"""Seconds between two sink calls: at most 22 text updates per second per coalescer, so that with the
+view's other messages (new segments, tool cards, footer) the browser gets under 30 a second."""
 
 
 class Coalescer:

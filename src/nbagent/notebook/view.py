@@ -3,7 +3,7 @@
 The view consumes ``agent.iter()`` (the one loop), so it sees the moves (STEP badges), the LLM call
 and tool execution records (durations, tokens) and the events. Each event becomes a small
 ``widgets.HTML`` child; streamed text goes into its own widgets through a :class:`Coalescer`, so
-the browser gets at most ~25 updates per second per message and each update carries only the
+the browser gets at most ~22 text updates per second per message and each update carries only the
 last segment of that message. Every model or tool string is escaped (:mod:`nbagent.notebook.html`).
 
 Stable hooks for browser tests: the root has the classes ``nba-view`` and ``nba-state-<status>``
