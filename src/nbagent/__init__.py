@@ -1,5 +1,7 @@
 """nbagent: explore, teach and analyse an LLM agent's tool-use loop in a notebook."""
 
+from types import ModuleType as _ModuleType
+
 from .agent import AgentBusyError, AgentRun, AssistantAgent, StructuredOutputError
 from .cancellation import CancellationToken
 from .context import (
@@ -96,4 +98,7 @@ def load_ipython_extension(ipython: object) -> None:
     load(ipython)
 
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = sorted(
+    {name for name, value in globals().items() if not name.startswith("_") and not isinstance(value, _ModuleType)}
+    | set(_NOTEBOOK_NAMES)
+)
