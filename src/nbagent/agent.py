@@ -384,7 +384,7 @@ class AssistantAgent:
 
     # ------------------------------------------------------------------ the loop
 
-    async def _run_steps(self, run: AgentRun) -> AsyncIterator[RunItem]:
+    async def _run_steps(self, run: AgentRun) -> AsyncGenerator[RunItem, None]:
         """STEP 1 to 5 for one call: the single implementation of the loop."""
         token = run.token
         run_id = run.run_id
@@ -450,7 +450,7 @@ class AssistantAgent:
 
     async def _call_llm(
         self, run: AgentRun, message_id: str, iteration: int, purpose: LLMPurpose
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """STEP 4. Send system message + context + tools; yield the call record, chunks, then the result."""
         token = run.token
         llm_messages: list[LLMMessage] = [*self._system_messages, *await self._model_context.get_messages()]
@@ -518,7 +518,7 @@ class AssistantAgent:
         model_result: CreateResult,
         inner: list[BaseAgentEvent | BaseChatMessage],
         message_id: str,
-    ) -> AsyncIterator[RunItem]:
+    ) -> AsyncGenerator[RunItem, None]:
         """STEP 5. Text ends the run; tool calls run and loop up to ``max_tool_iterations``."""
         run_id = run.run_id
         calls: list[FunctionCall] = []
@@ -587,7 +587,7 @@ class AssistantAgent:
 
     async def _final_message(
         self, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
-    ) -> AsyncIterator[RunItem]:
+    ) -> AsyncGenerator[RunItem, None]:
         """The text answer: thought event, context entry, then the Response."""
         assert isinstance(result.content, str)
         if result.thought:
@@ -623,7 +623,7 @@ class AssistantAgent:
         calls: list[FunctionCall],
         iteration: int,
         results: list[FunctionExecutionResult],
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """Run every call concurrently; fill ``results`` in call order and add them to the context.
 
         Yields the tool execution records first, then any events the tools stream. If the run is
@@ -711,6 +711,7 @@ class AssistantAgent:
             arguments = parse_arguments(call.name, call.arguments)
         except ToolArgumentsError as error:
             return FunctionExecutionResult(content=f"Error: {error}", name=call.name, call_id=call.id, is_error=True)
+        outcome: ToolResult | None
         if events is None:
             outcome = await owner.call_tool(call.name, arguments, token)
         else:
@@ -763,7 +764,7 @@ class AssistantAgent:
 
     async def _reflect_on_tool_use_flow(
         self, run: AgentRun, inner: list[BaseAgentEvent | BaseChatMessage]
-    ) -> AsyncIterator[RunItem]:
+    ) -> AsyncGenerator[RunItem, None]:
         """After the tool loop: ask the model (no tools) to turn the results into the answer."""
         message_id = new_id()
         result: CreateResult | None = None

@@ -23,7 +23,7 @@ import mimetypes
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Annotated, Any, Generic, Literal, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, Sequence, TypeVar, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -161,6 +161,8 @@ class _Base(BaseModel):
     models_usage: RequestUsage | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: Annotated[datetime, AfterValidator(_as_utc)] = Field(default_factory=utc_now)
+    if TYPE_CHECKING:  # for the type checker only: each concrete class declares it as a Literal field
+        type: str
 
     def to_text(self) -> str:
         """The content as plain text, for display."""
@@ -291,7 +293,7 @@ def streaming_chunk(content: str, source: str, full_message_id: str) -> ModelCli
     return event
 
 
-_MESSAGE_TYPES: dict[str, type[_Base]] = {
+_MESSAGE_TYPES: dict[str, type[BaseChatMessage] | type[BaseAgentEvent]] = {
     cls.model_fields["type"].default: cls
     for cls in (
         TextMessage,

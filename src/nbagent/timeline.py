@@ -84,15 +84,15 @@ class Timeline:
         for call in llm_calls[llm_calls["run_id"].astype("object") == rid].itertuples(index=False):
             offset = (call.started_at - start).total_seconds()
             duration = 0.0 if _missing(call.duration_s) else float(call.duration_s)
-            details = [
+            lines = [
                 f"{call.purpose} call to {call.model}, iteration {call.iteration}",
                 f"{duration * 1000:.1f} ms" + ("" if _missing(call.ttft_s) else f", first token {call.ttft_s * 1000:.1f} ms"),
                 f"tokens: {call.prompt_tokens} in, {call.completion_tokens} out; finish: {call.finish_reason}",
             ]
             if not _missing(call.error):
-                details.append(f"error: {call.error}")
+                lines.append(f"error: {call.error}")
             kind = "error" if call.status == "error" else "llm"
-            bars.append(Bar(0, offset, duration, kind, f"{call.purpose}", _short("\n".join(details), 600)))
+            bars.append(Bar(0, offset, duration, kind, f"{call.purpose}", _short("\n".join(lines), 600)))
         lane_ends: list[float] = []
         tools = tool_calls[tool_calls["run_id"].astype("object") == rid].sort_values("started_at", kind="stable")
         for tool in tools.itertuples(index=False):

@@ -157,7 +157,7 @@ class FunctionTool(BaseTool):
         if not callable(func):
             raise TypeError(f"FunctionTool needs a callable, got {type(func).__name__}")
         self._func = func
-        self.name = name or getattr(func, "__name__", type(func).__name__)
+        self.name = name if name else getattr(func, "__name__", type(func).__name__)
         if not _TOOL_NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must match {_TOOL_NAME.pattern}")
         doc = inspect.getdoc(func) or ""
@@ -296,7 +296,7 @@ class StaticWorkbench(Workbench):
     """A fixed list of tools, with their schemas listed once."""
 
     def __init__(self, tools: Sequence[BaseTool | Callable[..., Any]]) -> None:
-        self._tools = {}
+        self._tools: dict[str, BaseTool] = {}
         for tool in map(as_tool, tools):
             if tool.name in self._tools:
                 raise ValueError(f"Tool names must be unique: {[t.name for t in map(as_tool, tools)]}")
@@ -382,7 +382,7 @@ class Handoff(BaseModel):
             strict=False,
         )
 
-    @property
-    def schema(self) -> ToolSchema:
+    @property  # public API ``Handoff.schema``: shadows pydantic's deprecated ``BaseModel.schema()`` on purpose
+    def schema(self) -> ToolSchema:  # type: ignore[override]
         """The tool the model is offered for this handoff (built once)."""
         return self._schema

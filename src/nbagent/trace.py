@@ -263,6 +263,8 @@ class AgentRecorder:
         return None if self._agent is None else self._agent()
 
     def record(self, item: RunItem) -> None:
+        # ``kind`` is ``type(item)``, so ``kind is X`` means ``item`` is an X; mypy does not narrow
+        # through the local, and the ignores below keep this path free of isinstance() or cast().
         kind = type(item)
         if kind is _CHUNK:
             # The hot path. A chunk is kept as (content, id, full_message_id, perf): keeping the event
@@ -276,10 +278,12 @@ class AgentRecorder:
             context = self._context
             if context is not None and len(context) != self._size:
                 self._checkpoint()
-            self._where = (item.run_id, _STEPS[item.name], item.name) if kind is Move else _NOWHERE
+            self._where = (
+                (item.run_id, _STEPS[item.name], item.name) if kind is Move else _NOWHERE  # type: ignore[union-attr]
+            )
         elif kind is RunStarted:
             # Between runs anything may have happened to the context (load_state, on_reset...).
-            self._run = item.run_id
+            self._run = item.run_id  # type: ignore[union-attr]
             if self._context is not None:
                 self._checkpoint()
         self._append((item, self._run, _perf()))
@@ -438,7 +442,7 @@ class Trace(TraceFrames):
     @property
     def items(self) -> list[RunItem]:
         """The recorded items in order: live records and events (not redacted); chunks rebuilt."""
-        agents = {run: info.agent for run, info in self._runs_info().items()}
+        agents: dict[str | None, str] = {run: info.agent for run, info in self._runs_info().items()}
         wall_ns, perf0 = self._anchor
         items: list[RunItem] = []
         for row, run in zip(self._rows, self._run_column()):
@@ -693,11 +697,11 @@ class Trace(TraceFrames):
         """One row per run: status, times, counts and tokens."""
         red = self.redactor()
         runs: dict[str, dict[str, Any]] = {}
-        for row, run_id in zip(self._rows, self._run_column()):
+        for entry, run_id in zip(self._rows, self._run_column()):
             if run_id is None:
                 continue
-            item, perf = row[0], row[-1]
-            kind = type(item) if len(row) == 3 else _CHUNK
+            item, perf = entry[0], entry[-1]
+            kind = type(item) if len(entry) == 3 else _CHUNK
             row = runs.get(run_id)
             if row is None:
                 row = runs[run_id] = {

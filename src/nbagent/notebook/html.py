@@ -327,5 +327,4 @@ def event_html(item: BaseAgentEvent | BaseChatMessage, badge: str = "") -> str:
 
 def _type_name(item: BaseAgentEvent | BaseChatMessage) -> str:
     """The ``type`` string every concrete message and event declares."""
-    name: str = item.type  # type: ignore[union-attr]
-    return name
+    return item.type
