@@ -63,7 +63,9 @@ from .tools import (
     ToolSchema,
     Workbench,
     as_tool,
+    error_text,
     parse_arguments,
+    tool_not_found,
 )
 from .trace import Trace, context_frame
 
@@ -209,11 +211,13 @@ class AssistantAgent:
                 schemas.append(schema)
         return schemas + self._handoff_tools, owners
 
-    async def _list_tools(self) -> tuple[list[ToolSchema], dict[str, Workbench]]:
+    async def _list_tools(
+        self, token: CancellationToken | None = None
+    ) -> tuple[list[ToolSchema], dict[str, Workbench]]:
         """Every tool the model is offered (workbenches' plus handoffs'), and who runs each."""
         if self._static_tools is not None:
             return self._static_tools
-        return self._index_tools([(wb, await wb.list_tools()) for wb in self._workbench])
+        return self._index_tools([(wb, await guarded(wb.list_tools(), token)) for wb in self._workbench])
 
     # ------------------------------------------------------------------ public properties
 
@@ -275,20 +279,21 @@ class AssistantAgent:
     ) -> Response:
         """Run on new messages and return the final :class:`Response`."""
         response: Response | None = None
-        async for item in self.on_messages_stream(messages, cancellation_token):
-            if type(item) is Response:
-                response = item
+        async with aclosing(self.on_messages_stream(messages, cancellation_token)) as stream:
+            async for item in stream:
+                if type(item) is Response:
+                    response = item
         assert response is not None, "on_messages_stream ended without a Response"
         return response
 
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
-    ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | Response]:
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Run on new messages, yielding each event as it happens and the ``Response`` last."""
         run = self.iter(messages, cancellation_token)
         try:
             async for item in run:
-                if not isinstance(item, RECORD_TYPES):
+                if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, RECORD_TYPES):
                     yield item
         finally:
             await run.aclose()
@@ -324,14 +329,15 @@ class AssistantAgent:
         collected: list[BaseAgentEvent | BaseChatMessage] = list(messages)
         for message in messages:
             yield message
-        async for item in self.on_messages_stream(messages, cancellation_token):
-            if isinstance(item, Response):
-                collected.append(item.chat_message)
-                yield item.chat_message
-            else:
-                if item.type != "ModelClientStreamingChunkEvent":
-                    collected.append(item)
-                yield item
+        async with aclosing(self.on_messages_stream(messages, cancellation_token)) as stream:
+            async for item in stream:
+                if isinstance(item, Response):
+                    collected.append(item.chat_message)
+                    yield item.chat_message
+                else:
+                    if type(item) is not ModelClientStreamingChunkEvent:
+                        collected.append(item)
+                    yield item
         yield TaskResult(messages=collected)
 
     async def on_reset(self, cancellation_token: CancellationToken | None = None) -> None:
@@ -458,7 +464,7 @@ class AssistantAgent:
             tools: list[ToolSchema] = []
             tool_choice = "none"
         else:
-            tools = (await self._list_tools())[0]
+            tools = (await self._list_tools(token))[0]
             tool_choice = "auto"
         json_output = self._output_content_type
         client = self._model_client
@@ -634,7 +640,7 @@ class AssistantAgent:
         executions = [ToolExecution(run.run_id, iteration, call, len(calls)) for call in calls]
         for execution in executions:
             yield execution
-        _, owners = await self._list_tools()
+        _, owners = await self._list_tools(token)
         streaming = any(owner.streams(call.name) for call in calls if (owner := owners.get(call.name)))
         done: dict[int, FunctionExecutionResult] = {}
         try:
@@ -695,33 +701,28 @@ class AssistantAgent:
         token: CancellationToken | None,
         events: asyncio.Queue[Any] | None,
     ) -> FunctionExecutionResult:
-        """Run one call: a handoff answers with its message; an unknown tool or bad JSON is an error."""
+        """Run one call: a handoff answers with its message; an unknown tool, bad JSON or a workbench
+        that raises gives an error result (tool errors never raise out of the run)."""
         handoff = self._handoffs.get(call.name)
         if handoff is not None:
             return FunctionExecutionResult(content=handoff.message, name=call.name, call_id=call.id)
         owner = owners.get(call.name)
-        if owner is None:
-            return FunctionExecutionResult(
-                content=f"Error: tool '{call.name}' not found in any workbench",
-                name=call.name,
-                call_id=call.id,
-                is_error=True,
-            )
         try:
-            arguments = parse_arguments(call.name, call.arguments)
+            if owner is None:
+                outcome = tool_not_found(call.name)
+            elif events is None:
+                outcome = await owner.call_tool(call.name, parse_arguments(call.name, call.arguments), token)
+            else:
+                outcome = tool_not_found(call.name)  # replaced by the stream's last item
+                async for item in owner.call_tool_stream(call.name, parse_arguments(call.name, call.arguments), token):
+                    if isinstance(item, ToolResult):
+                        outcome = item
+                    else:
+                        events.put_nowait(item)
         except ToolArgumentsError as error:
-            return FunctionExecutionResult(content=f"Error: {error}", name=call.name, call_id=call.id, is_error=True)
-        outcome: ToolResult | None
-        if events is None:
-            outcome = await owner.call_tool(call.name, arguments, token)
-        else:
-            outcome = None
-            async for item in owner.call_tool_stream(call.name, arguments, token):
-                if isinstance(item, ToolResult):
-                    outcome = item
-                else:
-                    events.put_nowait(item)
-            assert outcome is not None
+            outcome = ToolResult(call.name, f"Error: {error}", is_error=True)
+        except Exception as error:  # a custom workbench that raises: the run goes on with an error result
+            outcome = ToolResult(call.name, error_text(error), is_error=True)
         return FunctionExecutionResult(
             content=outcome.content, name=call.name, call_id=call.id, is_error=outcome.is_error
         )
@@ -854,6 +855,13 @@ class AgentRun:
 
     def __aiter__(self) -> AgentRun:
         return self
+
+    async def __aenter__(self) -> AgentRun:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """``async with agent.iter(...) as run:`` closes the run however the block is left."""
+        await self.aclose()
 
     def _start(self) -> RunStarted:
         self.agent._check_idle()

@@ -328,7 +328,7 @@ class StaticWorkbench(Workbench):
     ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | ToolResult]:
         tool = self._tools.get(name)
         if tool is None:
-            yield ToolResult(name, f"Error: tool '{name}' not found in any workbench", is_error=True)
+            yield tool_not_found(name)
             return
         try:
             value: Any = None
@@ -341,12 +341,18 @@ class StaticWorkbench(Workbench):
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a tool's failure (or its value's) becomes an error result the model can read
-            yield ToolResult(name, _error_text(error), is_error=True)
+            yield ToolResult(name, error_text(error), is_error=True)
             return
         yield ToolResult(name, text)
 
 
-def _error_text(error: BaseException) -> str:
+def tool_not_found(name: str) -> ToolResult:
+    """The error result of a call to a tool no workbench has."""
+    return ToolResult(name, f"Error: tool '{name}' not found in any workbench", is_error=True)
+
+
+def error_text(error: BaseException) -> str:
+    """How a tool's exception is told to the model."""
     text = str(error)
     if isinstance(error, ToolArgumentsError) or isinstance(error, TimeoutError):
         return f"Error: {text}"
