@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,13 +57,13 @@ class Memory(ABC):
         result = await self.query(query, cancellation_token)
         if not result.results:
             return UpdateContextResult(memories=result)
-        present = "".join(
-            message.content
+        present = "\n".join(
+            message.content[len(MEMORY_HEADER) :]
             for message in messages
             if isinstance(message, SystemMessage) and message.content.startswith(MEMORY_HEADER)
         )
         texts = (item.to_text() for item in result.results)
-        new = [text for text in texts if f". {text}\n" not in present]
+        new = [text for text in texts if not _has_entry(present, text)]
         if new:
             lines = "".join(f"{i}. {text}\n" for i, text in enumerate(new, 1))
             await model_context.add_message(SystemMessage(content=MEMORY_HEADER + lines))
@@ -73,6 +74,11 @@ class Memory(ABC):
 
     async def load_state(self, state: dict[str, Any]) -> None:
         """Restore from ``save_state`` output; nothing by default."""
+
+
+def _has_entry(blocks: str, text: str) -> bool:
+    """Whether ``text`` is a whole numbered entry (``N. text``) of the memory blocks."""
+    return re.search(rf"(?:^|\n)\d+\. {re.escape(text)}\n", blocks) is not None
 
 
 class ListMemory(Memory):

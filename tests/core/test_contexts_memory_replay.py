@@ -26,6 +26,8 @@ from nbagent import (
     UserMessage,
 )
 
+from nbagent.memory import MEMORY_HEADER
+
 from .helpers import add, calls
 
 
@@ -206,3 +208,18 @@ async def test_replay_rejects_bad_script_and_honours_token() -> None:
     token.cancel()
     with pytest.raises(asyncio.CancelledError):
         await ReplayChatCompletionClient(["x"]).create([u(0)], cancellation_token=token)
+
+
+async def test_memory_dedup_matches_whole_entries_only() -> None:
+    """A hit that is only the tail of an entry already in the context is still added."""
+    first, second = ListMemory(), ListMemory()
+    await first.add(MemoryContent(content="Use metric units. Prefer km"))
+    await second.add(MemoryContent(content="Prefer km"))
+    context = UnboundedChatCompletionContext([UserMessage(content="go", source="user")])
+    assert (await first.update_context(context)).added == 1
+    assert (await second.update_context(context)).added == 1
+    assert (await second.update_context(context)).added == 0
+    assert [m.content for m in context.messages[1:]] == [
+        MEMORY_HEADER + "1. Use metric units. Prefer km\n",
+        MEMORY_HEADER + "1. Prefer km\n",
+    ]
