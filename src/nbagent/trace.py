@@ -21,7 +21,7 @@ import weakref
 from datetime import datetime, timezone
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ._ids import new_id
 from .context import estimate_tokens, message_text
@@ -29,6 +29,7 @@ from .messages import (
     AssistantMessage,
     BaseAgentEvent,
     BaseChatMessage,
+    FunctionCall,
     FunctionExecutionResultMessage,
     LLMMessage,
     ModelClientStreamingChunkEvent,
@@ -60,8 +61,8 @@ class DefaultRedactor:
     """Masks API keys (``sk-...``, and the keys set in the environment), bearer tokens and
     ``Authorization`` values; in parsed tool arguments also the values of secret-named keys."""
 
-    def __init__(self) -> None:
-        self.secrets = known_secrets()
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        self.secrets = known_secrets(extra)
 
     def __call__(self, text: str) -> str:
         return redact(_AUTHORIZATION.sub(lambda m: m.group(1) + REDACTED, text), self.secrets)
@@ -174,9 +175,26 @@ def _text(value: str | None, red: Redactor) -> str | None:
     return None if value is None else red(value)
 
 
-def _event_text(item: BaseAgentEvent | BaseChatMessage) -> str:
+def _arguments_text(raw: str, red: Redactor) -> str:
+    """A call's argument text, redacted; values of secret-named keys masked too (then re-serialised)."""
+    if isinstance(red, DefaultRedactor):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            return red(raw)
+        masked = redact_data(value, red.secrets)
+        if masked != value:
+            return red(json.dumps(masked, ensure_ascii=False))
+    return red(raw)
+
+
+def _calls_text(calls: Sequence[FunctionCall], red: Redactor) -> str:
+    return "\n".join(f"{red(call.name)}({_arguments_text(call.arguments, red)})" for call in calls)
+
+
+def _event_text(item: BaseAgentEvent | BaseChatMessage, red: Redactor) -> str:
     if type(item) is ToolCallRequestEvent:
-        return "\n".join(f"{call.name}({call.arguments})" for call in item.content)
+        return _calls_text(item.content, red)
     if type(item) is ToolCallExecutionEvent:
         return "\n".join(result.content for result in item.content)
     return item.to_text()
@@ -474,7 +492,8 @@ class Trace(TraceFrames):
     def redactor(self) -> Redactor:
         """The function every stored string goes through (the default masks keys found now)."""
         if self._redact == "default":
-            return DefaultRedactor()
+            clients = (r.agent.model_client for r in (self._own, *self._attached.values()) if r.agent is not None)
+            return DefaultRedactor(secret for client in clients for secret in client._secrets)
         if self._redact is None:
             return _identity
         assert callable(self._redact)
@@ -553,7 +572,7 @@ class Trace(TraceFrames):
                 text = f"{item.purpose} call to {item.model}"
             elif kind is ToolExecution:
                 sparse[index] = (None, None, item.iteration)
-                text = red(f"{item.call.name}({item.call.arguments})")
+                text = _calls_text([item.call], red)
             elif kind is RunStarted:
                 source = agent_of_run[item.run_id] = item.agent
                 text = red("\n".join(message.to_text() for message in item.task))
@@ -569,7 +588,7 @@ class Trace(TraceFrames):
             else:
                 event_id = message_id = item.id
                 source = item.source
-                text = red(_event_text(item))
+                text = red(_event_text(item, red))
                 if item.models_usage is not None:
                     usage[index] = (item.models_usage.prompt_tokens, item.models_usage.completion_tokens)
             texts.append(text)
@@ -632,7 +651,7 @@ class Trace(TraceFrames):
             elif isinstance(result.content, str):
                 answer = red(result.content)
             else:
-                answer = red("\n".join(f"{c.name}({c.arguments})" for c in result.content))
+                answer = _calls_text(result.content, red)
             index = counters.get(call.run_id, 0)
             counters[call.run_id] = index + 1
             row = {
@@ -853,7 +872,10 @@ def context_rows(
         run_id, step, move = recorder.origin_of(message, live) if recorder is not None else _NOWHERE
         calls = None
         if isinstance(message, AssistantMessage) and not isinstance(message.content, str):
-            calls = [{"id": c.id, "name": c.name, "arguments": red(c.arguments)} for c in message.content]
+            calls = [{"id": c.id, "name": c.name, "arguments": _arguments_text(c.arguments, red)} for c in message.content]
+            text = _calls_text(message.content, red)
+        else:
+            text = red(message_text(message))
         if isinstance(message, FunctionExecutionResultMessage):
             source = ", ".join(result.name for result in message.content)
         else:
@@ -862,7 +884,7 @@ def context_rows(
             "position": position,
             "kind": _kind(message),
             "source": source,
-            "text": red(message_text(message)),
+            "text": text,
             "tool_calls": calls,
             "thought": _text(getattr(message, "thought", None), red),
             "tokens": estimate_tokens(message),

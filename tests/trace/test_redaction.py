@@ -95,3 +95,29 @@ async def test_secret_split_over_chunks_that_one_chunk_redaction_misses() -> Non
     events = agent.trace.events_df()
     chunks = list(events[events["kind"] == "ModelClientStreamingChunkEvent"]["text"])
     assert chunks == ["k=[REDACTED]", "", ""]
+
+
+async def test_secret_named_arguments_and_the_clients_own_key_are_masked_in_every_frame() -> None:
+    """A ``password`` argument, and a key given only to the client (no known pattern), reach no frame."""
+    from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
+
+    def login(user: str, password: str) -> str:
+        """Log in."""
+        return f"welcome {user}; your key is {client_key}"
+
+    client_key = "azure" + "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+    client = ReplayChatCompletionClient([
+        CreateResult(finish_reason="function_calls", content=[
+            FunctionCall(id="c1", name="login", arguments='{"user": "bob", "password": "hunter2hunter2"}'),
+        ]),
+    ])
+    client._secrets = (client_key,)
+    agent = AssistantAgent("a", client, tools=[login])
+    await agent.run(task="log me in")
+    trace = agent.trace
+    frames = [trace.events_df(), trace.llm_calls_df(), trace.tool_calls_df(), trace.runs_df(), agent.context_df()]
+    dumped = "\n".join(frame.to_json(default_handler=str) for frame in frames)
+    assert "hunter2hunter2" not in dumped and client_key not in dumped
+    assert "[REDACTED]" in dumped
+    request = trace.events_df().query("kind == 'ToolCallRequestEvent'")["text"].iloc[0]
+    assert request == 'login({"user": "bob", "password": "[REDACTED]"})'

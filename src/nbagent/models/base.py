@@ -80,6 +80,8 @@ class ChatCompletionClient(ABC):
     """Turns LLM messages (and tool schemas) into a :class:`CreateResult`, at once or streamed."""
 
     model_info: ModelInfo
+    _secrets: Sequence[str] = ()
+    """Secret values this client holds (API keys, secret headers): recorders and cassettes mask them."""
 
     def __init__(self) -> None:
         self._total_usage = RequestUsage()
