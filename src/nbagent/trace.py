@@ -908,5 +908,5 @@ def context_frame(agent: AssistantAgent) -> pd.DataFrame:
         if recorder is not None:
             break
     if recorder is None:
-        return context_rows(agent.model_context.messages, None, Trace().redactor())
+        return context_rows(agent.model_context.messages, None, DefaultRedactor(agent.model_client._secrets))
     return context_rows(agent.model_context.messages, recorder, recorder.trace.redactor(), live=True)
