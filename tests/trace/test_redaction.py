@@ -116,7 +116,7 @@ async def test_secret_named_arguments_and_the_clients_own_key_are_masked_in_ever
     await agent.run(task="log me in")
     trace = agent.trace
     frames = [trace.events_df(), trace.llm_calls_df(), trace.tool_calls_df(), trace.runs_df(), agent.context_df()]
-    dumped = "\n".join(frame.to_json(default_handler=str) for frame in frames)
+    dumped = "\n".join(frame.to_json(default_handler=str, date_format="iso") for frame in frames)
     assert "hunter2hunter2" not in dumped and client_key not in dumped
     assert "[REDACTED]" in dumped
     request = trace.events_df().query("kind == 'ToolCallRequestEvent'")["text"].iloc[0]
