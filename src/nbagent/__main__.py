@@ -87,7 +87,7 @@ def describe(item: object) -> str | None:
     if isinstance(item, LLMCall):
         return f"   LLM call ({item.purpose}), {len(item.request.messages)} messages, {len(item.request.tools)} tools"
     if isinstance(item, ToolExecution):
-        return f"   tool call {item.call.name}({item.call.arguments})"
+        return f"   tool call {item.call.to_text()}"
     if isinstance(item, Response):
         message = item.chat_message
         return f"   Response: {type(message).__name__}  {_short(message.to_text())}"
@@ -95,7 +95,7 @@ def describe(item: object) -> str | None:
         content = getattr(item, "content", "")
         if isinstance(content, list):
             text = "; ".join(
-                f"{c.name}({c.arguments})" if isinstance(c, FunctionCall)
+                c.to_text() if isinstance(c, FunctionCall)
                 else f"{c.name} -> {c.content}" if isinstance(c, FunctionExecutionResult)
                 else str(c)
                 for c in content

@@ -33,7 +33,7 @@ def message_text(message: LLMMessage) -> str:
         elif isinstance(item, Image):
             parts.append(f"[image {item.mime_type}]")
         elif isinstance(item, FunctionCall):
-            parts.append(f"{item.name}({item.arguments})")
+            parts.append(item.to_text())
         else:
             parts.append(item.content)
     return "\n".join(parts)

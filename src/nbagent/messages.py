@@ -54,6 +54,10 @@ class FunctionCall(BaseModel):
     name: str
     arguments: str
 
+    def to_text(self) -> str:
+        """``name(arguments)``: how nbagent shows a call in text."""
+        return f"{self.name}({self.arguments})"
+
 
 class FunctionExecutionResult(BaseModel):
     """What running one ``FunctionCall`` gave."""

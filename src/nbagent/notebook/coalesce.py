@@ -24,7 +24,7 @@ class Coalescer:
     ``new_text`` is everything appended since the previous call, so the calls add up to the text.
     """
 
-    __slots__ = ("_sink", "_interval", "_clock", "_pending", "_text", "_last", "_timer", "flushes")
+    __slots__ = ("_sink", "_interval", "_clock", "_pending", "_sent", "_last", "_timer", "flushes")
 
     def __init__(
         self,
@@ -36,7 +36,7 @@ class Coalescer:
         self._interval = interval
         self._clock = clock
         self._pending: list[str] = []
-        self._text = ""
+        self._sent: list[str] = []  # what the sink got, kept as pieces: no copy of the text per flush
         self._last = float("-inf")
         self._timer: asyncio.TimerHandle | None = None
         self.flushes = 0
@@ -45,7 +45,7 @@ class Coalescer:
     @property
     def text(self) -> str:
         """Everything appended so far, flushed or not."""
-        return self._text + "".join(self._pending)
+        return "".join(self._sent) + "".join(self._pending)
 
     def append(self, piece: str) -> None:
         """Add ``piece``; flush now if the interval has passed, else make sure a flush is scheduled."""
@@ -71,7 +71,7 @@ class Coalescer:
             return
         new = "".join(self._pending)
         self._pending.clear()
-        self._text += new
+        self._sent.append(new)
         self._last = self._clock()
         self.flushes += 1
         self._sink(new)
@@ -79,4 +79,4 @@ class Coalescer:
     def close(self) -> str:
         """Flush what is left and stop the timer; returns the full text."""
         self.flush()
-        return self._text
+        return "".join(self._sent)

@@ -28,7 +28,7 @@ from ..context import message_text
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent, Response
 from ..records import MOVES
 from ..stepper import Stepper, StepResult
-from .html import STYLE, escape, event_html, pretty_arguments, step_badge, value_html
+from .html import STYLE, escape, event_html, step_badge, value_html
 
 STEPPER_STYLE = """<style>
 .nba-stepper{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45}
@@ -206,7 +206,7 @@ def request_html(result: StepResult) -> str:
     tools = "".join(
         f'<li><span class="nba-label">{escape(tool.get("name", ""))}</span>{escape(tool.get("description", ""))}'
         f"<details><summary>parameters</summary>"
-        f'{value_html(pretty_arguments(json.dumps(tool.get("parameters", {}))), limit=2000, css="nba-tool-args")}'
+        f'{value_html(json.dumps(tool.get("parameters", {}), indent=2, ensure_ascii=False), limit=2000, css="nba-tool-args")}'
         f"</details></li>"
         for tool in request.tools
     )
