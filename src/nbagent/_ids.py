@@ -35,6 +35,11 @@ def _refill() -> None:
 os.register_at_fork(after_in_child=_POOL.clear)
 
 
+def ids_pool() -> list[str]:
+    """The pool itself, for a hot path that pops ids inline (``new_id()`` when it is empty)."""
+    return _POOL
+
+
 def new_id() -> str:
     """A random uuid4 as a string."""
     if not _POOL:

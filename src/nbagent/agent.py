@@ -76,6 +76,8 @@ DEFAULT_SYSTEM_MESSAGE = (
 CANCELLED_TOOL_RESULT = "Error: the run was cancelled before this tool call finished"
 
 Task = str | BaseChatMessage | Sequence[BaseChatMessage] | None
+_perf = time.perf_counter
+_NOT_EVENTS = (*RECORD_TYPES, str)  # the items of a run that are not events (str: a chunk's text)
 SummaryFormatter = Callable[[FunctionCall, FunctionExecutionResult], str]
 
 
@@ -269,10 +271,20 @@ class AssistantAgent:
     # ------------------------------------------------------------------ entry points
 
     def iter(
-        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
+        self,
+        messages: Sequence[BaseChatMessage],
+        cancellation_token: CancellationToken | None = None,
+        *,
+        chunk_events: bool = True,
     ) -> AgentRun:
-        """One run as an async iterator over every item: moves, records, events, ``Response``."""
-        return AgentRun(self, list(messages), cancellation_token)
+        """One run as an async iterator over every item: moves, records, events, ``Response``.
+
+        With ``chunk_events=False`` streamed text comes as plain ``str`` items (the current LLM
+        call's ``message_id`` is the message they build) instead of ``ModelClientStreamingChunkEvent``
+        objects: for a consumer that only reads the text, as :meth:`run` and the live view do.
+        Recorders get the same data either way.
+        """
+        return AgentRun(self, list(messages), cancellation_token, chunk_events)
 
     async def on_messages(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
@@ -293,7 +305,7 @@ class AssistantAgent:
         run = self.iter(messages, cancellation_token)
         try:
             async for item in run:
-                if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, RECORD_TYPES):
+                if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, _NOT_EVENTS):
                     yield item
         finally:
             await run.aclose()
@@ -302,10 +314,11 @@ class AssistantAgent:
         """Run a task to the end: the task messages, the events and the final message."""
         messages = task_messages(task)
         collected: list[BaseAgentEvent | BaseChatMessage] = list(messages)
-        run = self.iter(messages, cancellation_token)
+        # Streamed chunks are not part of the result: no chunk event is built for nobody to see.
+        run = self.iter(messages, cancellation_token, chunk_events=False)
         try:
             async for item in run:
-                if type(item) is ModelClientStreamingChunkEvent:  # most items of a streamed run
+                if type(item) is str:  # most items of a streamed run
                     continue
                 if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
                     collected.append(item)
@@ -482,6 +495,8 @@ class AssistantAgent:
             if self._model_client_stream:
                 result: CreateResult | None = None
                 source = self.name
+                chunk_events = run.chunk_events
+                pieces, times, ids = call.chunks, call.chunk_perf, call.chunk_ids
                 stream = client.create_stream(
                     llm_messages,
                     tools=tools,
@@ -492,9 +507,17 @@ class AssistantAgent:
                 async with aclosing(stream):  # type: ignore[type-var]
                     async for chunk in stream:
                         if type(chunk) is str:
-                            if call.first_token_s is None:
-                                call.first_token_s = time.perf_counter() - call.start_perf
-                            yield streaming_chunk(chunk, source, message_id)
+                            arrived = _perf()
+                            if not times:
+                                call.first_token_s = arrived - call.start_perf
+                            pieces.append(chunk)
+                            times.append(arrived)
+                            if chunk_events:
+                                event = streaming_chunk(chunk, source, message_id)
+                                ids.append(event.id)
+                                yield event
+                            else:
+                                yield chunk
                             if token._cancelled:
                                 raise asyncio.CancelledError("the cancellation token was cancelled")
                         elif isinstance(chunk, CreateResult):
@@ -840,10 +863,12 @@ class AgentRun:
         agent: AssistantAgent,
         messages: list[BaseChatMessage],
         cancellation_token: CancellationToken | None,
+        chunk_events: bool = True,
     ) -> None:
         self.agent = agent
         self.messages = messages
         self.cancellation_token = cancellation_token
+        self.chunk_events = chunk_events
         self.token = CancellationToken()
         self.run_id = new_id()
         self.status: str = "new"
@@ -897,8 +922,11 @@ class AgentRun:
                 raise
             finally:
                 self._advancing = False
-            if type(item) is Response:
-                self.response = item
+            kind = type(item)
+            if kind is str or kind is ModelClientStreamingChunkEvent:
+                return item  # recorders read streamed chunks from the LLMCall's stream
+            if kind is Response:
+                self.response = item  # type: ignore[assignment]
         for record in self._record:
             record(item)
         return item

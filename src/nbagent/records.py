@@ -9,11 +9,12 @@ stepper alike.
 from __future__ import annotations
 
 import time
+from array import array
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol, Union
 
-from ._ids import utc_now
+from ._ids import new_id, utc_now
 from .messages import BaseAgentEvent, BaseChatMessage, CreateResult, FunctionCall, FunctionExecutionResult, Response
 
 if TYPE_CHECKING:
@@ -137,7 +138,13 @@ LLMPurpose = Literal["initial", "tool_loop", "reflection"]
 
 @dataclass(slots=True)
 class LLMCall:
-    """One model call; yielded when it starts, completed in place when it ends."""
+    """One model call; yielded when it starts, completed in place when it ends.
+
+    A streamed call also keeps its stream as it arrives: the pieces of text (``chunks``), the
+    ``perf_counter`` time of each (``chunk_perf``) and the ids of the chunk events built for them
+    (``chunk_ids``; none when the run builds no chunk events, see :meth:`stream_ids`). Recorders
+    read streamed chunks from here, not one item at a time.
+    """
 
     run_id: str
     iteration: int
@@ -152,11 +159,21 @@ class LLMCall:
     duration_s: float | None = None
     result: CreateResult | None = None
     error: str | None = None
+    chunks: list[str] = field(default_factory=list)
+    chunk_perf: array[float] = field(default_factory=lambda: array("d"))
+    chunk_ids: list[str] = field(default_factory=list)
 
     def finish(self, result: CreateResult | None, error: str | None = None) -> None:
         self.duration_s = time.perf_counter() - self.start_perf
         self.result = result
         self.error = error
+
+    def stream_ids(self) -> list[str]:
+        """One id per streamed chunk: its event's, or a new one where no event was built (kept)."""
+        missing = len(self.chunks) - len(self.chunk_ids)
+        if missing > 0:
+            self.chunk_ids.extend(new_id() for _ in range(missing))
+        return self.chunk_ids
 
 
 @dataclass(slots=True)
@@ -200,11 +217,17 @@ class RunFinished:
 
 
 RunRecord = Union[Move, LLMCall, ToolExecution, RunStarted, RunFinished]
-RunItem = Union[RunRecord, BaseAgentEvent, BaseChatMessage, Response]
+# A ``str`` item is a piece of streamed text of the current LLM call's message: what a run started
+# with ``chunk_events=False`` yields instead of a ``ModelClientStreamingChunkEvent``.
+RunItem = Union[RunRecord, BaseAgentEvent, BaseChatMessage, Response, str]
 RECORD_TYPES = (Move, LLMCall, ToolExecution, RunStarted, RunFinished)
 
 
 class Recorder(Protocol):
-    """Receives every item of every run of the agents it is attached to."""
+    """Receives every item of every run of the agents it is attached to, but streamed chunks.
+
+    A streamed chunk (a ``ModelClientStreamingChunkEvent``, or a ``str`` in a run without chunk
+    events) is not passed on: its text, time and id are in the stream of the current ``LLMCall``.
+    """
 
     def record(self, item: RunItem) -> None: ...

@@ -128,7 +128,7 @@ class StepResult:
 
     @property
     def events(self) -> list[BaseAgentEvent | BaseChatMessage | Response]:
-        return [item for item in self.items if not isinstance(item, RECORD_TYPES)]
+        return [item for item in self.items if not isinstance(item, (*RECORD_TYPES, str))]
 
     @property
     def llm_call(self) -> LLMCall | None:

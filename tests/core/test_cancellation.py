@@ -21,7 +21,6 @@ from nbagent import (
     ListMemory,
     MemoryContent,
     MemoryQueryResult,
-    ModelClientStreamingChunkEvent,
     Move,
     ReplayChatCompletionClient,
     TextMessage,
@@ -76,11 +75,23 @@ def case_llm() -> Case:
     return Case(agent, client, asyncio.Event(), lambda item: isinstance(item, LLMCall))
 
 
+class StreamingClient(ReplayChatCompletionClient):
+    """Sets ``reached`` once its first streamed piece has been taken (recorders see no chunks)."""
+
+    def __init__(self, script: list[str], reached: asyncio.Event) -> None:
+        super().__init__(script, chunk_delay=LONG / 200)
+        self.reached = reached
+
+    async def create_stream(self, messages: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        async for item in super().create_stream(messages, **kwargs):
+            yield item
+            self.reached.set()
+
+
 def case_stream() -> Case:
-    words = " ".join(f"w{i}" for i in range(200))
-    client = ReplayChatCompletionClient([words, "after"], chunk_delay=LONG / 200)
-    agent = AssistantAgent("a", client, model_client_stream=True)
-    return Case(agent, client, asyncio.Event(), lambda item: isinstance(item, ModelClientStreamingChunkEvent))
+    reached = asyncio.Event()
+    client = StreamingClient([" ".join(f"w{i}" for i in range(200)), "after"], reached)
+    return Case(AssistantAgent("a", client, model_client_stream=True), client, reached)
 
 
 def case_between() -> Case:

@@ -240,12 +240,18 @@ class AgentRunView(widgets.VBox):
 
     def handle(self, item: RunItem) -> None:
         """Show one item of a run (record, event, message or ``Response``)."""
-        if type(item) is ModelClientStreamingChunkEvent:
-            stream = self._streams.get(item.full_message_id or "")
+        kind = type(item)
+        if kind is str or kind is ModelClientStreamingChunkEvent:
+            # A str is a chunk of the current LLM call's message (a run without chunk events).
+            if kind is str:
+                message_id, text = self.llm_calls[-1].message_id, item
+            else:
+                message_id, text = item.full_message_id or "", item.content  # type: ignore[union-attr]
+            stream = self._streams.get(message_id)
             if stream is None:
-                stream = self._streams[item.full_message_id or ""] = _Stream(self._badge(), self._interval)
+                stream = self._streams[message_id] = _Stream(self._badge(), self._interval)
                 self._add(stream.box)
-            stream.coalescer.append(item.content)
+            stream.coalescer.append(text)  # type: ignore[arg-type]
             return
         self._refresh_llm_rows()
         if isinstance(item, Move):
@@ -403,7 +409,8 @@ class AgentRunView(widgets.VBox):
             if run.cancellation_token is None and run.status == "new":
                 run.cancellation_token = CancellationToken()
         else:
-            run = source.iter(task_messages(task), cancellation_token or CancellationToken())
+            # The view reads only the text of streamed chunks: no chunk events are built for it.
+            run = source.iter(task_messages(task), cancellation_token or CancellationToken(), chunk_events=False)
         self._token = run.cancellation_token
         if not self._title_text:
             self._set_title(run.agent.name)
