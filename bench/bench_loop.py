@@ -6,7 +6,9 @@ Three scripted scenarios, each run thousands of times on one event loop:
 * tools K=1 vs K=5: the model calls a trivial async tool K times, then answers
   (``max_tool_iterations=K``); the difference divided by 4 is the cost of one extra iteration;
 * streaming: a 1,000-word streamed answer vs the same answer unstreamed; the difference divided
-  by 1,000 is the cost of one chunk.
+  by 1,000 is the cost of one chunk. Through ``run()``, which builds no chunk event (nobody would
+  see one; the trace records the chunk from the LLM call's stream), and through ``run_stream()``,
+  which yields a ``ModelClientStreamingChunkEvent`` per chunk (``chunk_event_us``).
 
 Each figure is the median over several repeats, in CPU time of the process. The agent's trace records
 every item, as by default.
@@ -52,8 +54,10 @@ def tool_script(k: int) -> list[str | CreateResult]:
     return [*calls, "done"]
 
 
-def make_runner(script: list[str | CreateResult], *, stream: bool = False, k: int = 1) -> Callable[[], Awaitable[None]]:
-    """One agent whose every run replays ``script`` from a fresh context."""
+def make_runner(
+    script: list[str | CreateResult], *, stream: bool = False, k: int = 1, events: bool = False
+) -> Callable[[], Awaitable[None]]:
+    """One agent whose every run replays ``script`` from a fresh context (``events``: via run_stream)."""
     client = ReplayChatCompletionClient(script, keep_requests=1)
     agent = AssistantAgent(
         "bench",
@@ -67,7 +71,11 @@ def make_runner(script: list[str | CreateResult], *, stream: bool = False, k: in
         client.reset()
         await agent.on_reset()
         agent.trace.clear()
-        await agent.run(task="go")
+        if events:
+            async for _ in agent.run_stream(task="go"):
+                pass
+        else:
+            await agent.run(task="go")
 
     return one_run
 
@@ -95,6 +103,9 @@ class Figures:
     stream_run_us: float
     unstreamed_long_run_us: float
     chunk_us: float
+    stream_events_run_us: float
+    unstreamed_long_events_run_us: float
+    chunk_event_us: float
     runs: int
     repeats: int
 
@@ -107,6 +118,8 @@ async def measure(runs: int, repeats: int) -> Figures:
         "k5": (make_runner(tool_script(5), k=5), runs),
         "stream": (make_runner([long_text], stream=True, k=0), max(runs // 20, 20)),
         "long": (make_runner([long_text], k=0), max(runs // 20, 20)),
+        "stream_events": (make_runner([long_text], stream=True, k=0, events=True), max(runs // 20, 20)),
+        "long_events": (make_runner([long_text], k=0, events=True), max(runs // 20, 20)),
     }
     samples: dict[str, list[float]] = {name: [] for name in scenarios}
     for _ in range(repeats):
@@ -121,6 +134,9 @@ async def measure(runs: int, repeats: int) -> Figures:
         stream_run_us=med["stream"],
         unstreamed_long_run_us=med["long"],
         chunk_us=(med["stream"] - med["long"]) / STREAM_WORDS,
+        stream_events_run_us=med["stream_events"],
+        unstreamed_long_events_run_us=med["long_events"],
+        chunk_event_us=(med["stream_events"] - med["long_events"]) / STREAM_WORDS,
         runs=runs,
         repeats=repeats,
     )
@@ -134,6 +150,7 @@ def report(figures: Figures) -> str:
     lines.append(
         f"(K=1 run {figures.tool_k1_run_us:.1f} us, K=5 run {figures.tool_k5_run_us:.1f} us, "
         f"{STREAM_WORDS}-chunk stream {figures.stream_run_us:.0f} us vs unstreamed {figures.unstreamed_long_run_us:.0f} us; "
+        f"through run_stream, with chunk events: {figures.chunk_event_us:.2f} us per chunk; "
         f"median of {figures.repeats} repeats of {figures.runs} runs)"
     )
     return "\n".join(lines)

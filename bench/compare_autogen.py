@@ -12,7 +12,10 @@ final content), else the script exits with an error.
 
 Scenarios: a plain text answer; K=1 and K=5 tool iterations (the model calls one tool K times, then
 answers; per extra iteration = (K5 - K1) / 4); a 1,000-word answer streamed and unstreamed (per
-chunk = difference / 1,000); 3 parallel tool calls; a plain answer with a 3-item ``ListMemory``.
+chunk = difference / 1,000), the same two through ``run_stream()`` (every event reaches the caller, a
+chunk event per chunk: ``chunk_event_us``); 3 parallel tool calls; a plain answer with a 3-item
+``ListMemory``. nbagent's ``run()`` builds no chunk events (the caller never sees them; the trace
+records the chunks from the LLM call's stream), AutoGen's ``run()`` does.
 nbagent is measured with its trace recording (the default) and with ``recorders = []``.
 
     pip install -e '.[bench]'
@@ -98,6 +101,7 @@ class Scenario:
     max_tool_iterations: int = 1
     stream: bool = False
     memory: bool = False
+    run_stream: bool = False  # consume ``run_stream()`` (every event, chunk events included), not ``run()``
     runs: int = 1000
 
     @property
@@ -129,6 +133,8 @@ def scenarios(scale: float) -> list[Scenario]:
         Scenario("tools_k5", tool_rounds(5), tools=("add",), max_tool_iterations=6, runs=n(300)),
         Scenario("long_unstreamed", (LONG_TEXT,), runs=n(200)),
         Scenario("stream_1000", (LONG_TEXT,), stream=True, runs=n(100)),
+        Scenario("long_unstreamed_run_stream", (LONG_TEXT,), run_stream=True, runs=n(200)),
+        Scenario("stream_1000_run_stream", (LONG_TEXT,), stream=True, run_stream=True, runs=n(100)),
         Scenario("parallel_3", PARALLEL, tools=("add", "mul", "neg"), max_tool_iterations=2, runs=n(600)),
         Scenario("memory", ("The answer is 42.",), memory=True, runs=n(1000)),
     ]
@@ -236,7 +242,11 @@ async def one_run(side: Framework, scenario: Scenario) -> tuple[tuple[float, flo
     """One timed run on a fresh agent: ((CPU seconds, wall seconds), outcome)."""
     agent, client = side.make(scenario)
     cpu, wall = time.process_time(), time.perf_counter()
-    result = await agent.run(task=TASK)
+    if scenario.run_stream:
+        async for result in agent.run_stream(task=TASK):
+            pass
+    else:
+        result = await agent.run(task=TASK)
     elapsed = (time.process_time() - cpu, time.perf_counter() - wall)
     calls = side.llm_calls(client)
     if calls != scenario.llm_calls:
@@ -277,6 +287,7 @@ def derive(medians: dict[str, dict[str, float]], side: str) -> dict[str, float]:
         "plain_run_us": m["plain"],
         "extra_iteration_us": (m["tools_k5"] - m["tools_k1"]) / 4,
         "chunk_us": (m["stream_1000"] - m["long_unstreamed"]) / STREAM_WORDS,
+        "chunk_event_us": (m["stream_1000_run_stream"] - m["long_unstreamed_run_stream"]) / STREAM_WORDS,
         "parallel_3_run_us": m["parallel_3"],
         "memory_run_us": m["memory"],
     }

@@ -342,14 +342,15 @@ class AssistantAgent:
         collected: list[BaseAgentEvent | BaseChatMessage] = list(messages)
         for message in messages:
             yield message
-        async with aclosing(self.on_messages_stream(messages, cancellation_token)) as stream:
-            async for item in stream:
-                if isinstance(item, Response):
+        async with self.iter(messages, cancellation_token) as run:
+            async for item in run:
+                if type(item) is ModelClientStreamingChunkEvent:  # most items of a streamed run
+                    yield item
+                elif isinstance(item, Response):
                     collected.append(item.chat_message)
                     yield item.chat_message
-                else:
-                    if type(item) is not ModelClientStreamingChunkEvent:
-                        collected.append(item)
+                elif not isinstance(item, _NOT_EVENTS):
+                    collected.append(item)
                     yield item
         yield TaskResult(messages=collected)
 
@@ -877,9 +878,16 @@ class AgentRun:
         self._record: list[Callable[[RunItem], None]] = []  # the ``record`` of each recorder
         self._advancing = False
         self._ended: asyncio.Event | None = None
+        self._items: AsyncGenerator[RunItem, None] | None = None
 
-    def __aiter__(self) -> AgentRun:
-        return self
+    def __aiter__(self) -> AsyncGenerator[RunItem, None]:
+        """The run's items (``async for`` takes them straight from one generator, ``_iterate``)."""
+        if self._items is None:
+            self._items = self._iterate()
+        return self._items
+
+    async def __anext__(self) -> RunItem:
+        return await self.__aiter__().__anext__()
 
     async def __aenter__(self) -> AgentRun:
         return self
@@ -900,36 +908,57 @@ class AgentRun:
         self.status = "running"
         return RunStarted(self.run_id, self.agent.name, self.messages)
 
-    async def __anext__(self) -> RunItem:
+    async def _iterate(self) -> AsyncGenerator[RunItem, None]:
+        """Start the run, pass every item on (recorded, but streamed chunks), end it however it ends.
+
+        ``_advancing`` is true while the loop runs (the generator awaits ``_run_steps``) and false
+        while the consumer holds an item: it tells :meth:`aclose` how to end the run.
+        """
+        if self.status != "new":
+            return
+        started = self._start()
+        records = self._record
         steps = self._steps
-        if steps is None or self.status != "running":
-            if steps is not None or self.status != "new":
-                raise StopAsyncIteration
-            item: RunItem = self._start()
-        else:
+        assert steps is not None
+        try:
+            for record in records:
+                record(started)
+            yield started
             self._advancing = True
+            async for item in steps:
+                self._advancing = False
+                kind = type(item)
+                if kind is str or kind is ModelClientStreamingChunkEvent:
+                    yield item  # recorders read streamed chunks from the LLMCall's stream
+                else:
+                    if kind is Response:
+                        self.response = item  # type: ignore[assignment]
+                    for record in records:
+                        record(item)
+                    yield item
+                self._advancing = True
+        except GeneratorExit:  # closed by aclose() while the consumer held an item
             try:
-                item = await steps.__anext__()
-            except StopAsyncIteration:
-                item = self._finish("ok")
-            except asyncio.CancelledError:
+                await steps.aclose()
+            finally:
                 await self.agent._repair_context()
                 self._finish("cancelled")
-                raise
-            except BaseException as error:
-                await self.agent._repair_context()
-                self._finish("error", error)
-                raise
-            finally:
-                self._advancing = False
-            kind = type(item)
-            if kind is str or kind is ModelClientStreamingChunkEvent:
-                return item  # recorders read streamed chunks from the LLMCall's stream
-            if kind is Response:
-                self.response = item  # type: ignore[assignment]
-        for record in self._record:
-            record(item)
-        return item
+            raise
+        except asyncio.CancelledError:
+            self._advancing = False
+            await self.agent._repair_context()
+            self._finish("cancelled")
+            raise
+        except BaseException as error:
+            self._advancing = False
+            await self.agent._repair_context()
+            self._finish("error", error)
+            raise
+        self._advancing = False
+        finished = self._finish("ok")
+        for record in records:
+            record(finished)
+        yield finished
 
     def _finish(self, status: str, error: BaseException | None = None) -> RunFinished:
         self.status = status
@@ -966,11 +995,7 @@ class AgentRun:
                 self._ended = asyncio.Event()
             await self._ended.wait()
             return
-        try:
-            await self._steps.aclose()
-        finally:
-            await self.agent._repair_context()
-            self._finish("cancelled")
+        await self.__aiter__().aclose()
 
     def __repr__(self) -> str:
         return f"AgentRun(agent={self.agent.name!r}, run_id={self.run_id!r}, status={self.status!r})"
