@@ -2,7 +2,8 @@
 
 Two cells stream 10,000 chunks through an ``AgentRunView``:
 
-* ``burst``: 10,000 chunk events handed to ``view.handle`` in a tight loop (the view's own cost);
+* ``burst``: an ``LLMCall`` then 10,000 chunks handed to ``view.handle`` in a tight loop (the view's
+  own cost), as the text items ``view.run`` reads (``agent.iter(..., chunk_events=False)``);
 * ``paced``: a scripted agent (``ReplayChatCompletionClient``) streams a 10,000-word answer with a
   0.5 ms pause between words, run with ``await view.run(agent, ...)``, as a notebook user would.
 
@@ -37,7 +38,9 @@ KERNEL = "nbagent-bench"
 SETUP = """
 import asyncio, json, time
 from nbagent import AssistantAgent, ReplayChatCompletionClient
-from nbagent.messages import ModelClientStreamingChunkEvent, streaming_chunk
+from nbagent import LLMCall
+from nbagent.messages import ModelClientStreamingChunkEvent
+from nbagent.models.base import ModelRequest
 from nbagent.notebook import view as view_module
 from nbagent.notebook.view import AgentRunView
 
@@ -61,7 +64,7 @@ def timed(view):
         start = time.perf_counter()
         updates_before = spent["update_s"]
         handle(item)
-        if type(item) is ModelClientStreamingChunkEvent:
+        if type(item) is str or type(item) is ModelClientStreamingChunkEvent:
             elapsed = time.perf_counter() - start
             spent["bookkeeping_s"] += elapsed - (spent["update_s"] - updates_before)
             spent["chunks"] += 1
@@ -72,8 +75,9 @@ def timed(view):
 BURST = """
 view = AgentRunView("burst")
 display(view)
+view.handle(LLMCall("r1", 0, "initial", "replay", ModelRequest([], [], "auto", None), "m1", True))
 timed(view)
-chunks = [streaming_chunk(f"w{{i}} ", "bot", "m1") for i in range({n})]
+chunks = [f"w{{i}} " for i in range({n})]
 start = time.perf_counter()
 for chunk in chunks:
     view.handle(chunk)
