@@ -191,6 +191,22 @@ async def test_streaming_plain_text() -> None:
     assert context(a2) == [U_GO, a_text("one two three")]
 
 
+async def test_streamed_tool_run_same_result_through_run_and_run_stream() -> None:
+    """run() builds no chunk events; what it returns and leaves in the context is run_stream's."""
+    script = [calls(("c1", "add", '{"a": 1, "b": 2}')), "it is three"]
+    a, _ = agent(list(script), model_client_stream=True, reflect_on_tool_use=True)
+    a2, _ = agent(list(script), model_client_stream=True, reflect_on_tool_use=True)
+    result = await a.run(task="go")
+    streamed = [e async for e in a2.run_stream(task="go")]
+    assert kinds(result.messages) == ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "TextMessage"]
+    assert kinds(streamed) == [
+        "TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent",
+        *["ModelClientStreamingChunkEvent"] * 3, "TextMessage", "TaskResult",
+    ]  # fmt: skip
+    assert [m.to_text() for m in result.messages] == [m.to_text() for m in streamed[-1].messages]
+    assert context(a) == context(a2)
+
+
 async def test_streaming_chunks_not_in_inner_messages() -> None:
     a, _ = agent(["one two"], tools=None, model_client_stream=True)
     items = [e async for e in a.on_messages_stream([TextMessage(content="go", source="user")])]

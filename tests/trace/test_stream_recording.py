@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -95,18 +95,22 @@ async def test_recorders_get_no_chunks_in_either_mode() -> None:
     assert seen.kinds == ["RunStarted", "Move", "Move", "Move", "LLMCall", "Move", "Response", "RunFinished"]
 
 
-async def test_a_trace_read_mid_stream_has_the_chunks_so_far_then_the_rest() -> None:
-    agent = streaming_agent(chunk_delay=0.001)
+async def run_with(agent: AssistantAgent, after_text: int, action: Callable[[], Any]) -> Any:
+    """Run ``count`` without chunk events; call ``action`` after that many text items; its result."""
     run = agent.iter([TextMessage(content="count", source="user")], chunk_events=False)
-    early: pd.DataFrame | None = None
-    texts = 0
+    texts, got = 0, None
     async with run:
         async for item in run:
             if type(item) is str:
                 texts += 1
-                if texts == 3:
-                    early = chunk_rows(agent.trace)
-    assert early is not None
+                if texts == after_text:
+                    got = action()
+    return got
+
+
+async def test_a_trace_read_mid_stream_has_the_chunks_so_far_then_the_rest() -> None:
+    agent = streaming_agent(chunk_delay=0.001)
+    early = await run_with(agent, 3, lambda: chunk_rows(agent.trace))
     assert list(early["text"]) == PIECES[:3]
     rows = chunk_rows(agent.trace)
     assert list(rows["text"]) == PIECES
@@ -126,13 +130,6 @@ async def test_two_traces_of_one_run_give_its_chunks_the_same_ids() -> None:
 
 async def test_clear_mid_stream_forgets_the_chunks_before_it() -> None:
     agent = streaming_agent(chunk_delay=0.001)
-    run = agent.iter([TextMessage(content="count", source="user")], chunk_events=False)
-    texts = 0
-    async with run:
-        async for item in run:
-            if type(item) is str:
-                texts += 1
-                if texts == 2:
-                    agent.trace.clear()
+    await run_with(agent, 2, agent.trace.clear)
     assert list(chunk_rows(agent.trace)["text"]) == PIECES[2:]
     assert list(agent.trace.events_df()["kind"]) == [CHUNK] * 3 + ["Move", "Response", "RunFinished"]
