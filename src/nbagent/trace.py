@@ -3,9 +3,15 @@
 Recording is an append: each item is kept by reference with its run id and a ``perf_counter``
 reading; a streamed chunk is kept as ``(content, id, full_message_id, perf)`` (its run is that of the
 LLM call whose message it builds). ``LLMCall`` and ``ToolExecution`` records are completed in place
-after they are recorded; the frames read them when they are built. At a run's start, and at each
-move or run end where the agent's model context grew, the recorder keeps a copy of the context's
-message list: the snapshots give the context at any point, and which run and STEP added each message.
+after they are recorded; the frames read them when they are built.
+
+The model context is kept as an append-only log of its messages per recorder: at a run's start, and
+at each move or run end where the context's length changed, the recorder appends the new messages to
+its log, or starts a new log if the context changed any other way (cleared, loaded, rewritten). A
+snapshot is a prefix of a log (log, length), so a long-lived agent's trace holds each message once,
+not once per snapshot; the snapshots give the context at any point, and which run and STEP added
+each message. An LLM call's request is kept the same way when its messages are the system messages
+before a slice of the log (:class:`SentMessages`).
 
 Redaction happens when rows are built: every string that reaches a DataFrame, and so every export,
 goes through the trace's redaction hook first (by default API keys, bearer tokens and
@@ -20,11 +26,20 @@ import time
 import weakref
 from datetime import datetime, timezone
 from abc import ABC, abstractmethod
+from itertools import chain, islice, repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, overload
 
 from ._ids import new_id
-from .context import estimate_tokens, message_text
+from .context import (
+    BufferedChatCompletionContext,
+    ChatCompletionContext,
+    HeadAndTailChatCompletionContext,
+    TokenLimitedChatCompletionContext,
+    UnboundedChatCompletionContext,
+    estimate_tokens,
+    message_text,
+)
 from .messages import (
     AssistantMessage,
     BaseAgentEvent,
@@ -41,6 +56,7 @@ from .messages import (
 import re
 
 from .models.redact import REDACTED, known_secrets, redact, redact_data
+from .models.base import ModelRequest
 from .records import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
 
 if TYPE_CHECKING:
@@ -84,7 +100,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "text": ("string", "content as text, redacted"),
         "prompt_tokens": ("Int64", "models_usage.prompt_tokens of the event"),
         "completion_tokens": ("Int64", "models_usage.completion_tokens of the event"),
-        "timestamp": ("datetime64[ns, UTC]", "wall-clock time the item was recorded"),
+        "timestamp": ("datetime64[ns, UTC]", "wall-clock time the item was recorded (a record's own start or end)"),
         "elapsed_s": ("float64", "monotonic seconds since the run started"),
     },
     "llm_calls": {
@@ -169,6 +185,21 @@ _CHUNK_KIND = "ModelClientStreamingChunkEvent"
 _STEPS = {name: info.step for name, info in MOVES.items()}
 _NOWHERE: tuple[str | None, int | None, str | None] = (None, None, None)
 _perf = time.perf_counter
+# Messages a request may hold before the context's view (the agent sends its system message first).
+_MAX_HEAD = 4
+# A request with fewer messages is kept as its list: sharing the log would cost more than it saves.
+_SHARE_FROM = 32
+_OWN_CONTEXTS = (
+    ChatCompletionContext,
+    UnboundedChatCompletionContext,
+    BufferedChatCompletionContext,
+    TokenLimitedChatCompletionContext,
+    HeadAndTailChatCompletionContext,
+)
+
+
+def _origin(move: Move | None) -> tuple[str | None, int | None, str | None]:
+    return _NOWHERE if move is None else (move.run_id, _STEPS[move.name], move.name)
 
 
 def _text(value: str | None, red: Redactor) -> str | None:
@@ -242,6 +273,58 @@ def frame(table: str, data: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     return pd.DataFrame(out, columns=list(columns))
 
 
+class SentMessages(Sequence[LLMMessage]):
+    """The messages of a recorded LLM call: the few sent before the context's view (the system
+    message) and a slice of the recorder's message log. Reads like the list it stands for (``len``,
+    indexing, slicing to a list, iteration, ``==`` with a list) and holds O(1) references."""
+
+    __slots__ = ("_head", "_log", "_start", "_stop")
+
+    def __init__(self, head: Sequence[LLMMessage], log: list[LLMMessage], start: int, stop: int) -> None:
+        self._head = tuple(head)
+        self._log = log  # append-only: positions below ``stop`` never change
+        self._start = start
+        self._stop = stop
+
+    def __len__(self) -> int:
+        return len(self._head) + self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> LLMMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[LLMMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> LLMMessage | list[LLMMessage]:
+        if isinstance(index, slice):
+            return self.to_list()[index]
+        size = len(self)
+        position = index + size if index < 0 else index
+        if not 0 <= position < size:
+            raise IndexError("list index out of range")
+        head = len(self._head)
+        return self._head[position] if position < head else self._log[self._start + position - head]
+
+    def __iter__(self) -> Iterator[LLMMessage]:
+        return chain(self._head, islice(self._log, self._start, self._stop))
+
+    def to_list(self) -> list[LLMMessage]:
+        """The messages as a new list."""
+        return [*self._head, *self._log[self._start : self._stop]]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SentMessages):
+            return self.to_list() == other.to_list()
+        if isinstance(other, (list, tuple)):
+            return self.to_list() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.to_list())
+
+
 class AgentRecorder:
     """Records one agent's runs into a trace; made by :meth:`Trace.attach` (and for ``agent.trace``).
 
@@ -249,7 +332,10 @@ class AgentRecorder:
     running at once in one event loop land in the right run.
     """
 
-    __slots__ = ("_trace", "_agent", "_context", "_size", "_append", "_run", "_where", "_last", "_origins")
+    __slots__ = (
+        "_trace", "_agent", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed", "_where",
+        "_plain", "_log", "_name", "_origins",
+    )  # fmt: skip
 
     def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
         # Weak references to the trace and the agent: the agent holds its trace, the trace its
@@ -259,13 +345,23 @@ class AgentRecorder:
         self._trace = weakref.ref(trace)
         self._agent = None if agent is None else weakref.ref(agent)
         self._context = None if agent is None else agent.model_context
+        # The context is one of nbagent's: its messages are ``_messages``, which within a run only
+        # ``add_message`` changes, by appending; then a change of length tells a change.
+        self._plain = agent is not None and type(agent.model_context) in _OWN_CONTEXTS
         self._size = -1  # the context's length at the last checkpoint
-        self._append = trace._rows.append
+        self._rows = trace._row_list
+        self._append = trace._row_list.append
         self._run: str | None = None
-        self._where = _NOWHERE  # (run_id, step, move) in force: what adds context messages now
-        self._last: list[LLMMessage] | None = None  # the last snapshot taken
-        # id(message) -> (message, run_id, step, move), computed from the snapshots when asked for.
-        self._origins: tuple[int, dict[int, tuple[Any, ...]]] = (0, {})
+        self._call: LLMCall | None = None  # the last LLM call: its stream goes into rows
+        self._flushed = 0  # how many of its chunks have rows
+        self._where: Move | None = None  # the move in force (None: outside a run): what adds messages now
+        self._name = "" if agent is None else agent.name  # the agent's name at the current run's start
+        # The context's messages at the last checkpoint, in order; positions are never changed, and a
+        # change other than appending starts a new log. Snapshots and requests keep slices of logs.
+        self._log: list[LLMMessage] | None = None
+        # (snapshots read, id(log) -> its length read, id(message) -> (message, run_id, step, move)):
+        # origins, computed from the snapshots when asked for.
+        self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]]] = (0, {}, {})
 
     @property
     def trace(self) -> Trace:
@@ -283,49 +379,114 @@ class AgentRecorder:
     def record(self, item: RunItem) -> None:
         # ``kind`` is ``type(item)``, so ``kind is X`` means ``item`` is an X; mypy does not narrow
         # through the local, and the ignores below keep this path free of isinstance() or cast().
+        call = self._call
+        if call is not None and len(call.chunks) > self._flushed:
+            self._flush_stream()
         kind = type(item)
-        if kind is _CHUNK:
-            # The hot path. A chunk is kept as (content, id, full_message_id, perf): keeping the event
-            # object itself would hold ~700 bytes a chunk and slow the run down. Its run and source
-            # are those of the LLM call whose message it builds.
-            d = item.__dict__
-            self._append((d["content"], d["id"], d["full_message_id"], _perf()))
-            return
-        if kind is Move or kind is RunFinished:
-            # Within a run the loop only appends to the context: a new length means new messages.
+        if kind is LLMCall:
+            self._call = item  # type: ignore[assignment]
+            self._flushed = 0
+        # A row's time is the item's own start or end for the records that have one.
+        if kind is Move:
+            # A context changes at a move or the run's end: a checkpoint when its length changed
+            # (nbagent's contexts only append within a run), at every move for other contexts.
             context = self._context
-            if context is not None and len(context) != self._size:
+            if context is not None and (not self._plain or len(context._messages) != self._size):
                 self._checkpoint()
-            self._where = (
-                (item.run_id, _STEPS[item.name], item.name) if kind is Move else _NOWHERE  # type: ignore[union-attr]
-            )
+            self._where = item  # type: ignore[assignment]
+            self._append((item, self._run, _perf()))
+        elif kind is LLMCall:
+            if len(item.request.messages) >= _SHARE_FROM:  # type: ignore[union-attr]
+                self._share_request(item)  # type: ignore[arg-type]
+            self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
         elif kind is RunStarted:
             # Between runs anything may have happened to the context (load_state, on_reset...).
             self._run = item.run_id  # type: ignore[union-attr]
+            self._name = item.agent  # type: ignore[union-attr]
             if self._context is not None:
                 self._checkpoint()
-        self._append((item, self._run, _perf()))
+            self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
+        elif kind is RunFinished:
+            context = self._context
+            if context is not None and (not self._plain or len(context._messages) != self._size):
+                self._checkpoint()
+            self._where = None
+            self._append((item, self._run, item.end_perf))  # type: ignore[union-attr]
+        elif kind is ToolExecution:
+            self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
+        else:
+            self._append((item, self._run, _perf()))
+
+    def _flush_stream(self) -> None:
+        """Rows for the chunks the last LLM call streamed since the last flush, in one go.
+
+        A chunk row is (content, id, full_message_id, perf_counter): keeping chunk event objects
+        would hold ~700 bytes a chunk. Its run and source are those of the LLM call.
+        """
+        call, rows = self._call, self._rows
+        assert call is not None
+        start, end = self._flushed, len(call.chunks)
+        self._flushed = end
+        if len(call.chunk_ids) >= end:
+            ids: Iterable[str | None] = call.chunk_ids[start:end]
+        else:  # chunks no event was built for: ids are drawn when the rows are first read
+            trace = self._trace()
+            if trace is not None:
+                trace._unnamed.append((len(rows), call, start, end))
+            ids = repeat(None, end - start)
+        rows.extend(zip(call.chunks[start:end], ids, repeat(call.message_id, end - start), call.chunk_perf[start:end]))
 
     def _checkpoint(self) -> None:
-        """Snapshot the context if it changed, with the move that was in force while it changed.
+        """Bring the log up to the context; snapshot it if it changed, with the move in force.
 
-        The snapshot is the context's own copy (``messages``); change is told by length and by the
-        identity of the first and last message (a context is only appended to within a run).
+        The context was only appended to if the log is a prefix of it: the same objects at the log's
+        first and last positions, and equal lists (C-speed, identical objects compare at once).
+        Then its new messages are appended to the log; otherwise a new log starts.
         """
-        agent, trace = self.agent, self._trace()
-        assert self._context is not None and agent is not None
+        trace = self._trace()
         if trace is None:  # nobody can read this recorder's snapshots any more
             return
-        messages = self._context.messages
-        last = self._last
-        self._size = len(messages)
-        if (
-            last is None
-            or len(messages) != len(last)
-            or (messages and (messages[0] is not last[0] or messages[-1] is not last[-1]))
-        ):
-            self._last = messages
-            trace._snapshots.append((len(trace._rows), agent.name, messages, self, self._where))
+        context = self._context
+        assert context is not None
+        messages = context._messages if self._plain else context.messages
+        size = self._size = len(messages)
+        log = self._log
+        if log is not None:
+            known = len(log)
+            if size >= known and (not known or (messages[0] is log[0] and messages[known - 1] is log[known - 1])):
+                if size == known:
+                    if messages == log:
+                        return  # unchanged
+                else:
+                    log += messages[known:]
+                    if log == messages:
+                        trace._snapshots.append((len(self._rows), self._name, log, size, self, self._where))
+                        return
+                    del log[known:]
+        log = self._log = list(messages)
+        trace._snapshots.append((len(self._rows), self._name, log, size, self, self._where))
+
+    def _share_request(self, call: LLMCall) -> None:
+        """Keep ``call``'s request as a slice of the log when its messages are a few messages (the
+        system message) then the log's last ones, verified equal (the same objects at both ends)."""
+        request = call.request
+        messages = request.messages
+        log = self._log
+        if log is None or type(messages) is not list:
+            return
+        total, known = len(messages), len(log)
+        if not known or messages[-1] is not log[-1]:
+            return
+        for head in range(min(total, _MAX_HEAD + 1)):
+            start = known - (total - head)
+            if start >= 0 and messages[head] is log[start]:
+                break
+        else:
+            return
+        if (messages[head:] if head else messages) != (log[start:] if start else log):
+            return
+        sent = SentMessages(messages[:head], log, start, known)
+        call.request = ModelRequest(sent, request.tools, request.tool_choice, request.json_output)
 
     def origin_of(self, message: LLMMessage, live: bool = False) -> tuple[str | None, int | None, str | None]:
         """The run, STEP and move that added ``message`` to the context (Nones: outside a run).
@@ -334,17 +495,22 @@ class AgentRecorder:
         snapshot was added since the last one (``live``: by the move in force now) or never was.
         """
         snapshots = self.trace._snapshots
-        seen, origins = self._origins
+        seen, read, origins = self._origins
         if seen != len(snapshots):
-            for _, _, messages, recorder, where in snapshots[seen:]:
-                if recorder is self:
-                    for held in messages:
-                        if id(held) not in origins or origins[id(held)][0] is not held:
-                            origins[id(held)] = (held, *where)
-            self._origins = (len(snapshots), origins)
+            for _, _, log, size, recorder, where in snapshots[seen:]:
+                start = read.get(id(log), 0)
+                if recorder is not self or size <= start:
+                    continue
+                origin = _origin(where)
+                for held in islice(log, start, size):
+                    found = origins.get(id(held))
+                    if found is None or found[0] is not held:
+                        origins[id(held)] = (held, *origin)
+                read[id(log)] = size
+            self._origins = (len(snapshots), read, origins)
         found = origins.get(id(message))
         if found is None or found[0] is not message:
-            return self._where if live else _NOWHERE
+            return _origin(self._where) if live else _NOWHERE
         return found[1:]
 
 
@@ -425,9 +591,12 @@ class Trace(TraceFrames):
     ) -> None:
         self.trace_id = trace_id or new_id()
         # (item, run_id, perf_counter) per item; (content, id, full_message_id, perf_counter) per chunk.
-        self._rows: list[tuple[Any, ...]] = []
-        # (row index, agent name, context messages, recorder, (run_id, step, move) that changed it)
-        self._snapshots: list[tuple[int, str, list[LLMMessage], AgentRecorder, tuple[Any, ...]]] = []
+        self._row_list: list[tuple[Any, ...]] = []
+        # (first row, LLM call, first chunk, end chunk): chunk rows whose ids are not drawn yet.
+        self._unnamed: list[tuple[int, LLMCall, int, int]] = []
+        # (row index, agent name, log, length, recorder, move that changed it): the context then is
+        # log[:length]
+        self._snapshots: list[tuple[int, str, list[LLMMessage], int, AgentRecorder, Move | None]] = []
         self._redact = redact
         self._anchor = (time.time_ns(), _perf())
         self._own = AgentRecorder(self, owner)
@@ -458,6 +627,21 @@ class Trace(TraceFrames):
         return _Recording(self, agents)
 
     @property
+    def _rows(self) -> list[tuple[Any, ...]]:
+        """The rows, with those of chunks streamed so far by LLM calls still in progress."""
+        for recorder in (self._own, *self._attached.values()):
+            call = recorder._call
+            if call is not None and len(call.chunks) > recorder._flushed:
+                recorder._flush_stream()
+        rows = self._row_list
+        for first, call, start, end in self._unnamed:
+            for index, chunk_id in enumerate(call.stream_ids()[start:end], first):
+                content, _, message_id, perf = rows[index]
+                rows[index] = (content, chunk_id, message_id, perf)
+        self._unnamed.clear()
+        return rows
+
+    @property
     def items(self) -> list[RunItem]:
         """The recorded items in order: live records and events (not redacted); chunks rebuilt."""
         agents: dict[str | None, str] = {run: info.agent for run, info in self._runs_info().items()}
@@ -481,13 +665,16 @@ class Trace(TraceFrames):
         return len(self._rows)
 
     def clear(self) -> None:
-        """Forget every recorded item and snapshot."""
-        self._rows.clear()
+        """Forget every recorded item and snapshot (and the chunks streamed so far)."""
+        self._row_list.clear()
+        self._unnamed.clear()
         self._snapshots.clear()
         for recorder in (self._own, *self._attached.values()):
-            recorder._last = None
+            if recorder._call is not None:
+                recorder._flushed = len(recorder._call.chunks)
+            recorder._log = None
             recorder._size = -1
-            recorder._origins = (0, {})
+            recorder._origins = (0, {}, {})
 
     def redactor(self) -> Redactor:
         """The function every stored string goes through (the default masks keys found now)."""
@@ -773,7 +960,7 @@ class Trace(TraceFrames):
                     raise IndexError(f"run {run_id!r} has {len(positions)} items, no seq {seq}")
                 limit = positions[seq]
             else:
-                limit = positions[-1] + 1
+                limit = positions[-1]  # its last item: a snapshot of the next run start is after it
             started = self._rows[positions[0]][0]
             agent = started.agent if len(self._rows[positions[0]]) == 3 and type(started) is RunStarted else agent
         chosen = None
@@ -782,7 +969,7 @@ class Trace(TraceFrames):
                 chosen = snapshot
         if chosen is None:
             raise LookupError("no context snapshot there: this trace records no agent's context at that point")
-        return context_rows(chosen[2], chosen[3], self.redactor())
+        return context_rows(chosen[2][: chosen[3]], chosen[4], self.redactor())
 
     def request_df(self, run_id: str, call_index: int = 0) -> pd.DataFrame:
         """What LLM call ``call_index`` of run ``run_id`` sent the model: one row per message, system

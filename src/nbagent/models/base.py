@@ -27,9 +27,12 @@ class ModelInfo(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class ModelRequest:
-    """What one call sent to the model: the messages, tools, tool_choice and output format."""
+    """What one call sent to the model: the messages, tools, tool_choice and output format.
 
-    messages: list[LLMMessage]
+    ``messages`` is a list, or in a trace's records a ``trace.SentMessages`` that reads like one.
+    """
+
+    messages: Sequence[LLMMessage]
     tools: list[ToolSchema]
     tool_choice: ToolChoice
     json_output: bool | type[BaseModel] | None
