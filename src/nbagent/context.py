@@ -66,7 +66,11 @@ def _drop_unanswered_calls(messages: list[LLMMessage]) -> list[LLMMessage]:
 
 
 class ChatCompletionContext:
-    """Holds the messages of a conversation; subclasses decide what the model sees."""
+    """Holds the messages of a conversation; subclasses decide what the model sees.
+
+    ``_messages`` is only ever appended to; ``clear`` and ``load_state`` replace the list rather than
+    change it, so that a trace can keep the lists as the history of the context without copying.
+    """
 
     def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
         self._messages: list[LLMMessage] = list(initial_messages or [])
@@ -84,7 +88,7 @@ class ChatCompletionContext:
         return list(self._messages)
 
     async def clear(self) -> None:
-        self._messages.clear()
+        self._messages = []
 
     async def save_state(self) -> dict[str, Any]:
         return {"messages": llm_messages_adapter.dump_python(self._messages, mode="json")}

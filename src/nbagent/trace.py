@@ -334,31 +334,40 @@ class AgentRecorder:
 
     __slots__ = (
         "_trace", "_agent", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed", "_where",
-        "_plain", "_log", "_name", "_origins",
+        "_plain", "_log", "_mirror", "_name", "_origins", "_snapshots", "_key",
     )  # fmt: skip
 
     def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
         # Weak references to the trace and the agent: the agent holds its trace, the trace its
-        # recorder (and its snapshots the recorder), so strong ones would make cycles that keep an
+        # recorder, so strong ones would make cycles that keep an
         # agent and every item its trace recorded alive until the cyclic garbage collector runs;
         # the items kept meanwhile trigger collections that scan them all, again and again.
         self._trace = weakref.ref(trace)
         self._agent = None if agent is None else weakref.ref(agent)
         self._context = None if agent is None else agent.model_context
-        # The context is one of nbagent's: its messages are ``_messages``, which within a run only
-        # ``add_message`` changes, by appending; then a change of length tells a change.
+        # The context is one of nbagent's: ``_messages`` holds its messages, is only appended to, and
+        # is replaced (not emptied) by clear() and load_state(): the trace can keep it as its log.
         self._plain = agent is not None and type(agent.model_context) in _OWN_CONTEXTS
         self._size = -1  # the context's length at the last checkpoint
         self._rows = trace._row_list
+        # The trace's snapshot list, held like its rows; a snapshot names this recorder by its index
+        # in ``trace._recorders`` rather than holding it, which would make a cycle.
+        self._snapshots = trace._snapshots
+        self._key = len(trace._recorders)
+        trace._recorders.append(self)
         self._append = trace._row_list.append
         self._run: str | None = None
         self._call: LLMCall | None = None  # the last LLM call: its stream goes into rows
         self._flushed = 0  # how many of its chunks have rows
         self._where: Move | None = None  # the move in force (None: outside a run): what adds messages now
         self._name = "" if agent is None else agent.name  # the agent's name at the current run's start
-        # The context's messages at the last checkpoint, in order; positions are never changed, and a
-        # change other than appending starts a new log. Snapshots and requests keep slices of logs.
+        # The context's messages at the last checkpoint, in order (an nbagent context's own list); a
+        # position is never changed, and a change other than appending starts a new log. Snapshots
+        # and requests keep slices of logs.
         self._log: list[LLMMessage] | None = None
+        # (log, n, [*the n messages a request had before it, *log]): to compare requests with, since a
+        # slice of a request would touch every message (refcounts) at each call.
+        self._mirror: tuple[list[LLMMessage], int, list[LLMMessage]] | None = None
         # (snapshots read, id(log) -> its length read, id(message) -> (message, run_id, step, move)):
         # origins, computed from the snapshots when asked for.
         self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]]] = (0, {}, {})
@@ -387,14 +396,26 @@ class AgentRecorder:
             self._call = item  # type: ignore[assignment]
             self._flushed = 0
         # A row's time is the item's own start or end for the records that have one.
-        if kind is Move:
-            # A context changes at a move or the run's end: a checkpoint when its length changed
-            # (nbagent's contexts only append within a run), at every move for other contexts.
+        if kind is Move or kind is RunFinished:
+            # A context changes at a move or the run's end. nbagent's contexts only append to their
+            # list, or replace it: a checkpoint when the list or its length changed; other contexts
+            # are compared at each move.
             context = self._context
-            if context is not None and (not self._plain or len(context._messages) != self._size):
-                self._checkpoint()
-            self._where = item  # type: ignore[assignment]
-            self._append((item, self._run, _perf()))
+            if context is not None:
+                if not self._plain:
+                    self._checkpoint()
+                else:  # inline, as it runs at every move: a snapshot when the list or its length changed
+                    messages = context._messages
+                    if messages is not self._log or len(messages) != self._size:
+                        self._log = messages
+                        size = self._size = len(messages)
+                        self._snapshots.append((len(self._rows), self._name, messages, size, self._key, self._where))
+            if kind is Move:
+                self._where = item  # type: ignore[assignment]
+                self._append((item, self._run, _perf()))
+            else:
+                self._where = None
+                self._append((item, self._run, item.end_perf))  # type: ignore[union-attr]
         elif kind is LLMCall:
             if len(item.request.messages) >= _SHARE_FROM:  # type: ignore[union-attr]
                 self._share_request(item)  # type: ignore[arg-type]
@@ -406,12 +427,6 @@ class AgentRecorder:
             if self._context is not None:
                 self._checkpoint()
             self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
-        elif kind is RunFinished:
-            context = self._context
-            if context is not None and (not self._plain or len(context._messages) != self._size):
-                self._checkpoint()
-            self._where = None
-            self._append((item, self._run, item.end_perf))  # type: ignore[union-attr]
         elif kind is ToolExecution:
             self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
         else:
@@ -439,18 +454,25 @@ class AgentRecorder:
     def _checkpoint(self) -> None:
         """Bring the log up to the context; snapshot it if it changed, with the move in force.
 
-        The context was only appended to if the log is a prefix of it: the same objects at the log's
-        first and last positions, and equal lists (C-speed, identical objects compare at once).
-        Then its new messages are appended to the log; otherwise a new log starts.
+        An nbagent context's own list is the log: it is only appended to, and replaced when the
+        context is cleared or loaded (a new log). Another context's messages are copied into a
+        log of the recorder's: the context was only appended to if that log is a prefix of it (the
+        same objects at the log's first and last positions, and equal lists: C-speed, identical
+        objects compare at once), and its new messages are appended; otherwise a new log starts.
         """
-        trace = self._trace()
-        if trace is None:  # nobody can read this recorder's snapshots any more
-            return
         context = self._context
         assert context is not None
-        messages = context._messages if self._plain else context.messages
-        size = self._size = len(messages)
         log = self._log
+        snapshots = self._snapshots
+        if self._plain:
+            messages = context._messages
+            size = len(messages)
+            if messages is not log or size != self._size:
+                self._log, self._size = messages, size
+                snapshots.append((len(self._rows), self._name, messages, size, self._key, self._where))
+            return
+        messages = context.messages
+        size = self._size = len(messages)
         if log is not None:
             known = len(log)
             if size >= known and (not known or (messages[0] is log[0] and messages[known - 1] is log[known - 1])):
@@ -460,11 +482,11 @@ class AgentRecorder:
                 else:
                     log += messages[known:]
                     if log == messages:
-                        trace._snapshots.append((len(self._rows), self._name, log, size, self, self._where))
+                        snapshots.append((len(self._rows), self._name, log, size, self._key, self._where))
                         return
                     del log[known:]
         log = self._log = list(messages)
-        trace._snapshots.append((len(self._rows), self._name, log, size, self, self._where))
+        snapshots.append((len(self._rows), self._name, log, size, self._key, self._where))
 
     def _share_request(self, call: LLMCall) -> None:
         """Keep ``call``'s request as a slice of the log when its messages are a few messages (the
@@ -483,7 +505,19 @@ class AgentRecorder:
                 break
         else:
             return
-        if (messages[head:] if head else messages) != (log[start:] if start else log):
+        if start:  # a tail of the log (a bounded context's view): compare the slices
+            if messages[head:] != log[start:]:
+                return
+        elif head:  # the whole log after the head: compare with [*head, *log] kept up to date
+            mirror = self._mirror
+            if mirror is None or mirror[0] is not log or mirror[1] != head or any(
+                mirror[2][i] is not messages[i] for i in range(head)
+            ):
+                mirror = self._mirror = (log, head, messages[:head])
+            mirror[2].extend(log[len(mirror[2]) - head :])
+            if messages != mirror[2]:
+                return
+        elif messages != log:
             return
         sent = SentMessages(messages[:head], log, start, known)
         call.request = ModelRequest(sent, request.tools, request.tool_choice, request.json_output)
@@ -497,9 +531,9 @@ class AgentRecorder:
         snapshots = self.trace._snapshots
         seen, read, origins = self._origins
         if seen != len(snapshots):
-            for _, _, log, size, recorder, where in snapshots[seen:]:
+            for _, _, log, size, key, where in snapshots[seen:]:
                 start = read.get(id(log), 0)
-                if recorder is not self or size <= start:
+                if key != self._key or size <= start:
                     continue
                 origin = _origin(where)
                 for held in islice(log, start, size):
@@ -594,9 +628,11 @@ class Trace(TraceFrames):
         self._row_list: list[tuple[Any, ...]] = []
         # (first row, LLM call, first chunk, end chunk): chunk rows whose ids are not drawn yet.
         self._unnamed: list[tuple[int, LLMCall, int, int]] = []
-        # (row index, agent name, log, length, recorder, move that changed it): the context then is
-        # log[:length]
-        self._snapshots: list[tuple[int, str, list[LLMMessage], int, AgentRecorder, Move | None]] = []
+        # (row index, agent name, log, length, recorder index, move that changed it): the context
+        # then is log[:length]
+        self._snapshots: list[tuple[int, str, list[LLMMessage], int, int, Move | None]] = []
+        # Every recorder this trace made, attached or not: a snapshot names its recorder by index.
+        self._recorders: list[AgentRecorder] = []
         self._redact = redact
         self._anchor = (time.time_ns(), _perf())
         self._own = AgentRecorder(self, owner)
@@ -672,7 +708,7 @@ class Trace(TraceFrames):
         for recorder in (self._own, *self._attached.values()):
             if recorder._call is not None:
                 recorder._flushed = len(recorder._call.chunks)
-            recorder._log = None
+            recorder._log = recorder._mirror = None
             recorder._size = -1
             recorder._origins = (0, {}, {})
 
@@ -969,7 +1005,7 @@ class Trace(TraceFrames):
                 chosen = snapshot
         if chosen is None:
             raise LookupError("no context snapshot there: this trace records no agent's context at that point")
-        return context_rows(chosen[2][: chosen[3]], chosen[4], self.redactor())
+        return context_rows(chosen[2][: chosen[3]], self._recorders[chosen[4]], self.redactor())
 
     def request_df(self, run_id: str, call_index: int = 0) -> pd.DataFrame:
         """What LLM call ``call_index`` of run ``run_id`` sent the model: one row per message, system

@@ -16,6 +16,7 @@ from nbagent import (
     UnboundedChatCompletionContext,
     UserMessage,
 )
+from nbagent.context import ChatCompletionContext, TokenLimitedChatCompletionContext
 from nbagent.agent import DEFAULT_SYSTEM_MESSAGE
 from nbagent.messages import LLMMessage
 from nbagent.records import LLMCall
@@ -219,3 +220,30 @@ async def test_context_whose_messages_are_copies_is_snapshotted_at_each_change()
     assert list(trace.context_df(runs[1], 0)["text"]) == conversation(range(1))
     assert list(trace.context_df(runs[2])["text"]) == conversation(range(3))
     assert list(trace.request_df(runs[2], 0)["text"]) == [DEFAULT_SYSTEM_MESSAGE, *conversation(range(2)), "task 2"]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        ChatCompletionContext,
+        UnboundedChatCompletionContext,
+        lambda: BufferedChatCompletionContext(buffer_size=1),
+        lambda: TokenLimitedChatCompletionContext(token_limit=5),
+        lambda: HeadAndTailChatCompletionContext(head_size=1, tail_size=1),
+    ],
+)
+async def test_nbagent_contexts_only_append_to_their_list(make: Any) -> None:
+    """The trace keeps an nbagent context's list as its log: nothing may change it but appending."""
+    context = make()
+    held = context._messages
+    first, second, third = (UserMessage(content=str(i), source="user") for i in range(3))
+    for message in (first, second, third):
+        await context.add_message(message)
+    await context.get_messages()
+    assert context._messages is held and held == [first, second, third]
+    await context.clear()
+    assert context._messages is not held and held == [first, second, third] and len(context) == 0
+    await context.add_message(first)
+    held = context._messages
+    await context.load_state({"messages": []})
+    assert context._messages is not held and held == [first]
