@@ -11,9 +11,14 @@
   ``kept`` lets the trace grow over the batch (the trace keeps the run's records, events and LLM
   requests alive, which costs memory traffic), ``cleared`` clears it after each run (the cost of
   the recording work itself), and ``append_only`` is the floor for any recorder that keeps the
-  items: a recorder whose ``record`` is a bare ``list.append``.
+  items: a recorder whose ``record`` is a bare ``list.append``;
+* long-lived trace: one agent (unbounded context) makes ``--long-runs`` plain runs in a row, so its
+  context and its trace grow all along; CPU time per run (median over the first and the last quarter
+  of the runs) with the trace, with ``agent.recorders = []`` and with the ``list.append`` recorder,
+  and the bytes each run leaves allocated (``tracemalloc``, over the first and the second half of the
+  runs): with the trace keeping each message once, both stay flat as the context grows.
 
-    python bench/bench_trace.py [--repeats 5] [--runs 2000] [--json out.json]
+    python bench/bench_trace.py [--repeats 5] [--runs 2000] [--long-runs 2000] [--json out.json]
 """
 
 from __future__ import annotations
@@ -159,10 +164,73 @@ async def overhead(runs: int, repeats: int) -> dict[str, dict[str, float]]:
     return results
 
 
+LONG_MODES = ("trace", "off", "append_only")
+
+
+def long_lived_agent(runs: int, mode: str) -> AssistantAgent:
+    agent = AssistantAgent("long", ReplayChatCompletionClient(["the answer"] * runs, keep_requests=1))
+    if mode == "off":
+        agent.recorders = []
+    elif mode == "append_only":
+        agent.recorders = [AppendOnly()]
+    return agent
+
+
+async def long_lived_times(runs: int, mode: str) -> list[float]:
+    """CPU seconds of each of ``runs`` plain runs in a row on one agent."""
+    agent = long_lived_agent(runs, mode)
+    times = []
+    for _ in range(runs):
+        start = time.process_time()
+        await agent.run(task="go")
+        times.append(time.process_time() - start)
+    return times
+
+
+async def long_lived_bytes(runs: int, mode: str) -> tuple[float, float]:
+    """Bytes left allocated per run over the first and over the second half of ``runs`` runs."""
+    gc.collect()
+    tracemalloc.start()
+    agent = long_lived_agent(runs, mode)
+    marks = [tracemalloc.get_traced_memory()[0]]
+    for index in range(runs):
+        await agent.run(task="go")
+        if index + 1 in (runs // 2, runs):
+            gc.collect()
+            marks.append(tracemalloc.get_traced_memory()[0])
+    tracemalloc.stop()
+    half = runs // 2
+    return (marks[1] - marks[0]) / half, (marks[2] - marks[1]) / (runs - half)
+
+
+async def long_lived(runs: int, repeats: int) -> dict[str, dict[str, float]]:
+    """Per mode: median CPU us per run in the first and last quarter, retained bytes per run."""
+    quarter = max(runs // 4, 1)
+    first: dict[str, list[float]] = {mode: [] for mode in LONG_MODES}
+    last: dict[str, list[float]] = {mode: [] for mode in LONG_MODES}
+    for _ in range(repeats):
+        for mode in LONG_MODES:
+            gc.collect()
+            times = await long_lived_times(runs, mode)
+            first[mode].append(statistics.median(times[:quarter]))
+            last[mode].append(statistics.median(times[-quarter:]))
+    results: dict[str, dict[str, float]] = {}
+    for mode in LONG_MODES:
+        early, late = await long_lived_bytes(runs, mode)
+        results[mode] = {
+            "first_quarter_us": statistics.median(first[mode]) * 1e6,
+            "last_quarter_us": statistics.median(last[mode]) * 1e6,
+            "bytes_per_run_first_half": early,
+            "bytes_per_run_second_half": late,
+        }
+    return results
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--runs", type=int, default=2000, help="runs per batch for the overhead figures")
+    parser.add_argument("--long-runs", type=int, default=2000, help="runs in a row for the long-lived figures")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
 
@@ -184,6 +252,7 @@ async def main() -> None:
     figures["memory_chunks"] = chunks
     figures["memory_per_chunk_bytes"] = (with_bytes - without_bytes) / chunks
     figures["overhead"] = await overhead(args.runs, args.repeats)
+    figures["long_lived"] = await long_lived(args.long_runs, max(args.repeats // 2, 1))
 
     print(f"frames on a trace of {n_items:,} items (median wall / CPU ms):")
     for name in ("events_df_s", "events_df_no_chunks_s", "llm_calls_df_s", "runs_df_s", "summary_s"):
@@ -195,6 +264,16 @@ async def main() -> None:
               f"list.append only {row['append_only_us']:.1f} us ({row['append_only_pct']:+.1f}%); trace kept "
               f"{row['kept_us']:.1f} us ({row['kept_pct']:+.1f}%), cleared each run {row['cleared_us']:.1f} us "
               f"({row['cleared_pct']:+.1f}%) (target < 10%)")
+    long = figures["long_lived"]
+    print(f"long-lived trace, one agent, {args.long_runs:,} plain runs in a row (CPU us per run, median of "
+          "first / last quarter; bytes left allocated per run, first / second half):")
+    for mode, row in long.items():
+        pct = ""
+        if mode != "off":
+            off = long["off"]["last_quarter_us"]
+            pct = f" ({(row['last_quarter_us'] - off) / off * 100:+.1f}% in the last quarter)"
+        print(f"  {mode}: {row['first_quarter_us']:.1f} / {row['last_quarter_us']:.1f} us{pct}; "
+              f"{row['bytes_per_run_first_half']:,.0f} / {row['bytes_per_run_second_half']:,.0f} bytes")
     load = os.getloadavg()[0]
     print(f"load average while measuring: {load:.1f} on {os.cpu_count()} CPUs")
     figures["load_average"] = load
