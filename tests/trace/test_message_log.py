@@ -22,6 +22,8 @@ from nbagent.messages import LLMMessage
 from nbagent.records import LLMCall
 from nbagent.trace import SentMessages, Trace
 
+from .helpers import calls as calls_result
+
 
 def nullable(series: pd.Series) -> list[object]:
     return [None if pd.isna(value) else value for value in series]
@@ -247,3 +249,31 @@ async def test_nbagent_contexts_only_append_to_their_list(make: Any) -> None:
     held = context._messages
     await context.load_state({"messages": []})
     assert context._messages is not held and held == [first]
+
+
+async def test_a_tool_that_clears_the_context_mid_run_at_the_same_length() -> None:
+    """The context goes from [task, calls] to [note, results] within one move: same length, new list."""
+    async def wipe() -> str:
+        """Forget the conversation, keep a note."""
+        await agent.model_context.clear()
+        await agent.model_context.add_message(UserMessage(content="note", source="wipe"))
+        return "wiped"
+
+    agent = AssistantAgent(
+        "a", ReplayChatCompletionClient([calls_result(("c1", "wipe", "{}")), "done"]), tools=[wipe],
+        reflect_on_tool_use=True,
+    )  # fmt: skip
+    await agent.run(task="go")
+    trace = agent.trace
+    (run,) = list(trace.runs_df()["run_id"])
+    events = trace.events_df()
+    moves = list(events["move"].astype("object").where(events["kind"] == "Move"))
+    at_execution, at_reflect = moves.index("tool_execution"), moves.index("reflect")
+    before = trace.context_df(run, at_execution)
+    assert list(before["text"]) == ["go", "wipe({})"]
+    after = trace.context_df(run, at_reflect)
+    assert list(after["text"]) == ["note", "wiped"]
+    assert nullable(after["move"]) == ["tool_execution", "tool_execution"]
+    assert list(trace.request_df(run, 1)["text"]) == [DEFAULT_SYSTEM_MESSAGE, "note", "wiped"]
+    end = trace.context_df(run)
+    assert (list(end["text"]), nullable(end["move"])) == (["note", "wiped", "done"], ["tool_execution"] * 2 + ["reflect"])
