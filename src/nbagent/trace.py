@@ -5,13 +5,15 @@ reading; a streamed chunk is kept as ``(content, id, full_message_id, perf)`` (i
 LLM call whose message it builds). ``LLMCall`` and ``ToolExecution`` records are completed in place
 after they are recorded; the frames read them when they are built.
 
-The model context is kept as an append-only log of its messages per recorder: at a run's start, and
-at each move or run end where the context's length changed, the recorder appends the new messages to
-its log, or starts a new log if the context changed any other way (cleared, loaded, rewritten). A
-snapshot is a prefix of a log (log, length), so a long-lived agent's trace holds each message once,
-not once per snapshot; the snapshots give the context at any point, and which run and STEP added
-each message. An LLM call's request is kept the same way when its messages are the system messages
-before a slice of the log (:class:`SentMessages`).
+The model context is kept as append-only logs of its messages: an nbagent context's own message
+list (only ever appended to; ``clear`` and ``load_state`` replace it), or for any other context a
+copy the recorder keeps, extended while the context was only appended to (verified) and started
+anew when it changed any other way (cleared, loaded, rewritten). At a run's start, and at each move
+or run end where the context changed, a snapshot is taken as a prefix of a log (log, length), so a
+long-lived agent's trace holds each message once, not once per snapshot; the snapshots give the
+context at any point, and which run and STEP added each message. An LLM call's request is kept the
+same way when its messages are a few messages (the system message) and then a slice of the log
+(:class:`SentMessages`).
 
 Redaction happens when rows are built: every string that reaches a DataFrame, and so every export,
 goes through the trace's redaction hook first (by default API keys, bearer tokens and
@@ -396,10 +398,13 @@ class AgentRecorder:
             self._call = item  # type: ignore[assignment]
             self._flushed = 0
         # A row's time is the item's own start or end for the records that have one.
-        if kind is Move or kind is RunFinished:
-            # A context changes at a move or the run's end. nbagent's contexts only append to their
-            # list, or replace it: a checkpoint when the list or its length changed; other contexts
-            # are compared at each move.
+        if kind is Move or kind is RunFinished or kind is RunStarted:
+            # A context changes at a move, the run's end or between runs (load_state, on_reset...).
+            # nbagent's contexts only append to their list, or replace it: a checkpoint when the list
+            # or its length changed; other contexts are compared each time.
+            if kind is RunStarted:
+                self._run = item.run_id  # type: ignore[union-attr]
+                self._name = item.agent  # type: ignore[union-attr]
             context = self._context
             if context is not None:
                 if not self._plain:
@@ -413,19 +418,14 @@ class AgentRecorder:
             if kind is Move:
                 self._where = item  # type: ignore[assignment]
                 self._append((item, self._run, _perf()))
-            else:
+            elif kind is RunFinished:
                 self._where = None
                 self._append((item, self._run, item.end_perf))  # type: ignore[union-attr]
+            else:
+                self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
         elif kind is LLMCall:
             if len(item.request.messages) >= _SHARE_FROM:  # type: ignore[union-attr]
                 self._share_request(item)  # type: ignore[arg-type]
-            self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
-        elif kind is RunStarted:
-            # Between runs anything may have happened to the context (load_state, on_reset...).
-            self._run = item.run_id  # type: ignore[union-attr]
-            self._name = item.agent  # type: ignore[union-attr]
-            if self._context is not None:
-                self._checkpoint()
             self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
         elif kind is ToolExecution:
             self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
@@ -452,10 +452,10 @@ class AgentRecorder:
         rows.extend(zip(call.chunks[start:end], ids, repeat(call.message_id, end - start), call.chunk_perf[start:end]))
 
     def _checkpoint(self) -> None:
-        """Bring the log up to the context; snapshot it if it changed, with the move in force.
+        """Bring the log up to a context other than nbagent's; snapshot it if it changed.
 
-        An nbagent context's own list is the log: it is only appended to, and replaced when the
-        context is cleared or loaded (a new log). Another context's messages are copied into a
+        (An nbagent context's own list is the log, see :meth:`record`: it is only appended to, and
+        replaced when the context is cleared or loaded.) The context's messages are copied into a
         log of the recorder's: the context was only appended to if that log is a prefix of it (the
         same objects at the log's first and last positions, and equal lists: C-speed, identical
         objects compare at once), and its new messages are appended; otherwise a new log starts.
@@ -464,13 +464,6 @@ class AgentRecorder:
         assert context is not None
         log = self._log
         snapshots = self._snapshots
-        if self._plain:
-            messages = context._messages
-            size = len(messages)
-            if messages is not log or size != self._size:
-                self._log, self._size = messages, size
-                snapshots.append((len(self._rows), self._name, messages, size, self._key, self._where))
-            return
         messages = context.messages
         size = self._size = len(messages)
         if log is not None:
@@ -705,7 +698,7 @@ class Trace(TraceFrames):
         self._row_list.clear()
         self._unnamed.clear()
         self._snapshots.clear()
-        for recorder in (self._own, *self._attached.values()):
+        for recorder in self._recorders:
             if recorder._call is not None:
                 recorder._flushed = len(recorder._call.chunks)
             recorder._log = recorder._mirror = None
