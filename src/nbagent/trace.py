@@ -317,8 +317,8 @@ class SentMessages(Sequence[LLMMessage]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, SentMessages):
             return self.to_list() == other.to_list()
-        if isinstance(other, (list, tuple)):
-            return self.to_list() == list(other)
+        if isinstance(other, list):
+            return self.to_list() == other
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]

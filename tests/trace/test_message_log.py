@@ -85,6 +85,7 @@ async def test_shared_request_reads_like_the_list_that_was_sent() -> None:
     assert len(sent) == len(expected) == 40
     assert sent == expected and expected == sent and not (sent != expected)
     assert sent != expected[:-1] and sent != [*expected[:-1], UserMessage(content="other", source="user")]
+    assert sent != tuple(expected)  # like a list
     assert list(sent) == expected and sent.to_list() == expected
     assert [sent[i] for i in (0, 1, 39, -1, -40)] == [expected[i] for i in (0, 1, 39, -1, -40)]
     assert sent[0] is expected[0] and sent[-1] is expected[-1]
