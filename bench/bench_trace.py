@@ -9,9 +9,11 @@
   with ``agent.recorders = []``, interleaved, median CPU time per run, for a plain text run, a tool
   run (two parallel calls, then reflection) and a 200-word streamed run. Two figures each:
   ``kept`` lets the trace grow over the batch (the trace keeps the run's records, events and LLM
-  requests alive, which costs memory traffic), ``cleared`` clears it after each run (the cost of
-  the recording work itself), and ``append_only`` is the floor for any recorder that keeps the
-  items: a recorder whose ``record`` is a bare ``list.append``;
+  requests alive, which costs memory traffic, and the garbage collector's time, printed apart: a
+  batch whose kept objects grow the heap by a quarter triggers a full collection, which scans every
+  object of the process), ``cleared`` clears it after each run (the cost of the recording work
+  itself), and ``append_only`` is the floor for any recorder that keeps the items: a recorder whose
+  ``record`` is a bare ``list.append``;
 * long-lived trace: one agent (unbounded context) makes ``--long-runs`` plain runs in a row, so its
   context and its trace grow all along; CPU time per run (median over the first and the last quarter
   of the runs) with the trace, with ``agent.recorders = []`` and with the ``list.append`` recorder,
@@ -113,15 +115,41 @@ def scenarios() -> dict[str, Callable[[int], AssistantAgent]]:
     return {"plain": plain, "tools": tools, "streamed_200_words": streamed}
 
 
-async def run_batch(agent: AssistantAgent, runs: int, clear: bool = False) -> float:
-    """CPU seconds per run, context reset between runs so that every run does the same work."""
-    start = time.process_time()
-    for _ in range(runs):
-        await agent.run(task="go")
-        await agent.on_reset()
-        if clear:
-            agent.trace.clear()
-    return (time.process_time() - start) / runs
+class GcPauses:
+    """Wall seconds the cyclic garbage collector ran, and its full collections, while active."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.full = 0
+        self._start = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+            return
+        self.seconds += time.perf_counter() - self._start
+        self.full += info["generation"] == 2
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+
+async def run_batch(agent: AssistantAgent, runs: int, clear: bool = False) -> tuple[float, float, int]:
+    """CPU seconds per run (context reset between runs so that every run does the same work), and
+    the garbage collector's seconds per run and full collections meanwhile."""
+    with GcPauses() as pauses:
+        start = time.process_time()
+        for _ in range(runs):
+            await agent.run(task="go")
+            await agent.on_reset()
+            if clear:
+                agent.trace.clear()
+        cpu = time.process_time() - start
+    return cpu / runs, pauses.seconds / runs, pauses.full
 
 
 class AppendOnly:
@@ -137,22 +165,29 @@ async def overhead(runs: int, repeats: int) -> dict[str, dict[str, float]]:
     for name, make in scenarios().items():
         n = runs if name != "streamed_200_words" else max(runs // 10, 50)
         kept, cleared, without, floor = [], [], [], []
+        kept_gc: list[float] = []
+        kept_full: list[int] = []
         for _ in range(repeats):
             bare = make(n)
             bare.recorders = []
             gc.collect()
-            without.append(await run_batch(bare, n))
+            without.append((await run_batch(bare, n))[0])
             appending = make(n)
             appending.recorders = [AppendOnly()]
             gc.collect()
-            floor.append(await run_batch(appending, n))
+            floor.append((await run_batch(appending, n))[0])
             gc.collect()
-            kept.append(await run_batch(make(n), n))
+            cpu, gc_s, full = await run_batch(make(n), n)
+            kept.append(cpu)
+            kept_gc.append(gc_s)
+            kept_full.append(full)
             gc.collect()
-            cleared.append(await run_batch(make(n), n, clear=True))
+            cleared.append((await run_batch(make(n), n, clear=True))[0])
         off, append_only = statistics.median(without), statistics.median(floor)
         on, on_cleared = statistics.median(kept), statistics.median(cleared)
         results[name] = {
+            "kept_gc_us": statistics.median(kept_gc) * 1e6,
+            "kept_full_collections": statistics.median(kept_full),
             "without_us": off * 1e6,
             "append_only_us": append_only * 1e6,
             "append_only_pct": (append_only - off) / off * 100,
@@ -262,7 +297,8 @@ async def main() -> None:
     for name, row in figures["overhead"].items():
         print(f"recording overhead, {name}: {row['without_us']:.1f} us per run without; "
               f"list.append only {row['append_only_us']:.1f} us ({row['append_only_pct']:+.1f}%); trace kept "
-              f"{row['kept_us']:.1f} us ({row['kept_pct']:+.1f}%), cleared each run {row['cleared_us']:.1f} us "
+              f"{row['kept_us']:.1f} us ({row['kept_pct']:+.1f}%; garbage collector {row['kept_gc_us']:.1f} us of it, "
+              f"{row['kept_full_collections']:g} full collections), cleared each run {row['cleared_us']:.1f} us "
               f"({row['cleared_pct']:+.1f}%) (target < 10%)")
     long = figures["long_lived"]
     print(f"long-lived trace, one agent, {args.long_runs:,} plain runs in a row (CPU us per run, median of "

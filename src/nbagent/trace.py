@@ -341,9 +341,9 @@ class AgentRecorder:
 
     def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
         # Weak references to the trace and the agent: the agent holds its trace, the trace its
-        # recorder, so strong ones would make cycles that keep an
-        # agent and every item its trace recorded alive until the cyclic garbage collector runs;
-        # the items kept meanwhile trigger collections that scan them all, again and again.
+        # recorder, so strong ones would make cycles that keep an agent and every item its trace
+        # recorded alive until the cyclic garbage collector runs; the items kept meanwhile trigger
+        # collections that scan them all, again and again.
         self._trace = weakref.ref(trace)
         self._agent = None if agent is None else weakref.ref(agent)
         self._context = None if agent is None else agent.model_context
