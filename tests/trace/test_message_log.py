@@ -16,8 +16,8 @@ from nbagent import (
     UnboundedChatCompletionContext,
     UserMessage,
 )
-from nbagent.context import ChatCompletionContext, TokenLimitedChatCompletionContext
 from nbagent.agent import DEFAULT_SYSTEM_MESSAGE
+from nbagent.context import ChatCompletionContext, TokenLimitedChatCompletionContext
 from nbagent.messages import LLMMessage
 from nbagent.records import LLMCall
 from nbagent.trace import SentMessages, Trace
