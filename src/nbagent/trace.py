@@ -394,7 +394,7 @@ class AgentRecorder:
         if call is not None and len(call.chunks) > self._flushed:
             self._flush_stream()
         kind = type(item)
-        if kind is LLMCall:
+        if kind is LLMCall and item.streaming:  # type: ignore[union-attr]
             self._call = item  # type: ignore[assignment]
             self._flushed = 0
         # A row's time is the item's own start or end for the records that have one.
