@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from array import array
 from contextlib import aclosing
 import warnings
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
@@ -491,13 +492,19 @@ class AssistantAgent:
             message_id,
             self._model_client_stream,
         )
+        if self._model_client_stream:  # the call keeps its stream: the trace reads chunks from it
+            chunk_events = run.chunk_events
+            pieces: list[str] = []
+            times = array("d")
+            ids: list[str] = []
+            call.chunks, call.chunk_perf = pieces, times
+            if chunk_events:
+                call.chunk_ids = ids
         yield call
         try:
             if self._model_client_stream:
                 result: CreateResult | None = None
                 source = self.name
-                chunk_events = run.chunk_events
-                pieces, times, ids = call.chunks, call.chunk_perf, call.chunk_ids
                 stream = client.create_stream(
                     llm_messages,
                     tools=tools,

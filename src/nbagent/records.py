@@ -9,10 +9,9 @@ stepper alike.
 from __future__ import annotations
 
 import time
-from array import array
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, Protocol, Union
+from typing import TYPE_CHECKING, Literal, Protocol, Sequence, Union
 
 from ._ids import new_id, utc_now
 from .messages import BaseAgentEvent, BaseChatMessage, CreateResult, FunctionCall, FunctionExecutionResult, Response
@@ -159,20 +158,21 @@ class LLMCall:
     duration_s: float | None = None
     result: CreateResult | None = None
     error: str | None = None
-    chunks: list[str] = field(default_factory=list)
-    chunk_perf: array[float] = field(default_factory=lambda: array("d"))
-    chunk_ids: list[str] = field(default_factory=list)
+    # An unstreamed call shares these empty ones: a trace keeping many calls keeps no containers.
+    chunks: Sequence[str] = ()
+    chunk_perf: Sequence[float] = ()
+    chunk_ids: Sequence[str] = ()
 
     def finish(self, result: CreateResult | None, error: str | None = None) -> None:
         self.duration_s = time.perf_counter() - self.start_perf
         self.result = result
         self.error = error
 
-    def stream_ids(self) -> list[str]:
+    def stream_ids(self) -> Sequence[str]:
         """One id per streamed chunk: its event's, or a new one where no event was built (kept)."""
         missing = len(self.chunks) - len(self.chunk_ids)
         if missing > 0:
-            self.chunk_ids.extend(new_id() for _ in range(missing))
+            self.chunk_ids = [*self.chunk_ids, *(new_id() for _ in range(missing))]
         return self.chunk_ids
 
 
