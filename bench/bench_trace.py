@@ -14,6 +14,10 @@
   object of the process), ``cleared`` clears it after each run (the cost of the recording work
   itself), and ``append_only`` is the floor for any recorder that keeps the items: a recorder whose
   ``record`` is a bare ``list.append``;
+* objects the cyclic garbage collector tracks that a trace keeps per run (the ``kept`` case: what
+  each full collection scans again), for the same scenarios: objects tracked after 100 more runs
+  minus before, over 100, with the trace and with ``agent.recorders = []`` (the trace's own rows
+  are plain values: the rest is the items it keeps, their messages and the context logs);
 * long-lived trace: one agent (unbounded context) makes ``--long-runs`` plain runs in a row, so its
   context and its trace grow all along; CPU time per run (median over the first and the last quarter
   of the runs) with the trace, with ``agent.recorders = []`` and with the ``list.append`` recorder,
@@ -154,6 +158,31 @@ async def run_batch(agent: AssistantAgent, runs: int, clear: bool = False) -> tu
     return cpu / runs, pauses.seconds / runs, pauses.full
 
 
+async def tracked_per_run(agent: AssistantAgent, warmup: int = 50, runs: int = 100) -> float:
+    """Objects the garbage collector tracks that ``runs`` runs (context reset after each) leave alive, per run."""
+
+    async def batch(n: int) -> int:
+        for _ in range(n):
+            await agent.run(task="go")
+            await agent.on_reset()
+        gc.collect()
+        return len(gc.get_objects())
+
+    before = await batch(warmup)
+    return (await batch(runs) - before) / runs
+
+
+async def tracked(runs: int = 100) -> dict[str, dict[str, float]]:
+    """Per scenario: GC-tracked objects kept per run with the trace and with no recorder."""
+    results = {}
+    for name, make in scenarios().items():
+        bare = make(runs + 50)
+        bare.recorders = []
+        with_trace = await tracked_per_run(make(runs + 50), runs=runs)
+        results[name] = {"trace": with_trace, "off": await tracked_per_run(bare, runs=runs)}
+    return results
+
+
 class AppendOnly:
     """The cheapest recorder that keeps every item: ``record`` is ``list.append``."""
 
@@ -288,6 +317,7 @@ async def main() -> None:
     without_bytes, _ = await retained_bytes(False, 20, WORDS)
     figures["memory_chunks"] = chunks
     figures["memory_per_chunk_bytes"] = (with_bytes - without_bytes) / chunks
+    figures["tracked_per_run"] = await tracked()
     figures["overhead"] = await overhead(args.runs, args.repeats)
     figures["long_lived"] = await long_lived(args.long_runs, max(args.repeats // 2, 1))
 
@@ -296,6 +326,8 @@ async def main() -> None:
         print(f"  {name[:-2]}: {figures[name]['wall_s'] * 1000:.0f} / {figures[name]['cpu_s'] * 1000:.0f}"
               + (" (target <= 500)" if name == "events_df_s" else ""))
     print(f"memory per recorded chunk event: {figures['memory_per_chunk_bytes']:.0f} bytes ({chunks:,} chunks)")
+    for name, row in figures["tracked_per_run"].items():
+        print(f"GC-tracked objects kept per run, {name}: {row['trace']:.1f} with the trace, {row['off']:.1f} without")
     for name, row in figures["overhead"].items():
         print(f"recording overhead, {name}: {row['without_us']:.1f} us per run without; "
               f"list.append only {row['append_only_us']:.1f} us ({row['append_only_pct']:+.1f}%); trace kept "

@@ -1,9 +1,12 @@
 """Recording: every item of every run an agent makes, kept for analysis as pandas DataFrames.
 
-Recording is an append: each item is kept by reference with its run id and a ``perf_counter``
-reading; a streamed chunk is kept as ``(content, id, full_message_id, perf)`` (its run is that of the
-LLM call whose message it builds). ``LLMCall`` and ``ToolExecution`` records are completed in place
-after they are recorded; the frames read them when they are built.
+Recording is an append to three parallel columns: the item (kept by reference), its run id and a
+``perf_counter`` reading. A move is kept as ``(name, iteration)`` and a streamed chunk as ``(content,
+id, full_message_id)`` (its run is that of the LLM call whose message it builds): plain values, so
+that a trace keeping thousands of runs holds no object of its own per row that the cyclic garbage
+collector tracks (a tuple of atomic values is untracked at its first collection). ``LLMCall`` and
+``ToolExecution`` records are completed in place after they are recorded; the frames read them when
+they are built.
 
 The model context is kept as append-only logs of its messages: an nbagent context's own message
 list (only ever appended to; ``clear`` and ``load_state`` replace it), or for any other context a
@@ -26,6 +29,7 @@ from __future__ import annotations
 import json
 import time
 import weakref
+from array import array
 from datetime import datetime, timezone
 from abc import ABC, abstractmethod
 from itertools import chain, islice, repeat
@@ -185,7 +189,9 @@ JSON_COLUMNS = {"tool_calls": ("arguments",), "context": ("tool_calls",)}
 _CHUNK = ModelClientStreamingChunkEvent
 _CHUNK_KIND = "ModelClientStreamingChunkEvent"
 _STEPS = {name: info.step for name, info in MOVES.items()}
-_NOWHERE: tuple[str | None, int | None, str | None] = (None, None, None)
+# Where a message was added: (run id, STEP, move name); Nones: outside a run.
+Origin = tuple[str | None, int | None, str | None]
+_NOWHERE: Origin = (None, None, None)
 _perf = time.perf_counter
 # Messages a request may hold before the context's view (the agent sends its system message first).
 _MAX_HEAD = 4
@@ -198,10 +204,6 @@ _OWN_CONTEXTS = (
     TokenLimitedChatCompletionContext,
     HeadAndTailChatCompletionContext,
 )
-
-
-def _origin(move: Move | None) -> tuple[str | None, int | None, str | None]:
-    return _NOWHERE if move is None else (move.run_id, _STEPS[move.name], move.name)
 
 
 def _text(value: str | None, red: Redactor) -> str | None:
@@ -335,8 +337,8 @@ class AgentRecorder:
     """
 
     __slots__ = (
-        "_trace", "_agent", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed", "_where",
-        "_plain", "_log", "_mirror", "_name", "_origins", "_snapshots", "_key",
+        "_trace", "_agent", "_context", "_size", "_items", "_runs", "_perfs", "_run", "_call", "_flushed",
+        "_where", "_plain", "_log", "_mirror", "_name", "_origins", "_snapshots", "_logs", "_key",
     )  # fmt: skip
 
     def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
@@ -351,17 +353,16 @@ class AgentRecorder:
         # is replaced (not emptied) by clear() and load_state(): the trace can keep it as its log.
         self._plain = agent is not None and type(agent.model_context) in _OWN_CONTEXTS
         self._size = -1  # the context's length at the last checkpoint
-        self._rows = trace._row_list
-        # The trace's snapshot list, held like its rows; a snapshot names this recorder by its index
-        # in ``trace._recorders`` rather than holding it, which would make a cycle.
-        self._snapshots = trace._snapshots
+        self._items, self._runs, self._perfs = trace._item_col, trace._run_col, trace._perf_col
+        # The trace's snapshot columns, held like its rows; a snapshot names this recorder by its
+        # index in ``trace._recorders`` rather than holding it, which would make a cycle.
+        self._snapshots, self._logs = trace._snapshots, trace._snapshot_logs
         self._key = len(trace._recorders)
         trace._recorders.append(self)
-        self._append = trace._row_list.append
         self._run: str | None = None
         self._call: LLMCall | None = None  # the last LLM call: its stream goes into rows
         self._flushed = 0  # how many of its chunks have rows
-        self._where: Move | None = None  # the move in force (None: outside a run): what adds messages now
+        self._where: Origin = _NOWHERE  # the move in force: what adds messages now
         self._name = "" if agent is None else agent.name  # the agent's name at the current run's start
         # The context's messages at the last checkpoint, in order (an nbagent context's own list); a
         # position is never changed, and a change other than appending starts a new log. Snapshots
@@ -414,42 +415,54 @@ class AgentRecorder:
                     if messages is not self._log or len(messages) != self._size:
                         self._log = messages
                         size = self._size = len(messages)
-                        self._snapshots.append((len(self._rows), self._name, messages, size, self._key, self._where))
+                        self._snapshots.append((len(self._items), self._name, size, self._key, self._where))
+                        self._logs.append(messages)
             if kind is Move:
-                self._where = item  # type: ignore[assignment]
-                self._append((item, self._run, _perf()))
-            elif kind is RunFinished:
-                self._where = None
-                self._append((item, self._run, item.end_perf))  # type: ignore[union-attr]
+                name = item.name  # type: ignore[union-attr]
+                self._where = (item.run_id, _STEPS[name], name)  # type: ignore[union-attr]
+                self._items.append((name, item.iteration))  # type: ignore[union-attr]
+                self._runs.append(item.run_id)  # type: ignore[union-attr]
+                self._perfs.append(_perf())
+                return
+            if kind is RunFinished:
+                self._where = _NOWHERE
+                perf = item.end_perf  # type: ignore[union-attr]
             else:
-                self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
+                perf = item.start_perf  # type: ignore[union-attr]
         elif kind is LLMCall:
             if len(item.request.messages) >= _SHARE_FROM:  # type: ignore[union-attr]
                 self._share_request(item)  # type: ignore[arg-type]
-            self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
+            perf = item.start_perf  # type: ignore[union-attr]
         elif kind is ToolExecution:
-            self._append((item, self._run, item.start_perf))  # type: ignore[union-attr]
+            perf = item.start_perf  # type: ignore[union-attr]
         else:
-            self._append((item, self._run, _perf()))
+            perf = _perf()
+        self._items.append(item)
+        self._runs.append(self._run)
+        self._perfs.append(perf)
 
     def _flush_stream(self) -> None:
         """Rows for the chunks the last LLM call streamed since the last flush, in one go.
 
-        A chunk row is (content, id, full_message_id, perf_counter): keeping chunk event objects
-        would hold ~700 bytes a chunk. Its run and source are those of the LLM call.
+        A chunk row is (content, id, full_message_id), with the LLM call's run and the chunk's
+        ``perf_counter`` time: keeping chunk event objects would hold ~700 bytes a chunk.
         """
-        call, rows = self._call, self._rows
+        call, items = self._call, self._items
         assert call is not None
         start, end = self._flushed, len(call.chunks)
         self._flushed = end
+        count = end - start
         if len(call.chunk_ids) >= end:
             ids: Iterable[str | None] = call.chunk_ids[start:end]
         else:  # chunks no event was built for: ids are drawn when the rows are first read
             trace = self._trace()
             if trace is not None:
-                trace._unnamed.append((len(rows), call, start, end))
-            ids = repeat(None, end - start)
-        rows.extend(zip(call.chunks[start:end], ids, repeat(call.message_id, end - start), call.chunk_perf[start:end]))
+                trace._unnamed.append((len(items), start, end))
+                trace._unnamed_calls.append(call)
+            ids = repeat(None, count)
+        items.extend(zip(call.chunks[start:end], ids, repeat(call.message_id, count)))
+        self._runs.extend(repeat(call.run_id, count))
+        self._perfs.extend(call.chunk_perf[start:end])
 
     def _checkpoint(self) -> None:
         """Bring the log up to a context other than nbagent's; snapshot it if it changed.
@@ -463,7 +476,6 @@ class AgentRecorder:
         context = self._context
         assert context is not None
         log = self._log
-        snapshots = self._snapshots
         messages = context.messages
         size = self._size = len(messages)
         if log is not None:
@@ -475,11 +487,13 @@ class AgentRecorder:
                 else:
                     log += messages[known:]
                     if log == messages:
-                        snapshots.append((len(self._rows), self._name, log, size, self._key, self._where))
+                        self._snapshots.append((len(self._items), self._name, size, self._key, self._where))
+                        self._logs.append(log)
                         return
                     del log[known:]
         log = self._log = list(messages)
-        snapshots.append((len(self._rows), self._name, log, size, self._key, self._where))
+        self._snapshots.append((len(self._items), self._name, size, self._key, self._where))
+        self._logs.append(log)
 
     def _share_request(self, call: LLMCall) -> None:
         """Keep ``call``'s request as a slice of the log when its messages are a few messages (the
@@ -515,20 +529,19 @@ class AgentRecorder:
         sent = SentMessages(messages[:head], log, start, known)
         call.request = ModelRequest(sent, request.tools, request.tool_choice, request.json_output)
 
-    def origin_of(self, message: LLMMessage, live: bool = False) -> tuple[str | None, int | None, str | None]:
+    def origin_of(self, message: LLMMessage, live: bool = False) -> Origin:
         """The run, STEP and move that added ``message`` to the context (Nones: outside a run).
 
         A message's origin is the move in force before the first snapshot that holds it. One in no
         snapshot was added since the last one (``live``: by the move in force now) or never was.
         """
-        snapshots = self.trace._snapshots
+        snapshots, logs = self._snapshots, self._logs
         seen, read, origins = self._origins
         if seen != len(snapshots):
-            for _, _, log, size, key, where in snapshots[seen:]:
+            for (_, _, size, key, origin), log in zip(snapshots[seen:], logs[seen:]):
                 start = read.get(id(log), 0)
                 if key != self._key or size <= start:
                     continue
-                origin = _origin(where)
                 for held in islice(log, start, size):
                     found = origins.get(id(held))
                     if found is None or found[0] is not held:
@@ -537,7 +550,7 @@ class AgentRecorder:
             self._origins = (len(snapshots), read, origins)
         found = origins.get(id(message))
         if found is None or found[0] is not message:
-            return _origin(self._where) if live else _NOWHERE
+            return self._where if live else _NOWHERE
         return found[1:]
 
 
@@ -617,13 +630,20 @@ class Trace(TraceFrames):
         trace_id: str | None = None,
     ) -> None:
         self.trace_id = trace_id or new_id()
-        # (item, run_id, perf_counter) per item; (content, id, full_message_id, perf_counter) per chunk.
-        self._row_list: list[tuple[Any, ...]] = []
-        # (first row, LLM call, first chunk, end chunk): chunk rows whose ids are not drawn yet.
-        self._unnamed: list[tuple[int, LLMCall, int, int]] = []
-        # (row index, agent name, log, length, recorder index, move that changed it): the context
-        # then is log[:length]
-        self._snapshots: list[tuple[int, str, list[LLMMessage], int, int, Move | None]] = []
+        # The rows, as columns: the item (a move: (name, iteration); a streamed chunk: (content, id,
+        # full_message_id)), its run id and its perf_counter time. Columns of plain values, not a
+        # tuple per row holding the item, so a row keeps no object the garbage collector tracks.
+        self._item_col: list[Any] = []
+        self._run_col: list[str | None] = []
+        self._perf_col = array("d")
+        # (first row, first chunk, end chunk) of chunk rows whose ids are not drawn yet, and the LLM
+        # call that streamed them in ``_unnamed_calls`` (so that the tuple holds plain values only).
+        self._unnamed: list[tuple[int, int, int]] = []
+        self._unnamed_calls: list[LLMCall] = []
+        # (row index, agent name, length, recorder index, origin of the move in force) per snapshot,
+        # and its log in ``_snapshot_logs``: the context then is log[:length].
+        self._snapshots: list[tuple[int, str, int, int, Origin]] = []
+        self._snapshot_logs: list[list[LLMMessage]] = []
         # Every recorder this trace made, attached or not: a snapshot names its recorder by index.
         self._recorders: list[AgentRecorder] = []
         self._redact = redact
@@ -655,49 +675,56 @@ class Trace(TraceFrames):
         """A context manager that attaches ``agents`` on entry and detaches them on exit."""
         return _Recording(self, agents)
 
-    @property
-    def _rows(self) -> list[tuple[Any, ...]]:
-        """The rows, with those of chunks streamed so far by LLM calls still in progress."""
+    def _columns(self) -> tuple[list[Any], list[str | None], array[float]]:
+        """The row columns (item, run id, perf_counter time), with the rows of chunks streamed so far
+        by LLM calls still in progress, and every chunk's id drawn."""
         for recorder in (self._own, *self._attached.values()):
             call = recorder._call
             if call is not None and len(call.chunks) > recorder._flushed:
                 recorder._flush_stream()
-        rows = self._row_list
-        for first, call, start, end in self._unnamed:
+        items = self._item_col
+        for (first, start, end), call in zip(self._unnamed, self._unnamed_calls):
             for index, chunk_id in enumerate(call.stream_ids()[start:end], first):
-                content, _, message_id, perf = rows[index]
-                rows[index] = (content, chunk_id, message_id, perf)
+                content, _, message_id = items[index]
+                items[index] = (content, chunk_id, message_id)
         self._unnamed.clear()
-        return rows
+        self._unnamed_calls.clear()
+        return items, self._run_col, self._perf_col
 
     @property
     def items(self) -> list[RunItem]:
-        """The recorded items in order: live records and events (not redacted); chunks rebuilt."""
+        """The recorded items in order: live records and events (not redacted); moves and chunks rebuilt."""
         agents: dict[str | None, str] = {run: info.agent for run, info in self._runs_info().items()}
         wall_ns, perf0 = self._anchor
-        items: list[RunItem] = []
-        for row, run in zip(self._rows, self._run_column()):
-            if len(row) == 3:
-                items.append(row[0])
-                continue
-            content, event_id, message_id, perf = row
-            created = datetime.fromtimestamp((wall_ns / 1e9) + (perf - perf0), timezone.utc)
-            items.append(
-                _CHUNK.model_construct(
-                    id=event_id, source=agents.get(run, ""), content=content, full_message_id=message_id,
-                    created_at=created,
-                )
-            )  # fmt: skip
-        return items
+        out: list[RunItem] = []
+        for item, run, perf in zip(*self._columns()):
+            if type(item) is not tuple:
+                out.append(item)
+            elif len(item) == 2:
+                out.append(Move(run, *item))  # type: ignore[arg-type]  # a move's row has its own run id
+            else:
+                content, event_id, message_id = item
+                created = datetime.fromtimestamp((wall_ns / 1e9) + (perf - perf0), timezone.utc)
+                out.append(
+                    _CHUNK.model_construct(
+                        id=event_id, source=agents.get(run, ""), content=content, full_message_id=message_id,
+                        created_at=created,
+                    )
+                )  # fmt: skip
+        return out
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._columns()[0])
 
     def clear(self) -> None:
         """Forget every recorded item and snapshot (and the chunks streamed so far)."""
-        self._row_list.clear()
+        self._item_col.clear()
+        self._run_col.clear()
+        del self._perf_col[:]
         self._unnamed.clear()
+        self._unnamed_calls.clear()
         self._snapshots.clear()
+        self._snapshot_logs.clear()
         for recorder in self._recorders:
             if recorder._call is not None:
                 recorder._flushed = len(recorder._call.chunks)
@@ -726,30 +753,17 @@ class Trace(TraceFrames):
         return pd.to_datetime(ns, unit="ns", utc=True)
 
     def _runs_info(self) -> dict[str, RunStarted]:
-        return {row[0].run_id: row[0] for row in self._rows if len(row) == 3 and type(row[0]) is RunStarted}
-
-    def _run_column(self) -> list[str | None]:
-        """The run of each row; a chunk's is the run of the LLM call whose message it builds."""
-        run_of_message: dict[str, str] = {}
-        runs: list[str | None] = []
-        append = runs.append
-        for row in self._rows:
-            if len(row) == 4:
-                append(run_of_message.get(row[2]))
-                continue
-            item, run, _ = row
-            if type(item) is LLMCall:
-                run_of_message[item.message_id] = item.run_id
-            append(run)
-        return runs
+        return {item.run_id: item for item in self._columns()[0] if type(item) is RunStarted}
 
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
         """One row per recorded item, streamed chunks included unless ``include_chunks=False``."""
+        import numpy as np
         import pandas as pd
 
         red = self.redactor()
-        rows = self._rows
-        n = len(rows)
+        items, run_col, perf_col = self._columns()
+        n = len(items)
+        started = {run: info.agent for run, info in self._runs_info().items()}
         kinds: list[str] = []
         texts: list[str | None] = []
         event_ids: list[str | None] = []
@@ -758,39 +772,37 @@ class Trace(TraceFrames):
         sparse: dict[int, tuple[int | None, str | None, int | None]] = {}
         usage: dict[int, tuple[int, int]] = {}
         chunks_of: dict[str | None, list[int]] = {}
-        run_col: list[str | None] = []
-        agent_of_run: dict[str, str] = {}
-        call_of_message: dict[str, tuple[str, str | None]] = {}
-        for index, row in enumerate(rows):
-            if len(row) == 4:
-                content, event_id, message_id, _ = row
-                run, agent = call_of_message.get(message_id, (None, None))
-                run_col.append(run)
-                kinds.append(_CHUNK_KIND)
-                texts.append(content)
-                event_ids.append(event_id)
-                message_ids.append(message_id)
-                sources.append(agent)
-                chunks_of.setdefault(message_id, []).append(index)
-                continue
-            item, run, _ = row
-            run_col.append(run)
+        for index, (item, run) in enumerate(zip(items, run_col)):
             kind = type(item)
+            if kind is tuple:
+                if len(item) == 3:
+                    content, event_id, message_id = item
+                    kinds.append(_CHUNK_KIND)
+                    texts.append(content)
+                    event_ids.append(event_id)
+                    message_ids.append(message_id)
+                    sources.append(started.get(run))  # type: ignore[arg-type]
+                    chunks_of.setdefault(message_id, []).append(index)
+                    continue
+                name, iteration = item
+                kinds.append("Move")
+                sparse[index] = (_STEPS[name], name, iteration)
+                texts.append(MOVES[name].title)
+                event_ids.append(None)
+                message_ids.append(None)
+                sources.append(None)
+                continue
             kinds.append(kind.__name__)
             event_id = message_id = source = text = None
-            if kind is Move:
-                sparse[index] = (MOVES[item.name].step, item.name, item.iteration)
-                text = MOVES[item.name].title
-            elif kind is LLMCall:
+            if kind is LLMCall:
                 sparse[index] = (None, None, item.iteration)
                 message_id = item.message_id
-                call_of_message[message_id] = (item.run_id, agent_of_run.get(item.run_id))
                 text = f"{item.purpose} call to {item.model}"
             elif kind is ToolExecution:
                 sparse[index] = (None, None, item.iteration)
                 text = _calls_text([item.call], red)
             elif kind is RunStarted:
-                source = agent_of_run[item.run_id] = item.agent
+                source = item.agent
                 text = red("\n".join(message.to_text() for message in item.task))
             elif kind is RunFinished:
                 source = item.agent
@@ -825,9 +837,7 @@ class Trace(TraceFrames):
         iteration = sparse_column({i: v[2] for i, v in sparse.items() if v[2] is not None}, "Int64")
         runs = pd.Series(run_col, dtype="object")
         fill = pd.DataFrame({"step": step, "move": move, "iteration": iteration}).groupby(runs, sort=False).ffill()
-        perf_col = [row[-1] for row in rows]
-        perf = pd.Series(perf_col, dtype="float64")
-        started = {run: info.agent for run, info in self._runs_info().items()}
+        perf = pd.Series(np.array(perf_col, dtype="float64"))
         data = {
             "trace_id": [self.trace_id] * n,
             "run_id": run_col,
@@ -843,14 +853,14 @@ class Trace(TraceFrames):
             "text": texts,
             "prompt_tokens": sparse_column({i: u[0] for i, u in usage.items()}, "Int64"),
             "completion_tokens": sparse_column({i: u[1] for i, u in usage.items()}, "Int64"),
-            "timestamp": self._timestamps(perf_col),
+            "timestamp": self._timestamps(perf.to_numpy()),
             "elapsed_s": (perf - perf.groupby(runs, sort=False).transform("first")).to_numpy() if n else [],
         }
         df = frame("events", data)
         return df if include_chunks else df[df["kind"] != _CHUNK_KIND].reset_index(drop=True)
 
     def _records(self, kind: type) -> Iterator[Any]:
-        return (row[0] for row in self._rows if len(row) == 3 and type(row[0]) is kind)
+        return (item for item in self._columns()[0] if type(item) is kind)
 
     def llm_calls_df(self) -> pd.DataFrame:
         """One row per model call."""
@@ -932,11 +942,12 @@ class Trace(TraceFrames):
         """One row per run: status, times, counts and tokens."""
         red = self.redactor()
         runs: dict[str, dict[str, Any]] = {}
-        for entry, run_id in zip(self._rows, self._run_column()):
+        for item, run_id, perf in zip(*self._columns()):
             if run_id is None:
                 continue
-            item, perf = entry[0], entry[-1]
-            kind = type(item) if len(entry) == 3 else _CHUNK
+            kind = type(item)
+            if kind is tuple:
+                kind = _CHUNK if len(item) == 3 else Move
             row = runs.get(run_id)
             if row is None:
                 row = runs[run_id] = {
@@ -979,9 +990,10 @@ class Trace(TraceFrames):
         snapshotted at run start and at each move or run end where it grew; an item sees the context
         as it was at the last move before it.
         """
-        limit = len(self._rows)
+        items, runs, _ = self._columns()
+        limit = len(items)
         if run_id is not None:
-            positions = [index for index, run in enumerate(self._run_column()) if run == run_id]
+            positions = [index for index, run in enumerate(runs) if run == run_id]
             if not positions:
                 raise KeyError(f"no run {run_id!r} in this trace")
             if seq is not None:
@@ -990,15 +1002,16 @@ class Trace(TraceFrames):
                 limit = positions[seq]
             else:
                 limit = positions[-1]  # its last item: a snapshot of the next run start is after it
-            started = self._rows[positions[0]][0]
-            agent = started.agent if len(self._rows[positions[0]]) == 3 and type(started) is RunStarted else agent
+            started = items[positions[0]]
+            agent = started.agent if type(started) is RunStarted else agent
         chosen = None
-        for snapshot in self._snapshots:
+        for snapshot, log in zip(self._snapshots, self._snapshot_logs):
             if snapshot[0] <= limit and (agent is None or snapshot[1] == agent):
-                chosen = snapshot
+                chosen = (log, snapshot[2], snapshot[3])
         if chosen is None:
             raise LookupError("no context snapshot there: this trace records no agent's context at that point")
-        return context_rows(chosen[2][: chosen[3]], self._recorders[chosen[4]], self.redactor())
+        log, size, key = chosen
+        return context_rows(log[:size], self._recorders[key], self.redactor())
 
     def request_df(self, run_id: str, call_index: int = 0) -> pd.DataFrame:
         """What LLM call ``call_index`` of run ``run_id`` sent the model: one row per message, system
@@ -1014,7 +1027,7 @@ class Trace(TraceFrames):
         return context_rows(calls[call_index].request.messages, recorder, self.redactor())
 
     def __repr__(self) -> str:
-        return f"Trace({len(self._rows)} items, {len(self._runs_info())} runs)"
+        return f"Trace({len(self)} items, {len(self._runs_info())} runs)"
 
 
 class _Recording:

@@ -67,9 +67,10 @@ async def test_many_runs_snapshots_and_requests_exact_at_first_middle_and_last_r
     assert list(trace.llm_calls_df()["n_messages"]) == [2 + 2 * i for i in range(n)]
     pd.testing.assert_frame_equal(agent.context_df(), trace.context_df())
     # One log holds every message once: each snapshot is a prefix of it, long requests slices of it.
-    logs = {id(snapshot[2]) for snapshot in trace._snapshots}
-    assert len(logs) == 1 and len(trace._snapshots) == 1 + 2 * n  # the empty start, then 2 a run
-    assert trace._snapshots[-1][2] == agent.model_context.messages
+    logs = {id(log) for log in trace._snapshot_logs}
+    # the empty start, then 2 a run
+    assert len(logs) == 1 and len(trace._snapshots) == len(trace._snapshot_logs) == 1 + 2 * n
+    assert trace._snapshot_logs[-1] == agent.model_context.messages
     kinds = [type(call.request.messages) for call in calls(trace)]
     assert kinds == [list] * 15 + [SentMessages] * (n - 15)  # 2 + 2i messages: shared from 32 on
 
