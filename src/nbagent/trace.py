@@ -338,7 +338,7 @@ class AgentRecorder:
 
     __slots__ = (
         "_trace", "_agent", "_context", "_size", "_items", "_runs", "_perfs", "_run", "_call", "_flushed",
-        "_where", "_plain", "_log", "_mirror", "_name", "_origins", "_snapshots", "_logs", "_key",
+        "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_snapshots", "_logs", "_key",
     )  # fmt: skip
 
     def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
@@ -371,6 +371,8 @@ class AgentRecorder:
         # (log, n, [*the n messages a request had before it, *log]): to compare requests with, since a
         # slice of a request would touch every message (refcounts) at each call.
         self._mirror: tuple[list[LLMMessage], int, list[LLMMessage]] | None = None
+        # The messages shared requests sent before the log (the system message), shared by them.
+        self._head: tuple[LLMMessage, ...] = ()
         # (snapshots read, id(log) -> its length read, id(message) -> (message, run_id, step, move)):
         # origins, computed from the snapshots when asked for.
         self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]]] = (0, {}, {})
@@ -415,7 +417,7 @@ class AgentRecorder:
                     if messages is not self._log or len(messages) != self._size:
                         self._log = messages
                         size = self._size = len(messages)
-                        self._snapshots.append((len(self._items), self._name, size, self._key, self._where))
+                        self._snapshots.append((len(self._items), self._name, size, self._key, *self._where))
                         self._logs.append(messages)
             if kind is Move:
                 name = item.name  # type: ignore[union-attr]
@@ -487,12 +489,12 @@ class AgentRecorder:
                 else:
                     log += messages[known:]
                     if log == messages:
-                        self._snapshots.append((len(self._items), self._name, size, self._key, self._where))
+                        self._snapshots.append((len(self._items), self._name, size, self._key, *self._where))
                         self._logs.append(log)
                         return
                     del log[known:]
         log = self._log = list(messages)
-        self._snapshots.append((len(self._items), self._name, size, self._key, self._where))
+        self._snapshots.append((len(self._items), self._name, size, self._key, *self._where))
         self._logs.append(log)
 
     def _share_request(self, call: LLMCall) -> None:
@@ -526,7 +528,10 @@ class AgentRecorder:
                 return
         elif messages != log:
             return
-        sent = SentMessages(messages[:head], log, start, known)
+        shared = self._head
+        if len(shared) != head or any(shared[i] is not messages[i] for i in range(head)):
+            shared = self._head = tuple(messages[:head])
+        sent = SentMessages(shared, log, start, known)
         call.request = ModelRequest(sent, request.tools, request.tool_choice, request.json_output)
 
     def origin_of(self, message: LLMMessage, live: bool = False) -> Origin:
@@ -538,7 +543,7 @@ class AgentRecorder:
         snapshots, logs = self._snapshots, self._logs
         seen, read, origins = self._origins
         if seen != len(snapshots):
-            for (_, _, size, key, origin), log in zip(snapshots[seen:], logs[seen:]):
+            for (_, _, size, key, *origin), log in zip(snapshots[seen:], logs[seen:]):
                 start = read.get(id(log), 0)
                 if key != self._key or size <= start:
                     continue
@@ -640,9 +645,9 @@ class Trace(TraceFrames):
         # call that streamed them in ``_unnamed_calls`` (so that the tuple holds plain values only).
         self._unnamed: list[tuple[int, int, int]] = []
         self._unnamed_calls: list[LLMCall] = []
-        # (row index, agent name, length, recorder index, origin of the move in force) per snapshot,
+        # (row index, agent name, length, recorder index, *origin of the move in force) per snapshot,
         # and its log in ``_snapshot_logs``: the context then is log[:length].
-        self._snapshots: list[tuple[int, str, int, int, Origin]] = []
+        self._snapshots: list[tuple[int, str, int, int, str | None, int | None, str | None]] = []
         self._snapshot_logs: list[list[LLMMessage]] = []
         # Every recorder this trace made, attached or not: a snapshot names its recorder by index.
         self._recorders: list[AgentRecorder] = []
