@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import time
 import weakref
-from array import array
 from datetime import datetime, timezone
 from abc import ABC, abstractmethod
 from itertools import chain, islice, repeat
@@ -338,7 +337,7 @@ class AgentRecorder:
 
     __slots__ = (
         "_trace", "_agent", "_context", "_size", "_items", "_runs", "_perfs", "_run", "_call", "_flushed",
-        "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_snapshots", "_logs", "_key",
+        "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_snapshots", "_logs", "_key",
     )  # fmt: skip
 
     def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
@@ -362,7 +361,9 @@ class AgentRecorder:
         self._run: str | None = None
         self._call: LLMCall | None = None  # the last LLM call: its stream goes into rows
         self._flushed = 0  # how many of its chunks have rows
-        self._where: Origin = _NOWHERE  # the move in force: what adds messages now
+        # The run and name of the move in force (None: outside a run): what adds messages now.
+        self._where_run: str | None = None
+        self._where: str | None = None
         self._name = "" if agent is None else agent.name  # the agent's name at the current run's start
         # The context's messages at the last checkpoint, in order (an nbagent context's own list); a
         # position is never changed, and a change other than appending starts a new log. Snapshots
@@ -417,17 +418,19 @@ class AgentRecorder:
                     if messages is not self._log or len(messages) != self._size:
                         self._log = messages
                         size = self._size = len(messages)
-                        self._snapshots.append((len(self._items), self._name, size, self._key, *self._where))
+                        self._snapshots.append(
+                            (len(self._items), self._name, size, self._key, self._where_run, self._where)
+                        )
                         self._logs.append(messages)
             if kind is Move:
-                name = item.name  # type: ignore[union-attr]
-                self._where = (item.run_id, _STEPS[name], name)  # type: ignore[union-attr]
-                self._items.append((name, item.iteration))  # type: ignore[union-attr]
+                self._where_run = item.run_id  # type: ignore[union-attr]
+                self._where = item.name  # type: ignore[union-attr]
+                self._items.append((item.name, item.iteration))  # type: ignore[union-attr]
                 self._runs.append(item.run_id)  # type: ignore[union-attr]
                 self._perfs.append(_perf())
                 return
             if kind is RunFinished:
-                self._where = _NOWHERE
+                self._where = None
                 perf = item.end_perf  # type: ignore[union-attr]
             else:
                 perf = item.start_perf  # type: ignore[union-attr]
@@ -489,12 +492,15 @@ class AgentRecorder:
                 else:
                     log += messages[known:]
                     if log == messages:
-                        self._snapshots.append((len(self._items), self._name, size, self._key, *self._where))
-                        self._logs.append(log)
+                        self._snapshot(log, size)
                         return
                     del log[known:]
         log = self._log = list(messages)
-        self._snapshots.append((len(self._items), self._name, size, self._key, *self._where))
+        self._snapshot(log, size)
+
+    def _snapshot(self, log: list[LLMMessage], size: int) -> None:
+        """Snapshot the context as ``log[:size]``, with the run and name of the move in force."""
+        self._snapshots.append((len(self._items), self._name, size, self._key, self._where_run, self._where))
         self._logs.append(log)
 
     def _share_request(self, call: LLMCall) -> None:
@@ -543,10 +549,11 @@ class AgentRecorder:
         snapshots, logs = self._snapshots, self._logs
         seen, read, origins = self._origins
         if seen != len(snapshots):
-            for (_, _, size, key, *origin), log in zip(snapshots[seen:], logs[seen:]):
+            for (_, _, size, key, run, move), log in zip(snapshots[seen:], logs[seen:]):
                 start = read.get(id(log), 0)
                 if key != self._key or size <= start:
                     continue
+                origin = _NOWHERE if move is None else (run, _STEPS[move], move)
                 for held in islice(log, start, size):
                     found = origins.get(id(held))
                     if found is None or found[0] is not held:
@@ -555,7 +562,8 @@ class AgentRecorder:
             self._origins = (len(snapshots), read, origins)
         found = origins.get(id(message))
         if found is None or found[0] is not message:
-            return self._where if live else _NOWHERE
+            where = self._where
+            return (self._where_run, _STEPS[where], where) if live and where is not None else _NOWHERE
         return found[1:]
 
 
@@ -635,19 +643,20 @@ class Trace(TraceFrames):
         trace_id: str | None = None,
     ) -> None:
         self.trace_id = trace_id or new_id()
-        # The rows, as columns: the item (a move: (name, iteration); a streamed chunk: (content, id,
-        # full_message_id)), its run id and its perf_counter time. Columns of plain values, not a
-        # tuple per row holding the item, so a row keeps no object the garbage collector tracks.
+        # The rows, as three columns: the item (a move's is (name, iteration), a streamed chunk's
+        # (content, id, full_message_id)), its run id and its perf_counter time. Columns rather than
+        # a tuple per row: the garbage collector has no row object to track, and traverses the
+        # columns at C speed in each full collection (a tuple per row costs it about five times more).
         self._item_col: list[Any] = []
         self._run_col: list[str | None] = []
-        self._perf_col = array("d")
+        self._perf_col: list[float] = []
         # (first row, first chunk, end chunk) of chunk rows whose ids are not drawn yet, and the LLM
         # call that streamed them in ``_unnamed_calls`` (so that the tuple holds plain values only).
         self._unnamed: list[tuple[int, int, int]] = []
         self._unnamed_calls: list[LLMCall] = []
-        # (row index, agent name, length, recorder index, *origin of the move in force) per snapshot,
-        # and its log in ``_snapshot_logs``: the context then is log[:length].
-        self._snapshots: list[tuple[int, str, int, int, str | None, int | None, str | None]] = []
+        # (row index, agent name, length, recorder index, run id and name of the move in force) per
+        # snapshot, and its log in ``_snapshot_logs``: the context then is log[:length].
+        self._snapshots: list[tuple[int, str, int, int, str | None, str | None]] = []
         self._snapshot_logs: list[list[LLMMessage]] = []
         # Every recorder this trace made, attached or not: a snapshot names its recorder by index.
         self._recorders: list[AgentRecorder] = []
@@ -680,9 +689,9 @@ class Trace(TraceFrames):
         """A context manager that attaches ``agents`` on entry and detaches them on exit."""
         return _Recording(self, agents)
 
-    def _columns(self) -> tuple[list[Any], list[str | None], array[float]]:
-        """The row columns (item, run id, perf_counter time), with the rows of chunks streamed so far
-        by LLM calls still in progress, and every chunk's id drawn."""
+    def _flush(self) -> list[Any]:
+        """The item column, with the rows of chunks streamed so far by LLM calls still in progress,
+        and every chunk's id drawn."""
         for recorder in (self._own, *self._attached.values()):
             call = recorder._call
             if call is not None and len(call.chunks) > recorder._flushed:
@@ -694,7 +703,11 @@ class Trace(TraceFrames):
                 items[index] = (content, chunk_id, message_id)
         self._unnamed.clear()
         self._unnamed_calls.clear()
-        return items, self._run_col, self._perf_col
+        return items
+
+    def _columns(self) -> tuple[list[Any], list[str | None], list[float]]:
+        """The row columns, flushed (see :meth:`_flush`): item, run id, perf_counter time."""
+        return self._flush(), self._run_col, self._perf_col
 
     @property
     def items(self) -> list[RunItem]:
@@ -719,13 +732,13 @@ class Trace(TraceFrames):
         return out
 
     def __len__(self) -> int:
-        return len(self._columns()[0])
+        return len(self._flush())
 
     def clear(self) -> None:
         """Forget every recorded item and snapshot (and the chunks streamed so far)."""
         self._item_col.clear()
         self._run_col.clear()
-        del self._perf_col[:]
+        self._perf_col.clear()
         self._unnamed.clear()
         self._unnamed_calls.clear()
         self._snapshots.clear()
@@ -758,7 +771,7 @@ class Trace(TraceFrames):
         return pd.to_datetime(ns, unit="ns", utc=True)
 
     def _runs_info(self) -> dict[str, RunStarted]:
-        return {item.run_id: item for item in self._columns()[0] if type(item) is RunStarted}
+        return {item.run_id: item for item in self._flush() if type(item) is RunStarted}
 
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
         """One row per recorded item, streamed chunks included unless ``include_chunks=False``."""
@@ -865,7 +878,7 @@ class Trace(TraceFrames):
         return df if include_chunks else df[df["kind"] != _CHUNK_KIND].reset_index(drop=True)
 
     def _records(self, kind: type) -> Iterator[Any]:
-        return (item for item in self._columns()[0] if type(item) is kind)
+        return (item for item in self._flush() if type(item) is kind)
 
     def llm_calls_df(self) -> pd.DataFrame:
         """One row per model call."""
