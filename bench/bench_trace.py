@@ -18,13 +18,19 @@
   each full collection scans again), for the same scenarios: objects tracked after 100 more runs
   minus before, over 100, with the trace and with ``agent.recorders = []`` (the trace's own rows
   are plain values: the rest is the items it keeps, their messages and the context logs);
+* dataset evaluation: one trace keeps ``--dataset-runs`` plain runs, the context reset after each
+  (an agent evaluated over a dataset of tasks, the trace analysed afterwards): CPU us per run, the
+  garbage collector's us per run and its full collections, with the trace and with no recorder. As
+  the trace grows, a full collection comes each time the long-lived heap has grown by a quarter, so
+  each tracked object kept costs about five scans in the end;
 * long-lived trace: one agent (unbounded context) makes ``--long-runs`` plain runs in a row, so its
   context and its trace grow all along; CPU time per run (median over the first and the last quarter
   of the runs) with the trace, with ``agent.recorders = []`` and with the ``list.append`` recorder,
   and the bytes each run leaves allocated (``tracemalloc``, over the first and the second half of the
   runs): with the trace keeping each message once, both stay flat as the context grows.
 
-    python bench/bench_trace.py [--repeats 5] [--runs 2000] [--long-runs 2000] [--json out.json]
+    python bench/bench_trace.py [--repeats 5] [--runs 2000] [--long-runs 2000] [--dataset-runs 20000]
+                                [--json out.json]
 """
 
 from __future__ import annotations
@@ -183,6 +189,21 @@ async def tracked(runs: int = 100) -> dict[str, dict[str, float]]:
     return results
 
 
+async def dataset(runs: int) -> dict[str, dict[str, float]]:
+    """One trace keeping ``runs`` plain runs (context reset after each), and the same with no recorder:
+    CPU and garbage collector us per run, full collections."""
+    results = {}
+    for mode in ("trace", "off"):
+        agent = scenarios()["plain"](runs)
+        if mode == "off":
+            agent.recorders = []
+        gc.collect()
+        cpu, gc_s, full = await run_batch(agent, runs)
+        results[mode] = {"cpu_us": cpu * 1e6, "gc_us": gc_s * 1e6, "full_collections": full}
+        del agent
+    return results
+
+
 class AppendOnly:
     """The cheapest recorder that keeps every item: ``record`` is ``list.append``."""
 
@@ -297,6 +318,7 @@ async def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--runs", type=int, default=2000, help="runs per batch for the overhead figures")
     parser.add_argument("--long-runs", type=int, default=2000, help="runs in a row for the long-lived figures")
+    parser.add_argument("--dataset-runs", type=int, default=20000, help="runs one trace keeps, context reset")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
 
@@ -318,6 +340,7 @@ async def main() -> None:
     figures["memory_chunks"] = chunks
     figures["memory_per_chunk_bytes"] = (with_bytes - without_bytes) / chunks
     figures["tracked_per_run"] = await tracked()
+    figures["dataset"] = await dataset(args.dataset_runs)
     figures["overhead"] = await overhead(args.runs, args.repeats)
     figures["long_lived"] = await long_lived(args.long_runs, max(args.repeats // 2, 1))
 
@@ -328,6 +351,12 @@ async def main() -> None:
     print(f"memory per recorded chunk event: {figures['memory_per_chunk_bytes']:.0f} bytes ({chunks:,} chunks)")
     for name, row in figures["tracked_per_run"].items():
         print(f"GC-tracked objects kept per run, {name}: {row['trace']:.1f} with the trace, {row['off']:.1f} without")
+    row = figures["dataset"]["trace"]
+    off = figures["dataset"]["off"]
+    print(f"dataset evaluation, one trace keeping {args.dataset_runs:,} plain runs (context reset): "
+          f"{row['cpu_us']:.1f} us per run ({(row['cpu_us'] - off['cpu_us']) / off['cpu_us'] * 100:+.1f}%), garbage "
+          f"collector {row['gc_us']:.1f} us of it, {row['full_collections']:g} full collections; without a "
+          f"recorder {off['cpu_us']:.1f} us, collector {off['gc_us']:.1f} us, {off['full_collections']:g} full")
     for name, row in figures["overhead"].items():
         print(f"recording overhead, {name}: {row['without_us']:.1f} us per run without; "
               f"list.append only {row['append_only_us']:.1f} us ({row['append_only_pct']:+.1f}%); trace kept "

@@ -337,7 +337,8 @@ class AgentRecorder:
 
     __slots__ = (
         "_trace", "_agent", "_context", "_size", "_items", "_runs", "_perfs", "_run", "_call", "_flushed",
-        "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_snapshots", "_logs", "_key",
+        "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_snapshots",
+        "_logs", "_key",
     )  # fmt: skip
 
     def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
@@ -430,7 +431,7 @@ class AgentRecorder:
                 self._perfs.append(_perf())
                 return
             if kind is RunFinished:
-                self._where = None
+                self._where_run = self._where = None
                 perf = item.end_perf  # type: ignore[union-attr]
             else:
                 perf = item.start_perf  # type: ignore[union-attr]
@@ -645,8 +646,8 @@ class Trace(TraceFrames):
         self.trace_id = trace_id or new_id()
         # The rows, as three columns: the item (a move's is (name, iteration), a streamed chunk's
         # (content, id, full_message_id)), its run id and its perf_counter time. Columns rather than
-        # a tuple per row: the garbage collector has no row object to track, and traverses the
-        # columns at C speed in each full collection (a tuple per row costs it about five times more).
+        # a tuple per row: no row object for the garbage collector to track and traverse in each
+        # full collection (alone, a tuple per row costs a full collection ~4x what columns cost).
         self._item_col: list[Any] = []
         self._run_col: list[str | None] = []
         self._perf_col: list[float] = []
@@ -963,9 +964,7 @@ class Trace(TraceFrames):
         for item, run_id, perf in zip(*self._columns()):
             if run_id is None:
                 continue
-            kind = type(item)
-            if kind is tuple:
-                kind = _CHUNK if len(item) == 3 else Move
+            kind = _CHUNK if type(item) is tuple and len(item) == 3 else type(item)  # a move: tuple
             row = runs.get(run_id)
             if row is None:
                 row = runs[run_id] = {

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import gc
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from nbagent import CancellationToken, Trace, TRACE_COLUMNS
+from nbagent import CancellationToken, Move, Trace, TRACE_COLUMNS
 
 from .helpers import calls, tool_agent
 
@@ -222,3 +224,43 @@ async def test_shared_trace_keeps_each_agents_context() -> None:
     assert list(trace.context_df(agent="beta")["text"]) == ["to beta", "from beta"]
     beta_run = str(trace.runs_df().set_index("agent").loc["beta", "run_id"])
     assert list(trace.context_df(beta_run)["move"]) == ["add_messages", "text_exit"]
+
+
+class ItemList:
+    """A recorder keeping every item it is given, as given."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.record = self.items.append
+
+
+async def test_items_give_back_every_recorded_item_and_the_rows_hold_no_tracked_object() -> None:
+    agent = tool_agent(
+        "calc", calls(("c1", "add", '{"a": 1, "b": 2}')), "It is 3", "plain answer", reflect_on_tool_use=True
+    )
+    given = ItemList()
+    agent.recorders.append(given)
+    await agent.run(task="add please")
+    await agent.on_reset()
+    await agent.run(task="talk")
+    items = agent.trace.items
+    assert items == given.items  # the moves rebuilt equal, every other item the object recorded
+    assert [type(item).__name__ for item in items].count("Move") == 10
+    assert all(mine is theirs for mine, theirs in zip(items, given.items) if type(mine) is not Move)
+    trace = agent.trace
+    gc.collect()
+    moves = [row for row in trace._item_col if type(row) is tuple]
+    assert moves[:3] == [("add_messages", None), ("message_id", None), ("call_llm", 0)]
+    first, second = (str(run) for run in trace.runs_df()["run_id"])
+    assert trace._snapshots == [
+        (0, "calc", 0, 0, None, None), (2, "calc", 1, 0, first, "add_messages"),
+        (7, "calc", 2, 0, first, "tool_request"), (10, "calc", 3, 0, first, "tool_execution"),
+        (13, "calc", 4, 0, first, "reflect"), (14, "calc", 0, 0, None, None),
+        (16, "calc", 1, 0, second, "add_messages"), (21, "calc", 2, 0, second, "text_exit"),
+    ]  # fmt: skip
+    assert not any(gc.is_tracked(row) for row in [*moves, *trace._snapshots])
+    context = trace.context_df(first)
+    assert list(context["text"]) == ["add please", 'add({"a": 1, "b": 2})', "3", "It is 3"]
+    assert list(context["move"]) == ["add_messages", "tool_request", "tool_execution", "reflect"]
+    assert list(trace.context_df()["move"]) == ["add_messages", "text_exit"]
+    await agent.model_client.close()
