@@ -424,10 +424,10 @@ class AgentRecorder:
                         )
                         self._logs.append(messages)
             if kind is Move:
-                self._where_run = item.run_id  # type: ignore[union-attr]
-                self._where = item.name  # type: ignore[union-attr]
-                self._items.append((item.name, item.iteration))  # type: ignore[union-attr]
-                self._runs.append(item.run_id)  # type: ignore[union-attr]
+                run = self._where_run = item.run_id  # type: ignore[union-attr]
+                name = self._where = item.name  # type: ignore[union-attr]
+                self._items.append((name, item.iteration))  # type: ignore[union-attr]
+                self._runs.append(run)
                 self._perfs.append(_perf())
                 return
             if kind is RunFinished:
