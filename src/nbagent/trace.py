@@ -1,12 +1,13 @@
 """Recording: every item of every run an agent makes, kept for analysis as pandas DataFrames.
 
-Recording is an append to three parallel columns: the item (kept by reference), its run id and a
-``perf_counter`` reading. A move is kept as ``(name, iteration)`` and a streamed chunk as ``(content,
-id, full_message_id)`` (its run is that of the LLM call whose message it builds): plain values, so
-that a trace keeping thousands of runs holds no object of its own per row that the cyclic garbage
-collector tracks (a tuple of atomic values is untracked at its first collection). ``LLMCall`` and
-``ToolExecution`` records are completed in place after they are recorded; the frames read them when
-they are built.
+Recording is an append of one row per item: a record (``RunStarted``, ``LLMCall``, ``ToolExecution``,
+``RunFinished``) is kept as itself, as it holds its run id and ``perf_counter`` time; a move as
+``(name, iteration, run_id, perf)``; a streamed chunk as ``(content, id, full_message_id, perf,
+run_id)`` (the run of the LLM call whose message it builds); an event as ``(event, run_id, perf)``.
+So a trace keeping thousands of runs holds no object of its own per row for the cyclic garbage
+collector to track but one per event (a tuple of plain values is untracked at its first collection).
+``LLMCall`` and ``ToolExecution`` records are completed in place after they are recorded; the frames
+read them when they are built.
 
 The model context is kept as append-only logs of its messages: an nbagent context's own message
 list (only ever appended to; ``clear`` and ``load_state`` replace it), or for any other context a
@@ -336,7 +337,7 @@ class AgentRecorder:
     """
 
     __slots__ = (
-        "_trace", "_agent", "_context", "_size", "_items", "_runs", "_perfs", "_run", "_call", "_flushed",
+        "_trace", "_agent", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
         "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_snapshots",
         "_logs", "_key",
     )  # fmt: skip
@@ -353,7 +354,8 @@ class AgentRecorder:
         # is replaced (not emptied) by clear() and load_state(): the trace can keep it as its log.
         self._plain = agent is not None and type(agent.model_context) in _OWN_CONTEXTS
         self._size = -1  # the context's length at the last checkpoint
-        self._items, self._runs, self._perfs = trace._item_col, trace._run_col, trace._perf_col
+        self._rows = trace._row_list
+        self._append = trace._row_list.append
         # The trace's snapshot columns, held like its rows; a snapshot names this recorder by its
         # index in ``trace._recorders`` rather than holding it, which would make a cycle.
         self._snapshots, self._logs = trace._snapshots, trace._snapshot_logs
@@ -420,40 +422,31 @@ class AgentRecorder:
                         self._log = messages
                         size = self._size = len(messages)
                         self._snapshots.append(
-                            (len(self._items), self._name, size, self._key, self._where_run, self._where)
+                            (len(self._rows), self._name, size, self._key, self._where_run, self._where)
                         )
                         self._logs.append(messages)
             if kind is Move:
                 run = self._where_run = item.run_id  # type: ignore[union-attr]
                 name = self._where = item.name  # type: ignore[union-attr]
-                self._items.append((name, item.iteration))  # type: ignore[union-attr]
-                self._runs.append(run)
-                self._perfs.append(_perf())
+                self._append((name, item.iteration, run, _perf()))  # type: ignore[union-attr]
                 return
             if kind is RunFinished:
                 self._where_run = self._where = None
-                perf = item.end_perf  # type: ignore[union-attr]
-            else:
-                perf = item.start_perf  # type: ignore[union-attr]
         elif kind is LLMCall:
             if len(item.request.messages) >= _SHARE_FROM:  # type: ignore[union-attr]
                 self._share_request(item)  # type: ignore[arg-type]
-            perf = item.start_perf  # type: ignore[union-attr]
-        elif kind is ToolExecution:
-            perf = item.start_perf  # type: ignore[union-attr]
-        else:
-            perf = _perf()
-        self._items.append(item)
-        self._runs.append(self._run)
-        self._perfs.append(perf)
+        elif kind is not ToolExecution:  # an event: the row gives its run and time
+            self._append((item, self._run, _perf()))
+            return
+        self._append(item)  # a record: it has its run and time
 
     def _flush_stream(self) -> None:
         """Rows for the chunks the last LLM call streamed since the last flush, in one go.
 
-        A chunk row is (content, id, full_message_id), with the LLM call's run and the chunk's
-        ``perf_counter`` time: keeping chunk event objects would hold ~700 bytes a chunk.
+        A chunk row is (content, id, full_message_id, perf_counter time, the LLM call's run):
+        keeping chunk event objects would hold ~700 bytes a chunk.
         """
-        call, items = self._call, self._items
+        call, rows = self._call, self._rows
         assert call is not None
         start, end = self._flushed, len(call.chunks)
         self._flushed = end
@@ -463,12 +456,13 @@ class AgentRecorder:
         else:  # chunks no event was built for: ids are drawn when the rows are first read
             trace = self._trace()
             if trace is not None:
-                trace._unnamed.append((len(items), start, end))
+                trace._unnamed.append((len(rows), start, end))
                 trace._unnamed_calls.append(call)
             ids = repeat(None, count)
-        items.extend(zip(call.chunks[start:end], ids, repeat(call.message_id, count)))
-        self._runs.extend(repeat(call.run_id, count))
-        self._perfs.extend(call.chunk_perf[start:end])
+        rows.extend(
+            zip(call.chunks[start:end], ids, repeat(call.message_id, count), call.chunk_perf[start:end],
+                repeat(call.run_id, count))
+        )  # fmt: skip
 
     def _checkpoint(self) -> None:
         """Bring the log up to a context other than nbagent's; snapshot it if it changed.
@@ -501,7 +495,7 @@ class AgentRecorder:
 
     def _snapshot(self, log: list[LLMMessage], size: int) -> None:
         """Snapshot the context as ``log[:size]``, with the run and name of the move in force."""
-        self._snapshots.append((len(self._items), self._name, size, self._key, self._where_run, self._where))
+        self._snapshots.append((len(self._rows), self._name, size, self._key, self._where_run, self._where))
         self._logs.append(log)
 
     def _share_request(self, call: LLMCall) -> None:
@@ -644,13 +638,9 @@ class Trace(TraceFrames):
         trace_id: str | None = None,
     ) -> None:
         self.trace_id = trace_id or new_id()
-        # The rows, as three columns: the item (a move's is (name, iteration), a streamed chunk's
-        # (content, id, full_message_id)), its run id and its perf_counter time. Columns rather than
-        # a tuple per row: no row object for the garbage collector to track and traverse in each
-        # full collection (alone, a tuple per row costs a full collection ~4x what columns cost).
-        self._item_col: list[Any] = []
-        self._run_col: list[str | None] = []
-        self._perf_col: list[float] = []
+        # One row per item (see the module's docstring): a record, or a tuple (a move's, a chunk's
+        # or an event's), told apart by their length (4, 5, 3).
+        self._row_list: list[Any] = []
         # (first row, first chunk, end chunk) of chunk rows whose ids are not drawn yet, and the LLM
         # call that streamed them in ``_unnamed_calls`` (so that the tuple holds plain values only).
         self._unnamed: list[tuple[int, int, int]] = []
@@ -691,24 +681,43 @@ class Trace(TraceFrames):
         return _Recording(self, agents)
 
     def _flush(self) -> list[Any]:
-        """The item column, with the rows of chunks streamed so far by LLM calls still in progress,
-        and every chunk's id drawn."""
+        """The rows, with those of chunks streamed so far by LLM calls still in progress, and every
+        chunk's id drawn."""
         for recorder in (self._own, *self._attached.values()):
             call = recorder._call
             if call is not None and len(call.chunks) > recorder._flushed:
                 recorder._flush_stream()
-        items = self._item_col
+        rows = self._row_list
         for (first, start, end), call in zip(self._unnamed, self._unnamed_calls):
             for index, chunk_id in enumerate(call.stream_ids()[start:end], first):
-                content, _, message_id = items[index]
-                items[index] = (content, chunk_id, message_id)
+                content, _, message_id, perf, run = rows[index]
+                rows[index] = (content, chunk_id, message_id, perf, run)
         self._unnamed.clear()
         self._unnamed_calls.clear()
-        return items
+        return rows
 
     def _columns(self) -> tuple[list[Any], list[str | None], list[float]]:
-        """The row columns, flushed (see :meth:`_flush`): item, run id, perf_counter time."""
-        return self._flush(), self._run_col, self._perf_col
+        """The rows as three columns: the item (a record or an event; a move as (name, iteration),
+        a chunk as (content, id, full_message_id)), its run id and its perf_counter time."""
+        items: list[Any] = []
+        runs: list[str | None] = []
+        perfs: list[float] = []
+        for row in self._flush():
+            kind = type(row)
+            if kind is tuple:
+                size = len(row)
+                if size == 3:
+                    item, run, perf = row
+                elif size == 4:
+                    item, run, perf = row[:2], row[2], row[3]
+                else:
+                    item, perf, run = row[:3], row[3], row[4]
+            else:
+                item, run, perf = row, row.run_id, row.end_perf if kind is RunFinished else row.start_perf
+            items.append(item)
+            runs.append(run)
+            perfs.append(perf)
+        return items, runs, perfs
 
     @property
     def items(self) -> list[RunItem]:
@@ -737,9 +746,7 @@ class Trace(TraceFrames):
 
     def clear(self) -> None:
         """Forget every recorded item and snapshot (and the chunks streamed so far)."""
-        self._item_col.clear()
-        self._run_col.clear()
-        self._perf_col.clear()
+        self._row_list.clear()
         self._unnamed.clear()
         self._unnamed_calls.clear()
         self._snapshots.clear()
@@ -772,7 +779,7 @@ class Trace(TraceFrames):
         return pd.to_datetime(ns, unit="ns", utc=True)
 
     def _runs_info(self) -> dict[str, RunStarted]:
-        return {item.run_id: item for item in self._flush() if type(item) is RunStarted}
+        return {row.run_id: row for row in self._flush() if type(row) is RunStarted}
 
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
         """One row per recorded item, streamed chunks included unless ``include_chunks=False``."""
@@ -879,7 +886,7 @@ class Trace(TraceFrames):
         return df if include_chunks else df[df["kind"] != _CHUNK_KIND].reset_index(drop=True)
 
     def _records(self, kind: type) -> Iterator[Any]:
-        return (item for item in self._flush() if type(item) is kind)
+        return (row for row in self._flush() if type(row) is kind)
 
     def llm_calls_df(self) -> pd.DataFrame:
         """One row per model call."""

@@ -234,7 +234,7 @@ class ItemList:
         self.record = self.items.append
 
 
-async def test_items_give_back_every_recorded_item_and_the_rows_hold_no_tracked_object() -> None:
+async def test_items_give_back_every_recorded_item_and_only_event_rows_are_tracked() -> None:
     agent = tool_agent(
         "calc", calls(("c1", "add", '{"a": 1, "b": 2}')), "It is 3", "plain answer", reflect_on_tool_use=True
     )
@@ -249,16 +249,20 @@ async def test_items_give_back_every_recorded_item_and_the_rows_hold_no_tracked_
     assert all(mine is theirs for mine, theirs in zip(items, given.items) if type(mine) is not Move)
     trace = agent.trace
     gc.collect()
-    moves = [row for row in trace._item_col if type(row) is tuple]
-    assert moves[:3] == [("add_messages", None), ("message_id", None), ("call_llm", 0)]
+    rows = trace._row_list
+    moves = [row[:3] for row in rows if type(row) is tuple and len(row) == 4]
     first, second = (str(run) for run in trace.runs_df()["run_id"])
+    assert moves[:3] == [("add_messages", None, first), ("message_id", None, first), ("call_llm", 0, first)]
     assert trace._snapshots == [
         (0, "calc", 0, 0, None, None), (2, "calc", 1, 0, first, "add_messages"),
         (7, "calc", 2, 0, first, "tool_request"), (10, "calc", 3, 0, first, "tool_execution"),
         (13, "calc", 4, 0, first, "reflect"), (14, "calc", 0, 0, None, None),
         (16, "calc", 1, 0, second, "add_messages"), (21, "calc", 2, 0, second, "text_exit"),
     ]  # fmt: skip
-    assert not any(gc.is_tracked(row) for row in [*moves, *trace._snapshots])
+    # The rows the trace makes hold no object the collector tracks, but one per event.
+    tracked = [type(row[0]).__name__ for row in rows if type(row) is tuple and gc.is_tracked(row)]
+    assert tracked == ["ToolCallRequestEvent", "ToolCallExecutionEvent", "Response", "Response"]
+    assert not any(gc.is_tracked(snapshot) for snapshot in trace._snapshots)
     context = trace.context_df(first)
     assert list(context["text"]) == ["add please", 'add({"a": 1, "b": 2})', "3", "It is 3"]
     assert list(context["move"]) == ["add_messages", "tool_request", "tool_execution", "reflect"]
