@@ -17,7 +17,8 @@
 * objects the cyclic garbage collector tracks that a trace keeps per run (the ``kept`` case: what
   each full collection scans again), for the same scenarios: objects tracked after 100 more runs
   minus before, over 100, with the trace and with ``agent.recorders = []`` (the trace's own rows
-  are plain values: the rest is the items it keeps, their messages and the context logs);
+  are plain values but one per event: the rest is the items it keeps, their messages and the
+  context logs);
 * dataset evaluation: one trace keeps ``--dataset-runs`` plain runs, the context reset after each
   (an agent evaluated over a dataset of tasks, the trace analysed afterwards): CPU us per run, the
   garbage collector's us per run and its full collections, with the trace and with no recorder. As

@@ -404,7 +404,8 @@ class AgentRecorder:
         if kind is LLMCall and item.streaming:  # type: ignore[union-attr]
             self._call = item  # type: ignore[assignment]
             self._flushed = 0
-        # A row's time is the item's own start or end for the records that have one.
+        # A record is its own row (it holds its run and its start or end time); a move's or an
+        # event's row holds the time it was recorded.
         if kind is Move or kind is RunFinished or kind is RunStarted:
             # A context changes at a move, the run's end or between runs (load_state, on_reset...).
             # nbagent's contexts only append to their list, or replace it: a checkpoint when the list
