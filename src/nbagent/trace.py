@@ -698,8 +698,8 @@ class Trace(TraceFrames):
         return rows
 
     def _columns(self) -> tuple[list[Any], list[str | None], list[float]]:
-        """The rows as three columns: the item (a record or an event; a move as (name, iteration),
-        a chunk as (content, id, full_message_id)), its run id and its perf_counter time."""
+        """The rows as three columns: the item (a record or an event; a move's or a chunk's row as
+        it is), its run id and its perf_counter time."""
         items: list[Any] = []
         runs: list[str | None] = []
         perfs: list[float] = []
@@ -710,9 +710,9 @@ class Trace(TraceFrames):
                 if size == 3:
                     item, run, perf = row
                 elif size == 4:
-                    item, run, perf = row[:2], row[2], row[3]
+                    item, run, perf = row, row[2], row[3]
                 else:
-                    item, perf, run = row[:3], row[3], row[4]
+                    item, perf, run = row, row[3], row[4]
             else:
                 item, run, perf = row, row.run_id, row.end_perf if kind is RunFinished else row.start_perf
             items.append(item)
@@ -729,10 +729,10 @@ class Trace(TraceFrames):
         for item, run, perf in zip(*self._columns()):
             if type(item) is not tuple:
                 out.append(item)
-            elif len(item) == 2:
-                out.append(Move(run, *item))  # type: ignore[arg-type]  # a move's row has its own run id
+            elif len(item) == 4:
+                out.append(Move(item[2], item[0], item[1]))
             else:
-                content, event_id, message_id = item
+                content, event_id, message_id, _, _ = item
                 created = datetime.fromtimestamp((wall_ns / 1e9) + (perf - perf0), timezone.utc)
                 out.append(
                     _CHUNK.model_construct(
@@ -802,8 +802,8 @@ class Trace(TraceFrames):
         for index, (item, run) in enumerate(zip(items, run_col)):
             kind = type(item)
             if kind is tuple:
-                if len(item) == 3:
-                    content, event_id, message_id = item
+                if len(item) == 5:
+                    content, event_id, message_id, _, _ = item
                     kinds.append(_CHUNK_KIND)
                     texts.append(content)
                     event_ids.append(event_id)
@@ -811,7 +811,7 @@ class Trace(TraceFrames):
                     sources.append(started.get(run))  # type: ignore[arg-type]
                     chunks_of.setdefault(message_id, []).append(index)
                     continue
-                name, iteration = item
+                name, iteration, _, _ = item
                 kinds.append("Move")
                 sparse[index] = (_STEPS[name], name, iteration)
                 texts.append(MOVES[name].title)
@@ -972,7 +972,7 @@ class Trace(TraceFrames):
         for item, run_id, perf in zip(*self._columns()):
             if run_id is None:
                 continue
-            kind = _CHUNK if type(item) is tuple and len(item) == 3 else type(item)  # a move: tuple
+            kind = _CHUNK if type(item) is tuple and len(item) == 5 else type(item)  # a move: tuple
             row = runs.get(run_id)
             if row is None:
                 row = runs[run_id] = {
