@@ -5,6 +5,9 @@
 * memory per recorded chunk event: ``tracemalloc`` memory still held after streamed runs with the
   trace vs. with no recorder (the chunk objects themselves included, since the trace is what keeps
   them), divided by the number of chunks;
+* recording overhead on a fresh agent per run (as bench/compare_autogen.py, with many more runs):
+  trace vs ``agent.recorders = []`` alternating batch by batch, ``--fresh-runs`` runs a side, median
+  CPU time per run, for a plain answer and a 1,000-word answer through ``run`` and ``run_stream``;
 * recording overhead: the same replay-model runs with the default recorder (``agent.trace``) and
   with ``agent.recorders = []``, interleaved, median CPU time per run, for a plain text run, a tool
   run (two parallel calls, then reflection) and a 200-word streamed run. Two figures each:
@@ -321,12 +324,44 @@ async def long_lived(runs: int, repeats: int) -> dict[str, dict[str, float]]:
     return results
 
 
+async def fresh_run(trace: bool, consume: str, text: str) -> float:
+    """CPU seconds of one run on a fresh agent (built outside the timed region)."""
+    agent = AssistantAgent("bench", ReplayChatCompletionClient([text], keep_requests=1))
+    if not trace:
+        agent.recorders = []
+    start = time.process_time()
+    if consume == "run_stream":
+        async for _ in agent.run_stream(task="go"):
+            pass
+    else:
+        await agent.run(task="go")
+    return time.process_time() - start
+
+
+async def fresh(runs: int, batches: int = 20) -> dict[str, dict[str, float]]:
+    """Recording overhead on a fresh agent per run, trace vs no recorder alternating batch by batch:
+    ``runs`` runs a side, median CPU us (plain answer; 1,000-word answer through run and run_stream)."""
+    cases = {"plain": ("run", "The answer is 42."), "long": ("run", answer(1000)), "long_run_stream": ("run_stream", answer(1000))}
+    results: dict[str, dict[str, float]] = {}
+    for name, (consume, text) in cases.items():
+        samples: dict[bool, list[float]] = {True: [], False: []}
+        for batch in range(batches):
+            for trace in (True, False) if batch % 2 == 0 else (False, True):
+                gc.collect()
+                for _ in range(runs // batches):
+                    samples[trace].append(await fresh_run(trace, consume, text))
+        on, off = statistics.median(samples[True]) * 1e6, statistics.median(samples[False]) * 1e6
+        results[name] = {"trace_us": on, "off_us": off, "pct": (on - off) / off * 100}
+    return results
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--runs", type=int, default=2000, help="runs per batch for the overhead figures")
     parser.add_argument("--long-runs", type=int, default=2000, help="runs in a row for the long-lived figures")
     parser.add_argument("--dataset-runs", type=int, default=20000, help="runs one trace keeps, context reset")
+    parser.add_argument("--fresh-runs", type=int, default=3000, help="runs a side for the fresh-agent overhead")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
 
@@ -349,6 +384,7 @@ async def main() -> None:
     figures["memory_per_chunk_bytes"] = (with_bytes - without_bytes) / chunks
     figures["tracked_per_run"] = await tracked()
     figures["dataset"] = await dataset(args.dataset_runs)
+    figures["fresh"] = await fresh(args.fresh_runs)
     figures["overhead"] = await overhead(args.runs, args.repeats)
     figures["long_lived"] = await long_lived(args.long_runs, max(args.repeats // 2, 1))
 
@@ -364,6 +400,9 @@ async def main() -> None:
     for mode, row in figures["dataset"].items():
         print(f"  {mode}: {row['cpu_us']:.1f} us ({(row['cpu_us'] - off) / off * 100:+.1f}%), garbage collector "
               f"{row['gc_us']:.1f} us of it, {row['full_collections']:g} full collections")
+    for name, row in figures["fresh"].items():
+        print(f"recording overhead, fresh agent per run, {name}: {row['trace_us']:.1f} us with the trace, "
+              f"{row['off_us']:.1f} us without ({row['pct']:+.1f}%; target < 10%)")
     for name, row in figures["overhead"].items():
         print(f"recording overhead, {name}: {row['without_us']:.1f} us per run without; "
               f"list.append only {row['append_only_us']:.1f} us ({row['append_only_pct']:+.1f}%); trace kept "
