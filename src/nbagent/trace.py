@@ -401,9 +401,6 @@ class AgentRecorder:
         if call is not None and len(call.chunks) > self._flushed:
             self._flush_stream()
         kind = type(item)
-        if kind is LLMCall and item.streaming:  # type: ignore[union-attr]
-            self._call = item  # type: ignore[assignment]
-            self._flushed = 0
         # A record is its own row (it holds its run and its start or end time); a move's or an
         # event's row holds the time it was recorded.
         if kind is Move or kind is RunFinished or kind is RunStarted:
@@ -434,6 +431,9 @@ class AgentRecorder:
             if kind is RunFinished:
                 self._where_run = self._where = None
         elif kind is LLMCall:
+            if item.streaming:  # type: ignore[union-attr]
+                self._call = item  # type: ignore[assignment]
+                self._flushed = 0
             if len(item.request.messages) >= _SHARE_FROM:  # type: ignore[union-attr]
                 self._share_request(item)  # type: ignore[arg-type]
         elif kind is not ToolExecution:  # an event: the row gives its run and time
