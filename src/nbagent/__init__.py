@@ -65,7 +65,8 @@ from .models import (
 from .records import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
 from .stepper import Stepper, StepperFinished, StepResult
 from .tools import BaseTool, FunctionTool, Handoff, StaticWorkbench, ToolArgumentsError, ToolResult, Workbench
-from .trace import COLUMNS as TRACE_COLUMNS, AgentRecorder, Trace, TraceFrames
+from .recording import AgentRecorder
+from .trace import COLUMNS as TRACE_COLUMNS, Trace, TraceFrames
 from .trace_export import LoadedTrace, load_jsonl, load_parquet
 from .sync import run  # the sync entry point: nbagent.run(agent, task)
 

@@ -20,7 +20,8 @@ from nbagent.agent import DEFAULT_SYSTEM_MESSAGE
 from nbagent.context import ChatCompletionContext, TokenLimitedChatCompletionContext
 from nbagent.messages import LLMMessage
 from nbagent.records import LLMCall
-from nbagent.trace import SentMessages, Trace
+from nbagent.recording import SentMessages
+from nbagent.trace import Trace
 
 from .helpers import calls as calls_result
 

@@ -188,10 +188,11 @@ async def test_two_agents_running_at_once_into_one_trace() -> None:
 
 def test_trace_modules_import_pandas_only_inside_functions() -> None:
     import nbagent.timeline
+    import nbagent.recording
     import nbagent.trace
     import nbagent.trace_export
 
-    for module in (nbagent.trace, nbagent.trace_export, nbagent.timeline):
+    for module in (nbagent.recording, nbagent.trace, nbagent.trace_export, nbagent.timeline):
         tree = ast.parse(Path(module.__file__).read_text())
         top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
         names = {alias.name.split(".")[0] for node in top_level for alias in node.names}

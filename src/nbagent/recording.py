@@ -1,0 +1,346 @@
+"""Recording: what a trace keeps of every run an agent makes, as the run goes.
+
+An :class:`AgentRecorder` appends one row per item: a record (``RunStarted``, ``LLMCall``,
+``ToolExecution``, ``RunFinished``) is kept as itself, as it holds its run id and ``perf_counter``
+time; a move as ``(name, iteration, run_id, perf)``; a streamed chunk as ``(content, id,
+full_message_id, perf, run_id)`` (the run of the LLM call whose message it builds), appended in bulk
+from the call's stream; an event as ``(event, run_id, perf)``. So a trace keeping thousands of runs
+holds no object of its own per row for the cyclic garbage collector to track but one per event (a
+tuple of plain values is untracked at its first collection). ``LLMCall`` and ``ToolExecution``
+records are completed in place after they are recorded; the frames read them when they are built.
+
+The model context is kept as append-only logs of its messages: an nbagent context's own message
+list (only ever appended to; ``clear`` and ``load_state`` replace it), or for any other context a
+copy the recorder keeps, extended while the context was only appended to (verified) and started
+anew when it changed any other way (cleared, loaded, rewritten). At a run's start, and at each move
+or run end where the context changed, a snapshot is taken as a prefix of a log (log, length), so a
+long-lived agent's trace holds each message once, not once per snapshot; the snapshots give the
+context at any point, and which run and STEP added each message. An LLM call's request is kept the
+same way when its messages are a few messages (the system message) and then a slice of the log
+(:class:`SentMessages`).
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from itertools import chain, islice, repeat
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, overload
+
+from .context import (
+    BufferedChatCompletionContext,
+    ChatCompletionContext,
+    HeadAndTailChatCompletionContext,
+    TokenLimitedChatCompletionContext,
+    UnboundedChatCompletionContext,
+)
+from .messages import LLMMessage
+from .models.base import ModelRequest
+from .records import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
+
+if TYPE_CHECKING:
+    from .agent import AssistantAgent
+    from .trace import Trace
+
+STEPS = {name: info.step for name, info in MOVES.items()}
+# Where a message was added: (run id, STEP, move name); Nones: outside a run.
+Origin = tuple[str | None, int | None, str | None]
+NOWHERE: Origin = (None, None, None)
+_perf = time.perf_counter
+# Messages a request may hold before the context's view (the agent sends its system message first).
+_MAX_HEAD = 4
+# A request with fewer messages is kept as its list: sharing the log would cost more than it saves.
+_SHARE_FROM = 32
+_OWN_CONTEXTS = (
+    ChatCompletionContext,
+    UnboundedChatCompletionContext,
+    BufferedChatCompletionContext,
+    TokenLimitedChatCompletionContext,
+    HeadAndTailChatCompletionContext,
+)
+
+
+class SentMessages(Sequence[LLMMessage]):
+    """The messages of a recorded LLM call: the few sent before the context's view (the system
+    message) and a slice of the recorder's message log. Reads like the list it stands for (``len``,
+    indexing, slicing to a list, iteration, ``==`` with a list) and holds O(1) references."""
+
+    __slots__ = ("_head", "_log", "_start", "_stop")
+
+    def __init__(self, head: Sequence[LLMMessage], log: list[LLMMessage], start: int, stop: int) -> None:
+        self._head = tuple(head)
+        self._log = log  # append-only: positions below ``stop`` never change
+        self._start = start
+        self._stop = stop
+
+    def __len__(self) -> int:
+        return len(self._head) + self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> LLMMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[LLMMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> LLMMessage | list[LLMMessage]:
+        if isinstance(index, slice):
+            return self.to_list()[index]
+        size = len(self)
+        position = index + size if index < 0 else index
+        if not 0 <= position < size:
+            raise IndexError("list index out of range")
+        head = len(self._head)
+        return self._head[position] if position < head else self._log[self._start + position - head]
+
+    def __iter__(self) -> Iterator[LLMMessage]:
+        return chain(self._head, islice(self._log, self._start, self._stop))
+
+    def to_list(self) -> list[LLMMessage]:
+        """The messages as a new list."""
+        return [*self._head, *self._log[self._start : self._stop]]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SentMessages):
+            return self.to_list() == other.to_list()
+        if isinstance(other, list):
+            return self.to_list() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.to_list())
+
+
+class AgentRecorder:
+    """Records one agent's runs into a trace; made by :meth:`Trace.attach` (and for ``agent.trace``).
+
+    An agent runs one task at a time, so the current run is known per agent, and items of agents
+    running at once in one event loop land in the right run.
+    """
+
+    __slots__ = (
+        "_trace", "_agent", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
+        "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_snapshots",
+        "_logs", "_key",
+    )  # fmt: skip
+
+    def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
+        # Weak references to the trace and the agent: the agent holds its trace, the trace its
+        # recorder, so strong ones would make cycles that keep an agent and every item its trace
+        # recorded alive until the cyclic garbage collector runs; the items kept meanwhile trigger
+        # collections that scan them all, again and again.
+        self._trace = weakref.ref(trace)
+        self._agent = None if agent is None else weakref.ref(agent)
+        self._context = None if agent is None else agent.model_context
+        # The context is one of nbagent's: ``_messages`` holds its messages, is only appended to, and
+        # is replaced (not emptied) by clear() and load_state(): the trace can keep it as its log.
+        self._plain = agent is not None and type(agent.model_context) in _OWN_CONTEXTS
+        self._size = -1  # the context's length at the last checkpoint
+        self._rows = trace._row_list
+        self._append = trace._row_list.append
+        # The trace's snapshot columns, held like its rows; a snapshot names this recorder by its
+        # index in ``trace._recorders`` rather than holding it, which would make a cycle.
+        self._snapshots, self._logs = trace._snapshots, trace._snapshot_logs
+        self._key = len(trace._recorders)
+        trace._recorders.append(self)
+        self._run: str | None = None
+        self._call: LLMCall | None = None  # the last LLM call: its stream goes into rows
+        self._flushed = 0  # how many of its chunks have rows
+        # The run and name of the move in force (None: outside a run): what adds messages now.
+        self._where_run: str | None = None
+        self._where: str | None = None
+        self._name = "" if agent is None else agent.name  # the agent's name at the current run's start
+        # The context's messages at the last checkpoint, in order (an nbagent context's own list); a
+        # position is never changed, and a change other than appending starts a new log. Snapshots
+        # and requests keep slices of logs.
+        self._log: list[LLMMessage] | None = None
+        # (log, n, [*the n messages a request had before it, *log]): to compare requests with, since a
+        # slice of a request would touch every message (refcounts) at each call.
+        self._mirror: tuple[list[LLMMessage], int, list[LLMMessage]] | None = None
+        # The messages shared requests sent before the log (the system message), shared by them.
+        self._head: tuple[LLMMessage, ...] = ()
+        # (snapshots read, id(log) -> its length read, id(message) -> (message, run_id, step, move)):
+        # origins, computed from the snapshots when asked for.
+        self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]]] = (0, {}, {})
+
+    @property
+    def trace(self) -> Trace:
+        """The trace this recorder records into."""
+        trace = self._trace()
+        if trace is None:
+            raise ReferenceError("the trace of this recorder was deleted")
+        return trace
+
+    @property
+    def agent(self) -> AssistantAgent | None:
+        """The agent whose runs it records (``None``: none, or deleted)."""
+        return None if self._agent is None else self._agent()
+
+    def record(self, item: RunItem) -> None:
+        # ``kind`` is ``type(item)``, so ``kind is X`` means ``item`` is an X; mypy does not narrow
+        # through the local, and the ignores below keep this path free of isinstance() or cast().
+        call = self._call
+        if call is not None and len(call.chunks) > self._flushed:
+            self._flush_stream()
+        kind = type(item)
+        # A record is its own row (it holds its run and its start or end time); a move's or an
+        # event's row holds the time it was recorded.
+        if kind is Move or kind is RunFinished or kind is RunStarted:
+            # A context changes at a move, the run's end or between runs (load_state, on_reset...).
+            # nbagent's contexts only append to their list, or replace it: a checkpoint when the list
+            # or its length changed; other contexts are compared each time.
+            if kind is RunStarted:
+                self._run = item.run_id  # type: ignore[union-attr]
+                self._name = item.agent  # type: ignore[union-attr]
+            context = self._context
+            if context is not None:
+                if not self._plain:
+                    self._checkpoint()
+                else:  # inline, as it runs at every move: a snapshot when the list or its length changed
+                    messages = context._messages
+                    if messages is not self._log or len(messages) != self._size:
+                        self._log = messages
+                        size = self._size = len(messages)
+                        self._snapshots.append(
+                            (len(self._rows), self._name, size, self._key, self._where_run, self._where)
+                        )
+                        self._logs.append(messages)
+            if kind is Move:
+                run = self._where_run = item.run_id  # type: ignore[union-attr]
+                name = self._where = item.name  # type: ignore[union-attr]
+                self._append((name, item.iteration, run, _perf()))  # type: ignore[union-attr]
+                return
+            if kind is RunFinished:
+                self._where_run = self._where = None
+        elif kind is LLMCall:
+            if item.streaming:  # type: ignore[union-attr]
+                self._call = item  # type: ignore[assignment]
+                self._flushed = 0
+            if len(item.request.messages) >= _SHARE_FROM:  # type: ignore[union-attr]
+                self._share_request(item)  # type: ignore[arg-type]
+        elif kind is not ToolExecution:  # an event: the row gives its run and time
+            self._append((item, self._run, _perf()))
+            return
+        self._append(item)  # a record: it has its run and time
+
+    def _flush_stream(self) -> None:
+        """Rows for the chunks the last LLM call streamed since the last flush, in one go.
+
+        A chunk row is (content, id, full_message_id, perf_counter time, the LLM call's run):
+        keeping chunk event objects would hold ~700 bytes a chunk.
+        """
+        call, rows = self._call, self._rows
+        assert call is not None
+        start, end = self._flushed, len(call.chunks)
+        self._flushed = end
+        count = end - start
+        if len(call.chunk_ids) >= end:
+            ids: Iterable[str | None] = call.chunk_ids[start:end]
+        else:  # chunks no event was built for: ids are drawn when the rows are first read
+            trace = self._trace()
+            if trace is not None:
+                trace._unnamed.append((len(rows), start, end))
+                trace._unnamed_calls.append(call)
+            ids = repeat(None, count)
+        rows.extend(
+            zip(call.chunks[start:end], ids, repeat(call.message_id, count), call.chunk_perf[start:end],
+                repeat(call.run_id, count))
+        )  # fmt: skip
+
+    def _checkpoint(self) -> None:
+        """Bring the log up to a context other than nbagent's; snapshot it if it changed.
+
+        (An nbagent context's own list is the log, see :meth:`record`: it is only appended to, and
+        replaced when the context is cleared or loaded.) The context's messages are copied into a
+        log of the recorder's: the context was only appended to if that log is a prefix of it (the
+        same objects at the log's first and last positions, and equal lists: C-speed, identical
+        objects compare at once), and its new messages are appended; otherwise a new log starts.
+        """
+        context = self._context
+        assert context is not None
+        log = self._log
+        messages = context.messages
+        size = self._size = len(messages)
+        if log is not None:
+            known = len(log)
+            if size >= known and (not known or (messages[0] is log[0] and messages[known - 1] is log[known - 1])):
+                if size == known:
+                    if messages == log:
+                        return  # unchanged
+                else:
+                    log += messages[known:]
+                    if log == messages:
+                        self._snapshot(log, size)
+                        return
+                    del log[known:]
+        log = self._log = list(messages)
+        self._snapshot(log, size)
+
+    def _snapshot(self, log: list[LLMMessage], size: int) -> None:
+        """Snapshot the context as ``log[:size]``, with the run and name of the move in force."""
+        self._snapshots.append((len(self._rows), self._name, size, self._key, self._where_run, self._where))
+        self._logs.append(log)
+
+    def _share_request(self, call: LLMCall) -> None:
+        """Keep ``call``'s request as a slice of the log when its messages are a few messages (the
+        system message) then the log's last ones, verified equal (the same objects at both ends)."""
+        request = call.request
+        messages = request.messages
+        log = self._log
+        if log is None or type(messages) is not list:
+            return
+        total, known = len(messages), len(log)
+        if not known or messages[-1] is not log[-1]:
+            return
+        for head in range(min(total, _MAX_HEAD + 1)):
+            start = known - (total - head)
+            if start >= 0 and messages[head] is log[start]:
+                break
+        else:
+            return
+        if start:  # a tail of the log (a bounded context's view): compare the slices
+            if messages[head:] != log[start:]:
+                return
+        elif head:  # the whole log after the head: compare with [*head, *log] kept up to date
+            mirror = self._mirror
+            if mirror is None or mirror[0] is not log or mirror[1] != head or any(
+                mirror[2][i] is not messages[i] for i in range(head)
+            ):
+                mirror = self._mirror = (log, head, messages[:head])
+            mirror[2].extend(log[len(mirror[2]) - head :])
+            if messages != mirror[2]:
+                return
+        elif messages != log:
+            return
+        shared = self._head
+        if len(shared) != head or any(shared[i] is not messages[i] for i in range(head)):
+            shared = self._head = tuple(messages[:head])
+        sent = SentMessages(shared, log, start, known)
+        call.request = ModelRequest(sent, request.tools, request.tool_choice, request.json_output)
+
+    def origin_of(self, message: LLMMessage, live: bool = False) -> Origin:
+        """The run, STEP and move that added ``message`` to the context (Nones: outside a run).
+
+        A message's origin is the move in force before the first snapshot that holds it. One in no
+        snapshot was added since the last one (``live``: by the move in force now) or never was.
+        """
+        snapshots, logs = self._snapshots, self._logs
+        seen, read, origins = self._origins
+        if seen != len(snapshots):
+            for (_, _, size, key, run, move), log in zip(snapshots[seen:], logs[seen:]):
+                start = read.get(id(log), 0)
+                if key != self._key or size <= start:
+                    continue
+                origin = NOWHERE if move is None else (run, STEPS[move], move)
+                for held in islice(log, start, size):
+                    found = origins.get(id(held))
+                    if found is None or found[0] is not held:
+                        origins[id(held)] = (held, *origin)
+                read[id(log)] = size
+            self._origins = (len(snapshots), read, origins)
+        found = origins.get(id(message))
+        if found is None or found[0] is not message:
+            where = self._where
+            return (self._where_run, STEPS[where], where) if live and where is not None else NOWHERE
+        return found[1:]
