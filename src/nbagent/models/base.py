@@ -29,7 +29,7 @@ class ModelInfo(TypedDict, total=False):
 class ModelRequest:
     """What one call sent to the model: the messages, tools, tool_choice and output format.
 
-    ``messages`` is a list, or in a trace's records a ``trace.SentMessages`` that reads like one.
+    ``messages`` is a list, or in a trace's records a ``recording.SentMessages`` that reads like one.
     """
 
     messages: Sequence[LLMMessage]
