@@ -45,7 +45,7 @@ from .messages import (
 )
 from .models.base import ChatCompletionClient, ModelError, ModelRequest
 from .records import (
-    RECORD_TYPES,
+    NOT_EVENTS,
     LLMCall,
     LLMPurpose,
     Move,
@@ -78,7 +78,6 @@ CANCELLED_TOOL_RESULT = "Error: the run was cancelled before this tool call fini
 
 Task = str | BaseChatMessage | Sequence[BaseChatMessage] | None
 _perf = time.perf_counter
-_NOT_EVENTS = (*RECORD_TYPES, str)  # the items of a run that are not events (str: a chunk's text)
 SummaryFormatter = Callable[[FunctionCall, FunctionExecutionResult], str]
 
 
@@ -306,7 +305,7 @@ class AssistantAgent:
         run = self.iter(messages, cancellation_token)
         try:
             async for item in run:
-                if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, _NOT_EVENTS):
+                if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, NOT_EVENTS):
                     yield item
         finally:
             await run.aclose()
@@ -350,7 +349,7 @@ class AssistantAgent:
                 elif isinstance(item, Response):
                     collected.append(item.chat_message)
                     yield item.chat_message
-                elif not isinstance(item, _NOT_EVENTS):
+                elif not isinstance(item, NOT_EVENTS):
                     collected.append(item)
                     yield item
         yield TaskResult(messages=collected)
@@ -515,11 +514,8 @@ class AssistantAgent:
                 async with aclosing(stream):  # type: ignore[type-var]
                     async for chunk in stream:
                         if type(chunk) is str:
-                            arrived = _perf()
-                            if not times:
-                                call.first_token_s = arrived - call.start_perf
                             pieces.append(chunk)
-                            times.append(arrived)
+                            times.append(_perf())
                             if chunk_events:
                                 event = streaming_chunk(chunk, source, message_id)
                                 ids.append(event.id)

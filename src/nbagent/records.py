@@ -154,7 +154,6 @@ class LLMCall:
     streaming: bool
     started_at: datetime = field(default_factory=utc_now)
     start_perf: float = field(default_factory=time.perf_counter)
-    first_token_s: float | None = None
     duration_s: float | None = None
     result: CreateResult | None = None
     error: str | None = None
@@ -167,6 +166,11 @@ class LLMCall:
         self.duration_s = time.perf_counter() - self.start_perf
         self.result = result
         self.error = error
+
+    @property
+    def first_token_s(self) -> float | None:
+        """Seconds from the call's start to its first streamed chunk (None: unstreamed, or none yet)."""
+        return self.chunk_perf[0] - self.start_perf if self.chunk_perf else None
 
     def stream_ids(self) -> Sequence[str]:
         """One id per streamed chunk: its event's, or a new one where no event was built (kept)."""
@@ -221,6 +225,7 @@ RunRecord = Union[Move, LLMCall, ToolExecution, RunStarted, RunFinished]
 # with ``chunk_events=False`` yields instead of a ``ModelClientStreamingChunkEvent``.
 RunItem = Union[RunRecord, BaseAgentEvent, BaseChatMessage, Response, str]
 RECORD_TYPES = (Move, LLMCall, ToolExecution, RunStarted, RunFinished)
+NOT_EVENTS = (*RECORD_TYPES, str)  # the items of a run that are not events (a str: a chunk's text)
 
 
 class Recorder(Protocol):

@@ -32,7 +32,7 @@ from .messages import (
 )
 from .models.base import ChatCompletionClient, ModelRequest
 from .models.replay import ReplayChatCompletionClient
-from .records import RECORD_TYPES, LLMCall, Move, MoveInfo, RunItem, ToolExecution
+from .records import NOT_EVENTS, LLMCall, Move, MoveInfo, RunItem, ToolExecution
 from .trace import Trace, context_rows
 
 StepperStatus = Literal["ready", "paused", "finished", "error", "cancelled"]
@@ -128,7 +128,7 @@ class StepResult:
 
     @property
     def events(self) -> list[BaseAgentEvent | BaseChatMessage | Response]:
-        return [item for item in self.items if not isinstance(item, (*RECORD_TYPES, str))]
+        return [item for item in self.items if not isinstance(item, NOT_EVENTS)]
 
     @property
     def llm_call(self) -> LLMCall | None:
