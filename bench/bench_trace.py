@@ -24,8 +24,9 @@
   context logs);
 * dataset evaluation: one trace keeps ``--dataset-runs`` plain runs, the context reset after each
   (an agent evaluated over a dataset of tasks, the trace analysed afterwards): CPU us per run, the
-  garbage collector's us per run and its full collections, with the trace, with the trace and
-  ``gc.freeze()`` every 1,000 runs, and with no recorder. As the trace grows, a full collection
+  garbage collector's us per run and its full collections, with the trace, with the ``list.append``
+  recorder (keeping the items costs any recorder this much), with the trace and ``gc.freeze()``
+  every 1,000 runs, and with no recorder. As the trace grows, a full collection
   comes each time the long-lived heap has grown by a quarter and scans all it keeps, so what a run
   leaves alive is scanned about five times in the end; ``gc.freeze()`` takes it out of later scans;
 * long-lived trace: one agent (unbounded context) makes ``--long-runs`` plain runs in a row, so its
@@ -202,12 +203,15 @@ async def tracked(runs: int = 100) -> dict[str, dict[str, float]]:
 
 async def dataset(runs: int) -> dict[str, dict[str, float]]:
     """One trace keeping ``runs`` plain runs (context reset after each), the same with ``gc.freeze()``
-    every 1,000 runs, and with no recorder: CPU and garbage collector us per run, full collections."""
+    every 1,000 runs, the ``list.append`` recorder (the floor for any recorder that keeps the items)
+    and no recorder: CPU and garbage collector us per run, full collections."""
     results = {}
-    for mode in ("trace", "trace_gc_freeze", "off"):
+    for mode in ("trace", "append_only", "trace_gc_freeze", "off"):
         agent = scenarios()["plain"](runs)
         if mode == "off":
             agent.recorders = []
+        elif mode == "append_only":
+            agent.recorders = [AppendOnly()]
         gc.collect()
         cpu, gc_s, full = await run_batch(agent, runs, freeze_every=1000 if mode == "trace_gc_freeze" else 0)
         results[mode] = {"cpu_us": cpu * 1e6, "gc_us": gc_s * 1e6, "full_collections": full}
