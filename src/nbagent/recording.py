@@ -186,40 +186,44 @@ class AgentRecorder:
         kind = type(item)
         # A record is its own row (it holds its run and its start or end time); a move's or an
         # event's row holds the time it was recorded.
-        if kind is Move or kind is RunFinished or kind is RunStarted:
-            # A context changes at a move, the run's end or between runs (load_state, on_reset...).
-            # nbagent's contexts only append to their list, or replace it: a checkpoint when the list
-            # or its length changed; other contexts are compared each time.
-            if kind is RunStarted:
-                self._run = item.run_id  # type: ignore[union-attr]
-                self._name = item.agent  # type: ignore[union-attr]
-            context = self._context
-            if context is not None:
-                if not self._plain:
-                    self._checkpoint()
-                else:  # inline, as it runs at every move: a snapshot when the list or its length changed
-                    messages = context._messages
-                    if messages is not self._log or len(messages) != self._size:
-                        self._log = messages
-                        size = self._size = len(messages)
-                        self._snapshots.append(
-                            (len(self._rows), self._name, size, self._key, self._where_run, self._where)
-                        )
-                        self._logs.append(messages)
-            if kind is Move:
-                run = self._where_run = item.run_id  # type: ignore[union-attr]
-                name = self._where = item.name  # type: ignore[union-attr]
-                self._append((name, item.iteration, run, _perf()))  # type: ignore[union-attr]
-                return
-            if kind is RunFinished:
-                self._where_run = self._where = None
-        elif kind is LLMCall:
+        if kind is LLMCall:
             if item.streaming:  # type: ignore[union-attr]
                 self._call = item  # type: ignore[assignment]
                 self._flushed = 0
             if len(item.request.messages) >= _SHARE_FROM:  # type: ignore[union-attr]
                 self._share_request(item)  # type: ignore[arg-type]
-        elif kind is not ToolExecution:  # an event: the row gives its run and time
+            self._append(item)
+            return
+        if kind is ToolExecution:
+            self._append(item)
+            return
+        # A move, the run's start or end, or an event. A context changes at a move, at the events a
+        # move yields once it added its messages (MemoryQueryEvent, the tool events, Response), at the
+        # run's end or between runs (load_state, on_reset...). nbagent's contexts only append to their
+        # list, or replace it: a checkpoint when the list or its length changed; other contexts are
+        # compared each time.
+        if kind is RunStarted:
+            self._run = item.run_id  # type: ignore[union-attr]
+            self._name = item.agent  # type: ignore[union-attr]
+        context = self._context
+        if context is not None:
+            if not self._plain:
+                self._checkpoint()
+            else:  # inline, as it runs at every move: a snapshot when the list or its length changed
+                messages = context._messages
+                if messages is not self._log or len(messages) != self._size:
+                    self._log = messages
+                    size = self._size = len(messages)
+                    self._snapshots.append((len(self._rows), self._name, size, self._key, self._where_run, self._where))
+                    self._logs.append(messages)
+        if kind is Move:
+            run = self._where_run = item.run_id  # type: ignore[union-attr]
+            name = self._where = item.name  # type: ignore[union-attr]
+            self._append((name, item.iteration, run, _perf()))  # type: ignore[union-attr]
+            return
+        if kind is RunFinished:
+            self._where_run = self._where = None
+        elif kind is not RunStarted:  # an event: the row gives its run and time
             self._append((item, self._run, _perf()))
             return
         self._append(item)  # a record: it has its run and time

@@ -51,17 +51,27 @@ _AUTHORIZATION = re.compile(
     r"""(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?)((?:bearer|basic|token)\s+)?(?!\[REDACTED\])[^\s"',;}]+""",
     re.IGNORECASE,
 )
+# An API key given by name (``api-key:`` and ``X-Api-Key:`` headers, ``api_key=``...): values of 8+ characters.
+_API_KEY = re.compile(
+    r"""(\b(?:[a-z0-9]+[-_])*api[-_]?key["']?\s*[:=]\s*["']?)(?!\[REDACTED\])[^\s"',;}]{8,}""",
+    re.IGNORECASE,
+)
+
+
+def _mask_value(match: re.Match[str]) -> str:
+    return match.group(1) + REDACTED
 
 
 class DefaultRedactor:
-    """Masks API keys (``sk-...``, and the keys set in the environment), bearer tokens and
-    ``Authorization`` values; in parsed tool arguments also the values of secret-named keys."""
+    """Masks API keys (``sk-...``, the keys set in the environment and those of the recorded agents'
+    clients), bearer tokens, ``Authorization`` values and values given as ``api-key``; in parsed tool
+    arguments also the values of secret-named keys."""
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
         self.secrets = known_secrets(extra)
 
     def __call__(self, text: str) -> str:
-        return redact(_AUTHORIZATION.sub(lambda m: m.group(1) + REDACTED, text), self.secrets)
+        return redact(_API_KEY.sub(_mask_value, _AUTHORIZATION.sub(_mask_value, text)), self.secrets)
 
 # table -> column -> (dtype, meaning). The frames are built with exactly these columns and dtypes.
 COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
@@ -324,8 +334,13 @@ class Trace(TraceFrames):
         # Every recorder this trace made, attached or not: a snapshot names its recorder by index.
         self._recorders: list[AgentRecorder] = []
         self._redact = redact
+        # The keys of the clients of every agent this trace recorded: still masked once an agent is
+        # detached or deleted (the default redactor reads them).
+        self._client_secrets: set[str] = set()
         self._anchor = (time.time_ns(), time.perf_counter())
         self._own = AgentRecorder(self, owner)
+        if owner is not None:
+            self._client_secrets.update(owner.model_client._secrets)
         # The recorder protocol: ``record(item)`` records one item of the owner's runs. Bound once
         # here rather than forwarded, since it runs for every streamed chunk.
         self.record: Callable[[RunItem], None] = self._own.record
@@ -335,8 +350,11 @@ class Trace(TraceFrames):
 
     def attach(self, agent: AssistantAgent) -> AgentRecorder:
         """Record ``agent``'s runs from its next run on; returns the recorder added to ``agent.recorders``."""
+        if agent is self._own.agent:  # the trace records its owner already
+            return self._own
         if id(agent) in self._attached:
             return self._attached[id(agent)]
+        self._client_secrets.update(agent.model_client._secrets)
         recorder = AgentRecorder(self, agent)
         self._attached[id(agent)] = recorder
         agent.recorders.append(recorder)
@@ -433,8 +451,8 @@ class Trace(TraceFrames):
     def redactor(self) -> Redactor:
         """The function every stored string goes through (the default masks keys found now)."""
         if self._redact == "default":
-            clients = (r.agent.model_client for r in (self._own, *self._attached.values()) if r.agent is not None)
-            return DefaultRedactor(secret for client in clients for secret in client._secrets)
+            clients = (r.agent.model_client for r in self._recorders if r.agent is not None)
+            return DefaultRedactor({*self._client_secrets, *(secret for client in clients for secret in client._secrets)})
         if self._redact is None:
             return _identity
         assert callable(self._redact)
@@ -744,18 +762,19 @@ class _Recording:
 def _redact_chunks(texts: list[str | None], chunks_of: dict[str | None, list[int]], red: Redactor) -> None:
     """Redact streamed chunks message by message, so a key split over chunks is caught too.
 
-    Each chunk is redacted alone; if the joined message still holds a secret, its whole redacted text
-    goes to the first chunk and the others become empty, so the chunks still join to the message.
+    Each chunk is redacted alone; if the redacted chunks do not join to the redacted message (a secret
+    spans chunks), the whole redacted message goes to the first chunk and the others become empty, so
+    the chunks still join to the message.
     """
     for indices in chunks_of.values():
         pieces = [texts[i] or "" for i in indices]
         joined = "".join(pieces)
-        if red(joined) == joined:
+        whole = red(joined)
+        if whole == joined:
             continue
         pieces = [red(piece) for piece in pieces]
-        joined = "".join(pieces)
-        if red(joined) != joined:
-            pieces = [red(joined)] + [""] * (len(pieces) - 1)
+        if "".join(pieces) != whole:  # a secret spans chunks (or one chunk alone masks only its part)
+            pieces = [whole] + [""] * (len(pieces) - 1)
         for i, piece in zip(indices, pieces):
             texts[i] = piece
 

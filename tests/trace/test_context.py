@@ -143,3 +143,25 @@ async def test_request_df_shows_what_each_llm_call_sent() -> None:
     assert list(agent.trace.llm_calls_df()["n_messages"]) == [2, 4]
     with pytest.raises(IndexError):
         agent.trace.request_df(run_id, 2)
+
+
+async def test_context_at_every_item_is_the_context_when_it_was_recorded() -> None:
+    """At an event (MemoryQueryEvent, tool events, Response) the context already holds what its move added."""
+    memory = ListMemory()
+    await memory.add(MemoryContent(content="likes tea", mime_type="text/plain"))
+    agent = tool_agent(
+        "calc", calls(("c1", "add", '{"a": 1, "b": 2}')), "three", reflect_on_tool_use=True, memory=[memory]
+    )
+    live: list[tuple[str, list[str]]] = []
+    async for item in agent.iter([TextMessage(content="add", source="user")]):
+        live.append((type(item).__name__, [type(m).__name__ for m in agent.model_context.messages]))
+    run_id = str(agent.trace.runs_df()["run_id"].iloc[0])
+    names = {"user": "UserMessage", "system": "SystemMessage", "assistant": "AssistantMessage",
+             "tool_result": "FunctionExecutionResultMessage"}  # fmt: skip
+    seen = [(kind, [names[k] for k in agent.trace.context_df(run_id, seq)["kind"]]) for seq, (kind, _) in enumerate(live)]
+    assert seen == live
+    assert [kind for kind, _ in live] == [
+        "RunStarted", "Move", "Move", "MemoryQueryEvent", "Move", "Move", "LLMCall", "Move", "ToolCallRequestEvent",
+        "Move", "ToolExecution", "ToolCallExecutionEvent", "Move", "LLMCall", "Response", "RunFinished",
+    ]  # fmt: skip
+    assert list(agent.trace.context_df(run_id, 14)["move"]) == ["add_messages", "memory", "tool_request", "tool_execution", "reflect"]

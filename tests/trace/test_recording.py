@@ -254,11 +254,13 @@ async def test_items_give_back_every_recorded_item_and_only_event_rows_are_track
     moves = [row[:3] for row in rows if type(row) is tuple and len(row) == 4]
     first, second = (str(run) for run in trace.runs_df()["run_id"])
     assert moves[:3] == [("add_messages", None, first), ("message_id", None, first), ("call_llm", 0, first)]
+    # A snapshot where the context grew: at the move after STEP 1, else at the event the move yields
+    # once it added its message (rows 6, 9, 12 and 20: ToolCallRequestEvent, ToolCallExecutionEvent, Response).
     assert trace._snapshots == [
         (0, "calc", 0, 0, None, None), (2, "calc", 1, 0, first, "add_messages"),
-        (7, "calc", 2, 0, first, "tool_request"), (10, "calc", 3, 0, first, "tool_execution"),
-        (13, "calc", 4, 0, first, "reflect"), (14, "calc", 0, 0, None, None),
-        (16, "calc", 1, 0, second, "add_messages"), (21, "calc", 2, 0, second, "text_exit"),
+        (6, "calc", 2, 0, first, "tool_request"), (9, "calc", 3, 0, first, "tool_execution"),
+        (12, "calc", 4, 0, first, "reflect"), (14, "calc", 0, 0, None, None),
+        (16, "calc", 1, 0, second, "add_messages"), (20, "calc", 2, 0, second, "text_exit"),
     ]  # fmt: skip
     # The rows the trace makes hold no object the collector tracks, but one per event.
     tracked = [type(row[0]).__name__ for row in rows if type(row) is tuple and gc.is_tracked(row)]
@@ -269,3 +271,14 @@ async def test_items_give_back_every_recorded_item_and_only_event_rows_are_track
     assert list(context["move"]) == ["add_messages", "tool_request", "tool_execution", "reflect"]
     assert list(trace.context_df()["move"]) == ["add_messages", "text_exit"]
     await agent.model_client.close()
+
+
+async def test_attaching_an_agent_to_its_own_trace_records_each_item_once() -> None:
+    agent = tool_agent("calc", "one")
+    assert agent.trace.attach(agent) is agent.trace._own
+    with agent.trace.recording(agent):
+        await agent.run(task="go")
+    assert agent.recorders == [agent.trace]
+    events = agent.trace.events_df()
+    assert list(events["kind"]) == ["RunStarted", "Move", "Move", "Move", "LLMCall", "Move", "Response", "RunFinished"]
+    assert list(events["seq"]) == list(range(8))

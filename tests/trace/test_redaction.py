@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from nbagent import AssistantAgent, CreateResult, FunctionCall, RequestUsage, Trace, load_jsonl, load_parquet
+from nbagent import (
+    AssistantAgent,
+    CreateResult,
+    FunctionCall,
+    ReplayChatCompletionClient,
+    RequestUsage,
+    Trace,
+    load_jsonl,
+    load_parquet,
+)
 
 from .helpers import BEARER, KEY, PiecesClient, calls, tool_agent
 
@@ -121,3 +130,39 @@ async def test_secret_named_arguments_and_the_clients_own_key_are_masked_in_ever
     assert "[REDACTED]" in dumped
     request = trace.events_df().query("kind == 'ToolCallRequestEvent'")["text"].iloc[0]
     assert request == 'login({"user": "bob", "password": "[REDACTED]"})'
+
+
+async def test_key_whose_first_chunk_alone_matches_leaves_no_tail_in_chunks_or_exports(tmp_path: Path) -> None:
+    """The first chunk holds enough of the key to be masked alone; the rest of the key must go too."""
+    answers = [CreateResult(finish_reason="stop", content=f"k={KEY} ok", usage=RequestUsage())]
+    agent = AssistantAgent("split", PiecesClient(answers, ["k=" + KEY[:14], KEY[14:] + " ok"]), model_client_stream=True)
+    await agent.run(task="go")
+    events = agent.trace.events_df()
+    assert list(events[events["kind"] == "ModelClientStreamingChunkEvent"]["text"]) == ["k=[REDACTED] ok", ""]
+    agent.trace.to_parquet(tmp_path / "pq")
+    agent.trace.to_jsonl(tmp_path / "trace.jsonl")
+    blobs = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
+    assert len(blobs) == 5 and not any(KEY[14:].encode() in blob for blob in blobs)
+    assert KEY[14:] not in all_text(load_parquet(tmp_path / "pq").events_df())
+
+
+async def test_a_detached_agents_client_key_stays_masked_in_the_shared_trace() -> None:
+    client_key = "azure" + "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+    client = ReplayChatCompletionClient([f"the key is {client_key}"])
+    client._secrets = (client_key,)
+    agent = AssistantAgent("b", client)
+    shared = Trace()
+    with shared.recording(agent):
+        await agent.run(task="show")
+    assert shared.runs_df()["final_text"].iloc[0] == "the key is [REDACTED]"
+    del agent
+    assert shared.runs_df()["final_text"].iloc[0] == "the key is [REDACTED]"
+
+
+async def test_api_key_header_values_are_masked() -> None:
+    headers = "{'api-key': 'abcdef0123456789abcdef', 'X-Api-Key': 'zzzz0123456789zzzz'} api_key=q1w2e3r4t5y6u7i8"
+    agent = AssistantAgent("h", ReplayChatCompletionClient([f"headers: {headers}"]))
+    await agent.run(task="x")
+    assert agent.trace.runs_df()["final_text"].iloc[0] == (
+        "headers: {'api-key': '[REDACTED]', 'X-Api-Key': '[REDACTED]'} api_key=[REDACTED]"
+    )
