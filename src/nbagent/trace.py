@@ -90,7 +90,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "text": ("string", "content as text, redacted"),
         "prompt_tokens": ("Int64", "models_usage.prompt_tokens of the event"),
         "completion_tokens": ("Int64", "models_usage.completion_tokens of the event"),
-        "timestamp": ("datetime64[ns, UTC]", "wall-clock time the item was recorded (a record's own start or end)"),
+        "timestamp": ("datetime64[ns, UTC]", "wall-clock time the item was recorded (a record's own start or end), to the us"),
         "elapsed_s": ("float64", "monotonic seconds since the run started"),
     },
     "llm_calls": {
@@ -228,7 +228,7 @@ def _identity(text: str) -> str:
 
 
 def frame(table: str, data: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
-    """A DataFrame of ``table`` with the columns and dtypes of :data:`COLUMNS`."""
+    """A DataFrame of ``table`` with the columns and dtypes of :data:`COLUMNS` (times to the microsecond)."""
     import pandas as pd
 
     columns = COLUMNS[table]
@@ -237,8 +237,8 @@ def frame(table: str, data: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
         values = data[name]
         if dtype == "object":
             out[name] = pd.Series(list(values), dtype="object")
-        elif dtype.startswith("datetime64"):
-            out[name] = pd.Series(pd.to_datetime(values, utc=True)).astype(dtype)
+        elif dtype.startswith("datetime64"):  # to the microsecond: what Parquet readers all take (Spark)
+            out[name] = pd.Series(pd.to_datetime(values, utc=True)).astype(dtype).dt.floor("us")
         else:
             out[name] = pd.Series(values, dtype=dtype)
     return pd.DataFrame(out, columns=list(columns))

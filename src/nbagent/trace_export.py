@@ -97,7 +97,8 @@ def write_parquet(trace: TraceFrames, folder: str | Path) -> Path:
         df = df.copy()
         for column in JSON_COLUMNS.get(table, ()):
             df[column] = df[column].map(json.dumps).astype("string")
-        df.to_parquet(out / f"{table}.parquet", engine="pyarrow", index=False)
+        # Timestamps as Parquet TIMESTAMP(MICROS): Spark rejects nanoseconds (the frames hold micros).
+        df.to_parquet(out / f"{table}.parquet", engine="pyarrow", index=False, coerce_timestamps="us")
     return out
 
 

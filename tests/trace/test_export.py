@@ -11,7 +11,7 @@ import duckdb
 import pandas.testing as pdt
 import pytest
 
-from nbagent import CancellationToken, LoadedTrace, Trace, load_jsonl, load_parquet
+from nbagent import TRACE_COLUMNS, CancellationToken, LoadedTrace, Trace, load_jsonl, load_parquet
 from nbagent.trace_export import DUCKDB_EXAMPLE
 
 from .helpers import calls, tool_agent
@@ -125,3 +125,22 @@ async def test_otlp_spans_use_gen_ai_names(tmp_path: Path) -> None:
     assert attrs[6]["gen_ai.tool.call.arguments"] == {"stringValue": '{"reason": "no"}'}
     assert [span["status"]["code"] for span in spans] == [1, 2, 1, 1, 2, 1, 2, 2]
     assert spans[1]["status"]["message"].startswith("ReplayExhaustedError")
+
+
+async def test_parquet_timestamps_are_microseconds_that_spark_reads(tmp_path: Path) -> None:
+    """Spark rejects Parquet TIMESTAMP(NANOS) columns ("Illegal Parquet type"); micros it reads."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    trace = await mixed_trace()
+    folder = trace.to_parquet(tmp_path / "session")
+    columns = {
+        table: [name for name, (dtype, _) in TRACE_COLUMNS[table].items() if dtype.startswith("datetime64")]
+        for table in ("events", "llm_calls", "tool_calls", "runs")
+    }
+    assert columns == {"events": ["timestamp"], "llm_calls": ["started_at"], "tool_calls": ["started_at"],
+                       "runs": ["started_at", "ended_at"]}  # fmt: skip
+    for table, names in columns.items():
+        schema = pq.read_schema(folder / f"{table}.parquet")
+        assert [schema.field(name).type for name in names] == [pa.timestamp("us", tz="UTC")] * len(names)
+    assert_same(trace, load_parquet(folder))
