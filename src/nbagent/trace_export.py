@@ -10,9 +10,11 @@ Every export is made from the trace's DataFrames, so it holds redacted text only
 * JSON lines: one object a row, with a ``table`` field; :func:`load_jsonl` reads it back.
 * OTLP-JSON: the OpenTelemetry protocol's JSON encoding, one span per run (``invoke_agent``), per
   LLM call (``chat``) and per tool call (``execute_tool``), with the GenAI semantic conventions'
-  attribute names (``gen_ai.operation.name``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens``,
-  ``gen_ai.usage.output_tokens``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``...); what the
-  conventions do not name is under ``nbagent.*``.
+  attribute names (``gen_ai.operation.name``, ``gen_ai.request.model``, ``gen_ai.request.stream``,
+  ``gen_ai.response.time_to_first_chunk``, ``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``,
+  ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``...); what the conventions do not name
+  is under ``nbagent.*``. ``error.type`` is the exception's class name (``CancelledError`` for a
+  cancelled run or call) or ``_OTHER`` for a tool call that gave an error result.
 """
 
 from __future__ import annotations
@@ -182,6 +184,21 @@ def _attribute(key: str, value: Any) -> dict[str, Any] | None:
     return {"key": key, "value": typed}
 
 
+def _error_type(error: str | None) -> str | None:
+    """The class name an error text starts with (``"ValueError: ..."``), else ``_OTHER``."""
+    if error is None:
+        return None
+    head = error.split(":", 1)[0].strip()
+    return head if head.isidentifier() else "_OTHER"
+
+
+def _flag(value: Any) -> bool:
+    """A nullable boolean cell as a bool (null: False)."""
+    import pandas as pd
+
+    return not pd.isna(value) and bool(value)
+
+
 def _span_id(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
@@ -237,6 +254,7 @@ def otlp_json(trace: TraceFrames) -> dict[str, Any]:
     for run in runs.itertuples(index=False):
         run_id = str(run.run_id)
         run_spans[run_id] = _span_id("run", run_id)
+        run_error = text(run.error) or ("CancelledError" if run.status == "cancelled" else None)
         spans.append(
             _span(
                 _trace_hex(run_id), run_spans[run_id], None, f"invoke_agent {run.agent}", 1,
@@ -249,6 +267,7 @@ def otlp_json(trace: TraceFrames) -> dict[str, Any]:
                     "nbagent.status": text(run.status),
                     "gen_ai.usage.input_tokens": run.prompt_tokens,
                     "gen_ai.usage.output_tokens": run.completion_tokens,
+                    "error.type": _error_type(run_error),
                 },
                 text(run.error) or (f"run {run.status}" if run.status == "cancelled" else None),
             )
@@ -262,20 +281,23 @@ def otlp_json(trace: TraceFrames) -> dict[str, Any]:
                 {
                     "gen_ai.operation.name": "chat",
                     "gen_ai.request.model": text(call.model),
+                    "gen_ai.request.stream": True if _flag(call.streaming) else None,  # set only when streamed
                     "gen_ai.response.finish_reasons": [call.finish_reason] if text(call.finish_reason) else None,
+                    "gen_ai.response.time_to_first_chunk": call.ttft_s,
                     "gen_ai.usage.input_tokens": call.prompt_tokens,
                     "gen_ai.usage.output_tokens": call.completion_tokens,
                     "gen_ai.agent.name": text(call.agent),
                     "nbagent.purpose": text(call.purpose),
                     "nbagent.iteration": call.iteration,
-                    "nbagent.ttft_s": call.ttft_s,
                     "nbagent.n_tool_calls": call.n_tool_calls,
+                    "error.type": _error_type(text(call.error)),
                 },
                 text(call.error),
             )
         )  # fmt: skip
     for tool in tool_calls.itertuples(index=False):
         run_id = str(tool.run_id)
+        failed = _flag(tool.is_error)
         spans.append(
             _span(
                 _trace_hex(run_id), _span_id("tool", run_id, str(tool.call_id)), run_spans.get(run_id),
@@ -283,13 +305,15 @@ def otlp_json(trace: TraceFrames) -> dict[str, Any]:
                 {
                     "gen_ai.operation.name": "execute_tool",
                     "gen_ai.tool.name": text(tool.tool_name),
+                    "gen_ai.tool.type": "function",
                     "gen_ai.tool.call.id": text(tool.call_id),
                     "gen_ai.tool.call.arguments": json.dumps(tool.arguments, ensure_ascii=False),
-                    "gen_ai.tool.call.result": text(tool.result),
+                    "gen_ai.tool.call.result": None if failed else text(tool.result),  # on success only
                     "nbagent.iteration": tool.iteration,
                     "nbagent.concurrent_with": tool.concurrent_with,
+                    "error.type": "_OTHER" if failed else None,
                 },
-                text(tool.result) if not pd.isna(tool.is_error) and bool(tool.is_error) else None,
+                text(tool.result) if failed else None,
             )
         )  # fmt: skip
     return {

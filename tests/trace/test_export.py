@@ -144,3 +144,41 @@ async def test_parquet_timestamps_are_microseconds_that_spark_reads(tmp_path: Pa
         schema = pq.read_schema(folder / f"{table}.parquet")
         assert [schema.field(name).type for name in names] == [pa.timestamp("us", tz="UTC")] * len(names)
     assert_same(trace, load_parquet(folder))
+
+
+def span_attributes(trace: Trace) -> list[dict[str, dict[str, object]]]:
+    spans = trace.to_otlp_json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    return [{a["key"]: a["value"] for a in span["attributes"]} for span in spans]
+
+
+async def test_otlp_uses_the_gen_ai_names_for_stream_first_chunk_errors_and_tool_type() -> None:
+    trace = await mixed_trace()
+    attrs = span_attributes(trace)
+    ttft = trace.llm_calls_df()["ttft_s"]
+    # chat spans: run 1 initial (streamed, tool calls: no chunk), run 1 reflection (streamed text), run 2 (failed)
+    assert [a["gen_ai.request.stream"] for a in attrs[2:5]] == [{"boolValue": True}] * 3
+    assert "gen_ai.response.time_to_first_chunk" not in attrs[2]
+    assert attrs[3]["gen_ai.response.time_to_first_chunk"] == {"doubleValue": float(ttft.iloc[1])}
+    assert not any(key.startswith("nbagent.ttft") for a in attrs for key in a)
+    assert [a.get("error.type") for a in attrs[:5]] == [
+        None, {"stringValue": "ReplayExhaustedError"}, None, None, {"stringValue": "ReplayExhaustedError"}
+    ]
+    # tool spans: add ok, fail (tool error), add with arguments that are not JSON (error)
+    assert [a["gen_ai.tool.type"] for a in attrs[5:]] == [{"stringValue": "function"}] * 3
+    assert [a.get("error.type") for a in attrs[5:]] == [None, {"stringValue": "_OTHER"}, {"stringValue": "_OTHER"}]
+    assert [a.get("gen_ai.tool.call.result") for a in attrs[5:]] == [{"stringValue": "3"}, None, None]
+
+
+async def test_otlp_cancelled_run_and_call_have_an_error_type() -> None:
+    from nbagent import AssistantAgent, ReplayChatCompletionClient
+
+    agent = AssistantAgent("slow", ReplayChatCompletionClient(["late"], latency=5))
+    task = asyncio.ensure_future(agent.run(task="wait"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    attrs = span_attributes(agent.trace)
+    assert [a["gen_ai.operation.name"] for a in attrs] == [{"stringValue": "invoke_agent"}, {"stringValue": "chat"}]
+    assert [a["error.type"] for a in attrs] == [{"stringValue": "CancelledError"}] * 2
+    assert "gen_ai.request.stream" not in attrs[1]
