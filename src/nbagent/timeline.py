@@ -87,8 +87,9 @@ class Timeline:
             lines = [
                 f"{call.purpose} call to {call.model}, iteration {call.iteration}",
                 f"{duration * 1000:.1f} ms" + ("" if _missing(call.ttft_s) else f", first token {call.ttft_s * 1000:.1f} ms"),
-                f"tokens: {call.prompt_tokens} in, {call.completion_tokens} out; finish: {call.finish_reason}",
             ]
+            if not _missing(call.finish_reason):  # the call has a result
+                lines.append(f"tokens: {call.prompt_tokens} in, {call.completion_tokens} out; finish: {call.finish_reason}")
             if not _missing(call.error):
                 lines.append(f"error: {call.error}")
             kind = "error" if call.status == "error" else "llm"

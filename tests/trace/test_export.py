@@ -182,3 +182,24 @@ async def test_otlp_cancelled_run_and_call_have_an_error_type() -> None:
     assert [a["gen_ai.operation.name"] for a in attrs] == [{"stringValue": "invoke_agent"}, {"stringValue": "chat"}]
     assert [a["error.type"] for a in attrs] == [{"stringValue": "CancelledError"}] * 2
     assert "gen_ai.request.stream" not in attrs[1]
+
+
+async def test_dtypes_follow_columns_for_failed_and_cancelled_runs_and_their_loaded_copies(tmp_path: Path) -> None:
+    from nbagent import AssistantAgent, ReplayChatCompletionClient
+
+    trace = await mixed_trace()  # ok (streamed, tool errors), error
+    agent = AssistantAgent("slow", ReplayChatCompletionClient(["late"], latency=5))
+    with trace.recording(agent):
+        task = asyncio.ensure_future(agent.run(task="wait"))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert list(trace.runs_df()["status"]) == ["ok", "error", "cancelled"]
+    assert list(trace.llm_calls_df()["status"]) == ["ok", "ok", "error", "error"]
+    for copy in (trace, load_parquet(trace.to_parquet(tmp_path / "pq")), load_jsonl(trace.to_jsonl(tmp_path / "t.jsonl"))):
+        for name in FRAMES:
+            df = getattr(copy, name)()
+            table = name[: -len("_df")]
+            assert list(df.columns) == list(TRACE_COLUMNS[table])
+            assert [str(t) for t in df.dtypes] == [d for d, _ in TRACE_COLUMNS[table].values()], (copy, table)

@@ -80,3 +80,14 @@ async def test_trace_repr_html_shows_summary_and_last_timeline_escaped() -> None
     assert "tool_error_rate" in page and "<svg" in page
     assert page.count('class="nbagent-timeline"') == 1
     assert "<svg" not in Trace()._repr_html_()
+
+
+async def test_timeline_of_a_failed_call_shows_its_error_not_missing_values() -> None:
+    agent = tool_agent("calc")  # no scripted answer: the first call fails
+    with pytest.raises(Exception):
+        await agent.run(task="go")
+    (bar,) = agent.trace.timeline().bars
+    lines = bar.details.splitlines()
+    assert (bar.kind, len(lines), lines[0]) == ("error", 3, "initial call to replay, iteration 0")
+    assert lines[2].startswith("error: ReplayExhaustedError: ")
+    assert "nan" not in bar.details and "<NA>" not in bar.details
