@@ -167,8 +167,22 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "move": ("category", "the move that added it"),
     },
 }
+# The context snapshots as exported: each message log once, each snapshot as a prefix of one.
+COLUMNS["context_logs"] = {
+    "trace_id": ("category", "id of the trace"),
+    "log": ("Int64", "id of the log: a context's messages in order, only ever appended to"),
+    **COLUMNS["context"],
+}
+COLUMNS["snapshots"] = {
+    "trace_id": ("category", "id of the trace"),
+    "agent": ("category", "the agent whose context it is"),
+    "event_row": ("Int64", "row in events_df (chunks included) of the first item that saw this context"),
+    "log": ("Int64", "the log (context_logs.log) the context was a prefix of"),
+    "length": ("Int64", "the context then: the log's first length messages"),
+}
 TABLES = ("events", "llm_calls", "tool_calls", "runs")
-JSON_COLUMNS = {"tool_calls": ("arguments",), "context": ("tool_calls",)}
+CONTEXT_TABLES = ("context_logs", "snapshots")  # exported with TABLES; they give context_df after a load
+JSON_COLUMNS = {"tool_calls": ("arguments",), "context": ("tool_calls",), "context_logs": ("tool_calls",)}
 
 _CHUNK = ModelClientStreamingChunkEvent
 _CHUNK_KIND = "ModelClientStreamingChunkEvent"
@@ -265,6 +279,14 @@ class TraceFrames(ABC):
     def runs_df(self) -> pd.DataFrame:
         """One row per run."""
 
+    @abstractmethod
+    def context_df(self, run_id: str | None = None, seq: int | None = None, agent: str | None = None) -> pd.DataFrame:
+        """The model context as it was when item ``seq`` of run ``run_id`` was recorded."""
+
+    @abstractmethod
+    def context_tables(self) -> dict[str, pd.DataFrame]:
+        """The context snapshots as the tables ``context_logs`` and ``snapshots`` (for export)."""
+
     def summary(self) -> pd.Series:
         """Runs, LLM calls, tokens, tool error rate and p50/p95 latencies at a glance."""
         from .trace_export import summarize
@@ -278,13 +300,14 @@ class TraceFrames(ABC):
         return Timeline.of(self.runs_df(), self.llm_calls_df(), self.tool_calls_df(), run_id)
 
     def to_parquet(self, folder: str | Path) -> Path:
-        """Write the four tables as ``folder/<table>.parquet``; ``trace_export.load_parquet`` reads them."""
+        """Write the tables as ``folder/<table>.parquet`` (the four frames and the context snapshots);
+        ``trace_export.load_parquet`` reads them."""
         from .trace_export import write_parquet
 
         return write_parquet(self, folder)
 
     def to_jsonl(self, path: str | Path) -> Path:
-        """Write every row of the four tables as one JSON line with a ``table`` field."""
+        """Write every row of the tables (the context ones included) as one JSON line with a ``table`` field."""
         from .trace_export import write_jsonl
 
         return write_jsonl(self, path)
@@ -701,31 +724,39 @@ class Trace(TraceFrames):
 
         Without ``seq``: at the end of that run; without ``run_id``: the latest snapshot (of
         ``agent`` if given). The context of each agent this trace records (``owner`` or attached) is
-        snapshotted at run start and at each move or run end where it grew; an item sees the context
-        as it was at the last move before it.
+        snapshotted at run start, and at each move, event or run end where it changed.
         """
-        items, runs, _ = self._columns()
-        limit = len(items)
-        if run_id is not None:
-            positions = [index for index, run in enumerate(runs) if run == run_id]
-            if not positions:
-                raise KeyError(f"no run {run_id!r} in this trace")
-            if seq is not None:
-                if not 0 <= seq < len(positions):
-                    raise IndexError(f"run {run_id!r} has {len(positions)} items, no seq {seq}")
-                limit = positions[seq]
-            else:
-                limit = positions[-1]  # its last item: a snapshot of the next run start is after it
-            started = items[positions[0]]
-            agent = started.agent if type(started) is RunStarted else agent
-        chosen = None
-        for snapshot, log in zip(self._snapshots, self._snapshot_logs):
-            if snapshot[0] <= limit and (agent is None or snapshot[1] == agent):
-                chosen = (log, snapshot[2], snapshot[3])
-        if chosen is None:
-            raise LookupError("no context snapshot there: this trace records no agent's context at that point")
-        log, size, key = chosen
-        return context_rows(log[:size], self._recorders[key], self.redactor())
+        _, runs, _ = self._columns()
+        agents = {run: info.agent for run, info in self._runs_info().items()}
+        index = pick_snapshot(runs, agents, [(row, name) for row, name, *_ in self._snapshots], run_id, seq, agent)
+        _, _, size, key, _, _ = self._snapshots[index]
+        return context_rows(self._snapshot_logs[index][:size], self._recorders[key], self.redactor())
+
+    def context_tables(self) -> dict[str, pd.DataFrame]:
+        """The context snapshots as two tables: ``context_logs``, each message log once (the context
+        frame's columns, per log), and ``snapshots``, each snapshot as a prefix of a log."""
+        self._flush()  # the snapshots' rows are positions among every row, chunks included
+        red = self.redactor()
+        logs: dict[tuple[int, int], int] = {}  # (id of the log, recorder) -> log id
+        kept: list[tuple[list[LLMMessage], int]] = []  # per log id: the log and its recorder
+        lengths: list[int] = []
+        snapshots: dict[str, list[Any]] = {name: [] for name in COLUMNS["snapshots"]}
+        for (row, agent, size, key, _, _), log in zip(self._snapshots, self._snapshot_logs):
+            log_id = logs.setdefault((id(log), key), len(logs))
+            if log_id == len(kept):
+                kept.append((log, key))
+                lengths.append(size)
+            lengths[log_id] = max(lengths[log_id], size)
+            for name, value in zip(COLUMNS["snapshots"], (self.trace_id, agent, row, log_id, size)):
+                snapshots[name].append(value)
+        messages: dict[str, list[Any]] = {name: [] for name in COLUMNS["context_logs"]}
+        for log_id, ((log, key), length) in enumerate(zip(kept, lengths)):
+            rows = context_rows(log[:length], self._recorders[key], red)
+            messages["trace_id"] += [self.trace_id] * length
+            messages["log"] += [log_id] * length
+            for name in COLUMNS["context"]:
+                messages[name] += rows[name].astype("object").tolist()
+        return {"context_logs": frame("context_logs", messages), "snapshots": frame("snapshots", snapshots)}
 
     def request_df(self, run_id: str, call_index: int = 0) -> pd.DataFrame:
         """What LLM call ``call_index`` of run ``run_id`` sent the model: one row per message, system
@@ -777,6 +808,40 @@ def _redact_chunks(texts: list[str | None], chunks_of: dict[str | None, list[int
             pieces = [whole] + [""] * (len(pieces) - 1)
         for i, piece in zip(indices, pieces):
             texts[i] = piece
+
+
+def pick_snapshot(
+    runs: Sequence[str | None],
+    agents: Mapping[str, str],
+    snapshots: Sequence[tuple[int, str]],
+    run_id: str | None,
+    seq: int | None,
+    agent: str | None,
+) -> int:
+    """Which snapshot (given as (row, agent)) holds the context item ``seq`` of run ``run_id`` saw.
+
+    ``runs`` gives the run of each row, ``agents`` the agent of each run. Without ``seq``: at the end
+    of the run; without ``run_id``: the latest snapshot (of ``agent`` if given).
+    """
+    limit = len(runs)
+    if run_id is not None:
+        positions = [index for index, run in enumerate(runs) if run == run_id]
+        if not positions:
+            raise KeyError(f"no run {run_id!r} in this trace")
+        if seq is not None:
+            if not 0 <= seq < len(positions):
+                raise IndexError(f"run {run_id!r} has {len(positions)} items, no seq {seq}")
+            limit = positions[seq]
+        else:
+            limit = positions[-1]  # its last item: a snapshot of the next run start is after it
+        agent = agents.get(run_id, agent)
+    chosen = None
+    for index, (row, name) in enumerate(snapshots):
+        if row <= limit and (agent is None or name == agent):
+            chosen = index
+    if chosen is None:
+        raise LookupError("no context snapshot there: this trace records no agent's context at that point")
+    return chosen
 
 
 def _concurrency(executions: list[ToolExecution]) -> list[int]:

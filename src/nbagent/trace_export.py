@@ -3,7 +3,9 @@
 Every export is made from the trace's DataFrames, so it holds redacted text only.
 
 * Parquet: ``folder/<table>.parquet`` for the tables ``events``, ``llm_calls``, ``tool_calls`` and
-  ``runs`` (:data:`nbagent.trace.COLUMNS`); :func:`load_parquet` gives back equal DataFrames. A folder
+  ``runs``, and the context snapshots as ``context_logs`` and ``snapshots``
+  (:data:`nbagent.trace.COLUMNS`); :func:`load_parquet` gives back equal DataFrames, the context at any
+  point (``context_df``) included. A folder
   of such folders (one per session) is one dataset for DuckDB, Spark or Trino; see
   :data:`DUCKDB_EXAMPLE`.
 
@@ -26,7 +28,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .trace import COLUMNS, JSON_COLUMNS, TABLES, TraceFrames, frame
+from .trace import CONTEXT_TABLES, COLUMNS, JSON_COLUMNS, TABLES, TraceFrames, frame, pick_snapshot
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,6 +70,28 @@ class LoadedTrace(TraceFrames):
     def runs_df(self) -> pd.DataFrame:
         return self._frames["runs"].copy()
 
+    def context_df(self, run_id: str | None = None, seq: int | None = None, agent: str | None = None) -> pd.DataFrame:
+        import pandas as pd
+
+        runs = self._frames["runs"]
+        snapshots = self._frames["snapshots"]
+        agents = {str(run): str(name) for run, name in zip(runs["run_id"], runs["agent"]) if not pd.isna(name)}
+        index = pick_snapshot(
+            self._frames["events"]["run_id"].astype("object").tolist(),
+            agents,
+            list(zip(snapshots["event_row"].tolist(), snapshots["agent"].astype("object").tolist())),
+            run_id,
+            seq,
+            agent,
+        )
+        snapshot = snapshots.iloc[index]
+        logs = self._frames["context_logs"]
+        rows = logs[logs["log"] == snapshot["log"]].iloc[: int(snapshot["length"])]
+        return frame("context", {name: rows[name].astype("object").tolist() for name in COLUMNS["context"]})
+
+    def context_tables(self) -> dict[str, pd.DataFrame]:
+        return {table: self._frames[table].copy() for table in CONTEXT_TABLES}
+
     def __repr__(self) -> str:
         return f"LoadedTrace({len(self._frames['events'])} items, {len(self._frames['runs'])} runs)"
 
@@ -78,7 +102,12 @@ def _frames(trace: TraceFrames) -> dict[str, pd.DataFrame]:
         "llm_calls": trace.llm_calls_df(),
         "tool_calls": trace.tool_calls_df(),
         "runs": trace.runs_df(),
+        **trace.context_tables(),
     }
+
+
+def _empty(table: str) -> pd.DataFrame:
+    return frame(table, {name: [] for name in COLUMNS[table]})
 
 
 def _trace_id(frames: dict[str, pd.DataFrame], fallback: str) -> str:
@@ -105,13 +134,18 @@ def write_parquet(trace: TraceFrames, folder: str | Path) -> Path:
 
 
 def load_parquet(folder: str | Path) -> LoadedTrace:
-    """Read a folder written by ``trace.to_parquet`` back into DataFrames equal to the saved ones."""
+    """Read a folder written by ``trace.to_parquet`` back into DataFrames equal to the saved ones (a
+    folder without the context tables, written before they were, loads with no context)."""
     import pandas as pd
 
     src = Path(folder)
     frames: dict[str, pd.DataFrame] = {}
-    for table in TABLES:
-        df = pd.read_parquet(src / f"{table}.parquet", engine="pyarrow")
+    for table in (*TABLES, *CONTEXT_TABLES):
+        path = src / f"{table}.parquet"
+        if table in CONTEXT_TABLES and not path.exists():
+            frames[table] = _empty(table)
+            continue
+        df = pd.read_parquet(path, engine="pyarrow")
         for column in JSON_COLUMNS.get(table, ()):
             df[column] = pd.Series([json.loads(value) for value in df[column]], dtype="object")
         df = df[list(COLUMNS[table])]
@@ -139,7 +173,8 @@ def _plain(value: Any) -> Any:
 
 
 def write_jsonl(trace: TraceFrames, path: str | Path) -> Path:
-    """Write every row of the four tables as one JSON object a line, with a ``table`` field."""
+    """Write every row of the tables (the context ones included) as one JSON object a line, with a
+    ``table`` field."""
     out = Path(path)
     with out.open("w", encoding="utf-8") as handle:
         for table, df in _frames(trace).items():
@@ -152,14 +187,14 @@ def write_jsonl(trace: TraceFrames, path: str | Path) -> Path:
 
 def load_jsonl(path: str | Path) -> LoadedTrace:
     """Read a file written by ``trace.to_jsonl`` back into the trace's DataFrames."""
-    rows: dict[str, list[dict[str, Any]]] = {table: [] for table in TABLES}
+    rows: dict[str, list[dict[str, Any]]] = {table: [] for table in (*TABLES, *CONTEXT_TABLES)}
     with Path(path).open(encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
             rows[row.pop("table")].append(row)
     frames = {
         table: frame(table, {name: [row[name] for row in rows[table]] for name in COLUMNS[table]})
-        for table in TABLES
+        for table in (*TABLES, *CONTEXT_TABLES)
     }
     return LoadedTrace(frames, _trace_id(frames, Path(path).stem))
 

@@ -50,8 +50,9 @@ async def test_parquet_round_trip_gives_equal_frames(tmp_path: Path) -> None:
     assert list(trace.runs_df()["status"]) == ["ok", "error"]
     folder = trace.to_parquet(tmp_path / "session")
     assert sorted(p.name for p in folder.iterdir()) == [
-        "events.parquet", "llm_calls.parquet", "runs.parquet", "tool_calls.parquet"
-    ]
+        "context_logs.parquet", "events.parquet", "llm_calls.parquet", "runs.parquet", "snapshots.parquet",
+        "tool_calls.parquet",
+    ]  # fmt: skip
     loaded = load_parquet(folder)
     assert loaded.trace_id == trace.trace_id
     assert_same(trace, loaded)
@@ -203,3 +204,30 @@ async def test_dtypes_follow_columns_for_failed_and_cancelled_runs_and_their_loa
             table = name[: -len("_df")]
             assert list(df.columns) == list(TRACE_COLUMNS[table])
             assert [str(t) for t in df.dtypes] == [d for d, _ in TRACE_COLUMNS[table].values()], (copy, table)
+
+
+async def test_the_context_at_any_point_loads_back_equal_from_parquet_and_jsonl(tmp_path: Path) -> None:
+    alpha = tool_agent("alpha", calls(("c1", "add", '{"a": 1, "b": 2}')), "three", "again", reflect_on_tool_use=True)
+    beta = tool_agent("beta", "hello", model_client_stream=True)
+    trace = Trace()
+    with trace.recording(alpha, beta):
+        await asyncio.gather(alpha.run(task="first"), beta.run(task="hi"))
+        await alpha.run(task="second")
+    copies = [load_parquet(trace.to_parquet(tmp_path / "pq")), load_jsonl(trace.to_jsonl(tmp_path / "t.jsonl"))]
+    events = trace.events_df()
+    first = str(events[(events["agent"] == "alpha") & (events["kind"] == "RunStarted")]["run_id"].iloc[0])
+    assert list(trace.context_df(first)["text"]) == ["first", 'add({"a": 1, "b": 2})', "3", "three"]
+    assert trace.context_df(first)["tool_calls"].iloc[1] == [{"id": "c1", "name": "add", "arguments": '{"a": 1, "b": 2}'}]
+    for copy in copies:
+        for run_id, seqs in events.groupby("run_id", observed=True)["seq"]:
+            for seq in [*seqs, None]:
+                expected = trace.context_df(str(run_id), None if seq is None else int(seq))
+                pdt.assert_frame_equal(copy.context_df(str(run_id), None if seq is None else int(seq)), expected)
+        for agent in ("alpha", "beta", None):
+            pdt.assert_frame_equal(copy.context_df(agent=agent), trace.context_df(agent=agent))
+        with pytest.raises(KeyError):
+            copy.context_df("no-such-run")
+        with pytest.raises(IndexError):
+            copy.context_df(first, 10_000)
+    with pytest.raises(LookupError):
+        load_parquet(Trace().to_parquet(tmp_path / "empty")).context_df()

@@ -74,7 +74,7 @@ async def test_no_secret_in_any_export(tmp_path: Path) -> None:
     trace.to_otlp_json(tmp_path / "otlp.json")
     (tmp_path / "trace.html").write_text(trace._repr_html_())
     blobs = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
-    assert len(blobs) == 7
+    assert len(blobs) == 9  # six Parquet tables (the context ones too), JSON lines, OTLP, HTML
     for blob in blobs:
         for secret in SECRETS:
             assert secret.encode() not in blob
@@ -142,7 +142,7 @@ async def test_key_whose_first_chunk_alone_matches_leaves_no_tail_in_chunks_or_e
     agent.trace.to_parquet(tmp_path / "pq")
     agent.trace.to_jsonl(tmp_path / "trace.jsonl")
     blobs = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
-    assert len(blobs) == 5 and not any(KEY[14:].encode() in blob for blob in blobs)
+    assert len(blobs) == 7 and not any(KEY[14:].encode() in blob for blob in blobs)
     assert KEY[14:] not in all_text(load_parquet(tmp_path / "pq").events_df())
 
 
