@@ -665,7 +665,7 @@ class Trace(TraceFrames):
                 "iteration": execution.iteration,
                 "batch_size": execution.batch_size,
                 "call_id": execution.call.id,
-                "tool_name": execution.call.name,
+                "tool_name": red(execution.call.name),  # the model's: it may carry anything
                 "arguments": _parse_arguments(execution.call.arguments, red),
                 "result": None if result is None else red(result.content),
                 "is_error": None if result is None else result.is_error,
@@ -881,12 +881,12 @@ def context_rows(
         run_id, step, move = recorder.origin_of(message, live) if recorder is not None else NOWHERE
         calls = None
         if isinstance(message, AssistantMessage) and not isinstance(message.content, str):
-            calls = [{"id": c.id, "name": c.name, "arguments": _arguments_text(c.arguments, red)} for c in message.content]
+            calls = [{"id": c.id, "name": red(c.name), "arguments": _arguments_text(c.arguments, red)} for c in message.content]
             text = _calls_text(message.content, red)
         else:
             text = red(message_text(message))
         if isinstance(message, FunctionExecutionResultMessage):
-            source = ", ".join(result.name for result in message.content)
+            source = red(", ".join(result.name for result in message.content))
         else:
             source = getattr(message, "source", "system")
         row = {

@@ -166,3 +166,21 @@ async def test_api_key_header_values_are_masked() -> None:
     assert agent.trace.runs_df()["final_text"].iloc[0] == (
         "headers: {'api-key': '[REDACTED]', 'X-Api-Key': '[REDACTED]'} api_key=[REDACTED]"
     )
+
+
+async def test_a_key_the_model_puts_in_a_tool_name_reaches_no_frame_or_export(tmp_path: Path) -> None:
+    """A prompt-injected model may exfiltrate a key as the name of a tool call (unknown tool: an error result)."""
+    agent = tool_agent("calc", calls(("c1", KEY, '{"a": 1}')), "done", reflect_on_tool_use=True)
+    await agent.run(task="go")
+    trace = agent.trace
+    assert list(trace.tool_calls_df()["tool_name"]) == ["[REDACTED]"]
+    assert agent.context_df()["tool_calls"].iloc[1] == [{"id": "c1", "name": "[REDACTED]", "arguments": '{"a": 1}'}]
+    assert list(agent.context_df()["source"]) == ["user", "calc", "[REDACTED]", "calc"]
+    trace.to_parquet(tmp_path / "pq")
+    trace.to_jsonl(tmp_path / "trace.jsonl")
+    trace.to_otlp_json(tmp_path / "otlp.json")
+    (tmp_path / "trace.html").write_text(trace._repr_html_())
+    frames = [trace.events_df(), trace.llm_calls_df(), trace.tool_calls_df(), trace.runs_df(), agent.context_df()]
+    assert not any(KEY in all_text(df) for df in frames)
+    blobs = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
+    assert len(blobs) == 9 and not any(KEY.encode() in blob for blob in blobs)
