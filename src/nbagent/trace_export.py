@@ -120,16 +120,36 @@ def _trace_id(frames: dict[str, pd.DataFrame], fallback: str) -> str:
 # --------------------------------------------------------------------------- Parquet
 
 
+def _arrow_schema(table: str) -> Any:
+    """The Parquet schema of ``table``, the same for every trace: an all-null column keeps its type, so
+    a folder of sessions is one dataset. Timestamps to the microsecond (Spark rejects nanoseconds)."""
+    import pyarrow as pa
+
+    types = {
+        "category": pa.dictionary(pa.int32(), pa.string()),
+        "string": pa.string(),
+        "object": pa.string(),  # JSON text
+        "Int64": pa.int64(),
+        "float64": pa.float64(),
+        "boolean": pa.bool_(),
+        "datetime64[ns, UTC]": pa.timestamp("us", tz="UTC"),
+    }
+    return pa.schema([(name, types[dtype]) for name, (dtype, _) in COLUMNS[table].items()])
+
+
 def write_parquet(trace: TraceFrames, folder: str | Path) -> Path:
     """Write ``folder/<table>.parquet`` for each table; JSON-valued columns are stored as JSON text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     for table, df in _frames(trace).items():
         df = df.copy()
         for column in JSON_COLUMNS.get(table, ()):
             df[column] = df[column].map(json.dumps).astype("string")
-        # Timestamps as Parquet TIMESTAMP(MICROS): Spark rejects nanoseconds (the frames hold micros).
-        df.to_parquet(out / f"{table}.parquet", engine="pyarrow", index=False, coerce_timestamps="us")
+        arrow = pa.Table.from_pandas(df, schema=_arrow_schema(table), preserve_index=False)
+        pq.write_table(arrow, out / f"{table}.parquet")
     return out
 
 

@@ -231,3 +231,29 @@ async def test_the_context_at_any_point_loads_back_equal_from_parquet_and_jsonl(
             copy.context_df(first, 10_000)
     with pytest.raises(LookupError):
         load_parquet(Trace().to_parquet(tmp_path / "empty")).context_df()
+
+
+async def test_every_session_writes_one_schema_so_duckdb_reads_sessions_without_tool_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session with no tool call (or no run) has all-null columns: they keep their type in the file."""
+    import pyarrow.parquet as pq
+
+    plain = tool_agent("calc", "no tools today")
+    await plain.run(task="chat")
+    plain.trace.to_parquet(tmp_path / "traces" / "a_plain")
+    Trace().to_parquet(tmp_path / "traces" / "b_empty")
+    (await mixed_trace()).to_parquet(tmp_path / "traces" / "c_tools")
+    for table in ("events", "llm_calls", "tool_calls", "runs", "context_logs", "snapshots"):
+        schemas = [pq.read_schema(tmp_path / "traces" / s / f"{table}.parquet") for s in ("a_plain", "b_empty", "c_tools")]
+        assert schemas[0].equals(schemas[1]) and schemas[0].equals(schemas[2]), table
+    monkeypatch.chdir(tmp_path)
+    rows = duckdb.sql(DUCKDB_EXAMPLE).fetchall()
+    assert [(name, calls, sessions, error_rate) for name, calls, sessions, error_rate, _ in rows] == [
+        ("add", 2, 1, 0.5),
+        ("fail", 1, 1, 1.0),
+    ]
+    finals = duckdb.sql(
+        "SELECT final_type, count(*) FROM read_parquet('traces/*/runs.parquet') GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    assert finals == [("TextMessage", 2), (None, 1)]
