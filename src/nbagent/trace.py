@@ -107,7 +107,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "n_tools": ("Int64", "tools offered"),
         "tool_choice": ("category", "auto, none, required or a tool name"),
         "started_at": ("datetime64[ns, UTC]", "when the call started"),
-        "ttft_s": ("float64", "seconds to the first streamed token (NaN if not streamed)"),
+        "ttft_s": ("float64", "seconds to the first streamed text chunk (NaN: not streamed, or tool calls only)"),
         "duration_s": ("float64", "seconds the call took (NaN if it never ended)"),
         "prompt_tokens": ("Int64", "usage.prompt_tokens (gen_ai.usage.input_tokens)"),
         "completion_tokens": ("Int64", "usage.completion_tokens (gen_ai.usage.output_tokens)"),
@@ -766,7 +766,7 @@ class Trace(TraceFrames):
             raise IndexError(f"run {run_id!r} has {len(calls)} LLM calls, no call {call_index}")
         agent = self._runs_info().get(run_id)
         recorder = next(
-            (r for r in (self._own, *self._attached.values()) if agent and r.agent and r.agent.name == agent.agent),
+            (r for r in self._recorders if agent and r.agent and r.agent.name == agent.agent),  # detached too
             None,
         )
         return context_rows(calls[call_index].request.messages, recorder, self.redactor())

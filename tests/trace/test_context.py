@@ -165,3 +165,15 @@ async def test_context_at_every_item_is_the_context_when_it_was_recorded() -> No
         "Move", "ToolExecution", "ToolCallExecutionEvent", "Move", "LLMCall", "Response", "RunFinished",
     ]  # fmt: skip
     assert list(agent.trace.context_df(run_id, 14)["move"]) == ["add_messages", "memory", "tool_request", "tool_execution", "reflect"]
+
+
+async def test_request_df_of_a_shared_trace_keeps_origins_after_the_agent_is_detached() -> None:
+    agent = AssistantAgent("a", ReplayChatCompletionClient(["x"]))
+    shared = Trace()
+    with shared.recording(agent):
+        await agent.run(task="hi")
+    run_id = str(shared.runs_df()["run_id"].iloc[0])
+    request = shared.request_df(run_id)
+    assert list(request["kind"]) == ["system", "user"]
+    assert nullable(request["move"]) == [None, "add_messages"]
+    assert nullable(request["run_id"]) == [None, run_id]
