@@ -252,7 +252,8 @@ def frame(table: str, data: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
         if dtype == "object":
             out[name] = pd.Series(list(values), dtype="object")
         elif dtype.startswith("datetime64"):  # to the microsecond: what Parquet readers all take (Spark)
-            out[name] = pd.Series(pd.to_datetime(values, utc=True)).astype(dtype).dt.floor("us")
+            times = pd.to_datetime(values, utc=True, format="ISO8601")  # text: any ISO 8601 (JSON lines)
+            out[name] = pd.Series(times).astype(dtype).dt.floor("us")
         else:
             out[name] = pd.Series(values, dtype=dtype)
     return pd.DataFrame(out, columns=list(columns))

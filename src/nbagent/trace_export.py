@@ -180,13 +180,13 @@ def load_parquet(folder: str | Path) -> LoadedTrace:
 
 
 def _plain(value: Any) -> Any:
-    """A cell as a JSON value: NA and NaN as null, timestamps as ISO 8601 text."""
+    """A cell as a JSON value: NA and NaN as null, timestamps as ISO 8601 text to the microsecond."""
     import pandas as pd
 
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
+    if isinstance(value, pd.Timestamp):  # one width for every time (a whole second keeps its fraction)
+        return value.isoformat(timespec="microseconds")
     if hasattr(value, "item"):  # numpy scalars
         return value.item()
     return value

@@ -257,3 +257,19 @@ async def test_every_session_writes_one_schema_so_duckdb_reads_sessions_without_
         "SELECT final_type, count(*) FROM read_parquet('traces/*/runs.parquet') GROUP BY ALL ORDER BY ALL"
     ).fetchall()
     assert finals == [("TextMessage", 2), (None, 1)]
+
+
+async def test_jsonl_round_trip_with_a_timestamp_on_a_whole_second(tmp_path: Path) -> None:
+    """ISO text of a time on a whole second has no fraction: the file must still load (and equal)."""
+    import pandas as pd
+
+    trace = await mixed_trace()
+    frames = {name[: -len("_df")]: getattr(trace, name)() for name in FRAMES} | trace.context_tables()
+    frames["events"].loc[0, "timestamp"] = pd.Timestamp("2026-11-30 01:02:03", tz="UTC")
+    frames["runs"].loc[0, "started_at"] = pd.Timestamp("2026-11-30 01:02:03", tz="UTC")
+    edited = LoadedTrace(frames, trace.trace_id)
+    path = edited.to_jsonl(tmp_path / "t.jsonl")
+    stamps = re.findall(r'"timestamp": "([^"]+)"', path.read_text())
+    assert stamps[0] == "2026-11-30T01:02:03.000000+00:00"
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", stamp) for stamp in stamps)
+    assert_same(edited, load_jsonl(path))
