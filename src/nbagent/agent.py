@@ -490,6 +490,7 @@ class AssistantAgent:
             ModelRequest(llm_messages, tools, tool_choice, json_output),
             message_id,
             self._model_client_stream,
+            client.provider,
         )
         if self._model_client_stream:  # the call keeps its stream: the trace reads chunks from it
             chunk_events = run.chunk_events

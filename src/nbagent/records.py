@@ -152,6 +152,7 @@ class LLMCall:
     request: ModelRequest
     message_id: str
     streaming: bool
+    provider: str = "unknown"  # the client's ``provider`` (gen_ai.provider.name)
     started_at: datetime = field(default_factory=utc_now)
     start_perf: float = field(default_factory=time.perf_counter)
     duration_s: float | None = None

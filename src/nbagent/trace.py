@@ -101,6 +101,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "iteration": ("Int64", "tool-loop iteration the call belongs to"),
         "purpose": ("category", "initial, tool_loop or reflection"),
         "model": ("category", "model name"),
+        "provider": ("category", "who serves the model, as its client knows it (gen_ai.provider.name)"),
         "message_id": ("string", "id of the message the answer becomes"),
         "streaming": ("boolean", "whether the call was streamed"),
         "n_messages": ("Int64", "messages sent (system messages included)"),
@@ -251,6 +252,8 @@ def frame(table: str, data: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
         values = data[name]
         if dtype == "object":
             out[name] = pd.Series(list(values), dtype="object")
+        elif dtype == "category":  # categories of text, also when every value is null (else float64)
+            out[name] = pd.Series(values, dtype="object").astype("category")
         elif dtype.startswith("datetime64"):  # to the microsecond: what Parquet readers all take (Spark)
             times = pd.to_datetime(values, utc=True, format="ISO8601")  # text: any ISO 8601 (JSON lines)
             out[name] = pd.Series(times).astype(dtype).dt.floor("us")
@@ -628,6 +631,7 @@ class Trace(TraceFrames):
                 "iteration": call.iteration,
                 "purpose": call.purpose,
                 "model": call.model,
+                "provider": call.provider,
                 "message_id": call.message_id,
                 "streaming": call.streaming,
                 "n_messages": len(call.request.messages),

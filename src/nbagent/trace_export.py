@@ -5,14 +5,14 @@ Every export is made from the trace's DataFrames, so it holds redacted text only
 * Parquet: ``folder/<table>.parquet`` for the tables ``events``, ``llm_calls``, ``tool_calls`` and
   ``runs``, and the context snapshots as ``context_logs`` and ``snapshots``
   (:data:`nbagent.trace.COLUMNS`); :func:`load_parquet` gives back equal DataFrames, the context at any
-  point (``context_df``) included. A folder
-  of such folders (one per session) is one dataset for DuckDB, Spark or Trino; see
-  :data:`DUCKDB_EXAMPLE`.
+  point (``context_df``) included. A folder of such folders (one per session) is one dataset for
+  DuckDB, Spark or Trino; see :data:`DUCKDB_EXAMPLE`.
 
 * JSON lines: one object a row, with a ``table`` field; :func:`load_jsonl` reads it back.
 * OTLP-JSON: the OpenTelemetry protocol's JSON encoding, one span per run (``invoke_agent``), per
   LLM call (``chat``) and per tool call (``execute_tool``), with the GenAI semantic conventions'
-  attribute names (``gen_ai.operation.name``, ``gen_ai.request.model``, ``gen_ai.request.stream``,
+  attribute names (``gen_ai.operation.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
+  ``gen_ai.request.stream``,
   ``gen_ai.response.time_to_first_chunk``, ``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``,
   ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``...); what the conventions do not name
   is under ``nbagent.*``. ``error.type`` is the exception's class name (``CancelledError`` for a
@@ -155,7 +155,8 @@ def write_parquet(trace: TraceFrames, folder: str | Path) -> Path:
 
 def load_parquet(folder: str | Path) -> LoadedTrace:
     """Read a folder written by ``trace.to_parquet`` back into DataFrames equal to the saved ones (a
-    folder without the context tables, written before they were, loads with no context)."""
+    folder written before the context tables or a column existed loads with no context and the
+    column null)."""
     import pandas as pd
 
     src = Path(folder)
@@ -166,9 +167,12 @@ def load_parquet(folder: str | Path) -> LoadedTrace:
             frames[table] = _empty(table)
             continue
         df = pd.read_parquet(path, engine="pyarrow")
-        for column in JSON_COLUMNS.get(table, ()):
-            df[column] = pd.Series([json.loads(value) for value in df[column]], dtype="object")
+        for column in COLUMNS[table].keys() - df.columns:  # added since the folder was written
+            df[column] = pd.Series([None] * len(df), dtype="object")
         df = df[list(COLUMNS[table])]
+        for column in JSON_COLUMNS.get(table, ()):
+            values = [json.loads(value) if isinstance(value, str) else None for value in df[column]]
+            df[column] = pd.Series(values, dtype="object")
         for column, (dtype, _) in COLUMNS[table].items():
             if str(df[column].dtype) != dtype:
                 df[column] = df[column].astype(dtype)
@@ -206,14 +210,15 @@ def write_jsonl(trace: TraceFrames, path: str | Path) -> Path:
 
 
 def load_jsonl(path: str | Path) -> LoadedTrace:
-    """Read a file written by ``trace.to_jsonl`` back into the trace's DataFrames."""
+    """Read a file written by ``trace.to_jsonl`` back into the trace's DataFrames (a column added
+    since the file was written reads as null)."""
     rows: dict[str, list[dict[str, Any]]] = {table: [] for table in (*TABLES, *CONTEXT_TABLES)}
     with Path(path).open(encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
             rows[row.pop("table")].append(row)
     frames = {
-        table: frame(table, {name: [row[name] for row in rows[table]] for name in COLUMNS[table]})
+        table: frame(table, {name: [row.get(name) for row in rows[table]] for name in COLUMNS[table]})
         for table in (*TABLES, *CONTEXT_TABLES)
     }
     return LoadedTrace(frames, _trace_id(frames, Path(path).stem))
@@ -302,6 +307,8 @@ def otlp_json(trace: TraceFrames) -> dict[str, Any]:
     runs, llm_calls, tool_calls = trace.runs_df(), trace.llm_calls_df(), trace.tool_calls_df()
     spans: list[dict[str, Any]] = []
     run_spans: dict[str, str] = {}
+    # A run's provider: its first model call's (an agent has one client).
+    providers = llm_calls.drop_duplicates("run_id").set_index("run_id")["provider"].astype("object")
 
     def text(value: Any) -> str | None:
         return None if value is None or pd.isna(value) else str(value)
@@ -316,6 +323,7 @@ def otlp_json(trace: TraceFrames) -> dict[str, Any]:
                 run.started_at, run.duration_s,
                 {
                     "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.provider.name": text(providers.get(run_id)),
                     "gen_ai.agent.name": text(run.agent),
                     "gen_ai.conversation.id": trace.trace_id,
                     "nbagent.run_id": run_id,
@@ -335,6 +343,7 @@ def otlp_json(trace: TraceFrames) -> dict[str, Any]:
                 f"chat {call.model}", 3, call.started_at, call.duration_s,
                 {
                     "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": text(call.provider),
                     "gen_ai.request.model": text(call.model),
                     "gen_ai.request.stream": True if _flag(call.streaming) else None,  # set only when streamed
                     "gen_ai.response.finish_reasons": [call.finish_reason] if text(call.finish_reason) else None,

@@ -59,6 +59,8 @@ async def test_tool_loop_with_summary(server: ChatServer, client: OpenAIChatComp
     assert kinds(result.messages) == ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallSummaryMessage"]
     assert result.messages[-1].content == "5"
     assert result.messages[1].models_usage.prompt_tokens == 10
+    calls = agent.trace.llm_calls_df()
+    assert calls[["model", "provider"]].astype(str).values.tolist() == [["gpt-4o", "openai"]]
     tools = server.requests[0].body["tools"]
     assert tools[0]["function"]["name"] == "add" and tools[0]["function"]["parameters"]["required"] == ["a", "b"]
 

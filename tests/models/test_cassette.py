@@ -64,7 +64,7 @@ async def test_record_then_replay_gives_the_same_events(server: ChatServer, clie
     live = [item async for item in tool_agent(RecordingChatCompletionClient(client, path)).run_stream(task="2+3?")]
 
     data = json.loads(path.read_text())
-    assert (data["format"], data["version"], data["model"]) == ("nbagent-cassette", 1, "gpt-4o")
+    assert (data["format"], data["version"], data["model"], data["provider"]) == ("nbagent-cassette", 1, "gpt-4o", "openai")
     first, second = data["interactions"]
     assert first["stream"] is True and first["result"]["thought"] == "add them" and first["chunks"] == []
     assert [c["text"] for c in second["chunks"]] == ["The", " su", "m i", "s 5", "."]
@@ -75,7 +75,7 @@ async def test_record_then_replay_gives_the_same_events(server: ChatServer, clie
     offline = [item async for item in tool_agent(replay).run_stream(task="2+3?")]
     assert shape(offline[:-1]) == shape(live[:-1])
     assert [c.content for c in offline if isinstance(c, ModelClientStreamingChunkEvent)] == ["The", " su", "m i", "s 5", "."]
-    assert replay.remaining == 0 and replay.model_name == "gpt-4o"
+    assert replay.remaining == 0 and replay.model_name == "gpt-4o" and replay.provider == "openai"
     assert replay.total_usage() == RequestUsage(prompt_tokens=20, completion_tokens=10)
     assert replay.actual_usage() == RequestUsage()
 

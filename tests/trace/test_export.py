@@ -116,6 +116,8 @@ async def test_otlp_spans_use_gen_ai_names(tmp_path: Path) -> None:
             assert runs[span["parentSpanId"]]["traceId"] == span["traceId"]
     attrs = [{a["key"]: a["value"] for a in span["attributes"]} for span in spans]
     assert attrs[0]["gen_ai.operation.name"] == {"stringValue": "invoke_agent"}
+    assert [a["gen_ai.provider.name"] for a in attrs[:5]] == [{"stringValue": "nbagent.replay"}] * 5
+    assert all("gen_ai.provider.name" not in a for a in attrs[5:])  # tool spans: no model provider
     assert attrs[2]["gen_ai.operation.name"] == {"stringValue": "chat"}
     assert attrs[2]["gen_ai.request.model"] == {"stringValue": "replay"}
     assert attrs[2]["gen_ai.usage.input_tokens"] == {"intValue": "10"}
@@ -273,3 +275,24 @@ async def test_jsonl_round_trip_with_a_timestamp_on_a_whole_second(tmp_path: Pat
     assert stamps[0] == "2026-11-30T01:02:03.000000+00:00"
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", stamp) for stamp in stamps)
     assert_same(edited, load_jsonl(path))
+
+
+async def test_files_written_before_a_column_existed_load_with_it_null(tmp_path: Path) -> None:
+    """``provider`` came after the first traces were saved: their Parquet and JSONL files still load."""
+    import pyarrow.parquet as pq
+
+    trace = await mixed_trace()
+    assert trace.llm_calls_df()["provider"].tolist() == ["nbagent.replay"] * 3
+    folder = trace.to_parquet(tmp_path / "session")
+    pq.write_table(pq.read_table(folder / "llm_calls.parquet").drop_columns(["provider"]), folder / "llm_calls.parquet")
+    path = trace.to_jsonl(tmp_path / "trace.jsonl")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        line.pop("provider", None)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    expected = trace.llm_calls_df().assign(provider=None).astype({"provider": "category"})
+    for loaded in (load_parquet(folder), load_jsonl(path)):
+        pdt.assert_frame_equal(loaded.llm_calls_df(), expected)
+        pdt.assert_frame_equal(loaded.tool_calls_df(), trace.tool_calls_df())
+        spans = loaded.to_otlp_json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        assert all(a["key"] != "gen_ai.provider.name" for span in spans for a in span["attributes"])

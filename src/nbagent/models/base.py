@@ -83,6 +83,9 @@ class ChatCompletionClient(ABC):
     """Turns LLM messages (and tool schemas) into a :class:`CreateResult`, at once or streamed."""
 
     model_info: ModelInfo
+    provider: str = "unknown"
+    """Who serves the model as this client knows it, OpenTelemetry's ``gen_ai.provider.name``: the
+    trace records it with every LLM call."""
     _secrets: Sequence[str] = ()
     """Secret values this client holds (API keys, secret headers): recorders and cassettes mask them."""
 

@@ -86,6 +86,9 @@ class Cassette(BaseModel):
     format: Literal["nbagent-cassette"]
     version: Literal[1]
     model: str
+    # Who served the recording (gen_ai.provider.name); files written before it was kept came from
+    # the OpenAI client, the only real one.
+    provider: str = "openai"
     model_info: dict[str, Any]
     recorded_at: str
     interactions: list[Interaction]
@@ -208,11 +211,13 @@ class RecordingChatCompletionClient(ChatCompletionClient):
         self.inner = inner
         self.path = Path(path)
         self.model_info = inner.model_info
+        self.provider = inner.provider
         self._secrets = known_secrets([*secrets, *getattr(inner, "_secrets", ())])
         self._cassette = Cassette(
             format=CASSETTE_FORMAT,
             version=CASSETTE_VERSION,
             model=inner.model_name,
+            provider=inner.provider,
             model_info=redact_data(dict(inner.model_info), self._secrets),
             recorded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             interactions=[],
@@ -328,6 +333,7 @@ class CassetteChatCompletionClient(ChatCompletionClient):
         self.path = Path(path)
         self.cassette = load_cassette(self.path)
         self.model_info = ModelInfo(**self.cassette.model_info)  # type: ignore[typeddict-item]
+        self.provider = self.cassette.provider
         self.pace = pace
         self.check_requests = check_requests
         self._index = 0

@@ -302,6 +302,10 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     to the first streamed delta of the last stream.
     """
 
+    # The OpenAI API, whichever server base_url names (vLLM, Ollama...): the conventions ask for the
+    # client's best knowledge; the model name tells the rest.
+    provider = "openai"
+
     def __init__(
         self,
         model: str,

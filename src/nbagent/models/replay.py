@@ -31,6 +31,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     for demos and cancellation tests.
     """
 
+    provider = "nbagent.replay"
+
     def __init__(
         self,
         chat_completions: Sequence[str | CreateResult],
