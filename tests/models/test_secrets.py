@@ -79,6 +79,10 @@ async def test_keys_reach_the_server_and_nothing_else(tmp_path: Path, monkeypatc
         ("google AIzaSyA-1234567890abcdefghijklmnopqrstu", "google [REDACTED]"),
         ("hf hf_abcdefghijklmnopqrstuvwx", "hf [REDACTED]"),
         ("a task about skiing and sk-1 is fine", "a task about skiing and sk-1 is fine"),
+        ("scheme in any case: bearer " "abcdef123456 and BASIC " "dXNlcjpwYXNz", "scheme in any case: [REDACTED] and [REDACTED]"),
+        ("header basic " "dXNlcjpwYXNzd29yZA== sent", "header [REDACTED] sent"),
+        # Words after the scheme names stay text: no digit, no inner symbol, no case change.
+        ("Basic arithmetic first. Bearer tokens expire; Bearer tokens.", "Basic arithmetic first. Bearer tokens expire; Bearer tokens."),
     ],
 )
 def test_redact_patterns(text: str, expected: str) -> None:

@@ -13,12 +13,22 @@ from typing import Any, Iterable
 
 REDACTED = "[REDACTED]"
 
+
+def _credential(chars: str, symbols: str) -> str:
+    """A run of ``chars`` (a regex, repeat count to add) that looks like a credential, not a word:
+    it holds a digit, one of ``symbols`` followed by more of it, or a lower-to-upper case change."""
+    marks = re.escape(symbols)
+    return rf"(?=[{chars}]*(?:[0-9]|[{marks}][{chars}]|[a-z][A-Z]))[{chars}]"
+
 _SECRET_PATTERNS = re.compile(
     "|".join(
         (
             r"\bsk-[A-Za-z0-9_\-]{8,}",  # OpenAI, Anthropic (sk-ant-...), DeepSeek...
-            r"\bBearer\s+[A-Za-z0-9._~+/=\-]{4,}",  # Authorization header values
-            r"\bBasic\s+[A-Za-z0-9+/=]{8,}",
+            # Authorization header values; the scheme in any case, the credential holding a digit, a
+            # symbol inside it or a lower-to-upper case change, so that "Basic arithmetic" and
+            # "Bearer tokens." stay text.
+            rf"\b(?i:bearer)\s+{_credential('A-Za-z0-9._~+/=-', '._~+/=-')}{{6,}}",
+            rf"\b(?i:basic)\s+{_credential('A-Za-z0-9+/=', '+/=')}{{8,}}",
             r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key id
             r"\bgh[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
             r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
