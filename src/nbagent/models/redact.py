@@ -37,6 +37,9 @@ _SECRET_PATTERNS = re.compile(
         )
     )
 )
+# Every secret pattern holds one of these (lowercased): a text without any skips the patterns, whose
+# scan costs ~20 us per KB of text.
+_SECRET_MARKS = ("sk-", "bearer", "basic", "akia", "_", "xox", "aiza")
 _SECRET_KEY = re.compile(
     r"^(x-)?(api[-_]?key|authorization|proxy-authorization|password|passwd|secret|client[-_]secret|"
     r"access[-_]token|refresh[-_]token|auth[-_]token|openai[-_]api[-_]key)$",
@@ -61,7 +64,10 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    return _SECRET_PATTERNS.sub(REDACTED, text)
+    lowered = text.lower()
+    if any(mark in lowered for mark in _SECRET_MARKS):
+        text = _SECRET_PATTERNS.sub(REDACTED, text)
+    return text
 
 
 def redact_data(data: Any, secrets: Iterable[str] = ()) -> Any:
