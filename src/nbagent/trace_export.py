@@ -8,7 +8,8 @@ Every export is made from the trace's DataFrames, so it holds redacted text only
   point (``context_df``) included. A folder of such folders (one per session) is one dataset for
   DuckDB, Spark or Trino; see :data:`DUCKDB_EXAMPLE`.
 
-* JSON lines: one object a row, with a ``table`` field; :func:`load_jsonl` reads it back.
+* JSON lines: one object a row, with a ``table`` field, after a first line holding the trace's id;
+  :func:`load_jsonl` reads it back.
 * OTLP-JSON: the OpenTelemetry protocol's JSON encoding, one span per run (``invoke_agent``), per
   LLM call (``chat``) and per tool call (``execute_tool``), with the GenAI semantic conventions'
   attribute names (``gen_ai.operation.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
@@ -111,10 +112,16 @@ def _empty(table: str) -> pd.DataFrame:
 
 
 def _trace_id(frames: dict[str, pd.DataFrame], fallback: str) -> str:
+    """The id in the rows, for files written before the id was stored apart; else ``fallback``."""
     for df in frames.values():
-        if len(df):
+        if len(df) and "trace_id" in df:
             return str(df["trace_id"].iloc[0])
     return fallback
+
+
+# The trace's id, kept apart from the rows so that a trace with none keeps it: a Parquet file's
+# schema metadata, and the first JSON line (table "trace").
+_TRACE_ID_KEY = b"nbagent.trace_id"
 
 
 # --------------------------------------------------------------------------- Parquet
@@ -149,7 +156,8 @@ def write_parquet(trace: TraceFrames, folder: str | Path) -> Path:
         for column in JSON_COLUMNS.get(table, ()):
             df[column] = df[column].map(json.dumps).astype("string")
         arrow = pa.Table.from_pandas(df, schema=_arrow_schema(table), preserve_index=False)
-        pq.write_table(arrow, out / f"{table}.parquet")
+        metadata = {**(arrow.schema.metadata or {}), _TRACE_ID_KEY: trace.trace_id.encode()}
+        pq.write_table(arrow.replace_schema_metadata(metadata), out / f"{table}.parquet")
     return out
 
 
@@ -177,7 +185,10 @@ def load_parquet(folder: str | Path) -> LoadedTrace:
             if str(df[column].dtype) != dtype:
                 df[column] = df[column].astype(dtype)
         frames[table] = df
-    return LoadedTrace(frames, _trace_id(frames, src.name))
+    import pyarrow.parquet as pq
+
+    stored = (pq.read_schema(src / "runs.parquet").metadata or {}).get(_TRACE_ID_KEY)
+    return LoadedTrace(frames, stored.decode() if stored else _trace_id(frames, src.name))
 
 
 # --------------------------------------------------------------------------- JSON lines
@@ -198,9 +209,10 @@ def _plain(value: Any) -> Any:
 
 def write_jsonl(trace: TraceFrames, path: str | Path) -> Path:
     """Write every row of the tables (the context ones included) as one JSON object a line, with a
-    ``table`` field."""
+    ``table`` field; the first line (table ``trace``) holds the trace's id."""
     out = Path(path)
     with out.open("w", encoding="utf-8") as handle:
+        handle.write(json.dumps({"table": "trace", "trace_id": trace.trace_id}) + "\n")
         for table, df in _frames(trace).items():
             columns = list(df.columns)
             for values in df.itertuples(index=False, name=None):
@@ -212,7 +224,7 @@ def write_jsonl(trace: TraceFrames, path: str | Path) -> Path:
 def load_jsonl(path: str | Path) -> LoadedTrace:
     """Read a file written by ``trace.to_jsonl`` back into the trace's DataFrames (a column added
     since the file was written reads as null)."""
-    rows: dict[str, list[dict[str, Any]]] = {table: [] for table in (*TABLES, *CONTEXT_TABLES)}
+    rows: dict[str, list[dict[str, Any]]] = {table: [] for table in ("trace", *TABLES, *CONTEXT_TABLES)}
     with Path(path).open(encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
@@ -221,7 +233,8 @@ def load_jsonl(path: str | Path) -> LoadedTrace:
         table: frame(table, {name: [row.get(name) for row in rows[table]] for name in COLUMNS[table]})
         for table in (*TABLES, *CONTEXT_TABLES)
     }
-    return LoadedTrace(frames, _trace_id(frames, Path(path).stem))
+    stored = rows["trace"]
+    return LoadedTrace(frames, stored[0]["trace_id"] if stored else _trace_id(frames, Path(path).stem))
 
 
 # --------------------------------------------------------------------------- OTLP-JSON
