@@ -116,6 +116,9 @@ VIEWS = [
     "{t}.context_df(first, last_seq)",
 ]
 LOAD = 'loaded = nbagent.load_parquet(trace.to_parquet("trace_parquet"))'
+DEFAULTS = '''with pd.option_context("display.max_colwidth", 50, "display.max_rows", 60):
+    display(trace.events_df(), trace.tool_calls_df(), agent.context_df())'''
+"""The frames as pandas shows them by default: texts cut at 50 characters, 10 rows of long frames."""
 
 ALL = tuple(PLACES)
 FRAME_PLACES: dict[str, tuple[str, ...]] = {
@@ -160,6 +163,8 @@ def _cells(port: int) -> tuple[list[str], dict[str, int]]:
         if name == "trace":
             index["agent.context_df()"] = len(cells)
             cells.append("agent.context_df()")
+    index["defaults"] = len(cells)
+    cells.append(DEFAULTS)
     return cells, index
 
 
@@ -191,6 +196,9 @@ def test_trace_views_escape_payloads_and_hide_the_key(
     # The control proves the markers fire on this page, through the renderer the views use.
     assert nb.xss_hits() == CONTROL_HIT
     assert page.evaluate(DANGEROUS_DOM_JS, OUTPUTS) == []
+    cut = page.evaluate(_TEXT_JS, index["defaults"])
+    assert page.locator(".jp-CodeCell").nth(index["defaults"]).locator("table.dataframe").count() == 3
+    assert "<img src=x onerror=\"__xss('u00')\">\\n\\n<img src..." in cut
 
     for name in ("trace", "loaded"):
         # Each frame shows every payload of its places as text.
@@ -232,7 +240,7 @@ def test_trace_views_escape_payloads_and_hide_the_key(
     static = open_static_html(target)
     assert static.xss_hits() == CONTROL_HIT
     assert static.page.evaluate(DANGEROUS_DOM_JS, OUTPUTS) == []
-    assert static.page.locator("table.dataframe").count() == len(FRAME_PLACES) * 2 - 1
+    assert static.page.locator("table.dataframe").count() == len(FRAME_PLACES) * 2 - 1 + 3
     assert static.page.locator(".nbagent-timeline svg").count() == 4
     static_text = static.page.evaluate("() => document.body.textContent")
     for place in ALL:
