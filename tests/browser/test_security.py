@@ -23,19 +23,10 @@ import pytest
 from nbconvert import HTMLExporter
 
 from .conftest import LabNotebook, LabServer, StaticPage, _free_port
-from .xss import DANGEROUS_DOM_JS, PAYLOAD_COUNT, xss_payloads
+from .xss import DANGEROUS_DOM_JS, KERNEL_TOOLS, PAYLOAD_COUNT, PLACES, corpus, xss_payloads
 
 pytestmark = pytest.mark.browser
 
-PLACES = {
-    "u": "task",
-    "h": "thought before the tool calls",
-    "k": "thought of the reflection",
-    "a": "tool arguments",
-    "r": "tool results",
-    "e": "tool errors",
-    "t": "streamed answer (Markdown)",
-}
 ESCAPED_PLACES = ("u", "h", "k", "r", "e")
 """Places shown as escaped text: each payload must appear there literally."""
 
@@ -44,18 +35,7 @@ import json, os
 import ipywidgets as widgets
 import nbagent
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
-
-with open("xss_corpus.json") as f:
-    corpus = json.load(f)
-
-def lookup(key: int, note: str) -> str:
-    """Look up a record (returns hostile text)."""
-    return corpus["r"][key]
-
-def explode(key: int) -> str:
-    """Fail with a hostile message."""
-    raise ValueError(corpus["e"][key])
-
+''' + KERNEL_TOOLS + '''
 def make_agent(name: str) -> AssistantAgent:
     calls = [FunctionCall(id=f"l{i}", name="lookup", arguments=json.dumps({"key": i, "note": a})) for i, a in enumerate(corpus["a"])]
     calls += [FunctionCall(id=f"x{i}", name="explode", arguments=json.dumps({"key": i})) for i in range(len(corpus["e"]))]
@@ -109,10 +89,6 @@ _NOT_BUSY_JS = """(index) => { const s = document.querySelector('.nba-stepper-st
   return s && s.dataset.busy === 'false' && h && h.dataset.index !== index; }"""
 
 
-def _corpus() -> dict[str, list[str]]:
-    return {place: [p.text for p in xss_payloads(place)] for place in PLACES}
-
-
 def _export(notebook_path: Path, target: Path, *, keep_widget_state: bool) -> str:
     notebook = nbformat.read(notebook_path, as_version=4)
     if not keep_widget_state:
@@ -128,8 +104,7 @@ def test_no_payload_runs_and_no_key_leaks(
     lab: LabServer,
     tmp_path: Path,
 ) -> None:
-    corpus = _corpus()
-    (lab.root / "xss_corpus.json").write_text(json.dumps(corpus))
+    (lab.root / "xss_corpus.json").write_text(json.dumps(corpus()))
     cells = [SETUP, CONTROL, VIEW, STEPPER, SECRET.replace("{port}", str(_free_port())), CHECK]
     nb: LabNotebook = run_notebook_in_lab(cells, name="security")
     page = nb.page

@@ -26,21 +26,10 @@ import pytest
 from nbconvert import HTMLExporter
 
 from .conftest import LabNotebook, LabServer, StaticPage, _free_port
-from .xss import DANGEROUS_DOM_JS, PAYLOAD_COUNT, xss_payloads
+from .xss import DANGEROUS_DOM_JS, KERNEL_TOOLS, PAYLOAD_COUNT, PLACES, corpus, xss_payloads
 
 pytestmark = pytest.mark.browser
 
-PLACES = {
-    "u": "task",
-    "h": "thought before the tool calls",
-    "k": "thought of the reflection",
-    "a": "tool arguments",
-    "r": "tool results",
-    "e": "tool errors",
-    "n": "names of unknown tools",
-    "t": "streamed answer",
-    "m": "model error",
-}
 
 SETUP = '''
 import json, os
@@ -52,17 +41,7 @@ from nbagent.models.openai import OpenAIChatCompletionClient
 
 pd.set_option("display.max_colwidth", None)
 pd.set_option("display.max_rows", None)
-with open("xss_corpus.json") as f:
-    corpus = json.load(f)
-
-def lookup(key: int, note: str) -> str:
-    """Look up a record (returns hostile text)."""
-    return corpus["r"][key]
-
-def explode(key: int) -> str:
-    """Fail with a hostile message."""
-    raise ValueError(corpus["e"][key])
-
+''' + KERNEL_TOOLS + '''
 class Failing(ReplayChatCompletionClient):
     """The replay model, failing with a hostile message once its script is used up."""
 
@@ -183,7 +162,7 @@ def test_trace_views_escape_payloads_and_hide_the_key(
     lab: LabServer,
     tmp_path: Path,
 ) -> None:
-    (lab.root / "xss_corpus.json").write_text(json.dumps({p: [x.text for x in xss_payloads(p)] for p in PLACES}))
+    (lab.root / "xss_corpus.json").write_text(json.dumps(corpus()))
     cells, index = _cells(_free_port())
     nb = run_notebook_in_lab(cells, name="trace-views")
     page = nb.page

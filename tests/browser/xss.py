@@ -124,3 +124,36 @@ def xss_payloads(prefix: str) -> list[Payload]:
 
 
 PAYLOAD_COUNT = len(_TEMPLATES)
+
+PLACES = {
+    "u": "task",
+    "h": "thought before the tool calls",
+    "k": "thought of the reflection",
+    "a": "tool arguments",
+    "r": "tool results",
+    "e": "tool errors",
+    "n": "names of unknown tools",
+    "t": "streamed answer (Markdown)",
+    "m": "model error",
+}
+"""Where a model or a tool writes, by payload prefix."""
+
+
+def corpus() -> dict[str, list[str]]:
+    """Every place's payload texts: what the kernel reads from ``xss_corpus.json``."""
+    return {place: [p.text for p in xss_payloads(place)] for place in PLACES}
+
+KERNEL_TOOLS = '''
+with open("xss_corpus.json") as f:
+    corpus = json.load(f)
+
+def lookup(key: int, note: str) -> str:
+    """Look up a record (returns hostile text)."""
+    return corpus["r"][key]
+
+def explode(key: int) -> str:
+    """Fail with a hostile message."""
+    raise ValueError(corpus["e"][key])
+'''
+"""Kernel code (after ``import json``): the corpus (``xss_corpus.json``, :func:`xss_payloads` texts by
+place) and two tools returning (``lookup``) or raising (``explode``) its hostile texts."""
