@@ -297,3 +297,25 @@ async def test_files_written_before_a_column_existed_load_with_it_null(tmp_path:
         pdt.assert_frame_equal(loaded.tool_calls_df(), trace.tool_calls_df())
         spans = loaded.to_otlp_json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
         assert all(a["key"] != "gen_ai.provider.name" for span in spans for a in span["attributes"])
+
+
+async def test_export_then_clear_keeps_every_run_in_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's way to keep a service's trace bounded: parts written one after another, each
+    holding only the runs since the last clear(), read back together."""
+    agent = tool_agent("calc", *[f"answer {i}" for i in range(6)])
+    for part in range(3):
+        for _ in range(2):
+            await agent.run(task=f"part {part}")
+        agent.trace.to_parquet(tmp_path / "traces" / f"part-{part}")
+        agent.trace.clear()
+        assert len(agent.trace) == 0
+    monkeypatch.chdir(tmp_path)
+    rows = duckdb.sql(
+        "SELECT task, count(*), count(DISTINCT run_id), count(DISTINCT trace_id) "
+        "FROM read_parquet('traces/*/runs.parquet') GROUP BY task ORDER BY task"
+    ).fetchall()
+    assert rows == [("part 0", 2, 2, 1), ("part 1", 2, 2, 1), ("part 2", 2, 2, 1)]
+    texts = duckdb.sql("SELECT final_text FROM read_parquet('traces/*/runs.parquet') ORDER BY started_at").fetchall()
+    assert texts == [(f"answer {i}",) for i in range(6)]
+    second = load_parquet(tmp_path / "traces" / "part-1")
+    assert list(second.context_df(str(second.runs_df()["run_id"].iloc[0]), 0)["text"]) == ["part 0", "answer 0", "part 0", "answer 1"]
