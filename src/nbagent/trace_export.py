@@ -13,10 +13,9 @@ Every export is made from the trace's DataFrames, so it holds redacted text only
 * OTLP-JSON: the OpenTelemetry protocol's JSON encoding, one span per run (``invoke_agent``), per
   LLM call (``chat``) and per tool call (``execute_tool``), with the GenAI semantic conventions'
   attribute names (``gen_ai.operation.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
-  ``gen_ai.request.stream``,
-  ``gen_ai.response.time_to_first_chunk``, ``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``,
-  ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``...); what the conventions do not name
-  is under ``nbagent.*``. ``error.type`` is the exception's class name (``CancelledError`` for a
+  ``gen_ai.request.stream``, ``gen_ai.response.time_to_first_chunk``, ``gen_ai.usage.input_tokens``,
+  ``gen_ai.usage.output_tokens``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``...);
+  what the conventions do not name is under ``nbagent.*``. ``error.type`` is the exception's class name (``CancelledError`` for a
   cancelled run or call) or ``_OTHER`` for a tool call that gave an error result.
 """
 
