@@ -467,8 +467,25 @@ class Trace(TraceFrames):
         return len(self._flush())
 
     def clear(self) -> None:
-        """Forget every recorded item and snapshot (and the chunks streamed so far)."""
-        self._row_list.clear()
+        """Forget every recorded item and snapshot (and the chunks streamed so far), but what a run in
+        progress still needs to be recorded whole from here on: its ``RunStarted``, its last move and
+        its LLM and tool calls not ended yet (completed in place when they end)."""
+        rows = self._row_list
+        # Per run in progress: its start, its last move's row, its calls not ended.
+        running: dict[str, tuple[RunStarted, list[Any], list[Any]]] = {}
+        for row in rows:
+            kind = type(row)
+            if kind is RunStarted:
+                running[row.run_id] = (row, [], [])
+            elif kind is RunFinished:
+                running.pop(row.run_id, None)
+            elif kind is tuple:
+                if len(row) == 4 and row[2] in running:  # a move
+                    running[row[2]][1][:] = [row]
+            elif (kind is LLMCall or kind is ToolExecution) and row.duration_s is None and row.run_id in running:
+                running[row.run_id][2].append(row)
+        kept = {id(row) for started, move, calls in running.values() for row in (started, *move, *calls)}
+        rows[:] = [row for row in rows if id(row) in kept]  # in place: the recorders append to this list
         self._unnamed.clear()
         self._unnamed_calls.clear()
         self._snapshots.clear()

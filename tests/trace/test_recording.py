@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from nbagent import CancellationToken, Move, Trace, TRACE_COLUMNS
+from nbagent import AssistantAgent, CancellationToken, Move, ReplayChatCompletionClient, ToolExecution, Trace, TRACE_COLUMNS
 
 from .helpers import calls, tool_agent
 
@@ -282,3 +282,42 @@ async def test_attaching_an_agent_to_its_own_trace_records_each_item_once() -> N
     events = agent.trace.events_df()
     assert list(events["kind"]) == ["RunStarted", "Move", "Move", "Move", "LLMCall", "Move", "Response", "RunFinished"]
     assert list(events["seq"]) == list(range(8))
+
+
+async def test_clear_while_another_agent_runs_keeps_what_its_run_still_needs() -> None:
+    """The README's bounded service: export and clear() from time to time, while runs go on."""
+    release = asyncio.Event()
+
+    async def wait(note: str) -> str:
+        """Waits until released."""
+        await release.wait()
+        return f"done {note}"
+
+    busy = AssistantAgent(
+        "busy", ReplayChatCompletionClient([calls(("w1", "wait", '{"note": "x"}')), "all done"]), tools=[wait],
+        reflect_on_tool_use=True,
+    )
+    quick = tool_agent("quick", "hello", "again")
+    trace = Trace()
+    with trace.recording(busy, quick):
+        task = asyncio.ensure_future(busy.run(task="slow"))
+        while not any(type(item) is ToolExecution for item in trace.items):
+            await asyncio.sleep(0.001)
+        await quick.run(task="hi")
+        trace.clear()
+        release.set()
+        await task
+        await quick.run(task="hi again")
+    runs = trace.runs_df()
+    assert [(r.agent, r.task, r.status, r.final_text) for r in runs.itertuples()] == [
+        ("busy", "slow", "ok", "all done"),
+        ("quick", "hi again", "ok", "again"),
+    ]
+    assert runs["started_at"].notna().all() and runs["duration_s"].gt(0).all()
+    # The busy run keeps its start, its last move and its tool call, which ended after the clear.
+    busy_events = trace.events_df().query("agent == 'busy'")
+    assert list(busy_events["kind"])[:3] == ["RunStarted", "Move", "ToolExecution"]
+    assert list(busy_events["move"])[1:3] == ["tool_execution"] * 2
+    (tool,) = trace.tool_calls_df().itertuples()
+    assert (tool.tool_name, tool.result, tool.is_error) == ("wait", "done x", False)
+    assert list(trace.llm_calls_df()["purpose"]) == ["reflection", "initial"]

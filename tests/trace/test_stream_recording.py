@@ -132,4 +132,9 @@ async def test_clear_mid_stream_forgets_the_chunks_before_it() -> None:
     agent = streaming_agent(chunk_delay=0.001)
     await run_with(agent, 2, agent.trace.clear)
     assert list(chunk_rows(agent.trace)["text"]) == PIECES[2:]
-    assert list(agent.trace.events_df()["kind"]) == [CHUNK] * 3 + ["Move", "Response", "RunFinished"]
+    # The run in progress keeps its start, its last move and its LLM call, which ends after the clear.
+    events = agent.trace.events_df()
+    assert list(events["kind"]) == ["RunStarted", "Move", "LLMCall"] + [CHUNK] * 3 + ["Move", "Response", "RunFinished"]
+    assert list(events["move"])[1:3] == ["call_llm"] * 2 and list(events["seq"]) == list(range(9))
+    (call,) = agent.trace.llm_calls_df().itertuples()
+    assert call.status == "ok" and call.duration_s > 0 and call.response_text == "".join(PIECES)
