@@ -778,11 +778,9 @@ class Trace(TraceFrames):
                 snapshots[name].append(value)
         messages: dict[str, list[Any]] = {name: [] for name in COLUMNS["context_logs"]}
         for log_id, ((log, key), length) in enumerate(zip(kept, lengths)):
-            rows = context_rows(log[:length], self._recorders[key], red)
             messages["trace_id"] += [self.trace_id] * length
             messages["log"] += [log_id] * length
-            for name in COLUMNS["context"]:
-                messages[name] += rows[name].astype("object").tolist()
+            _add_context_rows(messages, log[:length], self._recorders[key], red)
         return {"context_logs": frame("context_logs", messages), "snapshots": frame("snapshots", snapshots)}
 
     def request_df(self, run_id: str, call_index: int = 0) -> pd.DataFrame:
@@ -904,6 +902,18 @@ def context_rows(
     """The context frame of ``messages``, with the run and STEP ``recorder`` saw add each one
     (``live``: ``messages`` is the agent's context now, see :meth:`AgentRecorder.origin_of`)."""
     cols: dict[str, list[Any]] = {name: [] for name in COLUMNS["context"]}
+    _add_context_rows(cols, messages, recorder, red, live)
+    return frame("context", cols)
+
+
+def _add_context_rows(
+    cols: dict[str, list[Any]],
+    messages: Sequence[LLMMessage],
+    recorder: AgentRecorder | None,
+    red: Redactor,
+    live: bool = False,
+) -> None:
+    """Append the context frame's rows of ``messages`` to ``cols`` (see :func:`context_rows`)."""
     for position, message in enumerate(messages):
         run_id, step, move = recorder.origin_of(message, live) if recorder is not None else NOWHERE
         calls = None
@@ -930,7 +940,6 @@ def context_rows(
         }
         for name, value in row.items():
             cols[name].append(value)
-    return frame("context", cols)
 
 
 def context_frame(agent: AssistantAgent) -> pd.DataFrame:
