@@ -797,7 +797,7 @@ class AssistantAgent:
         """After the tool loop: ask the model (no tools) to turn the results into the answer."""
         message_id = new_id()
         result: CreateResult | None = None
-        async with aclosing(self._call_llm(run, message_id, self._max_tool_iterations, "reflection")) as llm_items:
+        async with aclosing(self._call_llm(run, message_id, self._max_tool_iterations - 1, "reflection")) as llm_items:
             async for item in llm_items:
                 if type(item) is CreateResult:
                     result = item

@@ -103,7 +103,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "run_id": ("category", "id of the run"),
         "agent": ("category", "name of the agent"),
         "call_index": ("Int64", "position of the call in its run, from 0"),
-        "iteration": ("Int64", "tool-loop iteration the call belongs to"),
+        "iteration": ("Int64", "tool-loop iteration the call belongs to (a reflection: the last, which it follows)"),
         "purpose": ("category", "initial, tool_loop or reflection"),
         "model": ("category", "model name"),
         "provider": ("category", "who serves the model, as its client knows it (gen_ai.provider.name)"),

@@ -41,9 +41,11 @@ async def test_one_streamed_tool_run_rows_in_order() -> None:
         "tool_execution", "tool_execution", "tool_execution", "tool_execution", "reflect", "reflect",
         "reflect", "reflect", "reflect", "reflect", "reflect", "reflect", "reflect",
     ]  # fmt: skip
+    # The reflection follows the last iteration (0 here): its move and its LLM call say the same.
     assert list(df["iteration"].astype("object").where(df["iteration"].notna(), None)) == [
-        None, None, None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1
+        None, None, None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
     ]
+    assert list(agent.trace.llm_calls_df()["iteration"]) == [0, 0]
     assert df["run_id"].nunique() == 1 and set(df["agent"]) == {"calc"}
     chunks = df[df["kind"] == CHUNK]
     response = df[df["kind"] == "Response"].iloc[0]
