@@ -17,11 +17,11 @@
   object of the process), ``cleared`` clears it after each run (the cost of the recording work
   itself), and ``append_only`` is the floor for any recorder that keeps the items: a recorder whose
   ``record`` is a bare ``list.append``;
-* objects the cyclic garbage collector tracks that a trace keeps per run (the ``kept`` case: what
-  each full collection scans again), for the same scenarios: objects tracked after 100 more runs
-  minus before, over 100, with the trace and with ``agent.recorders = []`` (the trace's own rows
-  are plain values but one per event: the rest is the items it keeps, their messages and the
-  context logs);
+* what a trace keeps per run (the ``kept`` case), for the same scenarios: objects the cyclic garbage
+  collector tracks (what each full collection scans again; tracked after 1,000 more runs minus
+  before, over 1,000) and bytes (``tracemalloc`` over those runs), with the trace and with
+  ``agent.recorders = []`` (the trace's own rows are plain values but one per event: the rest is
+  the items it keeps, their messages and the context logs);
 * dataset evaluation: one trace keeps ``--dataset-runs`` plain runs, the context reset after each
   (an agent evaluated over a dataset of tasks, the trace analysed afterwards): CPU us per run, the
   garbage collector's us per run and its full collections, with the trace, with the ``list.append``
@@ -176,8 +176,9 @@ async def run_batch(
     return cpu / runs, pauses.seconds / runs, pauses.full
 
 
-async def tracked_per_run(agent: AssistantAgent, warmup: int = 50, runs: int = 100) -> float:
-    """Objects the garbage collector tracks that ``runs`` runs (context reset after each) leave alive, per run."""
+async def kept_per_run(agent: AssistantAgent, warmup: int = 50, runs: int = 1000) -> tuple[float, float]:
+    """Objects the garbage collector tracks and bytes (``tracemalloc``) that ``runs`` runs (context
+    reset after each) leave alive, per run."""
 
     async def batch(n: int) -> int:
         for _ in range(n):
@@ -187,17 +188,22 @@ async def tracked_per_run(agent: AssistantAgent, warmup: int = 50, runs: int = 1
         return len(gc.get_objects())
 
     before = await batch(warmup)
-    return (await batch(runs) - before) / runs
+    tracemalloc.start()
+    objects = await batch(runs) - before
+    kept_bytes = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return objects / runs, kept_bytes / runs
 
 
-async def tracked(runs: int = 100) -> dict[str, dict[str, float]]:
-    """Per scenario: GC-tracked objects kept per run with the trace and with no recorder."""
+async def tracked(runs: int = 1000) -> dict[str, dict[str, float]]:
+    """Per scenario: GC-tracked objects and bytes kept per run with the trace and with no recorder."""
     results = {}
     for name, make in scenarios().items():
         bare = make(runs + 50)
         bare.recorders = []
-        with_trace = await tracked_per_run(make(runs + 50), runs=runs)
-        results[name] = {"trace": with_trace, "off": await tracked_per_run(bare, runs=runs)}
+        objects, kept_bytes = await kept_per_run(make(runs + 50), runs=runs)
+        objects_off, bytes_off = await kept_per_run(bare, runs=runs)
+        results[name] = {"trace": objects, "off": objects_off, "trace_bytes": kept_bytes, "off_bytes": bytes_off}
     return results
 
 
@@ -386,7 +392,7 @@ async def main() -> None:
     without_bytes, _ = await retained_bytes(False, 20, WORDS)
     figures["memory_chunks"] = chunks
     figures["memory_per_chunk_bytes"] = (with_bytes - without_bytes) / chunks
-    figures["tracked_per_run"] = await tracked()
+    figures["kept_per_run"] = await tracked()
     figures["dataset"] = await dataset(args.dataset_runs)
     figures["fresh"] = await fresh(args.fresh_runs)
     figures["overhead"] = await overhead(args.runs, args.repeats)
@@ -397,8 +403,9 @@ async def main() -> None:
         print(f"  {name[:-2]}: {figures[name]['wall_s'] * 1000:.0f} / {figures[name]['cpu_s'] * 1000:.0f}"
               + (" (target <= 500)" if name == "events_df_s" else ""))
     print(f"memory per recorded chunk event: {figures['memory_per_chunk_bytes']:.0f} bytes ({chunks:,} chunks)")
-    for name, row in figures["tracked_per_run"].items():
-        print(f"GC-tracked objects kept per run, {name}: {row['trace']:.1f} with the trace, {row['off']:.1f} without")
+    for name, row in figures["kept_per_run"].items():
+        print(f"kept per run, {name}: {row['trace']:.1f} GC-tracked objects and {row['trace_bytes']:,.0f} bytes with "
+              f"the trace, {row['off']:.1f} and {row['off_bytes']:,.0f} without")
     print(f"dataset evaluation, one trace keeping {args.dataset_runs:,} plain runs (context reset), CPU us per run:")
     off = figures["dataset"]["off"]["cpu_us"]
     for mode, row in figures["dataset"].items():
