@@ -1,8 +1,16 @@
-# Benchmarks: `make bench` runs every script in bench/ and writes bench/RESULTS.md.
-# Needs the bench extra: pip install -e '.[bench]'
+# make test: the test suite; make lint: ruff and mypy --strict; make bench: every benchmark into bench/RESULTS.md.
+# The test and bench extras install what these need: pip install -e '.[test,bench]'
 PYTHON ?= python3
 
-.PHONY: bench bench-quick
+.PHONY: test lint bench bench-quick
+
+test:
+	$(PYTHON) -m pytest
+
+lint:
+	$(PYTHON) -m ruff check src tests bench
+	$(PYTHON) -m ruff format --check src tests bench
+	$(PYTHON) -m mypy
 
 bench:
 	$(PYTHON) bench/run_all.py

@@ -50,7 +50,8 @@ import statistics
 import sys
 import time
 import tracemalloc
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, Trace
 
@@ -351,7 +352,11 @@ async def fresh_run(trace: bool, consume: str, text: str) -> float:
 async def fresh(runs: int, batches: int = 20) -> dict[str, dict[str, float]]:
     """Recording overhead on a fresh agent per run, trace vs no recorder alternating batch by batch:
     ``runs`` runs a side, median CPU us (plain answer; 1,000-word answer through run and run_stream)."""
-    cases = {"plain": ("run", "The answer is 42."), "long": ("run", answer(1000)), "long_run_stream": ("run_stream", answer(1000))}
+    cases = {
+        "plain": ("run", "The answer is 42."),
+        "long": ("run", answer(1000)),
+        "long_run_stream": ("run_stream", answer(1000)),
+    }
     results: dict[str, dict[str, float]] = {}
     for name, (consume, text) in cases.items():
         samples: dict[bool, list[float]] = {True: [], False: []}
@@ -400,36 +405,50 @@ async def main() -> None:
 
     print(f"frames on a trace of {n_items:,} items (median wall / CPU ms):")
     for name in ("events_df_s", "events_df_no_chunks_s", "llm_calls_df_s", "runs_df_s", "summary_s"):
-        print(f"  {name[:-2]}: {figures[name]['wall_s'] * 1000:.0f} / {figures[name]['cpu_s'] * 1000:.0f}"
-              + (" (target <= 500)" if name == "events_df_s" else ""))
+        print(
+            f"  {name[:-2]}: {figures[name]['wall_s'] * 1000:.0f} / {figures[name]['cpu_s'] * 1000:.0f}"
+            + (" (target <= 500)" if name == "events_df_s" else "")
+        )
     print(f"memory per recorded chunk event: {figures['memory_per_chunk_bytes']:.0f} bytes ({chunks:,} chunks)")
     for name, row in figures["kept_per_run"].items():
-        print(f"kept per run, {name}: {row['trace']:.1f} GC-tracked objects and {row['trace_bytes']:,.0f} bytes with "
-              f"the trace, {row['off']:.1f} and {row['off_bytes']:,.0f} without")
+        print(
+            f"kept per run, {name}: {row['trace']:.1f} GC-tracked objects and {row['trace_bytes']:,.0f} bytes with "
+            f"the trace, {row['off']:.1f} and {row['off_bytes']:,.0f} without"
+        )
     print(f"dataset evaluation, one trace keeping {args.dataset_runs:,} plain runs (context reset), CPU us per run:")
     off = figures["dataset"]["off"]["cpu_us"]
     for mode, row in figures["dataset"].items():
-        print(f"  {mode}: {row['cpu_us']:.1f} us ({(row['cpu_us'] - off) / off * 100:+.1f}%), garbage collector "
-              f"{row['gc_us']:.1f} us of it, {row['full_collections']:g} full collections")
+        print(
+            f"  {mode}: {row['cpu_us']:.1f} us ({(row['cpu_us'] - off) / off * 100:+.1f}%), garbage collector "
+            f"{row['gc_us']:.1f} us of it, {row['full_collections']:g} full collections"
+        )
     for name, row in figures["fresh"].items():
-        print(f"recording overhead, fresh agent per run, {name}: {row['trace_us']:.1f} us with the trace, "
-              f"{row['off_us']:.1f} us without ({row['pct']:+.1f}%; target < 10%)")
+        print(
+            f"recording overhead, fresh agent per run, {name}: {row['trace_us']:.1f} us with the trace, "
+            f"{row['off_us']:.1f} us without ({row['pct']:+.1f}%; target < 10%)"
+        )
     for name, row in figures["overhead"].items():
-        print(f"recording overhead, {name}: {row['without_us']:.1f} us per run without; "
-              f"list.append only {row['append_only_us']:.1f} us ({row['append_only_pct']:+.1f}%); trace kept "
-              f"{row['kept_us']:.1f} us ({row['kept_pct']:+.1f}%; garbage collector {row['kept_gc_us']:.1f} us of it, "
-              f"{row['kept_full_collections']:g} full collections), cleared each run {row['cleared_us']:.1f} us "
-              f"({row['cleared_pct']:+.1f}%) (target < 10%)")
+        print(
+            f"recording overhead, {name}: {row['without_us']:.1f} us per run without; "
+            f"list.append only {row['append_only_us']:.1f} us ({row['append_only_pct']:+.1f}%); trace kept "
+            f"{row['kept_us']:.1f} us ({row['kept_pct']:+.1f}%; garbage collector {row['kept_gc_us']:.1f} us of it, "
+            f"{row['kept_full_collections']:g} full collections), cleared each run {row['cleared_us']:.1f} us "
+            f"({row['cleared_pct']:+.1f}%) (target < 10%)"
+        )
     long = figures["long_lived"]
-    print(f"long-lived trace, one agent, {args.long_runs:,} plain runs in a row (CPU us per run, median of "
-          "first / last quarter; bytes left allocated per run, first / second half):")
+    print(
+        f"long-lived trace, one agent, {args.long_runs:,} plain runs in a row (CPU us per run, median of "
+        "first / last quarter; bytes left allocated per run, first / second half):"
+    )
     for mode, row in long.items():
         pct = ""
         if mode != "off":
             off = long["off"]["last_quarter_us"]
             pct = f" ({(row['last_quarter_us'] - off) / off * 100:+.1f}% in the last quarter)"
-        print(f"  {mode}: {row['first_quarter_us']:.1f} / {row['last_quarter_us']:.1f} us{pct}; "
-              f"{row['bytes_per_run_first_half']:,.0f} / {row['bytes_per_run_second_half']:,.0f} bytes")
+        print(
+            f"  {mode}: {row['first_quarter_us']:.1f} / {row['last_quarter_us']:.1f} us{pct}; "
+            f"{row['bytes_per_run_first_half']:,.0f} / {row['bytes_per_run_second_half']:,.0f} bytes"
+        )
     load = os.getloadavg()[0]
     print(f"load average while measuring: {load:.1f} on {os.cpu_count()} CPUs")
     figures["load_average"] = load

@@ -164,7 +164,9 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
-        manager = KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=kernel_dirs(Path(folder))))
+        manager = KernelManager(
+            kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=kernel_dirs(Path(folder)))
+        )
         manager.start_kernel()
         client = manager.client()
         client.start_channels()

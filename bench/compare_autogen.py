@@ -36,13 +36,13 @@ import pstats
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 import autogen_agentchat
 import autogen_core
 import autogen_ext
-import nbagent
 from autogen_agentchat.agents import AssistantAgent as AgAssistantAgent
 from autogen_core import FunctionCall as AgFunctionCall
 from autogen_core.memory import ListMemory as AgListMemory
@@ -53,6 +53,8 @@ from autogen_core.models import ModelInfo as AgModelInfo
 from autogen_core.models import RequestUsage as AgRequestUsage
 from autogen_core.tools import FunctionTool as AgFunctionTool
 from autogen_ext.models.replay import ReplayChatCompletionClient as AgReplayClient
+
+import nbagent
 
 TARGETS = {
     "plain_run_us": 100.0,
@@ -160,7 +162,9 @@ class NbagentSide:
         default_factory=lambda: {name: nbagent.FunctionTool(func) for name, func in TOOL_FUNCS.items()}
     )
     memory: nbagent.ListMemory = field(
-        default_factory=lambda: nbagent.ListMemory(memory_contents=[nbagent.MemoryContent(content=t) for t in MEMORY_ITEMS])
+        default_factory=lambda: nbagent.ListMemory(
+            memory_contents=[nbagent.MemoryContent(content=t) for t in MEMORY_ITEMS]
+        )
     )
 
     def _result(self, step: Step) -> str | nbagent.CreateResult:
@@ -314,8 +318,7 @@ async def run_all(scale: float, batches: int) -> dict[str, Any]:
             medians[clock][scenario.name] = values
         runs[scenario.name] = scenario.runs
         print(
-            f"  {scenario.name:<16}"
-            + "".join(f"{side.name} {measured['cpu'][side.name]:9.1f} us  " for side in sides),
+            f"  {scenario.name:<16}" + "".join(f"{side.name} {measured['cpu'][side.name]:9.1f} us  " for side in sides),
             file=sys.stderr,
         )
     data: dict[str, Any] = {"runs_per_side": runs, "targets": TARGETS, "versions": versions()}

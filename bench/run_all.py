@@ -20,7 +20,7 @@ import tempfile
 import time
 import tracemalloc
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -28,8 +28,17 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 PACKAGES = [
-    "nbagent", "autogen-agentchat", "autogen-core", "autogen-ext", "pydantic", "openai",
-    "ipywidgets", "ipykernel", "jupyter_client", "pandas", "pyarrow",
+    "nbagent",
+    "autogen-agentchat",
+    "autogen-core",
+    "autogen-ext",
+    "pydantic",
+    "openai",
+    "ipywidgets",
+    "ipykernel",
+    "jupyter_client",
+    "pandas",
+    "pyarrow",
 ]
 # bench_loop.py carries AutoGen reference figures typed into it; the measured AutoGen figures are
 # compare_autogen.py's, so these keys are not shown as results.
@@ -136,7 +145,7 @@ def machine() -> dict[str, str]:
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
     return {
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "cores": str(os.cpu_count()),
         "cpu": cpu,
         "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
@@ -221,7 +230,10 @@ def comparison_table(figures: dict[str, Any]) -> list[str]:
         for key, ratio in wall_ratios.items()
     ]
     load = figures["load_average_1min"]
-    lines += ["", f"Load average (1 min) during this comparison: {load['start']:.2f} at start, {load['end']:.2f} at end."]
+    lines += [
+        "",
+        f"Load average (1 min) during this comparison: {load['start']:.2f} at start, {load['end']:.2f} at end.",
+    ]
     return lines
 
 
@@ -252,8 +264,8 @@ def write_results(scripts: list[Script], memory: dict[str, float] | str, info: d
             "machine time spent descheduled is not the framework's) and as wall time. Per extra tool iteration = (K5 - K1) / 4; per chunk = (1,000-word "
             "streamed run - same answer unstreamed) / 1,000, through `run()` (`chunk_us`) and `run_stream()` "
             "(`chunk_event_us`). Each run is checked: same number of LLM calls, "
-            "same message types and final content in both frameworks. \"nbagent\" records its trace (the "
-            "default); \"no trace\" runs with `agent.recorders = []`.",
+            'same message types and final content in both frameworks. "nbagent" records its trace (the '
+            'default); "no trace" runs with `agent.recorders = []`.',
             "",
             *comparison_table(compare.figures),
         ]

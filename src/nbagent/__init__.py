@@ -1,6 +1,6 @@
 """nbagent: explore, teach and analyse an LLM agent's tool-use loop in a notebook."""
 
-from types import ModuleType as _ModuleType
+from typing import TYPE_CHECKING
 
 from .agent import AgentBusyError, AgentRun, AssistantAgent, StructuredOutputError
 from .cancellation import CancellationToken
@@ -11,6 +11,7 @@ from .context import (
     TokenLimitedChatCompletionContext,
     UnboundedChatCompletionContext,
 )
+from .entry import run  # the sync entry point: nbagent.run(agent, task)
 from .memory import ListMemory, Memory, MemoryQueryResult, UpdateContextResult
 from .messages import (
     AssistantMessage,
@@ -65,10 +66,12 @@ from .models import (
 from .records import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
 from .stepper import Stepper, StepperFinished, StepResult
 from .tools import BaseTool, FunctionTool, Handoff, StaticWorkbench, ToolArgumentsError, ToolResult, Workbench
-from .recording import AgentRecorder
-from .trace import COLUMNS as TRACE_COLUMNS, Trace, TraceFrames
-from .trace_export import LoadedTrace, load_jsonl, load_parquet
-from .sync import run  # the sync entry point: nbagent.run(agent, task)
+from .trace import COLUMNS as TRACE_COLUMNS
+from .trace import AgentRecorder, LoadedTrace, Trace, TraceFrames, load_jsonl, load_parquet
+
+if TYPE_CHECKING:  # the notebook side (ipywidgets) loads on first use, see __getattr__
+    from .notebook.stepper_widget import NotebookStepper, StepperWidget, step
+    from .notebook.view import AgentRunView, show, start
 
 __version__ = "0.1.0"
 
@@ -99,7 +102,98 @@ def load_ipython_extension(ipython: object) -> None:
     load(ipython)
 
 
-__all__ = sorted(
-    {name for name, value in globals().items() if not name.startswith("_") and not isinstance(value, _ModuleType)}
-    | set(_NOTEBOOK_NAMES)
-)
+__all__ = [
+    "AgentBusyError",
+    "AgentRecorder",
+    "AgentRun",
+    "AgentRunView",
+    "AssistantAgent",
+    "AssistantMessage",
+    "BaseAgentEvent",
+    "BaseChatMessage",
+    "BaseTool",
+    "BufferedChatCompletionContext",
+    "CancellationToken",
+    "CassetteChatCompletionClient",
+    "CassetteError",
+    "CassetteExhaustedError",
+    "CassetteMismatchError",
+    "ChatCompletionClient",
+    "ChatCompletionContext",
+    "CreateResult",
+    "FunctionCall",
+    "FunctionExecutionResult",
+    "FunctionExecutionResultMessage",
+    "FunctionTool",
+    "Handoff",
+    "HandoffMessage",
+    "HeadAndTailChatCompletionContext",
+    "Image",
+    "LLMCall",
+    "ListMemory",
+    "LoadedTrace",
+    "MOVES",
+    "Memory",
+    "MemoryContent",
+    "MemoryQueryEvent",
+    "MemoryQueryResult",
+    "ModelAuthenticationError",
+    "ModelBadRequestError",
+    "ModelClientStreamingChunkEvent",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelInfo",
+    "ModelNotFoundError",
+    "ModelRateLimitError",
+    "ModelRequest",
+    "ModelResponseError",
+    "ModelServerError",
+    "ModelTimeoutError",
+    "Move",
+    "MoveInfo",
+    "NotebookStepper",
+    "OpenAIChatCompletionClient",
+    "RecordingChatCompletionClient",
+    "ReplayChatCompletionClient",
+    "ReplayExhaustedError",
+    "RequestUsage",
+    "Response",
+    "RunFinished",
+    "RunStarted",
+    "StaticWorkbench",
+    "StepResult",
+    "Stepper",
+    "StepperFinished",
+    "StepperWidget",
+    "StructuredMessage",
+    "StructuredOutputError",
+    "SystemMessage",
+    "TRACE_COLUMNS",
+    "TaskResult",
+    "TextMessage",
+    "ThoughtEvent",
+    "TokenLimitedChatCompletionContext",
+    "ToolArgumentsError",
+    "ToolCallExecutionEvent",
+    "ToolCallRequestEvent",
+    "ToolCallSummaryMessage",
+    "ToolExecution",
+    "ToolResult",
+    "Trace",
+    "TraceFrames",
+    "UnboundedChatCompletionContext",
+    "UpdateContextResult",
+    "UserMessage",
+    "Workbench",
+    "__version__",
+    "default_model",
+    "dump_message",
+    "load_ipython_extension",
+    "load_jsonl",
+    "load_message",
+    "load_parquet",
+    "run",
+    "show",
+    "start",
+    "step",
+]

@@ -11,65 +11,23 @@ import asyncio
 import importlib.util
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import TextIO
 
 from .agent import AssistantAgent
+from .demo import SCRIPTED_TASK, scripted_agent
 from .messages import (
     BaseAgentEvent,
     BaseChatMessage,
-    CreateResult,
     FunctionCall,
     FunctionExecutionResult,
-    RequestUsage,
     Response,
     TextMessage,
 )
-from .models.replay import ReplayChatCompletionClient
 from .records import LLMCall, Move, RunFinished, RunStarted, ToolExecution
 
 WALKTHROUGH = "02_walkthrough_steps_1_5.ipynb"
-DEMO_TASK = "What is the weather in Paris and in Tokyo, and what is the difference in degrees?"
-
-
-def get_weather(city: str) -> str:
-    """Current weather of a city (scripted: no network)."""
-    return {"Paris": "12 C, cloudy", "Tokyo": "18 C, sunny"}.get(city, "unknown city")
-
-
-def subtract(a: float, b: float) -> float:
-    """a minus b."""
-    return a - b
-
-
-def demo_agent() -> AssistantAgent:
-    """The demo's agent: two tools, a replay model scripted for two tool rounds then an answer.
-
-    The scripted tool-call answers carry the prompt tokens the replay model estimates for the
-    messages those calls are sent (it estimates them itself only for text answers).
-    """
-    script: list[str | CreateResult] = [
-        CreateResult(
-            finish_reason="function_calls",
-            content=[
-                FunctionCall(id="call_1", name="get_weather", arguments='{"city": "Paris"}'),
-                FunctionCall(id="call_2", name="get_weather", arguments='{"city": "Tokyo"}'),
-            ],
-            usage=RequestUsage(prompt_tokens=58, completion_tokens=30),
-        ),
-        CreateResult(
-            finish_reason="function_calls",
-            content=[FunctionCall(id="call_3", name="subtract", arguments='{"a": 18, "b": 12}')],
-            usage=RequestUsage(prompt_tokens=88, completion_tokens=20),
-        ),
-        "Paris has 12 C and clouds, Tokyo 18 C and sun: Tokyo is 6 degrees warmer.",
-    ]
-    return AssistantAgent(
-        "assistant",
-        ReplayChatCompletionClient(script),
-        tools=[get_weather, subtract],
-        max_tool_iterations=3,
-    )
 
 
 def _short(text: str, width: int = 100) -> str:
@@ -95,8 +53,10 @@ def describe(item: object) -> str | None:
         content = getattr(item, "content", "")
         if isinstance(content, list):
             text = "; ".join(
-                c.to_text() if isinstance(c, FunctionCall)
-                else f"{c.name} -> {c.content}" if isinstance(c, FunctionExecutionResult)
+                c.to_text()
+                if isinstance(c, FunctionCall)
+                else f"{c.name} -> {c.content}"
+                if isinstance(c, FunctionExecutionResult)
                 else str(c)
                 for c in content
             )
@@ -111,9 +71,11 @@ def describe(item: object) -> str | None:
 async def demo(out: TextIO | None = None) -> AssistantAgent:
     """Run the scripted task, printing each item as it happens, then the trace's DataFrames."""
     stream = out if out is not None else sys.stdout
-    agent = demo_agent()
-    print(f"nbagent demo: offline, on the replay model (no network, no API key)\n\ntask: {DEMO_TASK}\n", file=stream)
-    async for item in agent.iter([TextMessage(content=DEMO_TASK, source="user")]):
+    agent = scripted_agent()
+    print(
+        f"nbagent demo: offline, on the replay model (no network, no API key)\n\ntask: {SCRIPTED_TASK}\n", file=stream
+    )
+    async for item in agent.iter([TextMessage(content=SCRIPTED_TASK, source="user")]):
         line = describe(item)
         if line is not None:
             print(line, file=stream)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import binascii
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _BATCH = 1024
 _VERSION_4 = bytes((b & 0x0F) | 0x40 for b in range(256))
@@ -49,4 +49,4 @@ def new_id() -> str:
 
 def utc_now() -> datetime:
     """The current time as an aware UTC datetime."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

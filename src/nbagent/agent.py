@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from array import array
-from contextlib import aclosing
 import warnings
-from typing import Any, AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from array import array
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -699,7 +700,9 @@ class AssistantAgent:
         except BaseException:
             partial = [
                 done.get(i)
-                or FunctionExecutionResult(content=CANCELLED_TOOL_RESULT, name=call.name, call_id=call.id, is_error=True)
+                or FunctionExecutionResult(
+                    content=CANCELLED_TOOL_RESULT, name=call.name, call_id=call.id, is_error=True
+                )
                 for i, call in enumerate(calls)
             ]
             for execution, result in zip(executions, partial):
@@ -832,9 +835,7 @@ class AssistantAgent:
                         tool_name=call.name, arguments=call.arguments, result=result.content, is_error=result.is_error
                     )
                 )
-        summary = ToolCallSummaryMessage(
-            content="\n".join(lines), source=self.name, tool_calls=calls, results=results
-        )
+        summary = ToolCallSummaryMessage(content="\n".join(lines), source=self.name, tool_calls=calls, results=results)
         return Response(chat_message=summary, inner_messages=inner)
 
     def __repr__(self) -> str:

@@ -8,7 +8,8 @@ ends its head with calls whose results were cut: the OpenAI API rejects both.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .messages import (
     AssistantMessage,
@@ -58,9 +59,7 @@ def _drop_orphan_results(messages: list[LLMMessage]) -> list[LLMMessage]:
 def _drop_unanswered_calls(messages: list[LLMMessage]) -> list[LLMMessage]:
     """Remove tool calls at the end of a head: their results are not in it."""
     end = len(messages)
-    while end and isinstance(messages[end - 1], AssistantMessage) and not isinstance(
-        messages[end - 1].content, str
-    ):
+    while end and isinstance(messages[end - 1], AssistantMessage) and not isinstance(messages[end - 1].content, str):
         end -= 1
     return messages[:end]
 
@@ -155,9 +154,7 @@ class TokenLimitedChatCompletionContext(ChatCompletionContext):
 class HeadAndTailChatCompletionContext(ChatCompletionContext):
     """The model sees the first ``head_size`` and last ``tail_size`` messages, with a note between."""
 
-    def __init__(
-        self, head_size: int, tail_size: int, initial_messages: Sequence[LLMMessage] | None = None
-    ) -> None:
+    def __init__(self, head_size: int, tail_size: int, initial_messages: Sequence[LLMMessage] | None = None) -> None:
         if head_size < 1 or tail_size < 1:
             raise ValueError(f"head_size and tail_size must be at least 1, got {head_size}, {tail_size}")
         super().__init__(initial_messages)

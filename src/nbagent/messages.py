@@ -20,10 +20,11 @@ from __future__ import annotations
 import base64
 import json
 import mimetypes
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -112,7 +113,7 @@ class FunctionExecutionResultMessage(BaseModel):
 
 
 LLMMessage = Annotated[
-    Union[SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage],
+    SystemMessage | UserMessage | AssistantMessage | FunctionExecutionResultMessage,
     Field(discriminator="type"),
 ]
 llm_messages_adapter: TypeAdapter[list[LLMMessage]] = TypeAdapter(list[LLMMessage])
@@ -151,8 +152,8 @@ class MemoryContent(BaseModel):
 def _as_utc(moment: datetime) -> datetime:
     """Timestamps are kept in UTC; a naive one is taken to be UTC already."""
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
-    return moment if moment.utcoffset() == _ZERO and moment.tzinfo is timezone.utc else moment.astimezone(timezone.utc)
+        return moment.replace(tzinfo=UTC)
+    return moment if moment.utcoffset() == _ZERO and moment.tzinfo is UTC else moment.astimezone(UTC)
 
 
 class _Base(BaseModel):
@@ -170,7 +171,7 @@ class _Base(BaseModel):
 
     def to_text(self) -> str:
         """The content as plain text, for display."""
-        content = getattr(self, "content")
+        content = self.content
         return content if isinstance(content, str) else str(content)
 
 
@@ -265,7 +266,7 @@ class ModelClientStreamingChunkEvent(BaseAgentEvent):
 _CHUNK_FIELDS = set(ModelClientStreamingChunkEvent.model_fields)
 _new = object.__new__
 _now = datetime.now
-_UTC = timezone.utc
+_UTC = UTC
 # The slot setters of pydantic's BaseModel, called directly: no attribute lookup, no validation.
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__

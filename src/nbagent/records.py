@@ -9,9 +9,10 @@ stepper alike.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Literal, Protocol, Union
 
 from ._ids import new_id, utc_now
 from .messages import BaseAgentEvent, BaseChatMessage, CreateResult, FunctionCall, FunctionExecutionResult, Response
@@ -20,97 +21,194 @@ if TYPE_CHECKING:
     from .models.base import ModelRequest
 
 
+MoveName = Literal[
+    "add_messages",
+    "memory",
+    "message_id",
+    "call_llm",
+    "text_exit",
+    "tool_request",
+    "tool_execution",
+    "handoff_check",
+    "next_llm_call",
+    "reflect",
+    "summarize",
+]
+END: Literal["end"] = "end"  # an edge to END: the run ends there (its Response)
+# What an agent's settings must give for a move or an edge to be possible.
+Condition = Literal["memory", "no_memory", "handoffs", "no_handoffs", "tool_loop", "reflect", "summary"]
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The settings of an agent that decide which moves and edges of the loop can happen."""
+
+    memory: bool = False
+    handoffs: bool = False
+    max_tool_iterations: int = 1
+    reflect_on_tool_use: bool = False
+
+    def holds(self, condition: Condition) -> bool:
+        """Whether ``condition`` holds for these settings."""
+        if condition == "memory" or condition == "no_memory":
+            return self.memory == (condition == "memory")
+        if condition == "handoffs" or condition == "no_handoffs":
+            return self.handoffs == (condition == "handoffs")
+        if condition == "tool_loop":
+            return self.max_tool_iterations > 1
+        return self.reflect_on_tool_use == (condition == "reflect")
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A transition of the loop: after this move, ``target`` is made when ``label`` says so."""
+
+    target: MoveName | Literal["end"]
+    label: str = ""
+    needs: tuple[Condition, ...] = ()
+
+    def possible(self, settings: LoopSettings) -> bool:
+        return all(settings.holds(condition) for condition in self.needs)
+
+
 @dataclass(frozen=True)
 class MoveInfo:
-    """The static description of one kind of move, for teaching."""
+    """The static description of one kind of move: for teaching, and the loop's shape.
+
+    ``method`` is the ``AssistantAgent`` method that makes the move; ``edges`` are the moves that can
+    follow it; ``needs`` says which settings make the move possible at all.
+    """
 
     step: int
     title: str
     method: str
+    label: str
     explanation: str
+    edges: tuple[Edge, ...]
+    needs: tuple[Condition, ...] = ()
+
+    def possible(self, settings: LoopSettings) -> bool:
+        return all(settings.holds(condition) for condition in self.needs)
 
 
-MOVES: dict[str, MoveInfo] = {
+MOVES: dict[MoveName, MoveInfo] = {
     "add_messages": MoveInfo(
         1,
         "New messages into model_context",
         "_add_messages_to_context",
+        "add messages",
         "The new messages of this call are added to the model context, the agent's short-term memory. "
         "The context persists across calls, so each call passes only what is new: passing the whole "
         "history again would put every message in twice.",
+        (Edge("memory", needs=("memory",)), Edge("message_id", needs=("no_memory",))),
     ),
     "memory": MoveInfo(
         2,
         "Query memory",
         "_update_model_context_with_memory",
+        "query memory",
         "Each memory store is queried with the context. Hits not already in the context are added as a "
         "system message, and each store with hits yields a MemoryQueryEvent, before any LLM event.",
+        (Edge("message_id"),),
+        ("memory",),
     ),
     "message_id": MoveInfo(
         3,
         "Make a message id",
-        "on_messages_stream",
+        "_run_steps",
+        "message id",
         "A message id is drawn before the model is called, so that streamed chunks can name the message "
         "they build (full_message_id) before that message exists.",
+        (Edge("call_llm"),),
     ),
     "call_llm": MoveInfo(
         4,
         "Call the LLM",
         "_call_llm",
+        "call the LLM",
         "The model is sent the system message, the context's messages, the tools of every workbench and "
         "one tool per handoff. It answers with text or with tool calls; streamed text arrives as chunks "
         "carrying the message id.",
+        (Edge("text_exit", "text"), Edge("tool_request", "tool calls")),
     ),
     "text_exit": MoveInfo(
         5,
         "Text: the final answer",
         "_process_model_result",
+        "text: answer",
         "The model answered with text, so this is the answer (a TextMessage, or a StructuredMessage when "
         "output_content_type is set). This is the loop's only normal exit, whatever iterations are left.",
+        (Edge(END, "answer"),),
     ),
     "tool_request": MoveInfo(
         5,
         "Tool calls requested",
         "_process_model_result",
+        "tool calls",
         "The model asked for tool calls. The assistant message with the calls enters the context and a "
         "ToolCallRequestEvent is yielded (after a ThoughtEvent if the model reasoned first).",
+        (Edge("tool_execution"),),
     ),
     "tool_execution": MoveInfo(
         5,
         "Run the tools",
-        "_execute_tool_call",
+        "_execute_tool_calls",
+        "run the tools",
         "All calls run concurrently (asyncio.gather); events the tools stream are forwarded as they come. "
         "One ToolCallExecutionEvent carries the results in call order, and they enter the context. A "
         "failing tool, an unknown tool or bad arguments give an error result, and the loop goes on.",
+        (
+            Edge("handoff_check", needs=("handoffs",)),
+            Edge("next_llm_call", "iterations left", ("no_handoffs", "tool_loop")),
+            Edge("reflect", "iterations used up", ("no_handoffs", "reflect")),
+            Edge("summarize", "iterations used up", ("no_handoffs", "summary")),
+        ),
     ),
     "handoff_check": MoveInfo(
         5,
         "Check for a handoff",
         "_check_and_handle_handoff",
+        "handoff?",
         "If one of the calls was a handoff tool, the run ends with a HandoffMessage to its target, its "
         "context holding the other calls and results. With several handoffs, the first wins and a "
         "warning says so.",
+        (
+            Edge(END, "handoff"),
+            Edge("next_llm_call", "iterations left", ("tool_loop",)),
+            Edge("reflect", "iterations used up", ("reflect",)),
+            Edge("summarize", "iterations used up", ("summary",)),
+        ),
+        ("handoffs",),
     ),
     "next_llm_call": MoveInfo(
         5,
         "Call the LLM again with the results",
         "_call_llm",
+        "call LLM again",
         "Iterations remain (max_tool_iterations), so the model is called again with the tool results in "
         "its context, and the loop goes back to its top with the new answer.",
+        (Edge("text_exit", "text"), Edge("tool_request", "tool calls again")),
+        ("tool_loop",),
     ),
     "reflect": MoveInfo(
         5,
         "Reflect on the tool results",
         "_reflect_on_tool_use_flow",
+        "reflect (LLM)",
         "The tool loop is used up and reflect_on_tool_use is on: the model is called once more, with no "
         "tools (tool_choice='none'), to turn the results into a final answer.",
+        (Edge(END, "answer"),),
+        ("reflect",),
     ),
     "summarize": MoveInfo(
         5,
         "Summarise the tool results",
         "_summarize_tool_use",
+        "summary",
         "The tool loop is used up and reflect_on_tool_use is off: the last batch of results, formatted "
         "with tool_call_summary_format, becomes the answer (a ToolCallSummaryMessage).",
+        (Edge(END, "summary"),),
+        ("summary",),
     ),
 }
 
@@ -120,7 +218,7 @@ class Move:
     """A boundary in the loop: the move named here is about to be made."""
 
     run_id: str
-    name: str
+    name: MoveName
     iteration: int | None = None
 
     @property

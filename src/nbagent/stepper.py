@@ -11,8 +11,9 @@ Core module: it imports nothing from :mod:`nbagent.notebook` (the widget lives t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -227,9 +228,7 @@ class Stepper:
     (not raised), and the context has been repaired by the run. Cancellation propagates.
     """
 
-    def __init__(
-        self, agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None
-    ) -> None:
+    def __init__(self, agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None) -> None:
         self.agent = agent
         self.messages: list[BaseChatMessage] = task_messages(task)
         self.cancellation_token = cancellation_token
@@ -427,4 +426,3 @@ def _restore_client(client: ChatCompletionClient, snapshot: _Snapshot) -> None:
     client.requests.extend(snapshot.replay_requests)
     client._total_usage = snapshot.total_usage
     client._actual_usage = snapshot.actual_usage
-

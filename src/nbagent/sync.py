@@ -10,14 +10,12 @@ propagates.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from .agent import AssistantAgent, Task
 from .cancellation import CancellationToken
 from .messages import TaskResult
-
-if TYPE_CHECKING:
-    from .notebook.view import AgentRunView
 
 T = TypeVar("T")
 
@@ -45,26 +43,6 @@ def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
 
 async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
-
-
-def run(
-    agent: AssistantAgent,
-    task: Task = None,
-    *,
-    cancellation_token: CancellationToken | None = None,
-    show: bool = False,
-) -> TaskResult | AgentRunView:
-    """Run ``task`` on ``agent`` to its end, synchronously.
-
-    Returns the :class:`TaskResult`; with ``show=True`` (in a notebook) displays the live view
-    while it runs and returns the :class:`~nbagent.notebook.view.AgentRunView` instead.
-    """
-    if not show:
-        return run_task(agent, task, cancellation_token)
-    from .notebook.view import show as show_view
-
-    view: AgentRunView = run_coroutine(lambda: show_view(agent, task, cancellation_token=cancellation_token))
-    return view
 
 
 def run_task(

@@ -12,8 +12,9 @@ import inspect
 import json
 import re
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, AsyncIterator, Callable, Mapping, Sequence, TypedDict, get_args, get_origin
+from typing import Annotated, Any, TypedDict, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
 
@@ -78,9 +79,7 @@ class BaseTool(ABC):
     schema: ToolSchema
 
     @abstractmethod
-    async def run_json(
-        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None
-    ) -> Any: ...
+    async def run_json(self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None) -> Any: ...
 
     def return_value_as_string(self, value: Any) -> str:
         return tool_output_text(value)

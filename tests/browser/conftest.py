@@ -59,9 +59,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import nbformat
 import pytest
@@ -146,19 +147,35 @@ def lab() -> Iterator[LabServer]:
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     secret = "sk-nbagenttest" + secrets.token_hex(20)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_DATA_DIR=str(data),
-               JUPYTER_RUNTIME_DIR=str(runtime), PYTHONUNBUFFERED="1", **{SECRET_ENV: secret})
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(config),
+        JUPYTER_DATA_DIR=str(data),
+        JUPYTER_RUNTIME_DIR=str(runtime),
+        PYTHONUNBUFFERED="1",
+        **{SECRET_ENV: secret},
+    )
     for name in ("JUPYTER_PATH", "OPENAI_API_KEY", "OPENAI_BASE_URL"):  # offline: notebooks use the replay model
         env.pop(name, None)
     port, token = _free_port(), secrets.token_hex(16)
     log = base / "lab.log"
     command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-        "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}",
-        f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={base / 'workspaces'}",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        "--LabApp.expose_app_in_browser=True",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={settings}",
+        f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+        "--ServerApp.terminals_enabled=False",
     ] + (["--allow-root"] if os.geteuid() == 0 else [])
     with log.open("wb") as sink:
         process = subprocess.Popen(command, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT)
@@ -290,7 +307,8 @@ class LabNotebook:
     def output_texts(self) -> list[str]:
         """The visible text of each code cell's output area, in cell order."""
         return self.page.eval_on_selector_all(
-            ".jp-Notebook .jp-CodeCell", "cells => cells.map(c => [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText).join('\\n'))"
+            ".jp-Notebook .jp-CodeCell",
+            "cells => cells.map(c => [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText).join('\\n'))",
         )
 
     def error_outputs(self) -> list[str]:
@@ -311,9 +329,7 @@ class LabNotebook:
     def save(self) -> str:
         """Save the notebook from JupyterLab (with widget state) and return the file's text."""
         self.page.evaluate("async () => await window.jupyterapp.commands.execute('docmanager:save')")
-        self.page.wait_for_function(
-            "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
-        )
+        self.page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
         return self.path.read_text()
 
 
@@ -352,7 +368,8 @@ def run_notebook_in_lab(lab: LabServer, lab_context: BrowserContext) -> Iterator
         page.wait_for_function(
             """(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
                  return !!(w && w.context && w.context.path === name && w.sessionContext); }""",
-            arg=f"{name}.ipynb", timeout=RUN_TIMEOUT_MS,
+            arg=f"{name}.ipynb",
+            timeout=RUN_TIMEOUT_MS,
         )
         page.evaluate(
             """async () => { const w = window.jupyterapp.shell.currentWidget;
@@ -393,7 +410,9 @@ def open_static_html(browser: Browser) -> Iterator[Callable[[Path], StaticPage]]
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         contexts.append(context)
         context.add_init_script(MARKER_INIT_JS)
-        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
+        context.route(
+            "**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort()
+        )
         page = context.new_page()
         static = StaticPage(page)
         _watch_console(page, static.console_errors)

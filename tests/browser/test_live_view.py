@@ -6,7 +6,7 @@ One notebook: a replay-model agent with two tools, a thought and streamed text, 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -92,7 +92,7 @@ slow_view = nbagent.start(slow, "Wait for me")
 await started.wait()
 '''
 
-CHECK = 'print(view.status, xss_view.status, slow_view.status, repr(view.response.chat_message.content == FINAL))'
+CHECK = "print(view.status, xss_view.status, slow_view.status, repr(view.response.chat_message.content == FINAL))"
 
 # Read from the first view: each footer metric, the tool cards, the answer.
 _VIEW_JS = """(view) => {
@@ -130,7 +130,9 @@ def test_live_view_shows_a_run_and_runs_no_payload(run_notebook_in_lab: Callable
 
     assert seen["classes"] == ["nba-state-ok"]
     assert seen["streaming"] == 0
-    assert seen["final"] == ["Paris is sunny at 21 °C. weather: sunny sum: 5 Done after two tool calls, streamed word by word."]
+    assert seen["final"] == [
+        "Paris is sunny at 21 °C. weather: sunny sum: 5 Done after two tool calls, streamed word by word."
+    ]
     assert seen["strong"] == ["sunny"]
     assert seen["items"] == ["weather: sunny", "sum: 5"]
     assert [(c["name"], c["id"], c["state"], c["label"], c["result"]) for c in seen["cards"]] == [
@@ -143,8 +145,12 @@ def test_live_view_shows_a_run_and_runs_no_payload(run_notebook_in_lab: Callable
     elapsed = footer.pop("elapsed")
     assert float(elapsed) > 0
     assert footer == {
-        "tokens": "210", "prompt_tokens": "170", "completion_tokens": "40",
-        "llm_calls": "2", "tool_calls": "2", "status": "ok",
+        "tokens": "210",
+        "prompt_tokens": "170",
+        "completion_tokens": "40",
+        "llm_calls": "2",
+        "tool_calls": "2",
+        "status": "ok",
     }
     assert seen["thought"] == [{"open": False, "text": seen["thought"][0]["text"]}]
     assert "I need the weather and a sum." in seen["thought"][0]["text"]
@@ -178,9 +184,6 @@ def test_live_view_shows_a_run_and_runs_no_payload(run_notebook_in_lab: Callable
         "print([type(m).__name__ for m in slow.model_context.messages], slow.is_running)\n"
         "again = await slow.run(task='and now?')\n"
         "print(again.messages[-1].content)"
-    ) == (
-        "['UserMessage', 'AssistantMessage', 'FunctionExecutionResultMessage'] False\n"
-        "after the stop\n"
-    )
+    ) == ("['UserMessage', 'AssistantMessage', 'FunctionExecutionResultMessage'] False\nafter the stop\n")
     nb.shot("stopped", ".nba-view >> nth=2")
     assert nb.console_errors == []

@@ -15,8 +15,8 @@ dead local port; the run fails, and the key appears neither in the page, nor in 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import nbformat
 import pytest
@@ -30,12 +30,15 @@ pytestmark = pytest.mark.browser
 ESCAPED_PLACES = ("u", "h", "k", "r", "e")
 """Places shown as escaped text: each payload must appear there literally."""
 
-SETUP = '''
+SETUP = (
+    """
 import json, os
 import ipywidgets as widgets
 import nbagent
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
-''' + KERNEL_TOOLS + '''
+"""
+    + KERNEL_TOOLS
+    + """
 def make_agent(name: str) -> AssistantAgent:
     calls = [FunctionCall(id=f"l{i}", name="lookup", arguments=json.dumps({"key": i, "note": a})) for i, a in enumerate(corpus["a"])]
     calls += [FunctionCall(id=f"x{i}", name="explode", arguments=json.dumps({"key": i})) for i in range(len(corpus["e"]))]
@@ -49,17 +52,18 @@ def make_agent(name: str) -> AssistantAgent:
     )
 
 TASK = "\\n\\n".join(corpus["u"])
-'''
+"""
+)
 
-CONTROL = '''control = widgets.HTML("<img src='data:,' onerror=\\"__xss('control')\\">")
-control'''
+CONTROL = """control = widgets.HTML("<img src='data:,' onerror=\\"__xss('control')\\">")
+control"""
 
 VIEW = 'view = await nbagent.show(make_agent("hostile"), TASK)'
 
-STEPPER = '''stepper = nbagent.step(make_agent("stepped"), TASK)
-stepper'''
+STEPPER = """stepper = nbagent.step(make_agent("stepped"), TASK)
+stepper"""
 
-SECRET = '''
+SECRET = """
 from nbagent.models.openai import OpenAIChatCompletionClient
 
 leaky = OpenAIChatCompletionClient(
@@ -72,9 +76,9 @@ try:
 except nbagent.ModelError as error:
     print("run failed:", type(error).__name__, "key length", len(os.environ["NBAGENT_TEST_API_KEY"]))
 leaky
-'''
+"""
 
-CHECK = 'print(view.status, len(view.tool_executions), stepper.status)'
+CHECK = "print(view.status, len(view.tool_executions), stepper.status)"
 
 _TEXT_JS = "(sel) => [...document.querySelectorAll(sel)].map(e => e.textContent).join('\\n')"
 _OPEN_DETAILS_JS = "() => document.querySelectorAll('details').forEach(d => { d.open = true; })"

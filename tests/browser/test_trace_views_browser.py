@@ -18,8 +18,8 @@ views, so it proves that unescaped HTML does run there (in JupyterLab and in the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import nbformat
 import pytest
@@ -31,7 +31,8 @@ from .xss import DANGEROUS_DOM_JS, KERNEL_TOOLS, PAYLOAD_COUNT, PLACES, corpus, 
 pytestmark = pytest.mark.browser
 
 
-SETUP = '''
+SETUP = (
+    """
 import json, os
 import pandas as pd
 from IPython.display import HTML
@@ -41,7 +42,9 @@ from nbagent.models.openai import OpenAIChatCompletionClient
 
 pd.set_option("display.max_colwidth", None)
 pd.set_option("display.max_rows", None)
-''' + KERNEL_TOOLS + '''
+"""
+    + KERNEL_TOOLS
+    + '''
 class Failing(ReplayChatCompletionClient):
     """The replay model, failing with a hostile message once its script is used up."""
 
@@ -81,8 +84,9 @@ first = str(runs["run_id"].iloc[1])
 last_seq = int(trace.events_df().query("run_id == @first")["seq"].max())
 print(runs["agent"].tolist(), runs["status"].tolist(), len(trace.tool_calls_df()))
 '''
+)
 
-CONTROL = '''HTML("<div class='xss-control'><img alt='control' src='data:,' onerror=\\"__xss('control')\\"></div>")'''
+CONTROL = """HTML("<div class='xss-control'><img alt='control' src='data:,' onerror=\\"__xss('control')\\"></div>")"""
 
 VIEWS = [
     "{t}",
@@ -95,8 +99,8 @@ VIEWS = [
     "{t}.context_df(first, last_seq)",
 ]
 LOAD = 'loaded = nbagent.load_parquet(trace.to_parquet("trace_parquet"))'
-DEFAULTS = '''with pd.option_context("display.max_colwidth", 50, "display.max_rows", 60):
-    display(trace.events_df(), trace.tool_calls_df(), agent.context_df())'''
+DEFAULTS = """with pd.option_context("display.max_colwidth", 50, "display.max_rows", 60):
+    display(trace.events_df(), trace.tool_calls_df(), agent.context_df())"""
 """The frames as pandas shows them by default: texts cut at 50 characters, 10 rows of long frames."""
 
 ALL = tuple(PLACES)
@@ -112,7 +116,11 @@ FRAME_PLACES: dict[str, tuple[str, ...]] = {
 with the payload's quotes escaped, so for ``a`` only the payload ids are looked for."""
 
 SUMMARY = {
-    "runs": 3, "runs_ok": 1, "runs_error": 2, "llm_calls": 4, "tool_calls": 3 * PAYLOAD_COUNT,
+    "runs": 3,
+    "runs_ok": 1,
+    "runs_error": 2,
+    "llm_calls": 4,
+    "tool_calls": 3 * PAYLOAD_COUNT,
     "tool_errors": 2 * PAYLOAD_COUNT,
 }
 

@@ -89,7 +89,7 @@ _TEMPLATES: list[tuple[str, str]] = [
     ("markdown reference link", "[ref link][r]\n\n[r]: javascript:{js}"),
     ("html-escaped img", '&lt;img src=x onerror="{js}"&gt;'),
     ("double-escaped img", '&amp;lt;img src=x onerror="{js}"&amp;gt;'),
-    ("iframe srcdoc", "<iframe srcdoc=\"&lt;script&gt;parent.{js}&lt;/script&gt;\"></iframe>"),
+    ("iframe srcdoc", '<iframe srcdoc="&lt;script&gt;parent.{js}&lt;/script&gt;"></iframe>'),
     ("iframe javascript src", '<iframe src="javascript:parent.{js}"></iframe>'),
     ("style onload", '<style onload="{js}">.nba-x{{color:red}}</style>'),
     ("style import", "<style>@import 'javascript:{js}';</style>"),
@@ -142,6 +142,7 @@ PLACES = {
 def corpus() -> dict[str, list[str]]:
     """Every place's payload texts: what the kernel reads from ``xss_corpus.json``."""
     return {place: [p.text for p in xss_payloads(place)] for place in PLACES}
+
 
 KERNEL_TOOLS = '''
 with open("xss_corpus.json") as f:

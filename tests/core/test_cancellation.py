@@ -8,8 +8,9 @@ server's validator accepts the context, and that the next run succeeds.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,8 @@ from nbagent import (
     AgentRun,
     AssistantAgent,
     CancellationToken,
-    LLMCall,
     ListMemory,
+    LLMCall,
     MemoryContent,
     MemoryQueryResult,
     Move,
@@ -26,7 +27,6 @@ from nbagent import (
     TextMessage,
     UserMessage,
 )
-
 from tests.models.chat_server import validate_context
 
 from .helpers import calls, every_call_answered, other_tasks
@@ -196,7 +196,9 @@ async def consume(run: AgentRun, case: Case) -> None:
         await run.aclose()
 
 
-async def check_after(case: Case, before: set[asyncio.Task[Any]], expected_tool_results: list[tuple[str, bool]] | None) -> None:
+async def check_after(
+    case: Case, before: set[asyncio.Task[Any]], expected_tool_results: list[tuple[str, bool]] | None
+) -> None:
     await asyncio.sleep(0)
     assert other_tasks(before) == set()
     assert not case.agent.is_running
@@ -265,7 +267,10 @@ async def test_cancel_run_task_from_outside(point: str) -> None:
     await check_after(case, before, expected_results(point))
 
 
-@pytest.mark.parametrize("stop_at", ["RunStarted", "add_messages", "LLMCall", "tool_request", "ToolExecution", "tool_execution", "next_llm_call"])
+@pytest.mark.parametrize(
+    "stop_at",
+    ["RunStarted", "add_messages", "LLMCall", "tool_request", "ToolExecution", "tool_execution", "next_llm_call"],
+)
 async def test_consumer_stops_iterating_and_closes(stop_at: str) -> None:
     """A stepper or view that stops at a yield and calls aclose(): the run ends, the context is valid."""
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from nbagent import (
     AssistantAgent,
@@ -53,7 +54,9 @@ class RemoteWorkbench(Workbench):
     async def list_tools(self) -> list[ToolSchema]:
         if self.hang_listing:
             await asyncio.Event().wait()
-        return [ToolSchema(name="remote", description="A remote tool.", parameters={"type": "object", "properties": {}})]
+        return [
+            ToolSchema(name="remote", description="A remote tool.", parameters={"type": "object", "properties": {}})
+        ]
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any], cancellation_token: CancellationToken | None = None

@@ -9,13 +9,13 @@ from nbagent import (
     AssistantAgent,
     FunctionTool,
     Handoff,
+    HandoffMessage,
     ListMemory,
     ReplayChatCompletionClient,
     StaticWorkbench,
+    StructuredMessage,
     TextMessage,
     ToolCallSummaryMessage,
-    HandoffMessage,
-    StructuredMessage,
 )
 
 from .helpers import add

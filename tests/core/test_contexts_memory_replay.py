@@ -25,7 +25,6 @@ from nbagent import (
     UnboundedChatCompletionContext,
     UserMessage,
 )
-
 from nbagent.memory import MEMORY_HEADER
 
 from .helpers import add, calls
@@ -99,7 +98,9 @@ async def test_head_and_tail() -> None:
     assert await small.get_messages() == CONVERSATION
     wide = await fill(HeadAndTailChatCompletionContext(head_size=3, tail_size=3))
     assert await wide.get_messages() == [
-        *CONVERSATION[:3], UserMessage(content="Skipped 1 messages.", source="System"), *CONVERSATION[4:]
+        *CONVERSATION[:3],
+        UserMessage(content="Skipped 1 messages.", source="System"),
+        *CONVERSATION[4:],
     ]
     with pytest.raises(ValueError):
         HeadAndTailChatCompletionContext(head_size=0, tail_size=1)

@@ -45,7 +45,12 @@ async def test_plain_text() -> None:
 async def test_one_tool_reflect_off() -> None:
     a, client = agent([calls(ADD_12)])
     result = await a.run(task="go")
-    assert kinds(result.messages) == ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallSummaryMessage"]
+    assert kinds(result.messages) == [
+        "TextMessage",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ToolCallSummaryMessage",
+    ]
     assert result.messages[-1].content == "3"
     assert context(a) == [U_GO, a_calls(ADD_12), ferm(("3", "add", "c1", False))]
     assert len(client.requests) == 1
@@ -66,12 +71,20 @@ async def test_two_tool_rounds_then_text() -> None:
     a, client = agent([calls(ADD_12), calls(c2), "done"], max_tool_iterations=3)
     result = await a.run(task="go")
     assert kinds(result.messages) == [
-        "TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallRequestEvent",
-        "ToolCallExecutionEvent", "TextMessage",
+        "TextMessage",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "TextMessage",
     ]
     assert result.messages[-1].content == "done"
     assert context(a) == [
-        U_GO, a_calls(ADD_12), ferm(("3", "add", "c1", False)), a_calls(c2), ferm(("7", "add", "c2", False)),
+        U_GO,
+        a_calls(ADD_12),
+        ferm(("3", "add", "c1", False)),
+        a_calls(c2),
+        ferm(("7", "add", "c2", False)),
         a_text("done"),
     ]
     assert len(client.requests) == 3
@@ -118,10 +131,17 @@ async def test_parallel_calls_results_in_call_order() -> None:
         return f"slow:{x}"
 
     script = [calls(("c1", "slow", '{"x": "A"}'), ("c2", "add", '{"a": 5, "b": 6}'), ("c3", "slow", '{"x": "B"}'))]
-    a, _ = agent(script, tools=[slow, add], tool_call_summary_format="{tool_name}({arguments}) -> {result} err={is_error}")
+    a, _ = agent(
+        script, tools=[slow, add], tool_call_summary_format="{tool_name}({arguments}) -> {result} err={is_error}"
+    )
     result = await a.run(task="go")
     assert order == ["B", "A"]  # finished out of order, reported in call order
-    assert kinds(result.messages) == ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallSummaryMessage"]
+    assert kinds(result.messages) == [
+        "TextMessage",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ToolCallSummaryMessage",
+    ]
     assert result.messages[-1].content == (
         'slow({"x": "A"}) -> slow:A err=False\nadd({"a": 5, "b": 6}) -> 11 err=False\nslow({"x": "B"}) -> slow:B err=False'
     )
@@ -156,14 +176,22 @@ async def test_handoff_alone_has_empty_context_and_custom_message() -> None:
     result = await a.run(task="go")
     assert kinds(result.messages) == ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "HandoffMessage"]
     assert result.messages[-1].content == "custom msg" and result.messages[-1].context == []
-    assert context(a) == [U_GO, a_calls(("h1", "transfer_to_bob", "{}")), ferm(("custom msg", "transfer_to_bob", "h1", False))]
+    assert context(a) == [
+        U_GO,
+        a_calls(("h1", "transfer_to_bob", "{}")),
+        ferm(("custom msg", "transfer_to_bob", "h1", False)),
+    ]
 
 
 async def test_handoff_with_thought_keeps_thought_in_context() -> None:
     a, _ = agent([calls(("h1", "transfer_to_bob", "{}"), thought="why")], handoffs=["bob"])
     result = await a.run(task="go")
     assert kinds(result.messages) == [
-        "TextMessage", "ThoughtEvent", "ToolCallRequestEvent", "ToolCallExecutionEvent", "HandoffMessage"
+        "TextMessage",
+        "ThoughtEvent",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "HandoffMessage",
     ]
     assert [m.model_dump(mode="json") for m in result.messages[-1].context] == [a_text("why")]
 
@@ -247,11 +275,19 @@ async def test_thought_on_tool_call_and_final() -> None:
     a, _ = agent([calls(ADD_12, thought="t1"), text("final", thought="t2")], max_tool_iterations=2)
     result = await a.run(task="go")
     assert kinds(result.messages) == [
-        "TextMessage", "ThoughtEvent", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ThoughtEvent", "TextMessage"
+        "TextMessage",
+        "ThoughtEvent",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ThoughtEvent",
+        "TextMessage",
     ]
     assert [result.messages[1].content, result.messages[4].content] == ["t1", "t2"]
     assert context(a) == [
-        U_GO, a_calls(ADD_12, thought="t1"), ferm(("3", "add", "c1", False)), a_text("final", thought="t2")
+        U_GO,
+        a_calls(ADD_12, thought="t1"),
+        ferm(("3", "add", "c1", False)),
+        a_text("final", thought="t2"),
     ]
 
 
@@ -270,7 +306,12 @@ async def test_memory_hits_come_first_one_event_per_store() -> None:
         {"content": header + "1. second store\n", "type": "SystemMessage"},
         a_text("ok"),
     ]
-    assert [m.type for m in client.requests[0].messages] == ["SystemMessage", "UserMessage", "SystemMessage", "SystemMessage"]
+    assert [m.type for m in client.requests[0].messages] == [
+        "SystemMessage",
+        "UserMessage",
+        "SystemMessage",
+        "SystemMessage",
+    ]
 
 
 class Out(BaseModel):
@@ -291,7 +332,12 @@ async def test_structured_output_after_tool_reflects_by_default() -> None:
     a, client = agent([calls(ADD_12), '{"answer": "y", "score": 4}'], output_content_type=Out)
     assert a.reflect_on_tool_use is True
     result = await a.run(task="go")
-    assert kinds(result.messages) == ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "StructuredMessage[Out]"]
+    assert kinds(result.messages) == [
+        "TextMessage",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "StructuredMessage[Out]",
+    ]
     assert result.messages[-1].content == Out(answer="y", score=4)
     assert len(client.requests) == 2
 
@@ -307,7 +353,12 @@ async def test_structured_output_invalid_raises_clear_error() -> None:
 async def test_empty_function_call_list() -> None:
     a, _ = agent([calls()])
     result = await a.run(task="go")
-    assert kinds(result.messages) == ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallSummaryMessage"]
+    assert kinds(result.messages) == [
+        "TextMessage",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ToolCallSummaryMessage",
+    ]
     assert [result.messages[1].content, result.messages[2].content, result.messages[3].content] == [[], [], ""]
 
 

@@ -35,7 +35,9 @@ async def test_fix1_concurrent_run_raises_at_once_and_leaves_context() -> None:
         await asyncio.sleep(0.05)
         return x
 
-    agent = AssistantAgent("agent", ReplayChatCompletionClient([calls(("c1", "slow", '{"x": "A"}')), "B"]), tools=[slow])
+    agent = AssistantAgent(
+        "agent", ReplayChatCompletionClient([calls(("c1", "slow", '{"x": "A"}')), "B"]), tools=[slow]
+    )
     first = asyncio.create_task(agent.run(task="t1"))
     await started.wait()
     snapshot = context(agent)
@@ -183,8 +185,15 @@ async def test_fix8_streamed_chunks_name_the_message_also_after_a_thought() -> N
     agent = AssistantAgent("agent", client, tools=[add], model_client_stream=True, max_tool_iterations=2)
     events = [e async for e in agent.run_stream(task="go")]
     assert kinds(events) == [
-        "TextMessage", "ThoughtEvent", "ToolCallRequestEvent", "ToolCallExecutionEvent",
-        "ModelClientStreamingChunkEvent", "ModelClientStreamingChunkEvent", "ThoughtEvent", "TextMessage", "TaskResult",
+        "TextMessage",
+        "ThoughtEvent",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ModelClientStreamingChunkEvent",
+        "ModelClientStreamingChunkEvent",
+        "ThoughtEvent",
+        "TextMessage",
+        "TaskResult",
     ]
     final = events[7]
     assert [e.full_message_id for e in events[4:6]] == [final.id, final.id]

@@ -26,7 +26,9 @@ from nbagent.messages import llm_messages_adapter
 
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-json_scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20)
+json_scalars = (
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20)
+)
 json_values = st.recursive(
     json_scalars,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -36,7 +38,9 @@ json_values = st.recursive(
 received: list[dict[str, Any]] = []
 
 
-async def typed(count: int, name: str, ratio: float = 0.5, mode: Literal["a", "b"] = "a", tags: list[str] | None = None) -> str:
+async def typed(
+    count: int, name: str, ratio: float = 0.5, mode: Literal["a", "b"] = "a", tags: list[str] | None = None
+) -> str:
     """A tool with several typed parameters."""
     received.append({"count": count, "name": name, "ratio": ratio, "mode": mode, "tags": tags})
     return "ok"
@@ -44,7 +48,9 @@ async def typed(count: int, name: str, ratio: float = 0.5, mode: Literal["a", "b
 
 def run_call(arguments: str) -> tuple[str, bool]:
     received.clear()
-    script = [CreateResult(finish_reason="function_calls", content=[FunctionCall(id="c1", name="typed", arguments=arguments)])]
+    script = [
+        CreateResult(finish_reason="function_calls", content=[FunctionCall(id="c1", name="typed", arguments=arguments)])
+    ]
     agent = AssistantAgent("a", ReplayChatCompletionClient(script), tools=[typed])
     result = asyncio.run(agent.run(task="go"))
     execution = result.messages[2].content[0]
@@ -86,8 +92,16 @@ VALID_MESSAGES = [
     {"type": "SystemMessage", "content": "s"},
     {"type": "UserMessage", "content": "u", "source": "user"},
     {"type": "UserMessage", "content": ["u", {"data": "AA==", "mime_type": "image/png"}], "source": "user"},
-    {"type": "AssistantMessage", "content": [{"id": "c1", "name": "f", "arguments": "{}"}], "source": "a", "thought": None},
-    {"type": "FunctionExecutionResultMessage", "content": [{"content": "r", "name": "f", "call_id": "c1", "is_error": False}]},
+    {
+        "type": "AssistantMessage",
+        "content": [{"id": "c1", "name": "f", "arguments": "{}"}],
+        "source": "a",
+        "thought": None,
+    },
+    {
+        "type": "FunctionExecutionResultMessage",
+        "content": [{"content": "r", "name": "f", "call_id": "c1", "is_error": False}],
+    },
     {"type": "AssistantMessage", "content": "done", "source": "a", "thought": "t"},
 ]
 
@@ -100,7 +114,12 @@ def mutate(message: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
 
 messages_strategy = st.lists(
     st.sampled_from(VALID_MESSAGES)
-    | st.builds(mutate, st.sampled_from(VALID_MESSAGES), st.sampled_from(["type", "content", "source", "thought", "x"]), json_values),
+    | st.builds(
+        mutate,
+        st.sampled_from(VALID_MESSAGES),
+        st.sampled_from(["type", "content", "source", "thought", "x"]),
+        json_values,
+    ),
     max_size=6,
 )
 states = (
@@ -133,15 +152,26 @@ def test_fuzz_load_state(state: Any) -> None:
 
 
 EVENT_TYPES = [
-    "TextMessage", "ToolCallSummaryMessage", "HandoffMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent",
-    "ThoughtEvent", "MemoryQueryEvent", "ModelClientStreamingChunkEvent", "StructuredMessage", "Unknown",
+    "TextMessage",
+    "ToolCallSummaryMessage",
+    "HandoffMessage",
+    "ToolCallRequestEvent",
+    "ToolCallExecutionEvent",
+    "ThoughtEvent",
+    "MemoryQueryEvent",
+    "ModelClientStreamingChunkEvent",
+    "StructuredMessage",
+    "Unknown",
 ]
 message_dicts = st.fixed_dictionaries(
     {"type": st.sampled_from(EVENT_TYPES), "source": st.text(max_size=5) | json_values},
     optional={
         "content": json_values,
         "id": st.text(max_size=5) | json_values,
-        "created_at": st.sampled_from(["2026-01-01T00:00:00Z", "2026-01-01T00:00:00+02:00", "2026-01-01T00:00:00", "yesterday", 3]) | json_values,
+        "created_at": st.sampled_from(
+            ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00+02:00", "2026-01-01T00:00:00", "yesterday", 3]
+        )
+        | json_values,
         "metadata": st.dictionaries(st.text(max_size=3), st.text(max_size=3)) | json_values,
         "target": json_values,
         "models_usage": st.none() | st.fixed_dictionaries({"prompt_tokens": st.integers(0, 9)}) | json_values,

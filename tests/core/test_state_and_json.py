@@ -40,9 +40,7 @@ async def test_save_state_format_and_json_round_trip() -> None:
     agent = AssistantAgent("a", ReplayChatCompletionClient([calls(ADD_12), "done"]), tools=[add], max_tool_iterations=2)
     await agent.run(task="go")
     state = await agent.save_state()
-    expected_messages = [
-        U_GO, a_calls(ADD_12, source="a"), ferm(("3", "add", "c1", False)), a_text("done", source="a")
-    ]
+    expected_messages = [U_GO, a_calls(ADD_12, source="a"), ferm(("3", "add", "c1", False)), a_text("done", source="a")]
     assert state == {"type": "AssistantAgentState", "version": "1.0.0", "llm_context": {"messages": expected_messages}}
     restored = json.loads(json.dumps(state))
     other = AssistantAgent("a", ReplayChatCompletionClient(["next"]), tools=[add])
@@ -51,15 +49,21 @@ async def test_save_state_format_and_json_round_trip() -> None:
     assert other.model_context.messages == agent.model_context.messages
     assert await other.save_state() == state
     await other.run(task="more")
-    assert context(other)[-2:] == [{"content": "more", "source": "user", "type": "UserMessage"}, a_text("next", source="a")]
+    assert context(other)[-2:] == [
+        {"content": "more", "source": "user", "type": "UserMessage"},
+        a_text("next", source="a"),
+    ]
 
 
 async def test_state_with_thought_images_and_system_messages_round_trips() -> None:
     from nbagent import Image, ListMemory, SystemMessage, UserMessage
 
     agent = AssistantAgent(
-        "a", ReplayChatCompletionClient([calls(ADD_12, thought="hmm"), "x"]), tools=[add],
-        memory=ListMemory(memory_contents=[MemoryContent(content={"k": 1})]), reflect_on_tool_use=True,
+        "a",
+        ReplayChatCompletionClient([calls(ADD_12, thought="hmm"), "x"]),
+        tools=[add],
+        memory=ListMemory(memory_contents=[MemoryContent(content={"k": 1})]),
+        reflect_on_tool_use=True,
     )
     await agent.model_context.add_message(UserMessage(content=["look", Image.from_bytes(b"\x89PNG")], source="u"))
     await agent.run(task="go")
@@ -68,7 +72,12 @@ async def test_state_with_thought_images_and_system_messages_round_trips() -> No
     await other.load_state(state)
     assert other.model_context.messages == agent.model_context.messages
     assert [type(m) for m in other.model_context.messages] == [
-        UserMessage, UserMessage, SystemMessage, AssistantMessage, FunctionExecutionResultMessage, AssistantMessage
+        UserMessage,
+        UserMessage,
+        SystemMessage,
+        AssistantMessage,
+        FunctionExecutionResultMessage,
+        AssistantMessage,
     ]
 
 
@@ -116,19 +125,28 @@ EVERY_TYPE = [
     StructuredMessage[Out](content=Out(answer="x", score=3), source="a", format_string="{answer}"),
     ToolCallSummaryMessage(content="3", source="a", tool_calls=[CALL], results=[RESULT]),
     HandoffMessage(
-        content="go", target="bob", source="a",
-        context=[AssistantMessage(content=[CALL], source="a", thought="t"), FunctionExecutionResultMessage(content=[RESULT])],
+        content="go",
+        target="bob",
+        source="a",
+        context=[
+            AssistantMessage(content=[CALL], source="a", thought="t"),
+            FunctionExecutionResultMessage(content=[RESULT]),
+        ],
     ),
     ToolCallRequestEvent(content=[CALL], source="a", models_usage=USAGE),
     ToolCallExecutionEvent(content=[RESULT], source="a"),
     ThoughtEvent(content="because", source="a"),
-    MemoryQueryEvent(content=[MemoryContent(content="tea", metadata={"n": 1}), MemoryContent(content={"k": [1]})], source="a"),
+    MemoryQueryEvent(
+        content=[MemoryContent(content="tea", metadata={"n": 1}), MemoryContent(content={"k": [1]})], source="a"
+    ),
     ModelClientStreamingChunkEvent(content="wor", source="a", full_message_id="m1"),
     streaming_chunk("fast ", "a", "m2"),
 ]
 
 
-@pytest.mark.parametrize("message", EVERY_TYPE, ids=lambda m: type(m).__name__ + ("_fast" if m.content == "fast " else ""))
+@pytest.mark.parametrize(
+    "message", EVERY_TYPE, ids=lambda m: type(m).__name__ + ("_fast" if m.content == "fast " else "")
+)
 def test_message_json_round_trip(message) -> None:
     data = dump_message(message)
     text = json.dumps(data)

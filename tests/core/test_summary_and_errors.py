@@ -84,7 +84,12 @@ async def test_error_results_exception_unknown_bad_json_schema() -> None:
     ]
     agent = AssistantAgent("agent", ReplayChatCompletionClient(script), tools=[add, boom])
     result = await agent.run(task="go")
-    assert kinds(result.messages) == ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallSummaryMessage"]
+    assert kinds(result.messages) == [
+        "TextMessage",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ToolCallSummaryMessage",
+    ]
     got = [(r.call_id, r.content, r.is_error) for r in result.messages[2].content]
     assert got == [
         ("c1", "kaboom 1", True),
@@ -100,7 +105,9 @@ async def test_error_results_exception_unknown_bad_json_schema() -> None:
         ("c6", "Error: arguments for tool 'add' must be a JSON object, got list", True),
         ("c7", "3", False),
     ]
-    assert context(agent)[2] == ferm(*[(c, "boom" if i == "c1" else "nope" if i == "c2" else "add", i, e) for i, c, e in got])
+    assert context(agent)[2] == ferm(
+        *[(c, "boom" if i == "c1" else "nope" if i == "c2" else "add", i, e) for i, c, e in got]
+    )
 
 
 async def test_error_result_loop_goes_on() -> None:

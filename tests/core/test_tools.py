@@ -57,7 +57,10 @@ def test_schema_from_hints_and_docstring() -> None:
     assert params["properties"]["city"] == {"type": "string", "description": "the city name"}
     assert params["properties"]["days"] == {"type": "integer", "default": 3, "description": "how many days ahead"}
     assert params["properties"]["unit"] == {"type": "string", "enum": ["c", "f"], "default": "c"}
-    assert params["properties"]["tags"] == {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": None}
+    assert params["properties"]["tags"] == {
+        "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+        "default": None,
+    }
     assert params["$defs"]["Point"]["properties"]["x"]["type"] == "integer"
     assert tool.schema["strict"] is False
 
@@ -137,8 +140,13 @@ async def test_streaming_tool_events_are_forwarded_while_the_batch_runs() -> Non
             seen_before_other_done.append(not other_done.is_set())
         events.append(event)
     assert kinds(events) == [
-        "TextMessage", "ToolCallRequestEvent", "ThoughtEvent", "ThoughtEvent", "ToolCallExecutionEvent",
-        "ToolCallSummaryMessage", "TaskResult",
+        "TextMessage",
+        "ToolCallRequestEvent",
+        "ThoughtEvent",
+        "ThoughtEvent",
+        "ToolCallExecutionEvent",
+        "ToolCallSummaryMessage",
+        "TaskResult",
     ]
     assert [e.content for e in events[2:4]] == ["step 0", "step 1"]
     assert seen_before_other_done == [True, True]

@@ -13,7 +13,7 @@ import statistics
 import time
 
 from nbagent import UserMessage
-from nbagent.models.default import DEMO_TASK, demo_agent
+from nbagent.demo import DEMO_TASK, demo_agent
 from nbagent.models.openai import OpenAIChatCompletionClient
 
 from .chat_server import ChatServer, Reply
@@ -24,7 +24,9 @@ STREAM_PIECES = 2000
 
 async def main() -> None:
     with ChatServer() as server:
-        client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key="sk-bench-000000000", max_retries=0)
+        client = OpenAIChatCompletionClient(
+            "gpt-4o", base_url=server.base_url, api_key="sk-bench-000000000", max_retries=0
+        )
         messages = [UserMessage(content="hello", source="user")]
         raw_request = client.build_request(messages)
 
@@ -70,8 +72,10 @@ async def main() -> None:
             figures["rate"].append(STREAM_PIECES / (time.perf_counter() - start))
         med = {name: statistics.median(values) for name, values in figures.items()}
         print(f"streamed, raw SDK:        first token {med['raw ttft'] * 1e3:.2f} ms, {med['raw rate']:,.0f} pieces/s")
-        print(f"streamed, nbagent client: first token {med['ttft'] * 1e3:.2f} ms, {med['rate']:,.0f} pieces/s "
-              f"(medians of 10: 5-piece streams for the first token, {STREAM_PIECES} one-character pieces for the rate)")
+        print(
+            f"streamed, nbagent client: first token {med['ttft'] * 1e3:.2f} ms, {med['rate']:,.0f} pieces/s "
+            f"(medians of 10: 5-piece streams for the first token, {STREAM_PIECES} one-character pieces for the rate)"
+        )
         await client.close()
 
     runs = []
@@ -80,7 +84,9 @@ async def main() -> None:
         start = time.perf_counter()
         await agent.run(task=DEMO_TASK)
         runs.append(time.perf_counter() - start)
-    print(f"demo cassette replay (2 LLM calls, 2 tool calls): median {statistics.median(runs) * 1e3:.2f} ms per run (50 runs)")
+    print(
+        f"demo cassette replay (2 LLM calls, 2 tool calls): median {statistics.median(runs) * 1e3:.2f} ms per run (50 runs)"
+    )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from nbagent.messages import LLMMessage
 from nbagent.models.openai import to_openai_messages, to_openai_tools
@@ -500,8 +501,11 @@ class ChatServer:
     async def _send(
         self, writer: asyncio.StreamWriter, status: int, payload: bytes, headers: dict[str, str] | None = None
     ) -> None:
-        head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}", "content-type: application/json",
-                f"content-length: {len(payload)}"]
+        head = [
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}",
+            "content-type: application/json",
+            f"content-length: {len(payload)}",
+        ]
         head += [f"{name}: {value}" for name, value in (headers or {}).items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
         await writer.drain()

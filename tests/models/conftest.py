@@ -10,7 +10,7 @@ from nbagent.models.openai import OpenAIChatCompletionClient
 
 from .chat_server import ChatServer
 
-TEST_KEY = "sk-" "test-4f8a9c2e7b1d6053aa"
+TEST_KEY = "sk-test-4f8a9c2e7b1d6053aa"
 
 
 @pytest.fixture

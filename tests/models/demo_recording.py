@@ -1,7 +1,7 @@
 """Records the shipped weather demo cassette against the local Chat Completions server.
 
 ``python -m tests.models.demo_recording`` rewrites ``src/nbagent/data/weather_demo.cassette.json``:
-:func:`nbagent.models.default.demo_agent` runs :data:`~nbagent.models.default.DEMO_TASK` through
+:func:`nbagent.demo.demo_agent` runs :data:`~nbagent.demo.DEMO_TASK` through
 the real openai SDK over HTTP, the server answering with :data:`DEMO_REPLIES`, and the recording
 client writes what went over the wire. ``test_cassette.py`` re-records it and compares, so the
 shipped file stays what this script makes.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from nbagent.demo import DEMO_CASSETTE, DEMO_TASK, demo_agent
 from nbagent.models.cassette import RecordingChatCompletionClient
-from nbagent.models.default import DEMO_CASSETTE, DEMO_TASK, demo_agent
 from nbagent.models.openai import OpenAIChatCompletionClient
 
 from .chat_server import ChatServer, Reply

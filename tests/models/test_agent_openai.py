@@ -56,7 +56,12 @@ async def test_tool_loop_with_summary(server: ChatServer, client: OpenAIChatComp
     agent = AssistantAgent("agent", client, tools=[add])
     server.script(Reply.call(("add", {"a": 2, "b": 3})))
     result = await agent.run(task="2+3?")
-    assert kinds(result.messages) == ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallSummaryMessage"]
+    assert kinds(result.messages) == [
+        "TextMessage",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ToolCallSummaryMessage",
+    ]
     assert result.messages[-1].content == "5"
     assert result.messages[1].models_usage.prompt_tokens == 10
     calls = agent.trace.llm_calls_df()
@@ -74,8 +79,12 @@ async def test_two_rounds_then_text_each_request_valid(server: ChatServer, clien
     )
     result = await agent.run(task="sum things")
     assert kinds(result.messages) == [
-        "TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent",
-        "ToolCallRequestEvent", "ToolCallExecutionEvent", "TextMessage",
+        "TextMessage",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "TextMessage",
     ]
     assert [r.content for r in result.messages[2].content] == ["3", "7"]
     assert result.messages[-1].content == "The total is 10."
@@ -92,9 +101,16 @@ async def test_streaming_reflection_and_thought(server: ChatServer, client: Open
     )
     items = [item async for item in agent.run_stream(task="2+3?")]
     assert kinds(items) == [
-        "TextMessage", "ThoughtEvent", "ToolCallRequestEvent", "ToolCallExecutionEvent",
-        "ModelClientStreamingChunkEvent", "ModelClientStreamingChunkEvent", "ModelClientStreamingChunkEvent",
-        "ThoughtEvent", "TextMessage", "TaskResult",
+        "TextMessage",
+        "ThoughtEvent",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ModelClientStreamingChunkEvent",
+        "ModelClientStreamingChunkEvent",
+        "ModelClientStreamingChunkEvent",
+        "ThoughtEvent",
+        "TextMessage",
+        "TaskResult",
     ]
     result = items[-1]
     assert items[1].content == "I should add"
@@ -139,7 +155,11 @@ async def test_structured_output_after_tools(server: ChatServer, client: OpenAIC
 # --------------------------------------------------------------------------- model faults (issue 9)
 
 FAULTS = {
-    "429 after retries": (Reply.error(429, "Rate limit reached", headers={"retry-after-ms": "1"}), ModelRateLimitError, False),
+    "429 after retries": (
+        Reply.error(429, "Rate limit reached", headers={"retry-after-ms": "1"}),
+        ModelRateLimitError,
+        False,
+    ),
     "500": (Reply.error(500, "internal error"), ModelServerError, False),
     "timeout": (Reply.text("late", delay=3.0), ModelTimeoutError, False),
     "reset mid-stream": (Reply.text("partial answer here", cut_after=3), ModelConnectionError, True),
@@ -156,7 +176,9 @@ async def test_model_fault_leaves_the_context_clean_and_the_agent_usable(server:
     reply, error_type, stream = FAULTS[fault]
     # A short timeout only where it is the fault, so that a loaded machine does not time out the rest.
     timeout = 1.0 if error_type is ModelTimeoutError else 30.0
-    client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=TEST_KEY, timeout=timeout, max_retries=0)
+    client = OpenAIChatCompletionClient(
+        "gpt-4o", base_url=server.base_url, api_key=TEST_KEY, timeout=timeout, max_retries=0
+    )
     agent = AssistantAgent("agent", client, tools=[add], model_client_stream=stream)
     server.script(Reply.text("first answer"))
     await agent.run(task="warm up")
@@ -167,7 +189,7 @@ async def test_model_fault_leaves_the_context_clean_and_the_agent_usable(server:
         await agent.run(task="this call fails")
     after = dumped(agent)
     assert after[: len(before)] == before
-    assert after[len(before):] == [{"content": "this call fails", "source": "user", "type": "UserMessage"}]
+    assert after[len(before) :] == [{"content": "this call fails", "source": "user", "type": "UserMessage"}]
     assert not agent.is_running
 
     server.script(Reply.call(("add", {"a": 1, "b": 2})))

@@ -12,7 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import nbagent
-from nbagent import AssistantAgent, CancellationToken, CreateResult, ModelClientStreamingChunkEvent, RequestUsage, UserMessage
+from nbagent import (
+    AssistantAgent,
+    CancellationToken,
+    CreateResult,
+    ModelClientStreamingChunkEvent,
+    RequestUsage,
+    UserMessage,
+)
+from nbagent.demo import DEMO_CASSETTE, DEMO_TASK, demo_agent
 from nbagent.models import (
     CassetteChatCompletionClient,
     CassetteError,
@@ -25,7 +33,7 @@ from nbagent.models import (
     default_model,
 )
 from nbagent.models.cassette import Cassette, load_cassette
-from nbagent.models.default import DEMO_CASSETTE, DEMO_TASK, OFFLINE_ANSWER, demo_agent
+from nbagent.models.default import OFFLINE_ANSWER
 
 from .chat_server import ChatServer, Reply
 from .conftest import TEST_KEY
@@ -58,13 +66,20 @@ TOOL_REPLIES = (
 )
 
 
-async def test_record_then_replay_gives_the_same_events(server: ChatServer, client: OpenAIChatCompletionClient, tmp_path: Path) -> None:
+async def test_record_then_replay_gives_the_same_events(
+    server: ChatServer, client: OpenAIChatCompletionClient, tmp_path: Path
+) -> None:
     path = tmp_path / "run.json"
     server.script(*TOOL_REPLIES)
     live = [item async for item in tool_agent(RecordingChatCompletionClient(client, path)).run_stream(task="2+3?")]
 
     data = json.loads(path.read_text())
-    assert (data["format"], data["version"], data["model"], data["provider"]) == ("nbagent-cassette", 1, "gpt-4o", "openai")
+    assert (data["format"], data["version"], data["model"], data["provider"]) == (
+        "nbagent-cassette",
+        1,
+        "gpt-4o",
+        "openai",
+    )
     first, second = data["interactions"]
     assert first["stream"] is True and first["result"]["thought"] == "add them" and first["chunks"] == []
     assert [c["text"] for c in second["chunks"]] == ["The", " su", "m i", "s 5", "."]
@@ -74,7 +89,13 @@ async def test_record_then_replay_gives_the_same_events(server: ChatServer, clie
     replay = CassetteChatCompletionClient(path)
     offline = [item async for item in tool_agent(replay).run_stream(task="2+3?")]
     assert shape(offline[:-1]) == shape(live[:-1])
-    assert [c.content for c in offline if isinstance(c, ModelClientStreamingChunkEvent)] == ["The", " su", "m i", "s 5", "."]
+    assert [c.content for c in offline if isinstance(c, ModelClientStreamingChunkEvent)] == [
+        "The",
+        " su",
+        "m i",
+        "s 5",
+        ".",
+    ]
     assert replay.remaining == 0 and replay.model_name == "gpt-4o" and replay.provider == "openai"
     assert replay.total_usage() == RequestUsage(prompt_tokens=20, completion_tokens=10)
     assert replay.actual_usage() == RequestUsage()
@@ -89,12 +110,20 @@ async def test_a_different_request_names_the_call_and_the_first_difference(
     with pytest.raises(CassetteMismatchError) as caught:
         await tool_agent(CassetteChatCompletionClient(path)).run(task="2+4?")
     assert str(caught.value) == (
-        'cassette run.json: request #1 differs from the recording: request.messages[1].content: '
+        "cassette run.json: request #1 differs from the recording: request.messages[1].content: "
         'recorded "2+3?", got "2+4?"'
     )
-    agent = AssistantAgent("agent", CassetteChatCompletionClient(path), tools=[add], model_client_stream=True, reflect_on_tool_use=True,
-                           system_message="Other system message")
-    with pytest.raises(CassetteMismatchError, match=r"request #1 differs from the recording: request.messages\[0\].content"):
+    agent = AssistantAgent(
+        "agent",
+        CassetteChatCompletionClient(path),
+        tools=[add],
+        model_client_stream=True,
+        reflect_on_tool_use=True,
+        system_message="Other system message",
+    )
+    with pytest.raises(
+        CassetteMismatchError, match=r"request #1 differs from the recording: request.messages\[0\].content"
+    ):
         await agent.run(task="2+3?")
     replay = CassetteChatCompletionClient(path)
     await tool_agent(replay).run(task="2+3?")
@@ -105,7 +134,9 @@ async def test_a_different_request_names_the_call_and_the_first_difference(
     assert result.thought == "add them"
 
 
-async def test_errors_are_recorded_and_raised_again(server: ChatServer, client: OpenAIChatCompletionClient, tmp_path: Path) -> None:
+async def test_errors_are_recorded_and_raised_again(
+    server: ChatServer, client: OpenAIChatCompletionClient, tmp_path: Path
+) -> None:
     path = tmp_path / "err.json"
     recorder = RecordingChatCompletionClient(client, path)
     server.script(Reply.error(500, "upstream exploded"))
@@ -116,33 +147,47 @@ async def test_errors_are_recorded_and_raised_again(server: ChatServer, client: 
     assert (str(replayed.value), replayed.value.status) == (str(live.value), 500)
 
 
-async def test_secrets_never_reach_the_file(server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    env_key = "sk-" "env-key-9d8c7b6a5f4e3d2c1b"
+async def test_secrets_never_reach_the_file(
+    server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_key = "sk-env-key-9d8c7b6a5f4e3d2c1b"
     monkeypatch.setenv("OPENAI_API_KEY", env_key)
     header_token = "tok-1234567890abcdef"
     client = OpenAIChatCompletionClient(
-        "gpt-4o", base_url=server.base_url, api_key=TEST_KEY,
+        "gpt-4o",
+        base_url=server.base_url,
+        api_key=TEST_KEY,
         default_headers={"Authorization": f"Bearer {header_token}", "X-Api-Key": "plain-secret-value"},
     )
     path = tmp_path / "secrets.json"
     recorder = RecordingChatCompletionClient(client, path, secrets=["my-own-password-42"])
     server.script(
         Reply.call(("add", {"a": 1, "b": 2, "note": f"key {TEST_KEY}"})),
-        Reply.text(f"Your key is {env_key}; header Bearer {header_token}; pw my-own-password-42; other sk-" "proj-ABCDEFGHIJKLMNOPQRSTUV"),
+        Reply.text(
+            f"Your key is {env_key}; header Bearer {header_token}; pw my-own-password-42; other sk-"
+            "proj-ABCDEFGHIJKLMNOPQRSTUV"
+        ),
     )
     agent = AssistantAgent("agent", recorder, tools=[add], reflect_on_tool_use=True)
     result = await agent.run(task=f"my key is {TEST_KEY} and {env_key}, api_key=plain-secret-value")
     assert server.requests[0].headers["x-api-key"] == "plain-secret-value"
     text = path.read_text()
-    for secret in (TEST_KEY, env_key, header_token, "plain-secret-value", "my-own-password-42", "sk-" "proj-ABCDEFGHIJKLMNOPQRSTUV"):
+    for secret in (
+        TEST_KEY,
+        env_key,
+        header_token,
+        "plain-secret-value",
+        "my-own-password-42",
+        "sk-proj-ABCDEFGHIJKLMNOPQRSTUV",
+    ):
         assert secret not in text
     assert text.count("[REDACTED]") >= 6
     assert "Authorization" not in text and "authorization" not in text
     assert TEST_KEY not in repr(recorder) and env_key not in repr(recorder)
     assert result.messages[-1].content.startswith("Your key is")
-    replayed = await AssistantAgent("agent", CassetteChatCompletionClient(path), tools=[add], reflect_on_tool_use=True).run(
-        task=f"my key is {TEST_KEY} and {env_key}, api_key=plain-secret-value"
-    )
+    replayed = await AssistantAgent(
+        "agent", CassetteChatCompletionClient(path), tools=[add], reflect_on_tool_use=True
+    ).run(task=f"my key is {TEST_KEY} and {env_key}, api_key=plain-secret-value")
     assert replayed.messages[-1].content == (
         "Your key is [REDACTED]; header [REDACTED]; pw [REDACTED]; other [REDACTED]"
     )
@@ -157,26 +202,50 @@ def write(tmp_path: Path, content: str) -> Path:
 
 def valid_data() -> dict[str, Any]:
     return {
-        "format": "nbagent-cassette", "version": 1, "model": "m", "model_info": {"function_calling": True},
+        "format": "nbagent-cassette",
+        "version": 1,
+        "model": "m",
+        "model_info": {"function_calling": True},
         "recorded_at": "2026-01-01T00:00:00+00:00",
-        "interactions": [{"request": {"messages": [], "tools": [], "tool_choice": "auto", "json_output": None}, "stream": False, "duration_s": 0.1,
-                          "result": {"finish_reason": "stop", "content": "hi"}}],
+        "interactions": [
+            {
+                "request": {"messages": [], "tools": [], "tool_choice": "auto", "json_output": None},
+                "stream": False,
+                "duration_s": 0.1,
+                "result": {"finish_reason": "stop", "content": "hi"},
+            }
+        ],
     }
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda d: "{not json", r"bad.json: not JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
+        (
+            lambda d: "{not json",
+            r"bad.json: not JSON: Expecting property name enclosed in double quotes at line 1 column 2",
+        ),
         (lambda d: '{"format": NaN}', r"bad.json: not JSON: NaN is not a JSON value"),
         (lambda d: [1, 2], r"bad.json: not an nbagent cassette \(no \"format\": \"nbagent-cassette\"\)"),
         (lambda d: {**d, "version": 7}, r"bad.json: cassette version 7 is not supported \(this nbagent reads 1\)"),
-        (lambda d: {**d, "interactions": [{**d["interactions"][0], "error": {"type": "ModelError", "message": "x"}}]},
-         r"not a valid nbagent cassette: interactions.0: Value error, an interaction has exactly one of 'result' and 'error'"),
-        (lambda d: {**d, "interactions": [{**d["interactions"][0], "chunks": [{"t": -1, "text": "a"}]}]},
-         r"not a valid nbagent cassette: interactions.0.chunks.0.t: Input should be greater than or equal to 0"),
-        (lambda d: {**d, "interactions": [{**d["interactions"][0], "result": {"finish_reason": "maybe", "content": "x"}}]},
-         r"not a valid nbagent cassette: interactions.0.result.finish_reason: Input should be"),
+        (
+            lambda d: {
+                **d,
+                "interactions": [{**d["interactions"][0], "error": {"type": "ModelError", "message": "x"}}],
+            },
+            r"not a valid nbagent cassette: interactions.0: Value error, an interaction has exactly one of 'result' and 'error'",
+        ),
+        (
+            lambda d: {**d, "interactions": [{**d["interactions"][0], "chunks": [{"t": -1, "text": "a"}]}]},
+            r"not a valid nbagent cassette: interactions.0.chunks.0.t: Input should be greater than or equal to 0",
+        ),
+        (
+            lambda d: {
+                **d,
+                "interactions": [{**d["interactions"][0], "result": {"finish_reason": "maybe", "content": "x"}}],
+            },
+            r"not a valid nbagent cassette: interactions.0.result.finish_reason: Input should be",
+        ),
         (lambda d: {**d, "pickle": "gASV"}, r"not a valid nbagent cassette: pickle: Extra inputs are not permitted"),
     ],
 )
@@ -195,7 +264,9 @@ def test_missing_file_and_valid_file(tmp_path: Path) -> None:
 
 async def test_paced_replay_waits_for_the_recorded_time_and_is_cancellable(tmp_path: Path) -> None:
     data = valid_data()
-    data["interactions"][0].update(stream=True, duration_s=30.0, chunks=[{"t": 0.0, "text": "h"}, {"t": 30.0, "text": "i"}])
+    data["interactions"][0].update(
+        stream=True, duration_s=30.0, chunks=[{"t": 0.0, "text": "h"}, {"t": 30.0, "text": "i"}]
+    )
     path = write(tmp_path, json.dumps(data))
     fast = [item async for item in CassetteChatCompletionClient(path).create_stream([])]
     assert fast == ["h", "i", CreateResult(finish_reason="stop", content="hi")]
@@ -220,7 +291,12 @@ async def test_a_non_streamed_recording_replays_as_one_piece_when_streamed(tmp_p
 async def test_shipped_demo_cassette_replays_the_demo_agent() -> None:
     items = [item async for item in demo_agent(pace=False).run_stream(task=DEMO_TASK)]
     assert [type(i).__name__ for i in items if not isinstance(i, ModelClientStreamingChunkEvent)] == [
-        "TextMessage", "ThoughtEvent", "ToolCallRequestEvent", "ToolCallExecutionEvent", "TextMessage", "TaskResult",
+        "TextMessage",
+        "ThoughtEvent",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "TextMessage",
+        "TaskResult",
     ]
     assert items[-2].content == "Paris has light rain at 18 °C, while Tokyo is sunny at 24 °C."
     assert "".join(i.content for i in items if isinstance(i, ModelClientStreamingChunkEvent)) == items[-2].content
@@ -248,7 +324,9 @@ def clear_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-async def test_default_model_offline_says_so(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_default_model_offline_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     clear_env(monkeypatch)
     model = nbagent.default_model()
     assert isinstance(model, ReplayChatCompletionClient)

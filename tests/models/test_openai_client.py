@@ -39,8 +39,15 @@ from .chat_server import ChatServer, Reply, validate_context, validate_request
 from .conftest import TEST_KEY
 
 USER = UserMessage(content="What is 2+3?", source="user")
-ADD = {"name": "add", "description": "Add two numbers.", "parameters": {
-    "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}
+ADD = {
+    "name": "add",
+    "description": "Add two numbers.",
+    "parameters": {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+}
 MUL = {"name": "mul", "parameters": {"type": "object", "properties": {}}}
 
 
@@ -59,28 +66,39 @@ def final(items: list[str | CreateResult]) -> CreateResult:
 
 async def test_messages_are_converted_role_by_role(server: ChatServer, client: OpenAIChatCompletionClient) -> None:
     server.script(Reply.text("5"))
-    calls = [FunctionCall(id="c1", name="add", arguments='{"a": 2, "b": 3}'), FunctionCall(id="c2", name="mul", arguments="{}")]
+    calls = [
+        FunctionCall(id="c1", name="add", arguments='{"a": 2, "b": 3}'),
+        FunctionCall(id="c2", name="mul", arguments="{}"),
+    ]
     history = [
         SystemMessage(content="Be brief."),
         USER,
         AssistantMessage(content=calls, source="agent", thought="I will add"),
-        FunctionExecutionResultMessage(content=[
-            FunctionExecutionResult(content="5", name="add", call_id="c1"),
-            FunctionExecutionResult(content="boom", name="mul", call_id="c2", is_error=True),
-        ]),
+        FunctionExecutionResultMessage(
+            content=[
+                FunctionExecutionResult(content="5", name="add", call_id="c1"),
+                FunctionExecutionResult(content="boom", name="mul", call_id="c2", is_error=True),
+            ]
+        ),
         AssistantMessage(content="It is 5.", source="agent"),
         UserMessage(content=["line one", "line two"], source="user"),
     ]
     result = await client.create(history, tools=[ADD, MUL])
-    assert result == CreateResult(finish_reason="stop", content="5", usage=RequestUsage(prompt_tokens=10, completion_tokens=5))
+    assert result == CreateResult(
+        finish_reason="stop", content="5", usage=RequestUsage(prompt_tokens=10, completion_tokens=5)
+    )
     body = server.requests[0].body
     assert body["messages"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "What is 2+3?"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}},
-            {"id": "c2", "type": "function", "function": {"name": "mul", "arguments": "{}"}},
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}},
+                {"id": "c2", "type": "function", "function": {"name": "mul", "arguments": "{}"}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "5"},
         {"role": "tool", "tool_call_id": "c2", "content": "boom"},
         {"role": "assistant", "content": "It is 5."},
@@ -101,8 +119,15 @@ async def test_tools_handoffs_tool_choice_and_parallel_flag_are_passed(server: C
     first, second, third = (request.body for request in server.requests)
     assert first["tools"] == [
         {"type": "function", "function": ADD},
-        {"type": "function", "function": {"name": "transfer_to_planner", "description": "Handoff to planner.",
-                                          "parameters": {"type": "object", "properties": {}, "required": []}, "strict": False}},
+        {
+            "type": "function",
+            "function": {
+                "name": "transfer_to_planner",
+                "description": "Handoff to planner.",
+                "parameters": {"type": "object", "properties": {}, "required": []},
+                "strict": False,
+            },
+        },
     ]
     assert first["tool_choice"] == "auto" and first["parallel_tool_calls"] is False
     assert second["tool_choice"] == {"type": "function", "function": {"name": "add"}}
@@ -112,7 +137,9 @@ async def test_tools_handoffs_tool_choice_and_parallel_flag_are_passed(server: C
     await client.close()
 
 
-async def test_images_are_sent_to_vision_models_and_refused_otherwise(server: ChatServer, client: OpenAIChatCompletionClient) -> None:
+async def test_images_are_sent_to_vision_models_and_refused_otherwise(
+    server: ChatServer, client: OpenAIChatCompletionClient
+) -> None:
     image = Image.from_bytes(b"\x89PNG fake", "image/png")
     server.script(Reply.text("a cat"))
     await client.create([UserMessage(content=["What is this?", image], source="user")])
@@ -149,28 +176,36 @@ async def test_tool_calls_without_stream(server: ChatServer, client: OpenAIChatC
     ]
 
 
-async def test_stream_yields_text_pieces_then_the_result_with_usage(server: ChatServer, client: OpenAIChatCompletionClient) -> None:
+async def test_stream_yields_text_pieces_then_the_result_with_usage(
+    server: ChatServer, client: OpenAIChatCompletionClient
+) -> None:
     server.script(Reply.text("Hello there, world", pieces=5, usage=(21, 4)))
     items = await collect(client, [USER])
     assert items[:-1] == ["Hello", " ther", "e, wo", "rld"]
-    assert items[-1] == CreateResult(finish_reason="stop", content="Hello there, world", usage=RequestUsage(prompt_tokens=21, completion_tokens=4))
+    assert items[-1] == CreateResult(
+        finish_reason="stop", content="Hello there, world", usage=RequestUsage(prompt_tokens=21, completion_tokens=4)
+    )
     assert server.requests[0].body["stream"] is True
     assert server.requests[0].body["stream_options"] == {"include_usage": True}
     assert client.last_time_to_first_token is not None and client.last_time_to_first_token > 0
     assert client.total_usage() == RequestUsage(prompt_tokens=21, completion_tokens=4)
 
 
-async def test_stream_assembles_interleaved_split_tool_calls(server: ChatServer, client: OpenAIChatCompletionClient) -> None:
+async def test_stream_assembles_interleaved_split_tool_calls(
+    server: ChatServer, client: OpenAIChatCompletionClient
+) -> None:
     server.script(Reply.call(("add", {"a": 20, "b": 30}), ("mul", {"x": "long argument"}), pieces=3, interleave=True))
     items = await collect(client, [USER], tools=[ADD, MUL])
-    assert items == [CreateResult(
-        finish_reason="function_calls",
-        content=[
-            FunctionCall(id="call_0", name="add", arguments='{"a": 20, "b": 30}'),
-            FunctionCall(id="call_1", name="mul", arguments='{"x": "long argument"}'),
-        ],
-        usage=RequestUsage(prompt_tokens=10, completion_tokens=5),
-    )]
+    assert items == [
+        CreateResult(
+            finish_reason="function_calls",
+            content=[
+                FunctionCall(id="call_0", name="add", arguments='{"a": 20, "b": 30}'),
+                FunctionCall(id="call_1", name="mul", arguments='{"x": "long argument"}'),
+            ],
+            usage=RequestUsage(prompt_tokens=10, completion_tokens=5),
+        )
+    ]
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
@@ -199,7 +234,9 @@ async def test_think_block_at_the_start_becomes_the_thought_when_streamed(
     assert (final(items).content, final(items).thought) == ("The answer is 5.", "add them")
 
 
-async def test_think_block_without_stream_and_text_that_only_looks_like_one(server: ChatServer, client: OpenAIChatCompletionClient) -> None:
+async def test_think_block_without_stream_and_text_that_only_looks_like_one(
+    server: ChatServer, client: OpenAIChatCompletionClient
+) -> None:
     server.script(Reply.text("<think>hmm</think>Five."), Reply.text("<thin ice> is not a tag", pieces=2))
     result = await client.create([USER])
     assert (result.content, result.thought) == ("Five.", "hmm")
@@ -209,7 +246,9 @@ async def test_think_block_without_stream_and_text_that_only_looks_like_one(serv
     assert split_think("<think>cut short") == ("cut short", "")
 
 
-async def test_text_next_to_tool_calls_becomes_the_thought(server: ChatServer, client: OpenAIChatCompletionClient) -> None:
+async def test_text_next_to_tool_calls_becomes_the_thought(
+    server: ChatServer, client: OpenAIChatCompletionClient
+) -> None:
     server.script(Reply.call(("add", {"a": 1, "b": 1}), content="Let me add."))
     items = await collect(client, [USER], tools=[ADD])
     assert items[:-1] == ["Let ", "me a", "dd."]
@@ -221,12 +260,16 @@ class Answer(BaseModel):
     unit: str = "none"
 
 
-async def test_structured_output_sends_a_strict_json_schema_and_returns_its_json(server: ChatServer, client: OpenAIChatCompletionClient) -> None:
+async def test_structured_output_sends_a_strict_json_schema_and_returns_its_json(
+    server: ChatServer, client: OpenAIChatCompletionClient
+) -> None:
     server.script(Reply.text('{"value": 5, "unit": "apples"}'))
     result = await client.create([USER], json_output=Answer)
     assert Answer.model_validate_json(result.content) == Answer(value=5, unit="apples")
     fmt = server.requests[0].body["response_format"]
-    assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "Answer" and fmt["json_schema"]["strict"] is True
+    assert (
+        fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "Answer" and fmt["json_schema"]["strict"] is True
+    )
     assert fmt["json_schema"]["schema"]["required"] == ["value", "unit"]
     assert fmt["json_schema"]["schema"]["additionalProperties"] is False
     server.script(Reply.text("{}"))
@@ -243,8 +286,16 @@ def test_model_info_table_prefixes_and_overrides() -> None:
     assert model_info_for("gpt-4o-mini")["vision"] is True
     assert model_info_for("gpt-3.5-turbo-0125")["structured_output"] is False
     assert model_info_for("qwen2.5:7b") == UNKNOWN_MODEL_INFO
-    client = OpenAIChatCompletionClient("qwen2.5:7b", base_url="http://127.0.0.1:9/v1", model_info={"vision": True, "family": "qwen"})
-    assert client.model_info == {"vision": True, "function_calling": True, "json_output": True, "structured_output": True, "family": "qwen"}
+    client = OpenAIChatCompletionClient(
+        "qwen2.5:7b", base_url="http://127.0.0.1:9/v1", model_info={"vision": True, "family": "qwen"}
+    )
+    assert client.model_info == {
+        "vision": True,
+        "function_calling": True,
+        "json_output": True,
+        "structured_output": True,
+        "family": "qwen",
+    }
     assert client.model_name == "qwen2.5:7b"
 
 
@@ -262,11 +313,15 @@ async def test_wrong_key_is_401_naming_the_server_message_without_the_key() -> N
         await client.close()
 
 
-async def test_key_never_in_repr_pickle_or_echoed_errors(server: ChatServer, client: OpenAIChatCompletionClient) -> None:
+async def test_key_never_in_repr_pickle_or_echoed_errors(
+    server: ChatServer, client: OpenAIChatCompletionClient
+) -> None:
     assert repr(client) == f"OpenAIChatCompletionClient(model='gpt-4o', base_url='{server.base_url}/')"
     with pytest.raises(TypeError, match="not picklable"):
         pickle.dumps(client)
-    server.script(Reply.error(400, f"bad key {TEST_KEY}; header was Bearer " "abcdef123456; other sk-" "proj-ABCDEFGHIJKLMNOP"))
+    server.script(
+        Reply.error(400, f"bad key {TEST_KEY}; header was Bearer abcdef123456; other sk-proj-ABCDEFGHIJKLMNOP")
+    )
     with pytest.raises(ModelBadRequestError) as caught:
         await client.create([USER])
     assert str(caught.value).endswith("HTTP 400: bad key [REDACTED]; header was [REDACTED]; other [REDACTED]")
@@ -301,15 +356,21 @@ async def test_500_is_a_server_error(server: ChatServer, client: OpenAIChatCompl
     assert caught.value.status == 500
 
 
-async def test_invalid_context_is_rejected_by_the_validator_with_its_message(server: ChatServer, client: OpenAIChatCompletionClient) -> None:
+async def test_invalid_context_is_rejected_by_the_validator_with_its_message(
+    server: ChatServer, client: OpenAIChatCompletionClient
+) -> None:
     dangling = AssistantMessage(content=[FunctionCall(id="c9", name="add", arguments="{}")], source="agent")
-    with pytest.raises(ModelBadRequestError, match=r"HTTP 400: .*responding to each 'tool_call_id'; not answered: \['c9'\]"):
+    with pytest.raises(
+        ModelBadRequestError, match=r"HTTP 400: .*responding to each 'tool_call_id'; not answered: \['c9'\]"
+    ):
         await client.create([USER, dangling])
 
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_timeout(server: ChatServer, stream: bool) -> None:
-    client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=TEST_KEY, timeout=0.2, max_retries=0)
+    client = OpenAIChatCompletionClient(
+        "gpt-4o", base_url=server.base_url, api_key=TEST_KEY, timeout=0.2, max_retries=0
+    )
     server.script(Reply.text("late", delay=1.0))
     with pytest.raises(ModelTimeoutError, match=r"no answer within the timeout \(0.2 s\)"):
         await (collect(client, [USER]) if stream else client.create([USER]))
@@ -317,7 +378,9 @@ async def test_timeout(server: ChatServer, stream: bool) -> None:
 
 
 async def test_timeout_between_chunks(server: ChatServer) -> None:
-    client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=TEST_KEY, timeout=0.2, max_retries=0)
+    client = OpenAIChatCompletionClient(
+        "gpt-4o", base_url=server.base_url, api_key=TEST_KEY, timeout=0.2, max_retries=0
+    )
     server.script(Reply.text("slow stream", chunk_delay=1.0))
     with pytest.raises(ModelTimeoutError):
         await collect(client, [USER])
@@ -366,20 +429,28 @@ async def test_server_error_event_inside_the_stream(server: ChatServer, client: 
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_cancellation_token_interrupts_the_wait(server: ChatServer, client: OpenAIChatCompletionClient, stream: bool) -> None:
+async def test_cancellation_token_interrupts_the_wait(
+    server: ChatServer, client: OpenAIChatCompletionClient, stream: bool
+) -> None:
     server.script(Reply.text("late", delay=30.0) if not stream else Reply.text("slow stream", chunk_delay=30.0))
     token = CancellationToken()
     asyncio.get_running_loop().call_later(0.2, token.cancel)
     with pytest.raises(asyncio.CancelledError):
-        await (collect(client, [USER], cancellation_token=token) if stream else client.create([USER], cancellation_token=token))
+        await (
+            collect(client, [USER], cancellation_token=token)
+            if stream
+            else client.create([USER], cancellation_token=token)
+        )
 
 
-async def test_key_from_environment_and_keyless_local_server(server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_key_from_environment_and_keyless_local_server(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-1234567890")
     server.script(Reply.text("a"), Reply.text("b"))
     env_client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url)
     await env_client.create([USER])
-    assert server.requests[0].headers["authorization"] == "Bearer " "sk-from-env-1234567890"
+    assert server.requests[0].headers["authorization"] == "Bearer sk-from-env-1234567890"
     monkeypatch.delenv("OPENAI_API_KEY")
     local = OpenAIChatCompletionClient("llama3.1", base_url=server.base_url)
     assert (await local.create([USER])).content == "b"
@@ -391,20 +462,38 @@ async def test_key_from_environment_and_keyless_local_server(server: ChatServer,
 
 def test_validator_rules() -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-    ok = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [call]},
-                                     {"role": "tool", "tool_call_id": "c1", "content": "r"}]}
+    ok = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "r"},
+        ],
+    }
     assert validate_request(ok) == []
-    assert validate_request({"model": "m", "messages": [{"role": "robot", "content": "x"}]}) == ["messages[0]: invalid role 'robot'"]
+    assert validate_request({"model": "m", "messages": [{"role": "robot", "content": "x"}]}) == [
+        "messages[0]: invalid role 'robot'"
+    ]
     assert validate_request({"model": "m", "messages": [{"role": "tool", "tool_call_id": "zz", "content": "r"}]}) == [
-        "messages[0]: messages with role 'tool' must be a response to a preceding message with 'tool_calls' (tool_call_id 'zz')"]
+        "messages[0]: messages with role 'tool' must be a response to a preceding message with 'tool_calls' (tool_call_id 'zz')"
+    ]
     interrupted = {"model": "m", "messages": [*ok["messages"][:2], {"role": "user", "content": "more"}]}
-    assert validate_request(interrupted)[0].startswith("messages[2]: an assistant message with 'tool_calls' must be followed")
-    assert validate_request({**ok, "tool_choice": "auto"}) == ["'tool_choice' is only allowed when 'tools' are specified"]
+    assert validate_request(interrupted)[0].startswith(
+        "messages[2]: an assistant message with 'tool_calls' must be followed"
+    )
+    assert validate_request({**ok, "tool_choice": "auto"}) == [
+        "'tool_choice' is only allowed when 'tools' are specified"
+    ]
     assert validate_request({**ok, "tools": [{"type": "function", "function": {"name": "bad name"}}]}) == [
-        "tools[0]: invalid function name 'bad name'"]
+        "tools[0]: invalid function name 'bad name'"
+    ]
     assert validate_request({**ok, "stream_options": {"include_usage": True}}) == [
-        "'stream_options' is only allowed when 'stream' is enabled"]
-    loose = {"type": "json_schema", "json_schema": {"name": "A", "strict": True, "schema": {"type": "object", "properties": {"a": {}}}}}
+        "'stream_options' is only allowed when 'stream' is enabled"
+    ]
+    loose = {
+        "type": "json_schema",
+        "json_schema": {"name": "A", "strict": True, "schema": {"type": "object", "properties": {"a": {}}}},
+    }
     assert validate_request({**ok, "response_format": loose}) == [
         "strict schema: 'additionalProperties' must be false at schema",
         "strict schema: every property must be required at schema",
@@ -412,7 +501,9 @@ def test_validator_rules() -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_a_tool_call_without_a_name_is_a_response_error(server: ChatServer, client: OpenAIChatCompletionClient, stream: bool) -> None:
+async def test_a_tool_call_without_a_name_is_a_response_error(
+    server: ChatServer, client: OpenAIChatCompletionClient, stream: bool
+) -> None:
     server.script(Reply.call(("", {"a": 1})))
     with pytest.raises(ModelResponseError, match="a tool call has no function name"):
         await (collect(client, [USER], tools=[ADD]) if stream else client.create([USER], tools=[ADD]))
@@ -421,7 +512,10 @@ async def test_a_tool_call_without_a_name_is_a_response_error(server: ChatServer
 def test_validate_context_checks_nbagent_messages() -> None:
     call = FunctionCall(id="c1", name="add", arguments="{}")
     dangling = [USER, AssistantMessage(content=[call], source="agent")]
-    answered = [*dangling, FunctionExecutionResultMessage(content=[FunctionExecutionResult(content="1", name="add", call_id="c1")])]
+    answered = [
+        *dangling,
+        FunctionExecutionResultMessage(content=[FunctionExecutionResult(content="1", name="add", call_id="c1")]),
+    ]
     assert validate_context(answered, [ADD]) == []
     assert validate_context(dangling) == [
         "an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'; "

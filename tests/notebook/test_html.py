@@ -39,7 +39,7 @@ PAYLOADS = [
     "<img src=x onerror=alert(1)>",
     "<script>alert(1)</script>",
     '"><svg onload=alert(1)>',
-    "<a href=\"javascript:alert(1)\">x</a>",
+    '<a href="javascript:alert(1)">x</a>',
     "<iframe src=//evil></iframe>",
 ]
 
@@ -127,9 +127,7 @@ def test_tool_card_escapes_name_arguments_and_result(payload: str) -> None:
     done = tool_card_html(call, FunctionExecutionResult(content=payload, name=payload, call_id=payload), 0.25)
     assert tags(done) == {"div", "span", "pre"}
     assert 'data-state="ok"' in done and '<span class="nba-duration nba-muted">250 ms</span>' in done
-    error = tool_card_html(
-        call, FunctionExecutionResult(content=payload, name="f", call_id="1", is_error=True), 1.5
-    )
+    error = tool_card_html(call, FunctionExecutionResult(content=payload, name="f", call_id="1", is_error=True), 1.5)
     assert 'data-state="error"' in error and "1.50 s" in error
     assert 'data-state="cancelled"' in tool_card_html(call, cancelled=True)
 
@@ -158,7 +156,10 @@ def test_final_html_kinds() -> None:
             results=[FunctionExecutionResult(content="<3>", name="add", call_id="1")],
         )
     )
-    assert 'data-kind="summary"' in summary and '<span class="nba-label">add</span><pre class="nba-value">&lt;3&gt;' in summary
+    assert (
+        'data-kind="summary"' in summary
+        and '<span class="nba-label">add</span><pre class="nba-value">&lt;3&gt;' in summary
+    )
     handoff = final_html(HandoffMessage(content="go", target="<other>", source="bot"))
     assert 'class="nba-event nba-handoff" data-target="&lt;other&gt;"' in handoff
 

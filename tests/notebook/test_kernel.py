@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import nbformat
 import pytest
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.kernel
 
 KERNEL = "nbagent-notebook-test"
 
-SETUP = '''
+SETUP = """
 import asyncio, nbagent
 from nbagent import AssistantAgent, ReplayChatCompletionClient, CreateResult, FunctionCall
 
@@ -38,7 +38,7 @@ def make(name, answer="The **answer** is 3."):
     return AssistantAgent(name, client, tools=[shout], reflect_on_tool_use=True, model_client_stream=True)
 
 bot, b2, b3, b4, b5 = (make(name) for name in ("bot", "b2", "b3", "b4", "b5"))
-'''
+"""
 
 CELLS = [
     SETUP,
@@ -132,7 +132,9 @@ def test_run_all_runs_every_cell(run_all: nbformat.NotebookNode) -> None:
     # IPython shows a magic's UsageError on stderr, without a traceback.
     assert texts[10] == [("stderr", "UsageError: no variable named 'missing' in the notebook\n")]
     assert texts[11] == [("stderr", "UsageError: 'shout' is a function, not an AssistantAgent\n")]
-    assert texts[12] == [("stderr", "UsageError: usage: %%agent NAME (the name of an AssistantAgent variable), then the task\n")]
+    assert texts[12] == [
+        ("stderr", "UsageError: usage: %%agent NAME (the name of an AssistantAgent variable), then the task\n")
+    ]
 
 
 def test_saved_notebook_holds_the_final_state_of_every_view(run_all: nbformat.NotebookNode) -> None:
@@ -151,7 +153,7 @@ def test_html_export_shows_the_finished_run(run_all: nbformat.NotebookNode) -> N
     body, _ = HTMLExporter().from_notebook_node(run_all)
     assert body.count('<div class="nba-view nba-state-ok">') == 3
     assert body.count("<p>The <strong>answer</strong> is 3.</p>") == 3
-    assert "<img src=x onerror" not in body and "<img src=\"x\"" not in body
+    assert "<img src=x onerror" not in body and '<img src="x"' not in body
     assert 'data-tool-name="shout"' in body
 
 
@@ -214,7 +216,7 @@ def kernel(kernel_dirs: list[str]) -> Iterator[object]:
     manager.shutdown_kernel(now=True)
 
 
-SLOW = '''
+SLOW = """
 import asyncio, nbagent
 from nbagent import AssistantAgent, ReplayChatCompletionClient, CreateResult, FunctionCall
 from nbagent.notebook.view import AgentRunView
@@ -230,7 +232,7 @@ def make(name):
 
 awaited, synced = make("awaited"), make("synced")
 view = AgentRunView()
-'''
+"""
 CONTEXT = "print({name}.is_running, [type(m).__name__ for m in {name}.model_context.messages], {name}.model_context.messages[-1].content[0].is_error)"
 
 

@@ -26,8 +26,8 @@ from nbagent import (
     TextMessage,
 )
 from nbagent.messages import streaming_chunk
-from nbagent.records import Move
 from nbagent.notebook.view import AgentRunView
+from nbagent.records import Move
 
 XSS = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 
@@ -145,7 +145,9 @@ def test_stream_segments_resend_only_the_last_part() -> None:
     view._streams["m1"].coalescer.flush()
     segments = box.children[1:]
     assert len(segments) == 4 and len(updates) == 1
-    texts = [html.unescape(s.value.removeprefix('<span class="nba-stream-text">').removesuffix("</span>")) for s in segments]
+    texts = [
+        html.unescape(s.value.removeprefix('<span class="nba-stream-text">').removesuffix("</span>")) for s in segments
+    ]
     assert all(s.value.startswith('<span class="nba-stream-text">') for s in segments)
     assert [len(piece) for piece in texts] == [4000, 4000, 4000, 2890]
     assert "".join(texts) == text

@@ -42,7 +42,11 @@ def error_outputs(nb: nbformat.NotebookNode) -> list[str]:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 found.append(f"cell {index}: {output['ename']}: {output['evalue']}")
-            elif output.get("output_type") == "stream" and output.get("name") == "stderr" and "Traceback" in output["text"]:
+            elif (
+                output.get("output_type") == "stream"
+                and output.get("name") == "stderr"
+                and "Traceback" in output["text"]
+            ):
                 found.append(f"cell {index}: stderr traceback:\n{output['text']}")
     return found
 
@@ -59,7 +63,9 @@ def output_text(nb: nbformat.NotebookNode) -> str:
     return "\n".join(parts)
 
 
-BASELINE_TASKS = "import asyncio as _nbagent_test_asyncio\n_nbagent_test_baseline = set(_nbagent_test_asyncio.all_tasks())"
+BASELINE_TASKS = (
+    "import asyncio as _nbagent_test_asyncio\n_nbagent_test_baseline = set(_nbagent_test_asyncio.all_tasks())"
+)
 LEFTOVER_TASKS = (  # the kernel's own task running this cell (ipykernel's) does not count
     "print('leftover tasks:', sorted(repr(t.get_coro()) for t in _nbagent_test_asyncio.all_tasks()\n"
     "      - _nbagent_test_baseline - {_nbagent_test_asyncio.current_task()}\n"
@@ -82,7 +88,9 @@ def execute(path: Path, kernels_dir: Path, timeout: int = 120) -> nbformat.Noteb
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(BASELINE_TASKS))
     nb.cells.append(nbformat.v4.new_code_cell(LEFTOVER_TASKS))
-    manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels_dir)]))
+    manager = KernelManager(
+        kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels_dir)])
+    )
     client = NotebookClient(
         nb,
         km=manager,

@@ -7,8 +7,8 @@ live branch of each notebook is exercised without a network or a key.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

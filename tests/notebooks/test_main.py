@@ -53,7 +53,7 @@ async def test_demo_prints_every_move_and_event_in_order() -> None:
     out = io.StringIO()
     agent = await cli.demo(out)
     lines = out.getvalue().splitlines()
-    start = lines.index(f"run started  agent=assistant  task={cli.DEMO_TASK}")
+    start = lines.index(f"run started  agent=assistant  task={cli.SCRIPTED_TASK}")
     assert lines[start + 1 : start + 1 + len(DEMO_LINES)] == DEMO_LINES
     assert lines[0] == "nbagent demo: offline, on the replay model (no network, no API key)"
     assert isinstance(agent.model_client, ReplayChatCompletionClient) and agent.model_client.remaining == 0
@@ -63,11 +63,16 @@ async def test_demo_prints_the_dataframes() -> None:
     out = io.StringIO()
     agent = await cli.demo(out)
     text = out.getvalue()
-    titles = ["agent.context_df()", "agent.trace.llm_calls_df()", "agent.trace.tool_calls_df()", "agent.trace.summary()"]
+    titles = [
+        "agent.context_df()",
+        "agent.trace.llm_calls_df()",
+        "agent.trace.tool_calls_df()",
+        "agent.trace.summary()",
+    ]
     positions = [text.index(f"\n{title}\n") for title in titles]
     assert positions == sorted(positions)
     assert len(agent.context_df()) == 6
-    summary_lines = text[positions[-1]:].split("\n")[2:]
+    summary_lines = text[positions[-1] :].split("\n")[2:]
     assert [line.split() for line in summary_lines if line] == [
         ["runs", "1"],
         ["llm_calls", "3"],
@@ -84,7 +89,9 @@ def test_describe_a_user_message() -> None:
 
 def test_python_m_nbagent_demo_runs_offline() -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(ROOT), "OPENAI_API_KEY": "", "NBAGENT_BASE_URL": ""}
-    done = subprocess.run([sys.executable, "-m", "nbagent", "demo"], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "nbagent", "demo"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert DEMO_LINES[-2] in done.stdout.splitlines()
     assert "agent.trace.tool_calls_df()" in done.stdout
@@ -142,7 +149,9 @@ def test_python_m_nbagent_lab_serves_the_walkthrough(tmp_path: Path) -> None:
     }
     command = [sys.executable, "-m", "nbagent", "lab", "--port", str(port), "--no-browser", "--",
                "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}"]  # fmt: skip
-    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    server = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}/api/contents/{cli.WALKTHROUGH}?content=0&token={token}"
     try:
         deadline = time.monotonic() + 90

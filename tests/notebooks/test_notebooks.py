@@ -78,7 +78,7 @@ EXPECTED_OUTPUT = {
         "answer: 6 times 7 is 42.",
         "2 model calls recorded in multiply.cassette.json",
         "same as recorded: True",
-        'CassetteMismatchError: cassette multiply.cassette.json: request #1 differs from the recording',
+        "CassetteMismatchError: cassette multiply.cassette.json: request #1 differs from the recording",
         "This is nbagent's offline replay model",
     ],
 }
@@ -119,10 +119,7 @@ def test_notebook_runs_offline_in_a_kernel(path: Path, kernels_dir: Path) -> Non
     text = output_text(nb)
     missing = [line for line in EXPECTED_OUTPUT.get(path.name, []) if line not in text]
     assert missing == [], f"{path.name} did not print: {missing}"
-    assert all(
-        cell.execution_count is not None for cell in nb.cells if cell.cell_type == "code"
-    ), "a cell did not run"
-
+    assert all(cell.execution_count is not None for cell in nb.cells if cell.cell_type == "code"), "a cell did not run"
 
 
 @pytest.mark.kernel

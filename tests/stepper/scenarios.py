@@ -6,8 +6,9 @@ and an unstepped run see exactly the same model answers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -54,7 +55,10 @@ def calls(*specs: tuple[str, str, str], thought: str | None = None) -> CreateRes
 
 def text(content: str, thought: str | None = None) -> CreateResult:
     return CreateResult(
-        finish_reason="stop", content=content, usage=RequestUsage(prompt_tokens=12, completion_tokens=3), thought=thought
+        finish_reason="stop",
+        content=content,
+        usage=RequestUsage(prompt_tokens=12, completion_tokens=3),
+        thought=thought,
     )
 
 
@@ -109,7 +113,11 @@ SCENARIOS = [
     ),
     Scenario(
         "parallel_calls",
-        lambda: [calls(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "mul", '{"a": 3, "b": 4}'), ("c3", "add", '{"a": 5, "b": 6}'))],
+        lambda: [
+            calls(
+                ("c1", "add", '{"a": 1, "b": 2}'), ("c2", "mul", '{"a": 3, "b": 4}'), ("c3", "add", '{"a": 5, "b": 6}')
+            )
+        ],
         lambda: {"tools": [add, mul]},
         [*PRE, *TOOL_ROUND, "summarize"],
         ["ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallSummaryMessage"],

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from nbagent import (
+    TRACE_COLUMNS,
     AgentBusyError,
     AssistantAgent,
     AssistantMessage,
@@ -29,7 +30,6 @@ from nbagent import (
 )
 from nbagent.agent import CANCELLED_TOOL_RESULT, DEFAULT_SYSTEM_MESSAGE
 from nbagent.context import message_text
-from nbagent import TRACE_COLUMNS
 from nbagent.stepper import Stepper, StepperFinished, StepResult
 
 from .scenarios import SCENARIOS, Scenario, Weather, add, calls, fail, text
@@ -148,10 +148,10 @@ async def test_each_move_reports_its_step_method_explanation_and_context_change(
     results = await stepper.run_to_end()
     assert [(r.step, r.method, r.iteration) for r in results] == [
         (1, "_add_messages_to_context", None),
-        (3, "on_messages_stream", None),
+        (3, "_run_steps", None),
         (4, "_call_llm", 0),
         (5, "_process_model_result", 0),
-        (5, "_execute_tool_call", 0),
+        (5, "_execute_tool_calls", 0),
         (5, "_check_and_handle_handoff", 0),
     ]
     assert results[0].title == "New messages into model_context"
@@ -164,7 +164,10 @@ async def test_each_move_reports_its_step_method_explanation_and_context_change(
         ("add", "3"),
         ("transfer_to_billing", "Transferred to billing, adopting the role of billing immediately."),
     ]
-    assert [r.content for r in results[4].tool_results] == ["3", "Transferred to billing, adopting the role of billing immediately."]
+    assert [r.content for r in results[4].tool_results] == [
+        "3",
+        "Transferred to billing, adopting the role of billing immediately.",
+    ]
     assert results[5].response is not None and results[5].response.chat_message.type == "HandoffMessage"
     assert type(results[0].items[0]) is RunStarted
     assert type(results[-1].items[-1]) is RunFinished
@@ -250,9 +253,7 @@ async def test_breakpoint_on_an_error_result() -> None:
 
 
 async def test_an_exception_in_the_run_ends_the_walk_with_the_error() -> None:
-    agent = AssistantAgent(
-        "assistant", ReplayChatCompletionClient(["not json"]), output_content_type=Weather
-    )
+    agent = AssistantAgent("assistant", ReplayChatCompletionClient(["not json"]), output_content_type=Weather)
     stepper = Stepper(agent, TASK)
     results = await stepper.run_to_end()
     assert [r.name for r in results] == ["add_messages", "message_id", "call_llm", "text_exit"]
@@ -362,7 +363,10 @@ async def test_repr_names_the_move() -> None:
     result = await stepper.next()
     assert repr(result) == "<StepResult #1 STEP 1 add_messages (_add_messages_to_context): 0 events, +1 context rows>"
     await stepper.run_to_end()
-    assert repr(stepper.current) == "<StepResult #4 STEP 5 text_exit (_process_model_result, iteration 0): 1 events, +1 context rows, done>"
+    assert (
+        repr(stepper.current)
+        == "<StepResult #4 STEP 5 text_exit (_process_model_result, iteration 0): 1 events, +1 context rows, done>"
+    )
 
 
 async def test_context_without_the_agents_trace_recording_has_no_attribution() -> None:

@@ -55,7 +55,9 @@ async def click(widget: StepperWidget, button_name: str) -> None:
 
 
 def test_import_nbagent_does_not_import_ipywidgets() -> None:
-    code = "import sys, nbagent; assert 'ipywidgets' not in sys.modules; nbagent.step; assert 'ipywidgets' in sys.modules"
+    code = (
+        "import sys, nbagent; assert 'ipywidgets' not in sys.modules; nbagent.step; assert 'ipywidgets' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -186,6 +188,7 @@ def test_pipeline_marks_memory_scenarios_unused_exits() -> None:
 async def test_a_click_from_another_thread_runs_on_the_widgets_loop() -> None:
     stepper = nbagent.step(scenario("plain_text").agent(), "task")
     widget = stepper.widget()
+
     def click_in_thread() -> object:
         return widget.click(stepper.next)  # what the Next button does
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage
 
-KEY = "sk-" "proj-abcdefghijklmnop0123456789"
-BEARER = "Bearer " "eyJhbGciOiJIUzI1NiJ9.secretpart"
+KEY = "sk-proj-abcdefghijklmnop0123456789"
+BEARER = "Bearer eyJhbGciOiJIUzI1NiJ9.secretpart"
 
 
 def calls(*pairs: tuple[str, str, str]) -> CreateResult:

@@ -6,15 +6,15 @@ import pandas as pd
 import pytest
 
 from nbagent import (
+    TRACE_COLUMNS,
     AssistantAgent,
     Image,
     ListMemory,
     MemoryContent,
     Move,
     ReplayChatCompletionClient,
-    Trace,
-    TRACE_COLUMNS,
     TextMessage,
+    Trace,
     UserMessage,
 )
 from nbagent.context import estimate_tokens
@@ -78,7 +78,9 @@ async def test_context_while_paused_at_a_move() -> None:
     run = agent.iter([TextMessage(content="2+2", source="user")])
     async for item in run:
         if isinstance(item, Move):
-            seen[item.name] = [f"{kind}@{step}" for kind, step in zip(agent.context_df()["kind"], nullable(agent.context_df()["step"]))]
+            seen[item.name] = [
+                f"{kind}@{step}" for kind, step in zip(agent.context_df()["kind"], nullable(agent.context_df()["step"]))
+            ]
     assert seen == {
         "add_messages": [],
         "message_id": ["user@1"],
@@ -158,13 +160,21 @@ async def test_context_at_every_item_is_the_context_when_it_was_recorded() -> No
     run_id = str(agent.trace.runs_df()["run_id"].iloc[0])
     names = {"user": "UserMessage", "system": "SystemMessage", "assistant": "AssistantMessage",
              "tool_result": "FunctionExecutionResultMessage"}  # fmt: skip
-    seen = [(kind, [names[k] for k in agent.trace.context_df(run_id, seq)["kind"]]) for seq, (kind, _) in enumerate(live)]
+    seen = [
+        (kind, [names[k] for k in agent.trace.context_df(run_id, seq)["kind"]]) for seq, (kind, _) in enumerate(live)
+    ]
     assert seen == live
     assert [kind for kind, _ in live] == [
         "RunStarted", "Move", "Move", "MemoryQueryEvent", "Move", "Move", "LLMCall", "Move", "ToolCallRequestEvent",
         "Move", "ToolExecution", "ToolCallExecutionEvent", "Move", "LLMCall", "Response", "RunFinished",
     ]  # fmt: skip
-    assert list(agent.trace.context_df(run_id, 14)["move"]) == ["add_messages", "memory", "tool_request", "tool_execution", "reflect"]
+    assert list(agent.trace.context_df(run_id, 14)["move"]) == [
+        "add_messages",
+        "memory",
+        "tool_request",
+        "tool_execution",
+        "reflect",
+    ]
 
 
 async def test_request_df_of_a_shared_trace_keeps_origins_after_the_agent_is_detached() -> None:

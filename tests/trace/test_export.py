@@ -12,7 +12,7 @@ import pandas.testing as pdt
 import pytest
 
 from nbagent import TRACE_COLUMNS, CancellationToken, LoadedTrace, Trace, load_jsonl, load_parquet
-from nbagent.trace_export import DUCKDB_EXAMPLE
+from nbagent.trace import DUCKDB_EXAMPLE
 
 from .helpers import calls, tool_agent
 
@@ -65,7 +65,10 @@ async def test_cancelled_before_start_records_nothing_and_empty_trace_round_trip
     trace = await mixed_trace()
     assert len(trace.runs_df()) == 2  # a token cancelled before the start: the run never starts
     empty = Trace()
-    for loaded in (load_parquet(empty.to_parquet(tmp_path / "empty")), load_jsonl(empty.to_jsonl(tmp_path / "empty.jsonl"))):
+    for loaded in (
+        load_parquet(empty.to_parquet(tmp_path / "empty")),
+        load_jsonl(empty.to_jsonl(tmp_path / "empty.jsonl")),
+    ):
         assert_same(empty, loaded)
         assert loaded.trace_id == empty.trace_id  # kept apart from the rows, of which there are none
 
@@ -74,7 +77,10 @@ async def test_jsonl_round_trip_gives_equal_frames(tmp_path: Path) -> None:
     trace = await mixed_trace()
     path = trace.to_jsonl(tmp_path / "trace.jsonl")
     lines = [json.loads(line) for line in path.read_text().splitlines()]
-    counts = {table: sum(1 for line in lines if line["table"] == table) for table in ("events", "llm_calls", "tool_calls", "runs")}
+    counts = {
+        table: sum(1 for line in lines if line["table"] == table)
+        for table in ("events", "llm_calls", "tool_calls", "runs")
+    }
     assert counts == {"events": len(trace.events_df()), "llm_calls": 3, "tool_calls": 3, "runs": 2}
     assert_same(trace, load_jsonl(path))
 
@@ -165,7 +171,11 @@ async def test_otlp_uses_the_gen_ai_names_for_stream_first_chunk_errors_and_tool
     assert attrs[3]["gen_ai.response.time_to_first_chunk"] == {"doubleValue": float(ttft.iloc[1])}
     assert not any(key.startswith("nbagent.ttft") for a in attrs for key in a)
     assert [a.get("error.type") for a in attrs[:5]] == [
-        None, {"stringValue": "ReplayExhaustedError"}, None, None, {"stringValue": "ReplayExhaustedError"}
+        None,
+        {"stringValue": "ReplayExhaustedError"},
+        None,
+        None,
+        {"stringValue": "ReplayExhaustedError"},
     ]
     # tool spans: add ok, fail (tool error), add with arguments that are not JSON (error)
     assert [a["gen_ai.tool.type"] for a in attrs[5:]] == [{"stringValue": "function"}] * 3
@@ -201,7 +211,11 @@ async def test_dtypes_follow_columns_for_failed_and_cancelled_runs_and_their_loa
             await task
     assert list(trace.runs_df()["status"]) == ["ok", "error", "cancelled"]
     assert list(trace.llm_calls_df()["status"]) == ["ok", "ok", "error", "error"]
-    for copy in (trace, load_parquet(trace.to_parquet(tmp_path / "pq")), load_jsonl(trace.to_jsonl(tmp_path / "t.jsonl"))):
+    for copy in (
+        trace,
+        load_parquet(trace.to_parquet(tmp_path / "pq")),
+        load_jsonl(trace.to_jsonl(tmp_path / "t.jsonl")),
+    ):
         for name in FRAMES:
             df = getattr(copy, name)()
             table = name[: -len("_df")]
@@ -220,7 +234,9 @@ async def test_the_context_at_any_point_loads_back_equal_from_parquet_and_jsonl(
     events = trace.events_df()
     first = str(events[(events["agent"] == "alpha") & (events["kind"] == "RunStarted")]["run_id"].iloc[0])
     assert list(trace.context_df(first)["text"]) == ["first", 'add({"a": 1, "b": 2})', "3", "three"]
-    assert trace.context_df(first)["tool_calls"].iloc[1] == [{"id": "c1", "name": "add", "arguments": '{"a": 1, "b": 2}'}]
+    assert trace.context_df(first)["tool_calls"].iloc[1] == [
+        {"id": "c1", "name": "add", "arguments": '{"a": 1, "b": 2}'}
+    ]
     for copy in copies:
         for run_id, seqs in events.groupby("run_id", observed=True)["seq"]:
             for seq in [*seqs, None]:
@@ -248,7 +264,9 @@ async def test_every_session_writes_one_schema_so_duckdb_reads_sessions_without_
     Trace().to_parquet(tmp_path / "traces" / "b_empty")
     (await mixed_trace()).to_parquet(tmp_path / "traces" / "c_tools")
     for table in ("events", "llm_calls", "tool_calls", "runs", "context_logs", "snapshots"):
-        schemas = [pq.read_schema(tmp_path / "traces" / s / f"{table}.parquet") for s in ("a_plain", "b_empty", "c_tools")]
+        schemas = [
+            pq.read_schema(tmp_path / "traces" / s / f"{table}.parquet") for s in ("a_plain", "b_empty", "c_tools")
+        ]
         assert schemas[0].equals(schemas[1]) and schemas[0].equals(schemas[2]), table
     monkeypatch.chdir(tmp_path)
     rows = duckdb.sql(DUCKDB_EXAMPLE).fetchall()
@@ -318,4 +336,9 @@ async def test_export_then_clear_keeps_every_run_in_the_folder(tmp_path: Path, m
     texts = duckdb.sql("SELECT final_text FROM read_parquet('traces/*/runs.parquet') ORDER BY started_at").fetchall()
     assert texts == [(f"answer {i}",) for i in range(6)]
     second = load_parquet(tmp_path / "traces" / "part-1")
-    assert list(second.context_df(str(second.runs_df()["run_id"].iloc[0]), 0)["text"]) == ["part 0", "answer 0", "part 0", "answer 1"]
+    assert list(second.context_df(str(second.runs_df()["run_id"].iloc[0]), 0)["text"]) == [
+        "part 0",
+        "answer 0",
+        "part 0",
+        "answer 1",
+    ]

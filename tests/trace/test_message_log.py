@@ -20,8 +20,7 @@ from nbagent.agent import DEFAULT_SYSTEM_MESSAGE
 from nbagent.context import ChatCompletionContext, TokenLimitedChatCompletionContext
 from nbagent.messages import LLMMessage
 from nbagent.records import LLMCall
-from nbagent.recording import SentMessages
-from nbagent.trace import Trace
+from nbagent.trace import SentMessages, Trace
 
 from .helpers import calls as calls_result
 
@@ -256,6 +255,7 @@ async def test_nbagent_contexts_only_append_to_their_list(make: Any) -> None:
 
 async def test_a_tool_that_clears_the_context_mid_run_at_the_same_length() -> None:
     """The context goes from [task, calls] to [note, results] within one move: same length, new list."""
+
     async def wipe() -> str:
         """Forget the conversation, keep a note."""
         await agent.model_context.clear()
@@ -279,4 +279,7 @@ async def test_a_tool_that_clears_the_context_mid_run_at_the_same_length() -> No
     assert nullable(after["move"]) == ["tool_execution", "tool_execution"]
     assert list(trace.request_df(run, 1)["text"]) == [DEFAULT_SYSTEM_MESSAGE, "note", "wiped"]
     end = trace.context_df(run)
-    assert (list(end["text"]), nullable(end["move"])) == (["note", "wiped", "done"], ["tool_execution"] * 2 + ["reflect"])
+    assert (list(end["text"]), nullable(end["move"])) == (
+        ["note", "wiped", "done"],
+        ["tool_execution"] * 2 + ["reflect"],
+    )

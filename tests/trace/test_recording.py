@@ -10,7 +10,15 @@ from typing import Any
 
 import pandas as pd
 
-from nbagent import AssistantAgent, CancellationToken, Move, ReplayChatCompletionClient, ToolExecution, Trace, TRACE_COLUMNS
+from nbagent import (
+    TRACE_COLUMNS,
+    AssistantAgent,
+    CancellationToken,
+    Move,
+    ReplayChatCompletionClient,
+    ToolExecution,
+    Trace,
+)
 
 from .helpers import calls, tool_agent
 
@@ -34,7 +42,26 @@ async def test_one_streamed_tool_run_rows_in_order() -> None:
     ]  # fmt: skip
     assert list(df["seq"]) == list(range(20))
     assert list(df["step"].astype("object").where(df["step"].notna(), None)) == [
-        None, 1, 3, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5
+        None,
+        1,
+        3,
+        4,
+        4,
+        5,
+        5,
+        5,
+        5,
+        5,
+        5,
+        5,
+        5,
+        5,
+        5,
+        5,
+        5,
+        5,
+        5,
+        5,
     ]
     assert list(df["move"].astype("object").where(df["move"].notna(), None)) == [
         None, "add_messages", "message_id", "call_llm", "call_llm", "tool_request", "tool_request",
@@ -43,7 +70,26 @@ async def test_one_streamed_tool_run_rows_in_order() -> None:
     ]  # fmt: skip
     # The reflection follows the last iteration (0 here): its move and its LLM call say the same.
     assert list(df["iteration"].astype("object").where(df["iteration"].notna(), None)) == [
-        None, None, None, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        None,
+        None,
+        None,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
     ]
     assert list(agent.trace.llm_calls_df()["iteration"]) == [0, 0]
     assert df["run_id"].nunique() == 1 and set(df["agent"]) == {"calc"}
@@ -120,7 +166,12 @@ async def test_run_that_fails_says_so() -> None:
     assert pd.isna(llm["prompt_tokens"].iloc[1]) and pd.isna(llm["finish_reason"].iloc[1])
     events = agent.trace.events_df()
     last = events.iloc[-1]
-    assert (last["kind"], last["text"], last["step"], last["move"]) == ("RunFinished", f"error: {failure}", 4, "call_llm")
+    assert (last["kind"], last["text"], last["step"], last["move"]) == (
+        "RunFinished",
+        f"error: {failure}",
+        4,
+        "call_llm",
+    )
 
 
 async def test_cancelled_run_says_so_and_its_tool_rows_hold_the_cancel_result() -> None:
@@ -134,7 +185,9 @@ async def test_cancelled_run_says_so_and_its_tool_rows_hold_the_cancel_result() 
 
     from nbagent import AssistantAgent, ReplayChatCompletionClient
 
-    agent = AssistantAgent("sleeper", ReplayChatCompletionClient([calls(("s1", "slow", '{"seconds": 30}'))]), tools=[slow])
+    agent = AssistantAgent(
+        "sleeper", ReplayChatCompletionClient([calls(("s1", "slow", '{"seconds": 30}'))]), tools=[slow]
+    )
     token = CancellationToken()
     task = asyncio.ensure_future(agent.run(task="sleep", cancellation_token=token))
     await started.wait()
@@ -151,12 +204,16 @@ async def test_cancelled_run_says_so_and_its_tool_rows_hold_the_cancel_result() 
     events = agent.trace.events_df()
     assert list(events["kind"])[-4:] == ["ToolCallRequestEvent", "Move", "ToolExecution", "RunFinished"]
     assert (events["kind"].iloc[-1], events["text"].iloc[-1], events["move"].iloc[-1]) == (
-        "RunFinished", "cancelled", "tool_execution"
+        "RunFinished",
+        "cancelled",
+        "tool_execution",
     )
 
 
 async def test_two_agents_running_at_once_into_one_trace() -> None:
-    a = tool_agent("alpha", calls(("a1", "add", '{"a": 1, "b": 1}')), "alpha done", latency=0.005, reflect_on_tool_use=True)
+    a = tool_agent(
+        "alpha", calls(("a1", "add", '{"a": 1, "b": 1}')), "alpha done", latency=0.005, reflect_on_tool_use=True
+    )
     b = tool_agent("beta", "beta done", latency=0.005, model_client_stream=True)
     trace = Trace()
     with trace.recording(a, b):
@@ -180,7 +237,11 @@ async def test_two_agents_running_at_once_into_one_trace() -> None:
         assert list(group["seq"]) == list(range(len(group)))
         assert set(group["source"].dropna()) == {agent}
     llm = trace.llm_calls_df()
-    assert sorted(zip(llm["agent"], llm["purpose"])) == [("alpha", "initial"), ("alpha", "reflection"), ("beta", "initial")]
+    assert sorted(zip(llm["agent"], llm["purpose"])) == [
+        ("alpha", "initial"),
+        ("alpha", "reflection"),
+        ("beta", "initial"),
+    ]
     # the agents' own traces recorded their runs too, and detaching stops the shared one
     assert len(a.trace.runs_df()) == 1 and len(b.trace.runs_df()) == 1
     assert trace.attach(a) is trace.attach(a)
@@ -189,22 +250,24 @@ async def test_two_agents_running_at_once_into_one_trace() -> None:
 
 
 def test_trace_modules_import_pandas_only_inside_functions() -> None:
-    import nbagent.timeline
-    import nbagent.recording
-    import nbagent.trace
-    import nbagent.trace_export
+    import pkgutil
 
-    for module in (nbagent.recording, nbagent.trace, nbagent.trace_export, nbagent.timeline):
-        tree = ast.parse(Path(module.__file__).read_text())
+    import nbagent.trace
+
+    for info in pkgutil.iter_modules(nbagent.trace.__path__):
+        path = Path(nbagent.trace.__path__[0]) / f"{info.name}.py"
+        tree = ast.parse(path.read_text())
         top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
         names = {alias.name.split(".")[0] for node in top_level for alias in node.names}
         names |= {node.module.split(".")[0] for node in top_level if isinstance(node, ast.ImportFrom) and node.module}
-        assert not names & {"pandas", "numpy", "pyarrow"}, module.__name__
+        assert not names & {"pandas", "numpy", "pyarrow"}, info.name
 
 
 async def test_items_give_back_the_streamed_chunks_and_clear_forgets_them() -> None:
     agent = tool_agent("calc", "alpha beta", model_client_stream=True)
-    streamed = [item async for item in agent.run_stream(task="go") if type(item).__name__ == "ModelClientStreamingChunkEvent"]
+    streamed = [
+        item async for item in agent.run_stream(task="go") if type(item).__name__ == "ModelClientStreamingChunkEvent"
+    ]
     items = agent.trace.items
     kept = [item for item in items if type(item).__name__ == "ModelClientStreamingChunkEvent"]
     assert [(c.id, c.content, c.full_message_id, c.source) for c in kept] == [
@@ -296,7 +359,9 @@ async def test_clear_while_another_agent_runs_keeps_what_its_run_still_needs() -
         return f"done {note}"
 
     busy = AssistantAgent(
-        "busy", ReplayChatCompletionClient([calls(("w1", "wait", '{"note": "x"}')), "all done"]), tools=[wait],
+        "busy",
+        ReplayChatCompletionClient([calls(("w1", "wait", '{"note": "x"}')), "all done"]),
+        tools=[wait],
         reflect_on_tool_use=True,
     )
     quick = tool_agent("quick", "hello", "again")

@@ -99,7 +99,9 @@ async def test_custom_hook_and_no_redaction() -> None:
 
 async def test_secret_split_over_chunks_that_one_chunk_redaction_misses() -> None:
     answers = [CreateResult(finish_reason="stop", content=f"k={KEY}", usage=RequestUsage())]
-    agent = AssistantAgent("split", PiecesClient(answers, ["k=s", "k-proj-abcd", "efghijklmnop0123456789"]), model_client_stream=True)
+    agent = AssistantAgent(
+        "split", PiecesClient(answers, ["k=s", "k-proj-abcd", "efghijklmnop0123456789"]), model_client_stream=True
+    )
     await agent.run(task="go")
     events = agent.trace.events_df()
     chunks = list(events[events["kind"] == "ModelClientStreamingChunkEvent"]["text"])
@@ -108,18 +110,23 @@ async def test_secret_split_over_chunks_that_one_chunk_redaction_misses() -> Non
 
 async def test_secret_named_arguments_and_the_clients_own_key_are_masked_in_every_frame() -> None:
     """A ``password`` argument, and a key given only to the client (no known pattern), reach no frame."""
-    from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
+    from nbagent import AssistantAgent, CreateResult, ReplayChatCompletionClient
 
     def login(user: str, password: str) -> str:
         """Log in."""
         return f"welcome {user}; your key is {client_key}"
 
     client_key = "azure" + "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
-    client = ReplayChatCompletionClient([
-        CreateResult(finish_reason="function_calls", content=[
-            FunctionCall(id="c1", name="login", arguments='{"user": "bob", "password": "hunter2hunter2"}'),
-        ]),
-    ])
+    client = ReplayChatCompletionClient(
+        [
+            CreateResult(
+                finish_reason="function_calls",
+                content=[
+                    FunctionCall(id="c1", name="login", arguments='{"user": "bob", "password": "hunter2hunter2"}'),
+                ],
+            ),
+        ]
+    )
     client._secrets = (client_key,)
     agent = AssistantAgent("a", client, tools=[login])
     await agent.run(task="log me in")
@@ -135,7 +142,9 @@ async def test_secret_named_arguments_and_the_clients_own_key_are_masked_in_ever
 async def test_key_whose_first_chunk_alone_matches_leaves_no_tail_in_chunks_or_exports(tmp_path: Path) -> None:
     """The first chunk holds enough of the key to be masked alone; the rest of the key must go too."""
     answers = [CreateResult(finish_reason="stop", content=f"k={KEY} ok", usage=RequestUsage())]
-    agent = AssistantAgent("split", PiecesClient(answers, ["k=" + KEY[:14], KEY[14:] + " ok"]), model_client_stream=True)
+    agent = AssistantAgent(
+        "split", PiecesClient(answers, ["k=" + KEY[:14], KEY[14:] + " ok"]), model_client_stream=True
+    )
     await agent.run(task="go")
     events = agent.trace.events_df()
     assert list(events[events["kind"] == "ModelClientStreamingChunkEvent"]["text"]) == ["k=[REDACTED] ok", ""]

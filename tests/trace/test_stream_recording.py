@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
-from nbagent import AssistantAgent, LLMCall, ModelClientStreamingChunkEvent, ReplayChatCompletionClient, TextMessage, Trace
+from nbagent import (
+    AssistantAgent,
+    LLMCall,
+    ModelClientStreamingChunkEvent,
+    ReplayChatCompletionClient,
+    TextMessage,
+    Trace,
+)
 
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 CHUNK = "ModelClientStreamingChunkEvent"

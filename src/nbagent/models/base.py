@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Literal, Mapping, Sequence, TypedDict
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel
 

@@ -15,18 +15,19 @@ import json
 import os
 import re
 import time
-from datetime import datetime, timezone
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..cancellation import CancellationToken, guarded
 from ..messages import CreateResult, LLMMessage
+from ..redact import REDACTED, known_secrets, redact_data
 from ..tools import ToolSchema
 from . import base
 from .base import ChatCompletionClient, ModelError, ModelInfo, ToolChoice
-from .redact import REDACTED, known_secrets, redact_data
 
 CASSETTE_FORMAT: Literal["nbagent-cassette"] = "nbagent-cassette"
 CASSETTE_VERSION: Literal[1] = 1
@@ -175,7 +176,7 @@ def load_cassette(path: str | Path) -> Cassette:
     except ValueError as error:
         raise CassetteError(f"{path}: not JSON: {error}") from None
     if not isinstance(data, dict) or data.get("format") != CASSETTE_FORMAT:
-        raise CassetteError(f"{path}: not an nbagent cassette (no \"format\": \"{CASSETTE_FORMAT}\")")
+        raise CassetteError(f'{path}: not an nbagent cassette (no "format": "{CASSETTE_FORMAT}")')
     if data.get("version") != CASSETTE_VERSION:
         raise CassetteError(
             f"{path}: cassette version {data.get('version')!r} is not supported (this nbagent reads {CASSETTE_VERSION})"
@@ -219,7 +220,7 @@ class RecordingChatCompletionClient(ChatCompletionClient):
             model=inner.model_name,
             provider=inner.provider,
             model_info=redact_data(dict(inner.model_info), self._secrets),
-            recorded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
             interactions=[],
         )
         self._write()
@@ -241,8 +242,15 @@ class RecordingChatCompletionClient(ChatCompletionClient):
         temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
         os.replace(temporary, self.path)
 
-    def _record(self, request: dict[str, Any], stream: bool, started: float, chunks: list[RecordedChunk],
-                result: CreateResult | None, error: ModelError | None) -> None:
+    def _record(
+        self,
+        request: dict[str, Any],
+        stream: bool,
+        started: float,
+        chunks: list[RecordedChunk],
+        result: CreateResult | None,
+        error: ModelError | None,
+    ) -> None:
         recorded_error = None
         if error is not None:
             recorded_error = RecordedError(type=type(error).__name__, message=str(error), status=error.status)
@@ -274,8 +282,12 @@ class RecordingChatCompletionClient(ChatCompletionClient):
         started = time.perf_counter()
         try:
             result = await self.inner.create(
-                messages, tools=tools, tool_choice=tool_choice, json_output=json_output,
-                extra_create_args=extra_create_args, cancellation_token=cancellation_token,
+                messages,
+                tools=tools,
+                tool_choice=tool_choice,
+                json_output=json_output,
+                extra_create_args=extra_create_args,
+                cancellation_token=cancellation_token,
             )
         except ModelError as error:
             self._record(request, False, started, [], None, error)
@@ -299,8 +311,12 @@ class RecordingChatCompletionClient(ChatCompletionClient):
         result: CreateResult | None = None
         try:
             async for item in self.inner.create_stream(
-                messages, tools=tools, tool_choice=tool_choice, json_output=json_output,
-                extra_create_args=extra_create_args, cancellation_token=cancellation_token,
+                messages,
+                tools=tools,
+                tool_choice=tool_choice,
+                json_output=json_output,
+                extra_create_args=extra_create_args,
+                cancellation_token=cancellation_token,
             ):
                 if isinstance(item, str):
                     chunks.append(RecordedChunk(t=time.perf_counter() - started, text=item))
@@ -352,7 +368,9 @@ class CassetteChatCompletionClient(ChatCompletionClient):
         self._index = 0
 
     def __repr__(self) -> str:
-        return f"CassetteChatCompletionClient({str(self.path)!r}, model={self.model_name!r}, remaining={self.remaining})"
+        return (
+            f"CassetteChatCompletionClient({str(self.path)!r}, model={self.model_name!r}, remaining={self.remaining})"
+        )
 
     def _next(
         self,

@@ -15,8 +15,9 @@ import json
 import os
 import time
 import weakref
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import ModuleType
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -34,6 +35,7 @@ from ..messages import (
     SystemMessage,
     UserMessage,
 )
+from ..redact import is_secret_name, known_secrets, redact
 from ..tools import ToolSchema
 from .base import (
     ChatCompletionClient,
@@ -49,12 +51,13 @@ from .base import (
     ModelTimeoutError,
     ToolChoice,
 )
-from .redact import is_secret_name, known_secrets, redact
 
 #: What known models can do; the longest name that prefixes the model's name wins
 #: (``gpt-4o-2024-08-06`` is ``gpt-4o``). Anything else gets :data:`UNKNOWN_MODEL_INFO`.
 MODEL_INFO: dict[str, ModelInfo] = {
-    name: ModelInfo(vision=vision, function_calling=tools, json_output=json_mode, structured_output=structured, family=family)
+    name: ModelInfo(
+        vision=vision, function_calling=tools, json_output=json_mode, structured_output=structured, family=family
+    )
     for name, vision, tools, json_mode, structured, family in (
         # name, vision, function_calling, json_output, structured_output, family
         ("gpt-3.5-turbo", False, True, True, False, "gpt-35"),
@@ -144,9 +147,7 @@ def _user_content(message: UserMessage, vision: bool) -> str | list[dict[str, An
     if not any(isinstance(part, Image) for part in message.content):
         return "\n".join(part for part in message.content if isinstance(part, str))
     if not vision:
-        raise ValueError(
-            "this model has no vision (model_info['vision'] is False) but a user message holds an image"
-        )
+        raise ValueError("this model has no vision (model_info['vision'] is False) but a user message holds an image")
     return [
         {"type": "text", "text": part}
         if isinstance(part, str)
@@ -500,7 +501,9 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         think, text = split_think(text)
         thought = _join_thoughts(_reasoning_of(message), think)
         calls = [
-            self._function_call(call.id, call.function.name if call.function else None, call.function.arguments if call.function else "")
+            self._function_call(
+                call.id, call.function.name if call.function else None, call.function.arguments if call.function else ""
+            )
             for call in message.tool_calls or []
         ]
         if calls:

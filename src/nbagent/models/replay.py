@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
-from typing import Any, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -140,7 +141,10 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         cancellation_token: CancellationToken | None = None,
     ) -> AsyncIterator[str | CreateResult]:
         result = await self.create(
-            messages, tools=tools, tool_choice=tool_choice, json_output=json_output,
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            json_output=json_output,
             cancellation_token=cancellation_token,
         )
         if isinstance(result.content, str):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
+from collections.abc import Callable
 
 DEFAULT_INTERVAL = 1 / 22
 """Seconds between two sink calls: at most 22 text updates per second per coalescer, so that with the

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import html as _html
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import nh3
 from markdown_it import MarkdownIt
@@ -204,16 +205,13 @@ def tool_card_html(
         f'<div class="nba-event nba-tool-card" data-tool-name="{escape(call.name)}" '
         f'data-call-id="{escape(call.id)}" data-state="{state}">'
         f'<span class="nba-muted">tool </span><span class="nba-label">{escape(call.name)}</span>'
-        f'{value_html(pretty_arguments(call.arguments), limit=400, css="nba-tool-args")}{outcome}</div>'
+        f"{value_html(pretty_arguments(call.arguments), limit=400, css='nba-tool-args')}{outcome}</div>"
     )
 
 
 def tool_group_html(cards: Sequence[str], badge: str = "") -> str:
     """Tool cards of one batch side by side (a parallel batch when more than one)."""
-    return (
-        f'<div class="nba-event nba-tool-group" data-count="{len(cards)}">{badge}'
-        f"{''.join(cards)}</div>"
-    )
+    return f'<div class="nba-event nba-tool-group" data-count="{len(cards)}">{badge}{"".join(cards)}</div>'
 
 
 def handoff_html(message: HandoffMessage, badge: str = "") -> str:
@@ -249,8 +247,7 @@ def final_html(message: BaseChatMessage, badge: str = "") -> str:
         kind = "structured"
     elif isinstance(message, ToolCallSummaryMessage):
         items = "".join(
-            f'<li><span class="nba-label">{escape(call.name)}</span>'
-            f'{value_html(result.content, limit=300)}</li>'
+            f'<li><span class="nba-label">{escape(call.name)}</span>{value_html(result.content, limit=300)}</li>'
             for call, result in zip(message.tool_calls, message.results)
         )
         body = f'<ul class="nba-summary">{items}</ul>' if items else value_html(message.content)
@@ -276,9 +273,7 @@ def error_html(text: str) -> str:
     return _block("nba-error", value_html(text), label="error")
 
 
-def footer_html(
-    usage: RequestUsage, llm_calls: int, tool_calls: int, elapsed_s: float | None, status: str = ""
-) -> str:
+def footer_html(usage: RequestUsage, llm_calls: int, tool_calls: int, elapsed_s: float | None, status: str = "") -> str:
     """Totals of a run; each number is in a ``span`` with a ``data-metric`` name."""
     tokens = usage.prompt_tokens + usage.completion_tokens
     parts: list[tuple[str, str, object]] = [

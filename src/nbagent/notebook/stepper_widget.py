@@ -18,7 +18,8 @@ import asyncio
 import concurrent.futures
 import json
 import uuid
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import ipywidgets as widgets
 
@@ -206,7 +207,7 @@ def request_html(result: StepResult) -> str:
     tools = "".join(
         f'<li><span class="nba-label">{escape(tool.get("name", ""))}</span>{escape(tool.get("description", ""))}'
         f"<details><summary>parameters</summary>"
-        f'{value_html(json.dumps(tool.get("parameters", {}), indent=2, ensure_ascii=False), limit=2000, css="nba-tool-args")}'
+        f"{value_html(json.dumps(tool.get('parameters', {}), indent=2, ensure_ascii=False), limit=2000, css='nba-tool-args')}"
         f"</details></li>"
         for tool in request.tools
     )
@@ -215,10 +216,10 @@ def request_html(result: StepResult) -> str:
     raw = "not returned (the call failed)" if call.result is None else call.result.model_dump_json(indent=2)
     failure = f'<div class="nba-event nba-error">{escape(call.error)}</div>' if call.error else ""
     return (
-        f'<h4>Request sent to {escape(call.model)} ({escape(call.purpose)} call)</h4>'
+        f"<h4>Request sent to {escape(call.model)} ({escape(call.purpose)} call)</h4>"
         f'<div class="nba-stepper-request" data-messages="{len(request.messages)}" data-tools="{len(request.tools)}" '
         f'data-tool-choice="{escape(request.tool_choice)}">'
-        f'<div>tool_choice=<code>{escape(request.tool_choice)}</code> · json_output=<code>{escape(output)}</code>'
+        f"<div>tool_choice=<code>{escape(request.tool_choice)}</code> · json_output=<code>{escape(output)}</code>"
         f" · streaming={call.streaming}</div>"
         f'<table class="nba-table"><tr><th>#</th><th>message</th><th>source</th><th>content</th></tr>{messages}</table>'
         f'<div><span class="nba-label">tools ({len(request.tools)})</span></div>'
@@ -373,9 +374,7 @@ class StepperWidget(widgets.VBox):
 class NotebookStepper(Stepper):
     """A :class:`Stepper` that shows its widget when displayed and refreshes it after every move."""
 
-    def __init__(
-        self, agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None
-    ) -> None:
+    def __init__(self, agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None) -> None:
         super().__init__(agent, task, cancellation_token)
         self._widget: StepperWidget | None = None
         self._display_ids: list[str] = []

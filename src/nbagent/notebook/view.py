@@ -473,7 +473,9 @@ class AgentRunView(widgets.VBox):
 
     def to_html(self) -> str:
         """Self-contained HTML of the current state (every value already escaped)."""
-        return f'<div class="nba-view nba-state-{self.status}">{"".join(_static(child) for child in self.children)}</div>'
+        return (
+            f'<div class="nba-view nba-state-{self.status}">{"".join(_static(child) for child in self.children)}</div>'
+        )
 
     def to_text(self) -> str:
         """A plain-text summary: status, answer and totals."""

@@ -24,23 +24,24 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, islice, repeat
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, overload
+from typing import TYPE_CHECKING, Any, overload
 
-from .context import (
+from ..context import (
     BufferedChatCompletionContext,
     ChatCompletionContext,
     HeadAndTailChatCompletionContext,
     TokenLimitedChatCompletionContext,
     UnboundedChatCompletionContext,
 )
-from .messages import LLMMessage
-from .models.base import ModelRequest
-from .records import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
+from ..messages import LLMMessage
+from ..models.base import ModelRequest
+from ..records import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
 
 if TYPE_CHECKING:
-    from .agent import AssistantAgent
-    from .trace import Trace
+    from ..agent import AssistantAgent
+    from .core import Trace
 
 STEPS = {name: info.step for name, info in MOVES.items()}
 # Where a message was added: (run id, STEP, move name); Nones: outside a run.
@@ -308,8 +309,11 @@ class AgentRecorder:
                 return
         elif head:  # the whole log after the head: compare with [*head, *log] kept up to date
             mirror = self._mirror
-            if mirror is None or mirror[0] is not log or mirror[1] != head or any(
-                mirror[2][i] is not messages[i] for i in range(head)
+            if (
+                mirror is None
+                or mirror[0] is not log
+                or mirror[1] != head
+                or any(mirror[2][i] is not messages[i] for i in range(head))
             ):
                 mirror = self._mirror = (log, head, messages[:head])
             mirror[2].extend(log[len(mirror[2]) - head :])

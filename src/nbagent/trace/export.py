@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .trace import CONTEXT_TABLES, COLUMNS, JSON_COLUMNS, TABLES, TraceFrames, frame, pick_snapshot
+from .core import COLUMNS, CONTEXT_TABLES, JSON_COLUMNS, TABLES, TraceFrames, frame, pick_snapshot
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 REDACTED = "[REDACTED]"
 
@@ -19,6 +20,7 @@ def _credential(chars: str, symbols: str) -> str:
     it holds a digit, one of ``symbols`` followed by more of it, or a lower-to-upper case change."""
     marks = re.escape(symbols)
     return rf"(?=[{chars}]*(?:[0-9]|[{marks}][{chars}]|[a-z][A-Z]))[{chars}]"
+
 
 _SECRET_PATTERNS = re.compile(
     "|".join(

@@ -86,10 +86,13 @@ class Timeline:
             duration = 0.0 if _missing(call.duration_s) else float(call.duration_s)
             lines = [
                 f"{call.purpose} call to {call.model}, iteration {call.iteration}",
-                f"{duration * 1000:.1f} ms" + ("" if _missing(call.ttft_s) else f", first token {call.ttft_s * 1000:.1f} ms"),
+                f"{duration * 1000:.1f} ms"
+                + ("" if _missing(call.ttft_s) else f", first token {call.ttft_s * 1000:.1f} ms"),
             ]
             if not _missing(call.finish_reason):  # the call has a result
-                lines.append(f"tokens: {call.prompt_tokens} in, {call.completion_tokens} out; finish: {call.finish_reason}")
+                lines.append(
+                    f"tokens: {call.prompt_tokens} in, {call.completion_tokens} out; finish: {call.finish_reason}"
+                )
             if not _missing(call.error):
                 lines.append(f"error: {call.error}")
             kind = "error" if call.status == "error" else "llm"
@@ -128,23 +131,19 @@ class Timeline:
         for index, name in enumerate(self.lanes):
             y = index * (LANE + GAP)
             parts.append(f'<text x="4" y="{y + LANE * 0.7:.1f}">{html.escape(name)}</text>')
-            parts.append(
-                f'<rect x="{GUTTER}" y="{y}" width="{span}" height="{LANE}" fill="#f4f4f4"/>'
-            )
+            parts.append(f'<rect x="{GUTTER}" y="{y}" width="{span}" height="{LANE}" fill="#f4f4f4"/>')
         for bar in self.bars:
             x = GUTTER + bar.start_s * scale
             width = max(bar.duration_s * scale, 2.0)
             y = bar.lane * (LANE + GAP)
             parts.append(
-                f'<g><title>{html.escape(bar.details)}</title>'
+                f"<g><title>{html.escape(bar.details)}</title>"
                 f'<rect x="{x:.2f}" y="{y + 2}" width="{width:.2f}" height="{LANE - 4}" rx="3" '
                 f'fill="{COLOURS[bar.kind]}" fill-opacity="0.8" stroke="#333" stroke-width="0.5"/>'
             )
             if width > 30:
                 label = _short(bar.label, max(int(width / 7), 2))
-                parts.append(
-                    f'<text x="{x + 3:.2f}" y="{y + LANE * 0.68:.1f}" fill="#fff">{html.escape(label)}</text>'
-                )
+                parts.append(f'<text x="{x + 3:.2f}" y="{y + LANE * 0.68:.1f}" fill="#fff">{html.escape(label)}</text>')
             parts.append("</g>")
         axis_y = len(self.lanes) * (LANE + GAP)
         parts.append(f'<line x1="{GUTTER}" y1="{axis_y}" x2="{GUTTER + span}" y2="{axis_y}" stroke="#333"/>')

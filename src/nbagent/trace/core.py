@@ -16,13 +16,14 @@ import json
 import re
 import time
 from abc import ABC, abstractmethod
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ._ids import new_id
-from .context import estimate_tokens, message_text
-from .messages import (
+from .._ids import new_id
+from ..context import estimate_tokens, message_text
+from ..messages import (
     AssistantMessage,
     BaseAgentEvent,
     BaseChatMessage,
@@ -35,14 +36,14 @@ from .messages import (
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
 )
-from .models.redact import REDACTED, known_secrets, redact, redact_data
+from ..records import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
+from ..redact import REDACTED, known_secrets, redact, redact_data
 from .recording import NOWHERE, STEPS, AgentRecorder
-from .records import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .agent import AssistantAgent
+    from ..agent import AssistantAgent
     from .timeline import Timeline
 
 Redactor = Callable[[str], str]
@@ -78,6 +79,7 @@ class DefaultRedactor:
             text = _API_KEY.sub(_mask_value, text)
         return redact(text, self.secrets)
 
+
 # table -> column -> (dtype, meaning). The frames are built with exactly these columns and dtypes.
 COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
     "events": {
@@ -95,7 +97,10 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "text": ("string", "content as text, redacted"),
         "prompt_tokens": ("Int64", "models_usage.prompt_tokens of the event"),
         "completion_tokens": ("Int64", "models_usage.completion_tokens of the event"),
-        "timestamp": ("datetime64[ns, UTC]", "wall-clock time the item was recorded (a record's own start or end), to the us"),
+        "timestamp": (
+            "datetime64[ns, UTC]",
+            "wall-clock time the item was recorded (a record's own start or end), to the us",
+        ),
         "elapsed_s": ("float64", "monotonic seconds since the run started"),
     },
     "llm_calls": {
@@ -192,6 +197,7 @@ JSON_COLUMNS = {"tool_calls": ("arguments",), "context": ("tool_calls",), "conte
 
 _CHUNK = ModelClientStreamingChunkEvent
 _CHUNK_KIND = "ModelClientStreamingChunkEvent"
+
 
 def _text(value: str | None, red: Redactor) -> str | None:
     return None if value is None else red(value)
@@ -298,7 +304,7 @@ class TraceFrames(ABC):
 
     def summary(self) -> pd.Series:
         """Runs, LLM calls, tokens, tool error rate and p50/p95 latencies at a glance."""
-        from .trace_export import summarize
+        from .export import summarize
 
         return summarize(self.runs_df(), self.llm_calls_df(), self.tool_calls_df())
 
@@ -311,19 +317,19 @@ class TraceFrames(ABC):
     def to_parquet(self, folder: str | Path) -> Path:
         """Write the tables as ``folder/<table>.parquet`` (the four frames and the context snapshots);
         ``trace_export.load_parquet`` reads them."""
-        from .trace_export import write_parquet
+        from .export import write_parquet
 
         return write_parquet(self, folder)
 
     def to_jsonl(self, path: str | Path) -> Path:
         """Write every row of the tables (the context ones included) as one JSON line with a ``table`` field."""
-        from .trace_export import write_jsonl
+        from .export import write_jsonl
 
         return write_jsonl(self, path)
 
     def to_otlp_json(self, path: str | Path | None = None) -> dict[str, Any]:
         """OTLP-JSON spans (one per run, LLM call and tool call) with gen_ai.* attributes."""
-        from .trace_export import otlp_json
+        from .export import otlp_json
 
         document = otlp_json(self)
         if path is not None:
@@ -331,7 +337,7 @@ class TraceFrames(ABC):
         return document
 
     def _repr_html_(self) -> str:
-        from .trace_export import summary_html
+        from .export import summary_html
 
         return summary_html(self)
 
@@ -454,7 +460,7 @@ class Trace(TraceFrames):
                 out.append(Move(item[2], item[0], item[1]))
             else:
                 content, event_id, message_id, _, _ = item
-                created = datetime.fromtimestamp((wall_ns / 1e9) + (perf - perf0), timezone.utc)
+                created = datetime.fromtimestamp((wall_ns / 1e9) + (perf - perf0), UTC)
                 out.append(
                     _CHUNK.model_construct(
                         id=event_id, source=agents.get(run, ""), content=content, full_message_id=message_id,
@@ -501,7 +507,9 @@ class Trace(TraceFrames):
         """The function every stored string goes through (the default masks keys found now)."""
         if self._redact == "default":
             clients = (r.agent.model_client for r in self._recorders if r.agent is not None)
-            return DefaultRedactor({*self._client_secrets, *(secret for client in clients for secret in client._secrets)})
+            return DefaultRedactor(
+                {*self._client_secrets, *(secret for client in clients for secret in client._secrets)}
+            )
         if self._redact is None:
             return _identity
         assert callable(self._redact)
@@ -918,7 +926,10 @@ def _add_context_rows(
         run_id, step, move = recorder.origin_of(message, live) if recorder is not None else NOWHERE
         calls = None
         if isinstance(message, AssistantMessage) and not isinstance(message.content, str):
-            calls = [{"id": c.id, "name": red(c.name), "arguments": _arguments_text(c.arguments, red)} for c in message.content]
+            calls = [
+                {"id": c.id, "name": red(c.name), "arguments": _arguments_text(c.arguments, red)}
+                for c in message.content
+            ]
             text = _calls_text(message.content, red)
         else:
             text = red(message_text(message))
