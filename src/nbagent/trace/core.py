@@ -337,7 +337,7 @@ class TraceFrames(ABC):
         return document
 
     def _repr_html_(self) -> str:
-        from .export import summary_html
+        from .views import summary_html
 
         return summary_html(self)
 
