@@ -124,7 +124,14 @@ def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args
     if importlib.util.find_spec("jupyterlab") is None:
         print("nbagent lab: JupyterLab is not installed; install it with: pip install 'nbagent[lab]'", file=sys.stderr)
         return 2
-    command = [sys.executable, "-m", "jupyterlab", str(folder / WALKTHROUGH), f"--ServerApp.root_dir={folder}"]
+    # default_url (not a file argument) makes the URL JupyterLab prints open the walkthrough itself.
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        f"--ServerApp.root_dir={folder}",
+        f"--LabApp.default_url=/lab/tree/{WALKTHROUGH}",
+    ]
     if port is not None:
         command.append(f"--ServerApp.port={port}")
     if no_browser:

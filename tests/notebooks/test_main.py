@@ -110,8 +110,8 @@ def test_lab_opens_jupyterlab_on_the_walkthrough(monkeypatch: pytest.MonkeyPatch
                 sys.executable,
                 "-m",
                 "jupyterlab",
-                str(folder / cli.WALKTHROUGH),
                 f"--ServerApp.root_dir={folder}",
+                f"--LabApp.default_url=/lab/tree/{cli.WALKTHROUGH}",
                 "--ServerApp.port=8899",
                 "--no-browser",
                 "--allow-root",
@@ -168,6 +168,9 @@ def test_python_m_nbagent_lab_serves_the_walkthrough(tmp_path: Path) -> None:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+    # The URL it prints for the user opens the walkthrough, not the Launcher.
+    printed = server.stderr.read().decode() if server.stderr else ""
+    assert f"http://127.0.0.1:{port}/lab/tree/{cli.WALKTHROUGH}?token=" in printed
 
 
 def test_lab_without_the_walkthrough_says_how_to_get_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

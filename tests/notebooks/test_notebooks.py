@@ -31,7 +31,7 @@ EXPECTED_OUTPUT = {
         "1 memory system message in the context after two turns",
         "STEP 1: New messages into model_context  [_add_messages_to_context]",
         "STEP 2: Query memory  [_update_model_context_with_memory]\nevents: ['MemoryQueryEvent']",
-        "STEP 3: Make a message id  [on_messages_stream]\nevents: []",
+        "STEP 3: Make a message id  [_run_steps]\nevents: []",
         "STEP 4: Call the LLM  [_call_llm, iteration 0]",
         "tools offered: ['get_weather'] | tool_choice: auto",
         "STEP 5: Reflect on the tool results  [_reflect_on_tool_use_flow, iteration 0]\nevents: ['Response']",
