@@ -125,3 +125,13 @@ def test_redact_data_blanks_secret_named_fields_and_literal_values() -> None:
         "max_tokens": 5,
         "notes": ["my password is [REDACTED]", None],
     }
+
+
+def test_secrets_is_public(tmp_path: Path) -> None:
+    from nbagent.models import ReplayChatCompletionClient
+
+    client = OpenAIChatCompletionClient("m", api_key="sk-test-secrets-1234567890", base_url="http://127.0.0.1:9/v1")
+    assert "sk-test-secrets-1234567890" in client.secrets
+    assert isinstance(client.secrets, tuple)
+    assert ReplayChatCompletionClient(["x"]).secrets == ()
+    assert "sk-test-secrets-1234567890" in RecordingChatCompletionClient(client, tmp_path / "c.json").secrets

@@ -88,7 +88,7 @@ class ChatCompletionClient(ABC):
     """Who serves the model as this client knows it, OpenTelemetry's ``gen_ai.provider.name``: the
     trace records it with every LLM call."""
     _secrets: Sequence[str] = ()
-    """Secret values this client holds (API keys, secret headers): recorders and cassettes mask them."""
+    """Backing store of :attr:`secrets`; a client that holds credentials sets it in ``__init__``."""
 
     def __init__(self) -> None:
         self._total_usage = RequestUsage()
@@ -122,6 +122,16 @@ class ChatCompletionClient(ABC):
     @property
     def model_name(self) -> str:
         return type(self).__name__
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secret values this client holds (API keys, secret header values), for redaction.
+
+        Recorders, traces and cassettes mask every one of them wherever it appears. Empty for a
+        client that holds no credentials (the replay and cassette clients); a wrapping client (the
+        recording one) includes its inner client's.
+        """
+        return tuple(self._secrets)
 
     def total_usage(self) -> RequestUsage:
         """Tokens counted over every call, cached ones included."""

@@ -213,7 +213,7 @@ class RecordingChatCompletionClient(ChatCompletionClient):
         self.path = Path(path)
         self.model_info = inner.model_info
         self.provider = inner.provider
-        self._secrets = known_secrets([*secrets, *getattr(inner, "_secrets", ())])
+        self._secrets = known_secrets([*secrets, *inner.secrets])
         self._cassette = Cassette(
             format=CASSETTE_FORMAT,
             version=CASSETTE_VERSION,
