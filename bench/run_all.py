@@ -310,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         Script("bench_loop.py"),
         Script("bench_trace.py"),
         Script("bench_view.py"),
+        Script("bench_import.py"),
     ]
     for script in scripts:
         if args.only and script.name not in args.only:
