@@ -149,7 +149,8 @@ def report(figures: Figures) -> str:
         lines.append(f"{key:<22}{values[key]:>12.2f}{target:>10.1f}{AUTOGEN_US[key]:>10.0f}")
     lines.append(
         f"(K=1 run {figures.tool_k1_run_us:.1f} us, K=5 run {figures.tool_k5_run_us:.1f} us, "
-        f"{STREAM_WORDS}-chunk stream {figures.stream_run_us:.0f} us vs unstreamed {figures.unstreamed_long_run_us:.0f} us; "
+        f"{STREAM_WORDS}-chunk stream {figures.stream_run_us:.0f} us "
+        f"vs unstreamed {figures.unstreamed_long_run_us:.0f} us; "
         f"through run_stream, with chunk events: {figures.chunk_event_us:.2f} us per chunk; "
         f"median of {figures.repeats} repeats of {figures.runs} runs)"
     )

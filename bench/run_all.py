@@ -258,12 +258,14 @@ def write_results(scripts: list[Script], memory: dict[str, float] | str, info: d
         lines += [
             "Same scripted answers, same async tool functions, one process, frameworks alternating batch "
             "by batch; fresh agent and replay client per run (built outside the timed region); timed: "
-            "`await agent.run(task=...)` (the `_run_stream` scenarios: `async for item in agent.run_stream(task=...)`, "
-            "which hands the caller every event, a chunk event per chunk; nbagent's `run()` builds none, "
-            "since nobody sees them, and its trace records the chunks from the LLM call's stream), as CPU time of the process (`time.process_time`; on this shared "
-            "machine time spent descheduled is not the framework's) and as wall time. Per extra tool iteration = (K5 - K1) / 4; per chunk = (1,000-word "
-            "streamed run - same answer unstreamed) / 1,000, through `run()` (`chunk_us`) and `run_stream()` "
-            "(`chunk_event_us`). Each run is checked: same number of LLM calls, "
+            "`await agent.run(task=...)` (the `_run_stream` scenarios: "
+            "`async for item in agent.run_stream(task=...)`, which hands the caller every event, a chunk "
+            "event per chunk; nbagent's `run()` builds none, since nobody sees them, and its trace records "
+            "the chunks from the LLM call's stream), as CPU time of the process (`time.process_time`; on "
+            "this shared machine time spent descheduled is not the framework's) and as wall time. Per extra "
+            "tool iteration = (K5 - K1) / 4; per chunk = (1,000-word streamed run - same answer unstreamed) "
+            "/ 1,000, through `run()` (`chunk_us`) and `run_stream()` (`chunk_event_us`). Each run is "
+            "checked: same number of LLM calls, "
             'same message types and final content in both frameworks. "nbagent" records its trace (the '
             'default); "no trace" runs with `agent.recorders = []`.',
             "",
