@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"nbagent.records"},
     {"nbagent.render"},
     {"nbagent.trace"},
-    {"nbagent.agent", "nbagent.stepper", "nbagent.sync"},
+    {"nbagent.agent", "nbagent.stepper", "nbagent.sync", "nbagent.autogen", "nbagent.batch"},
     {"nbagent.notebook"},
     {"nbagent.demo", "nbagent.entry", "nbagent.__main__", "nbagent"},
 ]
