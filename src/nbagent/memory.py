@@ -1,15 +1,34 @@
-"""Memory: long-term stores queried at STEP 2, whose hits enter the model context."""
+"""Memory: long-term stores queried at STEP 2, whose hits enter the model context.
+
+AutoGen's ``Memory`` protocol is accepted as it is, duck-typed (:func:`as_memories`): any object
+with ``query``, ``update_context``, ``add``, ``clear`` and ``close``. ``update_context`` may take
+AutoGen's one argument ``(model_context)`` or nbagent's ``(model_context, cancellation_token)``, and
+may return ``None`` for no hits (:func:`update_memory_context`).
+"""
 
 from __future__ import annotations
 
+import inspect
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .cancellation import CancellationToken
 from .context import ChatCompletionContext
-from .messages import MemoryContent, SystemMessage
+from .messages import (
+    AssistantMessage,
+    FunctionCall,
+    FunctionExecutionResult,
+    FunctionExecutionResultMessage,
+    Image,
+    LLMMessage,
+    MemoryContent,
+    SystemMessage,
+    UserMessage,
+)
+from .tools import as_image
 
 MEMORY_HEADER = "\nRelevant memory content (in chronological order):\n"
 
@@ -43,6 +62,7 @@ class Memory(ABC):
 
     async def close(self) -> None:
         """Release resources; nothing by default."""
+        return None
 
     async def update_context(
         self, model_context: ChatCompletionContext, cancellation_token: CancellationToken | None = None
@@ -74,6 +94,7 @@ class Memory(ABC):
 
     async def load_state(self, state: dict[str, Any]) -> None:
         """Restore from ``save_state`` output; nothing by default."""
+        return None
 
 
 def _has_entry(blocks: str, text: str) -> bool:
@@ -99,7 +120,9 @@ class ListMemory(Memory):
 
     async def add(self, content: MemoryContent, cancellation_token: CancellationToken | None = None) -> None:
         if not isinstance(content, MemoryContent):
-            raise TypeError(f"ListMemory.add takes a MemoryContent, got {type(content).__name__}")
+            if isinstance(content, (str, bytes)) or not hasattr(content, "content"):
+                raise TypeError(f"ListMemory.add takes a MemoryContent, got {type(content).__name__}")
+            content = as_memory_content(content)  # AutoGen's MemoryContent
         self._contents.append(content)
 
     async def clear(self) -> None:
@@ -113,3 +136,266 @@ class ListMemory(Memory):
 
     def __repr__(self) -> str:
         return f"ListMemory(name={self.name!r}, {len(self._contents)} items)"
+
+
+# --------------------------------------------------------------------------- AutoGen's protocol, duck-typed
+
+MEMORY_METHODS = ("query", "update_context", "add", "clear", "close")
+
+
+def is_memory(value: Any) -> bool:
+    """Whether ``value`` follows the Memory protocol: callable query, update_context, add, clear and close."""
+    return isinstance(value, Memory) or all(callable(getattr(value, name, None)) for name in MEMORY_METHODS)
+
+
+def _not_a_memory(where: str, value: Any, alternatives: str = "") -> TypeError:
+    missing = [name for name in MEMORY_METHODS if not callable(getattr(value, name, None))]
+    return TypeError(
+        f"{where} must be a Memory (an object with {', '.join(MEMORY_METHODS[:-1])} and {MEMORY_METHODS[-1]})"
+        f"{alternatives}, got {type(value).__name__}: {value!r:.80} (it has no {', '.join(missing)})"
+    )
+
+
+def as_memories(memory: Any) -> list[Memory]:
+    """The ``memory`` argument of ``AssistantAgent``: ``None``, one memory, or a list of them.
+
+    nbagent's memories are used as they are; any other object following the protocol (AutoGen's
+    ``ListMemory``, autogen-ext's ChromaDB, Redis, Mem0 memories...) is wrapped in a
+    :class:`MemoryAdapter`. A wrong argument raises a ``TypeError`` naming the parameter, the item
+    and its type.
+    """
+    if memory is None:
+        return []
+    if is_memory(memory):
+        return [_own(memory)]
+    if isinstance(memory, Sequence) and not isinstance(memory, (str, bytes)):
+        found: list[Memory] = []
+        for index, item in enumerate(memory):
+            if not is_memory(item):
+                raise _not_a_memory(f"memory[{index}]", item)
+            found.append(_own(item))
+        return found
+    raise _not_a_memory("memory", memory, ", a list of them, or None")
+
+
+def _own(memory: Any) -> Memory:
+    return memory if isinstance(memory, Memory) else MemoryAdapter(memory)
+
+
+_TAKES_TOKEN: dict[Any, str] = {}
+
+
+def _token_mode(method: Callable[..., Any], arity: int) -> str:
+    """How ``method`` takes a cancellation token after its ``arity`` positional arguments: by
+    keyword, by position, or not at all (AutoGen's one-argument ``update_context``)."""
+    key = getattr(method, "__func__", method)
+    mode = _TAKES_TOKEN.get(key)
+    if mode is None:
+        try:
+            parameters = list(inspect.signature(method).parameters.values())
+        except (TypeError, ValueError):
+            mode = "keyword"
+        else:
+            kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            positional = [p for p in parameters if p.kind in kinds]
+            if any(p.name == "cancellation_token" for p in parameters) or any(
+                p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
+            ):
+                mode = "keyword"
+            elif len(positional) > arity or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+                mode = "positional"
+            else:
+                mode = "none"
+        _TAKES_TOKEN[key] = mode
+    return mode
+
+
+def _with_token(method: Callable[..., Any], args: tuple[Any, ...], token: CancellationToken | None) -> Any:
+    mode = _token_mode(method, len(args))
+    if mode == "keyword":
+        return method(*args, cancellation_token=token)
+    if mode == "positional":
+        return method(*args, token)
+    return method(*args)
+
+
+async def update_memory_context(
+    memory: Any, model_context: ChatCompletionContext, cancellation_token: CancellationToken | None = None
+) -> UpdateContextResult:
+    """STEP 2 for one store: its ``update_context`` called with the arguments it takes, and what it
+    returns read as nbagent's :class:`UpdateContextResult` (``None`` meaning no hits)."""
+    value = await _with_token(memory.update_context, (model_context,), cancellation_token)
+    return as_update_result(value)
+
+
+def as_memory_content(item: Any) -> MemoryContent:
+    """One hit as nbagent's :class:`MemoryContent`: nbagent's, AutoGen's (its ``mime_type`` may be an
+    enum, its image AutoGen's ``Image``), a dict of the same fields, or a plain text."""
+    if isinstance(item, MemoryContent):
+        return item
+    if isinstance(item, str):
+        return MemoryContent(content=item)
+    get = item.get if isinstance(item, Mapping) else lambda key, default=None: getattr(item, key, default)
+    content = get("content")
+    mime = get("mime_type", "text/plain")
+    mime = getattr(mime, "value", mime)
+    metadata = get("metadata")
+    if not isinstance(content, (str, dict, Image)):
+        try:
+            content = as_image(content)
+        except TypeError:
+            content = str(content)
+    return MemoryContent(
+        content=content,
+        mime_type=str(mime or "text/plain"),
+        metadata=dict(metadata) if isinstance(metadata, Mapping) else None,
+    )
+
+
+def as_query_result(value: Any) -> MemoryQueryResult:
+    """What a store's ``query`` returned, as nbagent's :class:`MemoryQueryResult` (``None``: no hits)."""
+    if value is None:
+        return MemoryQueryResult()
+    results = value if isinstance(value, (list, tuple)) else getattr(value, "results", None)
+    if results is None and isinstance(value, Mapping):
+        results = value.get("results")
+    if results is None:
+        raise TypeError(f"a memory query returned {type(value).__name__}, not a MemoryQueryResult (results)")
+    if isinstance(value, MemoryQueryResult) and all(isinstance(item, MemoryContent) for item in results):
+        return value
+    return MemoryQueryResult(results=[as_memory_content(item) for item in results])
+
+
+def as_update_result(value: Any) -> UpdateContextResult:
+    """What a store's ``update_context`` returned, as nbagent's :class:`UpdateContextResult`.
+
+    ``None`` (a store that found nothing, or that says nothing) is no hits; AutoGen's result
+    (``memories.results`` holding AutoGen's ``MemoryContent``) is converted.
+    """
+    if value is None:
+        return UpdateContextResult(memories=MemoryQueryResult())
+    if isinstance(value, UpdateContextResult) and isinstance(value.memories, MemoryQueryResult):
+        if all(isinstance(item, MemoryContent) for item in value.memories.results):
+            return value
+    memories = value.get("memories") if isinstance(value, Mapping) else getattr(value, "memories", None)
+    if memories is None and (hasattr(value, "results") or isinstance(value, (list, tuple))):
+        memories = value  # a query result where an update result was due
+    if memories is None:
+        raise TypeError(
+            f"a memory's update_context returned {type(value).__name__}, not an UpdateContextResult (memories) or None"
+        )
+    result = as_query_result(memories)
+    added = getattr(value, "added", None)
+    return UpdateContextResult(memories=result, added=added if isinstance(added, int) else len(result.results))
+
+
+class MemoryAdapter(Memory):
+    """A memory that is not nbagent's (AutoGen's ``ListMemory``, autogen-ext's stores, any object
+    with the protocol's methods), seen through nbagent's :class:`Memory`.
+
+    Its ``update_context`` gets a view of the model context that turns the messages it adds
+    (AutoGen's ``SystemMessage``...) into nbagent's, and does not add a system message already in
+    the context (nbagent fix 4: memory does not pile up).
+    """
+
+    def __init__(self, memory: Any) -> None:
+        if not is_memory(memory):
+            raise _not_a_memory("memory", memory)
+        self.memory = memory
+        self.name = getattr(memory, "name", type(memory).__name__)
+
+    async def query(
+        self, query: str | MemoryContent = "", cancellation_token: CancellationToken | None = None
+    ) -> MemoryQueryResult:
+        return as_query_result(await _with_token(self.memory.query, (query,), cancellation_token))
+
+    async def add(self, content: MemoryContent, cancellation_token: CancellationToken | None = None) -> None:
+        await _with_token(self.memory.add, (content,), cancellation_token)
+
+    async def clear(self) -> None:
+        await self.memory.clear()
+
+    async def close(self) -> None:
+        await self.memory.close()
+
+    async def update_context(
+        self, model_context: ChatCompletionContext, cancellation_token: CancellationToken | None = None
+    ) -> UpdateContextResult:
+        view = ForeignContextView(model_context)
+        return as_update_result(await _with_token(self.memory.update_context, (view,), cancellation_token))
+
+    async def save_state(self) -> dict[str, Any]:
+        save = getattr(self.memory, "save_state", None)
+        return dict(await save()) if callable(save) else {}
+
+    async def load_state(self, state: dict[str, Any]) -> None:
+        load = getattr(self.memory, "load_state", None)
+        if callable(load):
+            await load(state)
+
+    def __repr__(self) -> str:
+        return f"MemoryAdapter({self.memory!r})"
+
+
+class ForeignContextView:
+    """The model context as a memory written for AutoGen sees it.
+
+    ``get_messages`` gives nbagent's messages (their fields are AutoGen's); ``add_message`` takes
+    AutoGen's messages as well and stores nbagent's. Everything else is the context's own.
+    """
+
+    def __init__(self, context: ChatCompletionContext) -> None:
+        self._context = context
+
+    async def get_messages(self) -> list[LLMMessage]:
+        return await self._context.get_messages()
+
+    async def add_message(self, message: Any) -> None:
+        converted = as_llm_message(message)
+        if isinstance(converted, SystemMessage) and any(
+            isinstance(present, SystemMessage) and present.content == converted.content
+            for present in self._context.messages
+        ):
+            return
+        await self._context.add_message(converted)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+
+def as_llm_message(message: Any) -> LLMMessage:
+    """An LLM message as nbagent's, from nbagent's or AutoGen's (same type names and fields)."""
+    if isinstance(message, (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)):
+        return message
+    kind = getattr(message, "type", None) or type(message).__name__
+    content = getattr(message, "content", None)
+    if kind == "SystemMessage" and isinstance(content, str):
+        return SystemMessage(content=content)
+    source = str(getattr(message, "source", "") or "")
+    if kind == "UserMessage" and content is not None:
+        items = (
+            content
+            if isinstance(content, str)
+            else [part if isinstance(part, str) else as_image(part) for part in content]
+        )
+        return UserMessage(content=items, source=source)
+    if kind == "AssistantMessage" and content is not None:
+        body = (
+            content
+            if isinstance(content, str)
+            else [FunctionCall(id=call.id, name=call.name, arguments=call.arguments) for call in content]
+        )
+        return AssistantMessage(content=body, thought=getattr(message, "thought", None), source=source)
+    if kind == "FunctionExecutionResultMessage" and content is not None:
+        return FunctionExecutionResultMessage(
+            content=[
+                FunctionExecutionResult(
+                    content=str(result.content),
+                    name=str(getattr(result, "name", "") or ""),
+                    call_id=result.call_id,
+                    is_error=bool(getattr(result, "is_error", False)),
+                )
+                for result in content
+            ]
+        )
+    raise TypeError(f"not an LLM message: {type(message).__name__}")

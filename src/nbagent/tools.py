@@ -3,23 +3,33 @@
 A :class:`FunctionTool` wraps any Python callable, sync or async (or an async generator, whose
 events stream while it runs). Its JSON schema comes from the type hints and the docstring and is
 built once, when the tool is made; arguments are validated against it before the call.
+
+Workbenches follow AutoGen's ``Workbench`` protocol: any object with ``list_tools()`` and
+``call_tool(name, arguments=, cancellation_token=, call_id=)`` is accepted (:func:`as_workbenches`),
+and what it returns is read as a :class:`ToolResult` (AutoGen's shape: a ``result`` list of text and
+image parts, ``is_error``, ``to_text()``), whether it is nbagent's, AutoGen's or a dict of the same
+shape (:func:`as_tool_result`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import inspect
+import io
 import json
 import re
+import warnings
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict, get_args, get_origin
+from types import TracebackType
+from typing import Annotated, Any, Literal, TypedDict, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
 
 from .cancellation import CancellationToken
-from .messages import BaseAgentEvent, BaseChatMessage
+from .messages import BaseAgentEvent, BaseChatMessage, Image
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -37,13 +47,175 @@ class ToolArgumentsError(ValueError):
     """Tool arguments that are not a JSON object, or that do not fit the tool's schema."""
 
 
-@dataclass(frozen=True)
-class ToolResult:
-    """What calling one tool gave, as the text the model will read."""
+class TextResultContent(BaseModel):
+    """A text part of a :class:`ToolResult` (AutoGen's ``TextResultContent``)."""
 
-    name: str
+    type: Literal["TextResultContent"] = "TextResultContent"
     content: str
-    is_error: bool = False
+
+
+class ImageResultContent(BaseModel):
+    """An image part of a :class:`ToolResult` (AutoGen's ``ImageResultContent``)."""
+
+    type: Literal["ImageResultContent"] = "ImageResultContent"
+    content: Image
+
+
+ResultContent = Annotated[TextResultContent | ImageResultContent, Field(discriminator="type")]
+
+
+class ToolResult:
+    """What calling one tool gave: its parts (text, images), whether it failed, and its text.
+
+    Both shapes build one: nbagent's ``ToolResult(name, "text", is_error=False)`` and AutoGen's
+    ``ToolResult(name=..., result=[TextResultContent(...), ImageResultContent(...)], is_error=...)``.
+    ``content`` is the text the model reads, :meth:`to_text` (an image is written ``[Image: <base64>]``,
+    as AutoGen's agent gives it to the model).
+    """
+
+    __slots__ = ("name", "is_error", "_text", "_parts")
+    type: Literal["ToolResult"] = "ToolResult"
+
+    def __init__(
+        self,
+        name: str,
+        content: str | None = None,
+        is_error: bool = False,
+        *,
+        result: Iterable[TextResultContent | ImageResultContent | str] | None = None,
+        type: str | None = None,  # AutoGen's field, accepted so that its dumps load
+    ) -> None:
+        if content is not None and result is not None:
+            raise TypeError("ToolResult takes content (a text) or result (a list of parts), not both")
+        self.name = name
+        self.is_error = bool(is_error)
+        self._parts: list[TextResultContent | ImageResultContent] | None = None
+        self._text: str | None = None
+        if result is not None:
+            self._parts = [result_part(part) for part in result]
+        else:
+            self._text = "" if content is None else content
+
+    @property
+    def result(self) -> list[TextResultContent | ImageResultContent]:
+        """The parts of the result (one text part for a plain text result)."""
+        if self._parts is None:
+            self._parts = [TextResultContent(content=self._text or "")]
+        return list(self._parts)
+
+    @property
+    def content(self) -> str:
+        """The text the model reads: :meth:`to_text`."""
+        return self._text if self._text is not None else self.to_text()
+
+    def to_text(self, replace_image: str | None = None) -> str:
+        """The parts as one text, joined by newlines; an image as ``[Image: <base64>]`` or ``replace_image``."""
+        if self._parts is None:
+            return self._text or ""
+        texts: list[str] = []
+        for part in self._parts:
+            if isinstance(part, TextResultContent):
+                texts.append(part.content)
+            else:
+                texts.append(replace_image if replace_image is not None else f"[Image: {part.content.data}]")
+        text = "\n".join(texts)
+        if replace_image is None:
+            self._text = text
+        return text
+
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        """AutoGen's dump of a tool result: ``{"type", "name", "result": [parts], "is_error"}``."""
+        return {
+            "type": "ToolResult",
+            "name": self.name,
+            "result": [part.model_dump(mode=mode) for part in self.result],
+            "is_error": self.is_error,
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolResult):
+            return NotImplemented
+        return (self.name, self.is_error, self.result) == (other.name, other.is_error, other.result)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.is_error, self.content))
+
+    def __repr__(self) -> str:
+        if self._parts is None or all(isinstance(part, TextResultContent) for part in self._parts):
+            return f"ToolResult(name={self.name!r}, content={self.content!r}, is_error={self.is_error})"
+        return f"ToolResult(name={self.name!r}, result={self._parts!r}, is_error={self.is_error})"
+
+
+def as_image(value: Any) -> Image:
+    """An image in nbagent's form, from nbagent's :class:`~nbagent.messages.Image`, AutoGen's ``Image``
+    (``to_base64()``), an MCP image (``data`` and ``mime_type``), a dict of those, a PIL image or bytes."""
+    if isinstance(value, Image):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return Image.from_bytes(bytes(value))
+    if isinstance(value, Mapping):
+        data = value.get("data")
+        if isinstance(data, str):
+            return Image(data=data, mime_type=str(value.get("mime_type") or value.get("mimeType") or "image/png"))
+    to_base64 = getattr(value, "to_base64", None)
+    if callable(to_base64):  # AutoGen's Image: a PIL image it encodes as PNG
+        return Image(data=str(to_base64()), mime_type="image/png")
+    data = getattr(value, "data", None)
+    if isinstance(data, str):
+        return Image(data=data, mime_type=str(getattr(value, "mime_type", None) or "image/png"))
+    save = getattr(value, "save", None)
+    if callable(save):  # a PIL image
+        buffer = io.BytesIO()
+        save(buffer, format="PNG")
+        return Image(data=base64.b64encode(buffer.getvalue()).decode("ascii"), mime_type="image/png")
+    raise TypeError(f"not an image: {type(value).__name__}")
+
+
+def result_part(part: Any) -> TextResultContent | ImageResultContent:
+    """One part of a tool result as nbagent's: a text, an image, or AutoGen's or MCP's parts (objects or dicts)."""
+    if isinstance(part, (TextResultContent, ImageResultContent)):
+        return part
+    if isinstance(part, str):
+        return TextResultContent(content=part)
+    get = part.get if isinstance(part, Mapping) else lambda key, default=None: getattr(part, key, default)
+    kind = get("type")
+    if kind in ("TextResultContent", "text"):
+        text = get("content") if kind == "TextResultContent" else get("text")
+        if isinstance(text, str):
+            return TextResultContent(content=text)
+    elif kind == "ImageResultContent":
+        return ImageResultContent(content=as_image(get("content")))
+    elif kind == "image":
+        return ImageResultContent(content=as_image(part))
+    elif kind is None and isinstance(text := get("content"), str):
+        return TextResultContent(content=text)
+    raise TypeError(f"a tool result part must be a text or an image, got {type(part).__name__} {kind or ''}".rstrip())
+
+
+def as_tool_result(value: Any, name: str) -> ToolResult:
+    """What a workbench's ``call_tool`` returned, as nbagent's :class:`ToolResult`.
+
+    Accepts nbagent's result, AutoGen's (``autogen_core.tools.ToolResult``: ``name``, ``result``
+    parts, ``is_error``), a dict of that shape (a dumped result) and a plain text.
+    """
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(name, value)
+    get = value.get if isinstance(value, Mapping) else lambda key, default=None: getattr(value, key, default)
+    parts = get("result")
+    result_name = get("name")
+    result_name = result_name if isinstance(result_name, str) and result_name else name
+    is_error = bool(get("is_error", False))
+    if isinstance(parts, (list, tuple)):
+        return ToolResult(result_name, result=parts, is_error=is_error)
+    content = get("content")
+    if isinstance(content, str):
+        return ToolResult(result_name, content, is_error=is_error)
+    raise TypeError(
+        f"a workbench's call_tool for tool '{name}' returned {type(value).__name__}, not a ToolResult "
+        "(a result list of text and image parts, and is_error)"
+    )
 
 
 def tool_output_text(value: Any) -> str:
@@ -266,29 +438,72 @@ def as_tool(tool: BaseTool | Callable[..., Any]) -> BaseTool:
 
 
 class Workbench(ABC):
-    """A set of tools the agent can list and call."""
+    """A set of tools the agent can list and call (AutoGen's ``Workbench`` protocol).
+
+    ``call_tool`` takes AutoGen's parameters; a subclass written for nbagent's older signature,
+    ``call_tool(name, arguments, cancellation_token)``, is still called correctly (:func:`invoke_tool`
+    reads the signature). A workbench is an async context manager (``start``/``stop``), and
+    ``AssistantAgent.close()`` calls :meth:`close`, which stops it: ``stop`` must be safe to call
+    on a workbench that is not started.
+    """
 
     @abstractmethod
     async def list_tools(self) -> list[ToolSchema]: ...
 
     @abstractmethod
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any], cancellation_token: CancellationToken | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        call_id: str | None = None,
     ) -> ToolResult: ...
 
     async def call_tool_stream(
-        self, name: str, arguments: Mapping[str, Any], cancellation_token: CancellationToken | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        call_id: str | None = None,
     ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | ToolResult]:
         """Events a tool streams while it runs, then its :class:`ToolResult`."""
-        yield await self.call_tool(name, arguments, cancellation_token)
+        yield await invoke_tool(self, name, arguments, cancellation_token, call_id)
 
     def streams(self, name: str) -> bool:
         """True when calling ``name`` may stream events."""
         return False
 
-    async def start(self) -> None: ...
+    async def start(self) -> None:
+        """Acquire what the tools need; nothing by default."""
+        return None
 
-    async def stop(self) -> None: ...
+    async def stop(self) -> None:
+        """Release what :meth:`start` acquired; nothing by default."""
+        return None
+
+    async def reset(self) -> None:
+        """Back to the state right after :meth:`start`; nothing by default."""
+        return None
+
+    async def save_state(self) -> Mapping[str, Any]:
+        return {}
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore from ``save_state`` output; nothing by default."""
+        return None
+
+    async def close(self) -> None:
+        """What ``AssistantAgent.close()`` calls: :meth:`stop`."""
+        await self.stop()
+
+    async def __aenter__(self) -> Workbench:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
 
 
 class StaticWorkbench(Workbench):
@@ -314,16 +529,24 @@ class StaticWorkbench(Workbench):
         return tool is not None and tool.streams
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any], cancellation_token: CancellationToken | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        call_id: str | None = None,
     ) -> ToolResult:
         result: ToolResult | None = None
-        async for item in self.call_tool_stream(name, arguments, cancellation_token):
+        async for item in self.call_tool_stream(name, arguments, cancellation_token, call_id):
             result = item  # type: ignore[assignment]
         assert isinstance(result, ToolResult)
         return result
 
     async def call_tool_stream(
-        self, name: str, arguments: Mapping[str, Any], cancellation_token: CancellationToken | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        call_id: str | None = None,
     ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | ToolResult]:
         tool = self._tools.get(name)
         if tool is None:
@@ -331,7 +554,7 @@ class StaticWorkbench(Workbench):
             return
         try:
             value: Any = None
-            async for item in tool.run_json_stream(arguments, cancellation_token):
+            async for item in tool.run_json_stream(arguments or {}, cancellation_token):
                 if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
                     yield item
                 else:
@@ -343,6 +566,236 @@ class StaticWorkbench(Workbench):
             yield ToolResult(name, error_text(error), is_error=True)
             return
         yield ToolResult(name, text)
+
+
+# --------------------------------------------------------------------------- AutoGen's protocol, duck-typed
+
+
+@dataclass(frozen=True)
+class _CallPlan:
+    """How to pass a call's arguments, token and call id to one ``call_tool``-like method."""
+
+    arguments_by_keyword: bool
+    token: Literal["keyword", "positional", "none"]
+    call_id: bool
+
+
+_PLANS: dict[Any, _CallPlan] = {}
+
+
+def _call_plan(method: Callable[..., Any]) -> _CallPlan:
+    """Read ``method``'s signature once: AutoGen's keywords where it has them, positions otherwise."""
+    key = getattr(method, "__func__", method)
+    plan = _PLANS.get(key)
+    if plan is not None:
+        return plan
+    try:
+        parameters = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: call it as AutoGen does
+        parameters = []
+        plan = _CallPlan(True, "keyword", True)
+    else:
+        names = {p.name for p in parameters}
+        var_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+        positional = [
+            p
+            for p in parameters
+            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        ]
+        var_positional = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+        if "cancellation_token" in names or (var_keyword and len(positional) < 3):
+            token: Literal["keyword", "positional", "none"] = "keyword"
+        elif len(positional) >= 3 or var_positional:
+            token = "positional"
+        else:
+            token = "none"
+        plan = _CallPlan(
+            arguments_by_keyword="arguments" in names and token != "positional",
+            token=token,
+            call_id="call_id" in names or var_keyword,
+        )
+    _PLANS[key] = plan
+    return plan
+
+
+def _call(
+    method: Callable[..., Any],
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    token: CancellationToken | None,
+    call_id: str | None,
+) -> Any:
+    plan = _call_plan(method)
+    args: list[Any] = [name]
+    kwargs: dict[str, Any] = {}
+    if plan.arguments_by_keyword:
+        kwargs["arguments"] = arguments
+    else:
+        args.append(arguments)
+    if plan.token == "keyword":
+        kwargs["cancellation_token"] = token
+    elif plan.token == "positional":
+        args.append(token)
+    if plan.call_id:
+        kwargs["call_id"] = call_id
+    return method(*args, **kwargs)
+
+
+async def invoke_tool(
+    workbench: Any,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    cancellation_token: CancellationToken | None = None,
+    call_id: str | None = None,
+) -> ToolResult:
+    """Call ``workbench.call_tool`` with AutoGen's keywords (``arguments=``, ``cancellation_token=``,
+    ``call_id=``, those its signature has) and read what it returns as a :class:`ToolResult`."""
+    value = await _call(workbench.call_tool, name, arguments, cancellation_token, call_id)
+    return as_tool_result(value, name)
+
+
+async def invoke_tool_stream(
+    workbench: Any,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    cancellation_token: CancellationToken | None = None,
+    call_id: str | None = None,
+) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | ToolResult]:
+    """``workbench.call_tool_stream`` (or ``call_tool`` when it has none): nbagent's events as they
+    come, then the :class:`ToolResult`. Other items are dropped with a warning, as AutoGen does."""
+    stream = getattr(workbench, "call_tool_stream", None)
+    if stream is None:
+        yield await invoke_tool(workbench, name, arguments, cancellation_token, call_id)
+        return
+    items = _call(stream, name, arguments, cancellation_token, call_id)
+    try:
+        async for item in items:
+            if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+                yield item
+            elif isinstance(item, ToolResult) or _looks_like_result(item):
+                yield as_tool_result(item, name)
+            else:
+                warnings.warn(f"Unexpected event type: {type(item)} in tool call streaming.", UserWarning, stacklevel=2)
+    finally:
+        aclose = getattr(items, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _looks_like_result(item: Any) -> bool:
+    return getattr(item, "type", None) == "ToolResult" or (
+        hasattr(item, "is_error") and isinstance(getattr(item, "result", None), list)
+    )
+
+
+def is_workbench(value: Any) -> bool:
+    """Whether ``value`` follows the Workbench protocol: callable ``list_tools`` and ``call_tool``."""
+    return callable(getattr(value, "list_tools", None)) and callable(getattr(value, "call_tool", None))
+
+
+class WorkbenchAdapter(Workbench):
+    """A workbench that is not nbagent's (AutoGen's ``StaticWorkbench``, ``McpWorkbench``, any
+    object with ``list_tools`` and ``call_tool``), seen through nbagent's :class:`Workbench`.
+
+    Calls go to the wrapped object with AutoGen's keywords; its results are read as
+    :class:`ToolResult`. ``close()`` leaves it running, as AutoGen's agent does: whoever started it
+    (``async with``) stops it.
+    """
+
+    def __init__(self, workbench: Any) -> None:
+        if not is_workbench(workbench):
+            raise TypeError(f"not a workbench (no list_tools and call_tool): {type(workbench).__name__}")
+        self.workbench = workbench
+
+    async def list_tools(self) -> list[ToolSchema]:
+        return [as_tool_schema(schema) for schema in await self.workbench.list_tools()]
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        return await invoke_tool(self.workbench, name, arguments, cancellation_token, call_id)
+
+    def streams(self, name: str) -> bool:
+        return callable(getattr(self.workbench, "call_tool_stream", None))
+
+    async def call_tool_stream(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        call_id: str | None = None,
+    ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | ToolResult]:
+        async for item in invoke_tool_stream(self.workbench, name, arguments, cancellation_token, call_id):
+            yield item
+
+    async def start(self) -> None:
+        start = getattr(self.workbench, "start", None)
+        if callable(start):
+            await start()
+
+    async def stop(self) -> None:
+        stop = getattr(self.workbench, "stop", None)
+        if callable(stop):
+            await stop()
+
+    async def close(self) -> None:
+        """Nothing: the agent does not own a workbench that is not nbagent's (AutoGen's rule)."""
+
+    def __repr__(self) -> str:
+        return f"WorkbenchAdapter({self.workbench!r})"
+
+
+def as_tool_schema(schema: Any) -> ToolSchema:
+    """A listed tool as nbagent's :class:`ToolSchema` (AutoGen's is the same TypedDict)."""
+    if isinstance(schema, Mapping) and isinstance(schema.get("name"), str):
+        return schema if isinstance(schema, dict) else ToolSchema(**dict(schema))  # type: ignore[return-value,typeddict-item]
+    raise TypeError(f"a workbench listed a tool that is not a schema with a name: {schema!r}")
+
+
+def as_workbenches(workbench: Any) -> list[Workbench]:
+    """The ``workbench`` argument of ``AssistantAgent``: one workbench or a sequence of them.
+
+    nbagent's workbenches are used as they are; any other object with ``list_tools`` and
+    ``call_tool`` (AutoGen's) is wrapped in a :class:`WorkbenchAdapter`.
+    """
+    if workbench is None:
+        return []
+    if is_workbench(workbench):
+        return [_own(workbench)]
+    if isinstance(workbench, Sequence) and not isinstance(workbench, (str, bytes)):
+        found: list[Workbench] = []
+        for index, item in enumerate(workbench):
+            if not is_workbench(item):
+                raise TypeError(
+                    f"workbench[{index}] must be a Workbench (an object with list_tools and call_tool), "
+                    f"got {type(item).__name__}: {item!r:.80}"
+                )
+            found.append(_own(item))
+        return found
+    raise TypeError(
+        "workbench must be a Workbench (an object with list_tools and call_tool) or a sequence of them, "
+        f"got {type(workbench).__name__}: {workbench!r:.80}"
+    )
+
+
+def _own(workbench: Any) -> Workbench:
+    return workbench if isinstance(workbench, Workbench) else WorkbenchAdapter(workbench)
+
+
+async def close_workbenches(workbenches: Iterable[Workbench]) -> None:
+    """Close every workbench (what ``AssistantAgent.close()`` does); the first failure is raised after all."""
+    failure: BaseException | None = None
+    for workbench in workbenches:
+        try:
+            await workbench.close()
+        except Exception as error:  # close the others first
+            failure = failure or error
+    if failure is not None:
+        raise failure
 
 
 def tool_not_found(name: str) -> ToolResult:
