@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from ._ids import new_id
 from .cancellation import CancellationToken, guarded
 from .context import ChatCompletionContext, UnboundedChatCompletionContext
-from .memory import Memory
+from .memory import Memory, as_memories, update_memory_context
 from .messages import (
     AssistantMessage,
     BaseAgentEvent,
@@ -66,7 +66,11 @@ from .tools import (
     Workbench,
     as_tool,
     error_text,
+    as_workbenches,
+    close_workbenches,
     parse_arguments,
+    invoke_tool,
+    invoke_tool_stream,
     tool_not_found,
 )
 from .trace import Trace, context_frame
@@ -153,12 +157,8 @@ class AssistantAgent:
             raise ValueError(f"Tool names must be unique: {tool_names}")
         if workbench is None:
             self._workbench: list[Workbench] = [StaticWorkbench(tool_list)] if tool_list else []
-        elif isinstance(workbench, Workbench):
-            self._workbench = [workbench]
-        else:
-            self._workbench = list(workbench)
-            if not all(isinstance(wb, Workbench) for wb in self._workbench):
-                raise TypeError("workbench must be a Workbench or a sequence of them")
+        else:  # AutoGen's Workbench protocol, duck-typed: nbagent's as they are, others wrapped
+            self._workbench = as_workbenches(workbench)
 
         handoff_list = [Handoff(target=h) if isinstance(h, str) else h for h in handoffs or []]
         for handoff in handoff_list:
@@ -193,13 +193,7 @@ class AssistantAgent:
 
     @staticmethod
     def _check_memory(memory: Memory | Sequence[Memory] | None) -> list[Memory]:
-        if memory is None:
-            return []
-        if isinstance(memory, Memory):
-            return [memory]
-        if isinstance(memory, list) and all(isinstance(item, Memory) for item in memory):
-            return list(memory)
-        raise TypeError(f"Expected Memory, List[Memory], or None, got {type(memory)}")
+        return as_memories(memory)  # AutoGen's Memory protocol, duck-typed; a clear error otherwise
 
     def _index_tools(
         self, listed: list[tuple[Workbench, list[ToolSchema]]]
@@ -379,7 +373,11 @@ class AssistantAgent:
             raise ValueError(f"invalid agent state: {error}") from None
 
     async def close(self) -> None:
-        await self._model_client.close()
+        """Close the model client and the workbenches (an MCP server is stopped; AutoGen's are left to their owner)."""
+        try:
+            await close_workbenches(self._workbench)
+        finally:
+            await self._model_client.close()
 
     async def _repair_context(self) -> None:
         """Give an error result to tool calls left without one (a run ended between call and result)."""
@@ -464,7 +462,7 @@ class AssistantAgent:
         """STEP 2. Each store adds its new hits to the context; each store with hits gives an event."""
         events: list[MemoryQueryEvent] = []
         for store in memory:
-            update = await guarded(store.update_context(model_context, cancellation_token), cancellation_token)
+            update = await guarded(update_memory_context(store, model_context, cancellation_token), cancellation_token)
             if update.memories.results:
                 events.append(MemoryQueryEvent(content=update.memories.results, source=agent_name))
         return events
@@ -742,10 +740,12 @@ class AssistantAgent:
             if owner is None:
                 outcome = tool_not_found(call.name)
             elif events is None:
-                outcome = await owner.call_tool(call.name, parse_arguments(call.name, call.arguments), token)
+                arguments = parse_arguments(call.name, call.arguments)
+                outcome = await invoke_tool(owner, call.name, arguments, token, call.id)
             else:
                 outcome = tool_not_found(call.name)  # replaced by the stream's last item
-                async for item in owner.call_tool_stream(call.name, parse_arguments(call.name, call.arguments), token):
+                arguments = parse_arguments(call.name, call.arguments)
+                async for item in invoke_tool_stream(owner, call.name, arguments, token, call.id):
                     if isinstance(item, ToolResult):
                         outcome = item
                     else:
