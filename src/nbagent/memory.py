@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,16 +148,17 @@ def is_memory(value: Any) -> bool:
     return isinstance(value, Memory) or all(callable(getattr(value, name, None)) for name in MEMORY_METHODS)
 
 
-def _not_a_memory(where: str, value: Any, alternatives: str = "") -> TypeError:
+def _not_a_memory(where: str, value: Any) -> TypeError:
     missing = [name for name in MEMORY_METHODS if not callable(getattr(value, name, None))]
     return TypeError(
-        f"{where} must be a Memory (an object with {', '.join(MEMORY_METHODS[:-1])} and {MEMORY_METHODS[-1]})"
-        f"{alternatives}, got {type(value).__name__}: {value!r:.80} (it has no {', '.join(missing)})"
+        f"{where} must be a Memory (an object with {', '.join(MEMORY_METHODS[:-1])} and {MEMORY_METHODS[-1]}), "
+        f"got {type(value).__name__}: {value!r:.80} (it has no {', '.join(missing)})"
     )
 
 
 def as_memories(memory: Any) -> list[Memory]:
-    """The ``memory`` argument of ``AssistantAgent``: ``None``, one memory, or a list of them.
+    """The ``memory`` argument of ``AssistantAgent``: ``None``, one memory, or a list of them (AutoGen
+    takes no other sequence).
 
     nbagent's memories are used as they are; any other object following the protocol (AutoGen's
     ``ListMemory``, autogen-ext's ChromaDB, Redis, Mem0 memories...) is wrapped in a
@@ -166,16 +167,20 @@ def as_memories(memory: Any) -> list[Memory]:
     """
     if memory is None:
         return []
-    if is_memory(memory):
-        return [_own(memory)]
-    if isinstance(memory, Sequence) and not isinstance(memory, (str, bytes)):
+    if isinstance(memory, list):
         found: list[Memory] = []
         for index, item in enumerate(memory):
             if not is_memory(item):
                 raise _not_a_memory(f"memory[{index}]", item)
             found.append(_own(item))
         return found
-    raise _not_a_memory("memory", memory, ", a list of them, or None")
+    if is_memory(memory):
+        return [_own(memory)]
+    # AutoGen's message (a list is the only sequence it takes), then what was wrong.
+    raise TypeError(
+        f"Expected Memory, List[Memory], or None, got {type(memory)}: the memory argument must be a Memory "
+        f"(an object with {', '.join(MEMORY_METHODS[:-1])} and {MEMORY_METHODS[-1]}) or a list of them"
+    )
 
 
 def _own(memory: Any) -> Memory:
