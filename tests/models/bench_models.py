@@ -14,6 +14,7 @@ import time
 
 from nbagent import UserMessage
 from nbagent.demo import DEMO_TASK, demo_agent
+from nbagent.models import ModelRequest
 from nbagent.models.openai import OpenAIChatCompletionClient
 
 from .chat_server import ChatServer, Reply
@@ -28,7 +29,7 @@ async def main() -> None:
             "gpt-4o", base_url=server.base_url, api_key="sk-bench-000000000", max_retries=0
         )
         messages = [UserMessage(content="hello", source="user")]
-        raw_request = client.build_request(messages)
+        raw_request = client.build_request(ModelRequest(messages, [], "auto", None))
 
         server.script(*[Reply.text("hi")] * (2 * CALLS + 20))
         for _ in range(10):  # warm the connection pool
@@ -45,7 +46,7 @@ async def main() -> None:
         print(f"non-streamed call, raw SDK:        median {statistics.median(raw) * 1e3:.2f} ms ({CALLS} calls)")
         print(f"non-streamed call, nbagent client: median {statistics.median(wrapped) * 1e3:.2f} ms ({CALLS} calls)")
 
-        raw_stream = client.build_request(messages, stream=True)
+        raw_stream = client.build_request(ModelRequest(messages, [], "auto", None), stream=True)
         figures: dict[str, list[float]] = {"raw rate": [], "rate": [], "raw ttft": [], "ttft": []}
         for _ in range(10):
             # Time to first token on a short stream (the server builds a whole stream before sending it).
@@ -63,7 +64,7 @@ async def main() -> None:
 
             server.script(Reply.text("x" * STREAM_PIECES, pieces=1), Reply.text("x" * STREAM_PIECES, pieces=1))
             start = time.perf_counter()
-            async for chunk in await client._client.chat.completions.create(**raw_stream):
+            async for _chunk in await client._client.chat.completions.create(**raw_stream):
                 pass
             figures["raw rate"].append(STREAM_PIECES / (time.perf_counter() - start))
             start = time.perf_counter()
@@ -85,7 +86,8 @@ async def main() -> None:
         await agent.run(task=DEMO_TASK)
         runs.append(time.perf_counter() - start)
     print(
-        f"demo cassette replay (2 LLM calls, 2 tool calls): median {statistics.median(runs) * 1e3:.2f} ms per run (50 runs)"
+        "demo cassette replay (2 LLM calls, 2 tool calls): "
+        f"median {statistics.median(runs) * 1e3:.2f} ms per run (50 runs)"
     )
 
 

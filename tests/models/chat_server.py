@@ -110,6 +110,38 @@ def validate_request(body: Any) -> list[str]:
     return problems
 
 
+def _validate_assistant(where: str, message: dict[str, Any], pending: set[str]) -> list[str]:
+    """An assistant message's problems; the ids of its tool calls join ``pending``."""
+    problems: list[str] = []
+    content = message.get("content")
+    calls = message.get("tool_calls")
+    if calls is None:
+        if not (isinstance(content, str) or _text_parts(content)):
+            problems.append(f"{where}: an assistant message needs 'content' or 'tool_calls'")
+        return problems
+    if not isinstance(calls, list) or not calls:
+        return [f"{where}: 'tool_calls' must be a non-empty array"]
+    if content is not None and not isinstance(content, str):
+        problems.append(f"{where}: content must be a string or null")
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if (
+            not isinstance(call, dict)
+            or not isinstance(call.get("id"), str)
+            or not call["id"]
+            or call.get("type") != "function"
+            or not isinstance(function, dict)
+            or not isinstance(function.get("name"), str)
+            or not isinstance(function.get("arguments"), str)
+        ):
+            problems.append(f"{where}: malformed tool call {call!r}")
+        elif call["id"] in pending:
+            problems.append(f"{where}: duplicate tool call id {call['id']!r}")
+        else:
+            pending.add(call["id"])
+    return problems
+
+
 def _validate_messages(messages: list[Any]) -> list[str]:
     problems: list[str] = []
     pending: set[str] = set()
@@ -145,31 +177,7 @@ def _validate_messages(messages: list[Any]) -> list[str]:
             if not (isinstance(content, str) or _user_parts(content)):
                 problems.append(f"{where}: a user message's content must be a string or content parts")
         else:
-            calls = message.get("tool_calls")
-            if calls is None:
-                if not (isinstance(content, str) or _text_parts(content)):
-                    problems.append(f"{where}: an assistant message needs 'content' or 'tool_calls'")
-            elif not isinstance(calls, list) or not calls:
-                problems.append(f"{where}: 'tool_calls' must be a non-empty array")
-            else:
-                if content is not None and not isinstance(content, str):
-                    problems.append(f"{where}: content must be a string or null")
-                for call in calls:
-                    function = call.get("function") if isinstance(call, dict) else None
-                    if (
-                        not isinstance(call, dict)
-                        or not isinstance(call.get("id"), str)
-                        or not call["id"]
-                        or call.get("type") != "function"
-                        or not isinstance(function, dict)
-                        or not isinstance(function.get("name"), str)
-                        or not isinstance(function.get("arguments"), str)
-                    ):
-                        problems.append(f"{where}: malformed tool call {call!r}")
-                    elif call["id"] in pending:
-                        problems.append(f"{where}: duplicate tool call id {call['id']!r}")
-                    else:
-                        pending.add(call["id"])
+            problems += _validate_assistant(where, message, pending)
     if pending:
         problems.append(
             "an assistant message with 'tool_calls' must be followed by tool messages responding to each "

@@ -260,7 +260,8 @@ async def test_cancelled_llm_call_leaves_a_context_the_api_accepts(
 
 
 def test_one_client_serves_runs_on_successive_event_loops(server: ChatServer) -> None:
-    """``nbagent.run`` in a script runs each call in a new loop: the client must not reuse the old loop's connections."""
+    """``nbagent.run`` in a script runs each call in a new loop: the client must not reuse the old loop's
+    connections."""
     import nbagent
 
     client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=TEST_KEY, max_retries=0)

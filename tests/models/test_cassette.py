@@ -233,7 +233,8 @@ def valid_data() -> dict[str, Any]:
                 **d,
                 "interactions": [{**d["interactions"][0], "error": {"type": "ModelError", "message": "x"}}],
             },
-            r"not a valid nbagent cassette: interactions.0: Value error, an interaction has exactly one of 'result' and 'error'",
+            r"not a valid nbagent cassette: interactions.0: Value error, "
+            r"an interaction has exactly one of 'result' and 'error'",
         ),
         (
             lambda d: {**d, "interactions": [{**d["interactions"][0], "chunks": [{"t": -1, "text": "a"}]}]},

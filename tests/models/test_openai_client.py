@@ -475,7 +475,8 @@ def test_validator_rules() -> None:
         "messages[0]: invalid role 'robot'"
     ]
     assert validate_request({"model": "m", "messages": [{"role": "tool", "tool_call_id": "zz", "content": "r"}]}) == [
-        "messages[0]: messages with role 'tool' must be a response to a preceding message with 'tool_calls' (tool_call_id 'zz')"
+        "messages[0]: messages with role 'tool' must be a response to a preceding message with 'tool_calls' "
+        "(tool_call_id 'zz')"
     ]
     interrupted = {"model": "m", "messages": [*ok["messages"][:2], {"role": "user", "content": "more"}]}
     assert validate_request(interrupted)[0].startswith(

@@ -12,6 +12,7 @@ from .base import (
     ModelRequest,
     ModelResponseError,
     ModelServerError,
+    ModelStream,
     ModelTimeoutError,
 )
 from .cassette import (
@@ -41,6 +42,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponseError",
     "ModelServerError",
+    "ModelStream",
     "ModelTimeoutError",
     "OpenAIChatCompletionClient",
     "RecordingChatCompletionClient",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel
@@ -14,6 +15,7 @@ from ..messages import CreateResult, LLMMessage, RequestUsage
 from ..tools import ToolSchema
 
 ToolChoice = Literal["auto", "required", "none"] | str
+_NO_ARGS: Mapping[str, Any] = MappingProxyType({})
 
 
 class ModelInfo(TypedDict, total=False):
@@ -28,7 +30,10 @@ class ModelInfo(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class ModelRequest:
-    """What one call sent to the model: the messages, tools, tool_choice and output format.
+    """What one call sent to the model: the messages, tools, tool_choice, output format and extra arguments.
+
+    :meth:`ChatCompletionClient.create` and ``create_stream`` build one from their keywords; a
+    client's :meth:`~ChatCompletionClient.complete` receives it.
 
     ``messages`` is a list, or in a trace's records a ``recording.SentMessages`` that reads like one.
     """
@@ -37,6 +42,8 @@ class ModelRequest:
     tools: list[ToolSchema]
     tool_choice: ToolChoice
     json_output: bool | type[BaseModel] | None
+    extra_create_args: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments for this call only, passed to the server as they are (``temperature``...)."""
 
 
 class ModelError(RuntimeError):
@@ -80,8 +87,43 @@ class ModelResponseError(ModelError):
     """The server answered something unusable: malformed JSON, no choices, a stream without an end."""
 
 
+class ModelStream(AsyncIterator["str | CreateResult"]):
+    """What :meth:`ChatCompletionClient.create_stream` returns: text pieces, then the ``CreateResult``.
+
+    An async iterator like any other (``async for``, ``aclose()``); ``async for`` runs the client's
+    own generator directly. ``first_chunk_perf`` is the ``time.perf_counter()`` at which the first
+    delta of any kind arrived (text, reasoning or a tool call), when the client measures it (the
+    OpenAI client does): a stream that carries only tool calls yields no text, yet has a first chunk.
+    """
+
+    __slots__ = ("_items", "first_chunk_perf")
+
+    def __init__(
+        self, client: ChatCompletionClient, request: ModelRequest, cancellation_token: CancellationToken | None
+    ) -> None:
+        self.first_chunk_perf: float | None = None
+        self._items = client.complete_stream(request, cancellation_token, self)
+
+    def __aiter__(self) -> AsyncIterator[str | CreateResult]:
+        return self._items
+
+    async def __anext__(self) -> str | CreateResult:
+        return await self._items.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop the stream early: the client closes its connection."""
+        await self._items.aclose()
+
+
 class ChatCompletionClient(ABC):
-    """Turns LLM messages (and tool schemas) into a :class:`CreateResult`, at once or streamed."""
+    """Turns LLM messages (and tool schemas) into a :class:`CreateResult`, at once or streamed.
+
+    Callers use AutoGen's signatures, :meth:`create` and :meth:`create_stream`. They are written
+    here once: each builds one :class:`ModelRequest` and hands it to what a client implements,
+    :meth:`complete` (required) and :meth:`complete_stream` (optional: by default the answer of
+    :meth:`complete` as one piece). A client whose calls change its state (a script's position)
+    implements :meth:`checkpoint` and :meth:`restore`; one that holds credentials sets ``_secrets``.
+    """
 
     model_info: ModelInfo
     provider: str = "unknown"
@@ -94,7 +136,8 @@ class ChatCompletionClient(ABC):
         self._total_usage = RequestUsage()
         self._actual_usage = RequestUsage()
 
-    @abstractmethod
+    # ------------------------------------------------------------------ AutoGen's signatures
+
     async def create(
         self,
         messages: Sequence[LLMMessage],
@@ -104,9 +147,11 @@ class ChatCompletionClient(ABC):
         json_output: bool | type[BaseModel] | None = None,
         extra_create_args: Mapping[str, Any] | None = None,
         cancellation_token: CancellationToken | None = None,
-    ) -> CreateResult: ...
+    ) -> CreateResult:
+        """One answer for ``messages``: :meth:`complete` on the request they make."""
+        request = ModelRequest(messages, list(tools), tool_choice, json_output, extra_create_args or _NO_ARGS)
+        return await self.complete(request, cancellation_token)
 
-    @abstractmethod
     def create_stream(
         self,
         messages: Sequence[LLMMessage],
@@ -117,7 +162,38 @@ class ChatCompletionClient(ABC):
         extra_create_args: Mapping[str, Any] | None = None,
         cancellation_token: CancellationToken | None = None,
     ) -> AsyncIterator[str | CreateResult]:
-        """Text pieces as they come, then the :class:`CreateResult` last."""
+        """Text pieces as they come, then the :class:`CreateResult` last: :meth:`complete_stream`.
+
+        The iterator is a :class:`ModelStream`, which also tells when the first delta arrived.
+        """
+        request = ModelRequest(messages, list(tools), tool_choice, json_output, extra_create_args or _NO_ARGS)
+        return ModelStream(self, request, cancellation_token)
+
+    # ------------------------------------------------------------------ what a client implements
+
+    @abstractmethod
+    async def complete(
+        self, request: ModelRequest, cancellation_token: CancellationToken | None = None
+    ) -> CreateResult:
+        """The model's answer to ``request``; counts its usage (:meth:`_count_usage`)."""
+
+    async def complete_stream(
+        self,
+        request: ModelRequest,
+        cancellation_token: CancellationToken | None = None,
+        stream: ModelStream | None = None,
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        """Text pieces as they come, then the :class:`CreateResult` last.
+
+        ``stream`` is the :class:`ModelStream` the caller reads, on which a client that measures it
+        sets ``first_chunk_perf``. By default: the answer of :meth:`complete`, its text as one piece.
+        """
+        result = await self.complete(request, cancellation_token)
+        if isinstance(result.content, str) and result.content:
+            yield result.content
+        yield result
+
+    # ------------------------------------------------------------------ state
 
     @property
     def model_name(self) -> str:
@@ -133,6 +209,25 @@ class ChatCompletionClient(ABC):
         """
         return tuple(self._secrets)
 
+    def checkpoint(self) -> object | None:
+        """What :meth:`restore` needs to put this client back as it is now; ``None``: nothing to restore.
+
+        A client whose answers depend on the calls it already served (a replay script's position,
+        a cassette's next call) returns an opaque value, with its usage counters. A client of a
+        real model returns ``None``: its calls happened and cannot be taken back (the default).
+        The stepper's Reset takes a checkpoint before the first move and restores it.
+        """
+        return None
+
+    def restore(self, checkpoint: object | None) -> None:
+        """Put the client back as it was when :meth:`checkpoint` returned ``checkpoint``.
+
+        ``None`` (what a stateless client's checkpoint is) restores nothing. A value taken from
+        another client, or from another kind of client, raises ``TypeError``.
+        """
+        if checkpoint is not None:
+            raise TypeError(f"{type(self).__name__} keeps no state to restore, got a {type(checkpoint).__name__}")
+
     def total_usage(self) -> RequestUsage:
         """Tokens counted over every call, cached ones included."""
         return self._total_usage
@@ -146,5 +241,5 @@ class ChatCompletionClient(ABC):
         if actual:
             self._actual_usage = self._actual_usage + usage
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 (a client with nothing to release keeps this one)
         """Release connections; nothing by default."""

@@ -15,7 +15,8 @@ import json
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -23,11 +24,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..cancellation import CancellationToken, guarded
-from ..messages import CreateResult, LLMMessage
+from ..messages import CreateResult, RequestUsage
 from ..redact import REDACTED, known_secrets, redact_data
-from ..tools import ToolSchema
 from . import base
-from .base import ChatCompletionClient, ModelError, ModelInfo, ToolChoice
+from .base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, ModelStream
 
 CASSETTE_FORMAT: Literal["nbagent-cassette"] = "nbagent-cassette"
 CASSETTE_VERSION: Literal[1] = 1
@@ -95,28 +95,23 @@ class Cassette(BaseModel):
     interactions: list[Interaction]
 
 
-def request_record(
-    messages: Sequence[LLMMessage],
-    tools: Sequence[ToolSchema],
-    tool_choice: ToolChoice,
-    json_output: bool | type[BaseModel] | None,
-    extra_create_args: Mapping[str, Any] | None,
-    secrets: Sequence[str] = (),
-) -> dict[str, Any]:
+def request_record(request: ModelRequest, secrets: Sequence[str] = ()) -> dict[str, Any]:
     """A call's request as JSON-ready data, secrets masked: what a cassette stores and compares."""
+    json_output = request.json_output
     if isinstance(json_output, type) and issubclass(json_output, BaseModel):
         output: Any = {"model": json_output.__name__, "schema": json_output.model_json_schema()}
     else:
         output = json_output
     record: dict[str, Any] = {
-        "messages": [message.model_dump(mode="json") for message in messages],
-        "tools": [dict(tool) for tool in tools],
-        "tool_choice": tool_choice,
+        "messages": [message.model_dump(mode="json") for message in request.messages],
+        "tools": [dict(tool) for tool in request.tools],
+        "tool_choice": request.tool_choice,
         "json_output": output,
     }
-    if extra_create_args:
-        record["extra_create_args"] = dict(extra_create_args)
-    return redact_data(record, secrets)
+    if request.extra_create_args:
+        record["extra_create_args"] = dict(request.extra_create_args)
+    masked: dict[str, Any] = redact_data(record, secrets)
+    return masked
 
 
 def first_difference(recorded: Any, actual: Any, where: str = "request") -> str | None:
@@ -268,67 +263,45 @@ class RecordingChatCompletionClient(ChatCompletionClient):
         if result is not None:
             self._count_usage(result.usage, actual=True)
 
-    async def create(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        cancellation_token: CancellationToken | None = None,
+    async def complete(
+        self, request: ModelRequest, cancellation_token: CancellationToken | None = None
     ) -> CreateResult:
-        request = request_record(messages, tools, tool_choice, json_output, extra_create_args, self._secrets)
+        record = request_record(request, self._secrets)
         started = time.perf_counter()
         try:
-            result = await self.inner.create(
-                messages,
-                tools=tools,
-                tool_choice=tool_choice,
-                json_output=json_output,
-                extra_create_args=extra_create_args,
-                cancellation_token=cancellation_token,
-            )
+            result = await self.inner.complete(request, cancellation_token)
         except ModelError as error:
-            self._record(request, False, started, [], None, error)
+            self._record(record, False, started, [], None, error)
             raise
-        self._record(request, False, started, [], result, None)
+        self._record(record, False, started, [], result, None)
         return result
 
-    async def create_stream(
+    async def complete_stream(
         self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
+        request: ModelRequest,
         cancellation_token: CancellationToken | None = None,
-    ) -> AsyncIterator[str | CreateResult]:
-        request = request_record(messages, tools, tool_choice, json_output, extra_create_args, self._secrets)
+        stream: ModelStream | None = None,
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        record = request_record(request, self._secrets)
         started = time.perf_counter()
         chunks: list[RecordedChunk] = []
         result: CreateResult | None = None
+        inner = self.inner.complete_stream(request, cancellation_token, stream)
         try:
-            async for item in self.inner.create_stream(
-                messages,
-                tools=tools,
-                tool_choice=tool_choice,
-                json_output=json_output,
-                extra_create_args=extra_create_args,
-                cancellation_token=cancellation_token,
-            ):
+            async for item in inner:
                 if isinstance(item, str):
                     chunks.append(RecordedChunk(t=time.perf_counter() - started, text=item))
                 else:
                     result = item
                 yield item
         except ModelError as error:
-            self._record(request, True, started, chunks, None, error)
+            self._record(record, True, started, chunks, None, error)
             raise
+        finally:
+            await inner.aclose()
         if result is None:
             raise ModelError(f"the stream of {self.inner.model_name} ended without a result", model=self.model_name)
-        self._record(request, True, started, chunks, result, None)
+        self._record(record, True, started, chunks, result, None)
 
     async def close(self) -> None:
         await self.inner.close()
@@ -372,14 +345,18 @@ class CassetteChatCompletionClient(ChatCompletionClient):
             f"CassetteChatCompletionClient({str(self.path)!r}, model={self.model_name!r}, remaining={self.remaining})"
         )
 
-    def _next(
-        self,
-        messages: Sequence[LLMMessage],
-        tools: Sequence[ToolSchema],
-        tool_choice: ToolChoice,
-        json_output: bool | type[BaseModel] | None,
-        extra_create_args: Mapping[str, Any] | None,
-    ) -> Interaction:
+    def checkpoint(self) -> CassetteCheckpoint:
+        """The next call's position and the usage counters, for :meth:`restore`."""
+        return CassetteCheckpoint(self, self._index, self._total_usage, self._actual_usage)
+
+    def restore(self, checkpoint: object | None) -> None:
+        """Go back (or forward) to a :meth:`checkpoint` of this client: the next call is the one it was at."""
+        if not isinstance(checkpoint, CassetteCheckpoint) or checkpoint.client is not self:
+            raise TypeError("restore() takes a checkpoint() of this same CassetteChatCompletionClient")
+        self._index = checkpoint.index
+        self._total_usage, self._actual_usage = checkpoint.total_usage, checkpoint.actual_usage
+
+    def _next(self, request: ModelRequest) -> Interaction:
         number = self._index + 1
         if self._index >= len(self.cassette.interactions):
             raise CassetteExhaustedError(
@@ -389,8 +366,7 @@ class CassetteChatCompletionClient(ChatCompletionClient):
             )
         interaction = self.cassette.interactions[self._index]
         if self.check_requests:
-            request = request_record(messages, tools, tool_choice, json_output, extra_create_args, known_secrets())
-            difference = first_difference(interaction.request, request)
+            difference = first_difference(interaction.request, request_record(request, known_secrets()))
             if difference is not None:
                 raise CassetteMismatchError(
                     f"cassette {self.path.name}: request #{number} differs from the recording: {difference}",
@@ -408,32 +384,21 @@ class CassetteChatCompletionClient(ChatCompletionClient):
         self._count_usage(interaction.result.usage, actual=False)
         return interaction.result
 
-    async def create(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        cancellation_token: CancellationToken | None = None,
+    async def complete(
+        self, request: ModelRequest, cancellation_token: CancellationToken | None = None
     ) -> CreateResult:
-        interaction = self._next(messages, tools, tool_choice, json_output, extra_create_args)
+        interaction = self._next(request)
         if self.pace:
             await guarded(asyncio.sleep(interaction.duration_s), cancellation_token)
         return self._outcome(interaction)
 
-    async def create_stream(
+    async def complete_stream(
         self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
+        request: ModelRequest,
         cancellation_token: CancellationToken | None = None,
-    ) -> AsyncIterator[str | CreateResult]:
-        interaction = self._next(messages, tools, tool_choice, json_output, extra_create_args)
+        stream: ModelStream | None = None,
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        interaction = self._next(request)
         started = time.perf_counter()
         chunks = interaction.chunks
         if not interaction.stream and interaction.result is not None and isinstance(interaction.result.content, str):
@@ -446,6 +411,16 @@ class CassetteChatCompletionClient(ChatCompletionClient):
         if self.pace and (wait := interaction.duration_s - (time.perf_counter() - started)) > 0:
             await guarded(asyncio.sleep(wait), cancellation_token)
         yield self._outcome(interaction)
+
+
+@dataclass(frozen=True)
+class CassetteCheckpoint:
+    """Where a :class:`CassetteChatCompletionClient` was: see :meth:`CassetteChatCompletionClient.checkpoint`."""
+
+    client: CassetteChatCompletionClient
+    index: int
+    total_usage: RequestUsage
+    actual_usage: RequestUsage
 
 
 __all__ = [

@@ -15,7 +15,7 @@ import json
 import os
 import time
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -46,10 +46,11 @@ from .base import (
     ModelInfo,
     ModelNotFoundError,
     ModelRateLimitError,
+    ModelRequest,
     ModelResponseError,
     ModelServerError,
+    ModelStream,
     ModelTimeoutError,
-    ToolChoice,
 )
 
 #: What known models can do; the longest name that prefixes the model's name wins
@@ -184,7 +185,8 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
             return [close(item) for item in node]
         return node
 
-    return close(model.model_json_schema())
+    schema: dict[str, Any] = close(model.model_json_schema())
+    return schema
 
 
 def response_format(json_output: bool | type[BaseModel] | None, info: ModelInfo) -> dict[str, Any] | None:
@@ -391,20 +393,12 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
 
     # ------------------------------------------------------------------ requests
 
-    def build_request(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        stream: bool = False,
-    ) -> dict[str, Any]:
+    def build_request(self, call: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for this call (no secrets in it)."""
+        tools, tool_choice = call.tools, call.tool_choice
         request: dict[str, Any] = {
             "model": self._model,
-            "messages": to_openai_messages(messages, vision=bool(self.model_info.get("vision"))),
+            "messages": to_openai_messages(call.messages, vision=bool(self.model_info.get("vision"))),
             **self.create_args,
         }
         if tools:
@@ -420,13 +414,13 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 raise ValueError(f"tool_choice {tool_choice!r} is neither auto/required/none nor an offered tool")
             if self.parallel_tool_calls is not None:
                 request["parallel_tool_calls"] = self.parallel_tool_calls
-        fmt = response_format(json_output, self.model_info)
+        fmt = response_format(call.json_output, self.model_info)
         if fmt is not None:
             request["response_format"] = fmt
         if stream:
             request["stream"] = True
             request["stream_options"] = {"include_usage": True}
-        request.update(extra_create_args or {})
+        request.update(call.extra_create_args)
         return request
 
     def _error(self, error: BaseException) -> ModelError:
@@ -469,21 +463,12 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             message = f"{where}: unusable response: {type(error).__name__}: {error}"
         return kind(redact(message, self._secrets), status=status, model=self._model)
 
-    async def create(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        cancellation_token: CancellationToken | None = None,
+    async def complete(
+        self, request: ModelRequest, cancellation_token: CancellationToken | None = None
     ) -> CreateResult:
-        request = self.build_request(
-            messages, tools=tools, tool_choice=tool_choice, json_output=json_output, extra_create_args=extra_create_args
-        )
+        sent = self.build_request(request)
         try:
-            response = await guarded(self._sdk_client().chat.completions.create(**request), cancellation_token)
+            response = await guarded(self._sdk_client().chat.completions.create(**sent), cancellation_token)
             result = self._result(response)
         except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
             raise self._error(error) from None
@@ -527,105 +512,125 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             )
         return FunctionCall(id=call_id or f"call_{new_id()}", name=name, arguments=arguments or "")
 
-    async def create_stream(
+    async def complete_stream(
         self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
+        request: ModelRequest,
         cancellation_token: CancellationToken | None = None,
-    ) -> AsyncIterator[str | CreateResult]:
-        request = self.build_request(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            json_output=json_output,
-            extra_create_args=extra_create_args,
-            stream=True,
-        )
+        stream: ModelStream | None = None,
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        sent = self.build_request(request, stream=True)
         started = time.perf_counter()
         self.last_time_to_first_token = None
         try:
-            stream = await guarded(self._sdk_client().chat.completions.create(**request), cancellation_token)
+            response = await guarded(self._sdk_client().chat.completions.create(**sent), cancellation_token)
         except _sdk().OpenAIError as error:
             raise self._error(error) from None
-        chunks = stream.__aiter__()
-        think = _ThinkFilter()
-        text_parts: list[str] = []
-        reasoning_parts: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        finish: str | None = None
-        usage: Any = None
-        saw_choice = False
+        chunks = response.__aiter__()
+        assembly = _StreamAssembly()
         try:
             while True:
                 try:
                     chunk = await guarded(chunks.__anext__(), cancellation_token)
                 except StopAsyncIteration:
                     break
-                if chunk.usage is not None:
-                    usage = chunk.usage
-                if not chunk.choices:
-                    continue
-                saw_choice = True
-                choice = chunk.choices[0]
-                delta = choice.delta
-                if choice.finish_reason is not None:
-                    finish = choice.finish_reason
-                if delta is None:
-                    continue
-                reasoning = _reasoning_of(delta)
-                if reasoning:
-                    reasoning_parts.append(reasoning)
-                for call in delta.tool_calls or []:
-                    slot = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
-                    if call.id:
-                        slot["id"] = call.id
-                    if call.function is not None:
-                        if call.function.name:
-                            slot["name"] += call.function.name
-                        if call.function.arguments:
-                            slot["arguments"] += call.function.arguments
-                if self.last_time_to_first_token is None and (reasoning or delta.content or delta.tool_calls):
-                    self.last_time_to_first_token = time.perf_counter() - started
-                if delta.content:
-                    shown = think.feed(delta.content)
-                    if shown:
-                        text_parts.append(shown)
-                        yield shown
-            rest = think.finish()
+                shown = assembly.feed(chunk)
+                if assembly.first_delta_perf is not None and self.last_time_to_first_token is None:
+                    self.last_time_to_first_token = assembly.first_delta_perf - started
+                    if stream is not None:
+                        stream.first_chunk_perf = assembly.first_delta_perf
+                if shown:
+                    yield shown
+            rest = assembly.finish()
             if rest:
-                text_parts.append(rest)
                 yield rest
         except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
             raise self._error(error) from None
         finally:
-            await stream.close()
+            await response.close()
+        result = self._stream_result(assembly)
+        self._count_usage(result.usage, actual=True)
+        yield result
+
+    def _stream_result(self, assembly: _StreamAssembly) -> CreateResult:
+        """The result a finished stream assembled, or the error for a stream that did not finish."""
         where = f"{self._model} at {self.base_url}"
-        if not saw_choice:
+        if not assembly.saw_choice:
             raise ModelResponseError(f"{where}: the stream ended without any choice", model=self._model)
-        if finish is None:
+        if assembly.finish_reason is None:
             raise ModelResponseError(
                 f"{where}: the stream ended before the model finished (no finish_reason)", model=self._model
             )
-        result_usage = _usage(usage)
-        thought = _join_thoughts("".join(reasoning_parts), think.thought)
-        text = "".join(text_parts)
-        if calls:
-            result = CreateResult(
+        usage = _usage(assembly.usage)
+        thought = _join_thoughts("".join(assembly.reasoning), assembly.think.thought)
+        text = "".join(assembly.text)
+        if assembly.calls:
+            return CreateResult(
                 finish_reason="function_calls",
                 content=[
                     self._function_call(slot["id"], slot["name"], slot["arguments"])
-                    for _, slot in sorted(calls.items())
+                    for _, slot in sorted(assembly.calls.items())
                 ],
-                usage=result_usage,
+                usage=usage,
                 thought=_join_thoughts(thought, text),
             )
-        else:
-            result = CreateResult(
-                finish_reason=_finish_reason(finish, False), content=text, usage=result_usage, thought=thought
-            )
-        self._count_usage(result_usage, actual=True)
-        yield result
+        return CreateResult(
+            finish_reason=_finish_reason(assembly.finish_reason, False), content=text, usage=usage, thought=thought
+        )
+
+
+class _StreamAssembly:
+    """What the chunks of one stream add up to: text, reasoning, tool calls, finish reason, usage."""
+
+    def __init__(self) -> None:
+        self.think = _ThinkFilter()
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        self.saw_choice = False
+        self.first_delta_perf: float | None = None
+
+    def feed(self, chunk: Any) -> str:
+        """Take one chunk; the text to show now (maybe empty)."""
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        if not chunk.choices:
+            return ""
+        self.saw_choice = True
+        choice = chunk.choices[0]
+        if choice.finish_reason is not None:
+            self.finish_reason = choice.finish_reason
+        delta = choice.delta
+        if delta is None:
+            return ""
+        reasoning = _reasoning_of(delta)
+        if reasoning:
+            self.reasoning.append(reasoning)
+        for call in delta.tool_calls or []:
+            self._add_call(call)
+        if self.first_delta_perf is None and (reasoning or delta.content or delta.tool_calls):
+            self.first_delta_perf = time.perf_counter()
+        if not delta.content:
+            return ""
+        shown = self.think.feed(delta.content)
+        if shown:
+            self.text.append(shown)
+        return shown
+
+    def _add_call(self, call: Any) -> None:
+        slot = self.calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+        if call.id:
+            slot["id"] = call.id
+        if call.function is not None:
+            if call.function.name:
+                slot["name"] += call.function.name
+            if call.function.arguments:
+                slot["arguments"] += call.function.arguments
+
+    def finish(self) -> str:
+        """At the end of the stream: the text still held back."""
+        rest = self.think.finish()
+        if rest:
+            self.text.append(rest)
+        return rest

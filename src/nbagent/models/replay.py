@@ -5,16 +5,13 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
-
-from pydantic import BaseModel
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
 
 from ..cancellation import CancellationToken, guarded
 from ..context import estimate_tokens
 from ..messages import CreateResult, LLMMessage, RequestUsage
-from ..tools import ToolSchema
-from .base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, ToolChoice
+from .base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, ModelStream
 
 _CHUNK = re.compile(r"\S+\s*|\s+")
 
@@ -68,18 +65,36 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         """How many scripted answers are left."""
         return len(self.chat_completions) - self._index
 
+    @property
+    def position(self) -> int:
+        """The index in ``chat_completions`` of the next answer (settable, to jump in the script)."""
+        return self._index
+
+    @position.setter
+    def position(self, index: int) -> None:
+        if not 0 <= index <= len(self.chat_completions):
+            raise ValueError(f"position is between 0 and {len(self.chat_completions)}, got {index}")
+        self._index = index
+
     def reset(self) -> None:
         """Start the script again from its first answer."""
         self._index = 0
         self.requests.clear()
 
-    def _next(
-        self,
-        messages: Sequence[LLMMessage],
-        tools: Sequence[ToolSchema],
-        tool_choice: ToolChoice,
-        json_output: bool | type[BaseModel] | None,
-    ) -> CreateResult:
+    def checkpoint(self) -> ReplayCheckpoint:
+        """The script's position, the kept requests and the usage counters, for :meth:`restore`."""
+        return ReplayCheckpoint(self, self._index, tuple(self.requests), self._total_usage, self._actual_usage)
+
+    def restore(self, checkpoint: object | None) -> None:
+        """Rewind (or forward) to a :meth:`checkpoint` of this client: the next answer is the one it was at."""
+        if not isinstance(checkpoint, ReplayCheckpoint) or checkpoint.client is not self:
+            raise TypeError("restore() takes a checkpoint() of this same ReplayChatCompletionClient")
+        self._index = checkpoint.index
+        self.requests.clear()
+        self.requests.extend(checkpoint.requests)
+        self._total_usage, self._actual_usage = checkpoint.total_usage, checkpoint.actual_usage
+
+    def _next(self, request: ModelRequest) -> CreateResult:
         if self._index >= len(self.chat_completions):
             raise ReplayExhaustedError(
                 f"ReplayChatCompletionClient has no answer left: all {len(self.chat_completions)} "
@@ -87,7 +102,10 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             )
         item = self.chat_completions[self._index]
         self._index += 1
-        self.requests.append(ModelRequest(list(messages), list(tools), tool_choice, json_output))
+        messages = request.messages
+        self.requests.append(
+            ModelRequest(list(messages), list(request.tools), request.tool_choice, request.json_output)
+        )
         prompt_tokens = self._prompt_tokens(messages)
         if isinstance(item, str):
             result = CreateResult(
@@ -114,37 +132,28 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         self._tokens = tokens
         return total
 
-    async def create(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        cancellation_token: CancellationToken | None = None,
+    async def complete(
+        self, request: ModelRequest, cancellation_token: CancellationToken | None = None
     ) -> CreateResult:
         if self.latency:
             await guarded(asyncio.sleep(self.latency), cancellation_token)
         if cancellation_token is not None and cancellation_token.is_cancelled():
             raise asyncio.CancelledError()
-        return self._next(messages, tools, tool_choice, json_output)
+        return self._next(request)
 
-    async def create_stream(
+    async def complete_stream(
         self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
+        request: ModelRequest,
         cancellation_token: CancellationToken | None = None,
-    ) -> AsyncIterator[str | CreateResult]:
+        stream: ModelStream | None = None,
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        # Through create(), as before: a subclass that overrides create() changes streamed answers too.
         result = await self.create(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            json_output=json_output,
+            request.messages,
+            tools=request.tools,
+            tool_choice=request.tool_choice,
+            json_output=request.json_output,
+            extra_create_args=request.extra_create_args,
             cancellation_token=cancellation_token,
         )
         if isinstance(result.content, str):
@@ -157,3 +166,14 @@ class ReplayChatCompletionClient(ChatCompletionClient):
                 for piece in _CHUNK.findall(result.content):
                     yield piece
         yield result
+
+
+@dataclass(frozen=True)
+class ReplayCheckpoint:
+    """Where a :class:`ReplayChatCompletionClient` was: see :meth:`ReplayChatCompletionClient.checkpoint`."""
+
+    client: ReplayChatCompletionClient
+    index: int
+    requests: tuple[ModelRequest, ...]
+    total_usage: RequestUsage
+    actual_usage: RequestUsage
