@@ -6,10 +6,10 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
-from .export import summarize
+from .summary import summarize
 
 if TYPE_CHECKING:
-    from .core import TraceFrames
+    from .schema import TraceView
 
 
 def _figure(value: Any) -> str:
@@ -18,7 +18,7 @@ def _figure(value: Any) -> str:
     return str(value)
 
 
-def summary_html(trace: TraceFrames) -> str:
+def summary_html(trace: TraceView) -> str:
     """The notebook view of a trace: its summary table and the timeline of its last run."""
     summary = summarize(trace.runs_df(), trace.llm_calls_df(), trace.tool_calls_df())
     rows = "".join(

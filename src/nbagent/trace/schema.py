@@ -1,0 +1,213 @@
+"""The trace's tables: their columns and dtypes (:data:`COLUMNS`), and what exports read of a trace.
+
+Every frame a trace builds, saves or loads has exactly the columns and dtypes of :data:`COLUMNS`
+(:func:`frame` builds it). :class:`TraceTables` is what an export reads of a trace (a live one or a
+loaded one): its id and its tables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .timeline import Timeline
+
+# table -> column -> (dtype, meaning). The frames are built with exactly these columns and dtypes.
+COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
+    "events": {
+        "trace_id": ("category", "id of the trace (one per session), to tell traces apart in a folder"),
+        "run_id": ("category", "id of the run the item belongs to"),
+        "agent": ("category", "name of the agent that ran it"),
+        "seq": ("Int64", "position of the item in its run, from 0 (RunStarted)"),
+        "kind": ("category", "Move, LLMCall, ToolExecution, RunStarted, RunFinished, Response or the event type"),
+        "step": ("Int64", "STEP 1-5 of the loop, from the item's move or the move before it"),
+        "move": ("category", "name of that move (records.MOVES)"),
+        "iteration": ("Int64", "tool-loop iteration, from 0"),
+        "event_id": ("string", "id of the event or message (null for records)"),
+        "message_id": ("string", "id of the message the item builds or is (chunks: full_message_id)"),
+        "source": ("category", "who produced the event"),
+        "text": ("string", "content as text, redacted"),
+        "prompt_tokens": ("Int64", "models_usage.prompt_tokens of the event"),
+        "completion_tokens": ("Int64", "models_usage.completion_tokens of the event"),
+        "timestamp": (
+            "datetime64[ns, UTC]",
+            "wall-clock time the item was recorded (a record's own start or end), to the us",
+        ),
+        "elapsed_s": ("float64", "monotonic seconds since the run started"),
+    },
+    "llm_calls": {
+        "trace_id": ("category", "id of the trace"),
+        "run_id": ("category", "id of the run"),
+        "agent": ("category", "name of the agent"),
+        "call_index": ("Int64", "position of the call in its run, from 0"),
+        "iteration": ("Int64", "tool-loop iteration the call belongs to (a reflection: the last, which it follows)"),
+        "purpose": ("category", "initial, tool_loop or reflection"),
+        "model": ("category", "model name"),
+        "provider": ("category", "who serves the model, as its client knows it (gen_ai.provider.name)"),
+        "message_id": ("string", "id of the message the answer becomes"),
+        "streaming": ("boolean", "whether the call was streamed"),
+        "n_messages": ("Int64", "messages sent (system messages included)"),
+        "n_tools": ("Int64", "tools offered"),
+        "tool_choice": ("category", "auto, none, required or a tool name"),
+        "started_at": ("datetime64[ns, UTC]", "when the call started"),
+        "ttft_s": ("float64", "seconds to the first streamed text chunk (NaN: not streamed, or tool calls only)"),
+        "duration_s": ("float64", "seconds the call took (NaN if it never ended)"),
+        "prompt_tokens": ("Int64", "usage.prompt_tokens (gen_ai.usage.input_tokens)"),
+        "completion_tokens": ("Int64", "usage.completion_tokens (gen_ai.usage.output_tokens)"),
+        "finish_reason": ("category", "stop, function_calls, length, content_filter or unknown"),
+        "cached": ("boolean", "the answer came from a cache"),
+        "has_thought": ("boolean", "the model returned reasoning"),
+        "n_tool_calls": ("Int64", "tool calls in the answer"),
+        "status": ("category", "ok, error or running (never ended)"),
+        "error": ("string", "the error, when the call failed"),
+        "response_text": ("string", "the text answer (or the calls as name(arguments)), redacted"),
+    },
+    "tool_calls": {
+        "trace_id": ("category", "id of the trace"),
+        "run_id": ("category", "id of the run"),
+        "agent": ("category", "name of the agent"),
+        "iteration": ("Int64", "tool-loop iteration"),
+        "batch_size": ("Int64", "calls the model requested at once"),
+        "call_id": ("string", "id of the call (gen_ai.tool.call.id)"),
+        "tool_name": ("category", "name of the tool (gen_ai.tool.name)"),
+        "arguments": ("object", "arguments parsed from JSON (a dict; the raw string if it is not JSON)"),
+        "result": ("string", "the result text, redacted"),
+        "is_error": ("boolean", "the call gave an error result (null if it never ended)"),
+        "started_at": ("datetime64[ns, UTC]", "when the call started"),
+        "duration_s": ("float64", "seconds the call took"),
+        "concurrent_with": ("Int64", "how many calls of the run ran at once with it, itself included"),
+    },
+    "runs": {
+        "trace_id": ("category", "id of the trace"),
+        "run_id": ("category", "id of the run"),
+        "agent": ("category", "name of the agent"),
+        "status": ("category", "ok, error, cancelled or running"),
+        "error": ("string", "the error, when the run failed"),
+        "started_at": ("datetime64[ns, UTC]", "when the run started"),
+        "ended_at": ("datetime64[ns, UTC]", "when it ended (null while running)"),
+        "duration_s": ("float64", "seconds it took"),
+        "task": ("string", "the new messages of the run as text, redacted"),
+        "final_type": ("category", "type of the final message"),
+        "final_text": ("string", "the final message as text, redacted"),
+        "n_events": ("Int64", "items recorded, records and chunks included"),
+        "n_chunks": ("Int64", "streamed chunks"),
+        "n_llm_calls": ("Int64", "model calls"),
+        "n_tool_calls": ("Int64", "tool calls"),
+        "n_tool_errors": ("Int64", "tool calls with an error result"),
+        "prompt_tokens": ("Int64", "prompt tokens over the run's model calls"),
+        "completion_tokens": ("Int64", "completion tokens over the run's model calls"),
+    },
+    "context": {
+        "position": ("Int64", "index in the model context"),
+        "kind": ("category", "system, user, assistant or tool_result"),
+        "source": ("category", "who wrote the message"),
+        "text": ("string", "the message as the model reads it, redacted"),
+        "tool_calls": ("object", "assistant tool calls as [{id, name, arguments}] (None otherwise)"),
+        "thought": ("string", "the model's reasoning, redacted"),
+        "tokens": ("Int64", "estimated tokens (nbagent.context.estimate_tokens)"),
+        "run_id": ("category", "the run that added the message (null: added outside a run)"),
+        "step": ("Int64", "the STEP that added it"),
+        "move": ("category", "the move that added it"),
+    },
+}
+# The context snapshots as exported: each message log once, each snapshot as a prefix of one.
+COLUMNS["context_logs"] = {
+    "trace_id": ("category", "id of the trace"),
+    "log": ("Int64", "id of the log: a context's messages in order, only ever appended to"),
+    **COLUMNS["context"],
+}
+COLUMNS["snapshots"] = {
+    "trace_id": ("category", "id of the trace"),
+    "agent": ("category", "the agent whose context it is"),
+    "event_row": ("Int64", "row in events_df (chunks included) of the first item that saw this context"),
+    "log": ("Int64", "the log (context_logs.log) the context was a prefix of"),
+    "length": ("Int64", "the context then: the log's first length messages"),
+}
+TABLES = ("events", "llm_calls", "tool_calls", "runs")
+CONTEXT_TABLES = ("context_logs", "snapshots")  # exported with TABLES; they give context_df after a load
+JSON_COLUMNS = {"tool_calls": ("arguments",), "context": ("tool_calls",), "context_logs": ("tool_calls",)}
+CHUNK_KIND = "ModelClientStreamingChunkEvent"  # the ``kind`` of a streamed chunk's row in ``events``
+
+
+def frame(table: str, data: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """A DataFrame of ``table`` with the columns and dtypes of :data:`COLUMNS` (times to the microsecond)."""
+    import pandas as pd
+
+    columns = COLUMNS[table]
+    out: dict[str, Any] = {}
+    for name, (dtype, _) in columns.items():
+        values = data[name]
+        if dtype == "object":
+            out[name] = pd.Series(list(values), dtype="object")
+        elif dtype == "category":  # categories of text, also when every value is null (else float64)
+            out[name] = pd.Series(values, dtype="object").astype("category")
+        elif dtype.startswith("datetime64"):  # to the microsecond: what Parquet readers all take (Spark)
+            times = pd.to_datetime(values, utc=True, format="ISO8601")  # text: any ISO 8601 (JSON lines)
+            out[name] = pd.Series(times).astype(dtype).dt.floor("us")
+        else:
+            out[name] = pd.Series(values, dtype=dtype)
+    return pd.DataFrame(out, columns=list(columns))
+
+
+class TraceTables(Protocol):
+    """What an export reads of a trace: its id and its tables (a live or a loaded trace)."""
+
+    @property
+    def trace_id(self) -> str: ...
+
+    def events_df(self, include_chunks: bool = True) -> pd.DataFrame: ...
+
+    def llm_calls_df(self) -> pd.DataFrame: ...
+
+    def tool_calls_df(self) -> pd.DataFrame: ...
+
+    def runs_df(self) -> pd.DataFrame: ...
+
+    def context_tables(self) -> dict[str, pd.DataFrame]: ...
+
+
+class TraceView(TraceTables, Protocol):
+    """What a trace's notebook views read of it: its tables and its timeline."""
+
+    def timeline(self, run_id: str | None = None) -> Timeline: ...
+
+
+def tables_of(trace: TraceTables) -> dict[str, pd.DataFrame]:
+    """Every table of ``trace`` by name: the four frames of :data:`TABLES` and the context ones."""
+    return {
+        "events": trace.events_df(),
+        "llm_calls": trace.llm_calls_df(),
+        "tool_calls": trace.tool_calls_df(),
+        "runs": trace.runs_df(),
+        **trace.context_tables(),
+    }
+
+
+def empty(table: str) -> pd.DataFrame:
+    """A frame of ``table`` with no row."""
+    return frame(table, {name: [] for name in COLUMNS[table]})
+
+
+def json_value(value: Any) -> Any:
+    """A cell as a JSON value: NA and NaN as null, timestamps as ISO 8601 text to the microsecond."""
+    import pandas as pd
+
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, pd.Timestamp):  # one width for every time (a whole second keeps its fraction)
+        return value.isoformat(timespec="microseconds")
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return value
+
+
+def trace_id_of(frames: Mapping[str, pd.DataFrame], fallback: str) -> str:
+    """The id in the rows, for files written before the id was stored apart; else ``fallback``."""
+    for df in frames.values():
+        if len(df) and "trace_id" in df:
+            return str(df["trace_id"].iloc[0])
+    return fallback
