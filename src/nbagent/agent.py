@@ -11,8 +11,9 @@ import asyncio
 import time
 import warnings
 from array import array
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -49,6 +50,7 @@ from .records import (
     NOT_EVENTS,
     LLMCall,
     LLMPurpose,
+    LoopSettings,
     Move,
     Recorder,
     RunFinished,
@@ -65,12 +67,12 @@ from .tools import (
     ToolSchema,
     Workbench,
     as_tool,
-    error_text,
     as_workbenches,
     close_workbenches,
-    parse_arguments,
+    error_text,
     invoke_tool,
     invoke_tool_stream,
+    parse_arguments,
     tool_not_found,
 )
 from .trace import Trace, context_frame
@@ -92,6 +94,28 @@ class StructuredOutputError(ValueError):
 
 class AgentBusyError(RuntimeError):
     """A second run was started on an agent that is already running one."""
+
+
+class _RunSlot:
+    """An agent's one run at a time: the run that holds it, if any (its ``AgentRun`` takes and releases it)."""
+
+    __slots__ = ("agent_name", "run")
+
+    def __init__(self, agent_name: str) -> None:
+        self.agent_name = agent_name
+        self.run: AgentRun | None = None
+
+    def check(self) -> None:
+        """Raise :class:`AgentBusyError` if a run holds the slot."""
+        if self.run is not None:
+            raise AgentBusyError(
+                f"agent {self.agent_name!r} is running (run {self.run.run_id}); an agent runs one task "
+                "at a time: await or cancel that run first, or use another agent"
+            )
+
+    def release(self, run: AgentRun) -> None:
+        if self.run is run:
+            self.run = None
 
 
 class AssistantAgent:
@@ -185,7 +209,7 @@ class AssistantAgent:
                 [(wb, [tool.schema for tool in wb.tools]) for wb in self._workbench]  # type: ignore[attr-defined]
             )
 
-        self._active_run: AgentRun | None = None
+        self._slot = _RunSlot(name)
         self.trace = Trace(owner=self)
         self.recorders: list[Recorder] = [self.trace]
 
@@ -237,6 +261,11 @@ class AssistantAgent:
         return list(self._static_tools[0]) if self._static_tools else list(self._handoff_tools)
 
     @property
+    def memory(self) -> list[Memory]:
+        """The memory stores STEP 2 queries (a copy: empty when the agent has no memory)."""
+        return list(self._memory)
+
+    @property
     def handoffs(self) -> dict[str, Handoff]:
         return dict(self._handoffs)
 
@@ -247,6 +276,16 @@ class AssistantAgent:
     @property
     def reflect_on_tool_use(self) -> bool:
         return self._reflect_on_tool_use
+
+    @property
+    def loop_settings(self) -> LoopSettings:
+        """The settings that decide which moves and edges of ``records.MOVES`` this agent's runs can make."""
+        return LoopSettings(
+            memory=bool(self._memory),
+            handoffs=bool(self._handoffs),
+            max_tool_iterations=self._max_tool_iterations,
+            reflect_on_tool_use=self._reflect_on_tool_use,
+        )
 
     @property
     def produced_message_types(self) -> tuple[type[BaseChatMessage], ...]:
@@ -261,7 +300,7 @@ class AssistantAgent:
 
     @property
     def is_running(self) -> bool:
-        return self._active_run is not None
+        return self._slot.run is not None
 
     # ------------------------------------------------------------------ entry points
 
@@ -279,7 +318,9 @@ class AssistantAgent:
         objects: for a consumer that only reads the text, as :meth:`run` and the live view do.
         Recorders get the same data either way.
         """
-        return AgentRun(self, list(messages), cancellation_token, chunk_events)
+        return AgentRun(
+            self, list(messages), cancellation_token, chunk_events, self._slot, self._run_steps, self._repair_context
+        )
 
     async def on_messages(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
@@ -395,11 +436,7 @@ class AssistantAgent:
             )
 
     def _check_idle(self) -> None:
-        if self._active_run is not None:
-            raise AgentBusyError(
-                f"agent {self.name!r} is running (run {self._active_run.run_id}); an agent runs one task "
-                "at a time: await or cancel that run first, or use another agent"
-            )
+        self._slot.check()
 
     # ------------------------------------------------------------------ the loop
 
@@ -428,17 +465,12 @@ class AssistantAgent:
 
         # STEP 4: call the LLM.
         yield Move(run_id, "call_llm", 0)
-        result: CreateResult | None = None
         async with aclosing(self._call_llm(run, message_id, 0, "initial")) as llm_items:
             async for item in llm_items:
-                if type(item) is CreateResult:
-                    result = item
-                else:
-                    yield item
-        assert result is not None
+                yield item
 
         # STEP 5: text exit, or the tool loop.
-        async with aclosing(self._process_model_result(run, result, inner, message_id)) as steps:
+        async with aclosing(self._process_model_result(run, run.llm_result(), inner, message_id)) as steps:
             async for item in steps:
                 yield item
 
@@ -469,8 +501,12 @@ class AssistantAgent:
 
     async def _call_llm(
         self, run: AgentRun, message_id: str, iteration: int, purpose: LLMPurpose
-    ) -> AsyncGenerator[Any, None]:
-        """STEP 4. Send system message + context + tools; yield the call record, chunks, then the result."""
+    ) -> AsyncGenerator[RunItem, None]:
+        """STEP 4. Send system message + context + tools; yield the call record, then any streamed chunks.
+
+        The call becomes ``run.llm_call``; once this generator is done, ``run.llm_result()`` is what
+        the model answered (each of the loop's three model calls reads it there).
+        """
         token = run.token
         llm_messages: list[LLMMessage] = [*self._system_messages, *await self._model_context.get_messages()]
         if purpose == "reflection":
@@ -491,6 +527,7 @@ class AssistantAgent:
             self._model_client_stream,
             client.provider,
         )
+        run.llm_call = call
         if self._model_client_stream:  # the call keeps its stream: the trace reads chunks from it
             chunk_events = run.chunk_events
             pieces: list[str] = []
@@ -511,21 +548,28 @@ class AssistantAgent:
                     json_output=json_output,
                     cancellation_token=token,
                 )
-                async with aclosing(stream):  # type: ignore[type-var]
-                    async for chunk in stream:
-                        if type(chunk) is str:
-                            pieces.append(chunk)
-                            times.append(_perf())
-                            if chunk_events:
-                                event = streaming_chunk(chunk, source, message_id)
-                                ids.append(event.id)
-                                yield event
-                            else:
-                                yield chunk
-                            if token._cancelled:
-                                raise asyncio.CancelledError("the cancellation token was cancelled")
-                        elif isinstance(chunk, CreateResult):
-                            result = chunk
+                # Filled when the token fires, checked after each chunk (a list's truth is cheaper than a call).
+                stopped: list[None] = []
+                stop = partial(stopped.append, None)
+                token.add_callback(stop)
+                try:
+                    async with aclosing(stream):  # type: ignore[type-var]
+                        async for chunk in stream:
+                            if type(chunk) is str:
+                                pieces.append(chunk)
+                                times.append(_perf())
+                                if chunk_events:
+                                    event = streaming_chunk(chunk, source, message_id)
+                                    ids.append(event.id)
+                                    yield event
+                                else:
+                                    yield chunk
+                                if stopped:
+                                    raise asyncio.CancelledError("the cancellation token was cancelled")
+                            elif isinstance(chunk, CreateResult):
+                                result = chunk
+                finally:
+                    token.remove_callback(stop)
                 if result is None:
                     raise ModelError(f"the stream of {client.model_name} ended without a final result")
             else:
@@ -543,7 +587,6 @@ class AssistantAgent:
             call.finish(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             raise
         call.finish(result)
-        yield result
 
     async def _process_model_result(
         self,
@@ -599,15 +642,10 @@ class AssistantAgent:
                 break
             yield Move(run_id, "next_llm_call", iteration + 1)
             message_id = new_id()
-            next_result: CreateResult | None = None
             async with aclosing(self._call_llm(run, message_id, iteration + 1, "tool_loop")) as llm_items:
                 async for item in llm_items:
-                    if type(item) is CreateResult:
-                        next_result = item
-                    else:
-                        yield item
-            assert next_result is not None
-            model_result = next_result
+                    yield item
+            model_result = run.llm_result()
 
         if self._reflect_on_tool_use:
             yield Move(run_id, "reflect", self._max_tool_iterations - 1)
@@ -632,7 +670,7 @@ class AssistantAgent:
         )
         yield Response(chat_message=self._answer(result, message_id), inner_messages=inner)
 
-    def _answer(self, result: CreateResult, message_id: str) -> TextMessage | StructuredMessage:
+    def _answer(self, result: CreateResult, message_id: str) -> TextMessage | StructuredMessage[BaseModel]:
         assert isinstance(result.content, str)
         if self._output_content_type is None:
             return TextMessage(id=message_id, content=result.content, source=self.name, models_usage=result.usage)
@@ -799,14 +837,10 @@ class AssistantAgent:
     ) -> AsyncGenerator[RunItem, None]:
         """After the tool loop: ask the model (no tools) to turn the results into the answer."""
         message_id = new_id()
-        result: CreateResult | None = None
         async with aclosing(self._call_llm(run, message_id, self._max_tool_iterations - 1, "reflection")) as llm_items:
             async for item in llm_items:
-                if type(item) is CreateResult:
-                    result = item
-                else:
-                    yield item
-        assert result is not None
+                yield item
+        result = run.llm_result()
         if not isinstance(result.content, str):
             raise ModelError(
                 f"{self._model_client.model_name} answered the reflection call with tool calls although "
@@ -862,14 +896,24 @@ class AgentRun:
 
     It marks the agent busy from its first step to its end, feeds every item to the agent's
     recorders, and leaves the context valid however the run ends (``aclose()`` included).
+    The agent (:meth:`AssistantAgent.iter`) hands it what it drives: the agent's run ``slot``, its
+    loop (``steps``, i.e. ``_run_steps``) and the context repair (``repair``).
     """
+
+    __slots__ = (
+        "agent", "messages", "cancellation_token", "chunk_events", "token", "run_id", "status", "response",
+        "llm_call", "_slot", "_loop", "_repair", "_steps", "_record", "_advancing", "_ended", "_items", "__weakref__",
+    )  # fmt: skip
 
     def __init__(
         self,
         agent: AssistantAgent,
         messages: list[BaseChatMessage],
         cancellation_token: CancellationToken | None,
-        chunk_events: bool = True,
+        chunk_events: bool,
+        slot: _RunSlot,
+        steps: Callable[[AgentRun], AsyncGenerator[RunItem, None]],
+        repair: Callable[[], Awaitable[None]],
     ) -> None:
         self.agent = agent
         self.messages = messages
@@ -879,11 +923,22 @@ class AgentRun:
         self.run_id = new_id()
         self.status: str = "new"
         self.response: Response | None = None
+        self.llm_call: LLMCall | None = None  # the run's current (last started) model call
+        self._slot = slot
+        self._loop = steps
+        self._repair = repair
         self._steps: AsyncGenerator[RunItem, None] | None = None
         self._record: list[Callable[[RunItem], None]] = []  # the ``record`` of each recorder
         self._advancing = False
         self._ended: asyncio.Event | None = None
         self._items: AsyncGenerator[RunItem, None] | None = None
+
+    def llm_result(self) -> CreateResult:
+        """What the model answered to the run's last call (``llm_call``), once that call has ended."""
+        call = self.llm_call
+        if call is None or call.result is None:
+            raise RuntimeError("the run has no ended model call")
+        return call.result
 
     def __aiter__(self) -> AsyncGenerator[RunItem, None]:
         """The run's items (``async for`` takes them straight from one generator, ``_iterate``)."""
@@ -902,14 +957,14 @@ class AgentRun:
         await self.aclose()
 
     def _start(self) -> RunStarted:
-        self.agent._check_idle()
+        self._slot.check()
         if self.cancellation_token is not None:
             if self.cancellation_token.is_cancelled():
                 raise asyncio.CancelledError("the cancellation token was cancelled before the run started")
             self.cancellation_token.add_callback(self.token.cancel)
-        self.agent._active_run = self
+        self._slot.run = self  # checked above: the slot is free
         self._record = [recorder.record for recorder in self.agent.recorders]
-        self._steps = self.agent._run_steps(self)
+        self._steps = self._loop(self)
         self.status = "running"
         return RunStarted(self.run_id, self.agent.name, self.messages)
 
@@ -946,17 +1001,17 @@ class AgentRun:
             try:
                 await steps.aclose()
             finally:
-                await self.agent._repair_context()
+                await self._repair()
                 self._finish("cancelled")
             raise
         except asyncio.CancelledError:
             self._advancing = False
-            await self.agent._repair_context()
+            await self._repair()
             self._finish("cancelled")
             raise
         except BaseException as error:
             self._advancing = False
-            await self.agent._repair_context()
+            await self._repair()
             self._finish("error", error)
             raise
         self._advancing = False
@@ -967,8 +1022,7 @@ class AgentRun:
 
     def _finish(self, status: str, error: BaseException | None = None) -> RunFinished:
         self.status = status
-        if self.agent._active_run is self:
-            self.agent._active_run = None
+        self._slot.release(self)
         if self.cancellation_token is not None:
             self.cancellation_token.remove_callback(self.token.cancel)
         if self._ended is not None:
