@@ -58,6 +58,7 @@ from .records import (
     RunStarted,
     ToolExecution,
 )
+from .sync import run_coroutine
 from .tools import (
     BaseTool,
     Handoff,
@@ -366,9 +367,7 @@ class AssistantAgent:
 
     def run_sync(self, task: Task = None, *, cancellation_token: CancellationToken | None = None) -> TaskResult:
         """:meth:`run` without ``await``: works in a script and in a notebook cell (nest-asyncio2)."""
-        from .sync import run_task
-
-        return run_task(self, task, cancellation_token)
+        return run_coroutine(lambda: self.run(task=task, cancellation_token=cancellation_token))
 
     async def run_stream(
         self, *, task: Task = None, cancellation_token: CancellationToken | None = None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .agent import AssistantAgent, Task
 from .cancellation import CancellationToken
 from .messages import TaskResult
-from .sync import run_coroutine, run_task
+from .sync import run_coroutine
 
 if TYPE_CHECKING:
     from .notebook.view import AgentRunView
@@ -30,7 +30,7 @@ def run(
     while it runs and returns the :class:`~nbagent.notebook.view.AgentRunView` instead.
     """
     if not show:
-        return run_task(agent, task, cancellation_token)
+        return agent.run_sync(task, cancellation_token=cancellation_token)
     from .notebook.view import show as show_view
 
     view: AgentRunView = run_coroutine(lambda: show_view(agent, task, cancellation_token=cancellation_token))

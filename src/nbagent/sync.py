@@ -1,10 +1,12 @@
-"""Run an agent without ``await``: in a plain script and inside a notebook's running event loop.
+"""Drive a coroutine to its end without ``await``: in a plain script and inside a notebook's running event loop.
 
 A notebook cell already runs inside the kernel's event loop, where ``asyncio.run`` fails. There the
 loop is patched with nest-asyncio2 (nest_asyncio 1.6 loses queued cells under ipykernel 7, so a
-Run All would hang) and the run is driven to its end with ``run_until_complete``. A kernel
-interrupt (``KeyboardInterrupt``) cancels the run, waits for it to leave the context valid, and
-propagates.
+Run All would hang) and the coroutine is driven to its end with ``run_until_complete``. A kernel
+interrupt (``KeyboardInterrupt``) cancels it, waits for it to end (a run leaves its context valid),
+and propagates.
+
+A generic driver: it knows no agent. ``AssistantAgent.run_sync`` and ``nbagent.run`` call it.
 """
 
 from __future__ import annotations
@@ -12,10 +14,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
-
-from .agent import AssistantAgent, Task
-from .cancellation import CancellationToken
-from .messages import TaskResult
 
 T = TypeVar("T")
 
@@ -43,11 +41,3 @@ def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
 
 async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
-
-
-def run_task(
-    agent: AssistantAgent, task: Task = None, cancellation_token: CancellationToken | None = None
-) -> TaskResult:
-    """``agent.run(task=...)`` driven synchronously (what ``agent.run_sync`` calls)."""
-    result: TaskResult = run_coroutine(lambda: agent.run(task=task, cancellation_token=cancellation_token))
-    return result
