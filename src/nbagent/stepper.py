@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from .agent import AgentRun, AssistantAgent, Task, task_messages
 from .cancellation import CancellationToken
@@ -26,15 +24,16 @@ from .messages import (
     FunctionCall,
     FunctionExecutionResult,
     LLMMessage,
-    RequestUsage,
     Response,
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
 )
-from .models.base import ChatCompletionClient, ModelRequest
-from .models.replay import ReplayChatCompletionClient
+from .models.base import ModelRequest
 from .records import NOT_EVENTS, LLMCall, Move, MoveInfo, RunItem, ToolExecution
 from .trace import Trace, context_rows
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 StepperStatus = Literal["ready", "paused", "finished", "error", "cancelled"]
 Condition = Callable[["StepResult"], bool]
@@ -75,7 +74,7 @@ class StepResult:
     error: Exception | None = None
     added: list[int] = field(init=False)
     changed: list[int] = field(init=False)
-    _context: pd.DataFrame | None = field(default=None, init=False, repr=False)
+    _context: pd.DataFrame | None = field(default=None, init=False, repr=False)  # built on request
 
     def __post_init__(self) -> None:
         self.added, self.changed = diff_context(self.context_before, self.context_after)
@@ -84,6 +83,8 @@ class StepResult:
     def context(self) -> pd.DataFrame:
         """The context after this move, built on first use from the trace's snapshot at that point."""
         if self._context is None:
+            import pandas as pd
+
             try:
                 frame = self.trace.context_df(run_id=self.move.run_id, seq=self.seq)
             except KeyError:  # the agent's trace was not recording this run
@@ -209,13 +210,10 @@ class StepResult:
 
 @dataclass
 class _Snapshot:
-    """What :meth:`Stepper.reset` puts back: the context's state and a replay script's position."""
+    """What :meth:`Stepper.reset` puts back: the context's state and the model client's checkpoint."""
 
     context_state: dict[str, Any]
-    replay_index: int | None
-    replay_requests: list[ModelRequest]
-    total_usage: RequestUsage
-    actual_usage: RequestUsage
+    client_checkpoint: object | None  # ``model_client.checkpoint()``: None for a client that cannot rewind
 
 
 class Stepper:
@@ -337,17 +335,18 @@ class Stepper:
     async def reset(self) -> None:
         """End the run (``aclose``) and put back what the walk changed, so it can be walked again.
 
-        Restored: the model context as it was before the first move, and, when the model is a
-        ``ReplayChatCompletionClient``, its script position, kept requests and usage counters.
-        Not restored: side effects of tools that ran, memory stores, other models' calls (a real
-        model is called again and may answer differently), and the agent's trace, which keeps the
-        abandoned run (ended ``cancelled``) next to the new one.
+        Restored: the model context as it was before the first move, and what the model client's
+        ``checkpoint()`` keeps (a ``ReplayChatCompletionClient``: its script position, kept requests
+        and usage counters; a replayed cassette: its position). Not restored: side effects of tools
+        that ran, memory stores, a real model's calls (it is called again and may answer
+        differently), and the agent's trace, which keeps the abandoned run (ended ``cancelled``)
+        next to the new one.
         """
         await self.aclose()
         snapshot, self._snapshot = self._snapshot, None
         if snapshot is not None:
             await self.agent.model_context.load_state(snapshot.context_state)
-            _restore_client(self.agent.model_client, snapshot)
+            self.agent.model_client.restore(snapshot.client_checkpoint)
         self.history.clear()
         self._lead = []
         self.status = "ready"
@@ -356,15 +355,7 @@ class Stepper:
 
     async def _begin(self) -> None:
         """Snapshot what reset restores, start the run and pull up to its first move."""
-        client = self.agent.model_client
-        replay = client if isinstance(client, ReplayChatCompletionClient) else None
-        snapshot = _Snapshot(
-            context_state=await self.agent.model_context.save_state(),
-            replay_index=None if replay is None else replay._index,
-            replay_requests=[] if replay is None else list(replay.requests),
-            total_usage=client.total_usage(),
-            actual_usage=client.actual_usage(),
-        )
+        snapshot = _Snapshot(await self.agent.model_context.save_state(), self.agent.model_client.checkpoint())
         run = self.agent.iter(self.messages, self.cancellation_token)
         lead: list[RunItem] = []
         item = await run.__anext__()
@@ -415,14 +406,3 @@ class Stepper:
     def __repr__(self) -> str:
         where = f", at {self.current.name}" if self.current else ""
         return f"<Stepper agent={self.agent.name!r} status={self.status!r}, {len(self.history)} moves{where}>"
-
-
-def _restore_client(client: ChatCompletionClient, snapshot: _Snapshot) -> None:
-    """Rewind a replay model to where the walk began (other models cannot be rewound)."""
-    if not isinstance(client, ReplayChatCompletionClient) or snapshot.replay_index is None:
-        return
-    client._index = snapshot.replay_index
-    client.requests.clear()
-    client.requests.extend(snapshot.replay_requests)
-    client._total_usage = snapshot.total_usage
-    client._actual_usage = snapshot.actual_usage
