@@ -211,7 +211,7 @@ async def check_after(
         case.after_stop()
     case.client.latency = 0.0
     case.client.chunk_delay = 0.0
-    case.client._index = len(case.client.chat_completions) - 1
+    case.client.position = len(case.client.chat_completions) - 1
     result = await asyncio.wait_for(case.agent.run(task="next"), 1)
     assert result.messages[-1].content == "after"
     assert every_call_answered(case.agent)
@@ -290,7 +290,7 @@ async def test_consumer_stops_iterating_and_closes(stop_at: str) -> None:
     assert other_tasks(before) == set()
     assert every_call_answered(agent)
     assert validate_context([*agent.model_context.messages, NEXT], agent.tools) == []
-    client._index = 1
+    client.position = 1
     assert (await agent.run(task="next")).messages[-1].content == "after"
 
 
