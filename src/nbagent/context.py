@@ -86,6 +86,13 @@ class ChatCompletionContext:
         """Every message held, in order (not only the view); a copy."""
         return list(self._messages)
 
+    @property
+    def message_log(self) -> list[LLMMessage]:
+        """The list the messages are held in, not a copy: only ever appended to (``clear`` and
+        ``load_state`` replace it), so a reader (the trace) can keep it as the context's history.
+        Read it; never change it."""
+        return self._messages
+
     async def clear(self) -> None:
         self._messages = []
 

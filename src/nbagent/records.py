@@ -12,12 +12,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, Protocol, Union
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ._ids import new_id, utc_now
 from .messages import BaseAgentEvent, BaseChatMessage, CreateResult, FunctionCall, FunctionExecutionResult, Response
 
 if TYPE_CHECKING:
+    from .context import ChatCompletionContext
     from .models.base import ModelRequest
 
 
@@ -319,10 +320,10 @@ class RunFinished:
     end_perf: float = field(default_factory=time.perf_counter)
 
 
-RunRecord = Union[Move, LLMCall, ToolExecution, RunStarted, RunFinished]
+RunRecord = Move | LLMCall | ToolExecution | RunStarted | RunFinished
 # A ``str`` item is a piece of streamed text of the current LLM call's message: what a run started
 # with ``chunk_events=False`` yields instead of a ``ModelClientStreamingChunkEvent``.
-RunItem = Union[RunRecord, BaseAgentEvent, BaseChatMessage, Response, str]
+RunItem = RunRecord | BaseAgentEvent | BaseChatMessage | Response | str
 RECORD_TYPES = (Move, LLMCall, ToolExecution, RunStarted, RunFinished)
 NOT_EVENTS = (*RECORD_TYPES, str)  # the items of a run that are not events (a str: a chunk's text)
 
@@ -335,3 +336,27 @@ class Recorder(Protocol):
     """
 
     def record(self, item: RunItem) -> None: ...
+
+
+class RunSource(Protocol):
+    """What a recorder may read of the source of the runs it records (an ``AssistantAgent``, or any
+    other agent that yields the items of :data:`RunItem` to its ``recorders``).
+
+    A trace records any source that speaks this protocol and knows no more of it: its ``name`` (the
+    agent of its runs), its ``model_context`` (snapshotted as the runs go), its ``recorders`` (the
+    trace adds and removes its recorder there) and its client's ``secrets`` (masked in every frame
+    and export).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model_context(self) -> ChatCompletionContext: ...
+
+    @property
+    def secrets(self) -> Sequence[str]:
+        """The secret values of the source's model client (API keys...), to mask wherever they appear."""
+        ...
+
+    recorders: list[Recorder]

@@ -12,6 +12,18 @@ KEY = "sk-proj-abcdefghijklmnop0123456789"
 BEARER = "Bearer eyJhbGciOiJIUzI1NiJ9.secretpart"
 
 
+class KeyedClient(ReplayChatCompletionClient):
+    """A replay client that holds a secret, as a client with an API key does (``secrets``)."""
+
+    def __init__(self, chat_completions: Sequence[str | CreateResult], key: str) -> None:
+        super().__init__(chat_completions)
+        self.key = key
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self.key,)
+
+
 def calls(*pairs: tuple[str, str, str]) -> CreateResult:
     """A model answer asking for tool calls (id, name, arguments)."""
     return CreateResult(

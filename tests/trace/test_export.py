@@ -12,6 +12,7 @@ import pandas.testing as pdt
 import pytest
 
 from nbagent import TRACE_COLUMNS, CancellationToken, LoadedTrace, Trace, load_jsonl, load_parquet
+from nbagent.models import ReplayExhaustedError
 from nbagent.trace import DUCKDB_EXAMPLE
 
 from .helpers import calls, tool_agent
@@ -29,7 +30,7 @@ async def mixed_trace() -> Trace:
         model_client_stream=True,
     )
     await agent.run(task="first")
-    with pytest.raises(Exception):
+    with pytest.raises(ReplayExhaustedError):
         await agent.run(task="second")
     token = CancellationToken()
     token.cancel()

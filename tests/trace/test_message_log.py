@@ -67,10 +67,10 @@ async def test_many_runs_snapshots_and_requests_exact_at_first_middle_and_last_r
     assert list(trace.llm_calls_df()["n_messages"]) == [2 + 2 * i for i in range(n)]
     pd.testing.assert_frame_equal(agent.context_df(), trace.context_df())
     # One log holds every message once: each snapshot is a prefix of it, long requests slices of it.
-    logs = {id(log) for log in trace._snapshot_logs}
+    logs = {id(log) for log in trace.store.logs}
     # the empty start, then 2 a run
-    assert len(logs) == 1 and len(trace._snapshots) == len(trace._snapshot_logs) == 1 + 2 * n
-    assert trace._snapshot_logs[-1] == agent.model_context.messages
+    assert len(logs) == 1 and len(trace.store.snapshots) == len(trace.store.logs) == 1 + 2 * n
+    assert trace.store.logs[-1] == agent.model_context.messages
     kinds = [type(call.request.messages) for call in calls(trace)]
     assert kinds == [list] * 15 + [SentMessages] * (n - 15)  # 2 + 2i messages: shared from 32 on
 
@@ -239,18 +239,18 @@ async def test_context_whose_messages_are_copies_is_snapshotted_at_each_change()
 async def test_nbagent_contexts_only_append_to_their_list(make: Any) -> None:
     """The trace keeps an nbagent context's list as its log: nothing may change it but appending."""
     context = make()
-    held = context._messages
+    held = context.message_log
     first, second, third = (UserMessage(content=str(i), source="user") for i in range(3))
     for message in (first, second, third):
         await context.add_message(message)
     await context.get_messages()
-    assert context._messages is held and held == [first, second, third]
+    assert context.message_log is held and held == [first, second, third]
     await context.clear()
-    assert context._messages is not held and held == [first, second, third] and len(context) == 0
+    assert context.message_log is not held and held == [first, second, third] and len(context) == 0
     await context.add_message(first)
-    held = context._messages
+    held = context.message_log
     await context.load_state({"messages": []})
-    assert context._messages is not held and held == [first]
+    assert context.message_log is not held and held == [first]
 
 
 async def test_a_tool_that_clears_the_context_mid_run_at_the_same_length() -> None:

@@ -19,6 +19,7 @@ from nbagent import (
     ToolExecution,
     Trace,
 )
+from nbagent.trace.rows import kind_of, split
 
 from .helpers import calls, tool_agent
 
@@ -315,22 +316,22 @@ async def test_items_give_back_every_recorded_item_and_only_event_rows_are_track
     assert all(mine is theirs for mine, theirs in zip(items, given.items) if type(mine) is not Move)
     trace = agent.trace
     gc.collect()
-    rows = trace._row_list
-    moves = [row[:3] for row in rows if type(row) is tuple and len(row) == 4]
+    rows = trace.store.rows
+    moves = [(name, iteration, run) for _, (run, _, name, iteration) in split(rows).moves]
     first, second = (str(run) for run in trace.runs_df()["run_id"])
     assert moves[:3] == [("add_messages", None, first), ("message_id", None, first), ("call_llm", 0, first)]
     # A snapshot where the context grew: at the move after STEP 1, else at the event the move yields
     # once it added its message (rows 6, 9, 12 and 20: ToolCallRequestEvent, ToolCallExecutionEvent, Response).
-    assert trace._snapshots == [
+    assert trace.store.snapshots == [
         (0, "calc", 0, 0, None, None), (2, "calc", 1, 0, first, "add_messages"),
         (6, "calc", 2, 0, first, "tool_request"), (9, "calc", 3, 0, first, "tool_execution"),
         (12, "calc", 4, 0, first, "reflect"), (14, "calc", 0, 0, None, None),
         (16, "calc", 1, 0, second, "add_messages"), (20, "calc", 2, 0, second, "text_exit"),
     ]  # fmt: skip
     # The rows the trace makes hold no object the collector tracks, but one per event.
-    tracked = [type(row[0]).__name__ for row in rows if type(row) is tuple and gc.is_tracked(row)]
+    tracked = [kind_of(row).__name__ for row in rows if isinstance(row, tuple) and gc.is_tracked(row)]
     assert tracked == ["ToolCallRequestEvent", "ToolCallExecutionEvent", "Response", "Response"]
-    assert not any(gc.is_tracked(snapshot) for snapshot in trace._snapshots)
+    assert not any(gc.is_tracked(snapshot) for snapshot in trace.store.snapshots)
     context = trace.context_df(first)
     assert list(context["text"]) == ["add please", 'add({"a": 1, "b": 2})', "3", "It is 3"]
     assert list(context["move"]) == ["add_messages", "tool_request", "tool_execution", "reflect"]
@@ -340,7 +341,7 @@ async def test_items_give_back_every_recorded_item_and_only_event_rows_are_track
 
 async def test_attaching_an_agent_to_its_own_trace_records_each_item_once() -> None:
     agent = tool_agent("calc", "one")
-    assert agent.trace.attach(agent) is agent.trace._own
+    assert agent.trace.attach(agent) is agent.trace.recorder
     with agent.trace.recording(agent):
         await agent.run(task="go")
     assert agent.recorders == [agent.trace]

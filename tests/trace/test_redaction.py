@@ -18,7 +18,7 @@ from nbagent import (
     load_parquet,
 )
 
-from .helpers import BEARER, KEY, PiecesClient, calls, tool_agent
+from .helpers import BEARER, KEY, KeyedClient, PiecesClient, calls, tool_agent
 
 SECRETS = (KEY, "eyJhbGciOiJIUzI1NiJ9", "hunter2-token-value")
 
@@ -110,14 +110,14 @@ async def test_secret_split_over_chunks_that_one_chunk_redaction_misses() -> Non
 
 async def test_secret_named_arguments_and_the_clients_own_key_are_masked_in_every_frame() -> None:
     """A ``password`` argument, and a key given only to the client (no known pattern), reach no frame."""
-    from nbagent import AssistantAgent, CreateResult, ReplayChatCompletionClient
+    from nbagent import AssistantAgent, CreateResult
 
     def login(user: str, password: str) -> str:
         """Log in."""
         return f"welcome {user}; your key is {client_key}"
 
     client_key = "azure" + "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
-    client = ReplayChatCompletionClient(
+    client = KeyedClient(
         [
             CreateResult(
                 finish_reason="function_calls",
@@ -125,9 +125,9 @@ async def test_secret_named_arguments_and_the_clients_own_key_are_masked_in_ever
                     FunctionCall(id="c1", name="login", arguments='{"user": "bob", "password": "hunter2hunter2"}'),
                 ],
             ),
-        ]
+        ],
+        client_key,
     )
-    client._secrets = (client_key,)
     agent = AssistantAgent("a", client, tools=[login])
     await agent.run(task="log me in")
     trace = agent.trace
@@ -157,8 +157,7 @@ async def test_key_whose_first_chunk_alone_matches_leaves_no_tail_in_chunks_or_e
 
 async def test_a_detached_agents_client_key_stays_masked_in_the_shared_trace() -> None:
     client_key = "azure" + "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
-    client = ReplayChatCompletionClient([f"the key is {client_key}"])
-    client._secrets = (client_key,)
+    client = KeyedClient([f"the key is {client_key}"], client_key)
     agent = AssistantAgent("b", client)
     shared = Trace()
     with shared.recording(agent):

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from nbagent import Trace
+from nbagent.models import ReplayExhaustedError
 
 from .helpers import calls, text, tool_agent
 
@@ -84,7 +85,7 @@ async def test_trace_repr_html_shows_summary_and_last_timeline_escaped() -> None
 
 async def test_timeline_of_a_failed_call_shows_its_error_not_missing_values() -> None:
     agent = tool_agent("calc")  # no scripted answer: the first call fails
-    with pytest.raises(Exception):
+    with pytest.raises(ReplayExhaustedError):
         await agent.run(task="go")
     (bar,) = agent.trace.timeline().bars
     lines = bar.details.splitlines()

@@ -1,25 +1,35 @@
 """Traces: every item of every run, as pandas DataFrames, views and exports.
 
-The trace sits below the loop: it records any source that speaks the recorder protocol of
-:mod:`nbagent.records` and knows no ``AssistantAgent``.
+The trace sits below the loop: it records any source that speaks :class:`nbagent.records.RunSource`
+(and the recorder protocol of :mod:`nbagent.records`) and knows no ``AssistantAgent``. Its modules,
+bottom to top (each imports only those before it; pandas, numpy and pyarrow only inside functions):
+
+* :mod:`~nbagent.trace.schema`: the tables' columns and dtypes (``COLUMNS``), ``frame()``, and the
+  ``TraceTables`` protocol the exports read;
+* :mod:`~nbagent.trace.rows`: the row layouts (one per kind of item) and the one place that tells
+  them apart; :mod:`~nbagent.trace.store`: the ``RowStore`` of rows and context snapshots;
+* :mod:`~nbagent.trace.recording`: ``AgentRecorder`` (one source's runs into a store), ``SentMessages``;
+* :mod:`~nbagent.trace.texts`: items as redacted text (redactors: :mod:`nbagent.redact`);
+* :mod:`~nbagent.trace.context`: the context at any point; :mod:`~nbagent.trace.frames`: the four frames;
+* :mod:`~nbagent.trace.summary`, :mod:`~nbagent.trace.timeline`, :mod:`~nbagent.trace.views`: what
+  a trace shows; :mod:`~nbagent.trace.parquet`, :mod:`~nbagent.trace.jsonl`, :mod:`~nbagent.trace.otlp`:
+  the exports, of any ``TraceTables``;
+* :mod:`~nbagent.trace.base`: ``TraceFrames``, what a live and a loaded trace share;
+  :mod:`~nbagent.trace.loaded`: ``LoadedTrace``, ``load_parquet``, ``load_jsonl``;
+  :mod:`~nbagent.trace.live`: ``Trace``, ``context_frame``.
 """
 
-from .core import (
-    COLUMNS,
-    CONTEXT_TABLES,
-    JSON_COLUMNS,
-    TABLES,
-    DefaultRedactor,
-    Redactor,
-    Trace,
-    TraceFrames,
-    context_frame,
-    context_rows,
-    frame,
-    pick_snapshot,
-)
-from .export import DUCKDB_EXAMPLE, LoadedTrace, load_jsonl, load_parquet, otlp_json, summarize
+from ..redact import DefaultRedactor, Redactor
+from .base import TraceFrames
+from .context import context_rows, pick_snapshot
+from .live import Trace, context_frame
+from .loaded import LoadedTrace, load_jsonl, load_parquet
+from .otlp import otlp_json
+from .parquet import DUCKDB_EXAMPLE
 from .recording import AgentRecorder, SentMessages
+from .schema import COLUMNS, CONTEXT_TABLES, JSON_COLUMNS, TABLES, TraceTables, TraceView, frame
+from .store import RowStore
+from .summary import summarize
 from .timeline import Timeline
 
 __all__ = [
@@ -32,10 +42,13 @@ __all__ = [
     "DefaultRedactor",
     "LoadedTrace",
     "Redactor",
+    "RowStore",
     "SentMessages",
     "Timeline",
     "Trace",
     "TraceFrames",
+    "TraceTables",
+    "TraceView",
     "context_frame",
     "context_rows",
     "frame",

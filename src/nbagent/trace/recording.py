@@ -1,23 +1,21 @@
-"""Recording: what a trace keeps of every run an agent makes, as the run goes.
+"""Recording: what a trace keeps of every run a source makes, as the run goes.
 
-An :class:`AgentRecorder` appends one row per item: a record (``RunStarted``, ``LLMCall``,
-``ToolExecution``, ``RunFinished``) is kept as itself, as it holds its run id and ``perf_counter``
-time; a move as ``(name, iteration, run_id, perf)``; a streamed chunk as ``(content, id,
-full_message_id, perf, run_id)`` (the run of the LLM call whose message it builds), appended in bulk
-from the call's stream; an event as ``(event, run_id, perf)``. So a trace keeping thousands of runs
-holds no object of its own per row for the cyclic garbage collector to track but one per event (a
-tuple of plain values is untracked at its first collection). ``LLMCall`` and ``ToolExecution``
-records are completed in place after they are recorded; the frames read them when they are built.
+An :class:`AgentRecorder` records one source's runs (anything that speaks
+:class:`nbagent.records.RunSource`: an ``AssistantAgent``, or another library's agent) into a
+:class:`~nbagent.trace.store.RowStore`, one row per item in the layouts of :mod:`nbagent.trace.rows`:
+a record is kept as itself, a move, an event and a streamed chunk as a tuple of plain values; chunk
+rows are appended in bulk from the LLM call's stream. So a trace keeping thousands of runs holds no
+object of its own per row for the cyclic garbage collector to track but one per event.
 
 The model context is kept as append-only logs of its messages: an nbagent context's own message
-list (only ever appended to; ``clear`` and ``load_state`` replace it), or for any other context a
-copy the recorder keeps, extended while the context was only appended to (verified) and started
-anew when it changed any other way (cleared, loaded, rewritten). At a run's start, and at each move
-or run end where the context changed, a snapshot is taken as a prefix of a log (log, length), so a
-long-lived agent's trace holds each message once, not once per snapshot; the snapshots give the
-context at any point, and which run and STEP added each message. An LLM call's request is kept the
-same way when its messages are a few messages (the system message) and then a slice of the log
-(:class:`SentMessages`).
+list (``message_log``: only ever appended to; ``clear`` and ``load_state`` replace it), or for any
+other context a copy the recorder keeps, extended while the context was only appended to (verified)
+and started anew when it changed any other way (cleared, loaded, rewritten). At a run's start, and at
+each move or run end where the context changed, a snapshot is taken as a prefix of a log (log,
+length), so a long-lived agent's trace holds each message once, not once per snapshot; the snapshots
+give the context at any point, and which run and STEP added each message. An LLM call's request is
+kept the same way when its messages are a few messages (the system message) and then a slice of the
+log (:class:`SentMessages`).
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, islice, repeat
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, Generic, TypeVar, overload
 
 from ..context import (
     BufferedChatCompletionContext,
@@ -37,12 +35,10 @@ from ..context import (
 )
 from ..messages import LLMMessage
 from ..models.base import ModelRequest
-from ..records import MOVES, LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
+from ..records import MOVES, LLMCall, Move, MoveName, RunFinished, RunItem, RunSource, RunStarted, ToolExecution
+from .store import RowStore
 
-if TYPE_CHECKING:
-    from ..agent import AssistantAgent
-    from .core import Trace
-
+T = TypeVar("T")
 STEPS = {name: info.step for name, info in MOVES.items()}
 # Where a message was added: (run id, STEP, move name); Nones: outside a run.
 Origin = tuple[str | None, int | None, str | None]
@@ -113,45 +109,47 @@ class SentMessages(Sequence[LLMMessage]):
         return repr(self.to_list())
 
 
-class AgentRecorder:
-    """Records one agent's runs into a trace; made by :meth:`Trace.attach` (and for ``agent.trace``).
+class AgentRecorder(Generic[T]):
+    """Records one source's runs into a trace's row store; made by ``Trace.attach`` (and for ``agent.trace``).
 
-    An agent runs one task at a time, so the current run is known per agent, and items of agents
-    running at once in one event loop land in the right run.
+    ``trace`` is the trace it records for (held weakly), ``store`` its rows, ``key`` the recorder's
+    index among the trace's recorders (how snapshots name it) and ``source`` the source whose runs it
+    records (held weakly; ``None``: none). A source runs one task at a time, so the current run is
+    known per source, and items of sources running at once in one event loop land in the right run.
     """
 
     __slots__ = (
         "_trace", "_agent", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
-        "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_snapshots",
-        "_logs", "_key",
+        "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_store",
+        "_add_snapshot", "_key",
     )  # fmt: skip
 
-    def __init__(self, trace: Trace, agent: AssistantAgent | None) -> None:
-        # Weak references to the trace and the agent: the agent holds its trace, the trace its
+    def __init__(self, trace: T, store: RowStore, key: int, source: RunSource | None) -> None:
+        # Weak references to the trace and the source: the source holds its trace, the trace its
         # recorder, so strong ones would make cycles that keep an agent and every item its trace
         # recorded alive until the cyclic garbage collector runs; the items kept meanwhile trigger
-        # collections that scan them all, again and again.
+        # collections that scan them all, again and again. The store holds plain data only.
         self._trace = weakref.ref(trace)
-        self._agent = None if agent is None else weakref.ref(agent)
-        self._context = None if agent is None else agent.model_context
-        # The context is one of nbagent's: ``_messages`` holds its messages, is only appended to, and
+        self._agent = None if source is None else weakref.ref(source)
+        self._context = None if source is None else source.model_context
+        # The context is one of nbagent's: ``message_log`` holds its messages, is only appended to, and
         # is replaced (not emptied) by clear() and load_state(): the trace can keep it as its log.
-        self._plain = agent is not None and type(agent.model_context) in _OWN_CONTEXTS
+        self._plain = source is not None and type(source.model_context) in _OWN_CONTEXTS
         self._size = -1  # the context's length at the last checkpoint
-        self._rows = trace._row_list
-        self._append = trace._row_list.append
-        # The trace's snapshot columns, held like its rows; a snapshot names this recorder by its
-        # index in ``trace._recorders`` rather than holding it, which would make a cycle.
-        self._snapshots, self._logs = trace._snapshots, trace._snapshot_logs
-        self._key = len(trace._recorders)
-        trace._recorders.append(self)
+        self._store = store
+        self._rows = store.rows
+        self._append = store.rows.append
+        self._add_snapshot = store.add_snapshot
+        # A snapshot names this recorder by its index among the trace's recorders rather than
+        # holding it, which would make a cycle.
+        self._key = key
         self._run: str | None = None
         self._call: LLMCall | None = None  # the last LLM call: its stream goes into rows
         self._flushed = 0  # how many of its chunks have rows
         # The run and name of the move in force (None: outside a run): what adds messages now.
         self._where_run: str | None = None
-        self._where: str | None = None
-        self._name = "" if agent is None else agent.name  # the agent's name at the current run's start
+        self._where: MoveName | None = None
+        self._name = "" if source is None else source.name  # the source's name at the current run's start
         # The context's messages at the last checkpoint, in order (an nbagent context's own list); a
         # position is never changed, and a change other than appending starts a new log. Snapshots
         # and requests keep slices of logs.
@@ -166,7 +164,7 @@ class AgentRecorder:
         self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]]] = (0, {}, {})
 
     @property
-    def trace(self) -> Trace:
+    def trace(self) -> T:
         """The trace this recorder records into."""
         trace = self._trace()
         if trace is None:
@@ -174,9 +172,34 @@ class AgentRecorder:
         return trace
 
     @property
-    def agent(self) -> AssistantAgent | None:
-        """The agent whose runs it records (``None``: none, or deleted)."""
+    def trace_alive(self) -> bool:
+        """Whether the trace this recorder records into still exists."""
+        return self._trace() is not None
+
+    @property
+    def source(self) -> RunSource | None:
+        """The source whose runs it records (``None``: none, or deleted)."""
         return None if self._agent is None else self._agent()
+
+    @property
+    def agent(self) -> RunSource | None:
+        """The source whose runs it records (``None``: none, or deleted); the same as :attr:`source`."""
+        return self.source
+
+    def flush(self) -> None:
+        """Rows for the chunks the current LLM call streamed since they were last turned into rows."""
+        call = self._call
+        if call is not None and len(call.chunks) > self._flushed:
+            self._flush_stream()
+
+    def restart(self) -> None:
+        """Start afresh after the trace's snapshots were cleared: no context log known, and the
+        chunks streamed so far by the current call not to be recorded."""
+        if self._call is not None:
+            self._flushed = len(self._call.chunks)
+        self._log = self._mirror = None
+        self._size = -1
+        self._origins = (0, {}, {})
 
     def record(self, item: RunItem) -> None:
         # ``kind`` is ``type(item)``, so ``kind is X`` means ``item`` is an X; mypy does not narrow
@@ -193,10 +216,10 @@ class AgentRecorder:
                 self._flushed = 0
             if len(item.request.messages) >= _SHARE_FROM:  # type: ignore[union-attr]
                 self._share_request(item)  # type: ignore[arg-type]
-            self._append(item)
+            self._append(item)  # type: ignore[arg-type]
             return
         if kind is ToolExecution:
-            self._append(item)
+            self._append(item)  # type: ignore[arg-type]
             return
         # A move, the run's start or end, or an event. A context changes at a move, at the events a
         # move yields once it added its messages (MemoryQueryEvent, the tool events, Response), at the
@@ -211,29 +234,28 @@ class AgentRecorder:
             if not self._plain:
                 self._checkpoint()
             else:  # inline, as it runs at every move: a snapshot when the list or its length changed
-                messages = context._messages
+                messages = context.message_log
                 if messages is not self._log or len(messages) != self._size:
                     self._log = messages
                     size = self._size = len(messages)
-                    self._snapshots.append((len(self._rows), self._name, size, self._key, self._where_run, self._where))
-                    self._logs.append(messages)
+                    self._add_snapshot(self._name, size, self._key, self._where_run, self._where, messages)
         if kind is Move:
             run = self._where_run = item.run_id  # type: ignore[union-attr]
             name = self._where = item.name  # type: ignore[union-attr]
-            self._append((name, item.iteration, run, _perf()))  # type: ignore[union-attr]
+            self._append((run, _perf(), name, item.iteration))  # type: ignore[union-attr]  # rows.MoveRow
             return
         if kind is RunFinished:
             self._where_run = self._where = None
-        elif kind is not RunStarted:  # an event: the row gives its run and time
-            self._append((item, self._run, _perf()))
+        elif kind is not RunStarted:  # an event: rows.EventRow
+            self._append((self._run, _perf(), item))  # type: ignore[arg-type]
             return
-        self._append(item)  # a record: it has its run and time
+        self._append(item)  # type: ignore[arg-type]  # a record: it has its run and time
 
     def _flush_stream(self) -> None:
         """Rows for the chunks the last LLM call streamed since the last flush, in one go.
 
-        A chunk row is (content, id, full_message_id, perf_counter time, the LLM call's run):
-        keeping chunk event objects would hold ~700 bytes a chunk.
+        A chunk row is (the LLM call's run, perf_counter time, content, id, full_message_id):
+        :data:`rows.ChunkRow`; keeping chunk event objects would hold ~700 bytes a chunk.
         """
         call, rows = self._call, self._rows
         assert call is not None
@@ -243,14 +265,11 @@ class AgentRecorder:
         if len(call.chunk_ids) >= end:
             ids: Iterable[str | None] = call.chunk_ids[start:end]
         else:  # chunks no event was built for: ids are drawn when the rows are first read
-            trace = self._trace()
-            if trace is not None:
-                trace._unnamed.append((len(rows), start, end))
-                trace._unnamed_calls.append(call)
+            self._store.defer_chunk_ids(len(rows), call, start, end)
             ids = repeat(None, count)
         rows.extend(
-            zip(call.chunks[start:end], ids, repeat(call.message_id, count), call.chunk_perf[start:end],
-                repeat(call.run_id, count))
+            zip(repeat(call.run_id, count), call.chunk_perf[start:end], call.chunks[start:end], ids,
+                repeat(call.message_id, count))
         )  # fmt: skip
 
     def _checkpoint(self) -> None:
@@ -284,8 +303,7 @@ class AgentRecorder:
 
     def _snapshot(self, log: list[LLMMessage], size: int) -> None:
         """Snapshot the context as ``log[:size]``, with the run and name of the move in force."""
-        self._snapshots.append((len(self._rows), self._name, size, self._key, self._where_run, self._where))
-        self._logs.append(log)
+        self._add_snapshot(self._name, size, self._key, self._where_run, self._where, log)
 
     def _share_request(self, call: LLMCall) -> None:
         """Keep ``call``'s request as a slice of the log when its messages are a few messages (the
@@ -333,7 +351,7 @@ class AgentRecorder:
         A message's origin is the move in force before the first snapshot that holds it. One in no
         snapshot was added since the last one (``live``: by the move in force now) or never was.
         """
-        snapshots, logs = self._snapshots, self._logs
+        snapshots, logs = self._store.snapshots, self._store.logs
         seen, read, origins = self._origins
         if seen != len(snapshots):
             for (_, _, size, key, run, move), log in zip(snapshots[seen:], logs[seen:]):

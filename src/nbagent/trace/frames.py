@@ -1,0 +1,276 @@
+"""The four frames of a trace, built from its rows: ``events``, ``llm_calls``, ``tool_calls`` and ``runs``.
+
+Each builder takes the rows (every chunk's id drawn, see :meth:`RowStore.name_chunks`), the trace's
+id and its redactor, and gives a frame with the columns and dtypes of :data:`~nbagent.trace.COLUMNS`.
+pandas (and numpy) are imported only here, when a frame is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..messages import Response
+from ..records import MOVES, LLMCall, RunFinished, RunStarted, ToolExecution
+from ..redact import Redactor, keep
+from .recording import STEPS
+from .rows import Row, records_of, split
+from .schema import CHUNK_KIND, COLUMNS, frame
+from .texts import calls_text, event_text, optional_text, parse_arguments, redact_chunks
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Anchor = tuple[int, float]
+"""A wall-clock time (ns since the epoch) and the ``perf_counter`` time it was read at: row times
+(``perf_counter``) become timestamps from it."""
+
+
+def run_agents(rows: Sequence[Row]) -> dict[str, str]:
+    """The agent of each run (from its ``RunStarted``)."""
+    return {row.run_id: row.agent for row in rows if type(row) is RunStarted}
+
+
+def timestamps(perfs: Sequence[float], anchor: Anchor) -> Any:
+    """``perf_counter`` times as UTC timestamps (a ``DatetimeIndex``)."""
+    import numpy as np
+    import pandas as pd
+
+    wall_ns, perf0 = anchor
+    ns = wall_ns + ((np.asarray(perfs, dtype="float64") - perf0) * 1e9).astype("int64")
+    return pd.to_datetime(ns, unit="ns", utc=True)
+
+
+def events_frame(
+    rows: Sequence[Row], trace_id: str, red: Redactor, anchor: Anchor, include_chunks: bool = True
+) -> pd.DataFrame:
+    """One row per recorded item, streamed chunks included unless ``include_chunks=False``."""
+    import numpy as np
+    import pandas as pd
+
+    parts = split(rows)
+    n = len(parts)
+    run_col, perf_col = parts.runs, parts.perfs
+    started = run_agents(rows)
+    kinds: list[str | None] = [None] * n
+    texts: list[str | None] = [None] * n
+    event_ids: list[str | None] = [None] * n
+    message_ids: list[str | None] = [None] * n
+    sources: list[str | None] = [None] * n
+    sparse: dict[int, tuple[int | None, str | None, int | None]] = {}
+    usage: dict[int, tuple[int, int]] = {}
+    chunks_of: dict[str | None, list[int]] = {}
+    for index, (run, _, content, chunk_id, message_id) in parts.chunks:
+        kinds[index] = CHUNK_KIND
+        texts[index] = content
+        event_ids[index] = chunk_id
+        message_ids[index] = message_id
+        sources[index] = started.get(run)
+        chunks_of.setdefault(message_id, []).append(index)
+    for index, (_, _, name, iteration) in parts.moves:
+        kinds[index] = "Move"
+        sparse[index] = (STEPS[name], name, iteration)
+        texts[index] = MOVES[name].title
+    for index, record in parts.records:
+        kinds[index] = type(record).__name__
+        if type(record) is LLMCall:
+            sparse[index] = (None, None, record.iteration)
+            message_ids[index] = record.message_id
+            texts[index] = f"{record.purpose} call to {record.model}"
+        elif type(record) is ToolExecution:
+            sparse[index] = (None, None, record.iteration)
+            texts[index] = calls_text([record.call], red)
+        elif type(record) is RunStarted:
+            sources[index] = record.agent
+            texts[index] = red("\n".join(message.to_text() for message in record.task))
+        elif type(record) is RunFinished:
+            sources[index] = record.agent
+            texts[index] = red(record.status if record.error is None else f"{record.status}: {record.error}")
+    for index, (_, _, item) in parts.events:
+        if isinstance(item, Response):
+            message = item.chat_message
+            kinds[index] = "Response"
+            event_ids[index] = message_ids[index] = message.id
+            sources[index] = message.source
+            texts[index] = red(message.to_text())
+        else:
+            kinds[index] = type(item).__name__
+            event_ids[index] = message_ids[index] = item.id
+            sources[index] = item.source
+            texts[index] = red(event_text(item, red))
+            if item.models_usage is not None:
+                usage[index] = (item.models_usage.prompt_tokens, item.models_usage.completion_tokens)
+    if red is not keep:
+        redact_chunks(texts, chunks_of, red)
+
+    def sparse_column(values: dict[int, Any], dtype: str) -> pd.Series:
+        column = pd.Series(pd.NA, index=range(n), dtype=dtype)
+        if values:
+            column.iloc[list(values)] = list(values.values())
+        return column
+
+    step = sparse_column({i: v[0] for i, v in sparse.items() if v[0] is not None}, "Int64")
+    move = sparse_column({i: v[1] for i, v in sparse.items() if v[1] is not None}, "object")
+    iteration = sparse_column({i: v[2] for i, v in sparse.items() if v[2] is not None}, "Int64")
+    runs = pd.Series(run_col, dtype="object")
+    fill = pd.DataFrame({"step": step, "move": move, "iteration": iteration}).groupby(runs, sort=False).ffill()
+    perf = pd.Series(np.array(perf_col, dtype="float64"))
+    data = {
+        "trace_id": [trace_id] * n,
+        "run_id": run_col,
+        "agent": runs.map(started).astype("object") if n else [],
+        "seq": runs.groupby(runs, sort=False).cumcount() if n else [],
+        "kind": kinds,
+        "step": fill["step"] if n else [],
+        "move": fill["move"] if n else [],
+        "iteration": fill["iteration"] if n else [],
+        "event_id": event_ids,
+        "message_id": message_ids,
+        "source": sources,
+        "text": texts,
+        "prompt_tokens": sparse_column({i: u[0] for i, u in usage.items()}, "Int64"),
+        "completion_tokens": sparse_column({i: u[1] for i, u in usage.items()}, "Int64"),
+        "timestamp": timestamps(perf.to_numpy(), anchor),
+        "elapsed_s": (perf - perf.groupby(runs, sort=False).transform("first")).to_numpy() if n else [],
+    }
+    df = frame("events", data)
+    return df if include_chunks else df[df["kind"] != CHUNK_KIND].reset_index(drop=True)
+
+
+def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFrame:
+    """One row per model call."""
+    agents = run_agents(rows)
+    cols: dict[str, list[Any]] = {name: [] for name in COLUMNS["llm_calls"]}
+    counters: dict[str, int] = {}
+    for call in records_of(rows, LLMCall):
+        result = call.result
+        usage = result.usage if result is not None else None
+        calls = result.content if result is not None and not isinstance(result.content, str) else []
+        if result is None:
+            answer = None
+        elif isinstance(result.content, str):
+            answer = red(result.content)
+        else:
+            answer = calls_text(result.content, red)
+        index = counters.get(call.run_id, 0)
+        counters[call.run_id] = index + 1
+        row = {
+            "trace_id": trace_id,
+            "run_id": call.run_id,
+            "agent": agents.get(call.run_id),
+            "call_index": index,
+            "iteration": call.iteration,
+            "purpose": call.purpose,
+            "model": call.model,
+            "provider": call.provider,
+            "message_id": call.message_id,
+            "streaming": call.streaming,
+            "n_messages": len(call.request.messages),
+            "n_tools": len(call.request.tools),
+            "tool_choice": call.request.tool_choice,
+            "started_at": call.started_at,
+            "ttft_s": call.first_token_s,
+            "duration_s": call.duration_s,
+            "prompt_tokens": None if usage is None else usage.prompt_tokens,
+            "completion_tokens": None if usage is None else usage.completion_tokens,
+            "finish_reason": None if result is None else result.finish_reason,
+            "cached": None if result is None else result.cached,
+            "has_thought": None if result is None else bool(result.thought),
+            "n_tool_calls": None if result is None else len(calls),
+            "status": "error" if call.error else ("running" if call.duration_s is None else "ok"),
+            "error": optional_text(call.error, red),
+            "response_text": answer,
+        }
+        for name, value in row.items():
+            cols[name].append(value)
+    return frame("llm_calls", cols)
+
+
+def _concurrency(executions: list[ToolExecution]) -> list[int]:
+    """For each call, how many calls of its run overlapped it in time (itself included)."""
+    spans = []
+    for execution in executions:
+        end = execution.start_perf + (execution.duration_s if execution.duration_s is not None else float("inf"))
+        spans.append((execution.run_id, execution.start_perf, end))
+    by_run: dict[str, list[int]] = {}
+    for index, (run_id, _, _) in enumerate(spans):
+        by_run.setdefault(run_id, []).append(index)
+    counts = [1] * len(spans)
+    for indices in by_run.values():
+        for i in indices:
+            _, start, end = spans[i]
+            counts[i] = sum(1 for j in indices if spans[j][1] < end and start < spans[j][2] or j == i)
+    return counts
+
+
+def tool_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFrame:
+    """One row per tool call, with parsed arguments and how many calls ran at once."""
+    agents = run_agents(rows)
+    executions = records_of(rows, ToolExecution)
+    concurrent = _concurrency(executions)
+    cols: dict[str, list[Any]] = {name: [] for name in COLUMNS["tool_calls"]}
+    for execution, overlap in zip(executions, concurrent):
+        result = execution.result
+        row = {
+            "trace_id": trace_id,
+            "run_id": execution.run_id,
+            "agent": agents.get(execution.run_id),
+            "iteration": execution.iteration,
+            "batch_size": execution.batch_size,
+            "call_id": execution.call.id,
+            "tool_name": red(execution.call.name),  # the model's: it may carry anything
+            "arguments": parse_arguments(execution.call.arguments, red),
+            "result": None if result is None else red(result.content),
+            "is_error": None if result is None else result.is_error,
+            "started_at": execution.started_at,
+            "duration_s": execution.duration_s,
+            "concurrent_with": overlap,
+        }
+        for name, value in row.items():
+            cols[name].append(value)
+    return frame("tool_calls", cols)
+
+
+def _run_row(trace_id: str, run_id: str, start: float) -> dict[str, Any]:
+    return {
+        "trace_id": trace_id, "run_id": run_id, "agent": None, "status": "running", "error": None,
+        "started_at": None, "ended_at": None, "duration_s": None, "task": None, "final_type": None,
+        "final_text": None, "n_events": 0, "n_chunks": 0, "n_llm_calls": 0, "n_tool_calls": 0,
+        "n_tool_errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "_start": start,
+    }  # fmt: skip
+
+
+def runs_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFrame:
+    """One row per run: status, times, counts and tokens."""
+    parts = split(rows)
+    runs: dict[str, dict[str, Any]] = {}
+    for run_id, perf in zip(parts.runs, parts.perfs):  # a run's row where its first item is
+        if run_id is not None:
+            row = runs.get(run_id)
+            if row is None:
+                row = runs[run_id] = _run_row(trace_id, run_id, perf)
+            row["n_events"] += 1
+    for _, (run_id, *_) in parts.chunks:
+        runs[run_id]["n_chunks"] += 1
+    for _, (run_id, _, item) in parts.events:
+        if run_id is not None and type(item) is Response:
+            runs[run_id]["final_type"] = item.chat_message.type
+            runs[run_id]["final_text"] = red(item.chat_message.to_text())
+    for _, record in parts.records:
+        row = runs[record.run_id]
+        if type(record) is RunStarted:
+            row.update(agent=record.agent, started_at=record.started_at, _start=record.start_perf)
+            row["task"] = red("\n".join(message.to_text() for message in record.task))
+        elif type(record) is RunFinished:
+            row.update(status=record.status, error=optional_text(record.error, red), ended_at=record.ended_at)
+            row["duration_s"] = record.end_perf - row["_start"]
+        elif type(record) is LLMCall:
+            row["n_llm_calls"] += 1
+            if record.result is not None:
+                row["prompt_tokens"] += record.result.usage.prompt_tokens
+                row["completion_tokens"] += record.result.usage.completion_tokens
+        elif type(record) is ToolExecution:
+            row["n_tool_calls"] += 1
+            row["n_tool_errors"] += bool(record.result is not None and record.result.is_error)
+    cols = {name: [row[name] for row in runs.values()] for name in COLUMNS["runs"]}
+    return frame("runs", cols)

@@ -1,0 +1,260 @@
+"""The live trace: every item of every run of the sources it records, kept for analysis.
+
+A :class:`Trace` holds a :class:`~nbagent.trace.store.RowStore` that its recorders
+(:class:`~nbagent.trace.recording.AgentRecorder`, one per source) append to, and builds the frames
+from its rows: ``events_df``, ``llm_calls_df``, ``tool_calls_df``, ``runs_df``, the context at any
+point (``context_df``), ``summary`` and a timeline. It records any source that speaks
+:class:`nbagent.records.RunSource` (an ``AssistantAgent``, or another library's agent) and knows
+nothing else of it.
+
+Redaction happens when rows are built: every string that reaches a DataFrame, and so every export,
+goes through the trace's redaction hook first (by default API keys, bearer tokens and
+``Authorization`` values are masked, also when a key is split over several streamed chunks).
+pandas is imported only when a DataFrame is asked for. Column names and dtypes: :data:`COLUMNS`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+from .._ids import new_id
+from ..records import LLMCall, RunItem, RunSource
+from ..redact import DefaultRedactor, Redactor, keep
+from .base import TraceFrames
+from .context import context_rows, context_tables, pick_snapshot, snapshot_context
+from .frames import events_frame, llm_calls_frame, run_agents, runs_frame, tool_calls_frame
+from .recording import AgentRecorder
+from .rows import Row, as_chunk, as_move, records_of, split
+from .store import RowStore
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class Trace(TraceFrames):
+    """Every item of every run of the sources it records, with DataFrames, views and exports.
+
+    Each agent has one (``agent.trace``, its ``owner``). To gather several agents' runs in one trace,
+    use ``trace.attach(agent)`` / ``trace.detach(agent)`` or ``with trace.recording(a, b): ...``.
+    ``redact`` maps every stored string before it reaches a frame or a file (``None``: keep as is).
+    """
+
+    def __init__(
+        self,
+        *,
+        owner: RunSource | None = None,
+        redact: Redactor | None | Literal["default"] = "default",
+        trace_id: str | None = None,
+    ) -> None:
+        self.trace_id = trace_id or new_id()
+        self._store = RowStore()
+        # Every recorder this trace made, attached or not: a snapshot names its recorder by index.
+        self._recorders: list[AgentRecorder[Trace]] = []
+        self._redact = redact
+        # The secrets of every source this trace recorded: still masked once a source is detached or
+        # deleted (the default redactor reads them).
+        self._secrets: set[str] = set()
+        self._anchor = (time.time_ns(), time.perf_counter())
+        self._own = self._new_recorder(owner)
+        # The recorder protocol: ``record(item)`` records one item of the owner's runs. Bound once
+        # here rather than forwarded, since it runs for every streamed chunk.
+        self.record: Callable[[RunItem], None] = self._own.record
+        self._attached: dict[int, AgentRecorder[Trace]] = {}
+
+    def _new_recorder(self, source: RunSource | None) -> AgentRecorder[Trace]:
+        if source is not None:
+            self._secrets.update(source.secrets)
+        recorder = AgentRecorder(self, self._store, len(self._recorders), source)
+        self._recorders.append(recorder)
+        return recorder
+
+    # ------------------------------------------------------------------ recording
+
+    @property
+    def owner(self) -> RunSource | None:
+        """The source this trace was made for (``agent.trace``'s agent; ``None``: none, or deleted)."""
+        return self._own.source
+
+    @property
+    def recorder(self) -> AgentRecorder[Trace]:
+        """The recorder of the trace's owner (``trace.record`` is its ``record``)."""
+        return self._own
+
+    @property
+    def store(self) -> RowStore:
+        """The rows and context snapshots the recorders keep (:mod:`nbagent.trace.rows` layouts)."""
+        return self._store
+
+    def attach(self, source: RunSource) -> AgentRecorder[Trace]:
+        """Record ``source``'s runs from its next run on; returns the recorder added to ``source.recorders``."""
+        if source is self._own.source:  # the trace records its owner already
+            return self._own
+        if id(source) in self._attached:
+            return self._attached[id(source)]
+        recorder = self._attached[id(source)] = self._new_recorder(source)
+        source.recorders.append(recorder)
+        return recorder
+
+    def detach(self, source: RunSource) -> None:
+        """Stop recording ``source``'s runs (a run in progress keeps its recorders to its end)."""
+        recorder = self._attached.pop(id(source), None)
+        if recorder is not None and recorder in source.recorders:
+            source.recorders.remove(recorder)
+
+    def recording(self, *sources: RunSource) -> _Recording:
+        """A context manager that attaches ``sources`` on entry and detaches them on exit."""
+        return _Recording(self, sources)
+
+    def recorder_of(self, source: RunSource) -> AgentRecorder[Trace] | None:
+        """The recorder that records ``source`` into this trace as its owner or attached (else ``None``)."""
+        if self._own.source is source:
+            return self._own
+        return self._attached.get(id(source))
+
+    def _rows(self) -> list[Row]:
+        """The rows, with those of chunks streamed so far by LLM calls still in progress, and every
+        chunk's id drawn."""
+        self._own.flush()
+        for recorder in self._attached.values():
+            recorder.flush()
+        self._store.name_chunks()
+        return self._store.rows
+
+    @property
+    def items(self) -> list[RunItem]:
+        """The recorded items in order: live records and events (not redacted); moves and chunks rebuilt."""
+        rows = self._rows()
+        parts = split(rows)
+        agents = run_agents(rows)
+        wall_ns, perf0 = self._anchor
+        out: list[RunItem | None] = [None] * len(parts)
+        for index, record in parts.records:
+            out[index] = record
+        for index, (_, _, event) in parts.events:
+            out[index] = event
+        for index, move in parts.moves:
+            out[index] = as_move(move)
+        for index, chunk in parts.chunks:
+            run, perf = chunk[0], chunk[1]
+            created = datetime.fromtimestamp((wall_ns / 1e9) + (perf - perf0), UTC)
+            out[index] = as_chunk(chunk, agents.get(run, ""), created)
+        return out  # type: ignore[return-value]  # every position is filled
+
+    def __len__(self) -> int:
+        return len(self._rows())
+
+    def clear(self) -> None:
+        """Forget every recorded item and snapshot (and the chunks streamed so far), but what a run in
+        progress still needs to be recorded whole from here on: its ``RunStarted``, its last move and
+        its LLM and tool calls not ended yet (completed in place when they end)."""
+        self._store.clear()
+        for recorder in self._recorders:
+            recorder.restart()
+
+    def redactor(self) -> Redactor:
+        """The function every stored string goes through (the default masks keys found now)."""
+        if self._redact == "default":
+            sources = (recorder.source for recorder in self._recorders)
+            return DefaultRedactor(
+                {*self._secrets, *(secret for source in sources if source is not None for secret in source.secrets)}
+            )
+        if self._redact is None:
+            return keep
+        return self._redact
+
+    # ------------------------------------------------------------------ frames
+
+    def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
+        """One row per recorded item, streamed chunks included unless ``include_chunks=False``."""
+        red = self.redactor()
+        return events_frame(self._rows(), self.trace_id, red, self._anchor, include_chunks)
+
+    def llm_calls_df(self) -> pd.DataFrame:
+        """One row per model call."""
+        red = self.redactor()
+        return llm_calls_frame(self._rows(), self.trace_id, red)
+
+    def tool_calls_df(self) -> pd.DataFrame:
+        """One row per tool call, with parsed arguments and how many calls ran at once."""
+        red = self.redactor()
+        return tool_calls_frame(self._rows(), self.trace_id, red)
+
+    def runs_df(self) -> pd.DataFrame:
+        """One row per run: status, times, counts and tokens."""
+        red = self.redactor()
+        return runs_frame(self._rows(), self.trace_id, red)
+
+    # ------------------------------------------------------------------ context
+
+    def context_df(self, run_id: str | None = None, seq: int | None = None, agent: str | None = None) -> pd.DataFrame:
+        """The model context as it was when item ``seq`` of run ``run_id`` was recorded.
+
+        Without ``seq``: at the end of that run; without ``run_id``: the latest snapshot (of
+        ``agent`` if given). The context of each source this trace records (``owner`` or attached) is
+        snapshotted at run start, and at each move, event or run end where it changed.
+        """
+        rows = self._rows()
+        store = self._store
+        runs = split(rows).runs
+        snapshots = [(row, name) for row, name, *_ in store.snapshots]
+        index = pick_snapshot(runs, run_agents(rows), snapshots, run_id, seq, agent)
+        return snapshot_context(store, index, self._recorders, self.redactor())
+
+    def context_tables(self) -> dict[str, pd.DataFrame]:
+        """The context snapshots as two tables: ``context_logs``, each message log once (the context
+        frame's columns, per log), and ``snapshots``, each snapshot as a prefix of a log."""
+        self._rows()  # the snapshots' rows are positions among every row, chunks included
+        return context_tables(self._store, self._recorders, self.redactor(), self.trace_id)
+
+    def request_df(self, run_id: str, call_index: int = 0) -> pd.DataFrame:
+        """What LLM call ``call_index`` of run ``run_id`` sent the model: one row per message, system
+        messages included (the context frame's columns; run and STEP where this trace saw them added)."""
+        rows = self._rows()
+        calls = [call for call in records_of(rows, LLMCall) if call.run_id == run_id]
+        if not 0 <= call_index < len(calls):
+            raise IndexError(f"run {run_id!r} has {len(calls)} LLM calls, no call {call_index}")
+        agent = run_agents(rows).get(run_id)
+        recorder = next(
+            (r for r in self._recorders if agent and (s := r.source) is not None and s.name == agent),  # detached too
+            None,
+        )
+        return context_rows(calls[call_index].request.messages, recorder, self.redactor())
+
+    def live_context_df(self, source: RunSource) -> pd.DataFrame:
+        """``source``'s model context now, with the run and STEP this trace saw add each message."""
+        recorder = self.recorder_of(source)
+        return context_rows(source.model_context.messages, recorder, self.redactor(), live=recorder is not None)
+
+    def __repr__(self) -> str:
+        return f"Trace({len(self)} items, {len(run_agents(self._rows()))} runs)"
+
+
+class _Recording:
+    def __init__(self, trace: Trace, sources: Sequence[RunSource]) -> None:
+        self.trace = trace
+        self.sources = sources
+
+    def __enter__(self) -> Trace:
+        for source in self.sources:
+            self.trace.attach(source)
+        return self.trace
+
+    def __exit__(self, *exc: object) -> None:
+        for source in self.sources:
+            self.trace.detach(source)
+
+
+def context_frame(source: RunSource) -> pd.DataFrame:
+    """``agent.context_df()``: the source's model context now, with the run and STEP that added each
+    message, as the first trace among its recorders that records it saw (else without them)."""
+    for candidate in source.recorders:
+        if isinstance(candidate, Trace) and candidate.owner is source:
+            return candidate.live_context_df(source)
+        if isinstance(candidate, AgentRecorder) and candidate.source is source and candidate.trace_alive:
+            trace = candidate.trace
+            if isinstance(trace, Trace):
+                return context_rows(source.model_context.messages, candidate, trace.redactor(), live=True)
+    return context_rows(source.model_context.messages, None, DefaultRedactor(source.secrets))

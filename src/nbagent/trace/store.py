@@ -1,0 +1,76 @@
+"""The row store of a trace: the rows its recorders append, and the context snapshots.
+
+A :class:`RowStore` holds plain data only (no recorder, no trace, no source), so the recorders can
+hold it strongly without making a reference cycle. Its recorders append rows to :attr:`RowStore.rows`
+(the layouts of :mod:`nbagent.trace.rows`) and snapshots through :meth:`RowStore.add_snapshot`; the
+trace reads both.
+"""
+
+from __future__ import annotations
+
+from ..messages import LLMMessage
+from ..records import LLMCall, MoveName, RunFinished, RunStarted, ToolExecution
+from .rows import Row, SnapshotRow, named_chunk
+
+
+class RowStore:
+    """The rows of a trace (one per recorded item) and its context snapshots, in recording order."""
+
+    __slots__ = ("rows", "snapshots", "logs", "_unnamed", "_unnamed_calls")
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        """One row per item. Recorders only append to it; :meth:`clear` empties it in place."""
+        self.snapshots: list[SnapshotRow] = []
+        """One row per context snapshot, its log at the same position in :attr:`logs`."""
+        self.logs: list[list[LLMMessage]] = []
+        """Per snapshot, the message log it is a prefix of (logs are shared between snapshots)."""
+        # (first row, first chunk, end chunk) of chunk rows whose ids are not drawn yet, and the LLM
+        # call that streamed them in ``_unnamed_calls`` (so that the tuple holds plain values only).
+        self._unnamed: list[tuple[int, int, int]] = []
+        self._unnamed_calls: list[LLMCall] = []
+
+    def add_snapshot(
+        self, agent: str, length: int, recorder: int, run_id: str | None, move: MoveName | None, log: list[LLMMessage]
+    ) -> None:
+        """Snapshot ``agent``'s context, ``log[:length]``, before the next row (see :data:`rows.SnapshotRow`)."""
+        self.snapshots.append((len(self.rows), agent, length, recorder, run_id, move))
+        self.logs.append(log)
+
+    def defer_chunk_ids(self, first_row: int, call: LLMCall, start: int, end: int) -> None:
+        """Chunks ``start:end`` of ``call`` have rows from ``first_row`` on with no id yet: draw them
+        when the rows are first read (:meth:`name_chunks`), not while the run streams."""
+        self._unnamed.append((first_row, start, end))
+        self._unnamed_calls.append(call)
+
+    def name_chunks(self) -> None:
+        """Give every chunk row its id (``LLMCall.stream_ids``: kept, so two traces of a run agree)."""
+        rows = self.rows
+        for (first, start, end), call in zip(self._unnamed, self._unnamed_calls):
+            for index, chunk_id in enumerate(call.stream_ids()[start:end], first):
+                rows[index] = named_chunk(rows[index], chunk_id)
+        self._unnamed.clear()
+        self._unnamed_calls.clear()
+
+    def clear(self) -> None:
+        """Forget every row and snapshot but what a run in progress still needs to be recorded whole
+        from here on: its ``RunStarted``, its last move and its LLM and tool calls not ended yet."""
+        rows = self.rows
+        # Per run in progress: its start, its last move's row, its calls not ended.
+        running: dict[str, tuple[RunStarted, list[Row], list[Row]]] = {}
+        for row in rows:
+            if isinstance(row, tuple):
+                if len(row) == 4 and row[0] in running:  # a move
+                    running[row[0]][1][:] = [row]
+            elif isinstance(row, RunStarted):
+                running[row.run_id] = (row, [], [])
+            elif isinstance(row, RunFinished):
+                running.pop(row.run_id, None)
+            elif isinstance(row, (LLMCall, ToolExecution)) and row.duration_s is None and row.run_id in running:
+                running[row.run_id][2].append(row)
+        kept = {id(row) for started, move, calls in running.values() for row in (started, *move, *calls)}
+        rows[:] = [row for row in rows if id(row) in kept]  # in place: the recorders append to this list
+        self._unnamed.clear()
+        self._unnamed_calls.clear()
+        self.snapshots.clear()
+        self.logs.clear()
