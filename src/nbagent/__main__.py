@@ -17,55 +17,15 @@ from typing import TextIO
 
 from .agent import AssistantAgent
 from .demo import SCRIPTED_TASK, scripted_agent
-from .messages import (
-    BaseAgentEvent,
-    BaseChatMessage,
-    FunctionCall,
-    FunctionExecutionResult,
-    Response,
-    TextMessage,
-)
-from .records import LLMCall, Move, RunFinished, RunStarted, ToolExecution
+from .messages import TextMessage
+from .render import to_text
 
 WALKTHROUGH = "02_walkthrough_steps_1_5.ipynb"
 
 
-def _short(text: str, width: int = 100) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def describe(item: object) -> str | None:
-    """One terminal line for a run item; ``None`` for items the demo does not print."""
-    if isinstance(item, RunStarted):
-        return f"run started  agent={item.agent}  task={_short(' | '.join(m.to_text() for m in item.task))}"
-    if isinstance(item, Move):
-        info = item.info
-        return f"-- STEP {info.step}: {info.title}  [{info.method}]"
-    if isinstance(item, LLMCall):
-        return f"   LLM call ({item.purpose}), {len(item.request.messages)} messages, {len(item.request.tools)} tools"
-    if isinstance(item, ToolExecution):
-        return f"   tool call {item.call.to_text()}"
-    if isinstance(item, Response):
-        message = item.chat_message
-        return f"   Response: {type(message).__name__}  {_short(message.to_text())}"
-    if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
-        content = getattr(item, "content", "")
-        if isinstance(content, list):
-            text = "; ".join(
-                c.to_text()
-                if isinstance(c, FunctionCall)
-                else f"{c.name} -> {c.content}"
-                if isinstance(c, FunctionExecutionResult)
-                else str(c)
-                for c in content
-            )
-        else:
-            text = item.to_text()
-        return f"   {type(item).__name__}  {_short(text)}"
-    if isinstance(item, RunFinished):
-        return f"run finished  status={item.status}"
-    return None
+    """One terminal line for a run item (the renderer's text twin); ``None`` for items the demo does not print."""
+    return to_text(item)
 
 
 async def demo(out: TextIO | None = None) -> AssistantAgent:

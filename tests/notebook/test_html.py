@@ -1,4 +1,4 @@
-"""Safe HTML helpers: escaping, sanitised Markdown, truncation, event fragments."""
+"""Safe HTML (the renderer, :mod:`nbagent.render`): escaping, sanitised Markdown, truncation, event fragments."""
 
 from __future__ import annotations
 
@@ -21,19 +21,14 @@ from nbagent import (
     ThoughtEvent,
     ToolCallSummaryMessage,
 )
-from nbagent.notebook.html import (
-    escape,
-    event_html,
-    final_html,
-    footer_html,
-    markdown_html,
-    pretty_arguments,
-    step_badge,
-    stream_segment_html,
-    tool_card_html,
-    truncate,
-    value_html,
-)
+from nbagent.render import escape, pretty_arguments, step_badge, truncate
+from nbagent.render import footer as footer_html
+from nbagent.render import markdown as markdown_html
+from nbagent.render import stream_segment as stream_segment_html
+from nbagent.render import to_html as event_html
+from nbagent.render import to_html as final_html
+from nbagent.render import tool_card as tool_card_html
+from nbagent.render import value as value_html
 
 PAYLOADS = [
     "<img src=x onerror=alert(1)>",

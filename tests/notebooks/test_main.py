@@ -25,12 +25,12 @@ from ._kernel import ROOT
 
 DEMO_LINES = [
     "-- STEP 1: New messages into model_context  [_add_messages_to_context]",
-    "-- STEP 3: Make a message id  [on_messages_stream]",
+    "-- STEP 3: Make a message id  [_run_steps]",
     "-- STEP 4: Call the LLM  [_call_llm]",
     "   LLM call (initial), 2 messages, 2 tools",
     "-- STEP 5: Tool calls requested  [_process_model_result]",
     '   ToolCallRequestEvent  get_weather({"city": "Paris"}); get_weather({"city": "Tokyo"})',
-    "-- STEP 5: Run the tools  [_execute_tool_call]",
+    "-- STEP 5: Run the tools  [_execute_tool_calls]",
     '   tool call get_weather({"city": "Paris"})',
     '   tool call get_weather({"city": "Tokyo"})',
     "   ToolCallExecutionEvent  get_weather -> 12 C, cloudy; get_weather -> 18 C, sunny",
@@ -38,7 +38,7 @@ DEMO_LINES = [
     "   LLM call (tool_loop), 4 messages, 2 tools",
     "-- STEP 5: Tool calls requested  [_process_model_result]",
     '   ToolCallRequestEvent  subtract({"a": 18, "b": 12})',
-    "-- STEP 5: Run the tools  [_execute_tool_call]",
+    "-- STEP 5: Run the tools  [_execute_tool_calls]",
     '   tool call subtract({"a": 18, "b": 12})',
     "   ToolCallExecutionEvent  subtract -> 6.0",
     "-- STEP 5: Call the LLM again with the results  [_call_llm]",

@@ -175,14 +175,50 @@ async def test_model_and_tool_text_is_escaped_everywhere() -> None:
     assert sum("&lt;img src=x onerror=" in page for page in pages) == len(pages)
 
 
+def edge_states(html: str) -> dict[tuple[str, str], str]:
+    found = re.findall(r'<g class="nba-edge-group" data-from="(\w+)" data-to="(\w+)" data-state="(\w+)"', html)
+    return {(source, target): state for source, target, state in found}
+
+
 def test_pipeline_marks_memory_scenarios_unused_exits() -> None:
+    # The unused moves are those the agent's loop_settings make impossible (records.MOVES): an agent
+    # without memory never queries it (the hand-drawn diagram left "memory" idle).
     stepper = NotebookStepper(scenario("one_tool_reflect_on").agent(), "task")
     states = node_states(pipeline_html(stepper))
     assert states == {
-        "add_messages": "upcoming", "memory": "idle", "message_id": "idle", "call_llm": "idle",
+        "add_messages": "upcoming", "memory": "unused", "message_id": "idle", "call_llm": "idle",
         "text_exit": "idle", "tool_request": "idle", "tool_execution": "idle", "handoff_check": "unused",
         "next_llm_call": "unused", "summarize": "unused", "reflect": "idle",
     }  # fmt: skip
+    edges = edge_states(pipeline_html(stepper))
+    assert [key for key, state in edges.items() if state == "idle"] == [
+        ("add_messages", "message_id"), ("message_id", "call_llm"), ("call_llm", "text_exit"),
+        ("call_llm", "tool_request"), ("text_exit", "end"), ("tool_request", "tool_execution"),
+        ("tool_execution", "reflect"), ("reflect", "end"),
+    ]  # fmt: skip
+    memory = NotebookStepper(scenario("memory_hit").agent(), "task")
+    assert node_states(pipeline_html(memory))["memory"] == "idle"
+    assert edge_states(pipeline_html(memory))[("add_messages", "message_id")] == "unused"
+
+
+def test_diagram_has_every_edge_of_moves_and_marks_the_walk() -> None:
+    from nbagent.records import MOVES
+
+    stepper = NotebookStepper(scenario("handoff_and_tool").agent(), "task")
+    edges = edge_states(pipeline_html(stepper))
+    assert list(edges) == [(name, edge.target) for name, info in MOVES.items() for edge in info.edges]
+    assert edges[("tool_execution", "handoff_check")] == "idle"
+    assert edges[("tool_execution", "next_llm_call")] == "unused"  # with handoffs the check comes first
+    assert edges[("handoff_check", "end")] == "idle"
+
+
+async def test_walked_edges_are_taken() -> None:
+    sc = scenario("keeps_calling_limit_3")
+    stepper = nbagent.step(sc.agent(), "task")
+    await stepper.run_to_end()
+    edges = edge_states(pipeline_html(stepper))
+    walked = {*zip(sc.moves, sc.moves[1:]), (sc.moves[-1], "end")}
+    assert {key for key, state in edges.items() if state == "taken"} == walked
 
 
 async def test_a_click_from_another_thread_runs_on_the_widgets_loop() -> None:

@@ -4,7 +4,8 @@ The view consumes ``agent.iter()`` (the one loop), so it sees the moves (STEP ba
 and tool execution records (durations, tokens) and the events. Each event becomes a small
 ``widgets.HTML`` child; streamed text goes into its own widgets through a :class:`Coalescer`, so
 the browser gets at most ~22 text updates per second per message and each update carries only the
-last segment of that message. Every model or tool string is escaped (:mod:`nbagent.notebook.html`).
+last segment of that message. Every item is drawn by the one renderer (:mod:`nbagent.render`), so
+every model or tool string is escaped.
 
 Stable hooks for browser tests: the root has the classes ``nba-view`` and ``nba-state-<status>``
 (``idle``, ``running``, ``ok``, ``error``, ``cancelled``); the header ``nba-header`` holds
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
@@ -42,23 +44,22 @@ from ..messages import (
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
 )
-from ..records import LLMCall, Move, RunFinished, RunItem, RunStarted, ToolExecution
-from .coalesce import DEFAULT_INTERVAL, Coalescer
-from .html import (
+from ..records import LLMCall, Move, MoveName, RunFinished, RunItem, RunStarted, ToolExecution
+from ..render import (
+    EMPTY,
     STYLE,
-    error_html,
-    escape,
-    event_html,
-    final_html,
-    footer_html,
-    format_duration,
-    memory_html,
+    Markup,
+    Options,
+    el,
+    error_block,
+    footer,
+    plural,
     step_badge,
-    stream_segment_html,
-    thought_html,
-    tool_card_html,
-    user_html,
+    stream_segment,
+    tool_card,
 )
+from ..render import to_html as item_html
+from .coalesce import DEFAULT_INTERVAL, Coalescer
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -69,7 +70,11 @@ WAKE_INTERVAL = 0.1
 """Seconds between event-loop wake-ups while a run is shown (see :class:`_Waker`)."""
 
 
-def _html(value: str, kind: str) -> widgets.HTML:
+# The kind (``nba-item-<kind>``) of an item the view shows as it comes; any other event is an "event".
+_KINDS: dict[type, str] = {ThoughtEvent: "thought", MemoryQueryEvent: "memory"}
+
+
+def _html(value: Markup, kind: str) -> widgets.HTML:
     widget = widgets.HTML(value)
     widget.add_class("nba-item")
     widget.add_class(f"nba-item-{kind}")
@@ -108,7 +113,7 @@ class _ToolCard:
         self.call = call
         self.execution: ToolExecution | None = None
         self.done = False
-        self.widget = widgets.HTML(tool_card_html(call))
+        self.widget = widgets.HTML(tool_card(call))
         self.widget.add_class("nba-tool-card-widget")
 
     def show_result(self, cancelled: bool = False) -> None:
@@ -116,7 +121,7 @@ class _ToolCard:
         result = execution.result if execution is not None else None
         duration = execution.duration_s if execution is not None else None
         self.done = result is not None or cancelled
-        self.widget.value = tool_card_html(self.call, result, duration, cancelled=cancelled and result is None)
+        self.widget.value = tool_card(self.call, result, duration, cancelled=cancelled and result is None)
 
 
 class _Stream:
@@ -129,9 +134,9 @@ class _Stream:
 
     __slots__ = ("box", "coalescer", "_segment", "_escaped", "_length")
 
-    def __init__(self, badge: str, interval: float) -> None:
+    def __init__(self, badge: Markup, interval: float) -> None:
         self._segment = widgets.HTML()
-        self._escaped = ""
+        self._escaped = EMPTY
         self._length = 0
         self.box = widgets.Box([widgets.HTML(badge), self._segment])
         for name in ("nba-item", "nba-item-stream", "nba-event", "nba-text", "nba-stream"):
@@ -141,15 +146,15 @@ class _Stream:
     def _show(self, new: str) -> None:
         while len(new) > SEGMENT_CHARS - self._length:
             room = SEGMENT_CHARS - self._length
-            self._segment.value = stream_segment_html(self._escaped + escape(new[:room]))
+            self._segment.value = stream_segment(self._escaped + new[:room])
             new = new[room:]
             self._segment = widgets.HTML()
-            self._escaped = ""
+            self._escaped = EMPTY
             self._length = 0
             self.box.children = (*self.box.children, self._segment)
-        self._escaped += escape(new)
+        self._escaped += new  # escaped as it joins the markup: each piece once
         self._length += len(new)
-        self._segment.value = stream_segment_html(self._escaped)
+        self._segment.value = stream_segment(self._escaped)
 
     def close(self) -> None:
         """Close the segment widgets (the final message replaces them)."""
@@ -161,37 +166,19 @@ class _Stream:
 class _LLMRow:
     """The line of one LLM call: running, then its duration and tokens (or its error)."""
 
-    __slots__ = ("call", "number", "badge", "widget")
+    __slots__ = ("call", "options", "widget")
 
-    def __init__(self, call: LLMCall, number: int, badge: str) -> None:
+    def __init__(self, call: LLMCall, options: Options) -> None:
         self.call = call
-        self.number = number
-        self.badge = badge
-        self.widget = _html("", "llm")
+        self.options = options
+        self.widget = _html(EMPTY, "llm")
         self.render()
 
     def render(self) -> None:
-        call = self.call
-        if call.error is not None:
-            state, detail = "error", f"failed after {format_duration(call.duration_s)}: {call.error}"
-        elif call.duration_s is None:
-            state, detail = "running", "waiting for the model…"
-        else:
-            usage = call.result.usage if call.result is not None else RequestUsage()
-            first = f", first token {format_duration(call.first_token_s)}" if call.first_token_s is not None else ""
-            state = "ok"
-            detail = (
-                f"{format_duration(call.duration_s)}{first}, "
-                f"{usage.prompt_tokens:,} + {usage.completion_tokens:,} tokens"
-            )
-        self.widget.value = (
-            f'<div class="nba-event nba-llm-call" data-state="{state}" data-purpose="{escape(call.purpose)}">'
-            f'{self.badge}<span class="nba-label">LLM call {self.number} · {escape(call.model)} · '
-            f'{escape(call.purpose)}</span><span class="nba-muted">{escape(detail)}</span></div>'
-        )
+        self.widget.value = item_html(self.call, self.options)
 
 
-class AgentRunView(widgets.VBox):
+class AgentRunView(widgets.VBox):  # type: ignore[misc]
     """A live view of one agent run; call :meth:`run` (or :func:`show` / :func:`start`) to fill it.
 
     :meth:`handle` takes the run's items one by one and is the whole model of the view: it can be
@@ -241,69 +228,74 @@ class AgentRunView(widgets.VBox):
     def handle(self, item: RunItem) -> None:
         """Show one item of a run (record, event, message or ``Response``)."""
         kind = type(item)
-        if kind is str or kind is ModelClientStreamingChunkEvent:
-            # A str is a chunk of the current LLM call's message (a run without chunk events).
-            if kind is str:
-                message_id, text = self.llm_calls[-1].message_id, item
-            else:
-                message_id, text = item.full_message_id or "", item.content  # type: ignore[union-attr]
-            stream = self._streams.get(message_id)
-            if stream is None:
-                stream = self._streams[message_id] = _Stream(self._badge(), self._interval)
-                self._add(stream.box)
-            stream.coalescer.append(text)  # type: ignore[arg-type]
+        if kind is str:  # a chunk of the current LLM call's message (a run without chunk events)
+            self._stream(self.llm_calls[-1].message_id, item)  # type: ignore[arg-type]
+            return
+        if kind is ModelClientStreamingChunkEvent:
+            self._stream(item.full_message_id or "", item.content)  # type: ignore[union-attr]
             return
         self._refresh_llm_rows()
-        if isinstance(item, Move):
-            self.move = item
-            self._set_status("running")
-        elif isinstance(item, RunStarted):
-            self._started = item
-            for message in item.task:
-                self._add(_html(user_html(message, step_badge("add_messages")), "user"))
-            self._set_status("running")
-        elif isinstance(item, LLMCall):
-            self.llm_calls.append(item)
-            row = _LLMRow(item, len(self.llm_calls), self._badge())
-            self._llm_rows.append(row)
-            self._add(row.widget)
-        elif isinstance(item, ToolExecution):
-            self.tool_executions.append(item)
-            card = self._cards.get(item.call.id)
-            if card is not None:
-                card.execution = item
-        elif isinstance(item, ToolCallRequestEvent):
-            self._add_tool_group(item)
-        elif isinstance(item, ToolCallExecutionEvent):
-            for result in item.content:
-                card = self._cards.get(result.call_id)
-                if card is not None:
-                    card.show_result()
-        elif isinstance(item, ThoughtEvent):
-            self._add(_html(thought_html(item, self._badge()), "thought"))
-        elif isinstance(item, MemoryQueryEvent):
-            self._add(_html(memory_html(item, self._badge()), "memory"))
-        elif isinstance(item, Response):
-            self._show_answer(item)
-        elif isinstance(item, RunFinished):
-            self._finished_perf = item.end_perf
-            self._end("ok" if item.status == "ok" else item.status, item.error)
-            return
-        elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):
-            self._add(_html(event_html(item, self._badge()), "event"))
+        on_item = _ON_ITEM.get(kind)
+        if on_item is not None:  # an item that changes what is shown already, or the view's state
+            on_item(self, item)
+        elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):  # shown as the renderer draws it
+            self._add(_html(item_html(item, Options(self._move_name())), _KINDS.get(kind, "event")))
         self._update_footer()
+
+    def _on_move(self, move: Move) -> None:
+        self.move = move
+        self._set_status("running")
+
+    def _on_run_started(self, started: RunStarted) -> None:
+        self._started = started
+        task = Options("add_messages")
+        for message in started.task:
+            self._add(_html(item_html(message, task), "user"))
+        self._set_status("running")
+
+    def _on_llm_call(self, call: LLMCall) -> None:
+        self.llm_calls.append(call)
+        row = _LLMRow(call, Options(self._move_name(), len(self.llm_calls)))
+        self._llm_rows.append(row)
+        self._add(row.widget)
+
+    def _on_tool_execution(self, execution: ToolExecution) -> None:
+        self.tool_executions.append(execution)
+        card = self._cards.get(execution.call.id)
+        if card is not None:
+            card.execution = execution
+
+    def _on_tool_results(self, event: ToolCallExecutionEvent) -> None:
+        for result in event.content:
+            card = self._cards.get(result.call_id)
+            if card is not None:
+                card.show_result()
+
+    def _on_run_finished(self, finished: RunFinished) -> None:
+        self._finished_perf = finished.end_perf
+        self._end(finished.status, finished.error)
+
+    def _stream(self, message_id: str, text: str) -> None:
+        stream = self._streams.get(message_id)
+        if stream is None:
+            stream = self._streams[message_id] = _Stream(self._badge(), self._interval)
+            self._add(stream.box)
+        stream.coalescer.append(text)
 
     def _set_title(self, title: str) -> None:
         self._title_text = title
-        self._title.value = f'<span class="nba-title"><b>{escape(title)}</b></span>'
+        self._title.value = el("span", el("b", title), class_="nba-title")
 
-    def _badge(self) -> str:
-        return step_badge(self.move.name) if self.move is not None else ""
+    def _move_name(self) -> MoveName | None:
+        return self.move.name if self.move is not None else None
+
+    def _badge(self) -> Markup:
+        return step_badge(self.move.name) if self.move is not None else EMPTY
 
     def _add(self, widget: widgets.Widget) -> None:
         self.body.children = (*self.body.children, widget)
 
-    def _add_tool_group(self, event: ToolCallRequestEvent) -> None:
+    def _on_tool_request(self, event: ToolCallRequestEvent) -> None:
         cards = [_ToolCard(call) for call in event.content]
         for card in cards:
             self._cards[card.call.id] = card
@@ -315,11 +307,11 @@ class AgentRunView(widgets.VBox):
         group.add_class("nba-tool-group")
         self._add(group)
 
-    def _show_answer(self, response: Response) -> None:
+    def _on_response(self, response: Response) -> None:
         self.response = response
         message = response.chat_message
         kind = "handoff" if isinstance(message, HandoffMessage) else "final"
-        value = final_html(message, self._badge())
+        value = item_html(message, Options(self._move_name()))
         stream = self._streams.pop(message.id, None)
         if stream is None:
             self._add(_html(value, kind))
@@ -355,9 +347,7 @@ class AgentRunView(widgets.VBox):
 
     def _update_footer(self) -> None:
         shown = "" if self.status == "running" else self.status
-        self._footer.value = footer_html(
-            self.usage, len(self.llm_calls), len(self.tool_executions), self.elapsed_s, shown
-        )
+        self._footer.value = footer(self.usage, len(self.llm_calls), len(self.tool_executions), self.elapsed_s, shown)
 
     def _set_status(self, status: str, detail: str | None = None) -> None:
         if status != self.status or not self._status_html.value:
@@ -365,13 +355,13 @@ class AgentRunView(widgets.VBox):
             self.add_class(f"nba-state-{status}")
             self.status = status
         text = status
-        badge = ""
+        badge = EMPTY
         if status == "running" and self.move is not None:
             badge = self._badge()
             text = f"running · {self.move.info.title}"
         elif detail:
             text = f"{status}: {detail}"
-        self._status_html.value = f'{badge}<span class="nba-status-text" data-status="{status}">{escape(text)}</span>'
+        self._status_html.value = badge + el("span", text, class_="nba-status-text", data_status=status)
 
     def _end(self, status: str, error: str | None = None) -> None:
         for stream in self._streams.values():
@@ -382,7 +372,7 @@ class AgentRunView(widgets.VBox):
                 card.show_result(cancelled=True)
         if error is not None and status == "error":
             self.error = error
-            self._add(_html(error_html(error), "error"))
+            self._add(_html(error_block(error), "error"))
         if self._finished_perf is None:
             self._finished_perf = time.perf_counter()
         self.stop_button.disabled = True
@@ -473,9 +463,7 @@ class AgentRunView(widgets.VBox):
 
     def to_html(self) -> str:
         """Self-contained HTML of the current state (every value already escaped)."""
-        return (
-            f'<div class="nba-view nba-state-{self.status}">{"".join(_static(child) for child in self.children)}</div>'
-        )
+        return str(el("div", [_static(child) for child in self.children], class_=f"nba-view nba-state-{self.status}"))
 
     def to_text(self) -> str:
         """A plain-text summary: status, answer and totals."""
@@ -487,8 +475,8 @@ class AgentRunView(widgets.VBox):
         elapsed = self.elapsed_s
         totals = [
             f"{usage.prompt_tokens + usage.completion_tokens:,} tokens",
-            _count(len(self.llm_calls), "LLM call"),
-            _count(len(self.tool_executions), "tool call"),
+            plural(len(self.llm_calls), "LLM call"),
+            plural(len(self.tool_executions), "tool call"),
         ]
         if elapsed is not None:
             totals.append(f"{elapsed:.2f} s")
@@ -516,7 +504,7 @@ class AgentRunView(widgets.VBox):
         self._shown_in = count
         display_id = uuid.uuid4().hex
         self._display_ids.append(display_id)
-        display(self._repr_mimebundle_(), raw=True, display_id=display_id)
+        display(self._repr_mimebundle_(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
     def _refresh_displays(self) -> None:
         if not self._display_ids:
@@ -525,30 +513,42 @@ class AgentRunView(widgets.VBox):
 
         bundle = self._repr_mimebundle_()
         for display_id in self._display_ids:
-            update_display(bundle, raw=True, display_id=display_id)
+            update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
 
-def _static(widget: widgets.Widget) -> str:
-    """The HTML a widget shows, for the static fallback."""
+def _static(widget: widgets.Widget) -> Markup:
+    """The HTML a widget shows, for the static fallback.
+
+    The value of an HTML widget of the view is the renderer's markup (only the view sets it, and
+    only from :mod:`nbagent.render`), so it is taken as it is.
+    """
     if isinstance(widget, widgets.HTML):
-        return widget.value
-    if isinstance(widget, widgets.Button):
-        return ""
+        return Markup(widget.value)
     if isinstance(widget, widgets.Box):
-        classes = " ".join(escape(name) for name in widget._dom_classes)
-        inner = "".join(_static(child) for child in widget.children)
+        classes = " ".join(widget._dom_classes)
+        inner = [_static(child) for child in widget.children]
         if "nba-tool-group" in widget._dom_classes:
-            return f'<div class="nba-event {classes}" data-count="{len(widget.children) - 1}">{inner}</div>'
-        return f'<div class="{classes}">{inner}</div>'
-    return ""
+            return el("div", inner, class_=f"nba-event {classes}", data_count=len(widget.children) - 1)
+        return el("div", inner, class_=classes)
+    return EMPTY  # buttons
 
 
 def _name(source: AssistantAgent | AgentRun) -> str:
     return source.agent.name if isinstance(source, AgentRun) else source.name
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
+# What the view does with the items that change its state or what it shows already (the others it
+# adds as the renderer draws them).
+_ON_ITEM: dict[type, Callable[[AgentRunView, Any], None]] = {
+    Move: AgentRunView._on_move,
+    RunStarted: AgentRunView._on_run_started,
+    LLMCall: AgentRunView._on_llm_call,
+    ToolExecution: AgentRunView._on_tool_execution,
+    ToolCallRequestEvent: AgentRunView._on_tool_request,
+    ToolCallExecutionEvent: AgentRunView._on_tool_results,
+    Response: AgentRunView._on_response,
+    RunFinished: AgentRunView._on_run_finished,
+}
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:
@@ -571,7 +571,7 @@ async def show(
     from IPython.display import display
 
     view = AgentRunView(title or _name(source))
-    display(view)
+    display(view)  # type: ignore[no-untyped-call]
     await view.run(source, task, cancellation_token=cancellation_token)
     return view
 
@@ -591,6 +591,6 @@ def start(
     from IPython.display import display
 
     view = AgentRunView(title or _name(source))
-    display(view)
+    display(view)  # type: ignore[no-untyped-call]
     view.start(source, task, cancellation_token=cancellation_token)
     return view

@@ -1,17 +1,20 @@
 """A run's timeline as self-contained HTML/SVG: LLM calls and tool calls on a time axis.
 
 LLM calls share one lane; tool calls get as many lanes as ran at once, so parallel calls show as
-overlapping bars. Hovering a bar shows its details. Every text (tool names, arguments and results
-come from the model and the tools, untrusted) is escaped with ``html.escape``.
+overlapping bars. Hovering a bar shows its details. It is drawn with the one renderer
+(:mod:`nbagent.render`): every text (tool names, arguments and results come from the model and the
+tools, untrusted) is escaped by :func:`~nbagent.render.el`, and the colours are the stylesheet's
+(each shape also carries its light colour, for pages that drop the stylesheet).
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from ..render import STYLE, Markup, el, fallback
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,7 +25,6 @@ MARGIN = 16
 LANE = 22
 GAP = 6
 AXIS = 28
-COLOURS = {"llm": "#4c78a8", "tool": "#59a14f", "error": "#e15759"}
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ def _missing(value: Any) -> bool:
 
 def _tick_step(total: float) -> float:
     raw = total / 5
-    power = 10 ** math.floor(math.log10(raw))
+    power = 10.0 ** math.floor(math.log10(raw))
     return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
 
 
@@ -118,54 +120,85 @@ class Timeline:
         lanes = ("LLM", *(f"tools {i + 1}" for i in range(len(lane_ends))))
         return cls(rid, str(run["agent"]), str(run["status"]), total, tuple(bars), lanes)
 
-    def to_svg(self) -> str:
-        """The timeline as one ``<svg>`` element."""
+    def svg(self) -> Markup:
+        """The timeline as one ``<svg>`` element (markup)."""
         height = len(self.lanes) * (LANE + GAP) + AXIS
         span = WIDTH - GUTTER - MARGIN
         total = self.total_s if self.total_s > 0 else 1e-3
         scale = span / total
-        parts = [
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-            f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11">'
-        ]
+        fg = fallback("fg")
+        parts: list[Markup] = []
         for index, name in enumerate(self.lanes):
             y = index * (LANE + GAP)
-            parts.append(f'<text x="4" y="{y + LANE * 0.7:.1f}">{html.escape(name)}</text>')
-            parts.append(f'<rect x="{GUTTER}" y="{y}" width="{span}" height="{LANE}" fill="#f4f4f4"/>')
+            parts.append(el("text", name, class_="nba-lane-name", x=4, y=f"{y + LANE * 0.7:.1f}", fill=fg))
+            parts.append(el("rect", class_="nba-lane", x=GUTTER, y=y, width=span, height=LANE, fill=fallback("chip")))
         for bar in self.bars:
-            x = GUTTER + bar.start_s * scale
-            width = max(bar.duration_s * scale, 2.0)
-            y = bar.lane * (LANE + GAP)
-            parts.append(
-                f"<g><title>{html.escape(bar.details)}</title>"
-                f'<rect x="{x:.2f}" y="{y + 2}" width="{width:.2f}" height="{LANE - 4}" rx="3" '
-                f'fill="{COLOURS[bar.kind]}" fill-opacity="0.8" stroke="#333" stroke-width="0.5"/>'
-            )
-            if width > 30:
-                label = _short(bar.label, max(int(width / 7), 2))
-                parts.append(f'<text x="{x + 3:.2f}" y="{y + LANE * 0.68:.1f}" fill="#fff">{html.escape(label)}</text>')
-            parts.append("</g>")
+            parts.append(self._bar(bar, scale))
         axis_y = len(self.lanes) * (LANE + GAP)
-        parts.append(f'<line x1="{GUTTER}" y1="{axis_y}" x2="{GUTTER + span}" y2="{axis_y}" stroke="#333"/>')
+        axis = {"class_": "nba-axis", "stroke": fg}
+        parts.append(el("line", x1=GUTTER, y1=axis_y, x2=GUTTER + span, y2=axis_y, **axis))
         step = _tick_step(total)
         in_ms = total < 1
         tick = 0.0
         while tick <= total * 1.0001:
-            x = GUTTER + tick * scale
+            x = f"{GUTTER + tick * scale:.2f}"
             label = f"{tick * 1000:g} ms" if in_ms else f"{tick:g} s"
-            parts.append(f'<line x1="{x:.2f}" y1="{axis_y}" x2="{x:.2f}" y2="{axis_y + 4}" stroke="#333"/>')
-            parts.append(f'<text x="{x:.2f}" y="{axis_y + 16}" text-anchor="middle">{html.escape(label)}</text>')
+            parts.append(el("line", x1=x, y1=axis_y, x2=x, y2=axis_y + 4, **axis))
+            parts.append(el("text", label, class_="nba-tick-label", x=x, y=axis_y + 16, text_anchor="middle", fill=fg))
             tick = round(tick + step, 12)
-        parts.append("</svg>")
-        return "".join(parts)
+        return el(
+            "svg",
+            parts,
+            xmlns="http://www.w3.org/2000/svg",
+            width=WIDTH,
+            height=height,
+            viewBox=f"0 0 {WIDTH} {height}",
+            font_family="sans-serif",
+            font_size=11,
+        )
+
+    @staticmethod
+    def _bar(bar: Bar, scale: float) -> Markup:
+        x = GUTTER + bar.start_s * scale
+        width = max(bar.duration_s * scale, 2.0)
+        y = bar.lane * (LANE + GAP)
+        label = None
+        if width > 30:
+            label = el(
+                "text",
+                _short(bar.label, max(int(width / 7), 2)),
+                class_="nba-bar-label",
+                x=f"{x + 3:.2f}",
+                y=f"{y + LANE * 0.68:.1f}",
+                fill=fallback("bar-text"),
+            )
+        rect = el(
+            "rect",
+            class_=f"nba-bar nba-bar-{bar.kind}",
+            x=f"{x:.2f}",
+            y=y + 2,
+            width=f"{width:.2f}",
+            height=LANE - 4,
+            rx=3,
+            fill=fallback(f"bar-{bar.kind}"),
+            fill_opacity=0.8,
+            stroke=fallback("fg"),
+            stroke_width=0.5,
+        )
+        return el("g", el("title", bar.details), rect, label)
+
+    def figure(self) -> Markup:
+        """The titled ``<div>`` holding the SVG, without the stylesheet (a view that holds it adds it once)."""
+        title = f"run {self.run_id} of {self.agent}: {self.status}, {self.total_s * 1000:.1f} ms"
+        return el("div", el("div", title, class_="nba-timeline-title"), self.svg(), class_="nbagent-timeline")
+
+    def to_svg(self) -> str:
+        """The timeline as one ``<svg>`` element."""
+        return str(self.svg())
 
     def to_html(self) -> str:
-        """A titled ``<div>`` holding the SVG; no script, no external resource."""
-        title = f"run {self.run_id} of {self.agent}: {self.status}, {self.total_s * 1000:.1f} ms"
-        return (
-            f'<div class="nbagent-timeline"><div style="font:12px sans-serif;margin:4px 0">'
-            f"{html.escape(title)}</div>{self.to_svg()}</div>"
-        )
+        """The stylesheet and a titled ``<div>`` holding the SVG; no script, no external resource."""
+        return str(STYLE + self.figure())
 
     def _repr_html_(self) -> str:
         return self.to_html()

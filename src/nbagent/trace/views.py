@@ -1,11 +1,11 @@
-"""The trace's notebook views: the summary table and the timeline of the last run."""
+"""The trace's notebook views: the summary table and the timeline of the last run (:mod:`nbagent.render`)."""
 
 from __future__ import annotations
 
-import html
 import math
 from typing import TYPE_CHECKING, Any
 
+from ..render import STYLE, el
 from .summary import summarize
 
 if TYPE_CHECKING:
@@ -21,12 +21,7 @@ def _figure(value: Any) -> str:
 def summary_html(trace: TraceView) -> str:
     """The notebook view of a trace: its summary table and the timeline of its last run."""
     summary = summarize(trace.runs_df(), trace.llm_calls_df(), trace.tool_calls_df())
-    rows = "".join(
-        f"<tr><th style='text-align:left'>{html.escape(str(key))}</th><td>{html.escape(_figure(value))}</td></tr>"
-        for key, value in summary.items()
-    )
-    parts = [f"<div><b>trace {html.escape(trace.trace_id)}</b><table>{rows}</table>"]
-    if summary["runs"]:
-        parts.append(trace.timeline().to_html())
-    parts.append("</div>")
-    return "".join(parts)
+    rows = [el("tr", el("th", str(key)), el("td", _figure(value))) for key, value in summary.items()]
+    timeline = trace.timeline().figure() if summary["runs"] else None
+    table = el("table", rows, class_="nba-table nba-trace-summary")
+    return str(STYLE + el("div", el("b", f"trace {trace.trace_id}"), table, timeline, class_="nba-trace"))

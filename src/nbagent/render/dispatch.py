@@ -1,0 +1,327 @@
+"""One dispatch from a run item to its HTML (:func:`to_html`) and its terminal line (:func:`to_text`).
+
+A run item is anything ``agent.iter()`` yields: the events and chat messages of
+:mod:`nbagent.messages`, the records of :mod:`nbagent.records` (``Move``, ``LLMCall``,
+``ToolExecution``, ``RunStarted``, ``RunFinished``), ``Response``, and a ``str`` (a piece of
+streamed text). Both are :func:`functools.singledispatch` functions keyed by the item's type, so a
+new event type is shown by registering one function here::
+
+    @to_html.register
+    def _(item: MyEvent, options: Options = PLAIN) -> Markup:
+        return block("nba-my-event", value(item.content), badge=options.badge, title="my event")
+
+Its terminal line comes for free (the event's type and ``to_text()``); register a :func:`to_text`
+function only to say more. Unknown events and messages (another library's) fall back to their
+base class's renderer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import singledispatch
+from typing import Any
+
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    FunctionCall,
+    FunctionExecutionResult,
+    HandoffMessage,
+    MemoryQueryEvent,
+    ModelClientStreamingChunkEvent,
+    RequestUsage,
+    Response,
+    StructuredMessage,
+    TextMessage,
+    ThoughtEvent,
+    ToolCallExecutionEvent,
+    ToolCallRequestEvent,
+    ToolCallSummaryMessage,
+)
+from ..records import LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExecution
+from .blocks import (
+    block,
+    error_block,
+    format_duration,
+    label,
+    muted,
+    object_table,
+    step_badge,
+    stream_segment,
+    tool_card,
+    tool_group,
+    value,
+)
+from .markdown import markdown
+from .markup import EMPTY, Markup, concat, el, escape
+
+__all__ = ["PLAIN", "Options", "short", "to_html", "to_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Where an item is shown: the move it came in (its STEP badge) and its number there.
+
+    ``number`` is an ``LLMCall``'s number in its run, or a ``Move``'s index in a walk.
+    """
+
+    move: MoveName | None = None
+    number: int | None = None
+
+    @property
+    def badge(self) -> Markup:
+        return step_badge(self.move) if self.move is not None else EMPTY
+
+
+PLAIN = Options()
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+@singledispatch
+def to_html(item: object, options: Options = PLAIN) -> Markup:
+    """The item as a safe HTML fragment with its own look (every text in it escaped)."""
+    return block("nba-other", value(str(item)), badge=options.badge, title=type(item).__name__)
+
+
+@to_html.register
+def _agent_event(item: BaseAgentEvent, options: Options = PLAIN) -> Markup:
+    return block("nba-other", value(item.to_text()), badge=options.badge, title=item.type)
+
+
+@to_html.register
+def _chat_message(item: BaseChatMessage, options: Options = PLAIN) -> Markup:
+    """A message that is not an answer: the task, or another agent's message."""
+    return block("nba-user", value(item.to_text()), badge=options.badge, title=item.source)
+
+
+@to_html.register
+def _text_message(item: TextMessage, options: Options = PLAIN) -> Markup:
+    return _chat_message(item, options) if item.source == "user" else _answer(item, options)
+
+
+def _answer(message: BaseChatMessage, options: Options, kind: str = "text", *body: Markup) -> Markup:
+    """The run's answer: Markdown text, a structured object's table or a tool summary."""
+    if not body:
+        body = (el("div", markdown(message.to_text()), class_="nba-markdown"),)
+    return block(
+        "nba-final",
+        *body,
+        badge=options.badge,
+        title=f"{message.source} · answer",
+        data_kind=kind,
+        data_type=message.type,
+    )
+
+
+@to_html.register(StructuredMessage)
+def _structured(item: StructuredMessage[Any], options: Options = PLAIN) -> Markup:
+    return _answer(item, options, "structured", object_table(item.content))
+
+
+@to_html.register
+def _summary(item: ToolCallSummaryMessage, options: Options = PLAIN) -> Markup:
+    items = [
+        el("li", label(call.name), value(result.content, limit=300))
+        for call, result in zip(item.tool_calls, item.results)
+    ]
+    body = el("ul", items, class_="nba-summary") if items else value(item.content)
+    return _answer(item, options, "summary", body)
+
+
+@to_html.register
+def _handoff(item: HandoffMessage, options: Options = PLAIN) -> Markup:
+    return block(
+        "nba-handoff",
+        el("span", "→ ", item.target, class_="nba-handoff-target"),
+        value(item.content, limit=300),
+        badge=options.badge,
+        title="handoff",
+        data_target=item.target,
+    )
+
+
+@to_html.register
+def _thought(item: ThoughtEvent, options: Options = PLAIN) -> Markup:
+    """The model's reasoning, collapsed until clicked."""
+    summary = el("summary", options.badge, label("thought"), muted(f"{len(item.content):,} characters"))
+    return el("details", summary, value(item.content), class_="nba-event nba-thought")
+
+
+@to_html.register
+def _memory(item: MemoryQueryEvent, options: Options = PLAIN) -> Markup:
+    hits = [el("li", muted(hit.mime_type), " ", value(hit.to_text(), limit=300)) for hit in item.content]
+    return block(
+        "nba-memory",
+        el("ul", hits),
+        badge=options.badge,
+        title=f"memory: {len(hits)} hit{'s' if len(hits) != 1 else ''}",
+        data_count=len(hits),
+    )
+
+
+@to_html.register
+def _tool_request(item: ToolCallRequestEvent, options: Options = PLAIN) -> Markup:
+    return tool_group((tool_card(call) for call in item.content), options.badge)
+
+
+@to_html.register
+def _tool_results(item: ToolCallExecutionEvent, options: Options = PLAIN) -> Markup:
+    results = [
+        el("div", label(r.name), value(r.content), data_call_id=r.call_id, data_state="error" if r.is_error else "ok")
+        for r in item.content
+    ]
+    return block("nba-tool-results", results, badge=options.badge, title="tool results")
+
+
+@to_html.register
+def _chunk(item: ModelClientStreamingChunkEvent, options: Options = PLAIN) -> Markup:
+    return stream_segment(escape(item.content))
+
+
+@to_html.register
+def _text_piece(item: str, options: Options = PLAIN) -> Markup:
+    """A piece of streamed text (a run without chunk events)."""
+    return stream_segment(escape(item))
+
+
+@to_html.register
+def _response(item: Response, options: Options = PLAIN) -> Markup:
+    return to_html(item.chat_message, options)
+
+
+@to_html.register
+def _move(item: Move, options: Options = PLAIN) -> Markup:
+    """The heading of a move: its STEP, title and method, where it is in the walk, its explanation."""
+    info = item.info
+    where = "" if item.iteration is None else f" · iteration {item.iteration}"
+    index = f" move {options.number}" if options.number is not None else ""
+    head = el(
+        "div",
+        f"STEP {info.step} · {info.title} ",
+        el("code", info.method),
+        muted(f"{index}{where}") if index or where else None,
+        class_="nba-stepper-head",
+        data_step=info.step,
+        data_move=item.name,
+        data_index=options.number,
+    )
+    return head + el("p", info.explanation, class_="nba-stepper-explanation")
+
+
+@to_html.register
+def _llm_call(item: LLMCall, options: Options = PLAIN) -> Markup:
+    """The line of one LLM call: running, then its duration and tokens (or its error)."""
+    if item.error is not None:
+        state, detail = "error", f"failed after {format_duration(item.duration_s)}: {item.error}"
+    elif item.duration_s is None:
+        state, detail = "running", "waiting for the model…"
+    else:
+        usage = item.result.usage if item.result is not None else RequestUsage()
+        first = f", first token {format_duration(item.first_token_s)}" if item.first_token_s is not None else ""
+        state = "ok"
+        detail = (
+            f"{format_duration(item.duration_s)}{first}, {usage.prompt_tokens:,} + {usage.completion_tokens:,} tokens"
+        )
+    number = "" if options.number is None else f" {options.number}"
+    return el(
+        "div",
+        options.badge,
+        label(f"LLM call{number} · {item.model} · {item.purpose}"),
+        muted(detail),
+        class_="nba-event nba-llm-call",
+        data_state=state,
+        data_purpose=item.purpose,
+    )
+
+
+@to_html.register
+def _tool_execution(item: ToolExecution, options: Options = PLAIN) -> Markup:
+    return tool_card(item.call, item.result, item.duration_s)
+
+
+@to_html.register
+def _run_started(item: RunStarted, options: Options = PLAIN) -> Markup:
+    """The task: its messages, added to the context at STEP 1."""
+    task = Options("add_messages")
+    return concat(to_html(message, task) for message in item.task)
+
+
+@to_html.register
+def _run_finished(item: RunFinished, options: Options = PLAIN) -> Markup:
+    if item.error is not None:
+        return error_block(item.error)
+    return el("div", f"{item.agent} · {item.status}", class_="nba-run-end nba-muted", data_status=item.status)
+
+
+# --------------------------------------------------------------------------- text
+
+
+def short(text: str, width: int = 100) -> str:
+    """``text`` on one line (white space collapsed), cut to ``width`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+@singledispatch
+def to_text(item: object) -> str | None:
+    """One terminal line for a run item; ``None`` for items not printed (pieces of streamed text)."""
+    return None
+
+
+@to_text.register
+def _event_line(item: BaseAgentEvent | BaseChatMessage) -> str | None:
+    return f"   {type(item).__name__}  {short(item.to_text())}"
+
+
+@to_text.register
+def _tool_request_line(item: ToolCallRequestEvent) -> str | None:
+    return _content_line(item, item.content)
+
+
+@to_text.register
+def _tool_results_line(item: ToolCallExecutionEvent) -> str | None:
+    return _content_line(item, item.content)
+
+
+@to_text.register
+def _memory_line(item: MemoryQueryEvent) -> str | None:
+    return f"   {type(item).__name__}  {short('; '.join(hit.to_text() for hit in item.content))}"
+
+
+def _content_line(item: BaseAgentEvent, content: list[FunctionCall] | list[FunctionExecutionResult]) -> str | None:
+    parts = (c.to_text() if isinstance(c, FunctionCall) else f"{c.name} -> {c.content}" for c in content)
+    return f"   {type(item).__name__}  {short('; '.join(parts))}"
+
+
+@to_text.register
+def _response_line(item: Response) -> str | None:
+    message = item.chat_message
+    return f"   Response: {type(message).__name__}  {short(message.to_text())}"
+
+
+@to_text.register
+def _move_line(item: Move) -> str | None:
+    info = item.info
+    return f"-- STEP {info.step}: {info.title}  [{info.method}]"
+
+
+@to_text.register
+def _llm_call_line(item: LLMCall) -> str | None:
+    return f"   LLM call ({item.purpose}), {len(item.request.messages)} messages, {len(item.request.tools)} tools"
+
+
+@to_text.register
+def _tool_execution_line(item: ToolExecution) -> str | None:
+    return f"   tool call {item.call.to_text()}"
+
+
+@to_text.register
+def _run_started_line(item: RunStarted) -> str | None:
+    return f"run started  agent={item.agent}  task={short(' | '.join(m.to_text() for m in item.task))}"
+
+
+@to_text.register
+def _run_finished_line(item: RunFinished) -> str | None:
+    return f"run finished  status={item.status}"

@@ -1,0 +1,43 @@
+"""Markdown answers as sanitised HTML: markdown-it with raw HTML off, then an nh3 allow-list.
+
+The result is :class:`~nbagent.render.markup.Markup`: the only markup this package takes from
+outside its own code, and only once nh3 has cleaned it (no scripts, no event handlers, no styles
+but ``text-align`` in table cells, links only to http, https and mailto).
+"""
+
+from __future__ import annotations
+
+import nh3
+from markdown_it import MarkdownIt
+
+from .markup import Markup
+
+__all__ = ["markdown", "sanitize"]
+
+_ALLOWED_TAGS = {
+    "a", "p", "br", "hr", "em", "strong", "b", "i", "s", "del", "code", "pre", "blockquote",
+    "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6",
+    "table", "thead", "tbody", "tr", "th", "td",
+}  # fmt: skip
+_ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
+_URL_SCHEMES = {"http", "https", "mailto"}
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
+
+
+def sanitize(fragment: str) -> Markup:
+    """An HTML fragment cleaned with the allow-list: no scripts, handlers, styles or foreign URLs."""
+    return Markup(
+        nh3.clean(
+            fragment,
+            tags=_ALLOWED_TAGS,
+            attributes=_ALLOWED_ATTRIBUTES,
+            url_schemes=_URL_SCHEMES,
+            link_rel="noopener noreferrer nofollow",
+            filter_style_properties={"text-align"},
+        )
+    )
+
+
+def markdown(text: str) -> Markup:
+    """Markdown rendered to HTML (raw HTML in the source stays text), then sanitised."""
+    return sanitize(_markdown.render(text))
