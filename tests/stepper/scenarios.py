@@ -157,6 +157,28 @@ SCENARIOS = [
         ["add_messages", "memory", "message_id", "call_llm", "text_exit"],
         ["MemoryQueryEvent", "TextMessage"],
     ),
+    # Handoffs offered but not called: past the handoff check, STEP 5 goes on as without handoffs.
+    Scenario(
+        "handoff_offered_then_tool_loop",
+        lambda: [calls(("c1", "add", '{"a": 2, "b": 3}')), text("5")],
+        lambda: {"tools": [add], "handoffs": ["billing"], "max_tool_iterations": 2},
+        [*PRE, *TOOL_ROUND, "handoff_check", "next_llm_call", "text_exit"],
+        ["ToolCallRequestEvent", "ToolCallExecutionEvent", "TextMessage"],
+    ),
+    Scenario(
+        "handoff_offered_then_reflect",
+        lambda: [calls(("c1", "add", '{"a": 2, "b": 3}')), text("2 + 3 = 5")],
+        lambda: {"tools": [add], "handoffs": ["billing"], "reflect_on_tool_use": True},
+        [*PRE, *TOOL_ROUND, "handoff_check", "reflect"],
+        ["ToolCallRequestEvent", "ToolCallExecutionEvent", "TextMessage"],
+    ),
+    Scenario(
+        "handoff_offered_then_summary",
+        lambda: [calls(("c1", "add", '{"a": 2, "b": 3}'))],
+        lambda: {"tools": [add], "handoffs": ["billing"]},
+        [*PRE, *TOOL_ROUND, "handoff_check", "summarize"],
+        ["ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallSummaryMessage"],
+    ),
     Scenario(
         "structured_output",
         lambda: [calls(("c1", "add", '{"a": 20, "b": 1}')), '{"city": "Paris", "degrees": 21}'],

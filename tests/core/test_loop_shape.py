@@ -1,0 +1,223 @@
+"""The loop's shape is written once, in ``records.MOVES``: every run of the contract's scenarios follows it.
+
+The scenarios are the ones the other tests already encode: each test of ``test_event_orders.py`` (one
+per row of docs/contract.md's event-order table), ``test_summary_and_errors.py`` (defaults, summary,
+tool errors) and ``test_fixes.py`` (the nbagent fixes), run as they are, and every scripted scenario of
+``tests/stepper/scenarios.py``. While they run, each agent's runs are observed through a recorder
+(``AssistantAgent.iter`` is wrapped to add it), and the moves of each run are checked against MOVES:
+
+- each move is ``possible`` under the agent's ``loop_settings``, a run starts at ``add_messages``;
+- each transition (two consecutive moves, and the last move -> END when the run ends with a
+  ``Response``) is an edge of MOVES, ``possible`` under those settings;
+- every method MOVES names exists on ``AssistantAgent``;
+- and the converse, for coverage: every move and every edge of MOVES is made by at least one scenario.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import warnings
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from nbagent import AssistantAgent, BaseChatMessage, CancellationToken, Response
+from nbagent.agent import AgentRun
+from nbagent.records import END, MOVES, LoopSettings, Move, RunFinished, RunItem, RunStarted
+
+from ..stepper.scenarios import SCENARIOS
+from . import test_event_orders, test_fixes, test_summary_and_errors
+
+CONTRACT_MODULES: list[ModuleType] = [test_event_orders, test_summary_and_errors, test_fixes]
+
+Transition = tuple[str, str]  # (move, next move or END)
+
+
+@dataclass
+class ObservedRun:
+    """The moves one run made, under the settings of its agent, and how it ended."""
+
+    settings: LoopSettings
+    moves: list[str] = field(default_factory=list)
+    response: bool = False
+    status: str | None = None
+
+    def transitions(self) -> list[Transition]:
+        pairs = list(itertools.pairwise(self.moves))
+        if self.response and self.status == "ok" and self.moves:
+            pairs.append((self.moves[-1], END))
+        return pairs
+
+
+class MoveLog:
+    """A recorder that keeps the moves of every run of one agent."""
+
+    def __init__(self, agent: AssistantAgent, runs: list[ObservedRun]) -> None:
+        self.agent = agent
+        self.runs = runs
+        self.current: ObservedRun | None = None
+
+    def record(self, item: RunItem) -> None:
+        if isinstance(item, RunStarted):
+            self.current = ObservedRun(self.agent.loop_settings)
+            self.runs.append(self.current)
+        elif self.current is None:
+            return
+        elif isinstance(item, Move):
+            self.current.moves.append(item.name)
+        elif isinstance(item, Response):
+            self.current.response = True
+        elif isinstance(item, RunFinished):
+            self.current.status = item.status
+            self.current = None
+
+
+def observing(monkeypatch: pytest.MonkeyPatch) -> list[ObservedRun]:
+    """Observe every run started while the test runs: ``iter`` adds a :class:`MoveLog` to the agent's recorders."""
+    runs: list[ObservedRun] = []
+    logs: dict[int, MoveLog] = {}
+    original = AssistantAgent.iter
+
+    def iter_observed(
+        self: AssistantAgent,
+        messages: Sequence[BaseChatMessage],
+        cancellation_token: CancellationToken | None = None,
+        *,
+        chunk_events: bool = True,
+    ) -> AgentRun:
+        log = logs.setdefault(id(self), MoveLog(self, runs))
+        if log not in self.recorders:
+            self.recorders.append(log)
+        return original(self, messages, cancellation_token, chunk_events=chunk_events)
+
+    monkeypatch.setattr(AssistantAgent, "iter", iter_observed)
+    return runs
+
+
+def calls_of(test: Callable[..., Awaitable[None]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The calls pytest makes of a test function: one per combination of its parametrize marks."""
+    axes: list[list[dict[str, Any]]] = []
+    for mark in getattr(test, "pytestmark", []):
+        if mark.name != "parametrize":
+            continue
+        names = [n.strip() for n in mark.args[0].split(",")] if isinstance(mark.args[0], str) else list(mark.args[0])
+        axis = []
+        for value in mark.args[1]:
+            if hasattr(value, "values") and hasattr(value, "marks"):  # pytest.param(...)
+                value = value.values if len(names) > 1 else value.values[0]
+            axis.append(dict(zip(names, value)) if len(names) > 1 else {names[0]: value})
+        axes.append(axis)
+    for indexes in itertools.product(*(range(len(axis)) for axis in axes)):
+        kwargs: dict[str, Any] = {}
+        for axis, index in zip(axes, indexes):
+            kwargs.update(axis[index])
+        yield "-".join(map(str, indexes)), kwargs
+
+
+def contract_scenarios() -> list[tuple[str, Callable[[pytest.MonkeyPatch], Awaitable[None]]]]:
+    """Every scenario: the contract tests that take no fixture (each parametrized case), the stepper scripts."""
+    out: list[tuple[str, Callable[[pytest.MonkeyPatch], Awaitable[None]]]] = []
+    for module in CONTRACT_MODULES:
+        for name, test in inspect.getmembers(module, inspect.iscoroutinefunction):
+            if not name.startswith("test_") or test.__module__ != module.__name__:
+                continue
+            takes_monkeypatch = "monkeypatch" in inspect.signature(test).parameters
+            for label, kwargs in calls_of(test):
+                if set(inspect.signature(test).parameters) - set(kwargs) - {"monkeypatch"}:
+                    continue  # a fixture this runner does not give
+
+                async def run_test(
+                    monkeypatch: pytest.MonkeyPatch,
+                    test: Callable[..., Awaitable[None]] = test,
+                    kwargs: dict[str, Any] = kwargs,
+                    takes_monkeypatch: bool = takes_monkeypatch,
+                ) -> None:
+                    await test(**kwargs, **({"monkeypatch": monkeypatch} if takes_monkeypatch else {}))
+
+                short = module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+                out.append((f"{short}.{name}" + (f"[{label}]" if label else ""), run_test))
+    for scenario in SCENARIOS:
+
+        async def run_script(monkeypatch: pytest.MonkeyPatch, scenario: Any = scenario) -> None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # two handoffs warn
+                await scenario.agent().run(task="go")
+
+        out.append((f"stepper.{scenario.name}", run_script))
+    return out
+
+
+SCENARIO_RUNS = contract_scenarios()
+OBSERVED: dict[str, list[ObservedRun]] = {}  # by scenario: each is run once for both checks
+
+
+async def observe(name: str, run: Callable[[pytest.MonkeyPatch], Awaitable[None]]) -> list[ObservedRun]:
+    """The runs the scenario makes (run on first request only)."""
+    if name not in OBSERVED:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            runs = observing(monkeypatch)
+            await run(monkeypatch)
+        OBSERVED[name] = runs
+    return OBSERVED[name]
+
+
+def edges_of(name: str, settings: LoopSettings) -> dict[str, bool]:
+    """The targets of the edges out of ``name``, each with whether it is possible under ``settings``."""
+    return {edge.target: edge.possible(settings) for edge in MOVES[name].edges}
+
+
+def shape_errors(run: ObservedRun) -> list[str]:
+    errors: list[str] = []
+    if run.moves and run.moves[0] != "add_messages":
+        errors.append(f"the run starts at {run.moves[0]!r}, not at add_messages")
+    for name in run.moves:
+        if name not in MOVES:
+            errors.append(f"{name!r} is no move of MOVES")
+        elif not MOVES[name].possible(run.settings):
+            errors.append(f"{name!r} is not possible under {run.settings}")
+    for source, target in run.transitions():
+        if source not in MOVES:
+            continue
+        targets = edges_of(source, run.settings)
+        if target not in targets:
+            errors.append(f"{source} -> {target} is no edge of MOVES")
+        elif not targets[target]:
+            errors.append(f"{source} -> {target} is not possible under {run.settings}")
+    return errors
+
+
+@pytest.mark.parametrize(("name", "run"), SCENARIO_RUNS, ids=[name for name, _ in SCENARIO_RUNS])
+async def test_every_run_of_the_scenario_follows_moves(
+    name: str, run: Callable[[pytest.MonkeyPatch], Awaitable[None]]
+) -> None:
+    runs = await observe(name, run)
+    assert {name: [error for run in runs for error in shape_errors(run)]} == {name: []}
+
+
+def test_every_method_moves_names_exists_on_the_agent() -> None:
+    missing = {
+        name: info.method for name, info in MOVES.items() if not callable(getattr(AssistantAgent, info.method, None))
+    }
+    assert missing == {}
+
+
+def test_every_edge_target_is_a_move_or_the_end() -> None:
+    assert [
+        (name, edge.target) for name, info in MOVES.items() for edge in info.edges if edge.target not in (*MOVES, END)
+    ] == []
+
+
+async def test_every_move_and_edge_of_moves_is_made_by_some_scenario() -> None:
+    made_moves: set[str] = set()
+    made_edges: set[Transition] = set()
+    for name, run in SCENARIO_RUNS:
+        for observed in await observe(name, run):
+            made_moves.update(observed.moves)
+            made_edges.update(observed.transitions())
+    edges = {(name, edge.target) for name, info in MOVES.items() for edge in info.edges}
+    assert sorted(set(MOVES) - made_moves) == []
+    assert sorted(edges - made_edges) == []
