@@ -1,0 +1,168 @@
+"""The one dispatch: every run item type has its HTML renderer and a terminal line, all escaped."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from nbagent import messages, records
+from nbagent.messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    CreateResult,
+    FunctionCall,
+    FunctionExecutionResult,
+    HandoffMessage,
+    MemoryContent,
+    MemoryQueryEvent,
+    ModelClientStreamingChunkEvent,
+    RequestUsage,
+    Response,
+    StructuredMessage,
+    TextMessage,
+    ThoughtEvent,
+    ToolCallExecutionEvent,
+    ToolCallRequestEvent,
+    ToolCallSummaryMessage,
+    UserMessage,
+)
+from nbagent.models.base import ModelRequest
+from nbagent.records import LLMCall, Move, RunFinished, RunStarted, ToolExecution
+from nbagent.render import Options, to_html, to_text
+
+X = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+ESCAPED = "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&lt;script&gt;alert(2)&lt;/script&gt;"
+
+
+class Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+        self.handlers: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.names.add(tag)
+        self.handlers += [name for name, _ in attrs if name.startswith("on")]
+
+
+class City(BaseModel):
+    name: str
+
+
+def _call() -> FunctionCall:
+    return FunctionCall(id=X, name=X, arguments=X)
+
+
+def _result(error: bool = False) -> FunctionExecutionResult:
+    return FunctionExecutionResult(content=X, name=X, call_id=X, is_error=error)
+
+
+def _llm_call() -> LLMCall:
+    call = LLMCall("r1", 0, "initial", X, ModelRequest([UserMessage(content=X, source=X)], [], "auto", None), "m", True)
+    call.finish(CreateResult(finish_reason="stop", content=X, usage=RequestUsage(prompt_tokens=3, completion_tokens=4)))
+    return call
+
+
+def _tool_execution() -> ToolExecution:
+    execution = ToolExecution("r1", 0, _call(), 1)
+    execution.finish(_result())
+    return execution
+
+
+SAMPLES: dict[type, Callable[[], Any]] = {
+    TextMessage: lambda: TextMessage(content=X, source="bot"),
+    StructuredMessage: lambda: StructuredMessage[City](content=City(name=X), source="bot"),
+    ToolCallSummaryMessage: lambda: ToolCallSummaryMessage(
+        content=X, source=X, tool_calls=[_call()], results=[_result()]
+    ),
+    HandoffMessage: lambda: HandoffMessage(content=X, target=X, source=X),
+    ToolCallRequestEvent: lambda: ToolCallRequestEvent(content=[_call(), _call()], source=X),
+    ToolCallExecutionEvent: lambda: ToolCallExecutionEvent(content=[_result(), _result(True)], source=X),
+    ThoughtEvent: lambda: ThoughtEvent(content=X, source=X),
+    MemoryQueryEvent: lambda: MemoryQueryEvent(content=[MemoryContent(content=X, mime_type=X)], source=X),
+    ModelClientStreamingChunkEvent: lambda: ModelClientStreamingChunkEvent(content=X, source=X),
+    Move: lambda: Move("r1", "tool_execution", 2),
+    LLMCall: _llm_call,
+    ToolExecution: _tool_execution,
+    RunStarted: lambda: RunStarted("r1", X, [TextMessage(content=X, source="user")]),
+    RunFinished: lambda: RunFinished("r1", X, "error", X),
+    Response: lambda: Response(chat_message=TextMessage(content=X, source="bot")),
+    str: lambda: X,
+}
+
+
+def run_item_types() -> list[type]:
+    """Every event and chat message type of nbagent.messages, every record, Response and str."""
+    declared = [
+        cls
+        for _, cls in inspect.getmembers(messages, inspect.isclass)
+        if cls.__module__ == messages.__name__
+        and issubclass(cls, (BaseAgentEvent, BaseChatMessage))
+        and cls not in (BaseAgentEvent, BaseChatMessage)
+    ]
+    return [*declared, *records.RECORD_TYPES, Response, str]
+
+
+def test_every_run_item_type_has_its_own_renderer() -> None:
+    types = run_item_types()
+    assert len(types) == 16
+    assert [cls.__name__ for cls in types if cls not in to_html.registry] == []
+    assert sorted(cls.__name__ for cls in types) == sorted(cls.__name__ for cls in SAMPLES)
+
+
+@pytest.mark.parametrize("kind", list(SAMPLES), ids=lambda kind: kind.__name__)
+def test_each_item_renders_escaped(kind: type) -> None:
+    item = SAMPLES[kind]()
+    html = to_html(item, Options("call_llm", 2))
+    tags = Tags()
+    tags.feed(html)
+    assert not {"img", "script"} & tags.names and tags.handlers == []
+    if kind is not Move:
+        assert ESCAPED in html or "&lt;img src=x onerror=" in html, html
+    line = to_text(item)
+    if kind is str:
+        assert line is None  # streamed text is not a line of its own
+    else:
+        assert isinstance(line, str) and "\n" not in line
+
+
+def test_unknown_events_fall_back_to_their_base_class() -> None:
+    class Custom(BaseAgentEvent):
+        content: str
+        type: str = "Custom"
+
+    event = Custom(content=X, source="x")
+    assert 'class="nba-event nba-other"' in to_html(event) and ESCAPED in to_html(event)
+    assert to_text(event) == f"   Custom  {X}"
+    assert "nba-other" in to_html(object())
+
+
+def test_text_lines() -> None:
+    assert to_text(Move("r", "call_llm")) == "-- STEP 4: Call the LLM  [_call_llm]"
+    assert to_text(ToolCallRequestEvent(content=[FunctionCall(id="1", name="f", arguments="{}")], source="a")) == (
+        "   ToolCallRequestEvent  f({})"
+    )
+    results = [FunctionExecutionResult(content="12", name="f", call_id="1")]
+    assert to_text(ToolCallExecutionEvent(content=results, source="a")) == "   ToolCallExecutionEvent  f -> 12"
+    hits = [MemoryContent(content="tea"), MemoryContent(content={"k": 1})]
+    assert to_text(MemoryQueryEvent(content=hits, source="a")) == '   MemoryQueryEvent  tea; {"k": 1}'
+    assert to_text(RunFinished("r", "a", "ok")) == "run finished  status=ok"
+    assert to_text("piece") is None
+
+
+def test_options_give_the_badge_and_the_number() -> None:
+    html = to_html(_llm_call(), Options("reflect", 3))
+    assert html.startswith('<div class="nba-event nba-llm-call" data-state="ok" data-purpose="initial">')
+    assert 'data-move="reflect"' in html and "LLM call 3 · " in html and "3 + 4 tokens" in html
+    head = to_html(Move("r", "tool_execution", 1), Options(number=5))
+    assert head.startswith('<div class="nba-stepper-head" data-step="5" data-move="tool_execution" data-index="5">')
+    assert "<code>_execute_tool_calls</code>" in head and " move 5 · iteration 1" in head
+    task = to_html(
+        RunStarted("r", "a", [TextMessage(content="a", source="user"), TextMessage(content="b", source="user")])
+    )
+    assert task.count('class="nba-event nba-user"') == 2 and task.count('data-move="add_messages"') == 2
