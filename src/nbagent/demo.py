@@ -61,7 +61,8 @@ def subtract(a: float, b: float) -> float:
 
 
 def scripted_agent() -> AssistantAgent:
-    """The terminal demo's agent (``python -m nbagent demo``): two tools, a replay model scripted for two tool rounds then an answer.
+    """The terminal demo's agent (``python -m nbagent demo``): two tools, a replay model scripted for two
+    tool rounds then an answer.
 
     The scripted tool-call answers carry the prompt tokens the replay model estimates for the
     messages those calls are sent (it estimates them itself only for text answers).

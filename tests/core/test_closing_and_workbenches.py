@@ -38,9 +38,8 @@ async def test_closing_run_stream_early_frees_the_agent_at_once() -> None:
 async def test_leaving_an_iter_block_closes_the_run() -> None:
     agent = AssistantAgent("a", ReplayChatCompletionClient(["first"]))
     async with agent.iter([TextMessage(content="go", source="user")]) as run:
-        async for item in run:
-            break  # at RunStarted: the model was never called
-    assert type(item).__name__ == "RunStarted"
+        first = await run.__anext__()  # RunStarted: the model was never called
+    assert type(first).__name__ == "RunStarted"
     assert run.status == "cancelled" and not agent.is_running
     assert (await agent.run(task="next")).messages[-1].content == "first"
 

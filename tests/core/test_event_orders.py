@@ -143,7 +143,9 @@ async def test_parallel_calls_results_in_call_order() -> None:
         "ToolCallSummaryMessage",
     ]
     assert result.messages[-1].content == (
-        'slow({"x": "A"}) -> slow:A err=False\nadd({"a": 5, "b": 6}) -> 11 err=False\nslow({"x": "B"}) -> slow:B err=False'
+        'slow({"x": "A"}) -> slow:A err=False\n'
+        'add({"a": 5, "b": 6}) -> 11 err=False\n'
+        'slow({"x": "B"}) -> slow:B err=False'
     )
     assert context(a) == [
         U_GO,

@@ -16,8 +16,10 @@ CELLS = [
     "def add(a: int, b: int) -> int:\n"
     '    """Add two integers."""\n'
     "    return a + b\n"
-    "call = CreateResult(finish_reason='function_calls', content=[FunctionCall(id='c1', name='add', arguments='{\"a\": 2, \"b\": 3}')])\n"
-    "agent = AssistantAgent('assistant', ReplayChatCompletionClient([call, 'five <b>5</b>']), tools=[add], reflect_on_tool_use=True)",
+    "call = CreateResult(finish_reason='function_calls',\n"
+    "                    content=[FunctionCall(id='c1', name='add', arguments='{\"a\": 2, \"b\": 3}')])\n"
+    "agent = AssistantAgent('assistant', ReplayChatCompletionClient([call, 'five <b>5</b>']), tools=[add],\n"
+    "                       reflect_on_tool_use=True)",
     "stepper = nbagent.step(agent, 'What is 2 + 3?')\nstepper",
     "first = await stepper.next()\nfirst",
     "results = await stepper.run_to_end()\n[r.name for r in results]",
