@@ -33,7 +33,7 @@ from ..cancellation import CancellationToken
 from ..context import message_text
 from ..messages import ModelClientStreamingChunkEvent
 from ..records import MOVES, LoopSettings
-from ..render import STYLE, Markup, Options, concat, el, label, muted, pipeline, streamed_chunks, to_html, value
+from ..render import EMPTY, STYLE, Markup, Options, concat, el, label, muted, pipeline, streamed_chunks, to_html, value
 from ..stepper import Stepper, StepResult
 
 
@@ -111,7 +111,7 @@ def request_html(result: StepResult) -> Markup:
     """Exactly what the model received at this move, and the raw ``CreateResult`` it returned."""
     call = result.llm_call
     if call is None:
-        return Markup()
+        return EMPTY
     request = call.request
     messages = [
         el(
@@ -167,7 +167,7 @@ def request_html(result: StepResult) -> Markup:
         + sent
         + el("h4", "Raw CreateResult")
         + el("div", value(raw, limit=1500), class_="nba-stepper-result")
-        + (el("div", call.error, class_="nba-event nba-error") if call.error else Markup())
+        + (el("div", call.error, class_="nba-event nba-error") if call.error else EMPTY)
     )
 
 
