@@ -190,7 +190,8 @@ def lab() -> Iterator[LabServer]:
                 break
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"jupyter lab did not answer in {START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
+                    tail = log.read_text()[-3000:]
+                    raise RuntimeError(f"jupyter lab did not answer in {START_TIMEOUT_S} s:\n{tail}") from None
                 time.sleep(0.25)
         yield server
     finally:
@@ -266,7 +267,8 @@ _EXECUTE_JS = """async ([code, limit]) => {
     if (msg.header.msg_type === 'stream') out += msg.content.text;
     if (msg.header.msg_type === 'error') out += msg.content.ename + ': ' + msg.content.evalue;
   };
-  const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('kernel did not reply in ' + limit + ' ms')), limit));
+  const timeout = new Promise(
+    (_, reject) => setTimeout(() => reject(new Error('kernel did not reply in ' + limit + ' ms')), limit));
   await Promise.race([future.done, timeout]);
   return out;
 }"""
@@ -308,7 +310,8 @@ class LabNotebook:
         """The visible text of each code cell's output area, in cell order."""
         return self.page.eval_on_selector_all(
             ".jp-Notebook .jp-CodeCell",
-            "cells => cells.map(c => [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText).join('\\n'))",
+            "cells => cells.map(c => [...c.querySelectorAll('.jp-OutputArea-output')]"
+            ".map(o => o.innerText).join('\\n'))",
         )
 
     def error_outputs(self) -> list[str]:

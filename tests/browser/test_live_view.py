@@ -27,7 +27,10 @@ def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
 
-FINAL = "Paris is **sunny** at 21 °C.\\n\\n- weather: sunny\\n- sum: 5\\n\\nDone after two tool calls, streamed word by word."
+FINAL = (
+    "Paris is **sunny** at 21 °C.\\n\\n- weather: sunny\\n- sum: 5\\n\\n"
+    "Done after two tool calls, streamed word by word."
+)
 client = ReplayChatCompletionClient(
     [
         CreateResult(
@@ -60,7 +63,10 @@ hostile = AssistantAgent(
     "hostile",
     ReplayChatCompletionClient(
         [
-            CreateResult(finish_reason="function_calls", content=[FunctionCall(id="c1", name="fetch_page", arguments='{"url": "u1"}')]),
+            CreateResult(
+                finish_reason="function_calls",
+                content=[FunctionCall(id="c1", name="fetch_page", arguments='{"url": "u1"}')],
+            ),
             f"Here is the page: {IMG} and {SCRIPT} done.",
         ]
     ),
@@ -84,7 +90,13 @@ async def wait_forever(x: int) -> str:
 slow = AssistantAgent(
     "slow",
     ReplayChatCompletionClient(
-        [CreateResult(finish_reason="function_calls", content=[FunctionCall(id="w1", name="wait_forever", arguments='{"x": 1}')]), "after the stop"]
+        [
+            CreateResult(
+                finish_reason="function_calls",
+                content=[FunctionCall(id="w1", name="wait_forever", arguments='{"x": 1}')],
+            ),
+            "after the stop",
+        ]
     ),
     tools=[wait_forever],
 )

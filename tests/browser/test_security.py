@@ -40,8 +40,13 @@ from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatComple
     + KERNEL_TOOLS
     + """
 def make_agent(name: str) -> AssistantAgent:
-    calls = [FunctionCall(id=f"l{i}", name="lookup", arguments=json.dumps({"key": i, "note": a})) for i, a in enumerate(corpus["a"])]
-    calls += [FunctionCall(id=f"x{i}", name="explode", arguments=json.dumps({"key": i})) for i in range(len(corpus["e"]))]
+    calls = [
+        FunctionCall(id=f"l{i}", name="lookup", arguments=json.dumps({"key": i, "note": a}))
+        for i, a in enumerate(corpus["a"])
+    ]
+    calls += [
+        FunctionCall(id=f"x{i}", name="explode", arguments=json.dumps({"key": i})) for i in range(len(corpus["e"]))
+    ]
     script = [
         CreateResult(finish_reason="function_calls", content=calls, thought="\\n\\n".join(corpus["h"])),
         CreateResult(finish_reason="stop", content="\\n\\n".join(corpus["t"]), thought="\\n\\n".join(corpus["k"])),

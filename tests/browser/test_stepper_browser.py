@@ -18,8 +18,10 @@ CELLS = [
     '    """Multiply two integers."""\n'
     "    return a * b\n"
     "def calls(call_id, name, arguments):\n"
-    "    return CreateResult(finish_reason='function_calls', content=[FunctionCall(id=call_id, name=name, arguments=arguments)])\n"
-    "script = [calls('c1', 'add', '{\"a\": 2, \"b\": 3}'), calls('c2', 'mul', '{\"a\": 5, \"b\": 4}'), '(2 + 3) * 4 = **20**']\n"
+    "    call = FunctionCall(id=call_id, name=name, arguments=arguments)\n"
+    "    return CreateResult(finish_reason='function_calls', content=[call])\n"
+    "script = [calls('c1', 'add', '{\"a\": 2, \"b\": 3}'), calls('c2', 'mul', '{\"a\": 5, \"b\": 4}'),\n"
+    "          '(2 + 3) * 4 = **20**']\n"
     "agent = AssistantAgent('assistant', ReplayChatCompletionClient(script), tools=[add, mul], max_tool_iterations=3)",
     "stepper = nbagent.step(agent, 'What is (2 + 3) * 4? <img src=x onerror=\"document.title=1\">')\nstepper",
     "print('cells done')",

@@ -53,7 +53,10 @@ class Failing(ReplayChatCompletionClient):
             raise nbagent.ModelError("\\n\\n".join(corpus["m"]))
         return await super().create(messages, **kwargs)
 
-calls = [FunctionCall(id=f"l{i}", name="lookup", arguments=json.dumps({"key": i, "note": a})) for i, a in enumerate(corpus["a"])]
+calls = [
+    FunctionCall(id=f"l{i}", name="lookup", arguments=json.dumps({"key": i, "note": a}))
+    for i, a in enumerate(corpus["a"])
+]
 calls += [FunctionCall(id=f"x{i}", name="explode", arguments=json.dumps({"key": i})) for i in range(len(corpus["e"]))]
 calls += [FunctionCall(id=f"n{i}", name=name, arguments="{}") for i, name in enumerate(corpus["n"])]
 script = [
@@ -129,7 +132,10 @@ OUTPUTS = ".jp-OutputArea-output:not(:has(.xss-control))"
 _CELL = "[...document.querySelectorAll('.jp-Notebook .jp-CodeCell')][i]"
 _TEXT_JS = f"(i) => [...{_CELL}.querySelectorAll('.jp-OutputArea-output')].map(o => o.textContent).join('\\n')"
 _TITLES_JS = f"(i) => [...{_CELL}.querySelectorAll('svg title')].map(t => t.textContent)"
-_ROWS_JS = f"(i) => [...{_CELL}.querySelectorAll('tr')].map(r => [r.querySelector('th').textContent, r.querySelector('td').textContent])"
+_ROWS_JS = (
+    f"(i) => [...{_CELL}.querySelectorAll('tr')]"
+    ".map(r => [r.querySelector('th').textContent, r.querySelector('td').textContent])"
+)
 _BARS = (
     'print(json.dumps({{"first": [b.details for b in {t}.timeline(first).bars],'
     ' "last": [b.details for b in {t}.timeline().bars]}}))'

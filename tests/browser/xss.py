@@ -47,7 +47,8 @@ DANGEROUS_DOM_JS = """(root) => {
         const name = attr.name.toLowerCase();
         const value = attr.value.replace(/[\\s\\u0000-\\u001f]/g, '').toLowerCase();
         if (name.startsWith('on')) found.push(tag + '[' + name + ']');
-        if (urlAttrs.includes(name) && /^(javascript|vbscript|data:text\\/html)/.test(value)) found.push(tag + '[' + name + '=' + value.slice(0, 30) + ']');
+        if (urlAttrs.includes(name) && /^(javascript|vbscript|data:text\\/html)/.test(value))
+          found.push(tag + '[' + name + '=' + value.slice(0, 30) + ']');
         if (name === 'style' && /javascript:|expression\\(/.test(value)) found.push(tag + '[style]');
       }
     }

@@ -30,8 +30,10 @@ def shout(text: str) -> str:
 
 def make(name, answer="The **answer** is 3."):
     script = [
-        CreateResult(finish_reason="function_calls",
-                     content=[FunctionCall(id="c1", name="shout", arguments='{"text": "<img src=x onerror=alert(1)>"}')]),
+        CreateResult(
+            finish_reason="function_calls",
+            content=[FunctionCall(id="c1", name="shout", arguments='{"text": "<img src=x onerror=alert(1)>"}')],
+        ),
         answer,
     ]
     client = ReplayChatCompletionClient(script, chunk_delay=0.001)
@@ -227,13 +229,17 @@ async def slow(x: int) -> int:
     return x
 
 def make(name):
-    script = [CreateResult(finish_reason="function_calls", content=[FunctionCall(id="c1", name="slow", arguments='{"x": 1}')]), "done"]
+    call = FunctionCall(id="c1", name="slow", arguments='{"x": 1}')
+    script = [CreateResult(finish_reason="function_calls", content=[call]), "done"]
     return AssistantAgent(name, ReplayChatCompletionClient(script), tools=[slow], reflect_on_tool_use=True)
 
 awaited, synced = make("awaited"), make("synced")
 view = AgentRunView()
 """
-CONTEXT = "print({name}.is_running, [type(m).__name__ for m in {name}.model_context.messages], {name}.model_context.messages[-1].content[0].is_error)"
+CONTEXT = (
+    "print({name}.is_running, [type(m).__name__ for m in {name}.model_context.messages],"
+    " {name}.model_context.messages[-1].content[0].is_error)"
+)
 
 
 def test_kernel_interrupt_cancels_awaited_and_sync_runs(kernel: tuple[KernelManager, object]) -> None:

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ..messages import FunctionCall, FunctionExecutionResult, RequestUsage
 from ..records import MOVES, MoveName
-from .markup import EMPTY, Child, Markup, el
+from .markup import EMPTY, Child, Markup, el, escape
 
 __all__ = [
     "MAX_CHARS",
@@ -158,7 +158,7 @@ def _cell_text(item: Any) -> str:
 
 def stream_segment(escaped: Markup) -> Markup:
     """Streamed text still arriving, escaped once by the caller as it came (the hot path); not yet Markdown."""
-    return _SEGMENT_OPEN + escaped + _SEGMENT_CLOSE
+    return Markup("".join((_SEGMENT_OPEN, escape(escaped), _SEGMENT_CLOSE)))
 
 
 _SEGMENT_OPEN = Markup('<span class="nba-stream-text">')
