@@ -798,6 +798,13 @@ async def close_workbenches(workbenches: Iterable[Workbench]) -> None:
         raise failure
 
 
+class ToolOverride(BaseModel):
+    """Another name and/or description for a workbench's tool, as the model sees it (AutoGen's)."""
+
+    name: str | None = None
+    description: str | None = None
+
+
 def tool_not_found(name: str) -> ToolResult:
     """The error result of a call to a tool no workbench has."""
     return ToolResult(name, f"Error: tool '{name}' not found in any workbench", is_error=True)
