@@ -12,6 +12,7 @@ from .context import (
     UnboundedChatCompletionContext,
 )
 from .entry import run  # the sync entry point: nbagent.run(agent, task)
+from .mcp import McpWorkbench, SseServerParams, StdioServerParams, StreamableHttpServerParams  # no SDK import here
 from .memory import ListMemory, Memory, MemoryQueryResult, UpdateContextResult
 from .messages import (
     AssistantMessage,
@@ -65,7 +66,18 @@ from .models import (
 )
 from .records import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
 from .stepper import Stepper, StepperFinished, StepResult
-from .tools import BaseTool, FunctionTool, Handoff, StaticWorkbench, ToolArgumentsError, ToolResult, Workbench
+from .tools import (
+    BaseTool,
+    FunctionTool,
+    Handoff,
+    ImageResultContent,
+    StaticWorkbench,
+    TextResultContent,
+    ToolArgumentsError,
+    ToolOverride,
+    ToolResult,
+    Workbench,
+)
 from .trace import COLUMNS as TRACE_COLUMNS
 from .trace import AgentRecorder, LoadedTrace, Trace, TraceFrames, load_jsonl, load_parquet
 
@@ -129,10 +141,12 @@ __all__ = [
     "HandoffMessage",
     "HeadAndTailChatCompletionContext",
     "Image",
+    "ImageResultContent",
     "LLMCall",
     "ListMemory",
     "LoadedTrace",
     "MOVES",
+    "McpWorkbench",
     "Memory",
     "MemoryContent",
     "MemoryQueryEvent",
@@ -160,17 +174,21 @@ __all__ = [
     "Response",
     "RunFinished",
     "RunStarted",
+    "SseServerParams",
     "StaticWorkbench",
+    "StdioServerParams",
     "StepResult",
     "Stepper",
     "StepperFinished",
     "StepperWidget",
+    "StreamableHttpServerParams",
     "StructuredMessage",
     "StructuredOutputError",
     "SystemMessage",
     "TRACE_COLUMNS",
     "TaskResult",
     "TextMessage",
+    "TextResultContent",
     "ThoughtEvent",
     "TokenLimitedChatCompletionContext",
     "ToolArgumentsError",
@@ -178,6 +196,7 @@ __all__ = [
     "ToolCallRequestEvent",
     "ToolCallSummaryMessage",
     "ToolExecution",
+    "ToolOverride",
     "ToolResult",
     "Trace",
     "TraceFrames",
