@@ -54,7 +54,6 @@ from ..render import (
     error_block,
     footer,
     plural,
-    step_badge,
     stream_segment,
     tool_card,
 )
@@ -290,7 +289,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         return self.move.name if self.move is not None else None
 
     def _badge(self) -> Markup:
-        return step_badge(self.move.name) if self.move is not None else EMPTY
+        return Options(self._move_name()).badge
 
     def _add(self, widget: widgets.Widget) -> None:
         self.body.children = (*self.body.children, widget)
