@@ -261,6 +261,9 @@ class LLMCall:
     chunks: Sequence[str] = ()
     chunk_perf: Sequence[float] = ()
     chunk_ids: Sequence[str] = ()
+    # The client's time of the stream's first delta of any kind (a stream of tool calls only has no
+    # text chunk): first_token_s falls back on it.
+    first_chunk_perf: float | None = None
 
     def finish(self, result: CreateResult | None, error: str | None = None) -> None:
         self.duration_s = time.perf_counter() - self.start_perf
@@ -269,8 +272,13 @@ class LLMCall:
 
     @property
     def first_token_s(self) -> float | None:
-        """Seconds from the call's start to its first streamed chunk (None: unstreamed, or none yet)."""
-        return self.chunk_perf[0] - self.start_perf if self.chunk_perf else None
+        """Seconds from the call's start to its first streamed chunk (None: unstreamed, or none yet).
+
+        A stream that carries only tool calls has no text chunk: the client's time of its first
+        delta counts then (``first_chunk_perf``), when the client measured it."""
+        if self.chunk_perf:
+            return self.chunk_perf[0] - self.start_perf
+        return None if self.first_chunk_perf is None else self.first_chunk_perf - self.start_perf
 
     def stream_ids(self) -> Sequence[str]:
         """One id per streamed chunk: its event's, or a new one where no event was built (kept)."""

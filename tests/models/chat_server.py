@@ -13,9 +13,13 @@ Usage::
 
 API:
 
-* ``ChatServer(api_key=None)``: ``start()`` / ``stop()`` or a ``with`` block; ``base_url``
-  (``http://127.0.0.1:<port>/v1``). With ``api_key`` set, requests without ``Authorization:
-  Bearer <api_key>`` get 401. Only ``POST /v1/chat/completions`` exists (anything else is 404).
+* ``ChatServer(api_key=None, *, wrong_key=None, missing_key=None, null_content=None)``: ``start()``
+  / ``stop()`` or a ``with`` block; ``base_url`` (``http://127.0.0.1:<port>/v1``). With ``api_key``
+  set, a request with another key gets ``wrong_key`` (an ``ErrorAnswer``: status and exact body;
+  OpenAI's 401 by default), one with no ``Authorization`` header ``missing_key`` (default: the
+  same). ``null_content`` set: an assistant message with null or missing content gets that answer
+  (llama-cpp-python's 500). The ``*_WRONG_KEY``, ``LITELLM_*``, ``FASTAPI_*`` and ``EXPRESS_ERROR``
+  constants hold the answers real servers give. Only ``POST /v1/chat/completions`` exists (anything else is 404).
   It runs in its own thread, so it adds no task to the test's event loop.
 * ``server.script(*replies)`` queues replies, one per request, in order. A request with no reply
   left gets 400 "no scripted reply left". ``server.pending`` counts unused replies.
@@ -32,6 +36,9 @@ API:
   ``cut="reset"`` aborts the socket, ``cut="close"`` ends the HTTP body cleanly without
   ``[DONE]``), ``malformed_at`` (insert a line of broken JSON before that SSE event), ``error_event_at``
   (insert ``{"error": {"message": error_message}}`` before that SSE event, as overloaded servers do),
+  ``error_event`` (the whole ``error`` object of that event instead, e.g. with a ``code``),
+  ``stream_usage=False`` (no usage chunk even when asked, as llama-cpp-python and fakellm do),
+  ``error_body`` (the exact body of an error reply instead of OpenAI's shape),
   ``empty_choices`` (``choices: []``), ``headers`` (extra response headers, e.g.
   ``{"retry-after-ms": "1"}``), ``call_ids`` (ids for the calls, default ``call_<n>``).
   Streaming or not follows the request's ``stream`` flag; the usage chunk is sent when the request
@@ -300,6 +307,9 @@ class Reply:
     empty_choices: bool = False
     headers: dict[str, str] = field(default_factory=dict)
     call_ids: tuple[str, ...] = ()
+    error_body: Any = None
+    error_event: dict[str, Any] | None = None
+    stream_usage: bool = True
 
     @classmethod
     def text(cls, text: str, **fields: Any) -> Reply:
@@ -365,7 +375,7 @@ class Reply:
             ordered = [delta for s in streams for delta in s]
         events += [chunk({"tool_calls": [delta]}) for delta in ordered]
         events.append(chunk({}, self._finish()))
-        if include_usage:
+        if include_usage and self.stream_usage:
             events.append(json.dumps({**base, "choices": [], "usage": _usage_json(self.usage)}))
         events.append("[DONE]")
         return events
@@ -377,6 +387,83 @@ def _split(text: str, size: int) -> list[str]:
 
 def _usage_json(usage: tuple[int, int]) -> dict[str, int]:
     return {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+
+
+# --------------------------------------------------------------------------- real servers' answers
+
+ErrorAnswer = tuple[int, Any]
+"""An HTTP status and the exact body a server answers with (JSON data, or a str sent as text)."""
+
+#: OpenAI's answer to a wrong key (what this server sends by default).
+OPENAI_WRONG_KEY: ErrorAnswer = (
+    401,
+    {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "param": None, "code": None}},
+)
+#: llama.cpp's llama-server (measured, 0.3.36's vendored llama.cpp): a wrong or missing key.
+LLAMA_SERVER_WRONG_KEY: ErrorAnswer = (
+    401,
+    {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}},
+)
+#: llama-cpp-python's server (FastAPI): a wrong or missing key, as ``{"detail": ...}``.
+LLAMA_CPP_PYTHON_WRONG_KEY: ErrorAnswer = (401, {"detail": "Invalid API key"})
+#: llama-cpp-python 0.3.x's server on an assistant message whose content is null (or missing): its
+#: chat template fails, HTTP 500 (the SDK retries it twice).
+LLAMA_CPP_PYTHON_NULL_CONTENT: ErrorAnswer = (
+    500,
+    {
+        "error": {
+            "message": 'can only concatenate str (not "NoneType") to str',
+            "type": "internal_server_error",
+            "param": None,
+            "code": None,
+        }
+    },
+)
+#: LiteLLM's proxy with a master key and no database: a key that is not the master key (the
+#: ``Bearer no-key`` placeholder, say) is looked up in the database it does not have.
+LITELLM_UNKNOWN_KEY: ErrorAnswer = (
+    400,
+    {
+        "error": {
+            "message": "Authentication Error, No connected db.",
+            "type": "auth_error",
+            "param": "None",
+            "code": "400",
+        }
+    },
+)
+#: LiteLLM's proxy when no key is sent at all.
+LITELLM_NO_KEY: ErrorAnswer = (
+    401,
+    {
+        "error": {
+            "message": "Authentication Error, No api key passed in.",
+            "type": "auth_error",
+            "param": "None",
+            "code": "401",
+        }
+    },
+)
+#: FastAPI's answer when a handler raises HTTPException (LiteLLM, llama-cpp-python).
+FASTAPI_DETAIL: ErrorAnswer = (401, {"detail": "Invalid API key"})
+#: FastAPI's validation error (422).
+FASTAPI_VALIDATION: ErrorAnswer = (
+    422,
+    {"detail": [{"type": "missing", "loc": ["body", "messages"], "msg": "Field required", "input": {}}]},
+)
+#: Express-style mock servers: the error's name and its message side by side.
+EXPRESS_ERROR: ErrorAnswer = (
+    500,
+    {"error": "TypeError", "message": "Cannot read properties of undefined (reading 'map')"},
+)
+
+
+def _null_assistant_content(body: Any) -> bool:
+    """An assistant message whose content is null or missing (what llama-cpp-python refuses)."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return any(
+        isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None for m in messages or []
+    )
 
 
 @dataclass
@@ -394,8 +481,18 @@ class Received:
 class ChatServer:
     """The scripted server (see the module docstring)."""
 
-    def __init__(self, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        wrong_key: ErrorAnswer | None = None,
+        missing_key: ErrorAnswer | None = None,
+        null_content: ErrorAnswer | None = None,
+    ) -> None:
         self.api_key = api_key
+        self.wrong_key = wrong_key or OPENAI_WRONG_KEY
+        self.missing_key = missing_key or self.wrong_key
+        self.null_content = null_content
         self.requests: list[Received] = []
         self._replies: list[Reply] = []
         self._lock = threading.Lock()
@@ -485,10 +582,13 @@ class ChatServer:
         if method != "POST" or path.split("?")[0].rstrip("/") != "/v1/chat/completions":
             return await self._send_error(writer, received, 404, f"Unknown request URL: {method} {path}")
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
-            return await self._send_error(writer, received, 401, "Incorrect API key provided.")
+            status, error_body = self.missing_key if "authorization" not in headers else self.wrong_key
+            return await self._send_body(writer, received, status, error_body)
         problems = validate_request(body)
         if problems:
             return await self._send_error(writer, received, 400, "; ".join(problems))
+        if self.null_content is not None and _null_assistant_content(body):
+            return await self._send_body(writer, received, *self.null_content)
         with self._lock:
             reply = self._replies.pop(0) if self._replies else None
         if reply is None:
@@ -498,6 +598,8 @@ class ChatServer:
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.status != 200:
+            if reply.error_body is not None:
+                return await self._send_body(writer, received, reply.status, reply.error_body, reply.headers)
             return await self._send_error(writer, received, reply.status, reply.error_message, reply.headers)
         received.status = 200
         if body.get("stream"):
@@ -531,6 +633,20 @@ class ChatServer:
         await self._send(writer, status, json.dumps(error).encode(), headers)
         return True
 
+    async def _send_body(
+        self,
+        writer: asyncio.StreamWriter,
+        received: Received,
+        status: int,
+        body: Any,
+        headers: dict[str, str] | None = None,
+    ) -> bool:
+        """An error answered with exactly this body (JSON, or a str sent as plain text)."""
+        received.status = status
+        payload = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        await self._send(writer, status, payload, headers)
+        return True
+
     async def _send_stream(self, writer: asyncio.StreamWriter, reply: Reply, events: list[str]) -> bool:
         head = ["HTTP/1.1 200 OK", "content-type: text/event-stream", "transfer-encoding: chunked"]
         head += [f"{name}: {value}" for name, value in reply.headers.items()]
@@ -546,7 +662,8 @@ class ChatServer:
             if reply.malformed_at == index:
                 self._chunk(writer, 'data: {"choices": [{"delta": {"content": "oops"\n\n')
             if reply.error_event_at == index:
-                self._chunk(writer, f"data: {json.dumps({'error': {'message': reply.error_message}})}\n\n")
+                error = reply.error_event or {"message": reply.error_message}
+                self._chunk(writer, f"data: {json.dumps({'error': error})}\n\n")
             if reply.chunk_delay and index:
                 await asyncio.sleep(reply.chunk_delay)
             self._chunk(writer, f"data: {event}\n\n")

@@ -14,6 +14,7 @@ from .base import (
     ModelServerError,
     ModelStream,
     ModelTimeoutError,
+    UnreportedUsage,
 )
 from .cassette import (
     CassetteChatCompletionClient,
@@ -48,5 +49,6 @@ __all__ = [
     "RecordingChatCompletionClient",
     "ReplayChatCompletionClient",
     "ReplayExhaustedError",
+    "UnreportedUsage",
     "default_model",
 ]

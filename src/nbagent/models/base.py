@@ -46,6 +46,13 @@ class ModelRequest:
     """Keyword arguments for this call only, passed to the server as they are (``temperature``...)."""
 
 
+class UnreportedUsage(RequestUsage):
+    """The usage of a call whose server reported none (a stream without a usage chunk, as
+    llama-cpp-python, fakellm and mock servers send): it counts as 0 tokens in sums, but it is not a
+    measured 0. ``isinstance(result.usage, UnreportedUsage)`` tells the two apart; the trace shows
+    such a call's tokens as missing."""
+
+
 class ModelError(RuntimeError):
     """A model call failed; ``status`` is the HTTP status when there was one."""
 

@@ -24,8 +24,11 @@ def default_model(
 ) -> ChatCompletionClient:
     """The model to use, from the environment.
 
-    * ``NBAGENT_BASE_URL`` set: an OpenAI-compatible server (Ollama, vLLM...), model
-      ``NBAGENT_MODEL`` (or ``model``), key ``NBAGENT_API_KEY`` or ``OPENAI_API_KEY`` if any;
+    * ``NBAGENT_BASE_URL`` set: an OpenAI-compatible server (llama.cpp's ``llama-server``, Ollama,
+      vLLM...), model ``NBAGENT_MODEL`` (or ``model``; ``llama-server`` serves the one model it
+      loaded whatever the name), key ``NBAGENT_API_KEY`` if set (never ``OPENAI_API_KEY``: that key
+      is OpenAI's, not the local server's). docs/servers.md says how to start ``llama-server`` with
+      the SmolLM2-135M model the tests use;
     * else ``OPENAI_API_KEY`` set: OpenAI, model ``model`` / ``NBAGENT_MODEL`` / ``gpt-4o-mini``;
     * else offline: ``cassette`` replayed at its recorded pace if given, otherwise a replay model
       that answers every call with a fixed text; a one-line notice says so (``notice=False`` hides it).
@@ -33,12 +36,13 @@ def default_model(
     name = model or os.environ.get("NBAGENT_MODEL") or None
     base_url = os.environ.get("NBAGENT_BASE_URL") or None
     if base_url is not None:
+        key = os.environ.get("NBAGENT_API_KEY") or ""
         if name is None:
             raise ValueError(
                 f"NBAGENT_BASE_URL is set ({base_url}) but no model: set NBAGENT_MODEL (e.g. llama3.1) "
                 "or pass default_model('<model>')"
             )
-        return OpenAIChatCompletionClient(name, base_url=base_url, api_key=os.environ.get("NBAGENT_API_KEY") or None)
+        return OpenAIChatCompletionClient(name, base_url=base_url, api_key=key)
     if os.environ.get("OPENAI_API_KEY"):
         return OpenAIChatCompletionClient(name or DEFAULT_OPENAI_MODEL)
     offline: ChatCompletionClient

@@ -14,10 +14,12 @@ import asyncio
 import json
 import os
 import time
+import warnings
 import weakref
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -51,6 +53,7 @@ from .base import (
     ModelServerError,
     ModelStream,
     ModelTimeoutError,
+    UnreportedUsage,
 )
 
 #: What known models can do; the longest name that prefixes the model's name wins
@@ -97,6 +100,15 @@ def _sdk() -> ModuleType:
     return openai
 
 
+class KeyFromEnvironmentWarning(UserWarning):
+    """``OPENAI_API_KEY`` from the environment is about to be sent to a server that is not OpenAI's."""
+
+
+def _is_openai(base_url: str) -> bool:
+    host = urlsplit(base_url).hostname or ""
+    return host == "openai.com" or host.endswith(".openai.com")
+
+
 def model_info_for(model: str) -> ModelInfo:
     """The table entry of ``model`` (longest matching prefix), else :data:`UNKNOWN_MODEL_INFO`."""
     matches = [name for name in MODEL_INFO if model == name or model.startswith(name + "-")]
@@ -118,10 +130,12 @@ def to_openai_messages(messages: Sequence[LLMMessage], *, vision: bool) -> list[
             if isinstance(message.content, str):
                 converted.append({"role": "assistant", "content": message.content})
             else:
+                # "" rather than null (both valid): llama-cpp-python's server answers HTTP 500 to
+                # null, and its chat templates fail on a missing content too.
                 converted.append(
                     {
                         "role": "assistant",
-                        "content": None,
+                        "content": "",
                         "tool_calls": [
                             {
                                 "id": call.id,
@@ -247,8 +261,114 @@ def _finish_reason(reason: str | None, has_calls: bool) -> FinishReason:
 
 def _usage(usage: Any) -> RequestUsage:
     if usage is None:
-        return RequestUsage()
+        return UnreportedUsage()
     return RequestUsage(prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0)
+
+
+def _kind_for_status(status: int) -> type[ModelError]:
+    if status in (401, 403):
+        return ModelAuthenticationError
+    if status == 404:
+        return ModelNotFoundError
+    if status == 429:
+        return ModelRateLimitError
+    if status >= 500:
+        return ModelServerError
+    if status >= 400:
+        return ModelBadRequestError
+    return ModelError
+
+
+#: Error codes and types servers put in an error event of a stream (OpenAI's codes, llama.cpp's and
+#: Anthropic-style types), by the kind of error they mean.
+_CODE_KINDS: dict[str, type[ModelError]] = {
+    **dict.fromkeys(
+        ("invalid_api_key", "authentication_error", "invalid_authentication", "permission_error", "unauthorized"),
+        ModelAuthenticationError,
+    ),
+    **dict.fromkeys(("model_not_found", "not_found_error", "not_found"), ModelNotFoundError),
+    **dict.fromkeys(("rate_limit_exceeded", "rate_limit_error", "insufficient_quota"), ModelRateLimitError),
+    **dict.fromkeys(
+        ("context_length_exceeded", "exceed_context_size_error", "invalid_request_error", "bad_request"),
+        ModelBadRequestError,
+    ),
+    **dict.fromkeys(
+        ("server_error", "internal_server_error", "api_error", "overloaded_error", "unavailable_error"),
+        ModelServerError,
+    ),
+}
+
+
+def _kind_for_code(code: object, type_: object) -> tuple[type[ModelError], int | None]:
+    """The error class (and HTTP status, for a numeric code) of an in-stream error's code or type."""
+    for value in (code, type_):
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) or (isinstance(value, str) and value.isdigit() and len(value) == 3):
+            status = int(value)
+            return _kind_for_status(status), status
+        if isinstance(value, str) and value.lower() in _CODE_KINDS:
+            return _CODE_KINDS[value.lower()], None
+    return ModelError, None
+
+
+_MAX_SERVER_WORDS = 500
+_WORD_KEYS = ("message", "detail", "msg", "error_message")
+
+
+def server_words(error: Any) -> str | None:
+    """What the server said in an error, whatever the shape of its body.
+
+    OpenAI's ``{"error": {"message": ...}}``, FastAPI's ``{"detail": "..."}`` (llama-cpp-python,
+    LiteLLM) and its validation errors (``{"detail": [{"loc": ..., "msg": ...}]}``), Express-style
+    ``{"error": "TypeError", "message": "..."}``, or a plain-text body. ``None`` when it said nothing.
+    """
+    response = getattr(error, "response", None)
+    text: str | None = None
+    if response is not None:
+        try:
+            text = response.text
+        except Exception:  # a stream's body that was never read
+            text = None
+    if text:
+        try:
+            data: Any = json.loads(text)
+        except ValueError:
+            data = text
+        words = _words_of(data)
+        if words:
+            return words
+    return _words_of(getattr(error, "body", None))
+
+
+def _words_of(data: Any, depth: int = 0) -> str | None:
+    if depth > 4:
+        return None
+    if isinstance(data, str):
+        text = " ".join(data.split())
+        return (text[:_MAX_SERVER_WORDS] + "...") if len(text) > _MAX_SERVER_WORDS else (text or None)
+    if isinstance(data, list):
+        parts = [words for item in data[:5] if (words := _words_of(item, depth + 1))]
+        return "; ".join(parts) or None
+    if not isinstance(data, dict):
+        return None
+    words = next(
+        (
+            found
+            for key in ("message", "detail", "msg", "error_message")
+            if (found := _words_of(data.get(key), depth + 1))
+        ),
+        None,
+    )
+    if words and isinstance(data.get("loc"), list):  # one FastAPI validation error
+        words = f"{'.'.join(str(part) for part in data['loc'])}: {words}"
+    inner = data.get("error")
+    if isinstance(inner, dict):
+        return _words_of(inner, depth + 1) or words
+    if isinstance(inner, str) and inner.strip():
+        name = inner.strip()
+        return f"{name}: {words}" if words and words != name else name
+    return words
 
 
 class _ThinkFilter:
@@ -297,9 +417,11 @@ class _ThinkFilter:
 class OpenAIChatCompletionClient(ChatCompletionClient):
     """A model behind the Chat Completions API (OpenAI or any compatible server via ``base_url``).
 
-    ``api_key`` defaults to ``OPENAI_API_KEY``; a local server that needs no key only needs
-    ``base_url``. ``timeout`` and ``max_retries`` go to the SDK (it retries 408/409/429/5xx and
-    broken connections with backoff, honouring ``Retry-After``). ``model_info`` overrides the
+    ``api_key`` defaults to ``OPENAI_API_KEY`` (with a :class:`KeyFromEnvironmentWarning` when
+    ``base_url`` names another server); a local server that needs no key only needs ``base_url``,
+    and ``api_key=""`` sends no key whatever the environment holds (no ``Authorization`` header).
+    ``timeout`` and ``max_retries`` go to the SDK (it retries 408/409/429/5xx and broken
+    connections with backoff, honouring ``Retry-After``). ``model_info`` overrides the
     table of known models. Extra keyword arguments (``temperature``, ``max_tokens``, ``seed``...)
     are sent with every request. ``last_time_to_first_token`` holds the seconds from the request
     to the first streamed delta of the last stream.
@@ -326,17 +448,31 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         super().__init__()
         if not isinstance(model, str) or not model:
             raise ValueError("model must be a non-empty model name")
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if api_key is None and key and base_url is not None and not _is_openai(base_url):
+            warnings.warn(
+                f"OPENAI_API_KEY from the environment is sent to {base_url}, which is not OpenAI's API: "
+                "pass that server's own api_key=..., or api_key='' to send no key",
+                KeyFromEnvironmentWarning,
+                stacklevel=2,
+            )
+        # No key (a local server that needs none): no Authorization header at all. A placeholder
+        # would be sent as "Bearer <placeholder>", which some servers take for a wrong key
+        # (LiteLLM answers 400 "No connected db." instead of its 401).
+        self._keyless = not key
         if not key:
             if base_url is None:
                 raise ValueError(
                     "no API key: pass api_key=... or set OPENAI_API_KEY (a local server that needs no "
                     "key only needs base_url=...)"
                 )
-            key = "no-key"  # the SDK insists on one; a keyless local server ignores it
+            key = "no-key"  # the SDK insists on one; it is never sent (see _send_args)
         self._model = model
         self._secrets = known_secrets(
-            [key, *(value for name, value in (default_headers or {}).items() if is_secret_name(name))]
+            [
+                None if self._keyless else key,
+                *(value for name, value in (default_headers or {}).items() if is_secret_name(name)),
+            ]
         )
         self._client_args: dict[str, Any] = {
             "api_key": key,
@@ -346,6 +482,11 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             "timeout": timeout,
             "max_retries": max_retries,
         }
+        self._send_args: dict[str, Any] = (
+            {"extra_headers": {"Authorization": _sdk().Omit()}}
+            if self._keyless and not any(name.lower() == "authorization" for name in default_headers or {})
+            else {}
+        )
         self._client = self._new_sdk_client()
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._timeout = timeout
@@ -431,21 +572,8 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         status: int | None = None
         if isinstance(error, openai.APIStatusError):
             status = error.status_code
-            body = error.body
-            server_message = body.get("message") if isinstance(body, dict) else None
-            detail = server_message if isinstance(server_message, str) and server_message else error.message
-            kind = (
-                ModelAuthenticationError
-                if status in (401, 403)
-                else ModelNotFoundError
-                if status == 404
-                else ModelRateLimitError
-                if status == 429
-                else ModelServerError
-                if status >= 500
-                else ModelBadRequestError
-            )
-            message = f"{where}: HTTP {status}: {detail}"
+            kind = _kind_for_status(status)
+            message = f"{where}: HTTP {status}: {server_words(error) or error.message}"
         elif isinstance(error, openai.APITimeoutError):
             kind = ModelTimeoutError
             message = f"{where}: no answer within the timeout ({self._timeout} s)"
@@ -454,7 +582,11 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             cause = error.__cause__ or error.__context__
             message = f"{where}: connection failed or broke: {cause or error.message}"
         elif isinstance(error, openai.APIError):
-            message = f"{where}: the server reported an error: {error.message}"
+            # An error event inside a 200 stream: its code (or type) says what kind it is.
+            kind, status = _kind_for_code(error.code, error.type)
+            label = next((str(x) for x in (error.code, error.type) if x not in (None, "")), None)
+            words = server_words(error) or error.message
+            message = f"{where}: the server reported an error{f' ({label})' if label else ''}: {words}"
         elif isinstance(error, json.JSONDecodeError):
             kind = ModelResponseError
             message = f"{where}: malformed JSON in the response: {error.msg} in {error.doc[:200]!r}"
@@ -468,7 +600,9 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     ) -> CreateResult:
         sent = self.build_request(request)
         try:
-            response = await guarded(self._sdk_client().chat.completions.create(**sent), cancellation_token)
+            response = await guarded(
+                self._sdk_client().chat.completions.create(**sent, **self._send_args), cancellation_token
+            )
             result = self._result(response)
         except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
             raise self._error(error) from None
@@ -522,7 +656,9 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         started = time.perf_counter()
         self.last_time_to_first_token = None
         try:
-            response = await guarded(self._sdk_client().chat.completions.create(**sent), cancellation_token)
+            response = await guarded(
+                self._sdk_client().chat.completions.create(**sent, **self._send_args), cancellation_token
+            )
         except _sdk().OpenAIError as error:
             raise self._error(error) from None
         chunks = response.__aiter__()

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..messages import Response
+from ..models.base import UnreportedUsage
 from ..records import MOVES, LLMCall, RunFinished, RunStarted, ToolExecution
 from ..redact import Redactor, keep
 from .recording import STEPS
@@ -144,7 +145,8 @@ def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Dat
     counters: dict[str, int] = {}
     for call in records_of(rows, LLMCall):
         result = call.result
-        usage = result.usage if result is not None else None
+        # A usage the server did not report is missing, not a measured 0 (issue 18).
+        usage = result.usage if result is not None and not isinstance(result.usage, UnreportedUsage) else None
         calls = result.content if result is not None and not isinstance(result.content, str) else []
         if result is None:
             answer = None
