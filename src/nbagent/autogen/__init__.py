@@ -1,0 +1,92 @@
+"""AutoGen's own agents and teams, recorded and shown by nbagent (the ``nbagent[autogen]`` extra).
+
+``result = await nbagent.autogen.run(agent_or_team, task=..., trace=trace)`` runs AutoGen's own
+``run_stream`` and returns AutoGen's ``TaskResult``; the trace gets the same rows as for nbagent's
+own agents (``events_df``, ``llm_calls_df``, ``tool_calls_df``, ``runs_df``, the context of each
+agent at each item), one run per agent turn. :func:`iter` gives the run item by item, as the live
+view and the stepper read it. See :mod:`nbagent.autogen.session` for how.
+
+Importing this package imports no AutoGen module: :func:`is_autogen` tells whether an object is an
+AutoGen agent or team without importing AutoGen (an object of a module never imported cannot be
+one), and the rest is imported on first use.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autogen_agentchat.base import ChatAgent, TaskResult, Team
+    from autogen_core import CancellationToken
+
+    from ..trace import Trace
+    from .client import RecordingClient
+    from .session import AutoGenRun, Task
+
+__all__ = ["AutoGenRun", "RecordingClient", "is_autogen", "iter", "run", "trace_of"]
+
+_TRACES: weakref.WeakKeyDictionary[Any, Trace] = weakref.WeakKeyDictionary()
+
+
+def is_autogen(obj: object) -> bool:
+    """Whether ``obj`` is an AutoGen agent (``ChatAgent``) or team (``Team``); imports no AutoGen."""
+    base = sys.modules.get("autogen_agentchat.base")
+    return base is not None and isinstance(obj, (base.ChatAgent, base.Team))
+
+
+def trace_of(agent_or_team: ChatAgent | Team) -> Trace:
+    """The trace nbagent keeps for an AutoGen agent or team: where its runs are recorded when no
+    other trace is given (an nbagent agent's ``agent.trace``)."""
+    trace = _TRACES.get(agent_or_team)
+    if trace is None:
+        from ..trace import Trace
+
+        trace = _TRACES[agent_or_team] = Trace()
+    return trace
+
+
+def iter(  # noqa: A001 (nbagent.autogen.iter, as AssistantAgent.iter)
+    agent_or_team: ChatAgent | Team,
+    task: Task = None,
+    *,
+    trace: Trace | None = None,
+    cancellation_token: CancellationToken | None = None,
+    step: bool = False,
+) -> AutoGenRun:
+    """One run of an AutoGen agent or team as an async iterator over nbagent run items, recorded
+    into ``trace`` (by default :func:`trace_of` the agent or team). ``step=True``: every model call
+    waits until the consumer has taken its ``LLMCall`` and asks for the next item."""
+    from .session import AutoGenRun
+
+    chosen = trace if trace is not None else trace_of(agent_or_team)
+    return AutoGenRun(agent_or_team, task, trace=chosen, cancellation_token=cancellation_token, step=step)
+
+
+async def run(
+    agent_or_team: ChatAgent | Team,
+    task: Task = None,
+    *,
+    trace: Trace | None = None,
+    cancellation_token: CancellationToken | None = None,
+) -> TaskResult:
+    """Run AutoGen's own ``run_stream`` to its end, recorded into ``trace``; AutoGen's ``TaskResult``."""
+    run_ = iter(agent_or_team, task, trace=trace, cancellation_token=cancellation_token)
+    async with run_:
+        async for _ in run_:
+            pass
+    assert run_.result is not None
+    return run_.result
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AutoGenRun":
+        from .session import AutoGenRun
+
+        return AutoGenRun
+    if name == "RecordingClient":
+        from .client import RecordingClient
+
+        return RecordingClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

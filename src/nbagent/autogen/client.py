@@ -1,0 +1,273 @@
+"""A model client that records every call of the AutoGen client it wraps, as nbagent ``LLMCall`` records.
+
+:class:`RecordingClient` implements AutoGen's ``ChatCompletionClient`` interface around any AutoGen
+client and passes every call through unchanged. For each call it builds an nbagent
+:class:`~nbagent.records.LLMCall` when the call starts (the request: messages, tools,
+``tool_choice``, output format), keeps the stream as it arrives (the text pieces and their
+``perf_counter`` times, which give the time to the first token) and completes the record when the
+call ends (duration, result with usage, or the error). It tells its :class:`CallSink` (the run that
+records the agent) when a call starts, and waits before sending the call when the sink asks it to
+(the step-by-step mode pauses there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from array import array
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from typing import Any, Protocol
+
+from autogen_core import CancellationToken
+from autogen_core import models as agm
+from autogen_core.models import ChatCompletionClient, CreateResult, LLMMessage, ModelInfo, RequestUsage
+from pydantic import BaseModel
+
+from .._ids import new_id
+from ..models.base import ModelRequest
+from ..records import LLMCall
+from .convert import Converter, create_result, tool_choice, tool_schema
+
+_perf = time.perf_counter
+
+# gen_ai.provider.name of the clients autogen-ext ships, by class name.
+_PROVIDERS = {
+    "OpenAIChatCompletionClient": "openai",
+    "AzureOpenAIChatCompletionClient": "azure.ai.openai",
+    "AzureAIChatCompletionClient": "azure.ai.inference",
+    "AnthropicChatCompletionClient": "anthropic",
+    "AnthropicBedrockChatCompletionClient": "aws.bedrock",
+    "OllamaChatCompletionClient": "ollama",
+    "LlamaCppChatCompletionClient": "llama.cpp",
+    "SKChatCompletionAdapter": "semantic_kernel",
+    "ReplayChatCompletionClient": "autogen.replay",
+}
+
+
+class CallSink(Protocol):
+    """Who hears of the calls of a :class:`RecordingClient` (the run recording its agent)."""
+
+    def call_started(self, call: LLMCall) -> Awaitable[None] | None:
+        """``call`` starts; an awaitable returned is awaited before the call is sent."""
+        ...
+
+    def call_ended(self, call: LLMCall) -> None:
+        """``call`` ended (``call.result`` or ``call.error`` is set)."""
+        ...
+
+
+def _config(client: ChatCompletionClient) -> Mapping[str, Any]:
+    """The client's component config (its model, its key), or nothing when it has none."""
+    try:
+        config = client.dump_component().config
+    except Exception:  # a client without a config: no model name or key to read
+        return {}
+    return config if isinstance(config, Mapping) else {}
+
+
+def _secret(value: Any) -> str | None:
+    if value is None:
+        return None
+    reveal = getattr(value, "get_secret_value", None)
+    text = reveal() if callable(reveal) else value
+    return text if isinstance(text, str) and text else None
+
+
+def error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+class RecordingClient(ChatCompletionClient):
+    """An AutoGen ``ChatCompletionClient`` that records every call of ``inner`` (which it calls unchanged).
+
+    ``calls`` holds every call's :class:`~nbagent.records.LLMCall`, in order. ``sink`` (set by the
+    run recording the agent) hears when each call starts and ends.
+    """
+
+    component_type = "model"
+
+    def __init__(self, inner: ChatCompletionClient, converter: Converter | None = None) -> None:
+        self.inner = inner
+        self.converter = converter or Converter()
+        self.sink: CallSink | None = None
+        self.calls: list[LLMCall] = []
+        config = _config(inner)
+        model = config.get("model") or config.get("azure_deployment")
+        self.model_name = str(model) if model else type(inner).__name__
+        self.provider = _PROVIDERS.get(type(inner).__name__, "unknown")
+        secrets = (_secret(config.get(key)) for key in ("api_key", "azure_ad_token"))
+        self.secrets: tuple[str, ...] = tuple(secret for secret in secrets if secret)
+
+    # ------------------------------------------------------------------ recording
+
+    def _begin(
+        self,
+        messages: Sequence[LLMMessage],
+        tools: Sequence[Any],
+        choice: Any,
+        json_output: bool | type[BaseModel] | None,
+        extra_create_args: Mapping[str, Any],
+        streaming: bool,
+    ) -> LLMCall:
+        request = ModelRequest(
+            self.converter.llms(messages),
+            [tool_schema(tool) for tool in tools],
+            tool_choice(choice),
+            json_output,
+            dict(extra_create_args),
+        )
+        # The run, iteration, purpose and message id are the recording run's to fill in: the call
+        # alone does not know which turn of its agent it belongs to.
+        call = LLMCall("", 0, "initial", self.model_name, request, new_id(), streaming, self.provider)
+        if streaming:
+            call.chunks, call.chunk_perf, call.chunk_ids = [], array("d"), []
+        self.calls.append(call)
+        return call
+
+    def _end(self, call: LLMCall, result: CreateResult | None, error: BaseException | None) -> None:
+        if error is not None:
+            call.finish(None, error_text(error))
+        else:
+            assert result is not None
+            call.finish(create_result(result))
+        if self.sink is not None:
+            self.sink.call_ended(call)
+
+    async def _wait(self, call: LLMCall) -> None:
+        if self.sink is not None:
+            gate = self.sink.call_started(call)
+            if gate is not None:
+                await gate
+
+    # ------------------------------------------------------------------ AutoGen's interface
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[Any] = [],  # noqa: B006 (AutoGen's signature; never changed here)
+        tool_choice: Any = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] = {},  # noqa: B006
+        cancellation_token: CancellationToken | None = None,
+    ) -> CreateResult:
+        call = self._begin(messages, tools, tool_choice, json_output, extra_create_args, False)
+        try:
+            await self._wait(call)
+            pending = asyncio.ensure_future(
+                self.inner.create(
+                    messages,
+                    tools=tools,
+                    tool_choice=tool_choice,
+                    json_output=json_output,
+                    extra_create_args=extra_create_args,
+                    cancellation_token=cancellation_token,
+                )
+            )
+            if cancellation_token is not None:  # cancelled at once, also for a client that does not link it
+                cancellation_token.link_future(pending)
+            result = await pending
+        except BaseException as error:
+            self._end(call, None, error)
+            raise
+        self._end(call, result, None)
+        return result
+
+    def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[Any] = [],  # noqa: B006
+        tool_choice: Any = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] = {},  # noqa: B006
+        cancellation_token: CancellationToken | None = None,
+        include_usage: bool | None = None,
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        call = self._begin(messages, tools, tool_choice, json_output, extra_create_args, True)
+        kwargs: dict[str, Any] = {}
+        if include_usage is not None:  # OpenAI's client takes it; AutoGen's interface does not name it
+            kwargs["include_usage"] = include_usage
+        return self._stream(
+            call, messages, tools, tool_choice, json_output, extra_create_args, cancellation_token, kwargs
+        )
+
+    async def _stream(
+        self,
+        call: LLMCall,
+        messages: Sequence[LLMMessage],
+        tools: Sequence[Any],
+        choice: Any,
+        json_output: bool | type[BaseModel] | None,
+        extra_create_args: Mapping[str, Any],
+        cancellation_token: CancellationToken | None,
+        kwargs: dict[str, Any],
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        result: CreateResult | None = None
+        pieces, times = call.chunks, call.chunk_perf
+        assert isinstance(pieces, list) and isinstance(times, array)
+        try:
+            await self._wait(call)
+            stream = self.inner.create_stream(
+                messages,
+                tools=tools,
+                tool_choice=choice,
+                json_output=json_output,
+                extra_create_args=extra_create_args,
+                cancellation_token=cancellation_token,
+                **kwargs,
+            )
+            try:
+                async for chunk in stream:
+                    if isinstance(chunk, str):
+                        pieces.append(chunk)
+                        times.append(_perf())
+                    elif isinstance(chunk, agm.CreateResult):
+                        result = chunk
+                    yield chunk
+                    if cancellation_token is not None and cancellation_token.is_cancelled():
+                        raise asyncio.CancelledError("the cancellation token was cancelled")
+            finally:
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    await close()
+        except GeneratorExit:  # the caller stopped reading: the call did not end normally
+            self._end(call, None, GeneratorExit("the stream was closed before its end"))
+            raise
+        except BaseException as error:
+            self._end(call, None, error)
+            raise
+        if result is None:
+            self._end(call, None, RuntimeError("the stream ended without a CreateResult"))
+        else:
+            self._end(call, result, None)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def actual_usage(self) -> RequestUsage:
+        return self.inner.actual_usage()
+
+    def total_usage(self) -> RequestUsage:
+        return self.inner.total_usage()
+
+    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Any] = []) -> int:  # noqa: B006
+        return self.inner.count_tokens(messages, tools=tools)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Any] = []) -> int:  # noqa: B006
+        return self.inner.remaining_tokens(messages, tools=tools)
+
+    @property
+    def capabilities(self) -> Any:  # deprecated in AutoGen; model_info is read instead
+        return self.inner.model_info
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return self.inner.model_info
+
+    def dump_component(self) -> Any:
+        """The inner client's component: an agent saved while it is recorded saves its own client."""
+        return self.inner.dump_component()
+
+    def __repr__(self) -> str:
+        return f"RecordingClient({self.inner!r})"

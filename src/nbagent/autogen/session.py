@@ -1,0 +1,634 @@
+"""One run of an AutoGen agent or team, item by item, recorded into an nbagent trace.
+
+:class:`AutoGenRun` runs AutoGen's own ``run_stream`` and turns what it yields into nbagent's run
+items (:data:`nbagent.records.RunItem`), which it records and passes on:
+
+* a ``RunStarted`` for the run of the agent or team, and in a team one run per agent turn (from
+  the agent's first item to its final message), grouped under the team's run;
+* the agent's LLM calls as ``LLMCall`` records, from a :class:`~nbagent.autogen.client.RecordingClient`
+  put in place of each agent's model client for the run (its request, usage, time to first token,
+  errors);
+* each AutoGen event and message as nbagent's (:mod:`nbagent.autogen.convert`), with its source
+  agent; the final message of a turn as a ``Response``; tool calls as ``ToolExecution`` records timed
+  from their ``ToolCallRequestEvent`` / ``ToolCallExecutionEvent`` pair; streamed chunks in the
+  stream of their ``LLMCall``, as nbagent's own runs keep them;
+* ``RunFinished`` for each turn and for the run; AutoGen's ``TaskResult`` is :attr:`AutoGenRun.result`.
+
+Order. A single agent's ``run_stream`` is pulled one item at a time, so what its client does
+happens between the items it falls between. A team runs its agents in the background and relays
+their items to its stream through its runtime: a model call can start while the items an agent made
+before it are still on their way. So the calls are merged with the items by time (AutoGen's
+``created_at``, on the clock the recording client and context use too): before an item is recorded,
+every call that started before it is; a call no item follows yet is recorded once the stream has
+been quiet for ``settle`` seconds.
+
+The model context of each agent is followed the same way (:mod:`nbagent.autogen.context`), so the
+trace's snapshot at an item is the context as it was when the item was made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from autogen_agentchat import messages as ag
+from autogen_agentchat.base import ChatAgent, TaskResult, Team
+from autogen_core import CancellationToken
+from autogen_core.model_context import ChatCompletionContext as AgContext
+from autogen_core.models import ChatCompletionClient
+
+from .. import messages as nb
+from .._ids import new_id, utc_now
+from ..records import LLMCall, RunFinished, RunItem, RunStarted, RunStatus, ToolExecution
+from ..trace import Trace
+from .client import RecordingClient, error_text
+from .context import ContextView, RecordingContext, stored_messages
+from .convert import Converter
+from .source import AutoGenSource
+
+Task = str | ag.BaseChatMessage | Sequence[ag.BaseChatMessage] | None
+
+_HAS_PARENT = "parent_run_id" in getattr(RunStarted, "__dataclass_fields__", {})
+
+
+def perf_of(moment: datetime) -> float:
+    """The ``perf_counter`` reading at wall-clock ``moment`` (AutoGen stamps items with the wall clock)."""
+    return time.perf_counter() - (utc_now() - moment).total_seconds()
+
+
+def participants(runnable: ChatAgent | Team) -> list[ChatAgent]:
+    """The agents of an agent (itself) or a team (its participants, those of nested teams included)."""
+    if isinstance(runnable, ChatAgent):
+        return [runnable]
+    found: list[ChatAgent] = []
+    # A team keeps its participants in ``_participants`` (no public accessor in 0.7): read, not changed.
+    for member in getattr(runnable, "_participants", []):
+        found.extend(participants(member))
+    return found
+
+
+def task_messages(task: Task) -> list[ag.BaseChatMessage] | None:
+    """The task as AutoGen's ``run_stream`` makes it (a text is a ``TextMessage`` from ``user``)."""
+    if task is None:
+        return None
+    if isinstance(task, str):
+        return [ag.TextMessage(content=task, source="user")]
+    if isinstance(task, ag.BaseChatMessage):
+        return [task]
+    return list(task)
+
+
+class _Turn:
+    """One turn of an agent: an nbagent run."""
+
+    __slots__ = ("run_id", "calls", "batches", "tools", "request_at", "inner", "last_call")
+
+    def __init__(self) -> None:
+        self.run_id = new_id()
+        self.calls = 0  # LLM calls recorded
+        self.batches = 0  # tool batches ended
+        self.tools: dict[str, ToolExecution] = {}  # the batch in progress, by call id
+        self.request_at: datetime | None = None
+        self.inner: list[nb.BaseAgentEvent | nb.BaseChatMessage] = []
+        self.last_call: LLMCall | None = None
+
+
+class _Agent:
+    """One AutoGen agent of the run: its source, its recording client and context, its turn."""
+
+    def __init__(self, run: AutoGenRun, agent: ChatAgent) -> None:
+        self.run = run
+        self.agent = agent
+        self.name = agent.name
+        self.client: RecordingClient | None = None
+        self.context: RecordingContext | None = None
+        self._original_client: ChatCompletionClient | None = None
+        self._original_context: AgContext | None = None
+        self.source = AutoGenSource(agent.name)
+        self.turn: _Turn | None = None
+        self.stream_call: LLMCall | None = None  # the last streamed call recorded: chunks go to it
+        self.chunks_seen = 0  # chunk events of stream_call read
+        self.seen = 0  # chat messages of the run's thread this agent has been given
+
+    # ------------------------------------------------------------------ wrapping
+
+    async def wrap(self) -> None:
+        """Put a recording client and context in place of the agent's for the run.
+
+        AutoGen's ``AssistantAgent`` (and agents built like it) hold them in ``_model_client`` and
+        ``_model_context``, read at the start of each turn; there is no public setter. The originals
+        are put back by :meth:`unwrap` however the run ends.
+        """
+        agent = self.agent
+        client = getattr(agent, "_model_client", None)
+        if isinstance(client, ChatCompletionClient):
+            wrapper = client if isinstance(client, RecordingClient) else RecordingClient(client, self.run.converter)
+            self._original_client = client
+            wrapper.sink = self
+            self.client = wrapper
+            agent._model_client = wrapper  # type: ignore[attr-defined]
+            self.source.secrets = wrapper.secrets
+        context = getattr(agent, "_model_context", None)
+        if isinstance(context, AgContext):
+            inner = context.inner if isinstance(context, RecordingContext) else context
+            recording = RecordingContext(inner, self.run.converter)
+            self._original_context = context
+            self.context = recording
+            self.source.model_context.follow(recording, self.run.converter.llms(await stored_messages(inner)))
+            agent._model_context = recording  # type: ignore[attr-defined]
+
+    def unwrap(self) -> None:
+        agent = self.agent
+        if self.client is not None:
+            self.client.sink = None
+            if getattr(agent, "_model_client", None) is self.client:
+                agent._model_client = self._original_client  # type: ignore[attr-defined]
+        if self.context is not None and getattr(agent, "_model_context", None) is self.context:
+            agent._model_context = self._original_context  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ the client's sink
+
+    def call_started(self, call: LLMCall) -> asyncio.Future[None] | None:
+        return self.run.call_started(self, call)
+
+    def call_ended(self, call: LLMCall) -> None:
+        self.run.wake()
+
+    @property
+    def view(self) -> ContextView:
+        return self.source.model_context
+
+
+class AutoGenRun:
+    """One run of an AutoGen agent or team as an async iterator over nbagent run items, recorded.
+
+    ``trace`` receives every item but streamed chunks (as nbagent's own runs feed their recorders).
+    ``step=True`` makes each model call wait, once its ``LLMCall`` is yielded, until the consumer
+    asks for the next item: the step-by-step mode pauses before every call. ``cancellation_token``
+    is AutoGen's own; :meth:`cancel` and :meth:`aclose` fire it.
+
+    On error or cancellation the final ``RunFinished`` records are given to the trace only, and the
+    exception propagates, as with nbagent's own runs.
+    """
+
+    def __init__(
+        self,
+        runnable: ChatAgent | Team,
+        task: Task = None,
+        *,
+        trace: Trace,
+        cancellation_token: CancellationToken | None = None,
+        step: bool = False,
+        settle: float = 0.1,
+    ) -> None:
+        if not isinstance(runnable, (ChatAgent, Team)):
+            raise TypeError(f"not an AutoGen agent or team: {type(runnable).__name__}")
+        self.runnable = runnable
+        self.is_team = isinstance(runnable, Team)
+        self.task = task_messages(task)
+        self.trace = trace
+        self.token = cancellation_token or CancellationToken()
+        self.step = step
+        self.settle = settle
+        self.teardown = 5.0
+        self.converter = Converter()
+        self.name: str = runnable.name
+        self.run_id = new_id()
+        self.status = "new"
+        self.result: TaskResult | None = None
+        self.agents = [_Agent(self, agent) for agent in participants(runnable)]
+        self._by_name = {agent.name: agent for agent in self.agents}
+        self.top = self._by_name[self.name] if not self.is_team else None  # a single agent: its own run
+        self.team_source = AutoGenSource(self.name) if self.is_team else None
+        self._task_ids = {message.id for message in self.task or ()}
+        self._thread: list[nb.BaseChatMessage] = []  # the chat messages of the run, in order
+        self._pending: deque[tuple[_Agent, LLMCall]] = deque()  # calls started, not recorded yet
+        # Per call started and not yet yielded: the context position it was made from, and its gate
+        # in the step-by-step mode (kept here, not on the call record, which is nbagent's).
+        self._positions: dict[int, int] = {}
+        self._gates: dict[int, asyncio.Future[None]] = {}
+        self._wake: asyncio.Event | None = None
+        # A single agent's last chat message: its answer if the stream ends after it.
+        self._held: tuple[ag.BaseChatMessage | ag.BaseAgentEvent, nb.BaseChatMessage] | None = None
+        self._items: AsyncGenerator[RunItem, None] | None = None
+        self._advancing = False
+        self._ended: asyncio.Event | None = None
+        self._context = contextvars.copy_context()  # where AutoGen's stream runs
+        self._stream: Any = None  # AutoGen's run_stream
+        self._next: asyncio.Future[Any] | None = None  # the read of its next item
+
+    # ------------------------------------------------------------------ iteration
+
+    def __aiter__(self) -> AsyncIterator[RunItem]:
+        if self._items is None:
+            self._items = self._iterate()
+        return self._items
+
+    async def __anext__(self) -> RunItem:
+        return await self.__aiter__().__anext__()
+
+    async def __aenter__(self) -> AutoGenRun:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def cancel(self) -> None:
+        """Fire the run's AutoGen ``CancellationToken``: the run ends with ``CancelledError``."""
+        self.token.cancel()
+
+    async def aclose(self) -> None:
+        """End the run where it is (from another task, a Stop button: cancel it and wait for its end)."""
+        if self.status != "running":
+            if self._items is not None and self.status == "new":
+                await self._items.aclose()
+            return
+        if self._advancing:
+            self.token.cancel()
+            if self._ended is None:
+                self._ended = asyncio.Event()
+            await self._ended.wait()
+            return
+        assert self._items is not None
+        await self._items.aclose()
+
+    async def _iterate(self) -> AsyncGenerator[RunItem, None]:
+        if self.status != "new":
+            return
+        self._begin()
+        try:
+            for agent in self.agents:
+                await agent.wrap()
+            started = self._start()
+            yield started
+            self._advancing = True
+            self._stream = self.runnable.run_stream(task=self.task, cancellation_token=self.token)
+            while (batch := await self._next_batch()) is not None:
+                for run_item in batch:
+                    self._advancing = False
+                    yield run_item
+                    self._advancing = True
+                    self._open_gates(run_item)
+            self._advancing = False
+            finished = self._finish_top("ok")
+            yield finished
+        except GeneratorExit:  # closed by the consumer (aclose) while it held an item
+            self.token.cancel()
+            await self._shutdown()
+            self._finish_all("cancelled")
+            raise
+        except asyncio.CancelledError:
+            self._advancing = False
+            self.token.cancel()
+            await self._shutdown()
+            self._finish_all("cancelled")
+            raise
+        except BaseException as error:
+            self._advancing = False
+            await self._shutdown()
+            self._finish_all("error", error)
+            raise
+        finally:
+            self._end()
+
+    def _begin(self) -> None:
+        self.status = "running"
+        self._wake = asyncio.Event()
+        for agent in self.agents:
+            self.trace.attach(agent.source)
+        if self.team_source is not None:
+            self.trace.attach(self.team_source)
+
+    def _end(self) -> None:
+        for agent in self.agents:
+            agent.unwrap()
+        self._cancel_gates()
+        for agent in self.agents:
+            self.trace.detach(agent.source)
+        if self.team_source is not None:
+            self.trace.detach(self.team_source)
+        if self._ended is not None:
+            self._ended.set()
+
+    async def _next_batch(self) -> list[RunItem] | None:
+        """The run items of AutoGen's next item, or of calls that started (``None``: the stream ended)."""
+        assert self._wake is not None
+        if self.token.is_cancelled():
+            raise asyncio.CancelledError("the cancellation token was cancelled")
+        if self._next is None:
+            # Every step of AutoGen's stream in one context: its spans set context variables in one
+            # step and reset them in a later one.
+            self._next = asyncio.get_running_loop().create_task(self._stream.__anext__(), context=self._context)
+            self.token.link_future(self._next)
+        waker = asyncio.ensure_future(self._wake.wait())
+        timeout = self.settle if self._pending and self.is_team else None
+        done, _ = await asyncio.wait({self._next, waker}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if waker not in done:
+            waker.cancel()
+        self._wake.clear()
+        out: list[RunItem] = []
+        if self._next in done:
+            future, self._next = self._next, None
+            try:
+                item = future.result()
+            except StopAsyncIteration:
+                return None
+            if self.result is None:  # after its TaskResult the stream only ends
+                self._take(item, out)
+        elif not self.is_team or not done:  # a single agent's call, or the team's stream is quiet
+            self._drain(None, out)
+        return out
+
+    async def _shutdown(self) -> None:
+        """Stop AutoGen's stream: the pending read cancelled, the generator closed."""
+        self._cancel_gates()
+        pending, self._next = self._next, None
+        if pending is not None and not pending.done():
+            pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
+        if self._stream is not None:
+            closing = asyncio.get_running_loop().create_task(self._stream.aclose(), context=self._context)
+            # A cancelled team waits for its runtime to be idle, which a tool that ignores the token
+            # can delay a long time (or AutoGen 0.7.5 forever, when the cancellation came during a
+            # tool call): the run ends after ``teardown`` seconds, the team left to finish alone.
+            await asyncio.wait({closing}, timeout=self.teardown)
+            if closing.done() and not closing.cancelled():
+                closing.exception()  # the run ends with its own error; the teardown's is not raised
+        out: list[RunItem] = []
+        self._drain(None, out)  # the calls made up to here are part of the run
+
+    # ------------------------------------------------------------------ calls
+
+    def wake(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def call_started(self, agent: _Agent, call: LLMCall) -> asyncio.Future[None] | None:
+        """A recording client's call starts: it is recorded when its place among the items is known."""
+        if self.status != "running":
+            return None
+        if agent.context is not None:  # the context the call was made from
+            self._positions[id(call)] = len(agent.context.changes)
+        self._pending.append((agent, call))
+        self.wake()
+        if not self.step:
+            return None
+        gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._gates[id(call)] = gate
+        return gate
+
+    def _cancel_gates(self) -> None:
+        for gate in self._gates.values():
+            if not gate.done():
+                gate.cancel()
+        self._gates.clear()
+
+    def _open_gates(self, item: RunItem) -> None:
+        if type(item) is LLMCall:
+            gate = self._gates.pop(id(item), None)
+            if gate is not None and not gate.done():
+                gate.set_result(None)
+
+    def _drain(self, before: ag.BaseChatMessage | ag.BaseAgentEvent | None, out: list[RunItem]) -> None:
+        """Record the pending calls that started before ``before`` (all of them with ``None``)."""
+        while self._pending:
+            agent, call = self._pending[0]
+            if before is not None:
+                made = before.created_at
+                if call.started_at > made:
+                    break
+                # The same microsecond: a call starts after the tool results or memory it follows.
+                if call.started_at == made and isinstance(before, (ag.ToolCallExecutionEvent, ag.MemoryQueryEvent)):
+                    break
+            self._pending.popleft()
+            self._record_call(agent, call, out)
+
+    def _record_call(self, agent: _Agent, call: LLMCall, out: list[RunItem]) -> None:
+        turn = self._turn_of(agent, out, call.started_at, call.start_perf)
+        if turn.calls == 0:
+            call.purpose, call.iteration = "initial", 0
+        elif call.request.tools:
+            call.purpose, call.iteration = "tool_loop", turn.batches
+        else:
+            call.purpose, call.iteration = "reflection", max(turn.batches - 1, 0)
+        turn.calls += 1
+        turn.last_call = call
+        call.run_id = turn.run_id
+        position = self._positions.pop(id(call), None)
+        if position is not None:
+            agent.view.advance_to(position)
+        if call.streaming:
+            agent.stream_call = call
+            agent.chunks_seen = 0
+        agent.source.record(call)
+        out.append(call)
+
+    # ------------------------------------------------------------------ runs
+
+    def _start(self) -> RunStarted:
+        task = [self.converter.chat(message) for message in self.task or ()]
+        self._thread.extend(task)
+        if self.top is not None:  # a single agent: the run is its turn
+            turn = self.top.turn = _Turn()
+            turn.run_id = self.run_id
+            self.top.seen = len(self._thread)
+            started = RunStarted(self.run_id, self.name, task)
+            self.top.source.record(started)
+            return started
+        started = RunStarted(self.run_id, self.name, task)
+        assert self.team_source is not None
+        self.team_source.record(started)
+        return started
+
+    def _turn_of(self, agent: _Agent, out: list[RunItem], at: datetime, perf: float) -> _Turn:
+        """The agent's turn in progress; a new one (its ``RunStarted`` recorded) if none is."""
+        if agent.turn is not None:
+            return agent.turn
+        turn = agent.turn = _Turn()
+        given = self._thread[agent.seen :]
+        agent.seen = len(self._thread)
+        fields: dict[str, Any] = {"started_at": at, "start_perf": perf}
+        if _HAS_PARENT:
+            fields["parent_run_id"] = self.run_id
+        started = RunStarted(turn.run_id, agent.name, list(given), **fields)
+        agent.source.record(started)
+        out.append(started)
+        return turn
+
+    def _end_turn(self, agent: _Agent, status: RunStatus, error: str | None, out: list[RunItem] | None) -> None:
+        turn = agent.turn
+        if turn is None:
+            return
+        agent.turn = None
+        agent.stream_call = None
+        finished = RunFinished(turn.run_id, agent.name, status, error)
+        agent.source.record(finished)
+        if out is not None:
+            out.append(finished)
+
+    def _finish_top(self, status: RunStatus, error: BaseException | None = None) -> RunFinished:
+        self.status = status
+        text = None if error is None else error_text(error)
+        if self.top is not None:
+            turn = self.top.turn
+            self.top.turn = None
+            finished = RunFinished(self.run_id if turn is None else turn.run_id, self.name, status, text)
+            self.top.source.record(finished)
+            return finished
+        for agent in self.agents:
+            call = None if agent.turn is None else agent.turn.last_call
+            # A turn that failed at a model call ends with that call's error (the team's is AutoGen's
+            # RuntimeError around it, with a traceback).
+            self._end_turn(agent, status, call.error if call is not None and call.error else text, None)
+        finished = RunFinished(self.run_id, self.name, status, text)
+        assert self.team_source is not None
+        self.team_source.record(finished)
+        return finished
+
+    def _finish_all(self, status: RunStatus, error: BaseException | None = None) -> None:
+        if self.status in ("ok", "error", "cancelled"):
+            return
+        if self._held is not None:  # a single agent's message the stream did not confirm as its last
+            self._record_event(self._by_name[self._held[1].source], self._held[1], [])
+            self._held = None
+        self._finish_top(status, error)
+
+    # ------------------------------------------------------------------ items
+
+    def _take(self, item: Any, out: list[RunItem]) -> None:
+        """Turn one item of AutoGen's stream into nbagent's run items (recorded), appended to ``out``."""
+        if isinstance(item, TaskResult):
+            self._ended_with(item, out)
+            return
+        if not isinstance(item, (ag.BaseChatMessage, ag.BaseAgentEvent)):
+            return
+        if item.id in self._task_ids:  # the task, echoed first: the run's RunStarted holds it
+            return
+        self._drain(item, out)
+        self._release_held(out, final=False)
+        agent = self._by_name.get(item.source)
+        if agent is None:  # the team's own (SelectSpeakerEvent...) or an agent of a nested team's
+            converted = self.converter.item(item)
+            if isinstance(converted, nb.BaseChatMessage):
+                self._thread.append(converted)
+            (self.team_source or self._source_of_top()).record(converted)
+            out.append(converted)
+            return
+        turn = self._turn_of(agent, out, item.created_at, perf_of(item.created_at))
+        if isinstance(item, ag.ModelClientStreamingChunkEvent):
+            self._chunk(agent, item, out)
+            return
+        agent.view.advance(item.created_at)
+        converted = self.converter.item(item)
+        if isinstance(item, ag.ToolCallExecutionEvent):
+            self._apply_results(agent, item)
+        if isinstance(converted, nb.BaseChatMessage):
+            self._thread.append(converted)
+            if agent is self.top:  # the last chat message of a single agent is its answer
+                self._held = (item, converted)
+                return
+            self._answer(agent, converted, out)
+            self._end_turn(agent, "ok", None, out)
+            return
+        self._record_event(agent, converted, out)
+        if isinstance(item, ag.ToolCallRequestEvent):
+            self._tools_started(agent, turn, item, out)
+        elif isinstance(converted, nb.ToolCallExecutionEvent):
+            self._tools_ended(turn, item.created_at, converted)
+
+    def _tools_started(self, agent: _Agent, turn: _Turn, item: ag.ToolCallRequestEvent, out: list[RunItem]) -> None:
+        """A ToolCallRequestEvent: one ``ToolExecution`` per call, started when the event was made."""
+        turn.request_at = item.created_at
+        turn.tools = {}
+        perf = perf_of(item.created_at)
+        calls = [nb.FunctionCall(id=call.id, name=call.name, arguments=call.arguments) for call in item.content]
+        for call in calls:
+            execution = ToolExecution(
+                turn.run_id, turn.batches, call, len(calls), started_at=item.created_at, start_perf=perf
+            )
+            turn.tools[call.id] = execution
+            agent.source.record(execution)
+            out.append(execution)
+
+    def _tools_ended(self, turn: _Turn, made: datetime, event: nb.ToolCallExecutionEvent) -> None:
+        """A ToolCallExecutionEvent: the batch's executions end when it was made (AutoGen runs the
+        calls of a batch together and makes the event when the last one ends)."""
+        ended = perf_of(made)
+        for result in event.content:
+            execution = turn.tools.pop(result.call_id, None)
+            if execution is not None:
+                execution.result = result
+                execution.duration_s = max(ended - execution.start_perf, 0.0)
+        turn.batches += 1
+
+    def _ended_with(self, result: TaskResult, out: list[RunItem]) -> None:
+        """AutoGen's TaskResult: the calls and turns still open end."""
+        self._drain(None, out)
+        self._release_held(out, final=True)
+        for agent in self.agents:
+            if agent is not self.top:
+                self._end_turn(agent, "ok", None, out)
+        self.result = result
+
+    def _source_of_top(self) -> AutoGenSource:
+        assert self.top is not None
+        return self.top.source
+
+    def _record_event(self, agent: _Agent, event: nb.BaseAgentEvent | nb.BaseChatMessage, out: list[RunItem]) -> None:
+        if agent.turn is not None:
+            agent.turn.inner.append(event)
+        agent.source.record(event)
+        out.append(event)
+
+    def _answer(self, agent: _Agent, message: nb.BaseChatMessage, out: list[RunItem]) -> None:
+        """The final message of the agent's turn, as the turn's ``Response``."""
+        turn = agent.turn
+        call = None if turn is None else turn.last_call
+        if call is not None and not call.streaming and call.result is not None and isinstance(call.result.content, str):
+            call.message_id = message.id  # AutoGen draws the message id; the answer carries it
+        response = nb.Response(chat_message=message, inner_messages=list(turn.inner if turn else ()))
+        agent.source.record(response)
+        out.append(response)
+
+    def _release_held(self, out: list[RunItem], final: bool) -> None:
+        """A single agent's chat message: its answer if the stream ends after it, else an event."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        assert self.top is not None
+        if final:
+            self._answer(self.top, held[1], out)
+        else:
+            self._record_event(self.top, held[1], out)
+
+    def _apply_results(self, agent: _Agent, item: ag.ToolCallExecutionEvent) -> None:
+        """The context at a ToolCallExecutionEvent holds its results (AutoGen adds them just after
+        making the event, then yields it)."""
+        pending = agent.view.pending()
+        if pending:
+            _, what, payload = pending[0]
+            ids = [result.call_id for result in item.content]
+            if what == "add" and isinstance(payload, nb.FunctionExecutionResultMessage):
+                if [result.call_id for result in payload.content] == ids:
+                    agent.view.advance(count=1)
+
+    def _chunk(self, agent: _Agent, item: ag.ModelClientStreamingChunkEvent, out: list[RunItem]) -> None:
+        """A streamed chunk: its id goes to its call's stream (recorders read chunks from there)."""
+        call = agent.stream_call
+        if call is not None and agent.chunks_seen < len(call.chunks):
+            if agent.chunks_seen == 0 and item.full_message_id:
+                call.message_id = item.full_message_id
+            if len(call.chunk_ids) == agent.chunks_seen:  # else the trace drew them when it was read
+                call.chunk_ids.append(item.id)  # type: ignore[attr-defined]  # a list for streamed calls
+            agent.chunks_seen += 1
+            out.append(self.converter.event(item))
+            return
+        self._record_event(agent, self.converter.event(item), out)  # a chunk no recorded call streamed
+
+    def __repr__(self) -> str:
+        return f"AutoGenRun({self.name!r}, run_id={self.run_id!r}, status={self.status!r})"
