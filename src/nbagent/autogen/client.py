@@ -23,7 +23,7 @@ from autogen_core import models as agm
 from autogen_core.models import ChatCompletionClient, CreateResult, LLMMessage, ModelInfo, RequestUsage
 from pydantic import BaseModel
 
-from .._ids import new_id
+from .._ids import new_id, utc_now
 from ..models.base import ModelRequest
 from ..records import LLMCall
 from .convert import Converter, create_result, tool_choice, tool_schema
@@ -138,6 +138,8 @@ class RecordingClient(ChatCompletionClient):
             gate = self.sink.call_started(call)
             if gate is not None:
                 await gate
+                # The call is sent now: the pause before it (the step-by-step mode) is not its time.
+                call.started_at, call.start_perf = utc_now(), _perf()
 
     # ------------------------------------------------------------------ AutoGen's interface
 

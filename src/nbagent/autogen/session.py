@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
+import weakref
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from datetime import datetime
@@ -54,6 +55,13 @@ from .source import AutoGenSource
 Task = str | ag.BaseChatMessage | Sequence[ag.BaseChatMessage] | None
 
 _HAS_PARENT = "parent_run_id" in getattr(RunStarted, "__dataclass_fields__", {})
+
+
+# Per team (held weakly): per agent, what the team gave it in earlier runs that it has not answered yet,
+# and whether its context held messages then. AutoGen keeps the messages in the agent's container.
+_BUFFERS: weakref.WeakKeyDictionary[ChatAgent | Team, dict[str, tuple[list[nb.BaseChatMessage], bool]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def perf_of(moment: datetime) -> float:
@@ -114,6 +122,9 @@ class _Agent:
         self.stream_call: LLMCall | None = None  # the last streamed call recorded: chunks go to it
         self.chunks_seen = 0  # chunk events of stream_call read
         self.seen = 0  # chat messages of the run's thread this agent has been given
+        # Messages a team gave the agent in earlier runs that it has not answered yet (its buffer).
+        self.carried: list[nb.BaseChatMessage] = []
+        self.spoke = False  # it held messages at the end of an earlier run of the team
 
     # ------------------------------------------------------------------ wrapping
 
@@ -139,7 +150,10 @@ class _Agent:
             recording = RecordingContext(inner, self.run.converter)
             self._original_context = context
             self.context = recording
-            self.source.model_context.follow(recording, self.run.converter.llms(await stored_messages(inner)))
+            held = self.run.converter.llms(await stored_messages(inner))
+            if self.spoke and not held:  # reset since the last run: its buffer was emptied too
+                self.carried = []
+            self.source.model_context.follow(recording, held)
             agent._model_context = recording  # type: ignore[attr-defined]
 
     def unwrap(self) -> None:
@@ -201,6 +215,7 @@ class AutoGenRun:
         self.run_id = new_id()
         self.status = "new"
         self.result: TaskResult | None = None
+        self.turns: list[tuple[str, str]] = []  # (agent, run id) of each turn of a team, in order
         self.agents = [_Agent(self, agent) for agent in participants(runnable)]
         self._by_name = {agent.name: agent for agent in self.agents}
         self.top = self._by_name[self.name] if not self.is_team else None  # a single agent: its own run
@@ -298,6 +313,14 @@ class AutoGenRun:
 
     def _begin(self) -> None:
         self.status = "running"
+        if self.is_team:
+            kept = _BUFFERS.get(self.runnable, {})
+            for agent in self.agents:
+                carried, spoke = kept.get(agent.name, ([], False))
+                # team.reset() empties the agents' contexts and buffers alike: an agent that had spoken
+                # and holds no message now was reset (seen once its context is read, in wrap()).
+                agent.carried = list(carried)
+                agent.spoke = spoke
         self._wake = asyncio.Event()
         for agent in self.agents:
             self.trace.attach(agent.source)
@@ -305,6 +328,11 @@ class AutoGenRun:
             self.trace.attach(self.team_source)
 
     def _end(self) -> None:
+        if self.is_team:
+            _BUFFERS[self.runnable] = {
+                agent.name: ([*agent.carried, *self._thread[agent.seen :]], agent.spoke or bool(agent.view.messages))
+                for agent in self.agents
+            }
         for agent in self.agents:
             agent.unwrap()
         self._cancel_gates()
@@ -450,7 +478,9 @@ class AutoGenRun:
         if agent.turn is not None:
             return agent.turn
         turn = agent.turn = _Turn()
-        given = self._thread[agent.seen :]
+        self.turns.append((agent.name, turn.run_id))
+        given = [*agent.carried, *self._thread[agent.seen :]]
+        agent.carried = []
         agent.seen = len(self._thread)
         fields: dict[str, Any] = {"started_at": at, "start_perf": perf}
         if _HAS_PARENT:
@@ -529,6 +559,7 @@ class AutoGenRun:
             self._apply_results(agent, item)
         if isinstance(converted, nb.BaseChatMessage):
             self._thread.append(converted)
+            agent.seen = len(self._thread)  # a team gives an agent the others' messages, not its own
             if agent is self.top:  # the last chat message of a single agent is its answer
                 self._held = (item, converted)
                 return

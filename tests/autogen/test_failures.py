@@ -1,0 +1,146 @@
+"""Runs of AutoGen agents and teams that fail or are cancelled, as the trace records them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pandas as pd
+import pytest
+from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.conditions import MaxMessageTermination
+from autogen_agentchat.teams import RoundRobinGroupChat
+from autogen_core import CancellationToken
+
+import nbagent.autogen as na
+from nbagent import Trace
+from nbagent.records import LLMCall, ToolExecution
+
+from .helpers import SlowReplay, calls, replay, round_robin
+
+
+async def test_an_agent_whose_model_call_fails() -> None:
+    agent = AssistantAgent("broken", replay())  # no answer to give
+    client = agent._model_client
+    trace = Trace()
+    with pytest.raises(ValueError, match="No more mock responses"):
+        await na.run(agent, "Hello?", trace=trace)
+    runs = trace.runs_df()
+    assert (runs["status"].iloc[0], runs["error"].iloc[0]) == ("error", "ValueError: No more mock responses available")
+    llm = trace.llm_calls_df()
+    assert (llm["status"].iloc[0], llm["error"].iloc[0]) == ("error", "ValueError: No more mock responses available")
+    assert not pd.isna(llm["duration_s"].iloc[0])
+    assert agent._model_client is client  # put back however the run ends
+
+
+async def test_a_team_whose_agent_fails_at_its_second_turn() -> None:
+    team, writer, critic = round_robin()
+    writer._model_client.chat_completions.pop()  # type: ignore[attr-defined]  # its second turn has no answer
+    trace = Trace()
+    with pytest.raises(RuntimeError, match="No more mock responses"):
+        await na.run(team, "Write a haiku.", trace=trace)
+    runs = trace.runs_df()
+    assert list(runs["agent"]) == ["RoundRobinGroupChat", "writer", "critic", "writer"]
+    assert list(runs["status"]) == ["error", "ok", "ok", "error"]
+    # The failing turn ends with its call's error; the team with AutoGen's RuntimeError around it.
+    assert runs["error"].iloc[3] == "ValueError: No more mock responses available"
+    assert runs["error"].iloc[0].startswith("RuntimeError: ValueError: No more mock responses available")
+    assert list(trace.llm_calls_df()["status"]) == ["ok", "ok", "error"]
+    assert not team._is_running  # type: ignore[attr-defined]  # AutoGen's team can run again
+
+
+async def test_a_tool_that_raises_gives_an_error_result() -> None:
+    def broken(city: str) -> str:
+        """Fails."""
+        raise RuntimeError("no forecast today")
+
+    agent = AssistantAgent("forecaster", replay(calls(("c1", "broken", '{"city": "Oslo"}'))), tools=[broken])
+    trace = Trace()
+    result = await na.run(agent, "Weather?", trace=trace)
+    assert type(result.messages[-1]).__name__ == "ToolCallSummaryMessage"
+    tools = trace.tool_calls_df()
+    assert bool(tools["is_error"].iloc[0]) and "no forecast today" in tools["result"].iloc[0]
+    runs = trace.runs_df()
+    assert (runs["n_tool_errors"].iloc[0], runs["final_type"].iloc[0]) == (1, "ToolCallSummaryMessage")
+
+
+async def test_an_agent_cancelled_with_autogens_token_during_a_tool() -> None:
+    started = asyncio.Event()
+
+    async def slow(city: str) -> str:
+        """Takes its time."""
+        started.set()
+        await asyncio.sleep(30)
+        return city
+
+    agent = AssistantAgent("slowpoke", replay(calls(("c1", "slow", '{"city": "Oslo"}'))), tools=[slow])
+    client, context = agent._model_client, agent.model_context
+    token = CancellationToken()
+    trace = Trace()
+    task = asyncio.ensure_future(na.run(agent, "Weather?", trace=trace, cancellation_token=token))
+    await asyncio.wait_for(started.wait(), 10)
+    token.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    runs = trace.runs_df()
+    assert list(runs["status"]) == ["cancelled"]
+    tools = trace.tool_calls_df()
+    assert tools["tool_name"].iloc[0] == "slow" and pd.isna(tools["is_error"].iloc[0])  # it never ended
+    assert list(trace.llm_calls_df()["status"]) == ["ok"]
+    assert agent._model_client is client and agent.model_context is context
+
+
+async def test_a_team_cancelled_with_autogens_token_during_a_model_call() -> None:
+    slow = SlowReplay(["never sent"])
+    first = AssistantAgent("first", replay("Hello."))
+    second = AssistantAgent("second", slow)
+    team = RoundRobinGroupChat([first, second], termination_condition=MaxMessageTermination(5))
+    token = CancellationToken()
+    trace = Trace()
+    task = asyncio.ensure_future(na.run(team, "Go.", trace=trace, cancellation_token=token))
+    await asyncio.wait_for(slow.started.wait(), 10)
+    token.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    runs = trace.runs_df()
+    assert list(zip(runs["agent"], runs["status"])) == [
+        ("RoundRobinGroupChat", "cancelled"), ("first", "ok"), ("second", "cancelled"),
+    ]  # fmt: skip
+    llm = trace.llm_calls_df()
+    assert list(llm["status"]) == ["ok", "error"] and llm["error"].iloc[1].startswith("CancelledError")
+
+
+async def test_stop_from_another_task_cancels_the_run_and_waits_for_its_end() -> None:
+    slow = SlowReplay(["never sent"])
+    agent = AssistantAgent("waiting", slow)
+    trace = Trace()
+    run = na.iter(agent, "Hello?", trace=trace)
+    seen: list[object] = []
+
+    async def consume() -> None:
+        async for item in run:
+            seen.append(item)
+
+    consumer = asyncio.ensure_future(consume())
+    await asyncio.wait_for(slow.started.wait(), 10)
+    await asyncio.wait_for(run.aclose(), 10)  # the Stop button
+    with pytest.raises(asyncio.CancelledError):
+        await consumer
+    assert run.status == "cancelled" and run.token.is_cancelled()
+    assert any(isinstance(item, LLMCall) for item in seen)
+    assert list(trace.runs_df()["status"]) == ["cancelled"]
+    assert agent._model_client is slow
+
+
+async def test_a_consumer_that_stops_reading_ends_the_run_cancelled() -> None:
+    from .helpers import tool_agent
+
+    agent = tool_agent()
+    trace = Trace()
+    run = na.iter(agent, "Weather?", trace=trace)
+    async for item in run:
+        if isinstance(item, ToolExecution):
+            break
+    await run.aclose()
+    assert run.status == "cancelled"
+    assert list(trace.runs_df()["status"]) == ["cancelled"]
+    assert not isinstance(agent._model_client, na.RecordingClient)
