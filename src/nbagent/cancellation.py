@@ -1,11 +1,18 @@
-"""``CancellationToken``: cancel a run from outside, at whatever it is awaiting."""
+"""``CancellationToken``: cancel a run from outside, at whatever it is awaiting.
+
+Cancelling never leaves a stray cancellation behind. ``cancel()`` may be called from anywhere: from
+another task (a Stop button), from inside the very call a run awaits (a model client or a tool that
+cancels synchronously), from a worker thread (a sync tool): the task that awaits is cancelled only
+while it waits (from the event loop's thread), and each cancellation request it gets is withdrawn
+when it has been delivered, so the task's next ``await`` (the caller's, after the run) runs normally.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -14,7 +21,9 @@ class CancellationToken:
     """Cancels the futures linked to it and calls its callbacks, once.
 
     The agent links every await point of a run to the token (memory query, LLM call, stream, tool
-    execution), so ``cancel()`` interrupts the run wherever it is.
+    execution), so ``cancel()`` interrupts the run wherever it is. Callbacks run in the thread that
+    calls ``cancel()``; :func:`guarded` and :meth:`link_future` hand the cancellation over to the
+    event loop's thread.
     """
 
     __slots__ = ("_cancelled", "_callbacks")
@@ -49,13 +58,17 @@ class CancellationToken:
             pass
 
     def link_future(self, future: asyncio.Future[Any]) -> asyncio.Future[Any]:
-        """Cancel ``future`` when the token is cancelled; returns it."""
+        """Cancel ``future`` when the token is cancelled; returns it.
+
+        A task cancelled by its own code (a tool that cancels the token and returns) is cancelled
+        once it yields, not while it runs: a call that completes keeps its result.
+        """
         if self._cancelled:
             future.cancel()
             return future
 
         def cancel_future() -> None:
-            future.cancel()
+            _from_loop(future.get_loop(), future, future.cancel)
 
         self._callbacks.append(cancel_future)
         future.add_done_callback(lambda _: self.remove_callback(cancel_future))
@@ -65,12 +78,66 @@ class CancellationToken:
         return f"CancellationToken(cancelled={self._cancelled})"
 
 
+def _from_loop(loop: asyncio.AbstractEventLoop, task: asyncio.Future[Any], action: Callable[[], Any]) -> None:
+    """Run ``action`` now if ``task`` is waiting and this is its loop's thread, else from the loop soon.
+
+    From inside ``task`` itself (it cancels the token while it runs) or from another thread,
+    ``action`` is deferred to the loop's next iteration: a task cancelled while it runs would keep
+    the request pending past the await it was meant for.
+    """
+    try:
+        here = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    if here is loop and asyncio.current_task(loop) is not task:
+        action()
+    else:
+        loop.call_soon_threadsafe(action)
+
+
+class CancelledWithResult(asyncio.CancelledError, Generic[T]):
+    """The token was cancelled while the awaited call ran, and the call completed all the same.
+
+    ``result`` is what it returned: the caller keeps it (a model call's answer in its record, a
+    tool's result in the context), and the run ends cancelled there.
+    """
+
+    def __init__(self, result: T) -> None:
+        super().__init__("the cancellation token was cancelled while the awaited call completed")
+        self.result = result
+
+
+class _Guard:
+    """One :func:`guarded` await: whether its token fired, and whether the task was cancelled for it."""
+
+    __slots__ = ("task", "fired", "active", "delivered")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.fired = False
+        self.active = True
+        self.delivered = False
+
+    def __call__(self) -> None:  # the token's callback, in whatever thread cancelled it
+        if not self.fired:
+            self.fired = True
+            _from_loop(self.task.get_loop(), self.task, self.deliver)
+
+    def deliver(self) -> None:  # in the loop's thread, while the task waits inside guarded()
+        if self.active:
+            self.delivered = True
+            self.task.cancel("the cancellation token was cancelled")
+
+
 async def guarded(awaitable: Awaitable[T], token: CancellationToken | None) -> T:
     """Await ``awaitable`` so that cancelling ``token`` interrupts it with ``CancelledError``.
 
     The awaitable runs in the current task (no task is created): cancelling the token cancels the
-    current task once, and that one cancellation request is withdrawn (``uncancel``) when the
-    ``CancelledError`` leaves, so the task is not left half-cancelled.
+    current task once, while it waits, and that request is withdrawn (``uncancel``) before this
+    returns or raises, so the task is left with no pending cancellation. Once the token has fired,
+    this raises ``CancelledError`` however the awaitable ended: :class:`CancelledWithResult`
+    (carrying the result) if it completed, chained from its exception if it raised an ``Exception``
+    (a ``KeyboardInterrupt`` propagates as it is).
     """
     if token is None:
         return await awaitable
@@ -80,24 +147,24 @@ async def guarded(awaitable: Awaitable[T], token: CancellationToken | None) -> T
         raise asyncio.CancelledError("the cancellation token was cancelled")
     task = asyncio.current_task()
     assert task is not None, "guarded() runs inside a task"
-    fired = False
-
-    def cancel_task() -> None:
-        nonlocal fired
-        fired = True
-        task.cancel("the cancellation token was cancelled")
-
-    token._callbacks.append(cancel_task)
+    guard = _Guard(task)
+    token._callbacks.append(guard)
     try:
         result = await awaitable
-    except asyncio.CancelledError:
-        if fired:
-            task.uncancel()
+    except BaseException as error:
+        if guard.fired:
+            guard.active = False
+            if guard.delivered:
+                task.uncancel()
+            if isinstance(error, Exception):  # a failure the cancellation caused, or met: cancelled all the same
+                raise asyncio.CancelledError("the cancellation token was cancelled") from error
         raise
     finally:
-        if not fired:
-            token.remove_callback(cancel_task)
-    if fired:  # the awaitable swallowed the cancellation: the run still ends here
-        task.uncancel()
-        raise asyncio.CancelledError("the cancellation token was cancelled")
+        if not guard.fired:
+            token.remove_callback(guard)
+    if guard.fired:  # the awaitable completed (or swallowed the cancellation): the run still ends here
+        guard.active = False
+        if guard.delivered:
+            task.uncancel()
+        raise CancelledWithResult(result)
     return result
