@@ -63,6 +63,10 @@ EXPECTED_OUTPUT = {
         "Error: the run was cancelled before this tool call finished",
         "Hello again!",
         "response: None | view status: cancelled | agent running: False",
+        "convert_time: Convert time between timezones ['source_timezone', 'target_timezone', 'time']",
+        "T21:00:00+09:00 +9.0h",
+        "is_error: True | Error executing tool get_current_time: Invalid timezone",
+        "server running: False",
     ],
     "04_trace_analysis.ipynb": [
         "Trace(191 items, 12 runs)",
