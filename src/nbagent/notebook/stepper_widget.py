@@ -32,21 +32,16 @@ from ..agent import AssistantAgent, Task
 from ..cancellation import CancellationToken
 from ..context import message_text
 from ..messages import ModelClientStreamingChunkEvent
-from ..records import MOVES, LoopSettings
+from ..records import MOVES
 from ..render import EMPTY, STYLE, Markup, Options, concat, el, label, muted, pipeline, streamed_chunks, to_html, value
 from ..stepper import Stepper, StepResult
-
-
-def loop_settings(agent: AssistantAgent) -> LoopSettings:
-    """The settings that decide which moves and edges of ``MOVES`` the agent's runs can make."""
-    return agent.loop_settings
 
 
 def pipeline_html(stepper: Stepper) -> Markup:
     """The loop as an SVG diagram (drawn from ``MOVES``), the current move highlighted and the next one outlined."""
     upcoming = "add_messages" if stepper.status == "ready" else stepper.upcoming.name if stepper.upcoming else None
     return pipeline(
-        [loop_settings(stepper.agent)],
+        [stepper.agent.loop_settings],  # what it makes impossible is drawn unused
         visited=[result.move.name for result in stepper.history],
         current=stepper.current.move.name if stepper.current is not None else None,
         upcoming=upcoming,
