@@ -45,7 +45,7 @@ from .messages import (
     ToolCallSummaryMessage,
     streaming_chunk,
 )
-from .models.base import ChatCompletionClient, ModelError, ModelRequest
+from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
 from .records import (
     NOT_EVENTS,
     LLMCall,
@@ -569,6 +569,8 @@ class AssistantAgent:
                                 result = chunk
                 finally:
                     token.remove_callback(stop)
+                if not pieces and isinstance(stream, ModelStream):  # tool calls only: the client's time
+                    call.first_chunk_perf = stream.first_chunk_perf
                 if result is None:
                     raise ModelError(f"the stream of {client.model_name} ended without a final result")
             else:
