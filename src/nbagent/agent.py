@@ -8,18 +8,21 @@ pass the events on; the step-by-step mode pauses at each move; the trace records
 from __future__ import annotations
 
 import asyncio
+import string
 import time
 import warnings
 from array import array
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from . import _check as check
 from ._ids import new_id
-from .cancellation import CancellationToken, guarded
+from .cancellation import CancellationToken, CancelledWithResult, guarded
 from .context import ChatCompletionContext, UnboundedChatCompletionContext
 from .memory import Memory, as_memories, update_memory_context
 from .messages import (
@@ -43,6 +46,7 @@ from .messages import (
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
     ToolCallSummaryMessage,
+    UserMessage,
     streaming_chunk,
 )
 from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
@@ -56,6 +60,7 @@ from .records import (
     RunFinished,
     RunItem,
     RunStarted,
+    RunStatus,
     ToolExecution,
 )
 from .sync import run_coroutine
@@ -97,14 +102,46 @@ class AgentBusyError(RuntimeError):
     """A second run was started on an agent that is already running one."""
 
 
-class _RunSlot:
-    """An agent's one run at a time: the run that holds it, if any (its ``AgentRun`` takes and releases it)."""
+class RepeatedTaskWarning(UserWarning):
+    """A run starts with the same task as the failed run before it, which is already in the context."""
 
-    __slots__ = ("agent_name", "run")
+
+@dataclass(frozen=True)
+class FailedRun:
+    """An agent's last run, when it ended without an answer (an error or a cancellation).
+
+    What it added to the context stays there: its ``task`` (STEP 1), memory hits, tool calls with
+    their results (an error result for those that did not finish). :meth:`AssistantAgent.retry`
+    (or ``run()`` with no task) goes on from there without adding the task again.
+    """
+
+    run_id: str
+    status: RunStatus
+    error: str | None
+    task: list[BaseChatMessage]
+
+    def __repr__(self) -> str:
+        what = self.error or self.status
+        return f"FailedRun({self.run_id!r}, {what!r}, task of {len(self.task)} messages)"
+
+
+def _same_messages(new: Sequence[BaseChatMessage], old: Sequence[BaseChatMessage]) -> bool:
+    """Whether two tasks would enter the context as the same messages."""
+    return len(new) == len(old) and all(
+        (type(a), a.source, a.to_text()) == (type(b), b.source, b.to_text()) for a, b in zip(new, old)
+    )
+
+
+class _RunSlot:
+    """An agent's one run at a time: the run that holds it, if any (its ``AgentRun`` takes and releases
+    it), and the last run if it failed (``failed``: what :meth:`AssistantAgent.retry` goes on from)."""
+
+    __slots__ = ("agent_name", "run", "failed")
 
     def __init__(self, agent_name: str) -> None:
         self.agent_name = agent_name
         self.run: AgentRun | None = None
+        self.failed: FailedRun | None = None
 
     def check(self) -> None:
         """Raise :class:`AgentBusyError` if a run holds the slot."""
@@ -114,9 +151,23 @@ class _RunSlot:
                 "at a time: await or cancel that run first, or use another agent"
             )
 
-    def release(self, run: AgentRun) -> None:
+    def warn_if_repeated(self, messages: Sequence[BaseChatMessage]) -> None:
+        """Warn when a run starts with the very task the failed run already put in the context."""
+        failed = self.failed
+        if failed is not None and messages and _same_messages(messages, failed.task):
+            warnings.warn(
+                f"agent {self.agent_name!r}: this task is the one of the last run, which failed "
+                f"({failed.error or failed.status}) after STEP 1 had added it to the context: it is now in "
+                "the context twice. To go on from the failed run, call agent.retry() (or run() with no "
+                "task): the model is called on the context as it is.",
+                RepeatedTaskWarning,
+                stacklevel=2,
+            )
+
+    def release(self, run: AgentRun, failed: FailedRun | None) -> None:
         if self.run is run:
             self.run = None
+            self.failed = failed
 
 
 class AssistantAgent:
@@ -147,18 +198,24 @@ class AssistantAgent:
         memory: Memory | Sequence[Memory] | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"The agent name must be a valid Python identifier, got {name!r}.")
-        if not isinstance(max_tool_iterations, int) or max_tool_iterations < 1:
-            raise ValueError(
-                f"Maximum number of tool iterations must be greater than or equal to 1, got {max_tool_iterations}"
-            )
+        _check_arguments(
+            name,
+            model_client,
+            tools,
+            model_context,
+            description,
+            system_message,
+            model_client_stream,
+            reflect_on_tool_use,
+            max_tool_iterations,
+            tool_call_summary_format,
+            tool_call_summary_formatter,
+            output_content_type,
+            output_content_type_format,
+            metadata,
+        )
         if tools and workbench is not None:
             raise ValueError("Tools cannot be used with a workbench.")
-        if output_content_type is not None and not (
-            isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
-        ):
-            raise TypeError(f"output_content_type must be a pydantic model class, got {output_content_type!r}")
         self.name = name
         self.description = description
         self.metadata = dict(metadata or {})
@@ -176,7 +233,7 @@ class AssistantAgent:
         self._output_content_type = output_content_type
         self._output_content_type_format = output_content_type_format
 
-        tool_list = [as_tool(tool) for tool in tools or []]
+        tool_list = [as_tool(tool) for tool in tools or ()]
         tool_names = [tool.name for tool in tool_list]
         if len(set(tool_names)) != len(tool_names):
             raise ValueError(f"Tool names must be unique: {tool_names}")
@@ -185,10 +242,7 @@ class AssistantAgent:
         else:  # AutoGen's Workbench protocol, duck-typed: nbagent's as they are, others wrapped
             self._workbench = as_workbenches(workbench)
 
-        handoff_list = [Handoff(target=h) if isinstance(h, str) else h for h in handoffs or []]
-        for handoff in handoff_list:
-            if not isinstance(handoff, Handoff):
-                raise ValueError(f"Unsupported handoff type: {type(handoff)}")
+        handoff_list = _handoff_list(handoffs)
         handoff_names = [handoff.name for handoff in handoff_list]
         if len(set(handoff_names)) != len(handoff_names):
             raise ValueError(f"Handoff names must be unique: {handoff_names}")
@@ -257,6 +311,11 @@ class AssistantAgent:
         return self._model_client
 
     @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secret values of the model client (``records.RunSource``): the agent's traces mask them."""
+        return self._model_client.secrets
+
+    @property
     def tools(self) -> list[ToolSchema]:
         """The tool schemas the model is offered, handoff tools included (static workbenches)."""
         return list(self._static_tools[0]) if self._static_tools else list(self._handoff_tools)
@@ -303,6 +362,20 @@ class AssistantAgent:
     def is_running(self) -> bool:
         return self._slot.run is not None
 
+    @property
+    def failed_run(self) -> FailedRun | None:
+        """The last run if it ended without an answer (error or cancellation): :meth:`retry` goes on from it.
+
+        ``None`` once a run has answered, and after :meth:`on_reset` or :meth:`load_state`.
+        """
+        return self._slot.failed
+
+    @failed_run.setter
+    def failed_run(self, failed: FailedRun | None) -> None:
+        """Forget the failed run (``None``), or put a mark back (the stepper's ``reset()`` does)."""
+        self._check_idle()
+        self._slot.failed = check.optional("AssistantAgent", "failed_run", failed, FailedRun, "a FailedRun")
+
     # ------------------------------------------------------------------ entry points
 
     def iter(
@@ -319,16 +392,20 @@ class AssistantAgent:
         objects: for a consumer that only reads the text, as :meth:`run` and the live view do.
         Recorders get the same data either way.
         """
-        return AgentRun(
-            self, list(messages), cancellation_token, chunk_events, self._slot, self._run_steps, self._repair_context
-        )
+        where = "AssistantAgent.iter"
+        checked = check_messages(where, messages)
+        token = check_token(where, cancellation_token)
+        check.boolean(where, "chunk_events", chunk_events)
+        return AgentRun(self, checked, token, chunk_events, self._slot, self._run_steps, self._repair_context)
 
     async def on_messages(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
     ) -> Response:
         """Run on new messages and return the final :class:`Response`."""
+        where = "AssistantAgent.on_messages"
+        checked, token = check_messages(where, messages), check_token(where, cancellation_token)
         response: Response | None = None
-        async with aclosing(self.on_messages_stream(messages, cancellation_token)) as stream:
+        async with aclosing(self.on_messages_stream(checked, token)) as stream:
             async for item in stream:
                 if type(item) is Response:
                     response = item
@@ -339,7 +416,8 @@ class AssistantAgent:
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Run on new messages, yielding each event as it happens and the ``Response`` last."""
-        run = self.iter(messages, cancellation_token)
+        where = "AssistantAgent.on_messages_stream"
+        run = self.iter(check_messages(where, messages), check_token(where, cancellation_token))
         try:
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, NOT_EVENTS):
@@ -348,11 +426,39 @@ class AssistantAgent:
             await run.aclose()
 
     async def run(self, *, task: Task = None, cancellation_token: CancellationToken | None = None) -> TaskResult:
-        """Run a task to the end: the task messages, the events and the final message."""
-        messages = task_messages(task)
-        collected: list[BaseAgentEvent | BaseChatMessage] = list(messages)
+        """Run a task to the end: the task messages, the events and the final message.
+
+        A run that fails (a model error, a cancellation) leaves its task in the context, as STEP 1
+        put it there: :meth:`retry` (or ``run()`` with no task) goes on from it; running the same
+        task again would put it in twice (a warning says so).
+        """
+        where = "AssistantAgent.run"
+        messages = task_messages(task, where)
+        return await self._run_task(messages, messages, check_token(where, cancellation_token))
+
+    async def retry(self, *, cancellation_token: CancellationToken | None = None) -> TaskResult:
+        """Run the last failed run again from where it stopped: the model is called on the context as it is.
+
+        The failed run's task is already in the context (STEP 1 added it) and is not added again;
+        what it completed (tool results) is kept, and tools that ran are not run again. The result
+        starts with that task's messages, as the failed run's would have. Raises ``RuntimeError``
+        when the agent's last run did not fail (see :attr:`failed_run`).
+        """
+        token = check_token("AssistantAgent.retry", cancellation_token)
+        failed = self._slot.failed
+        if failed is None:
+            raise RuntimeError(
+                f"agent {self.name!r} has no failed run to retry: its last run ended with an answer, or it has "
+                "not run since it was made, reset or loaded; give it a task with run(task=...)"
+            )
+        return await self._run_task(list(failed.task), [], token)
+
+    async def _run_task(
+        self, shown: list[BaseChatMessage], messages: list[BaseChatMessage], token: CancellationToken | None
+    ) -> TaskResult:
+        collected: list[BaseAgentEvent | BaseChatMessage] = list(shown)
         # Streamed chunks are not part of the result: no chunk event is built for nobody to see.
-        run = self.iter(messages, cancellation_token, chunk_events=False)
+        run = self.iter(messages, token, chunk_events=False)
         try:
             async for item in run:
                 if type(item) is str:  # most items of a streamed run
@@ -367,17 +473,22 @@ class AssistantAgent:
 
     def run_sync(self, task: Task = None, *, cancellation_token: CancellationToken | None = None) -> TaskResult:
         """:meth:`run` without ``await``: works in a script and in a notebook cell (nest-asyncio2)."""
-        return run_coroutine(lambda: self.run(task=task, cancellation_token=cancellation_token))
+        where = "AssistantAgent.run_sync"
+        messages = task_messages(task, where)
+        token = check_token(where, cancellation_token)
+        return run_coroutine(lambda: self._run_task(messages, messages, token))
 
     async def run_stream(
         self, *, task: Task = None, cancellation_token: CancellationToken | None = None
     ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | TaskResult]:
         """The task messages, then every event as it happens, then the :class:`TaskResult`."""
-        messages = task_messages(task)
+        where = "AssistantAgent.run_stream"
+        messages = task_messages(task, where)
+        token = check_token(where, cancellation_token)
         collected: list[BaseAgentEvent | BaseChatMessage] = list(messages)
         for message in messages:
             yield message
-        async with self.iter(messages, cancellation_token) as run:
+        async with self.iter(messages, token) as run:
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent:  # most items of a streamed run
                     yield item
@@ -393,6 +504,7 @@ class AssistantAgent:
         """Forget the conversation: clear the model context."""
         self._check_idle()
         await self._model_context.clear()
+        self._slot.failed = None
 
     async def save_state(self) -> dict[str, Any]:
         """JSON-serialisable state: the model context's messages."""
@@ -411,6 +523,7 @@ class AssistantAgent:
             await self._model_context.load_state(dict(state["llm_context"]))
         except ValidationError as error:
             raise ValueError(f"invalid agent state: {error}") from None
+        self._slot.failed = None
 
     async def close(self) -> None:
         """Close the model client and the workbenches (an MCP server is stopped; AutoGen's are left to their owner)."""
@@ -516,6 +629,7 @@ class AssistantAgent:
             tool_choice = "auto"
         json_output = self._output_content_type
         client = self._model_client
+        _stop_if_cancelled(token)  # cancelled meanwhile (in the context, a recorder, the consumer): no new call
         call = LLMCall(
             run.run_id,
             iteration,
@@ -571,6 +685,8 @@ class AssistantAgent:
                     token.remove_callback(stop)
                 if not pieces and isinstance(stream, ModelStream):  # tool calls only: the client's time
                     call.first_chunk_perf = stream.first_chunk_perf
+                if stopped:  # fired after the last text chunk: the answer is kept, the run ends here
+                    raise _cancelled_with(result)
                 if result is None:
                     raise ModelError(f"the stream of {client.model_name} ended without a final result")
             else:
@@ -584,6 +700,9 @@ class AssistantAgent:
                     ),
                     token,
                 )
+        except CancelledWithResult as stop:  # the model answered as the token fired: its answer is kept
+            call.finish(stop.result)
+            raise
         except BaseException as error:
             call.finish(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             raise
@@ -603,7 +722,7 @@ class AssistantAgent:
         for iteration in range(self._max_tool_iterations):
             if isinstance(model_result.content, str):
                 yield Move(run_id, "text_exit", iteration)
-                async with aclosing(self._final_message(model_result, inner, message_id)) as final:
+                async with aclosing(self._final_message(run, model_result, inner, message_id)) as final:
                     async for item in final:
                         yield item
                 return
@@ -636,6 +755,7 @@ class AssistantAgent:
                 yield Move(run_id, "handoff_check", iteration)
                 handoff = self._check_and_handle_handoff(model_result, calls, results)
                 if handoff is not None:
+                    _stop_if_cancelled(run.token)
                     yield Response(chat_message=handoff, inner_messages=inner)
                     return
 
@@ -655,13 +775,15 @@ class AssistantAgent:
                     yield item
         else:
             yield Move(run_id, "summarize", self._max_tool_iterations - 1)
+            _stop_if_cancelled(run.token)
             yield self._summarize_tool_use(calls, results, inner)
 
     async def _final_message(
-        self, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
+        self, run: AgentRun, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
     ) -> AsyncGenerator[RunItem, None]:
         """The text answer: thought event, context entry, then the Response."""
         assert isinstance(result.content, str)
+        _stop_if_cancelled(run.token)  # cancelled since the model answered: the answer does not enter the context
         if result.thought:
             thought = ThoughtEvent(content=result.thought, source=self.name)
             inner.append(thought)
@@ -708,7 +830,6 @@ class AssistantAgent:
             yield execution
         _, owners = await self._list_tools(token)
         streaming = any(owner.streams(call.name) for call in calls if (owner := owners.get(call.name)))
-        done: dict[int, FunctionExecutionResult] = {}
         try:
             if len(calls) == 1 and not streaming:
                 values = [await guarded(self._timed_tool_call(executions[0], owners, token, None), token)]
@@ -729,22 +850,21 @@ class AssistantAgent:
                             yield event
                     values = await gathered
                 finally:
-                    for index, task in enumerate(tasks):
-                        if task.done() and not task.cancelled() and task.exception() is None:
-                            done[index] = task.result()
+                    for task in tasks:
                         task.cancel()
                     await asyncio.gather(*tasks, return_exceptions=True)
         except BaseException:
-            partial = [
-                done.get(i)
-                or FunctionExecutionResult(
-                    content=CANCELLED_TOOL_RESULT, name=call.name, call_id=call.id, is_error=True
-                )
-                for i, call in enumerate(calls)
-            ]
-            for execution, result in zip(executions, partial):
+            # A call that finished keeps its result (its record has it: _timed_tool_call completed it),
+            # also when the token fired as it returned; the others get the cancelled error result.
+            for execution in executions:
                 if execution.result is None:
-                    execution.finish(result)
+                    call = execution.call
+                    execution.finish(
+                        FunctionExecutionResult(
+                            content=CANCELLED_TOOL_RESULT, name=call.name, call_id=call.id, is_error=True
+                        )
+                    )
+            partial = [execution.result for execution in executions if execution.result is not None]
             await self._model_context.add_message(FunctionExecutionResultMessage(content=partial))
             raise
         results.extend(values)
@@ -847,7 +967,7 @@ class AssistantAgent:
                 f"{self._model_client.model_name} answered the reflection call with tool calls although "
                 "tool_choice was 'none'"
             )
-        async with aclosing(self._final_message(result, inner, message_id)) as final:
+        async with aclosing(self._final_message(run, result, inner, message_id)) as final:
             async for item in final:
                 yield item
 
@@ -877,19 +997,223 @@ class AssistantAgent:
         return f"AssistantAgent(name={self.name!r}, model={self._model_client.model_name!r})"
 
 
-def task_messages(task: Task) -> list[BaseChatMessage]:
-    """A task as the list of chat messages it stands for (a string is a user's TextMessage)."""
+def _stop_if_cancelled(token: CancellationToken) -> None:
+    """Once its token is cancelled, a run starts no model call and gives no answer: it ends cancelled."""
+    if token.is_cancelled():
+        raise asyncio.CancelledError("the cancellation token was cancelled")
+
+
+def _cancelled_with(result: CreateResult | None) -> asyncio.CancelledError:
+    """How a stream whose token fired ends: cancelled, keeping the model's answer if it came."""
+    if result is None:
+        return asyncio.CancelledError("the cancellation token was cancelled")
+    return CancelledWithResult(result)
+
+
+# ---------------------------------------------------------------------- argument checks (issue 19)
+
+_AGENT = "AssistantAgent"
+SUMMARY_PLACEHOLDERS = ("tool_name", "arguments", "result", "is_error")
+TASK_EXPECTED = "a str, a chat message (TextMessage...) or a list of chat messages"
+MESSAGES_EXPECTED = "a list of chat messages (TextMessage, HandoffMessage...)"
+
+
+def _client_hint(value: object) -> str:
+    if isinstance(value, str):
+        return f"To use the model {value!r}, pass OpenAIChatCompletionClient(model={value!r})"
+    if value is None:
+        return "nbagent.default_model() gives the model the environment names (offline: a replay model)"
+    if type(value).__module__.startswith("autogen"):
+        return (
+            "This is an AutoGen client: give nbagent's AssistantAgent one of nbagent's clients, or run "
+            "AutoGen's own AssistantAgent with nbagent.autogen.run(agent, task)"
+        )
+    return "A model client is an OpenAIChatCompletionClient, a ReplayChatCompletionClient, a cassette client..."
+
+
+def _check_arguments(
+    name: object,
+    model_client: object,
+    tools: object,
+    model_context: object,
+    description: object,
+    system_message: object,
+    model_client_stream: object,
+    reflect_on_tool_use: object,
+    max_tool_iterations: object,
+    tool_call_summary_format: object,
+    tool_call_summary_formatter: object,
+    output_content_type: object,
+    output_content_type_format: object,
+    metadata: object,
+) -> None:
+    """The constructor's arguments, each of the type (and in the range) it takes; memory, workbench
+    and handoffs are checked where they are read."""
+    check.string(_AGENT, "name", name)
+    assert isinstance(name, str)
+    if not name.isidentifier():
+        raise check.wrong_value(_AGENT, "name", "a valid Python identifier (letters, digits and _)", name)
+    check.instance(
+        _AGENT,
+        "model_client",
+        model_client,
+        ChatCompletionClient,
+        "a ChatCompletionClient",
+        hint=_client_hint(model_client),
+    )
+    if tools is not None:
+        items = check.sequence(
+            _AGENT,
+            "tools",
+            tools,
+            "a list of tools (functions or BaseTool objects) or None",
+            hint=f"Pass tools=[{getattr(tools, '__name__', '...')}]" if callable(tools) else "",
+        )
+        check.each(_AGENT, "tools", items, _check_tool)
+    check.optional(
+        _AGENT,
+        "model_context",
+        model_context,
+        ChatCompletionContext,
+        "a ChatCompletionContext (UnboundedChatCompletionContext(), BufferedChatCompletionContext(10)...)",
+    )
+    check.string(_AGENT, "description", description)
+    check.string(_AGENT, "system_message", system_message, none=True)
+    check.boolean(_AGENT, "model_client_stream", model_client_stream)
+    check.boolean(_AGENT, "reflect_on_tool_use", reflect_on_tool_use, none=True)
+    check.integer(_AGENT, "max_tool_iterations", max_tool_iterations, minimum=1)
+    _check_summary_format(tool_call_summary_format)
+    check.function(
+        _AGENT,
+        "tool_call_summary_formatter",
+        tool_call_summary_formatter,
+        "a function (call, result) -> str",
+        none=True,
+    )
+    if output_content_type is not None and not (
+        isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
+    ):
+        check.fail_type(_AGENT, "output_content_type", "a pydantic model class or None", output_content_type)
+    check.string(_AGENT, "output_content_type_format", output_content_type_format, none=True)
+    check.mapping(_AGENT, "metadata", metadata, "a dict of str to str", none=True)
+
+
+def _check_tool(param: str, tool: object) -> object:
+    if isinstance(tool, BaseTool) or (callable(tool) and not isinstance(tool, type)):
+        return tool
+    # AutoGen raises ValueError here ("Unsupported tool type"): the error is a ValueError too.
+    raise check.ItemTypeError(check.message(_AGENT, param, "a function or a BaseTool", check.given(tool)))
+
+
+def _check_summary_format(value: object) -> None:
+    check.string(_AGENT, "tool_call_summary_format", value)
+    assert isinstance(value, str)
+    try:
+        fields = {field for _, field, _, _ in string.Formatter().parse(value) if field is not None}
+    except ValueError as error:
+        raise check.wrong_value(_AGENT, "tool_call_summary_format", f"a format string ({error})", value) from None
+    unknown = sorted(field for field in fields if field.split(".")[0].split("[")[0] not in SUMMARY_PLACEHOLDERS)
+    if unknown:
+        listed = ", ".join("{" + name + "}" for name in SUMMARY_PLACEHOLDERS)
+        raise check.wrong_value(
+            _AGENT,
+            "tool_call_summary_format",
+            f"a format string with the placeholders {listed}",
+            value,
+            f"Unknown: {', '.join('{' + field + '}' for field in unknown)}",
+        )
+
+
+def _handoff_list(handoffs: object) -> list[Handoff]:
+    """The ``handoffs`` argument as Handoff objects: a target name becomes one, as does AutoGen's Handoff."""
+    if handoffs is None:
+        return []
+    items = check.sequence(
+        _AGENT,
+        "handoffs",
+        handoffs,
+        "a list of Handoff objects or target names (str) or None",
+        hint=f"Pass handoffs=[{handoffs!r}]" if isinstance(handoffs, str) else "",
+    )
+    return check.each(_AGENT, "handoffs", items, _as_handoff)
+
+
+def _as_handoff(param: str, handoff: object) -> Handoff:
+    if isinstance(handoff, Handoff):
+        return handoff
+    if isinstance(handoff, str):
+        return Handoff(target=handoff)
+    fields: dict[str, Any] = {key: getattr(handoff, key, None) for key in ("target", "description", "name", "message")}
+    if type(handoff).__module__.startswith("autogen") and all(isinstance(v, str) for v in fields.values()):
+        return Handoff(**fields)  # AutoGen's Handoff (HandoffBase): the same four fields
+    raise check.ItemTypeError(check.message(_AGENT, param, "a Handoff or a target name (str)", check.given(handoff)))
+
+
+def task_messages(task: Task, where: str = "AssistantAgent.run") -> list[BaseChatMessage]:
+    """A task as the list of chat messages it stands for (a string is a user's TextMessage).
+
+    A wrong task raises a ``TypeError`` naming ``where`` (the entry point) before anything runs.
+    """
     if task is None:
         return []
     if isinstance(task, str):
         return [TextMessage(content=task, source="user")]
     if isinstance(task, BaseChatMessage):
         return [task]
-    messages = list(task)
-    for message in messages:
-        if not isinstance(message, BaseChatMessage):
-            raise TypeError(f"a task is a str, a chat message or a list of them; got {type(message).__name__}")
-    return messages
+    items = check.sequence(where, "task", task, TASK_EXPECTED, hint=_llm_message_hint(task))
+    return check.each(where, "task", items, partial(_chat_message, where))
+
+
+def check_messages(where: str, messages: object) -> list[BaseChatMessage]:
+    """``messages`` of ``on_messages``/``on_messages_stream``/``iter``: a list of chat messages."""
+    hint = ""
+    if isinstance(messages, str):
+        text = check.short_repr(messages)
+        hint = f"To send a text, pass [TextMessage(content={text}, source='user')] or use run(task=...)"
+    elif isinstance(messages, BaseChatMessage):
+        hint = "Pass a list: [message]"
+    items = check.sequence(where, "messages", messages, MESSAGES_EXPECTED, hint=hint)
+    return check.each(where, "messages", items, partial(_chat_message, where))
+
+
+def _chat_message(where: str, param: str, message: object) -> BaseChatMessage:
+    if isinstance(message, BaseChatMessage):
+        return message
+    # AutoGen raises ValueError for a wrong item of a task list: the error is a ValueError too.
+    raise check.ItemTypeError(
+        check.message(where, param, "a chat message (TextMessage...)", check.given(message), _llm_message_hint(message))
+    )
+
+
+def _llm_message_hint(value: object) -> str:
+    if isinstance(value, (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)):
+        return (
+            f"{type(value).__name__} is a message for the model: an agent is sent chat messages, "
+            "TextMessage(content=..., source='user')"
+        )
+    return ""
+
+
+def check_token(where: str, token: object) -> CancellationToken | None:
+    """``cancellation_token``: None, a CancellationToken, or any object with AutoGen's token methods."""
+    if token is None or isinstance(token, CancellationToken):
+        return token
+    if callable(getattr(token, "is_cancelled", None)) and callable(getattr(token, "add_callback", None)):
+        return token  # type: ignore[return-value]  # AutoGen's CancellationToken, duck-typed
+    raise check.wrong_type(where, "cancellation_token", "a CancellationToken or None", token)
+
+
+def check_agent(where: str, agent: object, task: object = None, *, runs: bool = False) -> None:
+    """The ``agent`` (or run) an entry point such as ``nbagent.show`` drives; swapped arguments are named."""
+    if isinstance(agent, AssistantAgent) or (runs and isinstance(agent, AgentRun)):
+        return
+    expected = "an AssistantAgent" + (" or an AgentRun" if runs else "")
+    hint = ""
+    if isinstance(task, AssistantAgent):
+        hint = f"The agent comes first: {where}(agent, task) (the arguments look swapped)"
+    elif type(agent).__module__.startswith("autogen"):
+        hint = "AutoGen's own agents and teams run with nbagent.autogen.run(agent, task)"
+    raise check.wrong_type(where, "agent", expected, agent, hint)
 
 
 class AgentRun:
@@ -963,6 +1287,7 @@ class AgentRun:
             if self.cancellation_token.is_cancelled():
                 raise asyncio.CancelledError("the cancellation token was cancelled before the run started")
             self.cancellation_token.add_callback(self.token.cancel)
+        self._slot.warn_if_repeated(self.messages)
         self._slot.run = self  # checked above: the slot is free
         self._record = [recorder.record for recorder in self.agent.recorders]
         self._steps = self._loop(self)
@@ -1023,17 +1348,20 @@ class AgentRun:
 
     def _finish(self, status: str, error: BaseException | None = None) -> RunFinished:
         self.status = status
-        self._slot.release(self)
+        text = None if error is None else f"{type(error).__name__}: {error}"
+        failed = None
+        if status != "ok" and self.response is None:  # no answer: the task stays in the context, to retry
+            previous = self._slot.failed
+            task = self.messages or (previous.task if previous is not None else [])  # a retry keeps its task
+            failed = FailedRun(self.run_id, status, text, task)  # type: ignore[arg-type]
+        self._slot.release(self, failed)
         if self.cancellation_token is not None:
-            self.cancellation_token.remove_callback(self.token.cancel)
+            remove = getattr(self.cancellation_token, "remove_callback", None)  # AutoGen's token has none
+            if remove is not None:
+                remove(self.token.cancel)
         if self._ended is not None:
             self._ended.set()
-        finished = RunFinished(
-            self.run_id,
-            self.agent.name,
-            status,  # type: ignore[arg-type]
-            None if error is None else f"{type(error).__name__}: {error}",
-        )
+        finished = RunFinished(self.run_id, self.agent.name, status, text)  # type: ignore[arg-type]
         if status != "ok":
             for record in self._record:
                 record(finished)

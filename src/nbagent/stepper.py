@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .agent import AgentRun, AssistantAgent, Task, task_messages
+from .agent import AgentRun, AssistantAgent, FailedRun, Task, task_messages
 from .cancellation import CancellationToken
 from .messages import (
     BaseAgentEvent,
@@ -214,6 +214,7 @@ class _Snapshot:
 
     context_state: dict[str, Any]
     client_checkpoint: object | None  # ``model_client.checkpoint()``: None for a client that cannot rewind
+    failed_run: FailedRun | None  # the agent's mark of a failed run, which the walk replaces
 
 
 class Stepper:
@@ -337,7 +338,8 @@ class Stepper:
 
         Restored: the model context as it was before the first move, and what the model client's
         ``checkpoint()`` keeps (a ``ReplayChatCompletionClient``: its script position, kept requests
-        and usage counters; a replayed cassette: its position). Not restored: side effects of tools
+        and usage counters; a replayed cassette: its position), and the agent's ``failed_run`` (the
+        abandoned walk is not a failed run to retry). Not restored: side effects of tools
         that ran, memory stores, a real model's calls (it is called again and may answer
         differently), and the agent's trace, which keeps the abandoned run (ended ``cancelled``)
         next to the new one.
@@ -347,6 +349,7 @@ class Stepper:
         if snapshot is not None:
             await self.agent.model_context.load_state(snapshot.context_state)
             self.agent.model_client.restore(snapshot.client_checkpoint)
+            self.agent.failed_run = snapshot.failed_run
         self.history.clear()
         self._lead = []
         self.status = "ready"
@@ -355,7 +358,8 @@ class Stepper:
 
     async def _begin(self) -> None:
         """Snapshot what reset restores, start the run and pull up to its first move."""
-        snapshot = _Snapshot(await self.agent.model_context.save_state(), self.agent.model_client.checkpoint())
+        agent = self.agent
+        snapshot = _Snapshot(await agent.model_context.save_state(), agent.model_client.checkpoint(), agent.failed_run)
         run = self.agent.iter(self.messages, self.cancellation_token)
         lead: list[RunItem] = []
         item = await run.__anext__()

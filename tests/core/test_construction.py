@@ -94,7 +94,8 @@ def test_memory_must_be_memory_or_list() -> None:
 
 
 def test_unsupported_tool_type() -> None:
-    with pytest.raises(ValueError, match="Unsupported tool type: <class 'str'>"):
+    # A ValueError, as AutoGen's "Unsupported tool type" (and a TypeError: issue 19's wording names the item).
+    with pytest.raises(ValueError, match=r"AssistantAgent: tools\[0\] must be a function or a BaseTool, got str 'add'"):
         AssistantAgent("a", replay(), tools=["add"])  # type: ignore[list-item]
 
 
