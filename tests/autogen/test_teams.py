@@ -153,3 +153,25 @@ async def test_team_rows_are_exported_like_any_others(tmp_path: object) -> None:
     pd.testing.assert_frame_equal(loaded.events_df(), trace.events_df())
     spans = trace.to_otlp_json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
     assert sum(span["name"].startswith("invoke_agent") for span in spans) == 3
+
+
+async def test_markers_mode_marks_each_turn_and_the_handoff_for_a_view() -> None:
+    from nbagent.autogen.show import AgentTurn
+    from nbagent.records import RunFinished
+    from nbagent.render import to_html, to_text
+
+    team, _, _ = swarm()
+    trace = Trace()
+    run = na.iter(team, "Weather in Oslo?", trace=trace, markers=True)
+    items = [item async for item in run]
+    turns = [item for item in items if isinstance(item, AgentTurn)]
+    assert [(turn.content, turn.handed_from, turn.turn) for turn in turns] == [
+        ("triage", None, 0), ("specialist", "triage", 1),
+    ]  # fmt: skip
+    assert [turn.run_id for turn in turns] == [run_id for _, run_id in run.turns]
+    # Only the team's own start and end are yielded; the trace has every turn's.
+    assert [item.run_id for item in items if isinstance(item, (RunStarted, RunFinished))] == [run.run_id] * 2
+    assert list(trace.runs_df()["agent"]) == ["Swarm", "triage", "specialist"]
+    html = str(to_html(turns[1]))
+    assert 'data-from="triage"' in html and 'data-agent="specialist"' in html and "nba-turn" in html
+    assert to_text(turns[1]) == "== specialist takes over from triage (handoff)"

@@ -54,14 +54,18 @@ def iter(  # noqa: A001 (nbagent.autogen.iter, as AssistantAgent.iter)
     trace: Trace | None = None,
     cancellation_token: CancellationToken | None = None,
     step: bool = False,
+    markers: bool = False,
 ) -> AutoGenRun:
     """One run of an AutoGen agent or team as an async iterator over nbagent run items, recorded
     into ``trace`` (by default :func:`trace_of` the agent or team). ``step=True``: every model call
-    waits until the consumer has taken its ``LLMCall`` and asks for the next item."""
+    waits until the consumer has taken its ``LLMCall`` and asks for the next item; ``markers=True``:
+    a team's turns are marked for a view (:class:`~nbagent.autogen.show.AgentTurn`)."""
     from .session import AutoGenRun
 
     chosen = trace if trace is not None else trace_of(agent_or_team)
-    return AutoGenRun(agent_or_team, task, trace=chosen, cancellation_token=cancellation_token, step=step)
+    return AutoGenRun(
+        agent_or_team, task, trace=chosen, cancellation_token=cancellation_token, step=step, markers=markers
+    )
 
 
 async def run(

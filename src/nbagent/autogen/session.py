@@ -45,11 +45,13 @@ from autogen_core.models import ChatCompletionClient
 
 from .. import messages as nb
 from .._ids import new_id, utc_now
+from ..cancellation import CancellationToken as NbCancellationToken
 from ..records import LLMCall, RunFinished, RunItem, RunStarted, RunStatus, ToolExecution
 from ..trace import Trace
 from .client import RecordingClient, error_text
 from .context import ContextView, RecordingContext, stored_messages
 from .convert import Converter
+from .show import AgentTurn
 from .source import AutoGenSource
 
 Task = str | ag.BaseChatMessage | Sequence[ag.BaseChatMessage] | None
@@ -62,6 +64,12 @@ _HAS_PARENT = "parent_run_id" in getattr(RunStarted, "__dataclass_fields__", {})
 _BUFFERS: weakref.WeakKeyDictionary[ChatAgent | Team, dict[str, tuple[list[nb.BaseChatMessage], bool]]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+# Event-loop iterations an item of a team's agent takes at most to reach the team's stream (about 6
+# in AutoGen 0.7: the agent publishes it, the runtime delivers it to the group chat manager, which
+# queues it for run_stream), with room to spare.
+_RELAY_ITERATIONS = 50
 
 
 def perf_of(moment: datetime) -> float:
@@ -198,6 +206,7 @@ class AutoGenRun:
         trace: Trace,
         cancellation_token: CancellationToken | None = None,
         step: bool = False,
+        markers: bool = False,
         settle: float = 0.1,
     ) -> None:
         if not isinstance(runnable, (ChatAgent, Team)):
@@ -207,7 +216,11 @@ class AutoGenRun:
         self.task = task_messages(task)
         self.trace = trace
         self.token = cancellation_token or CancellationToken()
+        # The same, as nbagent's: what nbagent's views cancel (the Stop button).
+        self.cancellation_token = NbCancellationToken()
+        self.cancellation_token.add_callback(self.token.cancel)
         self.step = step
+        self.markers = markers
         self.settle = settle
         self.teardown = 5.0
         self.converter = Converter()
@@ -216,6 +229,7 @@ class AutoGenRun:
         self.status = "new"
         self.result: TaskResult | None = None
         self.turns: list[tuple[str, str]] = []  # (agent, run id) of each turn of a team, in order
+        self._last_final: nb.BaseChatMessage | None = None  # the last turn's final message
         self.agents = [_Agent(self, agent) for agent in participants(runnable)]
         self._by_name = {agent.name: agent for agent in self.agents}
         self.top = self._by_name[self.name] if not self.is_team else None  # a single agent: its own run
@@ -285,9 +299,11 @@ class AutoGenRun:
             self._stream = self.runnable.run_stream(task=self.task, cancellation_token=self.token)
             while (batch := await self._next_batch()) is not None:
                 for run_item in batch:
-                    self._advancing = False
-                    yield run_item
-                    self._advancing = True
+                    shown = self._shown(run_item)
+                    if shown is not None:
+                        self._advancing = False
+                        yield shown
+                        self._advancing = True
                     self._open_gates(run_item)
             self._advancing = False
             finished = self._finish_top("ok")
@@ -310,6 +326,25 @@ class AutoGenRun:
             raise
         finally:
             self._end()
+
+    @property
+    def agent(self) -> ChatAgent | Team:
+        """The agent or team this run runs (``run.agent.name`` names it, as for nbagent's runs)."""
+        return self.runnable
+
+    def _shown(self, item: RunItem) -> RunItem | None:
+        """What is yielded for ``item``: with ``markers``, a turn's start as an ``AgentTurn``, its end not."""
+        if not self.markers or not isinstance(item, (RunStarted, RunFinished)) or item.run_id == self.run_id:
+            return item
+        if isinstance(item, RunFinished):
+            return None
+        index = len(self.turns) - 1
+        last = self._last_final
+        handed = last.source if isinstance(last, nb.HandoffMessage) and last.target == item.agent else None
+        return AgentTurn(
+            content=item.agent, source=item.agent, turn=index, handed_from=handed, run_id=item.run_id,
+            created_at=item.started_at,
+        )  # fmt: skip
 
     def _begin(self) -> None:
         self.status = "running"
@@ -368,9 +403,24 @@ class AutoGenRun:
                 return None
             if self.result is None:  # after its TaskResult the stream only ends
                 self._take(item, out)
-        elif not self.is_team or not done:  # a single agent's call, or the team's stream is quiet
+        elif not self.is_team:  # a single agent's call: nothing it made before is still on its way
+            self._drain(None, out)
+        elif not done and await self._quiet():  # a team's stream quiet for ``settle`` seconds
             self._drain(None, out)
         return out
+
+    async def _quiet(self) -> bool:
+        """Whether the team's stream is still quiet once the event loop has run what it had ready.
+
+        ``settle`` seconds of wall-clock time are no proof on a busy machine (the process may not
+        have run meanwhile): the relay of an item through the team's runtime takes a few loop
+        iterations, which are given to it here before a call is recorded ahead of what may come.
+        """
+        for _ in range(_RELAY_ITERATIONS):
+            await asyncio.sleep(0)
+            if self._next is not None and self._next.done():
+                return False
+        return True
 
     async def _shutdown(self) -> None:
         """Stop AutoGen's stream: the pending read cancelled, the generator closed."""
@@ -565,6 +615,7 @@ class AutoGenRun:
                 return
             self._answer(agent, converted, out)
             self._end_turn(agent, "ok", None, out)
+            self._last_final = converted
             return
         self._record_event(agent, converted, out)
         if isinstance(item, ag.ToolCallRequestEvent):
