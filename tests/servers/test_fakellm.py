@@ -18,7 +18,7 @@ from nbagent import (
     ToolCallRequestEvent,
     UserMessage,
 )
-from nbagent.models import ModelServerError, OpenAIChatCompletionClient, UnreportedUsage
+from nbagent.models import ModelNotFoundError, ModelServerError, OpenAIChatCompletionClient, UnreportedUsage
 from tests.models.chat_server import validate_context
 
 from .realservers import Running
@@ -94,6 +94,18 @@ async def test_streamed_tool_call_arguments_arrive_split(client: OpenAIChatCompl
 async def test_a_server_error_keeps_its_words(client: OpenAIChatCompletionClient) -> None:
     with pytest.raises(ModelServerError, match="HTTP 500: mock failure for the realserver tier"):
         await client.create([UserMessage(content="please fail", source="user")])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_unknown_path_reads_fastapis_detail(fakellm: Running, stream: bool) -> None:
+    """FastAPI's ``{"detail": "Not Found"}``: was ``HTTP 404: Error code: 404``."""
+    client = OpenAIChatCompletionClient(
+        "m", base_url=f"http://127.0.0.1:{fakellm.port}/no/v1", api_key="", max_retries=0
+    )
+    agent = AssistantAgent("agent", client, model_client_stream=stream)
+    with pytest.raises(ModelNotFoundError, match=r"HTTP 404: Not Found$"):
+        await agent.run(task="hello")
+    await client.close()
 
 
 class Capital(BaseModel):
