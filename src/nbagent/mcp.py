@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 _MAX_PAGES = 100  # tools/list pages read at most (a server whose cursor never ends is cut there)
+_CONNECTION_CLOSED = -32000  # the SDK's MCPError code for a connection that closed (mcp_types.CONNECTION_CLOSED)
 
 
 class StdioServerParams(BaseModel):
@@ -283,16 +284,19 @@ class McpWorkbench(Workbench):
     # ------------------------------------------------------------------ tools
 
     async def list_tools(self) -> list[ToolSchema]:
-        client = await self._client()
-        tools: list[Any] = []
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return [self._schema(tool) for tool in tools]
+        """The server's tools as tool schemas (overrides applied). A connection found lost (the server
+        exited) is opened again and the listing asked once more."""
+        for attempt in (1, 2):
+            client = await self._client()
+            try:
+                tools = await _list_all_tools(client)
+            except Exception as error:
+                if attempt == 2 or not _connection_lost(error):
+                    raise
+                await self._forget(client)
+            else:
+                return [self._schema(tool) for tool in tools]
+        raise AssertionError("unreachable")
 
     def _schema(self, tool: Any) -> ToolSchema:
         name: str = tool.name
@@ -326,8 +330,16 @@ class McpWorkbench(Workbench):
         except asyncio.CancelledError:
             raise
         except Exception as error:  # unknown tool, bad request, timeout, lost connection: the model reads why
+            if _connection_lost(error):  # the next call connects again (this one is not repeated: it may have acted)
+                await self._forget(client)
             return ToolResult(name, _error_text(error), is_error=True)
         return call_result(name, result)
+
+    async def _forget(self, client: Any) -> None:
+        """Close the connection of ``client`` if it is still the current one (it was found lost)."""
+        connection = self._connection
+        if connection is not None and connection.client is client:
+            await self.stop()
 
     # ------------------------------------------------------------------ the server's other features (the SDK's results)
 
@@ -379,6 +391,26 @@ def _error_text(error: BaseException) -> str:
     if isinstance(error, BaseExceptionGroup):
         return "\n".join(_error_text(inner) for inner in error.exceptions)
     return redact(str(error) or type(error).__name__)
+
+
+async def _list_all_tools(client: Any) -> list[Any]:
+    tools: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _connection_lost(error: BaseException) -> bool:
+    """Whether ``error`` says the connection is gone (the server exited, the stream closed)."""
+    error = _unwrap(error)
+    if type(error).__name__ in ("ClosedResourceError", "BrokenResourceError", "EndOfStream"):
+        return True
+    return getattr(error, "code", None) == _CONNECTION_CLOSED and "closed" in str(error).lower()
 
 
 def _unwrap(error: BaseException) -> BaseException:

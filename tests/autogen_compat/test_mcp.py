@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -169,6 +171,21 @@ async def test_agent_calls_the_time_server_and_sees_the_result_in_context_and_tr
     assert time_server.is_started and time_server_processes()
     await agent.close()
     assert not time_server.is_started
+    assert await _eventually(lambda: not time_server_processes())
+
+
+async def test_a_server_that_died_is_started_again_on_next_use() -> None:
+    time_server = McpWorkbench(time_server_params())
+    assert not (await time_server.call_tool("get_current_time", {"timezone": "UTC"})).is_error
+    [pid] = time_server_processes()
+    os.kill(pid, signal.SIGKILL)
+    assert await _eventually(lambda: pid not in time_server_processes())
+    lost = await time_server.call_tool("get_current_time", {"timezone": "UTC"})
+    assert lost.is_error  # the call that found the connection lost is not repeated: it may have acted
+    again = await time_server.call_tool("get_current_time", {"timezone": "UTC"})
+    assert not again.is_error and json.loads(again.to_text())["timezone"] == "UTC"
+    assert time_server_processes() and pid not in time_server_processes()
+    await time_server.stop()
     assert await _eventually(lambda: not time_server_processes())
 
 
