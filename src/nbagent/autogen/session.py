@@ -240,6 +240,7 @@ class AutoGenRun:
         # Per call started and not yet yielded: the context position it was made from, and its gate
         # in the step-by-step mode (kept here, not on the call record, which is nbagent's).
         self._positions: dict[int, int] = {}
+        self._contexts: dict[int, tuple[RunItem, list[nb.LLMMessage]]] = {}  # see context_at
         self._gates: dict[int, asyncio.Future[None]] = {}
         self._wake: asyncio.Event | None = None
         # A single agent's last chat message: its answer if the stream ends after it.
@@ -332,6 +333,27 @@ class AutoGenRun:
         """The agent or team this run runs (``run.agent.name`` names it, as for nbagent's runs)."""
         return self.runnable
 
+    @property
+    def agent_names(self) -> list[str]:
+        """The names of the run's agents (a team's participants, nested teams' included)."""
+        return list(self._by_name)
+
+    def _emit(self, agent: _Agent | None, item: RunItem, out: list[RunItem]) -> None:
+        """Pass ``item`` on; in the step-by-step mode, with its agent's context at this point."""
+        out.append(item)
+        if self.step and agent is not None and type(item) is not nb.ModelClientStreamingChunkEvent:
+            self._contexts[id(item)] = (item, agent.view.messages)
+
+    def context_at(self, item: RunItem) -> list[nb.LLMMessage] | None:
+        """The context of ``item``'s agent when the run recorded it (step-by-step mode; once per item)."""
+        kept = self._contexts.pop(id(item), None)
+        return kept[1] if kept is not None and kept[0] is item else None
+
+    def context_of(self, agent: str) -> list[nb.LLMMessage]:
+        """``agent``'s context as the run has followed it (as it was when the last item was made)."""
+        found = self._by_name.get(agent)
+        return [] if found is None else found.view.messages
+
     def _shown(self, item: RunItem) -> RunItem | None:
         """What is yielded for ``item``: with ``markers``, a turn's start as an ``AgentTurn``, its end not."""
         if not self.markers or not isinstance(item, (RunStarted, RunFinished)) or item.run_id == self.run_id:
@@ -341,10 +363,14 @@ class AutoGenRun:
         index = len(self.turns) - 1
         last = self._last_final
         handed = last.source if isinstance(last, nb.HandoffMessage) and last.target == item.agent else None
-        return AgentTurn(
+        marker = AgentTurn(
             content=item.agent, source=item.agent, turn=index, handed_from=handed, run_id=item.run_id,
             created_at=item.started_at,
         )  # fmt: skip
+        kept = self._contexts.pop(id(item), None)
+        if kept is not None:
+            self._contexts[id(marker)] = (marker, kept[1])
+        return marker
 
     def _begin(self) -> None:
         self.status = "running"
@@ -381,6 +407,7 @@ class AutoGenRun:
     async def _next_batch(self) -> list[RunItem] | None:
         """The run items of AutoGen's next item, or of calls that started (``None``: the stream ended)."""
         assert self._wake is not None
+        self._contexts.clear()  # the contexts of the last batch's items, read as they were yielded
         if self.token.is_cancelled():
             raise asyncio.CancelledError("the cancellation token was cancelled")
         if self._next is None:
@@ -504,7 +531,7 @@ class AutoGenRun:
             agent.stream_call = call
             agent.chunks_seen = 0
         agent.source.record(call)
-        out.append(call)
+        self._emit(agent, call, out)
 
     # ------------------------------------------------------------------ runs
 
@@ -537,7 +564,7 @@ class AutoGenRun:
             fields["parent_run_id"] = self.run_id
         started = RunStarted(turn.run_id, agent.name, list(given), **fields)
         agent.source.record(started)
-        out.append(started)
+        self._emit(agent, started, out)
         return turn
 
     def _end_turn(self, agent: _Agent, status: RunStatus, error: str | None, out: list[RunItem] | None) -> None:
@@ -549,7 +576,7 @@ class AutoGenRun:
         finished = RunFinished(turn.run_id, agent.name, status, error)
         agent.source.record(finished)
         if out is not None:
-            out.append(finished)
+            self._emit(agent, finished, out)
 
     def _finish_top(self, status: RunStatus, error: BaseException | None = None) -> RunFinished:
         self.status = status
@@ -635,7 +662,7 @@ class AutoGenRun:
             )
             turn.tools[call.id] = execution
             agent.source.record(execution)
-            out.append(execution)
+            self._emit(agent, execution, out)
 
     def _tools_ended(self, turn: _Turn, made: datetime, event: nb.ToolCallExecutionEvent) -> None:
         """A ToolCallExecutionEvent: the batch's executions end when it was made (AutoGen runs the
@@ -665,7 +692,7 @@ class AutoGenRun:
         if agent.turn is not None:
             agent.turn.inner.append(event)
         agent.source.record(event)
-        out.append(event)
+        self._emit(agent, event, out)
 
     def _answer(self, agent: _Agent, message: nb.BaseChatMessage, out: list[RunItem]) -> None:
         """The final message of the agent's turn, as the turn's ``Response``."""
@@ -675,7 +702,7 @@ class AutoGenRun:
             call.message_id = message.id  # AutoGen draws the message id; the answer carries it
         response = nb.Response(chat_message=message, inner_messages=list(turn.inner if turn else ()))
         agent.source.record(response)
-        out.append(response)
+        self._emit(agent, response, out)
 
     def _release_held(self, out: list[RunItem], final: bool) -> None:
         """A single agent's chat message: its answer if the stream ends after it, else an event."""
@@ -708,7 +735,7 @@ class AutoGenRun:
             if len(call.chunk_ids) == agent.chunks_seen:  # else the trace drew them when it was read
                 call.chunk_ids.append(item.id)  # type: ignore[attr-defined]  # a list for streamed calls
             agent.chunks_seen += 1
-            out.append(self.converter.event(item))
+            self._emit(agent, self.converter.event(item), out)
             return
         self._record_event(agent, self.converter.event(item), out)  # a chunk no recorded call streamed
 
