@@ -14,7 +14,6 @@ with the ``mcp`` SDK) over streamable HTTP on 127.0.0.1.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import signal
@@ -49,11 +48,11 @@ from nbagent import (  # noqa: E402
 )
 
 from .conftest import time_server_params, time_server_processes  # noqa: E402
-from .mcp_http_server import PIXEL_PNG  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
-PIXEL_B64 = base64.b64encode(PIXEL_PNG).decode("ascii")
+# The 1x1 red PNG that mcp_http_server.py's pixel tool returns (not imported: that module builds a server).
+PIXEL_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 
 
 def calls(*items: tuple[str, str, dict[str, Any]]) -> CreateResult:
