@@ -155,8 +155,9 @@ class ChatCompletionClient(ABC):
         extra_create_args: Mapping[str, Any] | None = None,
         cancellation_token: CancellationToken | None = None,
     ) -> CreateResult:
-        """One answer for ``messages``: :meth:`complete` on the request they make."""
-        request = ModelRequest(messages, list(tools), tool_choice, json_output, extra_create_args or _NO_ARGS)
+        """One answer for ``messages``: :meth:`complete` on the request they make (a snapshot: the
+        lists are copied, so a client may keep it)."""
+        request = ModelRequest(list(messages), list(tools), tool_choice, json_output, extra_create_args or _NO_ARGS)
         return await self.complete(request, cancellation_token)
 
     def create_stream(
@@ -173,7 +174,7 @@ class ChatCompletionClient(ABC):
 
         The iterator is a :class:`ModelStream`, which also tells when the first delta arrived.
         """
-        request = ModelRequest(messages, list(tools), tool_choice, json_output, extra_create_args or _NO_ARGS)
+        request = ModelRequest(list(messages), list(tools), tool_choice, json_output, extra_create_args or _NO_ARGS)
         return ModelStream(self, request, cancellation_token)
 
     # ------------------------------------------------------------------ what a client implements

@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
+from .. import _check as check
 from ..cancellation import CancellationToken, guarded
 from ..context import estimate_tokens
 from ..messages import CreateResult, LLMMessage, RequestUsage
@@ -41,10 +42,18 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         keep_requests: int = 100,
     ) -> None:
         super().__init__()
-        for item in chat_completions:
-            if not isinstance(item, (str, CreateResult)):
-                raise TypeError(f"chat_completions holds str or CreateResult, got {type(item).__name__}")
-        self.chat_completions = list(chat_completions)
+        where = "ReplayChatCompletionClient"
+        one = check.short_repr(chat_completions)
+        hint = f"A script of one answer is [{one}]" if isinstance(chat_completions, str) else ""
+        expected = "a list of answers (str or CreateResult)"
+        script = check.sequence(where, "chat_completions", chat_completions, expected, hint=hint)
+        for index, item in enumerate(script):
+            check.instance(where, f"chat_completions[{index}]", item, (str, CreateResult), "a str or a CreateResult")
+        check.mapping(where, "model_info", model_info, "a ModelInfo dict", none=True)
+        check.number(where, "latency", latency, minimum=0)
+        check.number(where, "chunk_delay", chunk_delay, minimum=0)
+        check.integer(where, "keep_requests", keep_requests, minimum=0)
+        self.chat_completions = script
         self.model_info = ModelInfo(
             vision=False, function_calling=True, json_output=True, structured_output=True, family="replay"
         ) | (model_info or {})
@@ -102,11 +111,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             )
         item = self.chat_completions[self._index]
         self._index += 1
-        messages = request.messages
-        self.requests.append(
-            ModelRequest(list(messages), list(request.tools), request.tool_choice, request.json_output)
-        )
-        prompt_tokens = self._prompt_tokens(messages)
+        self.requests.append(request)  # create() made it a snapshot
+        prompt_tokens = self._prompt_tokens(request.messages)
         if isinstance(item, str):
             result = CreateResult(
                 finish_reason="stop",
