@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 from pathlib import Path
 
 import duckdb
@@ -343,3 +344,17 @@ async def test_export_then_clear_keeps_every_run_in_the_folder(tmp_path: Path, m
         "part 0",
         "answer 1",
     ]
+
+
+async def test_parquet_without_pyarrow_names_the_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = tool_agent("calc", "one")
+    await agent.run(task="go")
+    folder = agent.trace.to_parquet(tmp_path / "pq")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # what an environment without pyarrow gives
+    with pytest.raises(ImportError, match=r"pip install 'nbagent\[parquet\]'"):
+        agent.trace.to_parquet(tmp_path / "again")
+    with pytest.raises(ImportError, match=r"pip install 'nbagent\[parquet\]'"):
+        load_parquet(folder)
+    assert not (tmp_path / "again").exists()

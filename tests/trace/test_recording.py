@@ -13,12 +13,18 @@ import pandas as pd
 from nbagent import (
     TRACE_COLUMNS,
     AssistantAgent,
+    AssistantMessage,
     CancellationToken,
     Move,
     ReplayChatCompletionClient,
+    Response,
+    TextMessage,
     ToolExecution,
     Trace,
+    UnboundedChatCompletionContext,
+    UserMessage,
 )
+from nbagent.records import Recorder, RunFinished, RunStarted
 from nbagent.trace.rows import kind_of, split
 
 from .helpers import calls, tool_agent
@@ -317,7 +323,7 @@ async def test_items_give_back_every_recorded_item_and_only_event_rows_are_track
     trace = agent.trace
     gc.collect()
     rows = trace.store.rows
-    moves = [(name, iteration, run) for _, (run, _, name, iteration) in split(rows).moves]
+    moves = [(name, iteration, run) for run, _, name, iteration in split(rows).moves]
     first, second = (str(run) for run in trace.runs_df()["run_id"])
     assert moves[:3] == [("add_messages", None, first), ("message_id", None, first), ("call_llm", 0, first)]
     # A snapshot where the context grew: at the move after STEP 1, else at the event the move yields
@@ -389,3 +395,51 @@ async def test_clear_while_another_agent_runs_keeps_what_its_run_still_needs() -
     (tool,) = trace.tool_calls_df().itertuples()
     assert (tool.tool_name, tool.result, tool.is_error) == ("wait", "done x", False)
     assert list(trace.llm_calls_df()["purpose"]) == ["reflection", "initial"]
+
+
+class ScriptedSource:
+    """A run source that is no AssistantAgent: what ``records.RunSource`` asks of another library's agent."""
+
+    def __init__(self, name: str, key: str) -> None:
+        self.name = name
+        self.model_context = UnboundedChatCompletionContext()
+        self.recorders: list[Recorder] = []
+        self.key = key
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self.key,)
+
+    async def run(self, task: str) -> None:
+        run_id = f"run-{task}"
+        message = TextMessage(content=task, source="user")
+        answer = TextMessage(content=f"done with {task}, key {self.key}", source=self.name)
+        items: list[Any] = [RunStarted(run_id, self.name, [message]), Move(run_id, "add_messages")]
+        for item in items:
+            for recorder in self.recorders:
+                recorder.record(item)
+        await self.model_context.add_message(UserMessage(content=task, source="user"))
+        await self.model_context.add_message(AssistantMessage(content=answer.content, source=self.name))
+        for item in (Move(run_id, "text_exit", 0), Response(chat_message=answer), RunFinished(run_id, self.name, "ok")):
+            for recorder in self.recorders:
+                recorder.record(item)
+
+
+async def test_a_trace_records_any_run_source_not_only_an_assistant_agent() -> None:
+    source = ScriptedSource("other", "zq" + "9f8e7d6c5b4a39281706")
+    trace = Trace(owner=source)
+    source.recorders.append(trace)
+    await source.run("first")
+    runs = trace.runs_df()
+    assert list(runs["agent"]) == ["other"] and list(runs["status"]) == ["ok"]
+    assert list(runs["final_text"]) == ["done with first, key [REDACTED]"]
+    assert list(trace.events_df()["kind"]) == ["RunStarted", "Move", "Move", "Response", "RunFinished"]
+    context = trace.context_df("run-first")
+    assert list(context["text"]) == ["first", "done with first, key [REDACTED]"]
+    assert list(context["move"]) == ["add_messages", "add_messages"]
+    assert trace.owner is source and trace.recorder_of(source) is trace.recorder
+    shared = Trace()
+    with shared.recording(source):
+        await source.run("second")
+    assert list(shared.runs_df()["run_id"]) == ["run-second"]
+    assert source.recorders == [trace]

@@ -7,7 +7,9 @@ pandas (and numpy) are imported only here, when a frame is built.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..messages import Response
@@ -61,18 +63,18 @@ def events_frame(
     sparse: dict[int, tuple[int | None, str | None, int | None]] = {}
     usage: dict[int, tuple[int, int]] = {}
     chunks_of: dict[str | None, list[int]] = {}
-    for index, (run, _, content, chunk_id, message_id) in parts.chunks:
+    for index, (run, _, content, chunk_id, message_id) in zip(parts.chunk_at, parts.chunks):
         kinds[index] = CHUNK_KIND
         texts[index] = content
         event_ids[index] = chunk_id
         message_ids[index] = message_id
         sources[index] = started.get(run)
         chunks_of.setdefault(message_id, []).append(index)
-    for index, (_, _, name, iteration) in parts.moves:
+    for index, (_, _, name, iteration) in zip(parts.move_at, parts.moves):
         kinds[index] = "Move"
         sparse[index] = (STEPS[name], name, iteration)
         texts[index] = MOVES[name].title
-    for index, record in parts.records:
+    for index, record in zip(parts.record_at, parts.records):
         kinds[index] = type(record).__name__
         if type(record) is LLMCall:
             sparse[index] = (None, None, record.iteration)
@@ -87,7 +89,7 @@ def events_frame(
         elif type(record) is RunFinished:
             sources[index] = record.agent
             texts[index] = red(record.status if record.error is None else f"{record.status}: {record.error}")
-    for index, (_, _, item) in parts.events:
+    for index, (_, _, item) in zip(parts.event_at, parts.events):
         if isinstance(item, Response):
             message = item.chat_message
             kinds[index] = "Response"
@@ -245,20 +247,20 @@ def _run_row(trace_id: str, run_id: str, start: float) -> dict[str, Any]:
 def runs_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFrame:
     """One row per run: status, times, counts and tokens."""
     parts = split(rows)
+    # Per run, from the rows in order: its first row's time (until its RunStarted says), its rows and chunks.
+    first_perf = dict(zip(reversed(parts.runs), reversed(parts.perfs)))
+    counts = Counter(parts.runs)
+    chunks = Counter(map(itemgetter(0), parts.chunks))
     runs: dict[str, dict[str, Any]] = {}
-    for run_id, perf in zip(parts.runs, parts.perfs):  # a run's row where its first item is
+    for run_id in dict.fromkeys(parts.runs):  # in the order of their first rows
         if run_id is not None:
-            row = runs.get(run_id)
-            if row is None:
-                row = runs[run_id] = _run_row(trace_id, run_id, perf)
-            row["n_events"] += 1
-    for _, (run_id, *_) in parts.chunks:
-        runs[run_id]["n_chunks"] += 1
-    for _, (run_id, _, item) in parts.events:
+            row = runs[run_id] = _run_row(trace_id, run_id, first_perf[run_id])
+            row["n_events"], row["n_chunks"] = counts[run_id], chunks[run_id]
+    for run_id, _, item in parts.events:
         if run_id is not None and type(item) is Response:
             runs[run_id]["final_type"] = item.chat_message.type
             runs[run_id]["final_text"] = red(item.chat_message.to_text())
-    for _, record in parts.records:
+    for record in parts.records:
         row = runs[record.run_id]
         if type(record) is RunStarted:
             row.update(agent=record.agent, started_at=record.started_at, _start=record.start_perf)

@@ -131,13 +131,13 @@ class Trace(TraceFrames):
         agents = run_agents(rows)
         wall_ns, perf0 = self._anchor
         out: list[RunItem | None] = [None] * len(parts)
-        for index, record in parts.records:
+        for index, record in zip(parts.record_at, parts.records):
             out[index] = record
-        for index, (_, _, event) in parts.events:
+        for index, (_, _, event) in zip(parts.event_at, parts.events):
             out[index] = event
-        for index, move in parts.moves:
+        for index, move in zip(parts.move_at, parts.moves):
             out[index] = as_move(move)
-        for index, chunk in parts.chunks:
+        for index, chunk in zip(parts.chunk_at, parts.chunks):
             run, perf = chunk[0], chunk[1]
             created = datetime.fromtimestamp((wall_ns / 1e9) + (perf - perf0), UTC)
             out[index] = as_chunk(chunk, agents.get(run, ""), created)

@@ -119,9 +119,9 @@ class AgentRecorder(Generic[T]):
     """
 
     __slots__ = (
-        "_trace", "_agent", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
+        "_trace", "_source", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
         "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_store",
-        "_add_snapshot", "_key",
+        "_add_snapshot", "_add_log", "_key",
     )  # fmt: skip
 
     def __init__(self, trace: T, store: RowStore, key: int, source: RunSource | None) -> None:
@@ -130,7 +130,7 @@ class AgentRecorder(Generic[T]):
         # recorded alive until the cyclic garbage collector runs; the items kept meanwhile trigger
         # collections that scan them all, again and again. The store holds plain data only.
         self._trace = weakref.ref(trace)
-        self._agent = None if source is None else weakref.ref(source)
+        self._source = None if source is None else weakref.ref(source)
         self._context = None if source is None else source.model_context
         # The context is one of nbagent's: ``message_log`` holds its messages, is only appended to, and
         # is replaced (not emptied) by clear() and load_state(): the trace can keep it as its log.
@@ -139,7 +139,10 @@ class AgentRecorder(Generic[T]):
         self._store = store
         self._rows = store.rows
         self._append = store.rows.append
-        self._add_snapshot = store.add_snapshot
+        # The store's snapshot columns, appended to in step (RowStore.add_snapshot, inlined: a
+        # snapshot is taken at most moves).
+        self._add_snapshot = store.snapshots.append
+        self._add_log = store.logs.append
         # A snapshot names this recorder by its index among the trace's recorders rather than
         # holding it, which would make a cycle.
         self._key = key
@@ -179,7 +182,7 @@ class AgentRecorder(Generic[T]):
     @property
     def source(self) -> RunSource | None:
         """The source whose runs it records (``None``: none, or deleted)."""
-        return None if self._agent is None else self._agent()
+        return None if self._source is None else self._source()
 
     @property
     def agent(self) -> RunSource | None:
@@ -238,7 +241,8 @@ class AgentRecorder(Generic[T]):
                 if messages is not self._log or len(messages) != self._size:
                     self._log = messages
                     size = self._size = len(messages)
-                    self._add_snapshot(self._name, size, self._key, self._where_run, self._where, messages)
+                    self._add_snapshot((len(self._rows), self._name, size, self._key, self._where_run, self._where))
+                    self._add_log(messages)
         if kind is Move:
             run = self._where_run = item.run_id  # type: ignore[union-attr]
             name = self._where = item.name  # type: ignore[union-attr]
@@ -303,7 +307,7 @@ class AgentRecorder(Generic[T]):
 
     def _snapshot(self, log: list[LLMMessage], size: int) -> None:
         """Snapshot the context as ``log[:size]``, with the run and name of the move in force."""
-        self._add_snapshot(self._name, size, self._key, self._where_run, self._where, log)
+        self._store.add_snapshot(self._name, size, self._key, self._where_run, self._where, log)
 
     def _share_request(self, call: LLMCall) -> None:
         """Keep ``call``'s request as a slice of the log when its messages are a few messages (the

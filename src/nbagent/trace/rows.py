@@ -105,15 +105,19 @@ def named_chunk(row: Row, chunk_id: str) -> ChunkRow:
 
 @dataclass(slots=True)
 class Split:
-    """Rows told apart by layout, in one pass: the run and time of every row, and each layout's rows
-    with their positions (:func:`split`)."""
+    """Rows told apart by layout, in one pass (:func:`split`): the run and time of every row, and each
+    layout's rows with their positions (``chunks[i]`` is row ``chunk_at[i]``; the same for the others)."""
 
     runs: list[str | None] = field(default_factory=list)
     perfs: list[float] = field(default_factory=list)
-    records: list[tuple[int, Record]] = field(default_factory=list)
-    events: list[tuple[int, EventRow]] = field(default_factory=list)
-    moves: list[tuple[int, MoveRow]] = field(default_factory=list)
-    chunks: list[tuple[int, ChunkRow]] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
+    record_at: list[int] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
+    event_at: list[int] = field(default_factory=list)
+    moves: list[MoveRow] = field(default_factory=list)
+    move_at: list[int] = field(default_factory=list)
+    chunks: list[ChunkRow] = field(default_factory=list)
+    chunk_at: list[int] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -122,22 +126,29 @@ class Split:
 def split(rows: Iterable[Row]) -> Split:
     """Every row's run and time, and the rows of each layout with their positions."""
     out = Split()
-    runs, perfs = out.runs, out.perfs
-    records, events, moves, chunks = out.records.append, out.events.append, out.moves.append, out.chunks.append
+    run, perf = out.runs.append, out.perfs.append
+    record, record_at = out.records.append, out.record_at.append
+    event, event_at = out.events.append, out.event_at.append
+    move, move_at = out.moves.append, out.move_at.append
+    chunk, chunk_at = out.chunks.append, out.chunk_at.append
     for index, row in enumerate(rows):
         if isinstance(row, tuple):
-            runs.append(row[0])
-            perfs.append(row[1])
+            run(row[0])
+            perf(row[1])
             if len(row) == 5:
-                chunks((index, row))
+                chunk(row)
+                chunk_at(index)
             elif len(row) == 4:
-                moves((index, row))
+                move(row)
+                move_at(index)
             else:
-                events((index, row))
+                event(row)
+                event_at(index)
         else:
-            runs.append(row.run_id)
-            perfs.append(row.end_perf if isinstance(row, RunFinished) else row.start_perf)
-            records((index, row))
+            run(row.run_id)
+            perf(row.end_perf if isinstance(row, RunFinished) else row.start_perf)
+            record(row)
+            record_at(index)
     return out
 
 

@@ -2,8 +2,10 @@
 
 A :class:`RowStore` holds plain data only (no recorder, no trace, no source), so the recorders can
 hold it strongly without making a reference cycle. Its recorders append rows to :attr:`RowStore.rows`
-(the layouts of :mod:`nbagent.trace.rows`) and snapshots through :meth:`RowStore.add_snapshot`; the
-trace reads both.
+(the layouts of :mod:`nbagent.trace.rows`) and snapshots with :meth:`RowStore.add_snapshot` (or, on
+their hot path, by appending to :attr:`RowStore.snapshots` and :attr:`RowStore.logs` in step, as it
+does); nothing else changes them but :meth:`RowStore.name_chunks` and :meth:`RowStore.clear`. The
+trace reads them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ class RowStore:
         self.rows: list[Row] = []
         """One row per item. Recorders only append to it; :meth:`clear` empties it in place."""
         self.snapshots: list[SnapshotRow] = []
-        """One row per context snapshot, its log at the same position in :attr:`logs`."""
+        """One row per context snapshot, its log at the same position in :attr:`logs` (appended in step)."""
         self.logs: list[list[LLMMessage]] = []
         """Per snapshot, the message log it is a prefix of (logs are shared between snapshots)."""
         # (first row, first chunk, end chunk) of chunk rows whose ids are not drawn yet, and the LLM
