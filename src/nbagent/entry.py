@@ -14,21 +14,32 @@ from .messages import TaskResult
 from .sync import run_coroutine
 
 if TYPE_CHECKING:
+    from .autogen import AgentOrTeam, AutoGenTaskResult
     from .notebook.view import AgentRunView
 
 
 def run(
-    agent: AssistantAgent,
+    agent: AssistantAgent | AgentOrTeam,
     task: Task = None,
     *,
     cancellation_token: CancellationToken | None = None,
     show: bool = False,
-) -> TaskResult | AgentRunView:
+) -> TaskResult | AgentRunView | AutoGenTaskResult:
     """Run ``task`` on ``agent`` to its end, synchronously.
 
     Returns the :class:`TaskResult`; with ``show=True`` (in a notebook) displays the live view
-    while it runs and returns the :class:`~nbagent.notebook.view.AgentRunView` instead.
+    while it runs and returns the :class:`~nbagent.notebook.view.AgentRunView` instead. An AutoGen
+    agent or team runs with :func:`nbagent.autogen.run` (recorded into ``nbagent.autogen.trace_of``
+    it) and gives AutoGen's own ``TaskResult``.
     """
+    from . import autogen
+
+    if autogen.is_autogen(agent):  # AutoGen's own agents and teams: nbagent.autogen (it checks them)
+        if not show:
+            ran = autogen.run(agent, task, cancellation_token=cancellation_token)  # type: ignore[arg-type]
+            return run_coroutine(lambda: ran)
+    if TYPE_CHECKING:  # past here an AutoGen agent or team is only shown (show_view takes it)
+        assert isinstance(agent, AssistantAgent)
     if not show:
         return agent.run_sync(task, cancellation_token=cancellation_token)
     from .notebook.view import show as show_view

@@ -14,20 +14,37 @@ one), and the rest is imported on first use.
 from __future__ import annotations
 
 import sys
-import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from autogen_agentchat.base import ChatAgent, TaskResult, Team
     from autogen_core import CancellationToken
 
+    from ..cancellation import CancellationToken as NbCancellationToken
     from ..trace import Trace
     from .client import RecordingClient
     from .session import AutoGenRun, Task
+    from .stepper import AutoGenStepper
+    from .widget import NotebookAutoGenStepper
 
-__all__ = ["AutoGenRun", "RecordingClient", "is_autogen", "iter", "run", "trace_of"]
+    AgentOrTeam: TypeAlias = ChatAgent | Team
+    """What nbagent's entry points take from AutoGen: an agent or a team."""
+    Runnable: TypeAlias = ChatAgent | Team | AutoGenRun
+    """What nbagent's live view takes from AutoGen: an agent, a team, or a run of one."""
+    AutoGenTaskResult: TypeAlias = TaskResult
+    """What AutoGen's ``run`` returns (and ``nbagent.run`` for an AutoGen agent or team)."""
 
-_TRACES: weakref.WeakKeyDictionary[Any, Trace] = weakref.WeakKeyDictionary()
+__all__ = [
+    "AutoGenRun",
+    "AutoGenStepper",
+    "RecordingClient",
+    "is_autogen",
+    "iter",
+    "run",
+    "step",
+    "trace_of",
+    "view_run",
+]
 
 
 def is_autogen(obj: object) -> bool:
@@ -39,12 +56,9 @@ def is_autogen(obj: object) -> bool:
 def trace_of(agent_or_team: ChatAgent | Team) -> Trace:
     """The trace nbagent keeps for an AutoGen agent or team: where its runs are recorded when no
     other trace is given (an nbagent agent's ``agent.trace``)."""
-    trace = _TRACES.get(agent_or_team)
-    if trace is None:
-        from ..trace import Trace
+    from .traces import trace_of as kept
 
-        trace = _TRACES[agent_or_team] = Trace()
-    return trace
+    return kept(agent_or_team)
 
 
 def iter(  # noqa: A001 (nbagent.autogen.iter, as AssistantAgent.iter)
@@ -52,7 +66,7 @@ def iter(  # noqa: A001 (nbagent.autogen.iter, as AssistantAgent.iter)
     task: Task = None,
     *,
     trace: Trace | None = None,
-    cancellation_token: CancellationToken | None = None,
+    cancellation_token: CancellationToken | NbCancellationToken | None = None,
     step: bool = False,
     markers: bool = False,
 ) -> AutoGenRun:
@@ -61,8 +75,9 @@ def iter(  # noqa: A001 (nbagent.autogen.iter, as AssistantAgent.iter)
     waits until the consumer has taken its ``LLMCall`` and asks for the next item; ``markers=True``:
     a team's turns are marked for a view (:class:`~nbagent.autogen.show.AgentTurn`)."""
     from .session import AutoGenRun
+    from .traces import trace_of as kept
 
-    chosen = trace if trace is not None else trace_of(agent_or_team)
+    chosen = trace if trace is not None else kept(agent_or_team)
     return AutoGenRun(
         agent_or_team, task, trace=chosen, cancellation_token=cancellation_token, step=step, markers=markers
     )
@@ -73,7 +88,7 @@ async def run(
     task: Task = None,
     *,
     trace: Trace | None = None,
-    cancellation_token: CancellationToken | None = None,
+    cancellation_token: CancellationToken | NbCancellationToken | None = None,
 ) -> TaskResult:
     """Run AutoGen's own ``run_stream`` to its end, recorded into ``trace``; AutoGen's ``TaskResult``."""
     run_ = iter(agent_or_team, task, trace=trace, cancellation_token=cancellation_token)
@@ -84,11 +99,44 @@ async def run(
     return run_.result
 
 
+def view_run(
+    source: object, task: object = None, cancellation_token: CancellationToken | NbCancellationToken | None = None
+) -> AutoGenRun | None:
+    """For nbagent's live view: a run of ``source`` if it is an AutoGen agent or team (marked turns;
+    an :class:`AutoGenRun` is taken as it is), else ``None``."""
+    session = sys.modules.get(__name__ + ".session")  # loaded once any AutoGen run was made
+    if session is not None and isinstance(source, session.AutoGenRun):
+        return source  # type: ignore[no-any-return]
+    if not is_autogen(source):
+        return None
+    return iter(source, task, cancellation_token=cancellation_token, markers=True)  # type: ignore[arg-type]
+
+
+def step(
+    agent_or_team: ChatAgent | Team,
+    task: Task = None,
+    *,
+    trace: Trace | None = None,
+    cancellation_token: CancellationToken | NbCancellationToken | None = None,
+) -> NotebookAutoGenStepper:
+    """Walk one run of an AutoGen agent or team item by item; display it to get its widget
+    (:class:`~nbagent.autogen.stepper.AutoGenStepper` without one)."""
+    from .session import autogen_token
+    from .widget import NotebookAutoGenStepper
+
+    token = autogen_token(cancellation_token)
+    return NotebookAutoGenStepper(agent_or_team, task, trace=trace, cancellation_token=token)
+
+
 def __getattr__(name: str) -> Any:
     if name == "AutoGenRun":
         from .session import AutoGenRun
 
         return AutoGenRun
+    if name == "AutoGenStepper":
+        from .stepper import AutoGenStepper
+
+        return AutoGenStepper
     if name == "RecordingClient":
         from .client import RecordingClient
 

@@ -77,6 +77,18 @@ def perf_of(moment: datetime) -> float:
     return time.perf_counter() - (utc_now() - moment).total_seconds()
 
 
+def autogen_token(token: CancellationToken | NbCancellationToken | None) -> CancellationToken:
+    """AutoGen's CancellationToken for a run: ``token`` itself, or one that nbagent's ``token`` fires."""
+    if isinstance(token, CancellationToken):
+        return token
+    made = CancellationToken()
+    if token is not None:
+        if token.is_cancelled():
+            made.cancel()
+        token.add_callback(made.cancel)
+    return made
+
+
 def participants(runnable: ChatAgent | Team) -> list[ChatAgent]:
     """The agents of an agent (itself) or a team (its participants, those of nested teams included)."""
     if isinstance(runnable, ChatAgent):
@@ -204,7 +216,7 @@ class AutoGenRun:
         task: Task = None,
         *,
         trace: Trace,
-        cancellation_token: CancellationToken | None = None,
+        cancellation_token: CancellationToken | NbCancellationToken | None = None,
         step: bool = False,
         markers: bool = False,
         settle: float = 0.1,
@@ -215,7 +227,7 @@ class AutoGenRun:
         self.is_team = isinstance(runnable, Team)
         self.task = task_messages(task)
         self.trace = trace
-        self.token = cancellation_token or CancellationToken()
+        self.token = autogen_token(cancellation_token)
         # The same, as nbagent's: what nbagent's views cancel (the Stop button).
         self.cancellation_token = NbCancellationToken()
         self.cancellation_token.add_callback(self.token.cancel)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from .. import messages as nb
 from ..models.base import ModelRequest
@@ -97,7 +97,7 @@ class AutoGenStepper:
         trace: Trace | None = None,
         cancellation_token: CancellationToken | None = None,
     ) -> None:
-        from . import trace_of
+        from .traces import trace_of
 
         self.agent_or_team = agent_or_team
         self.trace = trace if trace is not None else trace_of(agent_or_team)
@@ -110,8 +110,6 @@ class AutoGenStepper:
         self._speaker = agent_or_team.name
         self._moving = False
         self._run_agents: dict[str, str] = {self.run.run_id: agent_or_team.name}
-        self.shown_in: Any = None  # its widget, once displayed (nbagent.autogen.widget)
-        self.display_ids: list[str] = []  # the outputs it was displayed in, updated at each step
 
     @property
     def name(self) -> str:
@@ -174,7 +172,7 @@ class AutoGenStepper:
             raise
         finally:
             self._moving = False
-            self._refresh()
+            self._changed()
 
     async def run_to_end(self) -> list[AutoGenStep]:
         """Every remaining pause, to the end of the run."""
@@ -194,13 +192,10 @@ class AutoGenStepper:
             await self.run.aclose()
         finally:
             self.status = "cancelled"
-            self._refresh()
+            self._changed()
 
-    def _refresh(self) -> None:
-        if self.shown_in is not None:
-            from .widget import refresh
-
-            refresh(self)
+    def _changed(self) -> None:
+        """After each step and at the end (the notebook's stepper refreshes its widget here)."""
 
     def _pause(self, item: RunItem, streamed: str, passed: list[RunItem]) -> AutoGenStep:
         if isinstance(item, AgentTurn):
@@ -218,24 +213,6 @@ class AutoGenStepper:
         step = AutoGenStep(len(self.history), item, self._speaker, context, streamed, passed)
         self.history.append(step)
         return step
-
-    # ------------------------------------------------------------------ display
-
-    def widget(self) -> Any:
-        """The stepper's widget (ipywidgets; made on first use)."""
-        from .widget import stepper_widget
-
-        return stepper_widget(self)
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        from .widget import mimebundle
-
-        return mimebundle(self, **kwargs)
-
-    def _ipython_display_(self) -> None:
-        from .widget import display_stepper
-
-        display_stepper(self)
 
     def __repr__(self) -> str:
         return f"AutoGenStepper({self.name!r}, {self.status}, {len(self.history)} steps)"

@@ -21,7 +21,7 @@ import ipywidgets as widgets
 from .. import messages as nb
 from ..context import message_text
 from ..render import STYLE, Markup, concat, el, label, muted, streamed_chunks, to_html, to_text, value
-from .stepper import AutoGenStep, AutoGenStepper
+from .stepper import AutoGenStep, AutoGenStepper, StepperFinished
 
 
 def _kind(message: nb.LLMMessage) -> str:
@@ -139,8 +139,6 @@ class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]
         self.refresh()
 
     async def _next(self) -> None:
-        from .stepper import StepperFinished
-
         try:
             await self.stepper.next()
         except StepperFinished:
@@ -173,7 +171,7 @@ class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]
         except Exception as error:
             self.error = f"{type(error).__name__}: {error}"
         finally:
-            refresh(self.stepper)
+            self.stepper._changed()
 
     def refresh(self) -> None:
         stepper = self.stepper
@@ -190,39 +188,42 @@ class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]
             self.history.value = history_html(stepper)
 
 
-def stepper_widget(stepper: AutoGenStepper) -> AutoGenStepperWidget:
-    """The stepper's widget (one per stepper, kept on it)."""
-    if not isinstance(stepper.shown_in, AutoGenStepperWidget):
-        stepper.shown_in = AutoGenStepperWidget(stepper)
-    return stepper.shown_in
+class NotebookAutoGenStepper(AutoGenStepper):
+    """An :class:`AutoGenStepper` that shows its widget when displayed and refreshes it after every
+    step (what ``nbagent.step`` gives for an AutoGen agent or team)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._widget: AutoGenStepperWidget | None = None
+        self._display_ids: list[str] = []
 
-def mimebundle(stepper: AutoGenStepper, **kwargs: Any) -> dict[str, Any]:
-    data = stepper_widget(stepper)._repr_mimebundle_(**kwargs) or {}
-    data["text/html"] = static_html(stepper)
-    data["text/plain"] = repr(stepper)
-    return data
+    def widget(self) -> AutoGenStepperWidget:
+        """The widget of this stepper (one per stepper, made on first use)."""
+        if self._widget is None:
+            self._widget = AutoGenStepperWidget(self)
+        return self._widget
 
+    def _changed(self) -> None:
+        if self._widget is None:
+            return
+        self._widget.refresh()
+        if self._display_ids:
+            from IPython.display import update_display
 
-def display_stepper(stepper: AutoGenStepper) -> None:
-    """Display with a display id, so that later steps also update the saved (static) output."""
-    from IPython.display import display
+            bundle = self._repr_mimebundle_()
+            for display_id in self._display_ids:
+                update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
-    display_id = uuid.uuid4().hex
-    stepper.display_ids.append(display_id)
-    display(mimebundle(stepper), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        data = self.widget()._repr_mimebundle_(**kwargs) or {}
+        data["text/html"] = static_html(self)
+        data["text/plain"] = repr(self)
+        return data
 
+    def _ipython_display_(self) -> None:
+        """Display with a display id, so that later steps also update the saved (static) output."""
+        from IPython.display import display
 
-def refresh(stepper: AutoGenStepper) -> None:
-    """Show the stepper's state in its widget and in the outputs it was displayed in."""
-    widget = stepper.shown_in
-    if not isinstance(widget, AutoGenStepperWidget):
-        return
-    widget.refresh()
-    displays = stepper.display_ids
-    if displays:
-        from IPython.display import update_display
-
-        bundle = mimebundle(stepper)
-        for display_id in displays:
-            update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+        display_id = uuid.uuid4().hex
+        self._display_ids.append(display_id)
+        display(self._repr_mimebundle_(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]

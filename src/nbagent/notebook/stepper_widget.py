@@ -24,10 +24,11 @@ import concurrent.futures
 import json
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from .. import autogen
 from ..agent import AssistantAgent, Task
 from ..cancellation import CancellationToken
 from ..context import message_text
@@ -35,6 +36,9 @@ from ..messages import ModelClientStreamingChunkEvent
 from ..records import MOVES
 from ..render import EMPTY, STYLE, Markup, Options, concat, el, label, muted, pipeline, streamed_chunks, to_html, value
 from ..stepper import Stepper, StepResult
+
+if TYPE_CHECKING:
+    from ..autogen import AgentOrTeam, AutoGenStepper
 
 
 def pipeline_html(stepper: Stepper) -> Markup:
@@ -360,10 +364,17 @@ class NotebookStepper(Stepper):
         display(self._repr_mimebundle_(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
 
-def step(agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None) -> NotebookStepper:
+def step(
+    agent: AssistantAgent | AgentOrTeam, task: Task, cancellation_token: CancellationToken | None = None
+) -> NotebookStepper | AutoGenStepper:
     """Walk one run of ``agent`` on ``task`` move by move; display the result to get the widget.
 
     ``await stepper.next()`` makes one move, ``run_to_end()`` all of them, ``run_until(...)`` stops
     at a breakpoint and ``reset()`` restores the context (and a replay script) to walk it again.
+    An AutoGen agent or team is walked item by item of its stream (:mod:`nbagent.autogen.stepper`).
     """
+    if autogen.is_autogen(agent):  # AutoGen's own agents and teams: nbagent.autogen
+        return autogen.step(agent, task, cancellation_token=cancellation_token)  # type: ignore[arg-type]
+    if TYPE_CHECKING:  # for the type checker: AutoGen's were dispatched above
+        assert isinstance(agent, AssistantAgent)
     return NotebookStepper(agent, task, cancellation_token)

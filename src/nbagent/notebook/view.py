@@ -25,11 +25,12 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
 from ..agent import AgentRun, AssistantAgent, Task, task_messages
+from ..autogen import view_run
 from ..cancellation import CancellationToken
 from ..messages import (
     BaseAgentEvent,
@@ -62,6 +63,9 @@ from .coalesce import DEFAULT_INTERVAL, Coalescer
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
+
+    from ..autogen import AutoGenRun
+    from ..autogen import Runnable as AutoGenRunnable
 
 SEGMENT_CHARS = 4000
 """The most characters one streamed-text widget holds before the text goes on in a new one."""
@@ -383,7 +387,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
 
     async def run(
         self,
-        source: AssistantAgent | AgentRun,
+        source: AssistantAgent | AgentRun | AutoGenRunnable,
         task: Task = None,
         *,
         cancellation_token: CancellationToken | None = None,
@@ -393,13 +397,18 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         Returns the ``Response``, or ``None`` when the Stop button ended the run. Errors and outside
         cancellation (a kernel interrupt, ``task.cancel()``) are shown, then propagate.
         """
-        if isinstance(source, AgentRun):
+        autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
+        run: AgentRun | AutoGenRun
+        if autogen is not None:
+            run = autogen
+        elif isinstance(source, AgentRun):
             run = source
             if run.cancellation_token is None and run.status == "new":
                 run.cancellation_token = CancellationToken()
         else:
             # The view reads only the text of streamed chunks: no chunk events are built for it.
-            run = source.iter(task_messages(task), cancellation_token or CancellationToken(), chunk_events=False)
+            agent = cast(AssistantAgent, source)  # AutoGen's were dispatched above
+            run = agent.iter(task_messages(task), cancellation_token or CancellationToken(), chunk_events=False)
         self._token = run.cancellation_token
         if not self._title_text:
             self._set_title(run.agent.name)
@@ -429,7 +438,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
 
     def start(
         self,
-        source: AssistantAgent | AgentRun,
+        source: AssistantAgent | AgentRun | AutoGenRunnable,
         task: Task = None,
         *,
         cancellation_token: CancellationToken | None = None,
@@ -532,7 +541,7 @@ def _static(widget: widgets.Widget) -> Markup:
     return EMPTY  # buttons
 
 
-def _name(source: AssistantAgent | AgentRun) -> str:
+def _name(source: AssistantAgent | AgentRun | AutoGenRunnable) -> str:
     return source.agent.name if isinstance(source, AgentRun) else source.name
 
 
@@ -557,7 +566,7 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
 
 
 async def show(
-    source: AssistantAgent | AgentRun,
+    source: AssistantAgent | AgentRun | AutoGenRunnable,
     task: Task = None,
     *,
     cancellation_token: CancellationToken | None = None,
@@ -567,16 +576,17 @@ async def show(
 
     ``await nbagent.show(agent, "task")`` blocks the cell until the answer (``view.response``).
     """
+    autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     from IPython.display import display
 
     view = AgentRunView(title or _name(source))
     display(view)  # type: ignore[no-untyped-call]
-    await view.run(source, task, cancellation_token=cancellation_token)
+    await view.run(autogen or source, task, cancellation_token=cancellation_token)
     return view
 
 
 def start(
-    source: AssistantAgent | AgentRun,
+    source: AssistantAgent | AgentRun | AutoGenRunnable,
     task: Task = None,
     *,
     cancellation_token: CancellationToken | None = None,
@@ -587,9 +597,10 @@ def start(
     The run goes on in the kernel's event loop after the cell has finished; ``await view.wait()``
     gives its ``Response``.
     """
+    autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     from IPython.display import display
 
     view = AgentRunView(title or _name(source))
     display(view)  # type: ignore[no-untyped-call]
-    view.start(source, task, cancellation_token=cancellation_token)
+    view.start(autogen or source, task, cancellation_token=cancellation_token)
     return view
