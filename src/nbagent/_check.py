@@ -154,7 +154,7 @@ def function(where: str, param: str, value: object, expected: str = "a function"
     """A callable (or ``None`` where ``none``)."""
     if value is None and none:
         return None
-    if not callable(value) or inspect.isclass(value):
+    if not callable(value):
         raise wrong_type(where, param, expected + (" or None" if none else ""), value)
     return value
 

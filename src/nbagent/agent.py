@@ -320,6 +320,11 @@ class AssistantAgent:
         """The tool schemas the model is offered, handoff tools included (static workbenches)."""
         return list(self._static_tools[0]) if self._static_tools else list(self._handoff_tools)
 
+    async def list_tools(self) -> list[ToolSchema]:
+        """Every tool the model is offered, handoff tools included, listed from the workbenches (an MCP
+        server's too: for static workbenches it is :attr:`tools`)."""
+        return list((await self._list_tools())[0])
+
     @property
     def memory(self) -> list[Memory]:
         """The memory stores STEP 2 queries (a copy: empty when the agent has no memory)."""
@@ -1099,7 +1104,7 @@ def _check_arguments(
 
 
 def _check_tool(param: str, tool: object) -> object:
-    if isinstance(tool, BaseTool) or (callable(tool) and not isinstance(tool, type)):
+    if isinstance(tool, BaseTool) or callable(tool):  # a callable becomes a FunctionTool, as in AutoGen
         return tool
     # AutoGen raises ValueError here ("Unsupported tool type"): the error is a ValueError too.
     raise check.ItemTypeError(check.message(_AGENT, param, "a function or a BaseTool", check.given(tool)))
@@ -1201,6 +1206,14 @@ def check_token(where: str, token: object) -> CancellationToken | None:
     if callable(getattr(token, "is_cancelled", None)) and callable(getattr(token, "add_callback", None)):
         return token  # type: ignore[return-value]  # AutoGen's CancellationToken, duck-typed
     raise check.wrong_type(where, "cancellation_token", "a CancellationToken or None", token)
+
+
+def check_entry(where: str, agent: object, task: object, token: object, *, runs: bool = False) -> None:
+    """The arguments of an entry point that runs ``task`` on ``agent`` (``nbagent.run``, ``show``, ``step``...)."""
+    check_agent(where, agent, task, runs=runs)
+    if not isinstance(agent, AgentRun):
+        task_messages(task, where)  # type: ignore[arg-type]
+    check_token(where, token)
 
 
 def check_agent(where: str, agent: object, task: object = None, *, runs: bool = False) -> None:

@@ -11,15 +11,31 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import _check as check
 from .messages import (
     AssistantMessage,
     FunctionCall,
     FunctionExecutionResultMessage,
     Image,
     LLMMessage,
+    SystemMessage,
     UserMessage,
     llm_messages_adapter,
 )
+
+_LLM_MESSAGES = (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)
+_LLM_EXPECTED = "an LLM message (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)"
+
+
+def _initial(where: str, initial_messages: object) -> list[LLMMessage]:
+    """``initial_messages``: None or a list of LLM messages."""
+    if initial_messages is None:
+        return []
+    expected = "a list of LLM messages (UserMessage...) or None"
+    items = check.sequence(where, "initial_messages", initial_messages, expected)
+    for index, item in enumerate(items):
+        check.instance(where, f"initial_messages[{index}]", item, _LLM_MESSAGES, _LLM_EXPECTED)
+    return items
 
 
 def message_text(message: LLMMessage) -> str:
@@ -72,7 +88,7 @@ class ChatCompletionContext:
     """
 
     def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
-        self._messages: list[LLMMessage] = list(initial_messages or [])
+        self._messages: list[LLMMessage] = _initial(type(self).__name__, initial_messages)
 
     async def add_message(self, message: LLMMessage) -> None:
         self._messages.append(message)
@@ -119,8 +135,7 @@ class BufferedChatCompletionContext(ChatCompletionContext):
     """The model sees the last ``buffer_size`` messages."""
 
     def __init__(self, buffer_size: int, initial_messages: Sequence[LLMMessage] | None = None) -> None:
-        if buffer_size < 1:
-            raise ValueError(f"buffer_size must be at least 1, got {buffer_size}")
+        check.integer(type(self).__name__, "buffer_size", buffer_size, minimum=1)
         super().__init__(initial_messages)
         self.buffer_size = buffer_size
 
@@ -140,8 +155,9 @@ class TokenLimitedChatCompletionContext(ChatCompletionContext):
         count_tokens: Callable[[LLMMessage], int] = estimate_tokens,
         initial_messages: Sequence[LLMMessage] | None = None,
     ) -> None:
-        if token_limit < 1:
-            raise ValueError(f"token_limit must be at least 1, got {token_limit}")
+        where = type(self).__name__
+        check.integer(where, "token_limit", token_limit, minimum=1)
+        check.function(where, "count_tokens", count_tokens, "a function (message) -> int")
         super().__init__(initial_messages)
         self.token_limit = token_limit
         self.count_tokens = count_tokens
@@ -162,8 +178,8 @@ class HeadAndTailChatCompletionContext(ChatCompletionContext):
     """The model sees the first ``head_size`` and last ``tail_size`` messages, with a note between."""
 
     def __init__(self, head_size: int, tail_size: int, initial_messages: Sequence[LLMMessage] | None = None) -> None:
-        if head_size < 1 or tail_size < 1:
-            raise ValueError(f"head_size and tail_size must be at least 1, got {head_size}, {tail_size}")
+        check.integer(type(self).__name__, "head_size", head_size, minimum=1)
+        check.integer(type(self).__name__, "tail_size", tail_size, minimum=1)
         super().__init__(initial_messages)
         self.head_size = head_size
         self.tail_size = tail_size

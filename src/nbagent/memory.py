@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import _check as check
 from .cancellation import CancellationToken
 from .context import ChatCompletionContext
 from .messages import (
@@ -106,8 +107,17 @@ class ListMemory(Memory):
     """A list of contents, all returned for every query, in the order they were added."""
 
     def __init__(self, name: str = "list_memory", memory_contents: list[MemoryContent] | None = None) -> None:
+        check.string("ListMemory", "name", name)
         self.name = name
-        self._contents: list[MemoryContent] = list(memory_contents or [])
+        items = (
+            []
+            if memory_contents is None
+            else check.sequence("ListMemory", "memory_contents", memory_contents, "a list of MemoryContent or None")
+        )
+        for index, item in enumerate(items):
+            if not isinstance(item, MemoryContent) and (isinstance(item, (str, bytes)) or not hasattr(item, "content")):
+                check.fail_type("ListMemory", f"memory_contents[{index}]", "a MemoryContent", item)
+        self._contents: list[MemoryContent] = [as_memory_content(item) for item in items]  # AutoGen's converted
 
     @property
     def content(self) -> list[MemoryContent]:

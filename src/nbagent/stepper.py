@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from .agent import AgentRun, AssistantAgent, FailedRun, Task, task_messages
+from . import _check as check
+from .agent import AgentRun, AssistantAgent, FailedRun, Task, check_agent, check_token, task_messages
 from .cancellation import CancellationToken
 from .messages import (
     BaseAgentEvent,
@@ -29,7 +30,8 @@ from .messages import (
     ToolCallRequestEvent,
 )
 from .models.base import ModelRequest
-from .records import NOT_EVENTS, LLMCall, Move, MoveInfo, RunItem, ToolExecution
+from .records import MOVES, NOT_EVENTS, LLMCall, LoopSettings, Move, MoveInfo, MoveName, RunItem, ToolExecution
+from .records import Condition as MoveCondition
 from .trace import Trace, context_rows
 
 if TYPE_CHECKING:
@@ -37,6 +39,24 @@ if TYPE_CHECKING:
 
 StepperStatus = Literal["ready", "paused", "finished", "error", "cancelled"]
 Condition = Callable[["StepResult"], bool]
+
+
+_NEEDS: dict[MoveCondition, str] = {
+    "memory": "memory",
+    "no_memory": "no memory",
+    "handoffs": "handoffs",
+    "no_handoffs": "no handoffs",
+    "tool_loop": "max_tool_iterations > 1",
+    "reflect": "reflect_on_tool_use=True",
+    "summary": "reflect_on_tool_use=False",
+}
+
+
+def _never(step: object, settings: LoopSettings) -> str:
+    """Why a STEP is never made under these settings."""
+    if step == 2 and not settings.memory:
+        return "STEP 2 (query memory) is made only by an agent with memory"
+    return ""
 
 
 class StepperFinished(RuntimeError):
@@ -228,9 +248,10 @@ class Stepper:
     """
 
     def __init__(self, agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None) -> None:
+        check_agent("Stepper", agent, task)
         self.agent = agent
-        self.messages: list[BaseChatMessage] = task_messages(task)
-        self.cancellation_token = cancellation_token
+        self.messages: list[BaseChatMessage] = task_messages(task, "Stepper")
+        self.cancellation_token = check_token("Stepper", cancellation_token)
         self.history: list[StepResult] = []
         self.status: StepperStatus = "ready"
         self._run: AgentRun | None = None
@@ -314,6 +335,7 @@ class Stepper:
         criteria = (step, move, tool, iteration, error)
         if condition is None and all(value is None for value in criteria):
             raise ValueError("run_until needs a condition: step=, move=, tool=, iteration=, error= or a callable")
+        await self._check_breakpoint(condition, step, move, tool, iteration, error)
         while not self.done:
             result = await self.next()
             if result.matches(step=step, move=move, tool=tool, iteration=iteration, error=error) and (
@@ -321,6 +343,49 @@ class Stepper:
             ):
                 return result
         return None
+
+    async def _check_breakpoint(
+        self,
+        condition: object,
+        step: object,
+        move: object,
+        tool: object,
+        iteration: object,
+        error: object,
+    ) -> None:
+        """A breakpoint that can never match raises at once, naming what this agent's runs can match."""
+        where = "Stepper.run_until"
+        check.function(where, "condition", condition, "a function (StepResult) -> bool", none=True)
+        check.boolean(where, "error", error, none=True)
+        settings = self.agent.loop_settings
+        possible = [name for name, info in MOVES.items() if info.possible(settings)]
+        steps = sorted({MOVES[name].step for name in possible})
+        if step is not None:
+            check.integer(where, "step", step, minimum=1, maximum=5)
+            if step not in steps:
+                raise check.wrong_value(
+                    where, "step", f"a STEP this agent's runs make, one of {steps}", step, _never(step, settings)
+                )
+        if move is not None:
+            info = MOVES[
+                cast(MoveName, check.choice(where, "move", move, list(MOVES), "a move of records.MOVES, one of"))
+            ]
+            if move not in possible:
+                listed = ", ".join(repr(name) for name in possible)
+                hint = f"Move {move!r} is made only by an agent with {' and '.join(_NEEDS[c] for c in info.needs)}"
+                raise check.wrong_value(where, "move", f"a move this agent's runs make ({listed})", move, hint)
+            if step is not None and info.step != step:
+                hint = f"Move {move!r} is STEP {info.step}: step={step} and move={move!r} never both match"
+                raise check.wrong_value(where, "step", f"STEP {info.step} with move={move!r}", step, hint)
+        if iteration is not None:
+            last = settings.max_tool_iterations - 1
+            check.integer(where, "iteration", iteration, minimum=0, maximum=last)
+        if tool is not None:
+            check.string(where, "tool", tool)
+            names = [schema["name"] for schema in await self.agent.list_tools()]
+            if tool not in names:
+                offered = ", ".join(repr(name) for name in names) if names else "none: the agent has no tools"
+                raise check.wrong_value(where, "tool", f"a tool the model is offered ({offered})", tool)
 
     async def aclose(self) -> None:
         """End the run where it is, without restoring anything: every tool call in the context gets a result."""

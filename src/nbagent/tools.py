@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal, TypedDict, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
 
+from . import _check as check
 from .cancellation import CancellationToken
 from .messages import BaseAgentEvent, BaseChatMessage, Image
 
@@ -325,8 +326,11 @@ class FunctionTool(BaseTool):
         strict: bool = False,
         timeout: float | None = None,
     ) -> None:
-        if not callable(func):
-            raise TypeError(f"FunctionTool needs a callable, got {type(func).__name__}")
+        check.function("FunctionTool", "func", func, "a function (sync, async or an async generator)")
+        check.string("FunctionTool", "description", description, none=True)
+        check.string("FunctionTool", "name", name, none=True)
+        check.boolean("FunctionTool", "strict", strict)
+        check.number("FunctionTool", "timeout", timeout, positive=True, none=True)
         self._func = func
         self.name = name if name else getattr(func, "__name__", type(func).__name__)
         if not _TOOL_NAME.match(self.name):
@@ -510,10 +514,15 @@ class StaticWorkbench(Workbench):
     """A fixed list of tools, with their schemas listed once."""
 
     def __init__(self, tools: Sequence[BaseTool | Callable[..., Any]]) -> None:
+        items = check.sequence("StaticWorkbench", "tools", tools, "a list of tools (functions or BaseTool objects)")
+        for index, item in enumerate(items):
+            if not isinstance(item, BaseTool) and not callable(item):
+                expected, got = "a function or a BaseTool", check.given(item)
+                raise check.ItemTypeError(check.message("StaticWorkbench", f"tools[{index}]", expected, got))
         self._tools: dict[str, BaseTool] = {}
-        for tool in map(as_tool, tools):
+        for tool in map(as_tool, items):
             if tool.name in self._tools:
-                raise ValueError(f"Tool names must be unique: {[t.name for t in map(as_tool, tools)]}")
+                raise ValueError(f"Tool names must be unique: {[t.name for t in map(as_tool, items)]}")
             self._tools[tool.name] = tool
         self._schemas = [tool.schema for tool in self._tools.values()]
 
@@ -811,11 +820,16 @@ def tool_not_found(name: str) -> ToolResult:
 
 
 def error_text(error: BaseException) -> str:
-    """How a tool's exception is told to the model."""
+    """How a tool's exception is told to the model: ``Error: ValueError: the weather service is down``.
+
+    Like the other error results (``Error: tool 'x' not found...``, bad arguments), it starts with
+    ``Error:``, then names the exception, so that the model (and a reader) can tell its kind.
+    """
     text = str(error)
-    if isinstance(error, ToolArgumentsError) or isinstance(error, TimeoutError):
+    if isinstance(error, ToolArgumentsError):  # its text says what was wrong with the arguments
         return f"Error: {text}"
-    return text or type(error).__name__
+    name = type(error).__name__
+    return f"Error: {name}: {text}" if text else f"Error: {name}"
 
 
 class Handoff(BaseModel):

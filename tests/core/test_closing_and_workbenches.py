@@ -68,9 +68,9 @@ async def test_a_workbench_that_raises_gives_an_error_result_and_the_run_goes_on
     agent = AssistantAgent("a", client, workbench=RemoteWorkbench())
     result = await agent.run(task="go")
     execution = next(m for m in result.messages if isinstance(m, ToolCallExecutionEvent))
-    assert [(r.content, r.is_error) for r in execution.content] == [("remote tool failed", True)]
+    assert [(r.content, r.is_error) for r in execution.content] == [("Error: RuntimeError: remote tool failed", True)]
     assert isinstance(result.messages[-1], ToolCallSummaryMessage)
-    assert result.messages[-1].content == "remote tool failed"
+    assert result.messages[-1].content == "Error: RuntimeError: remote tool failed"
 
 
 async def test_a_hanging_workbench_listing_is_cancelled_by_the_token() -> None:

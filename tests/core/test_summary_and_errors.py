@@ -39,7 +39,7 @@ async def test_summary_placeholders(fmt: str, expected: str) -> None:
 
 async def test_summary_is_error_true_and_lines_joined() -> None:
     text = await summary("{tool_name}:{is_error}:{result}", (ADD_12, ("c2", "boom", '{"x": "1"}')))
-    assert text == "add:False:3\nboom:True:kaboom 1"
+    assert text == "add:False:3\nboom:True:Error: RuntimeError: kaboom 1"
 
 
 async def test_summary_of_last_batch_only() -> None:
@@ -92,7 +92,7 @@ async def test_error_results_exception_unknown_bad_json_schema() -> None:
     ]
     got = [(r.call_id, r.content, r.is_error) for r in result.messages[2].content]
     assert got == [
-        ("c1", "kaboom 1", True),
+        ("c1", "Error: RuntimeError: kaboom 1", True),
         ("c2", "Error: tool 'nope' not found in any workbench", True),
         ("c3", "Error: arguments for tool 'add' are not valid JSON: Expecting value: line 1 column 1 (char 0)", True),
         (
@@ -115,7 +115,11 @@ async def test_error_result_loop_goes_on() -> None:
     agent = AssistantAgent("agent", ReplayChatCompletionClient(script), tools=[boom], max_tool_iterations=2)
     result = await agent.run(task="go")
     assert result.messages[-1].content == "recovered"
-    assert context(agent)[:3] == [U_GO, a_calls(("c1", "boom", '{"x": "2"}')), ferm(("kaboom 2", "boom", "c1", True))]
+    assert context(agent)[:3] == [
+        U_GO,
+        a_calls(("c1", "boom", '{"x": "2"}')),
+        ferm(("Error: RuntimeError: kaboom 2", "boom", "c1", True)),
+    ]
 
 
 async def test_exception_without_message_gives_its_type() -> None:
@@ -124,4 +128,4 @@ async def test_exception_without_message_gives_its_type() -> None:
 
     agent = AssistantAgent("agent", ReplayChatCompletionClient([calls(("c1", "silent", "{}"))]), tools=[silent])
     result = await agent.run(task="go")
-    assert (result.messages[2].content[0].content, result.messages[2].content[0].is_error) == ("KeyError", True)
+    assert (result.messages[2].content[0].content, result.messages[2].content[0].is_error) == ("Error: KeyError", True)

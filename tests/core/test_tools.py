@@ -181,7 +181,7 @@ async def test_fault_raising_tool() -> None:
         return 1 // x
 
     result = await fault_agent(broken, '{"x": 0}')
-    assert (result.content, result.is_error) == ("integer division or modulo by zero", True)
+    assert (result.content, result.is_error) == ("Error: ZeroDivisionError: integer division or modulo by zero", True)
 
 
 async def test_fault_hanging_async_tool_times_out() -> None:
@@ -190,7 +190,7 @@ async def test_fault_hanging_async_tool_times_out() -> None:
         return "never"
 
     result = await fault_agent(FunctionTool(hang, timeout=0.05))
-    assert (result.content, result.is_error) == ("Error: tool 'hang' timed out after 0.05 s", True)
+    assert (result.content, result.is_error) == ("Error: TimeoutError: tool 'hang' timed out after 0.05 s", True)
 
 
 async def test_fault_hanging_sync_tool_times_out() -> None:
@@ -204,7 +204,7 @@ async def test_fault_hanging_sync_tool_times_out() -> None:
         result = await fault_agent(FunctionTool(block, timeout=0.05))
     finally:
         release.set()
-    assert (result.content, result.is_error) == ("Error: tool 'block' timed out after 0.05 s", True)
+    assert (result.content, result.is_error) == ("Error: TimeoutError: tool 'block' timed out after 0.05 s", True)
 
 
 async def test_fault_hanging_streaming_tool_times_out() -> None:
@@ -214,7 +214,7 @@ async def test_fault_hanging_streaming_tool_times_out() -> None:
         yield "never"
 
     result = await fault_agent(FunctionTool(drip, timeout=0.05))
-    assert (result.content, result.is_error) == ("Error: tool 'drip' timed out after 0.05 s", True)
+    assert (result.content, result.is_error) == ("Error: TimeoutError: tool 'drip' timed out after 0.05 s", True)
 
 
 class Opaque:
@@ -237,7 +237,7 @@ class Unprintable:
         (Point(x=1), '{"x":1}', False),
         ({"nested": [1, {"a": None}]}, '{"nested": [1, {"a": null}]}', False),
         (None, "null", False),
-        (Unprintable(), "cannot print me", True),
+        (Unprintable(), "Error: RuntimeError: cannot print me", True),
     ],
 )
 async def test_fault_non_serialisable_values(value: object, expected: str, is_error: bool) -> None:

@@ -132,11 +132,15 @@ def test_run_all_runs_every_cell(run_all: nbformat.NotebookNode) -> None:
     assert texts[8] == [("stdout", "bot: context cleared\n")]
     assert texts[9] == [("stdout", "0 messages left\n")]
     # IPython shows a magic's UsageError on stderr, without a traceback.
-    assert texts[10] == [("stderr", "UsageError: no variable named 'missing' in the notebook\n")]
-    assert texts[11] == [("stderr", "UsageError: 'shout' is a function, not an AssistantAgent\n")]
-    assert texts[12] == [
-        ("stderr", "UsageError: usage: %%agent NAME (the name of an AssistantAgent variable), then the task\n")
-    ]
+    # The magics' errors are worded as every wrong argument (issue 19: where, what, expected, given), a
+    # ValueError or a TypeError (and a UsageError), shown in one line without a traceback.
+    expected = "the name of an AssistantAgent variable"
+    missing = f"%%agent: NAME must be {expected}, got 'missing'. No variable has that name in the notebook"
+    assert texts[10] == [("error", f"AgentNameError: {missing}")]
+    assert texts[11] == [("error", "NotAnAgentError: %%agent: shout must be an AssistantAgent, got function shout")]
+    usage = f"%agent_reset: NAME must be {expected}, got '1x'. Usage: %agent_reset NAME"
+    assert texts[12] == [("error", f"AgentNameError: {usage}")]
+    assert [len(cell.outputs[0].traceback) for cell in run_all.cells[10:13]] == [1, 1, 1]
 
 
 def test_saved_notebook_holds_the_final_state_of_every_view(run_all: nbformat.NotebookNode) -> None:

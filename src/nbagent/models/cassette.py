@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .. import _check as check
 from ..cancellation import CancellationToken, guarded
 from ..messages import CreateResult, RequestUsage
 from ..redact import REDACTED, known_secrets, redact_data
@@ -204,6 +205,11 @@ class RecordingChatCompletionClient(ChatCompletionClient):
 
     def __init__(self, inner: ChatCompletionClient, path: str | Path, *, secrets: Sequence[str] = ()) -> None:
         super().__init__()
+        where = "RecordingChatCompletionClient"
+        check.instance(where, "inner", inner, ChatCompletionClient, "a ChatCompletionClient (the model to record)")
+        check.instance(where, "path", path, (str, os.PathLike), "a file path (str or Path)")
+        for index, secret in enumerate(check.sequence(where, "secrets", secrets, "a list of str")):
+            check.string(where, f"secrets[{index}]", secret)
         self.inner = inner
         self.path = Path(path)
         self.model_info = inner.model_info
@@ -319,6 +325,10 @@ class CassetteChatCompletionClient(ChatCompletionClient):
 
     def __init__(self, path: str | Path, *, pace: bool = False, check_requests: bool = True) -> None:
         super().__init__()
+        where = "CassetteChatCompletionClient"
+        check.instance(where, "path", path, (str, os.PathLike), "a cassette file path (str or Path)")
+        check.boolean(where, "pace", pace)
+        check.boolean(where, "check_requests", check_requests)
         self.path = Path(path)
         self.cassette = load_cassette(self.path)
         self.model_info = ModelInfo(**self.cassette.model_info)  # type: ignore[typeddict-item]

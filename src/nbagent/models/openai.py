@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
+from .. import _check as check
 from .._ids import new_id
 from ..cancellation import CancellationToken, guarded
 from ..messages import (
@@ -446,8 +447,15 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         **create_args: Any,
     ) -> None:
         super().__init__()
-        if not isinstance(model, str) or not model:
-            raise ValueError("model must be a non-empty model name")
+        where = "OpenAIChatCompletionClient"
+        check.string(where, "model", model, empty=False)
+        for param, value in (("api_key", api_key), ("base_url", base_url), ("organization", organization)):
+            check.string(where, param, value, none=True)
+        check.mapping(where, "default_headers", default_headers, "a dict of header names to values", none=True)
+        check.number(where, "timeout", timeout, positive=True, none=True)
+        check.integer(where, "max_retries", max_retries, minimum=0)
+        check.mapping(where, "model_info", model_info, "a ModelInfo dict", none=True)
+        check.boolean(where, "parallel_tool_calls", parallel_tool_calls, none=True)
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if api_key is None and key and base_url is not None and not _is_openai(base_url):
             warnings.warn(

@@ -12,24 +12,44 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
+from .. import _check as check
 from ..agent import AssistantAgent
 from ..sync import run_coroutine
 from .view import AgentRunView, show
+
+
+class _MagicError(UsageError):
+    """A magic's wrong argument: shown in one line, without a traceback, as IPython shows a UsageError."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook (it shows only UsageError itself that way)
+        return [f"{type(self).__name__}: {self}"]
+
+
+class NotAnAgentError(_MagicError, TypeError):
+    """The variable a magic names is not an AssistantAgent."""
+
+
+class AgentNameError(_MagicError, ValueError):
+    """A magic's line is not a variable name, or names no variable of the notebook."""
 
 
 @magics_class
 class AgentMagics(Magics):
     """``%%agent`` and ``%agent_reset``."""
 
-    def _agent(self, line: str) -> tuple[str, AssistantAgent]:
+    def _agent(self, line: str, magic: str = "%%agent") -> tuple[str, AssistantAgent]:
         name = line.strip()
+        expected = "the name of an AssistantAgent variable"
         if not name.isidentifier():
-            raise UsageError("usage: %%agent NAME (the name of an AssistantAgent variable), then the task")
+            usage = f"Usage: {magic} NAME" + (", then the task in the cell" if magic == "%%agent" else "")
+            raise AgentNameError(check.message(magic, "NAME", expected, check.short_repr(name), usage))
         agent = self.shell.user_ns.get(name) if self.shell is not None else None
         if agent is None:
-            raise UsageError(f"no variable named {name!r} in the notebook")
+            raise AgentNameError(
+                check.message(magic, "NAME", expected, repr(name), "No variable has that name in the notebook")
+            )
         if not isinstance(agent, AssistantAgent):
-            raise UsageError(f"{name!r} is a {type(agent).__name__}, not an AssistantAgent")
+            raise NotAnAgentError(check.message(magic, name, "an AssistantAgent", check.given(agent)))
         return name, agent
 
     @cell_magic
@@ -44,7 +64,7 @@ class AgentMagics(Magics):
     @line_magic
     def agent_reset(self, line: str) -> None:
         """Clear the model context of the agent named ``line``."""
-        name, agent = self._agent(line)
+        name, agent = self._agent(line, "%agent_reset")
         run_coroutine(agent.on_reset)
         print(f"{name}: context cleared")
 
