@@ -121,8 +121,8 @@ class FailedRun:
     task: list[BaseChatMessage]
 
     def __repr__(self) -> str:
-        what = self.error or self.status
-        return f"FailedRun({self.run_id!r}, {what!r}, task of {len(self.task)} messages)"
+        task = [check.short_repr(message.to_text()) for message in self.task]
+        return f"FailedRun(status={self.status!r}, error={self.error!r}, task=[{', '.join(task)}])"
 
 
 def _same_messages(new: Sequence[BaseChatMessage], old: Sequence[BaseChatMessage]) -> bool:

@@ -100,7 +100,8 @@ MOVES: dict[MoveName, MoveInfo] = {
         "add messages",
         "The new messages of this call are added to the model context, the agent's short-term memory. "
         "The context persists across calls, so each call passes only what is new: passing the whole "
-        "history again would put every message in twice.",
+        "history again would put every message in twice. A failed run's task stays in the context too: "
+        "agent.retry() goes on from it without adding it again.",
         (Edge("memory", needs=("memory",)), Edge("message_id", needs=("no_memory",))),
     ),
     "memory": MoveInfo(
