@@ -15,6 +15,7 @@ EXPECTED_NOTEBOOKS = [
     "03_tool_loop_lab.ipynb",
     "04_trace_analysis.ipynb",
     "05_live_models.ipynb",
+    "07_autogen_teams.ipynb",
 ]
 
 # Lines each notebook must print when it runs offline: the behaviour its text explains happened.
@@ -86,6 +87,20 @@ EXPECTED_OUTPUT = {
         "same as recorded: True",
         "CassetteMismatchError: cassette multiply.cassette.json: request #1 differs from the recording",
         "This is nbagent's offline replay model",
+    ],
+    "07_autogen_teams.ipynb": [
+        "ok | billing answered: You were charged twice for order A17: the extra 49 EUR will be refunded within 5 days.",
+        "tools offered: ['transfer_to_billing'] | tool_choice: auto",
+        "billing's context: ['user: I was charged twice for order A17. Can y', 'triage: Transferred to billing, ado",
+        "stepper: finished",
+        "autogen_agentchat.base._task TaskResult | stop reason: Text 'TERMINATE' mentioned",
+        "billing reflection           5        0        none       True",
+        "{'Swarm': 2, 'billing': 8, 'triage': 7}",
+        "same runs as recorded: True",
+        "['invoke_agent Swarm', 'invoke_agent billing', 'invoke_agent triage']",
+        "HandoffMessage -> billing",
+        "nbagent's billing answered: True",
+        "moves in nbagent's trace: 12 | in AutoGen's: 0",
     ],
 }
 
