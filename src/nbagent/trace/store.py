@@ -61,15 +61,16 @@ class RowStore:
         # Per run in progress: its start, its last move's row, its calls not ended.
         running: dict[str, tuple[RunStarted, list[Row], list[Row]]] = {}
         for row in rows:
-            if isinstance(row, tuple):
+            if type(row) is tuple:
                 if len(row) == 4 and row[0] in running:  # a move
                     running[row[0]][1][:] = [row]
-            elif isinstance(row, RunStarted):
+            elif type(row) is RunStarted:
                 running[row.run_id] = (row, [], [])
-            elif isinstance(row, RunFinished):
+            elif type(row) is RunFinished:
                 running.pop(row.run_id, None)
-            elif isinstance(row, (LLMCall, ToolExecution)) and row.duration_s is None and row.run_id in running:
-                running[row.run_id][2].append(row)
+            elif (type(row) is LLMCall or type(row) is ToolExecution) and row.duration_s is None:
+                if row.run_id in running:
+                    running[row.run_id][2].append(row)
         kept = {id(row) for started, move, calls in running.values() for row in (started, *move, *calls)}
         rows[:] = [row for row in rows if id(row) in kept]  # in place: the recorders append to this list
         self._unnamed.clear()
