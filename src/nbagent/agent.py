@@ -788,11 +788,11 @@ class AssistantAgent:
     ) -> AsyncGenerator[RunItem, None]:
         """The text answer: thought event, context entry, then the Response."""
         assert isinstance(result.content, str)
-        _stop_if_cancelled(run.token)  # cancelled since the model answered: the answer does not enter the context
         if result.thought:
             thought = ThoughtEvent(content=result.thought, source=self.name)
             inner.append(thought)
             yield thought
+        _stop_if_cancelled(run.token)  # cancelled since the model answered: the answer does not enter the context
         await self._model_context.add_message(
             AssistantMessage(content=result.content, source=self.name, thought=result.thought)
         )
@@ -833,9 +833,9 @@ class AssistantAgent:
         executions = [ToolExecution(run.run_id, iteration, call, len(calls)) for call in calls]
         for execution in executions:
             yield execution
-        _, owners = await self._list_tools(token)
-        streaming = any(owner.streams(call.name) for call in calls if (owner := owners.get(call.name)))
         try:
+            _, owners = await self._list_tools(token)  # a dynamic workbench lists them again (cancellable)
+            streaming = any(owner.streams(call.name) for call in calls if (owner := owners.get(call.name)))
             if len(calls) == 1 and not streaming:
                 values = [await guarded(self._timed_tool_call(executions[0], owners, token, None), token)]
             else:
