@@ -74,3 +74,21 @@ async def test_stop_ends_the_run_cancelled() -> None:
     assert stepper.status == "cancelled" and stepper.done
     assert list(trace.runs_df()["status"]) == ["cancelled"]
     assert not isinstance(agent._model_client, RecordingClient)
+
+
+async def test_the_widget_buttons_are_enabled_again_after_each_step() -> None:
+    from nbagent.autogen.widget import NotebookAutoGenStepper
+
+    team, _, _ = swarm()
+    stepper = NotebookAutoGenStepper(team, "Weather in Oslo?", trace=Trace())
+    widget = stepper.widget()
+    for expected in ("RunStarted", "AgentTurn", "LLMCall"):
+        task = widget.click(widget._next)
+        assert task is not None and widget.next_button.disabled  # busy while the step is made
+        await task
+        assert not widget.next_button.disabled
+        assert f'data-kind="{expected}"' in widget.panel.value
+    assert "nba-ag-request" in widget.panel.value  # at the model call: the request
+    await widget.click(stepper.run_to_end)  # type: ignore[misc]
+    assert widget.next_button.disabled and stepper.status == "finished"
+    assert 'data-kind="RunFinished"' in stepper._repr_mimebundle_()["text/html"]

@@ -171,6 +171,7 @@ class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]
         except Exception as error:
             self.error = f"{type(error).__name__}: {error}"
         finally:
+            self.task = None  # not busy any more: the refresh enables the buttons again
             self.stepper._changed()
 
     def refresh(self) -> None:
