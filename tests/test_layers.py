@@ -15,7 +15,14 @@ import pytest
 
 # Bottom to top. A module may import modules of its own layer and of the layers below.
 LAYERS: list[set[str]] = [
-    {"nbagent._ids", "nbagent._check", "nbagent.messages", "nbagent.cancellation", "nbagent.redact"},
+    {
+        "nbagent._ids",
+        "nbagent._check",
+        "nbagent.messages",
+        "nbagent.cancellation",
+        "nbagent.redact",
+        "nbagent.components",
+    },
     {"nbagent.context", "nbagent.memory", "nbagent.tools", "nbagent.mcp"},
     {"nbagent.models"},
     {"nbagent.records"},

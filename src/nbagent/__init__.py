@@ -4,6 +4,13 @@ from typing import TYPE_CHECKING
 
 from .agent import AgentBusyError, AgentRun, AssistantAgent, StructuredOutputError
 from .cancellation import CancellationToken
+from .components import (
+    Component,
+    ComponentModel,
+    SourceCodeNotAllowedError,
+    StructuredMessageFactory,
+    load_component,
+)
 from .context import (
     BufferedChatCompletionContext,
     ChatCompletionContext,
@@ -51,6 +58,7 @@ from .models import (
     ModelBadRequestError,
     ModelConnectionError,
     ModelError,
+    ModelFamily,
     ModelInfo,
     ModelNotFoundError,
     ModelRateLimitError,
@@ -132,6 +140,8 @@ __all__ = [
     "CassetteMismatchError",
     "ChatCompletionClient",
     "ChatCompletionContext",
+    "Component",
+    "ComponentModel",
     "CreateResult",
     "FunctionCall",
     "FunctionExecutionResult",
@@ -156,6 +166,7 @@ __all__ = [
     "ModelClientStreamingChunkEvent",
     "ModelConnectionError",
     "ModelError",
+    "ModelFamily",
     "ModelInfo",
     "ModelNotFoundError",
     "ModelRateLimitError",
@@ -174,6 +185,7 @@ __all__ = [
     "Response",
     "RunFinished",
     "RunStarted",
+    "SourceCodeNotAllowedError",
     "SseServerParams",
     "StaticWorkbench",
     "StdioServerParams",
@@ -183,6 +195,7 @@ __all__ = [
     "StepperWidget",
     "StreamableHttpServerParams",
     "StructuredMessage",
+    "StructuredMessageFactory",
     "StructuredOutputError",
     "SystemMessage",
     "TRACE_COLUMNS",
@@ -208,6 +221,7 @@ __all__ = [
     "default_model",
     "dump_message",
     "load_ipython_extension",
+    "load_component",
     "load_jsonl",
     "load_message",
     "load_parquet",

@@ -27,13 +27,14 @@ import sys
 import warnings
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TextIO
+from typing import Annotated, Any, Literal, Self, TextIO
 
 from pydantic import BaseModel, Field, TypeAdapter
 
 from .cancellation import CancellationToken, guarded
+from .components import ComponentModel, dump_nested, include_secrets, load_nested
 from .messages import Image
-from .redact import redact
+from .redact import is_secret_name, redact
 from .tools import ImageResultContent, TextResultContent, ToolOverride, ToolResult, ToolSchema, Workbench
 
 __all__ = [
@@ -128,6 +129,30 @@ class _Connection:
         return running is self.loop and self.task is not None and not self.task.done()
 
 
+class McpWorkbenchConfig(BaseModel):
+    """AutoGen's ``McpWorkbench`` config: the server's parameters, the overrides, the model client."""
+
+    server_params: McpServerParams
+    tool_overrides: dict[str, ToolOverride] = Field(default_factory=dict)
+    model_client: ComponentModel | dict[str, Any] | None = None
+
+
+def _without_secrets(values: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Environment variables or headers named like a secret left out (``include_secrets=True`` keeps them)."""
+    if values is None or include_secrets():
+        return values
+    return {name: value for name, value in values.items() if not _secret_name(name)}
+
+
+def _secret_name(name: str) -> bool:
+    """A header or environment variable that may hold a credential (``Authorization``, ``GITHUB_TOKEN``...)."""
+    upper = name.upper()
+    return is_secret_name(name) or any(mark in upper for mark in _SECRET_MARKS)
+
+
+_SECRET_MARKS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL", "COOKIE")
+
+
 class McpWorkbench(Workbench):
     """The tools of one MCP server, listed and called like any workbench's.
 
@@ -181,6 +206,27 @@ class McpWorkbench(Workbench):
                 stacklevel=2,
             )
         self._connection: _Connection | None = None
+
+    component_config_schema = McpWorkbenchConfig
+    component_provider_override = "nbagent.McpWorkbench"
+    component_aliases = ("autogen_ext.tools.mcp.McpWorkbench",)
+
+    def _to_config(self) -> McpWorkbenchConfig:
+        params = self._server_params
+        if isinstance(params, StdioServerParams):
+            params = params.model_copy(update={"env": _without_secrets(params.env)})
+        else:
+            params = params.model_copy(update={"headers": _without_secrets(params.headers)})
+        return McpWorkbenchConfig(
+            server_params=params,
+            tool_overrides=self._tool_overrides,
+            model_client=None if self._model_client is None else dump_nested(self._model_client),
+        )
+
+    @classmethod
+    def _from_config(cls, config: McpWorkbenchConfig) -> Self:
+        client = None if config.model_client is None else load_nested(config.model_client, object)
+        return cls(config.server_params, tool_overrides=config.tool_overrides, model_client=client)
 
     # ------------------------------------------------------------------ properties
 

@@ -13,10 +13,13 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
+
+from pydantic import BaseModel, Field
 
 from . import _check as check
 from .cancellation import CancellationToken
+from .components import Component, ComponentModel, dump_nested
 from .context import ChatCompletionContext
 from .messages import (
     AssistantMessage,
@@ -47,8 +50,10 @@ class UpdateContextResult:
     added: int = 0
 
 
-class Memory(ABC):
+class Memory(Component, ABC):
     """A memory store. STEP 2 calls ``update_context`` on each store the agent has."""
+
+    component_type = "memory"
 
     @abstractmethod
     async def query(
@@ -103,8 +108,19 @@ def _has_entry(blocks: str, text: str) -> bool:
     return re.search(rf"(?:^|\n)\d+\. {re.escape(text)}\n", blocks) is not None
 
 
+class ListMemoryConfig(BaseModel):
+    """AutoGen's ``ListMemory`` config: its name and contents."""
+
+    name: str | None = None
+    memory_contents: list[MemoryContent] = Field(default_factory=list)
+
+
 class ListMemory(Memory):
     """A list of contents, all returned for every query, in the order they were added."""
+
+    component_config_schema = ListMemoryConfig
+    component_provider_override = "nbagent.ListMemory"
+    component_aliases = ("autogen_core.memory.ListMemory",)
 
     def __init__(self, name: str = "list_memory", memory_contents: list[MemoryContent] | None = None) -> None:
         check.string("ListMemory", "name", name)
@@ -122,6 +138,13 @@ class ListMemory(Memory):
     @property
     def content(self) -> list[MemoryContent]:
         return list(self._contents)
+
+    def _to_config(self) -> ListMemoryConfig:
+        return ListMemoryConfig(name=self.name, memory_contents=list(self._contents))
+
+    @classmethod
+    def _from_config(cls, config: ListMemoryConfig) -> Self:
+        return cls(name=config.name or "list_memory", memory_contents=config.memory_contents)
 
     async def query(
         self, query: str | MemoryContent = "", cancellation_token: CancellationToken | None = None
@@ -318,6 +341,10 @@ class MemoryAdapter(Memory):
             raise _not_a_memory("memory", memory)
         self.memory = memory
         self.name = getattr(memory, "name", type(memory).__name__)
+
+    def dump_component(self, *, include_secrets: bool | None = None) -> ComponentModel:
+        """The wrapped memory's own config (AutoGen's ``ListMemory`` loads as nbagent's)."""
+        return dump_nested(self.memory)
 
     async def query(
         self, query: str | MemoryContent = "", cancellation_token: CancellationToken | None = None

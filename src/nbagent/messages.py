@@ -178,9 +178,13 @@ class _Base(BaseModel):
 class BaseChatMessage(_Base):
     """A message an agent produces or consumes."""
 
+    def to_model_text(self) -> str:
+        """The content as text for a model (AutoGen's; :meth:`to_text` is for display)."""
+        return self.to_text()
+
     def to_model_message(self) -> UserMessage:
         """How the message enters another agent's model context."""
-        return UserMessage(content=self.to_text(), source=self.source)
+        return UserMessage(content=self.to_model_text(), source=self.source)
 
 
 class BaseAgentEvent(_Base):
@@ -206,6 +210,14 @@ class StructuredMessage(BaseChatMessage, Generic[StructuredT]):
         if self.format_string is not None:
             return self.format_string.format(**self.content.model_dump())
         return self.content.model_dump_json()
+
+    def to_model_text(self) -> str:
+        """As :meth:`to_text`: the ``format_string`` filled in, else the content's JSON (AutoGen's)."""
+        return self.to_text()
+
+    def to_model_message(self) -> UserMessage:
+        """The content's JSON as a user message, whatever the ``format_string`` (AutoGen's)."""
+        return UserMessage(content=self.content.model_dump_json(), source=self.source)
 
 
 class ToolCallSummaryMessage(BaseChatMessage):

@@ -24,12 +24,21 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Annotated, Any, Literal, TypedDict, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Self, TypedDict, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
 
 from . import _check as check
 from .cancellation import CancellationToken
+from .components import (
+    Component,
+    ComponentModel,
+    dump_import,
+    dump_nested,
+    function_from_config,
+    function_source,
+    load_nested,
+)
 from .messages import BaseAgentEvent, BaseChatMessage, Image
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -244,9 +253,10 @@ def parse_arguments(tool_name: str, raw: str) -> dict[str, Any]:
     return arguments
 
 
-class BaseTool(ABC):
+class BaseTool(Component, ABC):
     """A tool: a name, a description, a cached schema, and a way to run it on JSON arguments."""
 
+    component_type = "tool"
     name: str
     description: str
     schema: ToolSchema
@@ -305,6 +315,18 @@ def _signature(func: Callable[..., Any]) -> inspect.Signature:
         return inspect.signature(func)
 
 
+class FunctionToolConfig(BaseModel):
+    """AutoGen's ``FunctionTool`` config: the function's source code, its imports, name and description."""
+
+    source_code: str
+    name: str
+    description: str = ""
+    global_imports: list[Any] = Field(default_factory=list)
+    has_cancellation_support: bool = False
+    strict: bool | None = None
+    timeout: float | None = None
+
+
 class FunctionTool(BaseTool):
     """A tool made from a Python function.
 
@@ -315,7 +337,16 @@ class FunctionTool(BaseTool):
         name: defaults to the function's name.
         strict: ask the model for arguments that follow the schema exactly.
         timeout: seconds after which the call ends with an error result.
+        global_imports: the imports the function's source code needs when it is loaded from a
+            component config (AutoGen's: ``"math"``, ``{"module": "os", "imports": ["path"]}``...).
+
+    A dumped tool holds its function's source code; loading it runs that code, so
+    ``load_component`` does it only when told (``allow_source_code=True``, or ``functions=[...]``).
     """
+
+    component_config_schema = FunctionToolConfig
+    component_provider_override = "nbagent.FunctionTool"
+    component_aliases = ("autogen_core.tools.FunctionTool",)
 
     def __init__(
         self,
@@ -325,6 +356,7 @@ class FunctionTool(BaseTool):
         *,
         strict: bool = False,
         timeout: float | None = None,
+        global_imports: Sequence[Any] = (),
     ) -> None:
         check.function("FunctionTool", "func", func, "a function (sync, async or an async generator)")
         check.string("FunctionTool", "description", description, none=True)
@@ -332,6 +364,8 @@ class FunctionTool(BaseTool):
         check.boolean("FunctionTool", "strict", strict)
         check.number("FunctionTool", "timeout", timeout, positive=True, none=True)
         self._func = func
+        imports = check.sequence("FunctionTool", "global_imports", global_imports, "a list of imports")
+        self._global_imports = list(imports)
         self.name = name if name else getattr(func, "__name__", type(func).__name__)
         if not _TOOL_NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must match {_TOOL_NAME.pattern}")
@@ -431,6 +465,29 @@ class FunctionTool(BaseTool):
     def __repr__(self) -> str:
         return f"FunctionTool(name={self.name!r})"
 
+    def _to_config(self) -> FunctionToolConfig:
+        return FunctionToolConfig(
+            source_code=function_source(self._func, self.name),
+            name=self.name,
+            description=self.description,
+            global_imports=[dump_import(item) for item in self._global_imports],
+            has_cancellation_support=self._takes_token,
+            strict=self.strict or None,
+            timeout=self.timeout,
+        )
+
+    @classmethod
+    def _from_config(cls, config: FunctionToolConfig) -> Self:
+        func = function_from_config(config.name, config.source_code, config.global_imports)
+        return cls(
+            func,
+            description=config.description,
+            name=config.name,
+            strict=bool(config.strict),
+            timeout=config.timeout,
+            global_imports=config.global_imports,
+        )
+
 
 def as_tool(tool: BaseTool | Callable[..., Any]) -> BaseTool:
     """A tool as is; a plain callable wrapped in a :class:`FunctionTool`."""
@@ -441,7 +498,7 @@ def as_tool(tool: BaseTool | Callable[..., Any]) -> BaseTool:
     raise ValueError(f"Unsupported tool type: {type(tool)}")
 
 
-class Workbench(ABC):
+class Workbench(Component, ABC):
     """A set of tools the agent can list and call (AutoGen's ``Workbench`` protocol).
 
     ``call_tool`` takes AutoGen's parameters; a subclass written for nbagent's older signature,
@@ -450,6 +507,8 @@ class Workbench(ABC):
     ``AssistantAgent.close()`` calls :meth:`close`, which stops it: ``stop`` must be safe to call
     on a workbench that is not started.
     """
+
+    component_type = "workbench"
 
     @abstractmethod
     async def list_tools(self) -> list[ToolSchema]: ...
@@ -510,10 +569,36 @@ class Workbench(ABC):
         await self.stop()
 
 
-class StaticWorkbench(Workbench):
-    """A fixed list of tools, with their schemas listed once."""
+class ToolOverride(BaseModel):
+    """Another name and/or description for a workbench's tool, as the model sees it (AutoGen's)."""
 
-    def __init__(self, tools: Sequence[BaseTool | Callable[..., Any]]) -> None:
+    name: str | None = None
+    description: str | None = None
+
+
+class StaticWorkbenchConfig(BaseModel):
+    """AutoGen's ``StaticWorkbench`` config: each tool's component config, and the overrides."""
+
+    tools: list[ComponentModel] = Field(default_factory=list)
+    tool_overrides: dict[str, ToolOverride] = Field(default_factory=dict)
+
+
+class StaticWorkbench(Workbench):
+    """A fixed list of tools, with their schemas listed once.
+
+    ``tool_overrides`` gives a tool another name and/or description for the model (AutoGen's
+    :class:`ToolOverride`, per tool name); the model calls it by that name.
+    """
+
+    component_config_schema = StaticWorkbenchConfig
+    component_provider_override = "nbagent.StaticWorkbench"
+    component_aliases = ("autogen_core.tools.StaticWorkbench", "autogen_core.tools.StaticStreamWorkbench")
+
+    def __init__(
+        self,
+        tools: Sequence[BaseTool | Callable[..., Any]],
+        tool_overrides: Mapping[str, ToolOverride | Mapping[str, Any]] | None = None,
+    ) -> None:
         items = check.sequence("StaticWorkbench", "tools", tools, "a list of tools (functions or BaseTool objects)")
         for index, item in enumerate(items):
             if not isinstance(item, BaseTool) and not callable(item):
@@ -524,17 +609,54 @@ class StaticWorkbench(Workbench):
             if tool.name in self._tools:
                 raise ValueError(f"Tool names must be unique: {[t.name for t in map(as_tool, items)]}")
             self._tools[tool.name] = tool
-        self._schemas = [tool.schema for tool in self._tools.values()]
+        expected = "a dict of tool name to ToolOverride"
+        check.mapping("StaticWorkbench", "tool_overrides", tool_overrides, expected, none=True)
+        self._tool_overrides = {
+            name: override if isinstance(override, ToolOverride) else ToolOverride.model_validate(override)
+            for name, override in (tool_overrides or {}).items()
+        }
+        self._schemas: list[ToolSchema] = []
+        self._exposed: dict[str, BaseTool] = {}  # the name the model calls -> the tool
+        for tool in self._tools.values():
+            override = self._tool_overrides.get(tool.name)
+            schema = tool.schema
+            if override is not None and (override.name or override.description is not None):
+                schema = ToolSchema(**schema)
+                schema["name"] = override.name or tool.name
+                if override.description is not None:
+                    schema["description"] = override.description
+            if schema["name"] in self._exposed:
+                raise ValueError(f"Tool names must be unique: {schema['name']!r} is offered twice (tool_overrides)")
+            self._exposed[schema["name"]] = tool
+            self._schemas.append(schema)
 
     @property
     def tools(self) -> list[BaseTool]:
         return list(self._tools.values())
 
+    @property
+    def schemas(self) -> list[ToolSchema]:
+        """The tools as the model is offered them (overrides applied), listed once."""
+        return list(self._schemas)
+
+    @property
+    def tool_overrides(self) -> dict[str, ToolOverride]:
+        return dict(self._tool_overrides)
+
+    def _to_config(self) -> StaticWorkbenchConfig:
+        return StaticWorkbenchConfig(
+            tools=[dump_nested(tool) for tool in self._tools.values()], tool_overrides=self._tool_overrides
+        )
+
+    @classmethod
+    def _from_config(cls, config: StaticWorkbenchConfig) -> Self:
+        return cls([load_nested(tool, BaseTool) for tool in config.tools], tool_overrides=config.tool_overrides)
+
     async def list_tools(self) -> list[ToolSchema]:
         return self._schemas
 
     def streams(self, name: str) -> bool:
-        tool = self._tools.get(name)
+        tool = self._exposed.get(name)
         return tool is not None and tool.streams
 
     async def call_tool(
@@ -557,7 +679,7 @@ class StaticWorkbench(Workbench):
         cancellation_token: CancellationToken | None = None,
         call_id: str | None = None,
     ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | ToolResult]:
-        tool = self._tools.get(name)
+        tool = self._exposed.get(name)
         if tool is None:
             yield tool_not_found(name)
             return
@@ -754,6 +876,10 @@ class WorkbenchAdapter(Workbench):
     async def close(self) -> None:
         """Nothing: the agent does not own a workbench that is not nbagent's (AutoGen's rule)."""
 
+    def dump_component(self, *, include_secrets: bool | None = None) -> ComponentModel:
+        """The wrapped workbench's own config (AutoGen's, which loads as nbagent's counterpart)."""
+        return dump_nested(self.workbench)
+
     def __repr__(self) -> str:
         return f"WorkbenchAdapter({self.workbench!r})"
 
@@ -807,13 +933,6 @@ async def close_workbenches(workbenches: Iterable[Workbench]) -> None:
         raise failure
 
 
-class ToolOverride(BaseModel):
-    """Another name and/or description for a workbench's tool, as the model sees it (AutoGen's)."""
-
-    name: str | None = None
-    description: str | None = None
-
-
 def tool_not_found(name: str) -> ToolResult:
     """The error result of a call to a tool no workbench has."""
     return ToolResult(name, f"Error: tool '{name}' not found in any workbench", is_error=True)
@@ -832,18 +951,30 @@ def error_text(error: BaseException) -> str:
     return f"Error: {name}: {text}" if text else f"Error: {name}"
 
 
-class Handoff(BaseModel):
+class Handoff(Component, BaseModel):
     """A tool that hands the conversation to another agent.
 
     ``name`` defaults to ``transfer_to_<target>`` made into a valid tool name; ``message`` is the
     tool's result and the ``HandoffMessage``'s content.
     """
 
+    component_type: ClassVar[str] = "handoff"
+    component_config_schema: ClassVar[type[BaseModel]]  # the class itself: set below
+    component_provider_override: ClassVar[str | None] = "nbagent.Handoff"
+    component_aliases: ClassVar[tuple[str, ...]] = ("autogen_agentchat.base.Handoff",)
+
     target: str
     description: str = ""
     name: str = ""
     message: str = ""
     _schema: ToolSchema = PrivateAttr()
+
+    def _to_config(self) -> Handoff:
+        return self
+
+    @classmethod
+    def _from_config(cls, config: Handoff) -> Self:
+        return cls(**config.model_dump())
 
     def model_post_init(self, __context: Any) -> None:
         if not self.name:
@@ -865,3 +996,7 @@ class Handoff(BaseModel):
     def schema(self) -> ToolSchema:  # type: ignore[override]
         """The tool the model is offered for this handoff (built once)."""
         return self._schema
+
+
+# A handoff's config is its four fields, as AutoGen's agent config holds them.
+Handoff.component_config_schema = Handoff

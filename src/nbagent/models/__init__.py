@@ -24,6 +24,7 @@ from .cassette import (
     RecordingChatCompletionClient,
 )
 from .default import default_model
+from .family import ModelFamily
 from .openai import OpenAIChatCompletionClient
 from .replay import ReplayChatCompletionClient, ReplayExhaustedError
 
@@ -37,6 +38,7 @@ __all__ = [
     "ModelBadRequestError",
     "ModelConnectionError",
     "ModelError",
+    "ModelFamily",
     "ModelInfo",
     "ModelNotFoundError",
     "ModelRateLimitError",

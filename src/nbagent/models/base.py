@@ -11,6 +11,8 @@ from typing import Any, Literal, TypedDict
 from pydantic import BaseModel
 
 from ..cancellation import CancellationToken
+from ..components import Component
+from ..context import estimate_tokens
 from ..messages import CreateResult, LLMMessage, RequestUsage
 from ..tools import ToolSchema
 
@@ -19,13 +21,22 @@ _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
 
 
 class ModelInfo(TypedDict, total=False):
-    """What a model can do; the agent checks it before offering tools or asking for JSON."""
+    """What a model can do (AutoGen's ``ModelInfo``); the agent checks it before offering tools or images.
+
+    Every key is optional here: a client fills the ones not given from what it knows of the model.
+    """
 
     vision: bool
+    """Whether the model reads images; without it the agent sends an image as the text ``<image>``."""
     function_calling: bool
     json_output: bool
+    """JSON mode (``json_output=True``), not structured output."""
     structured_output: bool
+    """Answers that follow a JSON schema (``output_content_type``)."""
     family: str
+    """A :class:`~nbagent.models.family.ModelFamily` constant (``ModelFamily.GPT_4O``...) or any string."""
+    multiple_system_messages: bool | None
+    """Whether the model accepts several system messages that are not next to each other."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,7 @@ class ModelStream(AsyncIterator["str | CreateResult"]):
         await self._items.aclose()
 
 
-class ChatCompletionClient(ABC):
+class ChatCompletionClient(Component, ABC):
     """Turns LLM messages (and tool schemas) into a :class:`CreateResult`, at once or streamed.
 
     Callers use AutoGen's signatures, :meth:`create` and :meth:`create_stream`. They are written
@@ -132,6 +143,7 @@ class ChatCompletionClient(ABC):
     implements :meth:`checkpoint` and :meth:`restore`; one that holds credentials sets ``_secrets``.
     """
 
+    component_type = "model"
     model_info: ModelInfo
     provider: str = "unknown"
     """Who serves the model as this client knows it, OpenTelemetry's ``gen_ai.provider.name``: the
@@ -235,6 +247,12 @@ class ChatCompletionClient(ABC):
         """
         if checkpoint is not None:
             raise TypeError(f"{type(self).__name__} keeps no state to restore, got a {type(checkpoint).__name__}")
+
+    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Any] = ()) -> int:
+        """An estimate of the tokens ``messages`` and ``tools`` take (AutoGen's signature): four
+        characters a token, as :func:`~nbagent.context.estimate_tokens` counts a message."""
+        tool_chars = sum(len(str(tool)) for tool in tools)
+        return sum(estimate_tokens(message) for message in messages) + (tool_chars + 3) // 4
 
     def total_usage(self) -> RequestUsage:
         """Tokens counted over every call, cached ones included."""

@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -237,6 +237,13 @@ class RecordingChatCompletionClient(ChatCompletionClient):
     def __repr__(self) -> str:
         return f"RecordingChatCompletionClient({self.inner!r}, path={str(self.path)!r})"
 
+    def _to_config(self) -> BaseModel:
+        raise TypeError(
+            "RecordingChatCompletionClient is not written to a component config: loading one would start a "
+            "new recording over the cassette. Dump the model it records, recording.inner.dump_component(), or "
+            "replay the cassette with CassetteChatCompletionClient(path)"
+        )
+
     def _write(self) -> None:
         data = redact_data(self._cassette.model_dump(mode="json"), self._secrets)
         temporary = self.path.with_name(self.path.name + ".tmp")
@@ -313,6 +320,12 @@ class RecordingChatCompletionClient(ChatCompletionClient):
         await self.inner.close()
 
 
+class CassetteChatCompletionClientConfig(BaseModel):
+    path: str
+    pace: bool = False
+    check_requests: bool = True
+
+
 class CassetteChatCompletionClient(ChatCompletionClient):
     """Replays a cassette's calls in order; each request must be the recorded one.
 
@@ -322,6 +335,9 @@ class CassetteChatCompletionClient(ChatCompletionClient):
     running past the end raises :class:`CassetteExhaustedError`. ``check_requests=False`` serves
     the answers whatever is asked. A ``[REDACTED]`` secret in the recording matches any value.
     """
+
+    component_config_schema = CassetteChatCompletionClientConfig
+    component_provider_override = "nbagent.CassetteChatCompletionClient"
 
     def __init__(self, path: str | Path, *, pace: bool = False, check_requests: bool = True) -> None:
         super().__init__()
@@ -340,6 +356,15 @@ class CassetteChatCompletionClient(ChatCompletionClient):
     @property
     def model_name(self) -> str:
         return self.cassette.model
+
+    def _to_config(self) -> CassetteChatCompletionClientConfig:
+        return CassetteChatCompletionClientConfig(
+            path=str(self.path), pace=self.pace, check_requests=self.check_requests
+        )
+
+    @classmethod
+    def _from_config(cls, config: CassetteChatCompletionClientConfig) -> Self:
+        return cls(config.path, pace=config.pace, check_requests=config.check_requests)
 
     @property
     def remaining(self) -> int:

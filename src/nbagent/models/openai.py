@@ -18,14 +18,15 @@ import warnings
 import weakref
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, SecretStr
 
 from .. import _check as check
 from .._ids import new_id
 from ..cancellation import CancellationToken, guarded
+from ..components import MASKED_SECRET, include_secrets
 from ..messages import (
     AssistantMessage,
     CreateResult,
@@ -415,6 +416,29 @@ class _ThinkFilter:
         return out
 
 
+class OpenAIChatCompletionClientConfig(BaseModel):
+    """The constructor's arguments (AutoGen's config fields); other fields are create arguments
+    (``temperature``, ``seed``...). ``api_key`` is written only by ``dump_component(include_secrets=True)``."""
+
+    model_config = ConfigDict(extra="allow", protected_namespaces=())
+
+    model: str
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    organization: str | None = None
+    default_headers: dict[str, str] | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
+    model_info: dict[str, Any] | None = None
+    model_capabilities: dict[str, Any] | None = None
+    """AutoGen's older name of ``model_info``."""
+    parallel_tool_calls: bool | None = None
+    add_name_prefixes: bool | None = None
+    """AutoGen's; nbagent never prefixes names (as AutoGen's default), so only ``False`` is supported."""
+    include_name_in_message: bool | None = None
+    """AutoGen's; nbagent sends no ``name`` field, and ignores it."""
+
+
 class OpenAIChatCompletionClient(ChatCompletionClient):
     """A model behind the Chat Completions API (OpenAI or any compatible server via ``base_url``).
 
@@ -431,6 +455,13 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     # The OpenAI API, whichever server base_url names (vLLM, Ollama...): the conventions ask for the
     # client's best knowledge; the model name tells the rest.
     provider = "openai"
+    component_config_schema = OpenAIChatCompletionClientConfig
+    component_provider_override = "nbagent.OpenAIChatCompletionClient"
+    component_aliases = (
+        "autogen_ext.models.openai.OpenAIChatCompletionClient",
+        "openai_chat_completion_client",  # AutoGen's well-known provider names
+        "OpenAIChatCompletionClient",
+    )
 
     def __init__(
         self,
@@ -476,6 +507,18 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 )
             key = "no-key"  # the SDK insists on one; it is never sent (see _send_args)
         self._model = model
+        self._config_args: dict[str, Any] = {  # what the constructor was given, for dump_component
+            "model": model,
+            "base_url": base_url,
+            "organization": organization,
+            "default_headers": dict(default_headers) if default_headers else None,
+            "timeout": None if timeout == 60.0 else timeout,
+            "max_retries": None if max_retries == 2 else max_retries,
+            "model_info": dict(model_info) if model_info else None,
+            "parallel_tool_calls": parallel_tool_calls,
+            **create_args,
+        }
+        self._key_given = api_key is not None
         self._secrets = known_secrets(
             [
                 None if self._keyless else key,
@@ -516,6 +559,43 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
 
     def __getstate__(self) -> None:
         raise TypeError("OpenAIChatCompletionClient holds an API key and is not picklable")
+
+    def _to_config(self) -> OpenAIChatCompletionClientConfig:
+        args = dict(self._config_args)
+        secrets = include_secrets()
+        headers = args.get("default_headers")
+        if headers and not secrets:
+            args["default_headers"] = {name: v for name, v in headers.items() if not is_secret_name(name)} or None
+        if self._keyless and self._key_given:
+            args["api_key"] = ""  # api_key="": send no key, whatever the environment holds (no secret)
+        elif secrets and self._key_given:
+            args["api_key"] = self._client_args["api_key"]  # asked for: dump_component(include_secrets=True)
+        return OpenAIChatCompletionClientConfig(**args)
+
+    @classmethod
+    def _from_config(cls, config: OpenAIChatCompletionClientConfig) -> Self:
+        args = config.model_dump(exclude_none=True)
+        args.pop("api_key", None)
+        key = config.api_key.get_secret_value() if config.api_key is not None else None
+        if key == MASKED_SECRET:
+            warnings.warn(
+                "the config's api_key is masked ('**********', as a JSON export writes a SecretStr): "
+                "the key is read from OPENAI_API_KEY instead",
+                UserWarning,
+                stacklevel=3,
+            )
+            key = None
+        capabilities = args.pop("model_capabilities", None)
+        if capabilities:
+            args["model_info"] = {**capabilities, **args.get("model_info", {})}
+        if args.pop("add_name_prefixes", False):
+            warnings.warn(
+                "OpenAIChatCompletionClient: add_name_prefixes=True is not supported (names are not prefixed)",
+                UserWarning,
+                stacklevel=3,
+            )
+        args.pop("include_name_in_message", None)
+        return cls(api_key=key, **args)
 
     async def close(self) -> None:
         await self._client.close()

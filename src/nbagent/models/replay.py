@@ -7,6 +7,9 @@ import re
 from collections import deque
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
+from typing import Any, Self
+
+from pydantic import BaseModel
 
 from .. import _check as check
 from ..cancellation import CancellationToken, guarded
@@ -21,6 +24,16 @@ class ReplayExhaustedError(ModelError):
     """The script has no answer left for this call."""
 
 
+class ReplayChatCompletionClientConfig(BaseModel):
+    """AutoGen's replay config (``chat_completions``, ``model_info``) and nbagent's pacing."""
+
+    chat_completions: list[str | CreateResult]
+    model_info: dict[str, Any] | None = None
+    latency: float | None = None
+    chunk_delay: float | None = None
+    keep_requests: int | None = None
+
+
 class ReplayChatCompletionClient(ChatCompletionClient):
     """Answers each call with the next item of ``chat_completions`` (text or a ``CreateResult``).
 
@@ -31,6 +44,10 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     """
 
     provider = "nbagent.replay"
+    component_type = "replay_chat_completion_client"  # AutoGen's
+    component_config_schema = ReplayChatCompletionClientConfig
+    component_provider_override = "nbagent.ReplayChatCompletionClient"
+    component_aliases = ("autogen_ext.models.replay.ReplayChatCompletionClient",)
 
     def __init__(
         self,
@@ -60,6 +77,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         self.latency = latency
         self.chunk_delay = chunk_delay
         self.requests: deque[ModelRequest] = deque(maxlen=keep_requests)
+        self._call_tokens: deque[tuple[ModelRequest, CancellationToken | None]] = deque(maxlen=keep_requests)
         self._index = 0
         # id(message) -> (message, estimated tokens) for the messages of the last request: a tool
         # loop sends the same context again with a few messages more, so most are not re-estimated.
@@ -68,6 +86,23 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     @property
     def model_name(self) -> str:
         return "replay"
+
+    @property
+    def create_calls(self) -> list[dict[str, Any]]:
+        """The arguments of the calls made to ``create`` (AutoGen's): ``messages``, ``tools``,
+        ``json_output``, ``extra_create_args`` and ``cancellation_token``, for the last
+        ``keep_requests`` calls (``requests`` holds them as :class:`ModelRequest`)."""
+        tokens = {id(request): token for request, token in self._call_tokens}
+        return [
+            {
+                "messages": request.messages,
+                "tools": request.tools,
+                "json_output": request.json_output,
+                "extra_create_args": dict(request.extra_create_args),
+                "cancellation_token": tokens.get(id(request)),
+            }
+            for request in self.requests
+        ]
 
     @property
     def remaining(self) -> int:
@@ -89,6 +124,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         """Start the script again from its first answer."""
         self._index = 0
         self.requests.clear()
+        self._call_tokens.clear()
 
     def checkpoint(self) -> ReplayCheckpoint:
         """The script's position, the kept requests and the usage counters, for :meth:`restore`."""
@@ -145,7 +181,9 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             await guarded(asyncio.sleep(self.latency), cancellation_token)
         if cancellation_token is not None and cancellation_token.is_cancelled():
             raise asyncio.CancelledError()
-        return self._next(request)
+        result = self._next(request)
+        self._call_tokens.append((request, cancellation_token))
+        return result
 
     async def complete_stream(
         self,
@@ -172,6 +210,25 @@ class ReplayChatCompletionClient(ChatCompletionClient):
                 for piece in _CHUNK.findall(result.content):
                     yield piece
         yield result
+
+    def _to_config(self) -> ReplayChatCompletionClientConfig:
+        return ReplayChatCompletionClientConfig(
+            chat_completions=list(self.chat_completions),
+            model_info=dict(self.model_info),
+            latency=self.latency or None,
+            chunk_delay=self.chunk_delay or None,
+            keep_requests=None if self.requests.maxlen == 100 else self.requests.maxlen,
+        )
+
+    @classmethod
+    def _from_config(cls, config: ReplayChatCompletionClientConfig) -> Self:
+        return cls(
+            config.chat_completions,
+            model_info=config.model_info,  # type: ignore[arg-type]
+            latency=config.latency or 0.0,
+            chunk_delay=config.chunk_delay or 0.0,
+            keep_requests=100 if config.keep_requests is None else config.keep_requests,
+        )
 
 
 @dataclass(frozen=True)

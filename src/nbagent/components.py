@@ -1,0 +1,645 @@
+"""Component configs: ``dump_component()`` and ``load_component()``, in AutoGen's declarative format.
+
+A component (the agent, a model client, a model context, a tool, a workbench, a memory, a handoff)
+dumps itself as a :class:`ComponentModel`: ``provider`` (which class), ``component_type``,
+``version``/``component_version``, ``description``, ``label`` and ``config`` (what its constructor
+needs), a JSON-ready structure. ``load_component()`` builds the component again. The format is
+AutoGen 0.7.5's, and a config that names AutoGen's providers (``autogen_agentchat.agents.AssistantAgent``,
+``autogen_ext.models.openai.OpenAIChatCompletionClient``, ``autogen_core.tools.FunctionTool``...) loads
+into nbagent's classes: each class lists the AutoGen providers it stands for (``component_aliases``).
+
+Two things a config can hold are handled with care:
+
+- **Secrets.** An API key (or a header or environment variable named like a secret) enters a
+  dumped config only with ``dump_component(include_secrets=True)``. AutoGen writes a key given to
+  its client as a ``SecretStr`` (``"**********"`` in JSON); nbagent leaves it out, and a client
+  loaded without one reads it from the environment as a new client does.
+- **Code.** A ``FunctionTool``'s config holds its function's source code, and loading it runs that
+  code. It is loaded only with ``load_component(..., allow_source_code=True)`` (for a config from a
+  source you trust), or from the functions you pass, ``load_component(..., functions=[my_tool])``,
+  which runs nothing from the config. A provider that is neither nbagent's nor AutoGen's is looked up
+  among the modules already imported: a config never makes nbagent import a module.
+
+Each class keeps its own ``_to_config`` / ``_from_config`` next to it; this module holds the
+machinery (AutoGen's ``Component`` protocol), and what configs of several classes share.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import inspect
+import json
+import sys
+import textwrap
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any, ClassVar, Literal, Self, TypeVar, Union, cast, overload
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, create_model
+
+from . import _check as check
+from .messages import StructuredMessage
+
+__all__ = [
+    "Component",
+    "ComponentModel",
+    "ComponentType",
+    "SourceCodeNotAllowedError",
+    "StructuredMessageFactory",
+    "dump_nested",
+    "include_secrets",
+    "load_component",
+    "load_nested",
+    "schema_to_model",
+]
+
+ComponentType = str
+"""The logical kind of a component: ``"agent"``, ``"model"``, ``"tool"``, ``"workbench"``,
+``"memory"``, ``"chat_completion_context"``, ``"handoff"``..."""
+
+MASKED_SECRET = "**********"
+"""How pydantic writes a ``SecretStr`` in JSON, so what an AutoGen config exported as JSON holds
+where its client's API key was."""
+
+T = TypeVar("T")
+
+
+class ComponentModel(BaseModel):
+    """Everything needed to build a component again: AutoGen's ``ComponentModel``, field for field."""
+
+    provider: str
+    """The class to build (``nbagent.AssistantAgent``, or an AutoGen provider nbagent stands for)."""
+    component_type: ComponentType | None = None
+    version: int | None = None
+    """The version of the config's format; ``None``: the loading class's current one."""
+    component_version: int | None = None
+    description: str | None = None
+    label: str | None = None
+    """A human-readable name; by default the class name."""
+    config: dict[str, Any]
+    """What the class's ``_from_config`` is given, validated by its ``component_config_schema``."""
+
+
+class SourceCodeNotAllowedError(ValueError):
+    """A config holds Python source code (a ``FunctionTool``'s) and loading it was not allowed."""
+
+
+# --------------------------------------------------------------------------- what one dump or load allows
+
+_INCLUDE_SECRETS: ContextVar[bool] = ContextVar("nbagent_include_secrets", default=False)
+_ALLOW_SOURCE: ContextVar[bool] = ContextVar("nbagent_allow_source_code", default=False)
+_FUNCTIONS: ContextVar[Mapping[str, Callable[..., Any]] | None] = ContextVar("nbagent_functions", default=None)
+
+
+def include_secrets() -> bool:
+    """Whether the dump in progress was asked for secrets (``dump_component(include_secrets=True)``):
+    a ``_to_config`` writes an API key only then."""
+    return _INCLUDE_SECRETS.get()
+
+
+@contextlib.contextmanager
+def _set(var: ContextVar[T], value: T | None) -> Iterator[None]:
+    """``var`` set to ``value`` for the block; ``None`` leaves it as the enclosing call set it."""
+    if value is None:
+        yield
+        return
+    reset = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(reset)
+
+
+def _function_map(functions: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None) -> Any:
+    if functions is None:
+        return None
+    where = "load_component"
+    if isinstance(functions, Mapping):
+        for key, value in functions.items():
+            check.string(where, "functions key", key)
+            check.function(where, f"functions[{key!r}]", value)
+        return dict(functions)
+    items = check.sequence(where, "functions", functions, "a list of functions or a dict of tool name to function")
+    found: dict[str, Callable[..., Any]] = {}
+    for index, func in enumerate(items):
+        check.function(where, f"functions[{index}]", func)
+        found[getattr(func, "__name__", f"function_{index}")] = func
+    return found
+
+
+# --------------------------------------------------------------------------- the registry of providers
+
+_PROVIDERS: dict[str, type[Component]] = {}
+
+
+def _provider_of(cls: type) -> str:
+    override = cls.__dict__.get("component_provider_override")
+    if isinstance(override, str):
+        return override
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def known_providers() -> dict[str, str]:
+    """Every provider string nbagent loads, with the nbagent class it builds (``nbagent.X``)."""
+    return {provider: _provider_of(cls) for provider, cls in sorted(_PROVIDERS.items())}
+
+
+def _resolve(provider: str) -> type[Component]:
+    """The class a provider string names: nbagent's (or the AutoGen provider it stands for), else a
+    :class:`Component` subclass of a module already imported."""
+    found = _PROVIDERS.get(provider)
+    if found is not None:
+        return found
+    module_name, _, class_name = provider.rpartition(".")
+    if not module_name:
+        raise ValueError(f"load_component: provider {provider!r} is not a dotted path (module.Class)")
+    root = module_name.split(".")[0]
+    if root in ("autogen_agentchat", "autogen_core", "autogen_ext", "autogen"):
+        ours = sorted(name for name in _PROVIDERS if name.split(".")[0] == root)
+        raise ValueError(
+            f"load_component: nbagent has no counterpart of AutoGen's {provider!r}. The AutoGen providers it "
+            f"loads from {root}: {', '.join(ours) or 'none'}"
+        )
+    module = sys.modules.get(module_name)
+    if module is None:
+        raise ValueError(
+            f"load_component: no component {provider!r}: it is not one of nbagent's (nor AutoGen's that nbagent "
+            f"loads), and its module {module_name!r} is not imported; a config never makes nbagent import a "
+            "module: import it first if you trust it"
+        )
+    value = getattr(module, class_name, None)
+    if not (isinstance(value, type) and issubclass(value, Component)):
+        raise TypeError(f"load_component: {provider!r} is not a component class (a subclass of nbagent's Component)")
+    return value
+
+
+# --------------------------------------------------------------------------- the protocol
+
+
+def _description_of(cls: type) -> str | None:
+    doc = inspect.getdoc(cls)
+    if not doc:
+        return None
+    return doc.split("\n\n")[0].strip() or None
+
+
+def _reveal(value: Any) -> Any:
+    """A dumped config with every ``SecretStr`` written out (only for ``include_secrets=True``)."""
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, dict):
+        return {key: _reveal(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_reveal(item) for item in value]
+    return value
+
+
+def _hide(value: Any) -> Any:
+    """A dumped config without any ``SecretStr`` (a ``_to_config`` should not write one by default)."""
+    if isinstance(value, dict):
+        return {key: _hide(item) for key, item in value.items() if not isinstance(item, SecretStr)}
+    if isinstance(value, list):
+        return [_hide(item) for item in value if not isinstance(item, SecretStr)]
+    return value
+
+
+class Component:
+    """AutoGen's component protocol: a class that dumps itself as a :class:`ComponentModel` and loads from one.
+
+    A component class sets ``component_type`` and ``component_config_schema`` (a pydantic model of
+    its config) and implements ``_to_config()`` and the classmethod ``_from_config(config)``.
+    ``component_provider_override`` is its provider string (``nbagent.X``); ``component_aliases`` the
+    other providers it loads (AutoGen's). ``component_version`` is the config format's version: an
+    older config goes to ``_from_config_past_version``.
+    """
+
+    __slots__ = ()  # a mixin: classes with slots of their own (the model contexts) keep them
+
+    component_type: ClassVar[ComponentType]
+    component_version: ClassVar[int] = 1
+    component_provider_override: ClassVar[str | None] = None
+    component_description: ClassVar[str | None] = None
+    component_label: ClassVar[str | None] = None
+    component_config_schema: ClassVar[type[BaseModel]]
+    component_aliases: ClassVar[tuple[str, ...]] = ()
+    """Other provider strings (AutoGen's) whose configs this class loads."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__
+        provider = own.get("component_provider_override")
+        if isinstance(provider, str):
+            _PROVIDERS[provider] = cls
+        for alias in own.get("component_aliases", ()):
+            _PROVIDERS[alias] = cls
+
+    # ------------------------------------------------------------------ what a component implements
+
+    def _to_config(self) -> BaseModel:
+        """The config that builds a component like this one."""
+        raise NotImplementedError(f"{type(self).__name__} does not support dumping to config")
+
+    @classmethod
+    def _from_config(cls, config: Any) -> Self:
+        """A new component from its validated config."""
+        raise NotImplementedError(f"{cls.__name__} does not support loading from config")
+
+    @classmethod
+    def _from_config_past_version(cls, config: dict[str, Any], version: int) -> Self:
+        """A new component from a config of an older ``component_version``: by default read with the
+        current schema (nbagent's schemas accept the older fields AutoGen's configs had)."""
+        return cls._from_config(cls.component_config_schema.model_validate(config))
+
+    # ------------------------------------------------------------------ AutoGen's methods
+
+    def dump_component(self, *, include_secrets: bool | None = None) -> ComponentModel:
+        """This component as a :class:`ComponentModel` (``.model_dump_json()`` for its JSON).
+
+        ``include_secrets=True`` writes API keys and secret headers into the config (into the
+        nested components' too); by default none is written.
+        """
+        cls = type(self)
+        provider = _provider_of(cls)
+        if "<locals>" in provider:
+            raise TypeError(f"Cannot dump component with local class: {provider}")
+        if not hasattr(cls, "component_type"):
+            raise AttributeError(f"{cls.__name__}: component_type not defined")
+        check.boolean(f"{cls.__name__}.dump_component", "include_secrets", include_secrets, none=True)
+        with _set(_INCLUDE_SECRETS, include_secrets):
+            config = self._to_config().model_dump(exclude_none=True)
+            config = _reveal(config) if _INCLUDE_SECRETS.get() else _hide(config)
+        return ComponentModel(
+            provider=provider,
+            component_type=self.component_type,
+            version=self.component_version,
+            component_version=self.component_version,
+            description=self.component_description or _description_of(cls),
+            label=self.component_label or cls.__name__,
+            config=config,
+        )
+
+    @overload
+    @classmethod
+    def load_component(
+        cls,
+        model: ComponentModel | Mapping[str, Any] | str,
+        expected: None = None,
+        *,
+        allow_source_code: bool | None = None,
+        functions: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
+    ) -> Self: ...
+
+    @overload
+    @classmethod
+    def load_component(
+        cls,
+        model: ComponentModel | Mapping[str, Any] | str,
+        expected: type[T],
+        *,
+        allow_source_code: bool | None = None,
+        functions: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
+    ) -> T: ...
+
+    @classmethod
+    def load_component(
+        cls,
+        model: ComponentModel | Mapping[str, Any] | str,
+        expected: type[Any] | None = None,
+        *,
+        allow_source_code: bool | None = None,
+        functions: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
+    ) -> Any:
+        """Build the component a config describes (a :class:`ComponentModel`, its dict or its JSON).
+
+        Called on a class (``ChatCompletionClient.load_component(config)``), the component must be
+        an instance of it; ``expected`` names another class to check. ``allow_source_code=True``
+        lets a ``FunctionTool`` config run its source code; ``functions`` gives the tools' functions
+        instead (by tool name, or a list matched by function name), which runs nothing.
+        """
+        wanted = cls if expected is None else expected
+        check.boolean("load_component", "allow_source_code", allow_source_code, none=True)
+        with _set(_ALLOW_SOURCE, allow_source_code), _set(_FUNCTIONS, _function_map(functions)):
+            return _load(model, wanted)
+
+
+def _as_model(model: Any) -> ComponentModel:
+    if isinstance(model, ComponentModel):
+        return model
+    if isinstance(model, str):
+        try:
+            data = json.loads(model)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"load_component: the text is not a JSON component config: {error}") from None
+        return ComponentModel.model_validate(data)
+    if isinstance(model, Mapping):
+        return ComponentModel.model_validate(dict(model))
+    dump = getattr(model, "model_dump", None)
+    if callable(dump) and isinstance(getattr(model, "provider", None), str):  # AutoGen's ComponentModel
+        return ComponentModel.model_validate(dump())
+    raise check.wrong_type(
+        "load_component", "model", "a ComponentModel, its dict or its JSON text", model, "dump_component() makes one"
+    )
+
+
+def _load(model: Any, wanted: type[Any]) -> Any:
+    loaded = _as_model(model)
+    component_class = _resolve(loaded.provider)
+    if isinstance(wanted, type) and not issubclass(component_class, wanted):
+        raise TypeError(
+            f"load_component: the config builds a {component_class.__name__} ({loaded.provider}), "
+            f"not a {wanted.__name__}"
+        )
+    version = loaded.component_version or component_class.component_version
+    try:
+        if version < component_class.component_version:
+            instance = component_class._from_config_past_version(loaded.config, version)
+        else:
+            config = component_class.component_config_schema.model_validate(loaded.config)
+            instance = component_class._from_config(config)
+    except ValidationError as error:
+        error.add_note(f"while loading the config of {loaded.provider} (an nbagent {component_class.__name__})")
+        raise
+    if not isinstance(instance, wanted):
+        raise TypeError(f"load_component: expected a {wanted.__name__}, got a {type(instance).__name__}")
+    return instance
+
+
+def load_component(
+    model: ComponentModel | Mapping[str, Any] | str,
+    expected: type[T] | None = None,
+    *,
+    allow_source_code: bool = False,
+    functions: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
+) -> Any:
+    """Build any component from its config (``ComponentModel``, dict or JSON text): nbagent's or AutoGen's providers.
+
+    ``expected`` checks the kind (``load_component(config, ChatCompletionClient)``).
+    ``allow_source_code=True`` lets a ``FunctionTool`` config run its source code (trusted configs
+    only); ``functions=[...]`` gives the tools' functions instead.
+    """
+    return Component.load_component(
+        model, expected or Component, allow_source_code=allow_source_code, functions=functions
+    )
+
+
+# --------------------------------------------------------------------------- helpers for _to_config / _from_config
+
+
+def dump_nested(component: Any) -> ComponentModel:
+    """A nested component's :class:`ComponentModel` (an AutoGen object's own dump, converted), with the
+    enclosing dump's ``include_secrets``."""
+    if isinstance(component, Component):
+        return component.dump_component()
+    dump = getattr(component, "dump_component", None)
+    if callable(dump):  # an AutoGen component handed to nbagent (a memory, a workbench, a client)
+        return _as_model(dump())
+    raise TypeError(f"{type(component).__name__} cannot be dumped to a component config (no dump_component)")
+
+
+def load_nested(model: ComponentModel | Mapping[str, Any], expected: Any) -> Any:
+    """A nested component, loaded with the enclosing load's permissions (source code, functions);
+    ``expected`` is the class it must be an instance of (an abstract one: ``ChatCompletionClient``)."""
+    return _load(model, expected)
+
+
+# --------------------------------------------------------------------------- functions from source code
+
+
+def function_source(func: Callable[..., Any], tool_name: str) -> str:
+    """The source code of a tool's function, dedented, decorators left out (what AutoGen's config holds)."""
+    target = inspect.unwrap(func)
+    if getattr(target, "__name__", "") == "<lambda>":
+        raise TypeError(f"FunctionTool {tool_name!r} cannot be dumped: a lambda has no source code of its own")
+    try:
+        source = textwrap.dedent(inspect.getsource(target))
+    except (OSError, TypeError):
+        raise TypeError(
+            f"FunctionTool {tool_name!r} cannot be dumped: the source code of {target!r} is not available "
+            "(a builtin, a callable object or a function defined in an interactive prompt)"
+        ) from None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    node = tree.body[0] if tree.body else None
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
+        lines = source.splitlines(keepends=True)
+        return "".join(lines[node.lineno - 1 :])
+    return source
+
+
+def _getter(item: Any) -> Callable[..., Any]:
+    """``item.get`` for a mapping, attribute access otherwise (AutoGen's dataclasses)."""
+    if isinstance(item, Mapping):
+        return item.get
+    return lambda key, default=None: getattr(item, key, default)
+
+
+def import_statement(item: Any) -> str:
+    """One of AutoGen's ``global_imports`` (``"math"``, ``{"module": "os", "imports": ["path"]}``,
+    ``{"name": "numpy", "alias": "np"}``, or its ``ImportFromModule``/``Alias`` objects) as a statement."""
+    if isinstance(item, str):
+        return f"import {item}"
+    get = _getter(item)
+    module = get("module")
+    if isinstance(module, str):
+        names = []
+        for name in get("imports") or ():
+            if isinstance(name, str):
+                names.append(name)
+            else:
+                alias = _getter(name)
+                names.append(f"{alias('name')} as {alias('alias')}")
+        return f"from {module} import {', '.join(names)}"
+    name, alias = get("name"), get("alias")
+    if isinstance(name, str) and isinstance(alias, str):
+        return f"import {name} as {alias}"
+    raise ValueError(f"not an import of global_imports: {item!r}")
+
+
+def dump_import(item: Any) -> Any:
+    """One of ``global_imports`` as JSON-ready data (AutoGen's dataclasses become dicts)."""
+    if isinstance(item, (str, dict)):
+        return item
+    module = getattr(item, "module", None)
+    if isinstance(module, str):
+        return {"module": module, "imports": [dump_import(name) for name in getattr(item, "imports", ())]}
+    name, alias = getattr(item, "name", None), getattr(item, "alias", None)
+    if isinstance(name, str) and isinstance(alias, str):
+        return {"name": name, "alias": alias}
+    raise ValueError(f"not an import of global_imports: {item!r}")
+
+
+def function_from_config(tool_name: str, source_code: str, global_imports: Sequence[Any]) -> Callable[..., Any]:
+    """The function of a ``FunctionTool`` config: one given to ``load_component(functions=...)``, or,
+    only with ``allow_source_code=True``, the config's source code run (its imports first)."""
+    given = _FUNCTIONS.get() or {}
+    def_name = _def_name(source_code)
+    for key in (tool_name, def_name):
+        if key is not None and key in given:
+            return given[key]
+    if not _ALLOW_SOURCE.get():
+        raise SourceCodeNotAllowedError(
+            f"FunctionTool {tool_name!r}: its config holds Python source code, and loading it would run that "
+            "code. Only for a config from a source you trust, pass allow_source_code=True to load_component(); "
+            f"or pass the function itself, load_component(config, functions=[{def_name or tool_name}]), "
+            "which runs nothing from the config"
+        )
+    namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": f"nbagent_loaded_tool_{tool_name}"}
+    for item in global_imports:
+        statement = import_statement(item)
+        try:
+            exec(statement, namespace)  # noqa: S102 (allowed by the caller: allow_source_code=True)
+        except ImportError as error:
+            raise ImportError(f"FunctionTool {tool_name!r}: {statement!r} failed: {error}") from error
+    if def_name is None:
+        raise ValueError(f"FunctionTool {tool_name!r}: its source code defines no function")
+    try:
+        exec(compile(source_code, f"<FunctionTool {tool_name}>", "exec"), namespace)  # noqa: S102
+    except Exception as error:
+        raise ValueError(f"FunctionTool {tool_name!r}: could not compile and load its function: {error}") from error
+    func = namespace.get(def_name)
+    if not callable(func):
+        raise TypeError(f"FunctionTool {tool_name!r}: {def_name!r} is not a function")
+    return cast(Callable[..., Any], func)
+
+
+def _def_name(source_code: str) -> str | None:
+    try:
+        tree = ast.parse(source_code)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return node.name
+    return None
+
+
+# --------------------------------------------------------------------------- pydantic models from JSON schemas
+
+_SIMPLE: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
+
+
+def schema_to_model(schema: Mapping[str, Any], name: str | None = None) -> type[BaseModel]:
+    """A pydantic model class for a JSON schema (``model_json_schema()``'s output): the fields, their
+    types (nested objects, ``$defs`` references, arrays, unions, enums), defaults and descriptions.
+
+    Used to load a structured agent's ``output_content_type`` from its config, as AutoGen does.
+    """
+    return _SchemaModels(schema).model(schema, name or str(schema.get("title") or "GeneratedModel"))
+
+
+class _SchemaModels:
+    """The models built for one JSON schema and its ``$defs`` (each built once)."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.defs: dict[str, Any] = dict(root.get("$defs") or root.get("definitions") or {})
+        self.built: dict[str, type[BaseModel]] = {}
+
+    def model(self, node: Mapping[str, Any], name: str) -> type[BaseModel]:
+        if name in self.built:
+            return self.built[name]
+        required = set(node.get("required") or ())
+        fields: dict[str, Any] = {}
+        for field_name, field_schema in (node.get("properties") or {}).items():
+            spec = field_schema if isinstance(field_schema, Mapping) else {}
+            annotation = self.type(spec, f"{name}_{field_name}")
+            default: Any = ... if field_name in required else spec.get("default")
+            if default is None:
+                annotation = annotation | None
+            fields[field_name] = (annotation, Field(default, description=spec.get("description")))
+        extra: Literal["forbid", "ignore"] = "forbid" if node.get("additionalProperties") is False else "ignore"
+        created: type[BaseModel] = create_model(name, __config__=ConfigDict(extra=extra), **fields)
+        self.built[name] = created
+        return created
+
+    def type(self, node: Any, hint: str) -> Any:
+        if not isinstance(node, Mapping):
+            return Any
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            key = ref.rsplit("/", 1)[-1]
+            return self.type(self.defs[key], key) if key in self.defs else Any
+        if "const" in node:
+            return Literal[node["const"]]
+        if isinstance(node.get("enum"), list) and node["enum"]:
+            return Literal[tuple(node["enum"])]
+        for key in ("anyOf", "oneOf"):
+            if isinstance(node.get(key), list) and node[key]:
+                return _union([self.type(option, hint) for option in node[key]])
+        kind = node.get("type")
+        if isinstance(kind, list):
+            return _union([self.type({**node, "type": item}, hint) for item in kind])
+        if kind == "array":
+            return list[self.type(node.get("items"), hint)]  # type: ignore[misc]
+        if kind == "object" or (kind is None and "properties" in node):
+            return self.object(node, hint)
+        return _SIMPLE.get(kind, Any) if isinstance(kind, str) else Any
+
+    def object(self, node: Mapping[str, Any], hint: str) -> Any:
+        if node.get("properties"):
+            return self.model(node, str(node.get("title") or hint))
+        values = node.get("additionalProperties")
+        return dict[str, self.type(values, hint) if isinstance(values, Mapping) else Any]  # type: ignore[misc]
+
+
+def _union(types: list[Any]) -> Any:
+    unique = list(dict.fromkeys(types))
+    return unique[0] if len(unique) == 1 else Union[tuple(unique)]  # noqa: UP007 (built at run time)
+
+
+# --------------------------------------------------------------------------- the structured answer's type
+
+
+class StructureMessageConfig(BaseModel):
+    """The config of an agent's structured answer (AutoGen's name, typo included)."""
+
+    json_schema: dict[str, Any]
+    format_string: str | None = None
+    content_model_name: str
+
+
+class StructuredMessageFactory(Component):
+    """The type of a structured agent's answer (``output_content_type``) and its ``format_string``, as a component.
+
+    Made from a pydantic model class (``input_model``) or from a JSON schema (a class is built for
+    it), as AutoGen's factory is. ``ContentModel`` is the class; ``StructuredMessage`` the message type.
+    """
+
+    component_type = "structured_message"
+    component_config_schema = StructureMessageConfig
+    component_provider_override = "nbagent.components.StructuredMessageFactory"
+    component_aliases = ("autogen_agentchat.messages.StructuredMessageFactory",)
+
+    def __init__(
+        self,
+        json_schema: Mapping[str, Any] | None = None,
+        input_model: type[BaseModel] | None = None,
+        format_string: str | None = None,
+        content_model_name: str | None = None,
+    ) -> None:
+        if input_model is not None:
+            self.ContentModel = input_model
+        elif json_schema is not None:
+            self.ContentModel = schema_to_model(json_schema, content_model_name)
+        else:
+            raise ValueError("StructuredMessageFactory needs a json_schema or an input_model")
+        self.format_string = format_string
+        self.StructuredMessage = StructuredMessage[self.ContentModel]  # type: ignore[name-defined]
+
+    def _to_config(self) -> StructureMessageConfig:
+        return StructureMessageConfig(
+            json_schema=self.ContentModel.model_json_schema(),
+            format_string=self.format_string,
+            content_model_name=self.ContentModel.__name__,
+        )
+
+    @classmethod
+    def _from_config(cls, config: StructureMessageConfig) -> Self:
+        return cls(
+            json_schema=config.json_schema,
+            format_string=config.format_string,
+            content_model_name=config.content_model_name,
+        )
