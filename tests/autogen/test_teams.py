@@ -7,6 +7,7 @@ import asyncio
 import pandas as pd
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
+from autogen_agentchat.conditions import MaxMessageTermination
 from autogen_agentchat.messages import HandoffMessage as AgHandoffMessage
 from autogen_agentchat.teams import RoundRobinGroupChat
 
@@ -175,3 +176,26 @@ async def test_markers_mode_marks_each_turn_and_the_handoff_for_a_view() -> None
     html = str(to_html(turns[1]))
     assert 'data-from="triage"' in html and 'data-agent="specialist"' in html and "nba-turn" in html
     assert to_text(turns[1]) == "== specialist takes over from triage (handoff)"
+
+
+async def test_selector_group_chat_its_speaker_events_named_as_autogen_names_them() -> None:
+    from autogen_agentchat.teams import SelectorGroupChat
+
+    from nbagent.autogen.convert import ForeignEvent
+
+    planner = AssistantAgent("planner", replay("Plan: ask the coder."), description="Plans.")
+    coder = AssistantAgent("coder", replay("print('hi')"), description="Codes.")
+    team = SelectorGroupChat(
+        [planner, coder],
+        model_client=replay("planner", "coder"),
+        termination_condition=MaxMessageTermination(3),
+        emit_team_events=True,
+    )
+    trace = Trace()
+    await na.run(team, "Write hello world.", trace=trace)
+    events = trace.events_df(include_chunks=False)
+    selections = events[events["kind"] == "SelectSpeakerEvent"]
+    assert list(selections["agent"]) == ["SelectorGroupChat"] * 2  # the team's own run holds them
+    assert list(selections["text"]) == ["['planner']", "['coder']"]
+    assert all(isinstance(item, ForeignEvent) for item in trace.items if type(item).__name__ == "SelectSpeakerEvent")
+    assert list(trace.runs_df()["agent"]) == ["SelectorGroupChat", "planner", "coder"]

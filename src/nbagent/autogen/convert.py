@@ -15,13 +15,13 @@ share their messages, as they do for nbagent's own agents.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from autogen_agentchat import messages as ag
 from autogen_core import FunctionCall as AgFunctionCall
 from autogen_core import Image as AgImage
 from autogen_core import models as agm
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
 from .. import messages as nb
 from ..tools import ToolSchema
@@ -29,20 +29,37 @@ from ..tools import ToolSchema
 
 class ForeignMessage(nb.BaseChatMessage):
     """An AutoGen chat message nbagent has no type for (``StopMessage``, ``MultiModalMessage``, a
-    custom one): its AutoGen ``type`` in ``autogen_type``, its text in ``content``."""
+    custom one): its AutoGen ``type`` in ``autogen_type`` (and ``type``), its text in ``content``.
+
+    Each AutoGen type gets a subclass of its name (:func:`foreign_class`), so the trace's ``kind``
+    column names it as AutoGen does."""
 
     content: str
     autogen_type: str
-    type: str = "ForeignMessage"  # AutoGen's own is in autogen_type
+    type: str = "ForeignMessage"
 
 
 class ForeignEvent(nb.BaseAgentEvent):
     """An AutoGen event nbagent has no type for (``SelectSpeakerEvent``, ``CodeExecutionEvent``, a
-    custom one): its AutoGen ``type`` in ``autogen_type``, its text in ``content``."""
+    custom one): its AutoGen ``type`` in ``autogen_type`` (and ``type``), its text in ``content``;
+    a subclass of the AutoGen type's name, as for :class:`ForeignMessage`."""
 
     content: str
     autogen_type: str
     type: str = "ForeignEvent"
+
+
+F = TypeVar("F", ForeignMessage, ForeignEvent)
+_FOREIGN: dict[tuple[type, str], type[Any]] = {}
+
+
+def foreign_class(base: type[F], name: str) -> type[F]:
+    """The subclass of ``base`` named ``name`` (an AutoGen type's name), made once."""
+    made = _FOREIGN.get((base, name))
+    if made is None:
+        title = name if name.isidentifier() else base.__name__
+        made = _FOREIGN[(base, name)] = create_model(title, __base__=base, __module__=__name__)
+    return made
 
 
 def usage(value: agm.RequestUsage | None) -> nb.RequestUsage | None:
@@ -197,7 +214,8 @@ class Converter:
             return kind(content=message.content, format_string=message.format_string, **common)  # type: ignore[no-any-return]
         if type(message) is ag.TextMessage:
             return nb.TextMessage(content=message.content, **common)
-        return ForeignMessage(content=_text(message), autogen_type=_type_of(message), **common)
+        kind = _type_of(message)
+        return foreign_class(ForeignMessage, kind)(content=_text(message), autogen_type=kind, type=kind, **common)
 
     def event(self, event: ag.BaseAgentEvent) -> nb.BaseAgentEvent:
         """An event as nbagent's (an unknown type as a :class:`ForeignEvent`)."""
@@ -214,7 +232,8 @@ class Converter:
             return nb.ThoughtEvent(content=event.content, **common)
         if isinstance(event, ag.MemoryQueryEvent):
             return nb.MemoryQueryEvent(content=[_memory(item) for item in event.content], **common)
-        return ForeignEvent(content=_text(event), autogen_type=_type_of(event), **common)
+        kind = _type_of(event)
+        return foreign_class(ForeignEvent, kind)(content=_text(event), autogen_type=kind, type=kind, **common)
 
     def item(self, item: ag.BaseChatMessage | ag.BaseAgentEvent) -> nb.BaseChatMessage | nb.BaseAgentEvent:
         if isinstance(item, ag.BaseChatMessage):
