@@ -8,10 +8,14 @@ ends its head with calls whose results were cut: the OpenAI API rejects both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Self
+
+from pydantic import BaseModel
 
 from . import _check as check
+from .components import Component, ComponentModel, dump_nested, load_nested
 from .messages import (
     AssistantMessage,
     FunctionCall,
@@ -80,15 +84,18 @@ def _drop_unanswered_calls(messages: list[LLMMessage]) -> list[LLMMessage]:
     return messages[:end]
 
 
-class ChatCompletionContext:
+class ChatCompletionContext(Component):
     """Holds the messages of a conversation; subclasses decide what the model sees.
 
     ``_messages`` is only ever appended to; ``clear`` and ``load_state`` replace the list rather than
     change it, so that a trace can keep the lists as the history of the context without copying.
     """
 
+    component_type = "chat_completion_context"
+
     def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
         self._messages: list[LLMMessage] = _initial(type(self).__name__, initial_messages)
+        self._initial_messages = list(self._messages)  # what a component config keeps
 
     async def add_message(self, message: LLMMessage) -> None:
         self._messages.append(message)
@@ -127,12 +134,36 @@ class ChatCompletionContext:
         return f"{type(self).__name__}({len(self._messages)} messages)"
 
 
+class UnboundedChatCompletionContextConfig(BaseModel):
+    initial_messages: list[LLMMessage] | None = None
+
+
 class UnboundedChatCompletionContext(ChatCompletionContext):
     """The model sees every message."""
+
+    component_config_schema = UnboundedChatCompletionContextConfig
+    component_provider_override = "nbagent.UnboundedChatCompletionContext"
+    component_aliases = ("autogen_core.model_context.UnboundedChatCompletionContext",)
+
+    def _to_config(self) -> UnboundedChatCompletionContextConfig:
+        return UnboundedChatCompletionContextConfig(initial_messages=self._initial_messages or None)
+
+    @classmethod
+    def _from_config(cls, config: UnboundedChatCompletionContextConfig) -> Self:
+        return cls(initial_messages=config.initial_messages)
+
+
+class BufferedChatCompletionContextConfig(BaseModel):
+    buffer_size: int
+    initial_messages: list[LLMMessage] | None = None
 
 
 class BufferedChatCompletionContext(ChatCompletionContext):
     """The model sees the last ``buffer_size`` messages."""
+
+    component_config_schema = BufferedChatCompletionContextConfig
+    component_provider_override = "nbagent.BufferedChatCompletionContext"
+    component_aliases = ("autogen_core.model_context.BufferedChatCompletionContext",)
 
     def __init__(self, buffer_size: int, initial_messages: Sequence[LLMMessage] | None = None) -> None:
         check.integer(type(self).__name__, "buffer_size", buffer_size, minimum=1)
@@ -142,40 +173,137 @@ class BufferedChatCompletionContext(ChatCompletionContext):
     async def get_messages(self) -> list[LLMMessage]:
         return _drop_orphan_results(self._messages[-self.buffer_size :])
 
+    def _to_config(self) -> BufferedChatCompletionContextConfig:
+        return BufferedChatCompletionContextConfig(
+            buffer_size=self.buffer_size, initial_messages=self._initial_messages or None
+        )
+
+    @classmethod
+    def _from_config(cls, config: BufferedChatCompletionContextConfig) -> Self:
+        return cls(config.buffer_size, initial_messages=config.initial_messages)
+
+
+class TokenLimitedChatCompletionContextConfig(BaseModel):
+    model_client: ComponentModel | None = None
+    token_limit: int | None = None
+    tool_schema: list[dict[str, Any]] | None = None
+    initial_messages: list[LLMMessage] | None = None
+
 
 class TokenLimitedChatCompletionContext(ChatCompletionContext):
     """The model sees the newest messages that fit in ``token_limit`` tokens.
 
-    ``count_tokens`` counts one message; the default is :func:`estimate_tokens`.
+    AutoGen's signature: ``TokenLimitedChatCompletionContext(model_client, token_limit=...,
+    tool_schema=..., initial_messages=...)``. Messages are counted one by one, newest first:
+    by ``count_tokens`` (a function of one message) if given, else by the model client's
+    ``count_tokens``, else by :func:`estimate_tokens`; the tools in ``tool_schema`` are counted
+    against the limit too. Without ``token_limit`` the budget is what the model client's
+    ``remaining_tokens`` says is left (AutoGen's clients know it; nbagent's need ``token_limit``).
+    The view keeps the newest messages whole (AutoGen drops messages from the middle, which can
+    part a tool call from its result).
     """
+
+    component_config_schema = TokenLimitedChatCompletionContextConfig
+    component_provider_override = "nbagent.TokenLimitedChatCompletionContext"
+    component_aliases = ("autogen_core.model_context.TokenLimitedChatCompletionContext",)
 
     def __init__(
         self,
-        token_limit: int,
-        count_tokens: Callable[[LLMMessage], int] = estimate_tokens,
+        model_client: Any = None,
+        *,
+        token_limit: int | None = None,
+        tool_schema: Sequence[Mapping[str, Any]] | None = None,
         initial_messages: Sequence[LLMMessage] | None = None,
+        count_tokens: Callable[[LLMMessage], int] | None = None,
     ) -> None:
         where = type(self).__name__
-        check.integer(where, "token_limit", token_limit, minimum=1)
-        check.function(where, "count_tokens", count_tokens, "a function (message) -> int")
+        if model_client is not None and not callable(getattr(model_client, "count_tokens", None)):
+            check.fail_type(where, "model_client", "a model client (with count_tokens) or None", model_client)
+        check.integer(where, "token_limit", token_limit, minimum=1, none=True)
+        check.function(where, "count_tokens", count_tokens, "a function (message) -> int", none=True)
+        tools = [] if tool_schema is None else check.sequence(where, "tool_schema", tool_schema, "a list of schemas")
+        for index, tool in enumerate(tools):
+            check.mapping(where, f"tool_schema[{index}]", tool, "a tool schema (a dict)")
+        if token_limit is None and not callable(getattr(model_client, "remaining_tokens", None)):
+            raise check.wrong_value(
+                where,
+                "token_limit",
+                "a number of tokens",
+                token_limit,
+                "Without it the model client must tell how many tokens are left (remaining_tokens), "
+                "which nbagent's clients do not know: pass token_limit=...",
+            )
         super().__init__(initial_messages)
+        self.model_client = model_client
         self.token_limit = token_limit
-        self.count_tokens = count_tokens
+        self.tool_schema = [dict(tool) for tool in tools]
+        self._count_tokens = count_tokens
+
+    def count_tokens(self, message: LLMMessage) -> int:
+        """The tokens one message costs."""
+        if self._count_tokens is not None:
+            return self._count_tokens(message)
+        if self.model_client is not None:
+            return int(self.model_client.count_tokens([message]))
+        return estimate_tokens(message)
+
+    def _budget(self) -> int:
+        if self.token_limit is None:  # checked in __init__: the client knows what is left
+            return int(self.model_client.remaining_tokens([], tools=self.tool_schema))
+        if not self.tool_schema:
+            return self.token_limit
+        if self.model_client is not None:
+            return self.token_limit - int(self.model_client.count_tokens([], tools=self.tool_schema))
+        return self.token_limit - (len(json.dumps(self.tool_schema)) + 3) // 4
 
     async def get_messages(self) -> list[LLMMessage]:
+        budget = self._budget()
         total = 0
         start = len(self._messages)
         while start > 0:
             cost = self.count_tokens(self._messages[start - 1])
-            if total + cost > self.token_limit:
+            if total + cost > budget:
                 break
             total += cost
             start -= 1
         return _drop_orphan_results(self._messages[start:])
 
+    def _to_config(self) -> TokenLimitedChatCompletionContextConfig:
+        if self._count_tokens is not None:
+            raise TypeError(
+                "TokenLimitedChatCompletionContext: a count_tokens function cannot be written to a config; "
+                "count with the model client (model_client=...) to dump this context"
+            )
+        return TokenLimitedChatCompletionContextConfig(
+            model_client=None if self.model_client is None else dump_nested(self.model_client),
+            token_limit=self.token_limit,
+            tool_schema=self.tool_schema,
+            initial_messages=self._initial_messages or None,
+        )
+
+    @classmethod
+    def _from_config(cls, config: TokenLimitedChatCompletionContextConfig) -> Self:
+        client = None if config.model_client is None else load_nested(config.model_client, object)
+        return cls(
+            client,
+            token_limit=config.token_limit,
+            tool_schema=config.tool_schema,
+            initial_messages=config.initial_messages,
+        )
+
+
+class HeadAndTailChatCompletionContextConfig(BaseModel):
+    head_size: int
+    tail_size: int
+    initial_messages: list[LLMMessage] | None = None
+
 
 class HeadAndTailChatCompletionContext(ChatCompletionContext):
     """The model sees the first ``head_size`` and last ``tail_size`` messages, with a note between."""
+
+    component_config_schema = HeadAndTailChatCompletionContextConfig
+    component_provider_override = "nbagent.HeadAndTailChatCompletionContext"
+    component_aliases = ("autogen_core.model_context.HeadAndTailChatCompletionContext",)
 
     def __init__(self, head_size: int, tail_size: int, initial_messages: Sequence[LLMMessage] | None = None) -> None:
         check.integer(type(self).__name__, "head_size", head_size, minimum=1)
@@ -193,3 +321,12 @@ class HeadAndTailChatCompletionContext(ChatCompletionContext):
         skipped = len(messages) - len(head) - len(tail)
         note = UserMessage(content=f"Skipped {skipped} messages.", source="System")
         return [*head, note, *tail]
+
+    def _to_config(self) -> HeadAndTailChatCompletionContextConfig:
+        return HeadAndTailChatCompletionContextConfig(
+            head_size=self.head_size, tail_size=self.tail_size, initial_messages=self._initial_messages or None
+        )
+
+    @classmethod
+    def _from_config(cls, config: HeadAndTailChatCompletionContextConfig) -> Self:
+        return cls(config.head_size, config.tail_size, initial_messages=config.initial_messages)
