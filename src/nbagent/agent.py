@@ -16,13 +16,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from . import _check as check
 from ._ids import new_id
 from .cancellation import CancellationToken, CancelledWithResult, guarded
+from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
 from .context import ChatCompletionContext, UnboundedChatCompletionContext
 from .memory import Memory, as_memories, update_memory_context
 from .messages import (
@@ -94,8 +95,27 @@ _perf = time.perf_counter
 SummaryFormatter = Callable[[FunctionCall, FunctionExecutionResult], str]
 
 
-class StructuredOutputError(ValueError):
-    """The model's final text does not parse as ``output_content_type``."""
+class StructuredOutputError(ValidationError):
+    """The model's final text does not parse as ``output_content_type``.
+
+    A pydantic ``ValidationError`` (so a ``ValueError``), as AutoGen's agent raises: ``except
+    ValidationError`` catches it, ``errors()`` lists the problems; its cause is pydantic's own error.
+    """
+
+    def __str__(self) -> str:
+        return f"the model's answer is not a valid {self.title}: {super().__str__()}"
+
+
+def _structured_output_error(error: ValidationError) -> ValidationError:
+    """``error`` as a :class:`StructuredOutputError` (or itself, if pydantic cannot rebuild it)."""
+    try:
+        return StructuredOutputError.from_exception_data(
+            error.title,
+            error.errors(include_url=False),  # type: ignore[arg-type]
+            hide_input=False,
+        )
+    except Exception:  # an error type pydantic cannot rebuild (a custom one): AutoGen's error as it is
+        return error
 
 
 class AgentBusyError(RuntimeError):
@@ -170,12 +190,41 @@ class _RunSlot:
             self.failed = failed
 
 
-class AssistantAgent:
+DEFAULT_DESCRIPTION = "An agent that provides assistance with ability to use tools."
+
+
+class AssistantAgentConfig(BaseModel):
+    """AutoGen's ``AssistantAgent`` config (version 2; version 1's ``tools`` are read too)."""
+
+    name: str
+    model_client: ComponentModel
+    tools: list[ComponentModel] | None = None
+    workbench: list[ComponentModel] | None = None
+    handoffs: list[Handoff | str] | None = None
+    model_context: ComponentModel | None = None
+    memory: list[ComponentModel] | None = None
+    description: str = DEFAULT_DESCRIPTION
+    system_message: str | None = None
+    model_client_stream: bool = False
+    reflect_on_tool_use: bool | None = None
+    tool_call_summary_format: str = "{result}"
+    max_tool_iterations: int = Field(default=1, ge=1)
+    metadata: dict[str, str] | None = None
+    structured_message_factory: ComponentModel | None = None
+
+
+class AssistantAgent(Component):
     """An agent that answers with the model's text or runs tools in a loop, streaming every event.
 
     The model context keeps the conversation across calls: pass only new messages each call.
     One agent runs one task at a time; a second concurrent call raises :class:`AgentBusyError`.
     """
+
+    component_type = "agent"
+    component_version = 2  # AutoGen's: tools are dumped as a workbench
+    component_config_schema = AssistantAgentConfig
+    component_provider_override = "nbagent.AssistantAgent"
+    component_aliases = ("autogen_agentchat.agents.AssistantAgent",)
 
     def __init__(
         self,
@@ -186,7 +235,7 @@ class AssistantAgent:
         workbench: Workbench | Sequence[Workbench] | None = None,
         handoffs: Sequence[Handoff | str] | None = None,
         model_context: ChatCompletionContext | None = None,
-        description: str = "An agent that provides assistance with ability to use tools.",
+        description: str = DEFAULT_DESCRIPTION,
         system_message: str | None = DEFAULT_SYSTEM_MESSAGE,
         model_client_stream: bool = False,
         reflect_on_tool_use: bool | None = None,
@@ -253,15 +302,17 @@ class AssistantAgent:
         self._handoffs = {handoff.name: handoff for handoff in handoff_list}
         self._handoff_tools: list[ToolSchema] = [handoff.schema for handoff in handoff_list]
 
-        has_tools = bool(tool_list) or workbench is not None or bool(handoff_list)
-        if has_tools and not model_client.model_info.get("function_calling", False):
-            raise ValueError("The model does not support function calling.")
+        if not model_client.model_info.get("function_calling", False):  # AutoGen's messages
+            if tool_list or workbench is not None:
+                raise ValueError("The model does not support function calling.")
+            if handoff_list:
+                raise ValueError("The model does not support function calling, which is needed for handoffs.")
 
         # nbagent fix 3: tool schemas are listed once for static workbenches, not on every call.
         self._static_tools: tuple[list[ToolSchema], dict[str, Workbench]] | None = None
         if all(isinstance(wb, StaticWorkbench) for wb in self._workbench):
             self._static_tools = self._index_tools(
-                [(wb, [tool.schema for tool in wb.tools]) for wb in self._workbench]  # type: ignore[attr-defined]
+                [(wb, wb.schemas) for wb in self._workbench]  # type: ignore[attr-defined]
             )
 
         self._slot = _RunSlot(name)
@@ -430,8 +481,15 @@ class AssistantAgent:
         finally:
             await run.aclose()
 
-    async def run(self, *, task: Task = None, cancellation_token: CancellationToken | None = None) -> TaskResult:
-        """Run a task to the end: the task messages, the events and the final message.
+    async def run(
+        self,
+        *,
+        task: Task = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Run a task to the end: the task messages (unless ``output_task_messages=False``), the
+        events and the final message.
 
         A run that fails (a model error, a cancellation) leaves its task in the context, as STEP 1
         put it there: :meth:`retry` (or ``run()`` with no task) goes on from it; running the same
@@ -439,7 +497,9 @@ class AssistantAgent:
         """
         where = "AssistantAgent.run"
         messages = task_messages(task, where)
-        return await self._run_task(messages, messages, check_token(where, cancellation_token))
+        token = check_token(where, cancellation_token)
+        check.boolean(where, "output_task_messages", output_task_messages)
+        return await self._run_task(messages if output_task_messages else [], messages, token)
 
     async def retry(self, *, cancellation_token: CancellationToken | None = None) -> TaskResult:
         """Run the last failed run again from where it stopped: the model is called on the context as it is.
@@ -476,22 +536,37 @@ class AssistantAgent:
             await run.aclose()
         return TaskResult(messages=collected)
 
-    def run_sync(self, task: Task = None, *, cancellation_token: CancellationToken | None = None) -> TaskResult:
+    def run_sync(
+        self,
+        task: Task = None,
+        *,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
         """:meth:`run` without ``await``: works in a script and in a notebook cell (nest-asyncio2)."""
         where = "AssistantAgent.run_sync"
         messages = task_messages(task, where)
         token = check_token(where, cancellation_token)
-        return run_coroutine(lambda: self._run_task(messages, messages, token))
+        check.boolean(where, "output_task_messages", output_task_messages)
+        shown = messages if output_task_messages else []
+        return run_coroutine(lambda: self._run_task(shown, messages, token))
 
     async def run_stream(
-        self, *, task: Task = None, cancellation_token: CancellationToken | None = None
+        self,
+        *,
+        task: Task = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
     ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | TaskResult]:
-        """The task messages, then every event as it happens, then the :class:`TaskResult`."""
+        """The task messages (unless ``output_task_messages=False``), then every event as it
+        happens, then the :class:`TaskResult`."""
         where = "AssistantAgent.run_stream"
         messages = task_messages(task, where)
         token = check_token(where, cancellation_token)
-        collected: list[BaseAgentEvent | BaseChatMessage] = list(messages)
-        for message in messages:
+        check.boolean(where, "output_task_messages", output_task_messages)
+        shown = messages if output_task_messages else []
+        collected: list[BaseAgentEvent | BaseChatMessage] = list(shown)
+        for message in shown:
             yield message
         async with self.iter(messages, token) as run:
             async for item in run:
@@ -625,7 +700,9 @@ class AssistantAgent:
         the model answered (each of the loop's three model calls reads it there).
         """
         token = run.token
-        llm_messages: list[LLMMessage] = [*self._system_messages, *await self._model_context.get_messages()]
+        llm_messages = _compatible(
+            self._model_client, [*self._system_messages, *await self._model_context.get_messages()]
+        )
         if purpose == "reflection":
             tools: list[ToolSchema] = []
             tool_choice = "none"
@@ -686,6 +763,8 @@ class AssistantAgent:
                                     raise asyncio.CancelledError("the cancellation token was cancelled")
                             elif isinstance(chunk, CreateResult):
                                 result = chunk
+                            else:  # as AutoGen's agent does
+                                raise RuntimeError(f"Invalid chunk type: {type(chunk)}")
                 finally:
                     token.remove_callback(stop)
                 if not pieces and isinstance(stream, ModelStream):  # tool calls only: the client's time
@@ -805,9 +884,10 @@ class AssistantAgent:
         try:
             content = self._output_content_type.model_validate_json(result.content)
         except ValidationError as error:
-            raise StructuredOutputError(
-                f"the model's answer is not a valid {self._output_content_type.__name__}: {error}"
-            ) from None
+            raised = _structured_output_error(error)
+            if raised is error:
+                raise
+            raise raised from error
         return StructuredMessage[self._output_content_type](  # type: ignore[name-defined]
             id=message_id,
             content=content,
@@ -1000,6 +1080,88 @@ class AssistantAgent:
 
     def __repr__(self) -> str:
         return f"AssistantAgent(name={self.name!r}, model={self._model_client.model_name!r})"
+
+    # ------------------------------------------------------------------ component config
+
+    def _to_config(self) -> AssistantAgentConfig:
+        if self._tool_call_summary_formatter is not None:
+            warnings.warn(
+                f"agent {self.name!r}: tool_call_summary_formatter (a function) is not written to the config; "
+                "tool_call_summary_format is",
+                UserWarning,
+                stacklevel=3,
+            )
+        factory = None
+        if self._output_content_type is not None:
+            factory = StructuredMessageFactory(
+                input_model=self._output_content_type, format_string=self._output_content_type_format
+            )
+        system = self._system_messages[0].content if self._system_messages else None
+        return AssistantAgentConfig(
+            name=self.name,
+            model_client=dump_nested(self._model_client),
+            workbench=[dump_nested(wb) for wb in self._workbench] or None,
+            handoffs=list(self._handoffs.values()) or None,
+            model_context=dump_nested(self._model_context),
+            memory=[dump_nested(store) for store in self._memory] or None,
+            description=self.description,
+            system_message=system,
+            model_client_stream=self._model_client_stream,
+            reflect_on_tool_use=self._reflect_on_tool_use,
+            tool_call_summary_format=self._tool_call_summary_format,
+            max_tool_iterations=self._max_tool_iterations,
+            metadata=self.metadata,
+            structured_message_factory=None if factory is None else dump_nested(factory),
+        )
+
+    @classmethod
+    def _from_config(cls, config: AssistantAgentConfig) -> Self:
+        factory = None
+        if config.structured_message_factory is not None:
+            factory = load_nested(config.structured_message_factory, StructuredMessageFactory)
+        # AutoGen dumps an agent without tools with an empty workbench: no tools, no workbench here.
+        workbenches = [load_nested(wb, Workbench) for wb in config.workbench or ()]
+        workbenches = [wb for wb in workbenches if not (isinstance(wb, StaticWorkbench) and not wb.tools)]
+        return cls(
+            config.name,
+            load_nested(config.model_client, ChatCompletionClient),
+            tools=[load_nested(tool, BaseTool) for tool in config.tools or ()] or None,
+            workbench=workbenches or None,
+            handoffs=config.handoffs,
+            model_context=None
+            if config.model_context is None
+            else load_nested(config.model_context, ChatCompletionContext),
+            memory=[load_nested(store, Memory) for store in config.memory or ()] or None,
+            description=config.description,
+            system_message=config.system_message,
+            model_client_stream=config.model_client_stream,
+            reflect_on_tool_use=config.reflect_on_tool_use,
+            max_tool_iterations=config.max_tool_iterations,
+            tool_call_summary_format=config.tool_call_summary_format,
+            output_content_type=None if factory is None else factory.ContentModel,
+            output_content_type_format=None if factory is None else factory.format_string,
+            metadata=config.metadata,
+        )
+
+
+def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> list[LLMMessage]:
+    """The messages as ``client`` can take them: for a model without vision, a user message's
+    images become the text ``<image>``, its parts joined by newlines (AutoGen's ``remove_images``)."""
+    if client.model_info.get("vision", False) or not any(
+        isinstance(m, UserMessage) and not isinstance(m.content, str) for m in messages
+    ):
+        return messages
+    return [
+        UserMessage(
+            content="\n".join(part if isinstance(part, str) else "<image>" for part in message.content),
+            source=message.source,
+        )
+        if isinstance(message, UserMessage)
+        and not isinstance(message.content, str)
+        and any(not isinstance(part, str) for part in message.content)
+        else message
+        for message in messages
+    ]
 
 
 def _stop_if_cancelled(token: CancellationToken) -> None:
