@@ -228,3 +228,31 @@ def test_is_autogen_tells_agents_and_teams() -> None:
     team, writer, _ = round_robin()
     assert na.is_autogen(team) and na.is_autogen(writer)
     assert not na.is_autogen(nbagent.AssistantAgent("own", nbagent.ReplayChatCompletionClient(["hi"])))
+
+
+async def test_structured_output_and_memory_events_convert() -> None:
+    from autogen_core.memory import ListMemory, MemoryContent, MemoryMimeType
+    from pydantic import BaseModel
+
+    class Forecast(BaseModel):
+        city: str
+        sky: str
+
+    memory = ListMemory()
+    await memory.add(MemoryContent(content="The user lives in Oslo.", mime_type=MemoryMimeType.TEXT))
+    agent = AssistantAgent(
+        "structured", replay('{"city": "Oslo", "sky": "sunny"}'), output_content_type=Forecast, memory=[memory]
+    )
+    trace = Trace()
+    result = await na.run(agent, "Forecast?", trace=trace)
+    assert type(result.messages[-1]).__name__.startswith("StructuredMessage[")
+    responses = [item for item in trace.items if isinstance(item, nbagent.Response)]
+    assert isinstance(responses[0].chat_message, nbagent.StructuredMessage)
+    assert responses[0].chat_message.content == Forecast(city="Oslo", sky="sunny")
+    events = trace.events_df(include_chunks=False)
+    assert list(events["kind"]) == ["RunStarted", "MemoryQueryEvent", "LLMCall", "Response", "RunFinished"]
+    assert events[events["kind"] == "MemoryQueryEvent"]["text"].iloc[0] == "The user lives in Oslo."
+    assert trace.runs_df()["final_type"].iloc[0] == "StructuredMessage"
+    # The memory's system message is in the context from the MemoryQueryEvent on.
+    seq = int(events[events["kind"] == "MemoryQueryEvent"]["seq"].iloc[0])
+    assert list(trace.context_df(events["run_id"].iloc[0], seq)["kind"]) == ["user", "system"]

@@ -34,7 +34,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from autogen_agentchat import messages as ag
@@ -74,6 +74,8 @@ _RELAY_ITERATIONS = 50
 
 def perf_of(moment: datetime) -> float:
     """The ``perf_counter`` reading at wall-clock ``moment`` (AutoGen stamps items with the wall clock)."""
+    if moment.tzinfo is None:  # AutoGen stamps in UTC; a naive time someone set is taken as UTC too
+        moment = moment.replace(tzinfo=UTC)
     return time.perf_counter() - (utc_now() - moment).total_seconds()
 
 
