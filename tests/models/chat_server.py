@@ -18,8 +18,11 @@ API:
   set, a request with another key gets ``wrong_key`` (an ``ErrorAnswer``: status and exact body;
   OpenAI's 401 by default), one with no ``Authorization`` header ``missing_key`` (default: the
   same). ``null_content`` set: an assistant message with null or missing content gets that answer
-  (llama-cpp-python's 500). The ``*_WRONG_KEY``, ``LITELLM_*``, ``FASTAPI_*`` and ``EXPRESS_ERROR``
-  constants hold the answers real servers give. Only ``POST /v1/chat/completions`` exists (anything else is 404).
+  (llama-cpp-python's 500). ``responder`` set: each valid request is answered with
+  ``responder(body)`` (the parsed JSON) instead of the next scripted reply, so that concurrent
+  conversations each get the reply their own messages call for. The ``*_WRONG_KEY``, ``LITELLM_*``,
+  ``FASTAPI_*`` and ``EXPRESS_ERROR`` constants hold the answers real servers give. Only
+  ``POST /v1/chat/completions`` exists (anything else is 404).
   It runs in its own thread, so it adds no task to the test's event loop.
 * ``server.script(*replies)`` queues replies, one per request, in order. A request with no reply
   left gets 400 "no scripted reply left". ``server.pending`` counts unused replies.
@@ -62,7 +65,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -488,8 +491,10 @@ class ChatServer:
         wrong_key: ErrorAnswer | None = None,
         missing_key: ErrorAnswer | None = None,
         null_content: ErrorAnswer | None = None,
+        responder: Callable[[Any], Reply] | None = None,
     ) -> None:
         self.api_key = api_key
+        self.responder = responder
         self.wrong_key = wrong_key or OPENAI_WRONG_KEY
         self.missing_key = missing_key or self.wrong_key
         self.null_content = null_content
@@ -589,8 +594,11 @@ class ChatServer:
             return await self._send_error(writer, received, 400, "; ".join(problems))
         if self.null_content is not None and _null_assistant_content(body):
             return await self._send_body(writer, received, *self.null_content)
-        with self._lock:
-            reply = self._replies.pop(0) if self._replies else None
+        if self.responder is not None:
+            reply: Reply | None = self.responder(body)
+        else:
+            with self._lock:
+                reply = self._replies.pop(0) if self._replies else None
         if reply is None:
             return await self._send_error(
                 writer, received, 400, f"no scripted reply left for request #{len(self.requests)}"
