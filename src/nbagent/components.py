@@ -197,12 +197,19 @@ def _reveal(value: Any) -> Any:
 
 
 def _hide(value: Any) -> Any:
-    """A dumped config without any ``SecretStr`` (a ``_to_config`` should not write one by default)."""
+    """A dumped config without any secret ``SecretStr`` (a ``_to_config`` should not write one by
+    default); an empty one (``api_key=""``: send no key) is no secret and stays, as ``""``."""
     if isinstance(value, dict):
-        return {key: _hide(item) for key, item in value.items() if not isinstance(item, SecretStr)}
+        return {key: _hide(item) for key, item in value.items() if not _is_secret(item)}
     if isinstance(value, list):
-        return [_hide(item) for item in value if not isinstance(item, SecretStr)]
+        return [_hide(item) for item in value if not _is_secret(item)]
+    if isinstance(value, SecretStr):
+        return ""
     return value
+
+
+def _is_secret(value: Any) -> bool:
+    return isinstance(value, SecretStr) and value.get_secret_value() != ""
 
 
 class Component:
