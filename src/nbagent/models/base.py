@@ -65,12 +65,16 @@ class UnreportedUsage(RequestUsage):
 
 
 class ModelError(RuntimeError):
-    """A model call failed; ``status`` is the HTTP status when there was one."""
+    """A model call failed; ``status`` is the HTTP status when there was one, ``retry_after`` the
+    seconds the server asked to wait before trying again (its ``Retry-After`` header), if it did."""
 
-    def __init__(self, message: str, *, status: int | None = None, model: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, model: str | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.model = model
+        self.retry_after = retry_after
 
 
 class ModelAuthenticationError(ModelError):

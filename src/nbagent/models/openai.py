@@ -314,6 +314,30 @@ def _kind_for_code(code: object, type_: object) -> tuple[type[ModelError], int |
     return ModelError, None
 
 
+def retry_after_s(headers: Mapping[str, str] | None) -> float | None:
+    """The seconds an error answer asks to wait: ``retry-after-ms``, else ``retry-after`` (seconds or
+    an HTTP date); ``None`` when it gives neither (or a value that is no time)."""
+    if not headers:
+        return None
+    try:
+        milliseconds = headers.get("retry-after-ms")
+        value = headers.get("retry-after")
+        if milliseconds is not None:
+            seconds = float(milliseconds) / 1000
+        elif value is None:
+            return None
+        else:
+            try:
+                seconds = float(value)
+            except ValueError:
+                from email.utils import parsedate_to_datetime
+
+                seconds = parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return max(seconds, 0.0) if seconds == seconds and seconds != float("inf") else None
+
+
 _MAX_SERVER_WORDS = 500
 _WORD_KEYS = ("message", "detail", "msg", "error_message")
 
@@ -658,10 +682,12 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         where = f"{self._model} at {self.base_url}"
         kind: type[ModelError] = ModelError
         status: int | None = None
+        retry_after: float | None = None
         if isinstance(error, openai.APIStatusError):
             status = error.status_code
             kind = _kind_for_status(status)
             message = f"{where}: HTTP {status}: {server_words(error) or error.message}"
+            retry_after = retry_after_s(getattr(error.response, "headers", None))
         elif isinstance(error, openai.APITimeoutError):
             kind = ModelTimeoutError
             message = f"{where}: no answer within the timeout ({self._timeout} s)"
@@ -681,7 +707,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         else:
             kind = ModelResponseError
             message = f"{where}: unusable response: {type(error).__name__}: {error}"
-        return kind(redact(message, self._secrets), status=status, model=self._model)
+        return kind(redact(message, self._secrets), status=status, model=self._model, retry_after=retry_after)
 
     async def complete(
         self, request: ModelRequest, cancellation_token: CancellationToken | None = None
