@@ -91,13 +91,14 @@ from .trace import AgentRecorder, LoadedTrace, Trace, TraceFrames, load_jsonl, l
 
 if TYPE_CHECKING:  # the notebook side (ipywidgets) loads on first use, see __getattr__
     from .notebook.stepper_widget import NotebookStepper, StepperWidget, step
-    from .notebook.view import AgentRunView, show, start
+    from .notebook.view import AgentRunView, last_view, show, start
 
 __version__ = "0.1.0"
 
 _NOTEBOOK_NAMES = {
     "show": "view",
     "start": "view",
+    "last_view": "view",
     "AgentRunView": "view",
     "step": "stepper_widget",
     "NotebookStepper": "stepper_widget",
@@ -220,6 +221,7 @@ __all__ = [
     "__version__",
     "default_model",
     "dump_message",
+    "last_view",
     "load_ipython_extension",
     "load_component",
     "load_jsonl",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .agent import AssistantAgent, Task
+from . import _check as check
+from .agent import AssistantAgent, Task, check_entry
 from .cancellation import CancellationToken
 from .messages import TaskResult
 from .sync import run_coroutine
@@ -38,11 +39,14 @@ def run(
         if not show:
             ran = autogen.run(agent, task, cancellation_token=cancellation_token)  # type: ignore[arg-type]
             return run_coroutine(lambda: ran)
+    else:
+        check_entry("nbagent.run", agent, task, cancellation_token)
+        check.boolean("nbagent.run", "show", show)
     if TYPE_CHECKING:  # past here an AutoGen agent or team is only shown (show_view takes it)
         assert isinstance(agent, AssistantAgent)
     if not show:
         return agent.run_sync(task, cancellation_token=cancellation_token)
-    from .notebook.view import show as show_view
+    from .notebook.view import show_sync
 
-    view: AgentRunView = run_coroutine(lambda: show_view(agent, task, cancellation_token=cancellation_token))
+    view: AgentRunView = show_sync(agent, task, cancellation_token=cancellation_token)
     return view

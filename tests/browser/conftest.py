@@ -99,6 +99,19 @@ class LabServer:
     log: Path
     secret: str
     """A fake API key, random per session, in the kernels' environment as ``SECRET_ENV``."""
+    widget_settings: Path
+    """The widget manager's user settings (``saveState``)."""
+
+    def save_widget_state(self, save: bool) -> None:
+        """Set the widget manager's ``saveState`` for pages opened from now on (True at start)."""
+        self.widget_settings.write_text(json.dumps({"saveState": save}))
+
+    def shutdown_kernels(self) -> None:
+        """End every session and kernel (a notebook opened afterwards starts a new kernel)."""
+        for session in self.api("GET", "api/sessions") or []:
+            self.api("DELETE", f"api/sessions/{session['id']}")
+        for kernel in self.api("GET", "api/kernels") or []:
+            self.api("DELETE", f"api/kernels/{kernel['id']}")
 
     def url(self, path: str = "", query: str = "") -> str:
         """``http://127.0.0.1:<port>/<path>?<query>&token=<token>``."""
@@ -169,6 +182,10 @@ def lab() -> Iterator[LabServer]:
         "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         "--LabApp.expose_app_in_browser=True",
+        # Notebook 7 (the notebook package) is served by the same server, at /notebooks/<path>.
+        "--JupyterNotebookApp.expose_app_in_browser=True",
+        f"--JupyterNotebookApp.user_settings_dir={settings}",
+        f"--JupyterNotebookApp.workspaces_dir={base / 'workspaces'}",
         f"--ServerApp.root_dir={root}",
         f"--LabApp.user_settings_dir={settings}",
         f"--LabApp.workspaces_dir={base / 'workspaces'}",
@@ -179,7 +196,7 @@ def lab() -> Iterator[LabServer]:
     ] + (["--allow-root"] if os.geteuid() == 0 else [])
     with log.open("wb") as sink:
         process = subprocess.Popen(command, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    server = LabServer(root, port, token, process, log, secret)
+    server = LabServer(root, port, token, process, log, secret, widget_settings / "plugin.jupyterlab-settings")
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -283,6 +300,8 @@ class LabNotebook:
     page: Page
     console_errors: list[str] = field(default_factory=list)
     screenshot: Path | None = None
+    frontend: str = "lab"
+    """``lab`` (JupyterLab, /lab/tree/...) or ``notebook`` (Notebook 7, /notebooks/...)."""
 
     @property
     def path(self) -> Path:
@@ -329,6 +348,18 @@ class LabNotebook:
         """Every XSS marker set on the page (see ``xss.py``): window hits, title, DOM attribute."""
         return self.page.evaluate(XSS_HITS_JS)
 
+    def set_theme(self, theme: str) -> None:
+        """Switch the page to a theme (``JupyterLab Light``, ``JupyterLab Dark``) and wait until it applies."""
+        self.page.evaluate(
+            "async (theme) => await window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
+        )
+        self.page.wait_for_function(
+            "(theme) => document.body.dataset.jpThemeName === theme",
+            arg=theme,
+            timeout=30_000,
+        )
+        self.page.evaluate(_QUIET_JS, [300, 5_000])
+
     def save(self) -> str:
         """Save the notebook from JupyterLab (with widget state) and return the file's text."""
         self.page.evaluate("async () => await window.jupyterapp.commands.execute('docmanager:save')")
@@ -360,14 +391,21 @@ def run_notebook_in_lab(lab: LabServer, lab_context: BrowserContext) -> Iterator
     """Open notebooks in JupyterLab and Run All; close their pages and kernels afterwards."""
     opened: list[LabNotebook] = []
 
-    def run(source: Sequence[str] | Path | None, name: str, *, run_all: bool = True) -> LabNotebook:
+    def run(
+        source: Sequence[str] | Path | None, name: str, *, run_all: bool = True, frontend: str = "lab"
+    ) -> LabNotebook:
         if source is not None:
             _write_notebook(lab.root / f"{name}.ipynb", source)
         page = lab_context.new_page()
-        notebook = LabNotebook(lab, name, page)
+        notebook = LabNotebook(lab, name, page, frontend=frontend)
         opened.append(notebook)
         _watch_console(page, notebook.console_errors)
-        page.goto(lab.url(f"lab/workspaces/{name}-{len(opened)}/tree/{name}.ipynb", "reset"))
+        if frontend == "lab":
+            page.goto(lab.url(f"lab/workspaces/{name}-{len(opened)}/tree/{name}.ipynb", "reset"))
+        elif frontend == "notebook":
+            page.goto(lab.url(f"notebooks/{name}.ipynb"))
+        else:
+            raise ValueError(f"unknown frontend {frontend!r}: 'lab' or 'notebook'")
         page.wait_for_function(
             """(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
                  return !!(w && w.context && w.context.path === name && w.sessionContext); }""",
@@ -377,7 +415,7 @@ def run_notebook_in_lab(lab: LabServer, lab_context: BrowserContext) -> Iterator
         page.evaluate(
             """async () => { const w = window.jupyterapp.shell.currentWidget;
                  await w.context.ready; await w.sessionContext.ready;
-                 window.jupyterapp.shell.collapseLeft(); }"""
+                 if (window.jupyterapp.shell.collapseLeft) window.jupyterapp.shell.collapseLeft(); }"""
         )
         if run_all:
             page.evaluate("async () => await window.jupyterapp.commands.execute('notebook:run-all-cells')")

@@ -1,12 +1,14 @@
 """The view in a real kernel: Run All never hangs, the saved notebook and its HTML export show the
-finished run, the saved size does not grow with the number of chunks, interrupts cancel."""
+finished run (its static copy alone), the saved size does not grow with the number of chunks,
+interrupts cancel (in one line), and the Stop button's click is handled on every entry point
+while the run goes, awaited or driven synchronously (a comm message sent as the browser sends it)."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import nbformat
@@ -146,9 +148,10 @@ def test_run_all_runs_every_cell(run_all: nbformat.NotebookNode) -> None:
 def test_saved_notebook_holds_the_final_state_of_every_view(run_all: nbformat.NotebookNode) -> None:
     for index in (2, 5, 6):
         (display,) = [output for output in run_all.cells[index].outputs if output.output_type == "display_data"]
-        assert set(display.data) == {"text/plain", "text/html", "application/vnd.jupyter.widget-view+json"}
+        # The run has ended: its output is the static copy alone, nothing needs the widget manager.
+        assert set(display.data) == {"text/plain", "text/html"}
         html = display.data["text/html"]
-        assert html.startswith('<div class="nba-view nba-state-ok">')
+        assert html.startswith('<div class="nba-view nba-state-ok" data-status="ok">')
         assert "<p>The <strong>answer</strong> is 3.</p>" in html
         assert 'data-metric="llm_calls" data-value="2"' in html
         assert 'data-metric="tool_calls" data-value="1"' in html
@@ -157,7 +160,7 @@ def test_saved_notebook_holds_the_final_state_of_every_view(run_all: nbformat.No
 
 def test_html_export_shows_the_finished_run(run_all: nbformat.NotebookNode) -> None:
     body, _ = HTMLExporter().from_notebook_node(run_all)
-    assert body.count('<div class="nba-view nba-state-ok">') == 3
+    assert body.count('<div class="nba-view nba-state-ok" data-status="ok">') == 3
     assert body.count("<p>The <strong>answer</strong> is 3.</p>") == 3
     assert "<img src=x onerror" not in body and '<img src="x"' not in body
     assert 'data-tool-name="shout"' in body
@@ -171,13 +174,13 @@ def test_saved_size_does_not_grow_with_the_number_of_chunks(kernel_dirs: list[st
         "view = await nbagent.show(agent, 'talk')"
     )
     sizes = []
-    for count in (10, 5000):
+    for count in (1000, 5000):  # both answers long enough for the "expand" toggle
         nb = execute([cell.format(n=count)], kernel_dirs, tmp_path)
         (display,) = nb.cells[0].outputs
         assert display.output_type == "display_data"
         assert f"w{count - 1}</p>" in display.data["text/html"]
         sizes.append(len(display.data["text/html"]))
-    text_growth = len(" ".join(f"w{i}" for i in range(5000))) - len(" ".join(f"w{i}" for i in range(10)))
+    text_growth = len(" ".join(f"w{i}" for i in range(5000))) - len(" ".join(f"w{i}" for i in range(1000)))
     # The answer's text grows; the rest differs only by the digits of the token and time figures.
     assert 0 <= sizes[1] - sizes[0] - text_growth < 40
 
@@ -223,12 +226,14 @@ def kernel(kernel_dirs: list[str]) -> Iterator[object]:
 
 
 SLOW = """
-import asyncio, nbagent
-from nbagent import AssistantAgent, ReplayChatCompletionClient, CreateResult, FunctionCall
+import asyncio, nbagent, time
+import ipywidgets as widgets
+from nbagent import AssistantAgent, CancellationToken, ReplayChatCompletionClient, CreateResult, FunctionCall
 from nbagent.notebook.view import AgentRunView
 
 async def slow(x: int) -> int:
     "Takes a minute."
+    print("STARTED", flush=True)
     await asyncio.sleep(60)
     return x
 
@@ -237,33 +242,150 @@ def make(name):
     script = [CreateResult(finish_reason="function_calls", content=[call]), "done"]
     return AssistantAgent(name, ReplayChatCompletionClient(script), tools=[slow], reflect_on_tool_use=True)
 
-awaited, synced = make("awaited"), make("synced")
+awaited, synced, shown, magic = make("awaited"), make("synced"), make("shown"), make("magic")
 view = AgentRunView()
+
+def ended_at(view):
+    "The wall-clock time the view's run ended."
+    return time.time() - (time.perf_counter() - view._finished_perf)
 """
 CONTEXT = (
     "print({name}.is_running, [type(m).__name__ for m in {name}.model_context.messages],"
     " {name}.model_context.messages[-1].content[0].is_error)"
 )
+VALID = "False ['UserMessage', 'AssistantMessage', 'FunctionExecutionResultMessage'] True\n"
+
+
+def wait_errors(client: object, msg_id: str) -> list[tuple[str, list[str]]]:
+    """(name, traceback lines) of each error of the execution ``msg_id``, once its kernel is idle again."""
+    errors = []
+    while True:
+        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        if message["msg_type"] == "error":
+            errors.append((message["content"]["ename"], message["content"]["traceback"]))
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            return errors
+
+
+def interrupt_when_started(manager: KernelManager, client: object, code: str) -> list[tuple[str, list[str]]]:
+    msg_id = client.execute(code)  # type: ignore[attr-defined]
+    wait_for_stdout(client, "STARTED")
+    time.sleep(0.3)
+    manager.interrupt_kernel()
+    return wait_errors(client, msg_id)
+
+
+def wait_for_stdout(client: object, text: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
+        if message["msg_type"] == "stream" and text in message["content"]["text"]:
+            return
+    raise TimeoutError(f"{text!r} never printed")
 
 
 def test_kernel_interrupt_cancels_awaited_and_sync_runs(kernel: tuple[KernelManager, object]) -> None:
     manager, client = kernel
     assert run_code(client, SLOW) == ""
 
-    msg_id = client.execute("await view.run(awaited, 'go')")  # type: ignore[attr-defined]
-    time.sleep(1.5)
-    manager.interrupt_kernel()
-    assert wait_idle(client, msg_id) == ["CancelledError"]
-    assert run_code(client, "print(view.status)") == "cancelled\n"
-    assert run_code(client, CONTEXT.format(name="awaited")) == (
-        "False ['UserMessage', 'AssistantMessage', 'FunctionExecutionResultMessage'] True\n"
-    )
+    # An awaited view: the cell ends in one line (RunInterrupted, a CancelledError), the view stays reachable.
+    errors = interrupt_when_started(manager, client, "await view.run(awaited, 'go')")
+    assert [(name, len(lines)) for name, lines in errors] == [("RunInterrupted", 1)]
+    assert errors[0][1][0] == ("RunInterrupted: the run of 'awaited' was interrupted; its view: nbagent.last_view()")
+    assert run_code(client, "print(view.status, view.detail)") == "interrupted kernel interrupt\n"
+    assert run_code(client, CONTEXT.format(name="awaited")) == VALID
 
-    msg_id = client.execute("nbagent.run(synced, 'go')")  # type: ignore[attr-defined]
-    time.sleep(1.5)
-    manager.interrupt_kernel()
-    assert wait_idle(client, msg_id) == ["KeyboardInterrupt"]
-    assert run_code(client, CONTEXT.format(name="synced")) == (
-        "False ['UserMessage', 'AssistantMessage', 'FunctionExecutionResultMessage'] True\n"
-    )
+    # `view = await nbagent.show(...)` interrupted: `view` is never assigned; nbagent.last_view() is the view.
+    errors = interrupt_when_started(manager, client, "lost = await nbagent.show(shown, 'go')")
+    assert [(name, len(lines)) for name, lines in errors] == [("RunInterrupted", 1)]
+    assert run_code(client, "print('lost' in dir(), nbagent.last_view().status)") == "False interrupted\n"
+    assert run_code(client, CONTEXT.format(name="shown")) == VALID
+
+    # Driven without await: nbagent.run(..., show=True) and %%agent end in one line too.
+    errors = interrupt_when_started(manager, client, "nbagent.run(synced, 'go', show=True)")
+    assert [(name, len(lines)) for name, lines in errors] == [("RunKeyboardInterrupt", 1)]
+    assert errors[0][1][0].startswith("KeyboardInterrupt: the run of 'synced' was interrupted")
+    assert run_code(client, CONTEXT.format(name="synced")) == VALID
+    run_code(client, "%load_ext nbagent")
+    errors = interrupt_when_started(manager, client, "%%agent magic\ngo")
+    assert [(name, len(lines)) for name, lines in errors] == [("RunKeyboardInterrupt", 1)]
+    assert run_code(client, "print(nbagent.last_view().status)") == "interrupted\n"
+    assert run_code(client, CONTEXT.format(name="magic")) == VALID
+
+    # A plain sync run (no view) is interrupted as before.
+    errors = interrupt_when_started(manager, client, "again = make('again')\nnbagent.run(again, 'go')")
+    assert [name for name, _ in errors] == ["KeyboardInterrupt"]
+    assert run_code(client, CONTEXT.format(name="again")) == VALID
     assert run_code(client, "print('still alive')") == "still alive\n"
+
+
+STOP_CASES = {
+    # entry point: (cell that runs it, cell that prints "<name> <status> <time the run ended>")
+    "await show": ("v = await nbagent.show(a, 'go')", "print('await show', v.status, ended_at(v))"),
+    "start": ("v = nbagent.start(a, 'go')", "await v.wait()\nprint('start', v.status, ended_at(v))"),
+    "run(show=True)": ("v = nbagent.run(a, 'go', show=True)", "print('run(show=True)', v.status, ended_at(v))"),
+    "%%agent": ("%%agent a\ngo", "v = nbagent.last_view()\nprint('%%agent', v.status, ended_at(v))"),
+    "run_sync": (
+        "try:\n    a.run_sync('go', cancellation_token=token)\n"
+        "except asyncio.CancelledError:\n    stopped = time.time()",
+        "print('run_sync', 'cancelled' if 'stopped' in dir() else 'ran', stopped)",
+    ),
+}
+STOP_SETUP = """
+a = make('a')
+token = CancellationToken()
+stop = widgets.Button(description='Stop')  # run_sync has no view: a button of the notebook's cancels its token
+stop.on_click(lambda _: token.cancel())
+"""
+
+
+def click_stop(client: object, msg_id: str, button: str | None = None) -> tuple[float, list[str], bool]:
+    """Wait for the run's tool to start, click the Stop button (``button``, else the last one the
+    cell made): a comm message, as ipywidgets sends it from the browser. The wall-clock time of the
+    click, the cell's errors so far and whether it has ended already (a background run's cell)."""
+    started, idle, errors = False, False, []
+    while button is None or not started:
+        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
+        kind, mine = message["msg_type"], message["parent_header"].get("msg_id") == msg_id
+        if kind == "comm_open":
+            state = message["content"]["data"].get("state", {})
+            if state.get("_model_name") == "ButtonModel" and state.get("description") == "Stop":
+                button = message["content"]["comm_id"]
+        elif kind == "stream" and "STARTED" in message["content"]["text"]:
+            started = True
+        elif kind == "error" and mine:
+            errors.append(message["content"]["ename"])
+        elif kind == "status" and mine and message["content"]["execution_state"] == "idle":
+            idle = True
+    time.sleep(0.3)  # the run waits in its tool
+    session = client.session  # type: ignore[attr-defined]
+    click = session.msg("comm_msg", {"comm_id": button, "data": {"method": "custom", "content": {"event": "click"}}})
+    clicked = time.time()
+    client.shell_channel.send(click)  # type: ignore[attr-defined]
+    return clicked, errors, idle
+
+
+@pytest.mark.parametrize("entry", list(STOP_CASES))
+def test_stop_ends_the_run_within_a_second_on_every_entry_point(
+    kernel: tuple[KernelManager, object], entry: str, record_property: Callable[[str, object], None]
+) -> None:
+    _, client = kernel
+    run_cell, report = STOP_CASES[entry]
+    assert run_code(client, SLOW + STOP_SETUP + ("%load_ext nbagent" if entry == "%%agent" else "")) == ""
+    button = run_code(client, "display(stop)\nprint(stop.model_id)").strip() if entry == "run_sync" else None
+    msg_id = client.execute(run_cell)  # type: ignore[attr-defined]
+    clicked, errors, ended_already = click_stop(client, msg_id, button)
+    if not ended_already:
+        errors += [name for name, _ in wait_errors(client, msg_id)]
+    assert errors == []
+    name, status, ended = run_code(client, report).rsplit(" ", 2)
+    seconds = float(ended) - clicked
+    record_property("seconds_to_stop", round(seconds, 3))
+    print(f"{entry}: stopped {seconds:.3f} s after the click")
+    assert (name, status) == (entry, "cancelled")
+    assert 0 <= seconds < 1, f"{entry}: the run ended {seconds:.3f} s after the click"
+    # The context is valid and the next cell runs a new run to its end.
+    assert run_code(client, CONTEXT.format(name="a")) == VALID
+    assert run_code(client, "r = await a.run(task='again')\nprint(r.messages[-1].content)") == "done\n"

@@ -90,8 +90,10 @@ async def test_streamed_parallel_tools_then_reflection() -> None:
     assert 'data-state="ok" data-purpose="reflection"' in llm2.value and 'data-move="reflect"' in llm2.value
 
     assert "nba-tool-group" in group._dom_classes
-    badge, *cards = group.children
-    assert 'data-move="tool_request"' in badge.value
+    head, row = group.children
+    cards = row.children
+    assert "nba-tool-cards" in row._dom_classes
+    assert 'data-move="tool_request"' in head.value and "2 tool calls, run in parallel" in head.value
     assert [re.findall(r'data-call-id="(\w+)" data-state="(\w+)"', c.value)[0] for c in cards] == [
         ("c0", "ok"),
         ("c1", "ok"),
@@ -136,14 +138,17 @@ def test_stream_segments_resend_only_the_last_part() -> None:
         view.handle(streaming_chunk(f"<w{index}> ", "bot", "m1"))
     (box,) = view.body.children
     assert kinds(view) == ["stream"] and "nba-stream" in box._dom_classes
-    badge, first = box.children
-    assert 'data-move="call_llm"' in badge.value
+    head, scroll = box.children
+    assert "nba-scroll" in scroll._dom_classes
+    stream = view._streams["m1"]
+    (first,) = stream.segments
+    assert 'data-move="call_llm"' in head.value and 'class="nba-expand-toggle"' in head.value
     # One interval: only the first chunk went out; the rest waits for the next flush.
     assert first.value == '<span class="nba-stream-text">&lt;w0&gt; </span>'
     updates: list[str] = []
     first.observe(lambda change: updates.append(change["new"]), "value")
-    view._streams["m1"].coalescer.flush()
-    segments = box.children[1:]
+    stream.coalescer.flush()
+    segments = stream.segments
     assert len(segments) == 4 and len(updates) == 1
     texts = [
         html.unescape(s.value.removeprefix('<span class="nba-stream-text">').removesuffix("</span>")) for s in segments
@@ -171,7 +176,7 @@ async def test_memory_thought_and_handoff() -> None:
     assert 'data-move="memory"' in mem.value and "The user likes &lt;b&gt;tea&lt;/b&gt;" in mem.value
     assert thought.value.startswith('<details class="nba-event nba-thought">')
     assert "I should hand &lt;this&gt; off" in thought.value
-    assert 'data-tool-name="transfer_to_expert"' in group.children[1].value
+    assert 'data-tool-name="transfer_to_expert"' in group.children[1].children[0].value
     assert 'data-target="expert"' in handoff.value and 'data-move="handoff_check"' in handoff.value
 
 
@@ -230,10 +235,11 @@ async def test_stop_cancels_the_run_and_leaves_a_valid_context() -> None:
 
     assert view.status == "cancelled" and "nba-state-cancelled" in view._dom_classes
     assert kinds(view) == ["user", "llm", "tools"]
-    card = view.body.children[2].children[1].value
+    card = view.body.children[2].children[1].children[0].value
     assert 'data-state="error"' in card and "the run was cancelled" in card
     assert metrics(view)["status"] == "cancelled"
-    assert "cancelled: stopped" in view._status_html.value
+    assert "cancelled: stopped with the Stop button" in view._status_html.value
+    assert 'data-status="cancelled"' in view._status_html.value
     assert not agent.is_running
     last = agent.model_context.messages[-1]
     assert isinstance(last, FunctionExecutionResultMessage) and last.content[0].is_error
@@ -249,9 +255,13 @@ async def test_outside_cancellation_propagates_and_is_shown() -> None:
     task = asyncio.ensure_future(view.run(agent, "go"))
     await started.wait()
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
+    with pytest.raises(asyncio.CancelledError) as raised:
         await task
-    assert view.status == "cancelled" and "cancelled: cancelled" in view._status_html.value
+    # Cancelled from outside (not the Stop button, not the token): interrupted, and plain cancellation
+    # propagates (only a kernel interrupt becomes RunInterrupted, see test_kernel).
+    assert type(raised.value) is asyncio.CancelledError
+    assert view.status == "interrupted" and "interrupted: task cancelled" in view._status_html.value
+    assert "nba-state-interrupted" in view._dom_classes
     assert not agent.is_running
 
 
@@ -288,7 +298,7 @@ async def test_consumes_an_agent_run_and_gives_a_mime_bundle() -> None:
     tokens = usage.prompt_tokens + usage.completion_tokens
     assert bundle["text/plain"].splitlines()[2].startswith(f"{tokens} tokens · 1 LLM call · 0 tool calls · ")
     html = bundle["text/html"]
-    assert html.startswith('<div class="nba-view nba-state-ok"><style>')
+    assert html.startswith('<div class="nba-view nba-state-ok" data-status="ok"><style>')
     assert '<span class="nba-title"><b>my run</b></span>' in html
     assert "<p>Hello &lt;world&gt;</p>" in html
     assert 'data-metric="llm_calls" data-value="1"' in html
@@ -310,7 +320,7 @@ async def test_long_tool_result_is_truncated_in_the_view_but_kept_in_the_context
     agent = AssistantAgent("bot", client, tools=[shout])
     view = AgentRunView()
     await view.run(agent, "echo a lot")
-    card = view.body.children[2].children[1].value
+    card = view.body.children[2].children[1].children[0].value
     assert "show all (50,000 characters) (30,000 more characters in the trace)" in card
     assert "z" * 20_000 in card and "z" * 20_001 not in card
     last = agent.model_context.messages[-1]

@@ -15,7 +15,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from .. import _check as check
 from ..agent import AssistantAgent
 from ..sync import run_coroutine
-from .view import AgentRunView, show
+from .view import AgentRunView, show_sync
 
 
 class _MagicError(UsageError):
@@ -43,11 +43,12 @@ class AgentMagics(Magics):
         if not name.isidentifier():
             usage = f"Usage: {magic} NAME" + (", then the task in the cell" if magic == "%%agent" else "")
             raise AgentNameError(check.message(magic, "NAME", expected, check.short_repr(name), usage))
-        agent = self.shell.user_ns.get(name) if self.shell is not None else None
-        if agent is None:
+        names = self.shell.user_ns if self.shell is not None else {}
+        if name not in names:
             raise AgentNameError(
                 check.message(magic, "NAME", expected, repr(name), "No variable has that name in the notebook")
             )
+        agent = names[name]
         if not isinstance(agent, AssistantAgent):
             raise NotAnAgentError(check.message(magic, name, "an AssistantAgent", check.given(agent)))
         return name, agent
@@ -59,7 +60,7 @@ class AgentMagics(Magics):
         task = cell.strip()
         if not task:
             raise UsageError("the cell body is the task: it is empty")
-        return run_coroutine(lambda: show(agent, task))
+        return show_sync(agent, task)
 
     @line_magic
     def agent_reset(self, line: str) -> None:

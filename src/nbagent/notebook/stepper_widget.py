@@ -10,6 +10,13 @@ exact request and the raw ``CreateResult``. Everything a model or a tool said is
 The diagram is drawn from the loop's own description (``records.MOVES``, by
 :func:`nbagent.render.pipeline`) and the agent's ``loop_settings``; the panels by the one renderer.
 
+Displayed, a stepper is two outputs: its static copy (``nba-static-copy``: the diagram and panels
+of its last state as HTML, updated after every move) and the live widget (``nba-stepper-live``).
+The stylesheet hides the copy while the widget shows, and hides a widget output that shows no
+live stepper (a reopened notebook: the widget manager has no model for it) so the copy shows
+instead: a saved notebook never shows "Error displaying widget: model not found", and nbconvert
+shows the copy, with or without saved widget state.
+
 CSS hooks (stable, tests use them): ``nba-node`` per diagram box with ``data-move`` and
 ``data-state`` (``current``, ``visited``, ``upcoming``, ``unused``, ``idle``); ``nba-edge-group``
 per arrow with ``data-from``, ``data-to`` and ``data-state`` (``taken``, ``unused``, ``idle``);
@@ -29,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from .. import autogen
-from ..agent import AssistantAgent, Task
+from ..agent import AssistantAgent, Task, check_entry
 from ..cancellation import CancellationToken
 from ..context import message_text
 from ..messages import ModelClientStreamingChunkEvent
@@ -209,9 +216,20 @@ def move_html(stepper: Stepper) -> Markup:
     )
 
 
+def _status_text(stepper: Stepper) -> str:
+    return f"{stepper.status} · {len(stepper.history)} moves"
+
+
 def stepper_html(stepper: Stepper) -> str:
-    """The whole widget as static HTML (no buttons), for saved notebooks."""
-    return str(STYLE + el("div", pipeline_html(stepper), move_html(stepper), class_="nba-stepper"))
+    """The whole widget as static HTML (no buttons), for saved notebooks: its static copy."""
+    status = el(
+        "div",
+        muted(f"{stepper.agent.name}: {_status_text(stepper)} (a saved copy: run the cell to step it)"),
+        class_="nba-stepper-status",
+        data_status=stepper.status,
+    )
+    copy = el("div", status, pipeline_html(stepper), move_html(stepper), class_="nba-stepper nba-static-copy")
+    return str(STYLE + copy)
 
 
 class StepperWidget(widgets.VBox):  # type: ignore[misc]
@@ -235,8 +253,10 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         self.run_button.on_click(lambda _: self.click(self.stepper.run_to_end))
         self.reset_button.on_click(lambda _: self.click(self.stepper.reset))
         bar = widgets.HBox([self.next_button, self.run_button, self.reset_button, self.status])
+        bar.add_class("nba-stepper-bar")
         super().__init__([widgets.HTML(STYLE), bar, self.diagram, self.panel])
         self.add_class("nba-stepper")
+        self.add_class("nba-stepper-live")
         self.task: asyncio.Task[None] | concurrent.futures.Future[None] | None = None
         self.error: str | None = None
         try:
@@ -296,7 +316,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         elif self.error:
             text = self.error
         else:
-            text = f"{stepper.status} · {len(stepper.history)} moves"
+            text = _status_text(stepper)
         with self.hold_sync():
             self.next_button.disabled = busy or stepper.done
             self.run_button.disabled = busy or stepper.done
@@ -345,23 +365,33 @@ class NotebookStepper(Stepper):
         if self._display_ids:
             from IPython.display import update_display
 
-            bundle = self._repr_mimebundle_()
+            bundle = self.static_bundle()
             for display_id in self._display_ids:
                 update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
+    def static_bundle(self) -> dict[str, str]:
+        """The static copy alone: ``text/html`` of the last state and ``text/plain``."""
+        return {"text/html": stepper_html(self), "text/plain": repr(self)}
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         data = self.widget()._repr_mimebundle_(**kwargs) or {}
-        data["text/html"] = stepper_html(self)
-        data["text/plain"] = repr(self)
+        data.update(self.static_bundle())
         return data
 
     def _ipython_display_(self) -> None:
-        """Display with a display id, so that later moves also update the saved (static) output."""
+        """Display the static copy (with a display id, so later moves update it) and then the widget.
+
+        The widget's output holds no copy of its own (an empty ``text/plain``): where widgets do
+        not render, the static copy before it is what shows.
+        """
         from IPython.display import display
 
         display_id = uuid.uuid4().hex
         self._display_ids.append(display_id)
-        display(self._repr_mimebundle_(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+        display(self.static_bundle(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+        live = self.widget()._repr_mimebundle_() or {}
+        live["text/plain"] = ""
+        display(live, raw=True)  # type: ignore[no-untyped-call]
 
 
 def step(
@@ -377,4 +407,5 @@ def step(
         return autogen.step(agent, task, cancellation_token=cancellation_token)  # type: ignore[arg-type]
     if TYPE_CHECKING:  # for the type checker: AutoGen's were dispatched above
         assert isinstance(agent, AssistantAgent)
+    check_entry("nbagent.step", agent, task, cancellation_token)
     return NotebookStepper(agent, task, cancellation_token)

@@ -7,29 +7,48 @@ the browser gets at most ~22 text updates per second per message and each update
 last segment of that message. Every item is drawn by the one renderer (:mod:`nbagent.render`), so
 every model or tool string is escaped.
 
+While a run goes, the view ticks (every ``TICK_INTERVAL`` seconds): the footer's elapsed time and
+the running LLM call's line ("streaming · N chunks", or "waiting for the model…" with its time).
+How a run ended is told apart: ``ok``, ``error`` (it failed), ``cancelled`` (the Stop button or the
+run's cancellation token) and ``interrupted`` (a kernel interrupt, or its task cancelled from
+outside); each has its colour. Text that was streaming when a run ended without its message never
+entered the model context: it stays, struck through, under "streamed text, discarded".
+
+A saved notebook shows every finished run as its static copy: when the run ends, the output is
+replaced (through its display id) by the view's HTML alone, so a reopened notebook (JupyterLab,
+Notebook 7; widget state saved or not) and nbconvert show it without the widget manager.
+
 Stable hooks for browser tests: the root has the classes ``nba-view`` and ``nba-state-<status>``
-(``idle``, ``running``, ``ok``, ``error``, ``cancelled``); the header ``nba-header`` holds
-``nba-status`` and the Stop button ``nba-stop``; the body ``nba-body`` holds one child per item
-(classes ``nba-item nba-item-<kind>``, kind in ``user``, ``llm``, ``stream``, ``thought``,
-``memory``, ``tools``, ``handoff``, ``final``, ``event``, ``error``). Text still streaming is a
-``.nba-stream`` box of ``.nba-stream-text`` spans (the final message replaces it). A tool batch is
-an ``HBox`` ``nba-tool-group`` of ``nba-tool-card-widget`` HTML widgets, each holding a
-``.nba-tool-card`` with ``data-tool-name``, ``data-call-id`` and ``data-state``. The footer
-``nba-footer-box`` has spans with ``data-metric`` (``tokens``, ``prompt_tokens``,
-``completion_tokens``, ``llm_calls``, ``tool_calls``, ``elapsed``, ``status``) and ``data-value``.
+(``idle``, ``running``, ``ok``, ``error``, ``cancelled``, ``interrupted``); the header
+``nba-header`` holds ``nba-status`` and the Stop button ``nba-stop``; the body ``nba-body`` holds
+one child per item (classes ``nba-item nba-item-<kind>``, kind in ``user``, ``llm``, ``stream``,
+``thought``, ``memory``, ``tools``, ``handoff``, ``final``, ``event``, ``error``). Text still
+streaming is a ``.nba-stream`` box: its head line ``.nba-stream-head`` (with an "expand" checkbox),
+then a ``.nba-scroll`` box of bounded height that keeps its end in view, holding
+``.nba-stream-text`` spans (the final message replaces it; ``.nba-discarded`` marks text that never
+entered the context). A tool batch is a ``nba-tool-group`` box: its head line ``nba-tool-head``
+(STEP badge) and a ``nba-tool-cards`` box of ``nba-tool-card-widget`` HTML widgets that wrap onto
+more rows, each holding a ``.nba-tool-card`` with ``data-tool-name``, ``data-call-id`` and
+``data-state``. The footer ``nba-footer-box`` has spans with ``data-metric`` (``tokens``,
+``streaming_chunks`` while a call streams, ``prompt_tokens``, ``completion_tokens``,
+``llm_calls``, ``tool_calls``, ``elapsed``, ``status``) and ``data-value``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 import time
 import uuid
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
-from ..agent import AgentRun, AssistantAgent, Task, task_messages
+from ..agent import AgentRun, AssistantAgent, Task, check_entry, task_messages
 from ..autogen import view_run
 from ..cancellation import CancellationToken
 from ..messages import (
@@ -55,10 +74,13 @@ from ..render import (
     error_block,
     footer,
     plural,
+    stream_head,
     stream_segment,
     tool_card,
+    tool_group_head,
 )
 from ..render import to_html as item_html
+from ..sync import run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
 
 if TYPE_CHECKING:
@@ -71,6 +93,53 @@ SEGMENT_CHARS = 4000
 """The most characters one streamed-text widget holds before the text goes on in a new one."""
 WAKE_INTERVAL = 0.1
 """Seconds between event-loop wake-ups while a run is shown (see :class:`_Waker`)."""
+TICK_INTERVAL = 0.25
+"""Seconds between two refreshes of the live status (elapsed time, the running LLM call's line).
+
+Each refresh sends at most two widget updates (the footer, the running call's line): with the
+streamed text's coalescer (at most ~22 a second) the browser gets about 30 messages a second, far
+under jupyter_server's iopub limit (1,000 a second)."""
+ENDED = frozenset({"ok", "error", "cancelled", "interrupted"})
+"""The statuses of a view whose run has ended."""
+
+_last_view: weakref.ref[AgentRunView] | None = None
+
+
+def last_view() -> AgentRunView | None:
+    """The view :func:`show` or :func:`start` made last (``None`` if none, or it is gone).
+
+    After ``view = await nbagent.show(...)`` was interrupted, ``view`` was never assigned: this is
+    how to reach it (``nbagent.last_view().status``, its ``response``, ``llm_calls``...).
+    """
+    return _last_view() if _last_view is not None else None
+
+
+class RunInterrupted(asyncio.CancelledError):
+    """A shown run ended by a kernel interrupt: one line in the notebook, not a traceback.
+
+    It is a ``CancelledError`` (what the interrupt raised), so code that handles cancellation
+    handles it. ``view`` is the view of the run, also :func:`last_view`.
+    """
+
+    def __init__(self, view: AgentRunView) -> None:
+        super().__init__(f"the run of {view._agent_name()!r} was interrupted; its view: nbagent.last_view()")
+        self.view = view
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of the traceback."""
+        return [f"{type(self).__name__}: {self}"]
+
+
+class RunKeyboardInterrupt(KeyboardInterrupt):
+    """A shown run driven without ``await`` (``nbagent.run(..., show=True)``, ``%%agent``) ended by a
+    kernel interrupt: one line in the notebook. ``view`` is the view of the run."""
+
+    def __init__(self, view: AgentRunView) -> None:
+        super().__init__(f"the run of {view._agent_name()!r} was interrupted; its view: nbagent.last_view()")
+        self.view = view
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"KeyboardInterrupt: {self}"]
 
 
 # The kind (``nba-item-<kind>``) of an item the view shows as it comes; any other event is an "event".
@@ -85,21 +154,24 @@ def _html(value: Markup, kind: str) -> widgets.HTML:
 
 
 class _Waker:
-    """Wakes the event loop every ``WAKE_INTERVAL`` seconds while a run is shown.
+    """Wakes the event loop every ``WAKE_INTERVAL`` seconds while a run is shown, calling ``tick``.
 
     ipykernel 7 turns a kernel interrupt of an awaiting cell into a task cancellation that is only
     processed when the loop next wakes up: with a tool sleeping 30 s, the interrupt took 30 s. The
-    wake-ups make it take at most ``WAKE_INTERVAL``.
+    wake-ups make it take at most ``WAKE_INTERVAL``; they also drive the view's live status.
     """
 
-    __slots__ = ("_loop", "_handle")
+    __slots__ = ("_loop", "_handle", "_tick")
 
-    def __init__(self) -> None:
+    def __init__(self, tick: Callable[[], None] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
+        self._tick = tick
         self._handle: asyncio.TimerHandle | None = self._loop.call_later(WAKE_INTERVAL, self._wake)
 
     def _wake(self) -> None:
         self._handle = self._loop.call_later(WAKE_INTERVAL, self._wake)
+        if self._tick is not None:
+            self._tick()
 
     def stop(self) -> None:
         if self._handle is not None:
@@ -132,19 +204,38 @@ class _Stream:
 
     The text goes into segments of at most ``SEGMENT_CHARS`` characters, and only the new text is
     escaped at each update: an update re-sends only the last segment, however long the message
-    grows, and costs the same at its end as at its start.
+    grows, and costs the same at its end as at its start. The segments sit in a scroll box of
+    bounded height laid out from its end (``column-reverse``): it keeps the newest text in view
+    while the text grows, with no script; its head line's "expand" checkbox lifts the bound.
     """
 
-    __slots__ = ("box", "coalescer", "_segment", "_escaped", "_length")
+    __slots__ = ("box", "call", "coalescer", "head", "_badge", "_body", "_segment", "_escaped", "_length")
 
-    def __init__(self, badge: Markup, interval: float) -> None:
+    def __init__(self, badge: Markup, interval: float, call: LLMCall | None = None) -> None:
+        self.call = call
+        self._badge = badge
         self._segment = widgets.HTML()
         self._escaped = EMPTY
         self._length = 0
-        self.box = widgets.Box([widgets.HTML(badge), self._segment])
+        self.head = widgets.HTML(stream_head(badge))
+        self._body = widgets.Box([self._segment])
+        self._body.add_class("nba-stream-body")
+        scroll = widgets.Box([self._body])
+        scroll.add_class("nba-scroll")
+        self.box = widgets.Box([self.head, scroll])
         for name in ("nba-item", "nba-item-stream", "nba-event", "nba-text", "nba-stream"):
             self.box.add_class(name)
         self.coalescer = Coalescer(self._show, interval)
+
+    @property
+    def segments(self) -> tuple[widgets.HTML, ...]:
+        """The HTML widgets holding the text so far, in order."""
+        return tuple(self._body.children)
+
+    def discard(self) -> None:
+        """Mark the text as never having entered the model context (its message was never complete)."""
+        self.head.value = stream_head(self._badge, discarded=True)
+        self.box.add_class("nba-discarded")
 
     def _show(self, new: str) -> None:
         while len(new) > SEGMENT_CHARS - self._length:
@@ -154,15 +245,16 @@ class _Stream:
             self._segment = widgets.HTML()
             self._escaped = EMPTY
             self._length = 0
-            self.box.children = (*self.box.children, self._segment)
+            self._body.children = (*self._body.children, self._segment)
         self._escaped += new  # escaped as it joins the markup: each piece once
         self._length += len(new)
         self._segment.value = stream_segment(self._escaped)
 
     def close(self) -> None:
         """Close the segment widgets (the final message replaces them)."""
-        for child in self.box.children:
-            child.close()
+        scroll = self.box.children[1]
+        for widget in (*self._body.children, self._body, scroll, self.head):
+            widget.close()
         self.box.close()
 
 
@@ -177,8 +269,9 @@ class _LLMRow:
         self.widget = _html(EMPTY, "llm")
         self.render()
 
-    def render(self) -> None:
-        self.widget.value = item_html(self.call, self.options)
+    def render(self, now: float | None = None) -> None:
+        options = self.options if now is None else Options(self.options.move, self.options.number, now)
+        self.widget.value = item_html(self.call, options)
 
 
 class AgentRunView(widgets.VBox):  # type: ignore[misc]
@@ -220,6 +313,10 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         self._llm_rows: list[_LLMRow] = []
         self._token: CancellationToken | None = None
         self._stop_requested = False
+        self._interrupted = False
+        self.detail: str | None = None
+        """How the run ended, when not ``ok``: the error, or what stopped it."""
+        self._last_tick = 0.0
         self._display_ids: list[str] = []
         self._shown_in: int | None = None
         self.task: asyncio.Task[Response | None] | None = None
@@ -243,6 +340,16 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
             on_item(self, item)
         elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):  # shown as the renderer draws it
             self._add(_html(item_html(item, Options(self._move_name())), _KINDS.get(kind, "event")))
+        self._update_footer()
+
+    def tick(self) -> None:
+        """Refresh the live status (elapsed time, the running call's line) if ``TICK_INTERVAL`` has passed."""
+        now = time.perf_counter()
+        if self.status != "running" or now - self._last_tick < TICK_INTERVAL:
+            return
+        self._last_tick = now
+        for row in self._llm_rows:  # the calls still running
+            row.render(now)
         self._update_footer()
 
     def _on_move(self, move: Move) -> None:
@@ -281,9 +388,20 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
     def _stream(self, message_id: str, text: str) -> None:
         stream = self._streams.get(message_id)
         if stream is None:
-            stream = self._streams[message_id] = _Stream(self._badge(), self._interval)
+            call = self.llm_calls[-1] if self.llm_calls else None
+            stream = self._streams[message_id] = _Stream(self._badge(), self._interval, call)
             self._add(stream.box)
         stream.coalescer.append(text)
+
+    def _on_thought(self, thought: ThoughtEvent) -> None:
+        """The reasoning of a call that went on to call tools: it replaces that call's streamed text."""
+        block = _html(item_html(thought, Options(self._move_name())), "thought")
+        call = self.llm_calls[-1] if self.llm_calls else None
+        stream = self._streams.pop(call.message_id, None) if call is not None else None
+        if stream is None:
+            self._add(block)
+        else:
+            self._replace(stream, block)
 
     def _set_title(self, title: str) -> None:
         self._title_text = title
@@ -302,12 +420,12 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         cards = [_ToolCard(call) for call in event.content]
         for card in cards:
             self._cards[card.call.id] = card
-        badge = widgets.HTML(self._badge())
-        group = widgets.HBox([badge, *(card.widget for card in cards)])
-        group.layout.flex_flow = "row wrap"
-        group.add_class("nba-item")
-        group.add_class("nba-item-tools")
-        group.add_class("nba-tool-group")
+        head = widgets.HTML(tool_group_head(len(cards), self._badge()))
+        row = widgets.Box([card.widget for card in cards])
+        row.add_class("nba-tool-cards")
+        group = widgets.VBox([head, row])
+        for name in ("nba-item", "nba-item-tools", "nba-event", "nba-tool-group"):
+            group.add_class(name)
         self._add(group)
 
     def _on_response(self, response: Response) -> None:
@@ -318,10 +436,12 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         stream = self._streams.pop(message.id, None)
         if stream is None:
             self._add(_html(value, kind))
-            return
+        else:
+            self._replace(stream, _html(value, kind))
+
+    def _replace(self, stream: _Stream, widget: widgets.Widget) -> None:
         stream.coalescer.close()
-        final = _html(value, kind)
-        self.body.children = tuple(final if child is stream.box else child for child in self.body.children)
+        self.body.children = tuple(widget if child is stream.box else child for child in self.body.children)
         stream.close()
 
     def _refresh_llm_rows(self) -> None:
@@ -349,8 +469,14 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         return end - self._started.start_perf
 
     def _update_footer(self) -> None:
-        shown = "" if self.status == "running" else self.status
-        self._footer.value = footer(self.usage, len(self.llm_calls), len(self.tool_executions), self.elapsed_s, shown)
+        shown = "" if self.status == "idle" else self.status
+        streaming = None
+        if self.status == "running" and self.llm_calls:
+            call = self.llm_calls[-1]
+            streaming = len(call.chunks) if call.duration_s is None and call.chunks else None
+        self._footer.value = footer(
+            self.usage, len(self.llm_calls), len(self.tool_executions), self.elapsed_s, shown, streaming
+        )
 
     def _set_status(self, status: str, detail: str | None = None) -> None:
         if status != self.status or not self._status_html.value:
@@ -369,6 +495,8 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
     def _end(self, status: str, error: str | None = None) -> None:
         for stream in self._streams.values():
             stream.coalescer.close()
+            if status != "ok" and (stream.call is None or stream.call.result is None):
+                stream.discard()  # its call never returned: the text never entered the context
         self._refresh_llm_rows()
         for card in self._cards.values():
             if not card.done:
@@ -379,7 +507,8 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         if self._finished_perf is None:
             self._finished_perf = time.perf_counter()
         self.stop_button.disabled = True
-        self._set_status(status, None if status == "ok" else error)
+        self.detail = None if status == "ok" else error
+        self._set_status(status, self.detail)
         self._update_footer()
         self._refresh_displays()
 
@@ -413,20 +542,28 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         if not self._title_text:
             self._set_title(run.agent.name)
         self.stop_button.disabled = False
-        waker = _Waker()
+        self._interrupted = False
+        waker = _Waker(self.tick)
         try:
-            async for item in run:
-                self.handle(item)
+            with self._watch_interrupts(foreground=asyncio.current_task() is not self.task):
+                async for item in run:
+                    self.handle(item)
         except asyncio.CancelledError:
-            self._end("cancelled", "stopped" if self._stop_requested else "cancelled")
-            if not self._stop_requested:
+            token = self._token
+            if self._stop_requested or (not self._interrupted and token is not None and token.is_cancelled()):
+                self._end("cancelled", "stopped with the Stop button" if self._stop_requested else "token cancelled")
+                if self._stop_requested:
+                    return None
                 raise
-            return None
+            self._end("interrupted", "kernel interrupt" if self._interrupted else "task cancelled")
+            if self._interrupted:
+                raise RunInterrupted(self) from None
+            raise
         except KeyboardInterrupt:
             if self._token is not None:
                 self._token.cancel()
             await run.aclose()
-            self._end("cancelled", "interrupted")
+            self._end("interrupted", "kernel interrupt")
             raise
         except Exception as error:
             self._end("error", f"{type(error).__name__}: {error}")
@@ -435,6 +572,29 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
             waker.stop()
             await run.aclose()
         return self.response
+
+    @contextmanager
+    def _watch_interrupts(self, foreground: bool) -> Iterator[None]:
+        """Note a kernel interrupt (SIGINT) during a run in the cell's own task, then let it act as before.
+
+        A run in the background (:meth:`start`) is not interrupted by the kernel, and a handler set
+        there would outlive the cell: nothing is installed then, nor outside the main thread.
+        """
+        previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+        if not foreground or not callable(previous):
+            yield
+            return
+
+        def on_interrupt(signum: int, frame: Any) -> Any:
+            self._interrupted = True
+            return previous(signum, frame)
+
+        signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            yield
+        finally:
+            if signal.getsignal(signal.SIGINT) is on_interrupt:
+                signal.signal(signal.SIGINT, previous)
 
     def start(
         self,
@@ -471,11 +631,12 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
 
     def to_html(self) -> str:
         """Self-contained HTML of the current state (every value already escaped)."""
-        return str(el("div", [_static(child) for child in self.children], class_=f"nba-view nba-state-{self.status}"))
+        inner = _joined(_static(child) for child in self.children)
+        return str(el("div", inner, class_=f"nba-view nba-state-{self.status}", data_status=self.status))
 
     def to_text(self) -> str:
         """A plain-text summary: status, answer and totals."""
-        lines = [f"{self._agent_name()} · {self.status}" + (f" ({self.error})" if self.error else "")]
+        lines = [f"{self._agent_name()} · {self.status}" + (f" ({self.detail})" if self.detail else "")]
         if self.response is not None:
             answer = self.response.chat_message.to_text()
             lines.append(answer if len(answer) <= 500 else answer[:500] + "…")
@@ -496,12 +657,19 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         data = super()._repr_mimebundle_(**kwargs) or {}
-        data["text/html"] = self.to_html()
-        data["text/plain"] = self.to_text()
+        data.update(self.static_bundle())
         return data
 
+    def static_bundle(self) -> dict[str, str]:
+        """The static copy alone (``text/html`` and ``text/plain``): what a finished run's output holds."""
+        return {"text/html": self.to_html(), "text/plain": self.to_text()}
+
     def _ipython_display_(self) -> None:
-        """Display once per cell with a display id, so the end of the run can update the output."""
+        """Display once per cell with a display id, so the end of the run can replace the output.
+
+        While the run goes the output is the widget (with its static copy in the bundle); when it
+        has ended, the static copy alone: nothing in a saved notebook then needs the widget.
+        """
         from IPython import get_ipython
         from IPython.display import display
 
@@ -510,6 +678,9 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         if count is not None and count == self._shown_in:
             return
         self._shown_in = count
+        if self.status in ENDED:
+            display(self.static_bundle(), raw=True)  # type: ignore[no-untyped-call]
+            return
         display_id = uuid.uuid4().hex
         self._display_ids.append(display_id)
         display(self._repr_mimebundle_(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
@@ -519,7 +690,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
             return
         from IPython.display import update_display
 
-        bundle = self._repr_mimebundle_()
+        bundle = self.static_bundle() if self.status in ENDED else self._repr_mimebundle_()
         for display_id in self._display_ids:
             update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
@@ -534,11 +705,20 @@ def _static(widget: widgets.Widget) -> Markup:
         return Markup(widget.value)
     if isinstance(widget, widgets.Box):
         classes = " ".join(widget._dom_classes)
-        inner = [_static(child) for child in widget.children]
+        inner = _joined(_static(child) for child in widget.children)
         if "nba-tool-group" in widget._dom_classes:
-            return el("div", inner, class_=f"nba-event {classes}", data_count=len(widget.children) - 1)
+            return el("div", inner, class_=classes, data_count=len(widget.children[1].children))
         return el("div", inner, class_=classes)
     return EMPTY  # buttons
+
+
+_SPACE = Markup("\n")
+
+
+def _joined(parts: Iterator[Markup]) -> Markup:
+    """Sibling elements with white space between them, as text readers (and pages without the
+    stylesheet) see them apart: the title and the status are not one word."""
+    return _SPACE.join(part for part in parts if part)
 
 
 def _name(source: AssistantAgent | AgentRun | AutoGenRunnable) -> str:
@@ -556,6 +736,7 @@ _ON_ITEM: dict[type, Callable[[AgentRunView, Any], None]] = {
     ToolCallExecutionEvent: AgentRunView._on_tool_results,
     Response: AgentRunView._on_response,
     RunFinished: AgentRunView._on_run_finished,
+    ThoughtEvent: AgentRunView._on_thought,
 }
 
 
@@ -577,9 +758,11 @@ async def show(
     ``await nbagent.show(agent, "task")`` blocks the cell until the answer (``view.response``).
     """
     autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
+    if autogen is None:
+        check_entry("nbagent.show", source, task, cancellation_token, runs=True)
     from IPython.display import display
 
-    view = AgentRunView(title or _name(source))
+    view = _new_view(title or _name(source))
     display(view)  # type: ignore[no-untyped-call]
     await view.run(autogen or source, task, cancellation_token=cancellation_token)
     return view
@@ -598,9 +781,42 @@ def start(
     gives its ``Response``.
     """
     autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
+    if autogen is None:
+        check_entry("nbagent.start", source, task, cancellation_token, runs=True)
     from IPython.display import display
 
-    view = AgentRunView(title or _name(source))
+    view = _new_view(title or _name(source))
     display(view)  # type: ignore[no-untyped-call]
     view.start(autogen or source, task, cancellation_token=cancellation_token)
+    return view
+
+
+def show_sync(
+    source: AssistantAgent | AgentRun | AutoGenRunnable,
+    task: Task = None,
+    *,
+    cancellation_token: CancellationToken | None = None,
+    title: str = "",
+) -> AgentRunView:
+    """:func:`show` without ``await`` (``nbagent.run(..., show=True)``, ``%%agent``).
+
+    The loop is driven by :func:`nbagent.sync.run_coroutine`, which handles the Stop button's
+    click while the run goes; a kernel interrupt ends the cell in one line (the view stays
+    reachable as :func:`last_view`).
+    """
+    before = last_view()
+    try:
+        return run_coroutine(lambda: show(source, task, cancellation_token=cancellation_token, title=title))
+    except KeyboardInterrupt:
+        view = last_view()
+        if view is not None and view is not before and view.status == "interrupted":
+            raise RunKeyboardInterrupt(view) from None
+        raise
+
+
+def _new_view(title: str) -> AgentRunView:
+    """A view for :func:`show` / :func:`start`, kept as :func:`last_view`."""
+    global _last_view
+    view = AgentRunView(title)
+    _last_view = weakref.ref(view)
     return view

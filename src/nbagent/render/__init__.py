@@ -25,6 +25,7 @@ from .blocks import (
     PREVIEW_CHARS,
     block,
     error_block,
+    expand_toggle,
     footer,
     format_duration,
     label,
@@ -33,10 +34,12 @@ from .blocks import (
     plural,
     pretty_arguments,
     step_badge,
+    stream_head,
     stream_segment,
     streamed_chunks,
     tool_card,
     tool_group,
+    tool_group_head,
     truncate,
     value,
 )
@@ -44,11 +47,12 @@ from .diagram import edge_states, node_states, pipeline
 from .dispatch import PLAIN, Options, short, to_html, to_text
 from .markdown import markdown, sanitize
 from .markup import EMPTY, Child, Markup, concat, el, escape
-from .style import PALETTE, STYLE, STYLESHEET, fallback
+from .style import MIXES, PALETTE, STYLE, STYLESHEET, fallback
 
 __all__ = [
     "EMPTY",
     "MAX_CHARS",
+    "MIXES",
     "PALETTE",
     "PLAIN",
     "PREVIEW_CHARS",
@@ -63,6 +67,7 @@ __all__ = [
     "el",
     "error_block",
     "escape",
+    "expand_toggle",
     "fallback",
     "footer",
     "format_duration",
@@ -77,12 +82,14 @@ __all__ = [
     "sanitize",
     "short",
     "step_badge",
+    "stream_head",
     "stream_segment",
     "streamed_chunks",
     "to_html",
     "to_text",
     "tool_card",
     "tool_group",
+    "tool_group_head",
     "truncate",
     "value",
 ]

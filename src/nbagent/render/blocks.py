@@ -24,14 +24,17 @@ __all__ = [
     "MAX_CHARS",
     "PREVIEW_CHARS",
     "block",
+    "expand_toggle",
     "footer",
     "format_duration",
     "object_table",
     "pretty_arguments",
     "step_badge",
+    "stream_head",
     "stream_segment",
     "tool_card",
     "tool_group",
+    "tool_group_head",
     "truncate",
     "value",
 ]
@@ -139,10 +142,27 @@ def tool_card(
     )
 
 
+def tool_group_head(count: int, badge: Markup = EMPTY) -> Markup:
+    """The line above a batch of tool cards: its STEP badge and how many calls it holds."""
+    what = "tool call" if count == 1 else f"{count} tool calls, run in parallel"
+    return el("div", badge, label(what), class_="nba-tool-head")
+
+
 def tool_group(cards: Iterable[Markup], badge: Markup = EMPTY, **attributes: object) -> Markup:
-    """Tool cards of one batch side by side (a parallel batch when more than one)."""
+    """Tool cards of one batch side by side under their head line (a parallel batch when more than one).
+
+    The badge sits on the head line, not among the cards: the cards wrap onto more rows inside
+    the group (``nba-tool-cards``), however many there are.
+    """
     cards = list(cards)
-    return el("div", badge, cards, class_="nba-event nba-tool-group", data_count=len(cards), **attributes)
+    return el(
+        "div",
+        tool_group_head(len(cards), badge),
+        el("div", cards, class_="nba-tool-cards"),
+        class_="nba-event nba-tool-group",
+        data_count=len(cards),
+        **attributes,
+    )
 
 
 def object_table(obj: BaseModel | Mapping[str, Any]) -> Markup:
@@ -154,6 +174,23 @@ def object_table(obj: BaseModel | Mapping[str, Any]) -> Markup:
 
 def _cell_text(item: Any) -> str:
     return item if isinstance(item, str) else json.dumps(item, ensure_ascii=False, default=str)
+
+
+def expand_toggle() -> Markup:
+    """A checkbox that lifts the height limit of the box it is in (CSS only: it works in a saved page too)."""
+    return el("label", el("input", type="checkbox", class_="nba-expand-toggle"), "expand", class_="nba-expand")
+
+
+def stream_head(badge: Markup = EMPTY, *, discarded: bool = False) -> Markup:
+    """The line above text still streaming; ``discarded``: the run ended before the message was complete."""
+    if discarded:
+        note = el(
+            "span",
+            "never entered the model context: the run ended before this message was complete",
+            class_="nba-muted nba-discarded-note",
+        )
+        return el("div", badge, label("streamed text, discarded"), note, expand_toggle(), class_="nba-stream-head")
+    return el("div", badge, label("streaming"), expand_toggle(), class_="nba-stream-head")
 
 
 def stream_segment(escaped: Markup) -> Markup:
@@ -180,8 +217,19 @@ def error_block(text: str) -> Markup:
     return block("nba-error", value(text), title="error")
 
 
-def footer(usage: RequestUsage, llm_calls: int, tool_calls: int, elapsed_s: float | None, status: str = "") -> Markup:
-    """Totals of a run; each number is in a ``span`` with a ``data-metric`` name."""
+def footer(
+    usage: RequestUsage,
+    llm_calls: int,
+    tool_calls: int,
+    elapsed_s: float | None,
+    status: str = "",
+    streaming_chunks: int | None = None,
+) -> Markup:
+    """Totals of a run; each number is in a ``span`` with a ``data-metric`` name.
+
+    ``tokens`` counts the finished LLM calls; ``streaming_chunks`` (while a call streams) the
+    chunks it has sent so far, shown next to them.
+    """
     tokens = usage.prompt_tokens + usage.completion_tokens
     parts: list[tuple[str, str, object]] = [
         ("tokens", f"{tokens:,} tokens", tokens),
@@ -190,6 +238,8 @@ def footer(usage: RequestUsage, llm_calls: int, tool_calls: int, elapsed_s: floa
         ("llm_calls", plural(llm_calls, "LLM call"), llm_calls),
         ("tool_calls", plural(tool_calls, "tool call"), tool_calls),
     ]
+    if streaming_chunks is not None:
+        parts.insert(1, ("streaming_chunks", f"+ {plural(streaming_chunks, 'chunk')} streaming", streaming_chunks))
     if elapsed_s is not None:
         parts.append(("elapsed", f"{elapsed_s:.2f} s", f"{elapsed_s:.3f}"))
     spans = [el("span", text, data_metric=name, data_value=number) for name, text, number in parts]

@@ -17,6 +17,7 @@ base class's renderer.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import singledispatch
 from typing import Any
@@ -42,6 +43,7 @@ from ..records import LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExec
 from .blocks import (
     block,
     error_block,
+    expand_toggle,
     format_duration,
     label,
     muted,
@@ -62,11 +64,14 @@ __all__ = ["PLAIN", "Options", "short", "to_html", "to_text"]
 class Options:
     """Where an item is shown: the move it came in (its STEP badge) and its number there.
 
-    ``number`` is an ``LLMCall``'s number in its run, or a ``Move``'s index in a walk.
+    ``number`` is an ``LLMCall``'s number in its run, or a ``Move``'s index in a walk. ``now`` (a
+    ``perf_counter`` time) draws a call still running as of then: how long it has run, and how
+    many chunks it has streamed.
     """
 
     move: MoveName | None = None
     number: int | None = None
+    now: float | None = None
 
     @property
     def badge(self) -> Markup:
@@ -101,10 +106,16 @@ def _text_message(item: TextMessage, options: Options = PLAIN) -> Markup:
     return _chat_message(item, options) if item.source == "user" else _answer(item, options)
 
 
+LONG_ANSWER = 1500
+"""Characters of an answer from which its box (of bounded height) gets an "expand" toggle."""
+
+
 def _answer(message: BaseChatMessage, options: Options, kind: str = "text", *body: Markup) -> Markup:
     """The run's answer: Markdown text, a structured object's table or a tool summary."""
     if not body:
-        body = (el("div", markdown(message.to_text()), class_="nba-markdown"),)
+        text = message.to_text()
+        toggle = expand_toggle() if len(text) >= LONG_ANSWER else None
+        body = (toggle, el("div", markdown(text), class_="nba-markdown"))  # type: ignore[assignment]
     return block(
         "nba-final",
         *body,
@@ -216,7 +227,14 @@ def _llm_call(item: LLMCall, options: Options = PLAIN) -> Markup:
     if item.error is not None:
         state, detail = "error", f"failed after {format_duration(item.duration_s)}: {item.error}"
     elif item.duration_s is None:
-        state, detail = "running", "waiting for the model…"
+        now = time.perf_counter() if options.now is None else options.now
+        elapsed = f"{max(now - item.start_perf, 0.0):.1f} s"
+        if item.chunks:
+            ttft = item.first_token_s
+            since = f", first token after {format_duration(ttft)}" if ttft is not None else ""
+            state, detail = "streaming", f"streaming · {len(item.chunks):,} chunks · {elapsed}{since}"
+        else:
+            state, detail = "running", f"waiting for the model… {elapsed}"
     else:
         usage = item.result.usage if item.result is not None else RequestUsage()
         first = f", first token {format_duration(item.first_token_s)}" if item.first_token_s is not None else ""

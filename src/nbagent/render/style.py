@@ -2,95 +2,195 @@
 
 Each colour is a ``--nba-<name>`` property that follows JupyterLab's theme variable where there is
 one (light and dark themes alike), with a light fallback for pages without JupyterLab's CSS
-(nbconvert exports, GitHub). :data:`PALETTE` is the only place colours are written; SVG shapes also
-carry the fallback as a presentation attribute (:func:`fallback`), which the stylesheet overrides,
-so a page that drops ``<style>`` still draws them.
+(nbconvert exports, GitHub). :data:`PALETTE` is the only place colours are written; :data:`MIXES`
+derives a few from two of them (muted text is the text colour mixed into the page's, so it keeps a
+contrast of at least 4.5:1 on every background of the views in both themes). SVG shapes also carry
+the fallback as a presentation attribute (:func:`fallback`), which the stylesheet overrides, so a
+page that drops ``<style>`` still draws them.
+
+Fixed colours (no theme variable) are the ones drawn under fixed text (white on the timeline's bars
+and on the buttons) or translucent tints, which read on light and dark pages alike.
 """
 
 from __future__ import annotations
 
 from .markup import Markup
 
-__all__ = ["PALETTE", "STYLE", "STYLESHEET", "fallback"]
+__all__ = ["MIXES", "PALETTE", "STYLE", "STYLESHEET", "fallback"]
 
 PALETTE: dict[str, tuple[str, str]] = {
     # name: (JupyterLab theme variable it follows, or "" for a fixed colour; light fallback)
     "fg": ("--jp-ui-font-color1", "#1f2328"),
-    "muted": ("--jp-ui-font-color2", "#57606a"),
     "surface": ("--jp-layout-color0", "#ffffff"),
     "raised": ("--jp-layout-color1", "#f6f8fa"),
     "chip": ("--jp-layout-color2", "#eaeef2"),
     "line": ("--jp-border-color1", "#8c959f"),
     "rule": ("--jp-border-color2", "#d0d7de"),
+    "link": ("--jp-content-link-color", "#0969da"),
     "user": ("--jp-brand-color1", "#0969da"),
     "ok": ("--jp-success-color1", "#1a7f37"),
     "tool": ("--jp-warn-color1", "#bc4c00"),
     "error": ("--jp-error-color1", "#cf222e"),
     "handoff": ("--jp-info-color1", "#0e7490"),
     "memory": ("", "#8250df"),
+    "interrupted": ("", "#8250df"),
     "thought": ("--jp-ui-font-color3", "#8c959f"),
     "event-bg": ("", "rgba(127,127,127,.06)"),
     "added-bg": ("", "rgba(46,160,67,.22)"),
     "changed-bg": ("", "rgba(212,167,44,.28)"),
     "visited-bg": ("", "rgba(46,160,67,.18)"),
-    "current-bg": ("", "rgba(255,193,7,.45)"),
-    "bar-llm": ("", "#4c78a8"),
-    "bar-tool": ("", "#59a14f"),
-    "bar-error": ("", "#e15759"),
+    "current-bg": ("", "rgba(255,193,7,.3)"),
+    "button-primary": ("", "#1565c0"),
+    "button-danger": ("", "#c62828"),
+    "button-text": ("", "#ffffff"),
+    "bar-llm": ("", "#3f6a9a"),
+    "bar-tool": ("", "#3d7a35"),
+    "bar-error": ("", "#c0392b"),
     "bar-text": ("", "#ffffff"),
 }
+
+MIXES: dict[str, tuple[str, str, int]] = {
+    # name: (colour, colour it is mixed into, percent of the first)
+    "muted": ("fg", "surface", 72),
+}
+
+
+def _hex(colour: str) -> tuple[int, int, int]:
+    digits = colour.lstrip("#")
+    return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
 
 
 def fallback(name: str) -> str:
     """The light colour of ``--nba-<name>``: for SVG presentation attributes under the stylesheet."""
+    if name in MIXES:
+        first, second, percent = MIXES[name]
+        mixed = (
+            round(a * percent / 100 + b * (100 - percent) / 100)
+            for a, b in zip(_hex(fallback(first)), _hex(fallback(second)))
+        )
+        return "#" + "".join(f"{part:02x}" for part in mixed)
     return PALETTE[name][1]
 
 
 def _properties() -> str:
-    declarations = (
+    declarations = [
         f"--nba-{name}:var({variable},{light})" if variable else f"--nba-{name}:{light}"
         for name, (variable, light) in PALETTE.items()
-    )
+    ]
+    declarations += [
+        f"--nba-{name}:color-mix(in srgb,var(--nba-{first}) {percent}%,var(--nba-{second}))"
+        for name, (first, second, percent) in MIXES.items()
+    ]
     return ";".join(declarations)
 
 
 _ROOTS = ".nba-view,.nba-stepper,.nba-trace,.nbagent-timeline"
+
+# A view's state (its root's nba-state-<status> class, a status chip's data-status) sets --nba-state:
+# the colour of the view's left border and of the chip's.
+_STATES = {
+    "idle": "rule",
+    "running": "user",
+    "ok": "ok",
+    "error": "error",
+    "cancelled": "tool",
+    "interrupted": "interrupted",
+}
+_STATE_RULES = "".join(
+    f".nba-state-{state},[data-status={state}]{{--nba-state:var(--nba-{colour})}}" for state, colour in _STATES.items()
+)
 
 STYLESHEET = (
     _ROOTS
     + "{"
     + _properties()
     + ";color:var(--nba-fg)}"
+    + _STATE_RULES
     + """
 .nba-view,.nba-stepper,.nba-trace{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;
   line-height:1.45}
+.nba-view .widget-html,.nba-stepper .widget-html{height:auto;margin:0}
+.nba-view .widget-html>.widget-html-content,.nba-stepper .widget-html>.widget-html-content{line-height:1.45;
+  font-size:13px;height:auto;align-self:auto}
+.nba-view a,.nba-stepper a,.nba-trace a{color:var(--nba-link)}
+.nba-view{border-left:3px solid var(--nba-state,var(--nba-rule));padding-left:8px}
+.nba-header{display:flex;flex-wrap:wrap;align-items:center;gap:4px 12px;margin:0 0 4px}
+.nba-header>*{flex:0 0 auto}
+.nba-title{font-size:14px;margin-right:2px}
+.nba-status-text{display:inline-block;padding:0 8px;border-radius:10px;line-height:1.6;
+  border:1px solid var(--nba-state,var(--nba-rule));border-left-width:6px}
 .nba-event{margin:4px 0;padding:6px 8px;border-radius:6px;border-left:4px solid var(--nba-rule);
-  background:var(--nba-event-bg)}
-.nba-event pre{white-space:pre-wrap;word-break:break-word;margin:2px 0;font-size:12px;color:var(--nba-fg)}
+  background:var(--nba-event-bg);overflow-wrap:anywhere}
+.nba-event pre{white-space:pre-wrap;word-break:break-word;margin:2px 0;font-size:12px;color:var(--nba-fg);
+  background:none;border:0;padding:0;line-height:1.4}
+.nba-event details>summary{cursor:pointer}
 .nba-user{border-left-color:var(--nba-user)}
 .nba-text,.nba-final{border-left-color:var(--nba-ok)}
 .nba-stream{display:block !important}
-.nba-stream .widget-html,.nba-stream .widget-html>.widget-html-content{display:inline;margin:0;height:auto;
-  line-height:1.45}
+.nba-stream-head{display:flex;flex-wrap:wrap;align-items:center;gap:2px 8px}
+.nba-scroll{display:flex !important;flex-direction:column-reverse !important;max-height:16em;overflow-y:auto;
+  resize:vertical}
+.nba-scroll>*{flex:0 0 auto}
+.nba-stream:has(.nba-expand-toggle:checked) .nba-scroll,
+.nba-final:has(.nba-expand-toggle:checked) .nba-markdown{max-height:none}
+.nba-stream-body{display:block !important}
+.nba-stream-body .widget-html,.nba-stream-body .widget-html>.widget-html-content{display:inline !important}
 .nba-stream-text{white-space:pre-wrap;word-break:break-word;font-family:var(--jp-code-font-family,monospace);
   font-size:12px}
+.nba-expand{font-size:11px;cursor:pointer;user-select:none;margin-left:auto}
+.nba-expand input{margin:0 3px 0 0;vertical-align:middle}
+.nba-discarded{border-left-style:dashed;border-left-color:var(--nba-line)}
+.nba-discarded .nba-stream-text{text-decoration:line-through;text-decoration-color:var(--nba-line)}
+.nba-discarded-note{font-style:italic}
 .nba-thought{border-left-color:var(--nba-thought)}
 .nba-memory{border-left-color:var(--nba-memory)}
-.nba-tool-group{border-left-color:var(--nba-tool);display:flex;flex-wrap:wrap;gap:6px}
-.nba-tool-card{border:1px solid var(--nba-rule);border-left:4px solid var(--nba-tool);min-width:220px;flex:1 1 260px}
+.nba-tool-group{border-left-color:var(--nba-tool);display:block !important}
+.nba-tool-head{display:flex;flex-wrap:wrap;align-items:center;gap:2px 8px;margin-bottom:4px}
+.nba-tool-cards{display:flex !important;flex-flow:row wrap !important;gap:6px;align-items:flex-start}
+.nba-tool-cards>*{flex:1 1 260px !important;min-width:220px;max-width:100%;margin:0 !important}
+.nba-tool-card{border:1px solid var(--nba-rule);border-left:4px solid var(--nba-tool);margin:0;min-width:0}
 .nba-tool-card[data-state=error],.nba-tool-card[data-state=cancelled]{border-left-color:var(--nba-error)}
 .nba-tool-card[data-state=ok]{border-left-color:var(--nba-ok)}
 .nba-handoff{border-left-color:var(--nba-handoff);font-weight:600}
 .nba-error{border-left-color:var(--nba-error)}
 .nba-llm-call[data-state=error]{border-left-color:var(--nba-error)}
-.nba-step{display:inline-block;font-size:10px;font-weight:600;padding:0 5px;margin-right:6px;border-radius:8px;
-  background:var(--nba-chip);color:var(--nba-fg)}
+.nba-llm-call[data-state=streaming],.nba-llm-call[data-state=running]{border-left-color:var(--nba-user)}
+.nba-step{display:inline-block;align-self:flex-start;font-size:10px;font-weight:600;line-height:16px;
+  height:16px;padding:0 5px;margin-right:6px;border-radius:8px;background:var(--nba-chip);color:var(--nba-fg);
+  white-space:nowrap;vertical-align:middle}
 .nba-label{font-weight:600;margin-right:6px}
 .nba-muted{color:var(--nba-muted);font-size:11px}
-.nba-footer{font-size:12px;color:var(--nba-muted)}
+.nba-footer{font-size:12px;color:var(--nba-muted);margin-top:4px}
 .nba-footer span{margin-right:14px}
-.nba-table{border-collapse:collapse}
-.nba-table td,.nba-table th{border:1px solid var(--nba-rule);padding:2px 6px;text-align:left}
+.nba-footer .nba-status{color:var(--nba-fg)}
+.nba-table{border-collapse:collapse;margin:4px 0;table-layout:auto;font-size:12px}
+.nba-table td,.nba-table th{border:1px solid var(--nba-rule);padding:2px 6px;text-align:left;vertical-align:top;
+  color:var(--nba-fg);background:none}
+.nba-table tr{background:none}
+.nba-table th{background:var(--nba-raised)}
+.nba-markdown{max-height:32em;overflow:auto;resize:vertical}
+.nba-markdown>:first-child{margin-top:0}.nba-markdown>:last-child{margin-bottom:0}
+.nba-markdown p,.nba-markdown ul,.nba-markdown ol,.nba-markdown blockquote,.nba-markdown table,
+.nba-markdown pre{margin:4px 0}
+.nba-markdown ul,.nba-markdown ol{padding-left:22px}
+.nba-markdown h1,.nba-markdown h2,.nba-markdown h3,.nba-markdown h4,.nba-markdown h5,.nba-markdown h6{
+  font-size:14px;margin:8px 0 4px;line-height:1.3;color:var(--nba-fg)}
+.nba-markdown h1{font-size:17px}.nba-markdown h2{font-size:15px}
+.nba-markdown blockquote{border-left:3px solid var(--nba-rule);padding-left:8px;color:var(--nba-fg)}
+.nba-markdown table{border-collapse:collapse;table-layout:auto}
+.nba-markdown th,.nba-markdown td{border:1px solid var(--nba-rule);padding:2px 8px;text-align:left;
+  color:var(--nba-fg);background:none}
+.nba-markdown tr{background:none}
+.nba-markdown th{background:var(--nba-raised);font-weight:600}
+.nba-markdown code{font-family:var(--jp-code-font-family,monospace);font-size:12px;background:var(--nba-chip);
+  color:var(--nba-fg);padding:0 3px;border-radius:3px}
+.nba-markdown pre{background:var(--nba-raised);border:1px solid var(--nba-rule);border-radius:4px;padding:6px 8px;
+  overflow-x:auto;white-space:pre;word-break:normal}
+.nba-markdown pre code{background:none;padding:0;font-size:12px}
+.nba-view .jupyter-button.nba-stop:not(:disabled){background:var(--nba-button-danger);
+  color:var(--nba-button-text)}
+.nba-stepper .jupyter-button.mod-primary:not(:disabled){background:var(--nba-button-primary);
+  color:var(--nba-button-text)}
 .nba-pipeline{max-width:100%;height:auto}
 .nba-node rect{fill:var(--nba-raised);stroke:var(--nba-line);stroke-width:1.2}
 .nba-node text{font-size:11px;fill:var(--nba-fg);text-anchor:middle}
@@ -98,7 +198,10 @@ STYLESHEET = (
 .nba-node[data-state=visited] rect{fill:var(--nba-visited-bg);stroke:var(--nba-ok)}
 .nba-node[data-state=upcoming] rect{stroke:var(--nba-tool);stroke-width:2;stroke-dasharray:5 3}
 .nba-node[data-state=current] rect{fill:var(--nba-current-bg);stroke:var(--nba-tool);stroke-width:3}
-.nba-node[data-state=unused],.nba-edge-group[data-state=unused],.nba-edge-label[data-state=unused]{opacity:.35}
+.nba-node[data-state=unused] rect{fill:var(--nba-surface);stroke:var(--nba-rule);stroke-dasharray:2 3}
+.nba-node[data-state=unused] text{fill:var(--nba-muted)}
+.nba-edge-group[data-state=unused] .nba-edge{stroke:var(--nba-rule);stroke-dasharray:2 3}
+.nba-edge-label[data-state=unused]{fill:var(--nba-muted);font-style:italic}
 .nba-end rect{fill:var(--nba-surface);stroke:var(--nba-handoff);stroke-dasharray:3 2}
 .nba-end text{font-size:11px;fill:var(--nba-fg);text-anchor:middle}
 .nba-edge{fill:none;stroke:var(--nba-line);stroke-width:1.3}
@@ -109,7 +212,8 @@ STYLESHEET = (
 .nba-stepper-head code{font-size:13px;background:var(--nba-chip);color:var(--nba-fg);padding:0 4px;border-radius:4px}
 .nba-stepper-explanation{margin:2px 0 8px;max-width:60em}
 .nba-stepper-next{color:var(--nba-muted);font-size:12px;margin:4px 0}
-.nba-stepper h4{margin:10px 0 4px;font-size:13px}
+.nba-stepper h4{margin:10px 0 4px;font-size:13px;color:var(--nba-fg)}
+.nba-stepper-bar{align-items:center;gap:4px}
 .nba-ctx-row[data-change=added] td{background:var(--nba-added-bg)}
 .nba-ctx-row[data-change=changed] td{background:var(--nba-changed-bg)}
 .nba-stepper .nba-table pre{margin:0;white-space:pre-wrap;word-break:break-word;font-size:12px}
@@ -122,9 +226,17 @@ STYLESHEET = (
 .nba-bar-llm{fill:var(--nba-bar-llm)}.nba-bar-tool{fill:var(--nba-bar-tool)}.nba-bar-error{fill:var(--nba-bar-error)}
 .nba-bar-label{fill:var(--nba-bar-text)}
 .nba-trace-summary th{text-align:left}
+.jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child .nba-stepper-live){display:none}
+.jp-OutputArea-child:has(.nba-static-copy)+.jp-OutputArea-child:has(
+  >[data-mime-type="application/vnd.jupyter.widget-view+json"]):not(:has(.nba-stepper-live)){display:none}
 """
 )
-"""Every rule of every view (live view, stepper and its diagram, context tables, trace summary and timeline)."""
+"""Every rule of every view (live view, stepper and its diagram, context tables, trace summary and timeline).
+
+The last two rules pair a stepper's static copy with its live widget (the output after it): the
+live widget hides the copy; a widget output that shows no live stepper (a reopened notebook whose
+kernel never made the widget: "model not found") gives way to the copy.
+"""
 
 STYLE = Markup("<style>") + Markup(STYLESHEET) + Markup("</style>")
 """The stylesheet as a ``<style>`` element, for a view's HTML."""
