@@ -8,7 +8,6 @@ pass the events on; the step-by-step mode pauses at each move; the trace records
 from __future__ import annotations
 
 import asyncio
-import string
 import time
 import warnings
 from array import array
@@ -282,7 +281,7 @@ class AssistantAgent(Component):
         self._output_content_type = output_content_type
         self._output_content_type_format = output_content_type_format
 
-        tool_list = [as_tool(tool) for tool in tools or ()]
+        tool_list = _as_tools(tools)
         tool_names = [tool.name for tool in tool_list]
         if len(set(tool_names)) != len(tool_names):
             raise ValueError(f"Tool names must be unique: {tool_names}")
@@ -1272,23 +1271,33 @@ def _check_tool(param: str, tool: object) -> object:
     raise check.ItemTypeError(check.message(_AGENT, param, "a function or a BaseTool", check.given(tool)))
 
 
+def _as_tools(tools: Sequence[Any] | None) -> list[BaseTool]:
+    """The ``tools`` argument (checked) as tools: a callable becomes a FunctionTool, or the error names it."""
+    found: list[BaseTool] = []
+    for index, tool in enumerate(tools or ()):
+        try:
+            found.append(as_tool(tool))
+        except (TypeError, ValueError) as error:  # no signature Python can read, a parameter with no JSON schema...
+            expected = "a function whose parameters make a JSON schema"
+            hint = f"{type(error).__name__}: {error}"
+            raise check.wrong_value(_AGENT, f"tools[{index}]", expected, tool, hint) from None
+    return found
+
+
 def _check_summary_format(value: object) -> None:
     check.string(_AGENT, "tool_call_summary_format", value)
     assert isinstance(value, str)
-    try:
-        fields = {field for _, field, _, _ in string.Formatter().parse(value) if field is not None}
-    except ValueError as error:
-        raise check.wrong_value(_AGENT, "tool_call_summary_format", f"a format string ({error})", value) from None
-    unknown = sorted(field for field in fields if field.split(".")[0].split("[")[0] not in SUMMARY_PLACEHOLDERS)
-    if unknown:
+    try:  # the values a summary line is made of (their types, as the summary passes them)
+        value.format(tool_name="add", arguments="{}", result="3", is_error=False)
+    except (KeyError, IndexError, AttributeError, ValueError, TypeError) as error:
         listed = ", ".join("{" + name + "}" for name in SUMMARY_PLACEHOLDERS)
         raise check.wrong_value(
             _AGENT,
             "tool_call_summary_format",
             f"a format string with the placeholders {listed}",
             value,
-            f"Unknown: {', '.join('{' + field + '}' for field in unknown)}",
-        )
+            f"{type(error).__name__}: {error}",
+        ) from None
 
 
 def _handoff_list(handoffs: object) -> list[Handoff]:

@@ -131,7 +131,7 @@ class ListMemory(Memory):
             else check.sequence("ListMemory", "memory_contents", memory_contents, "a list of MemoryContent or None")
         )
         for index, item in enumerate(items):
-            if not isinstance(item, MemoryContent) and (isinstance(item, (str, bytes)) or not hasattr(item, "content")):
+            if not isinstance(item, MemoryContent) and not (hasattr(item, "content") and hasattr(item, "mime_type")):
                 check.fail_type("ListMemory", f"memory_contents[{index}]", "a MemoryContent", item)
         self._contents: list[MemoryContent] = [as_memory_content(item) for item in items]  # AutoGen's converted
 
