@@ -3,9 +3,10 @@
 An :class:`AgentRecorder` records one source's runs (anything that speaks
 :class:`nbagent.records.RunSource`: an ``AssistantAgent``, or another library's agent) into a
 :class:`~nbagent.trace.store.RowStore`, one row per item in the layouts of :mod:`nbagent.trace.rows`:
-a record is kept as itself, a move, an event and a streamed chunk as a tuple of plain values; chunk
-rows are appended in bulk from the LLM call's stream. So a trace keeping thousands of runs holds no
-object of its own per row for the cyclic garbage collector to track but one per event.
+a record is kept as itself, a move and a streamed chunk as a tuple of plain values, an event as a
+tuple of its run, its time and itself; chunk rows are appended in bulk from the LLM call's stream.
+So a trace keeping thousands of runs holds no object of its own per row for the cyclic garbage
+collector to track but one per event.
 
 The model context is kept as append-only logs of its messages: an nbagent context's own message
 list (``message_log``: only ever appended to; ``clear`` and ``load_state`` replace it), or for any

@@ -5,21 +5,17 @@ own row: it holds its run id and its ``perf_counter`` time (``LLMCall`` and ``To
 completed in place after they are recorded). Every other item is a plain tuple in one of three
 layouts, each starting with the run id and the ``perf_counter`` time it was recorded:
 
-=============  ==============================================  ====================================
-layout         fields                                          made for
-=============  ==============================================  ====================================
-:data:`EventRow`  ``(run_id, perf, event)``                    an event, a message or a ``Response``
-:data:`MoveRow`   ``(run_id, perf, name, iteration)``          a :class:`Move`
-:data:`ChunkRow`  ``(run_id, perf, content, chunk_id, message_id)``  a streamed chunk (its LLM call's run)
-=============  ==============================================  ====================================
+* :data:`EventRow` ``(run_id, perf, event)``: an event, a message or a ``Response``;
+* :data:`MoveRow` ``(run_id, perf, name, iteration)``: a :class:`Move`;
+* :data:`ChunkRow` ``(run_id, perf, content, chunk_id, message_id)``: a streamed chunk (its LLM call's run).
 
 Plain tuples rather than NamedTuples or slotted objects: the garbage collector untracks a tuple of
 atomic values (text, numbers, ``None``) at its first collection, so a trace keeping thousands of runs
 gives full collections nothing to scan for its move and chunk rows, but it never untracks an
 instance of a tuple subclass; and chunk rows are built in bulk at C speed (``zip``), 0.04 us a chunk,
-where a NamedTuple costs 0.13 us (measured, CPython 3.11). The layouts have different lengths, and
-the length is what tells them apart: only :func:`split` (and :func:`kind_of`) look at it, and mypy
-checks every unpacking of a layout against its type.
+where a NamedTuple costs 0.13 us (measured, CPython 3.11). The layouts have different lengths (3, 4
+and 5), and the length is what tells them apart: it is read here (:func:`split`, :func:`kind_of`)
+and in ``RowStore.clear``, nowhere else, and mypy checks every unpacking of a layout against its type.
 """
 
 from __future__ import annotations
