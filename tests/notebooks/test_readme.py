@@ -39,7 +39,12 @@ RUNNER = textwrap.dedent(
 
 # What each block prints that shows it did what its text says.
 EXPECTED = {
-    "A first run": ["TextMessage What is 2 + 3?", "TextMessage 2 + 3 = 5"],
+    "A first run": [
+        "TextMessage What is 2 + 3?",
+        "ToolCallRequestEvent [FunctionCall(id='c1', name='add', arguments='{\"a\": 2, \"b\": 3}')]",
+        "ToolCallExecutionEvent [FunctionExecutionResult(content='5', name='add', call_id='c1', is_error=False)]",
+        "TextMessage 2 + 3 = 5",
+    ],
     "Step through the loop": ["1 add_messages _add_messages_to_context"],
     "Traces": ["True"],
     "Models": [],
