@@ -39,6 +39,7 @@ EXPECTED_OUTPUT = {
         "tools offered: ['get_weather'] | tool_choice: auto",
         "STEP 5: Reflect on the tool results  [_reflect_on_tool_use_flow, iteration 0]\nevents: ['Response']",
         "answer: It is 12 °C and cloudy in Paris: take a jacket.",
+        "stepper: ready · 0 moves",
         "every chunk points at it:  True",
         "the chunks rebuild it:     True",
         "transfer_to_planner - Handoff to planner. - parameters: []",
