@@ -2,7 +2,9 @@
 
 from typing import TYPE_CHECKING
 
+from . import batch as _batch
 from .agent import AgentBusyError, AgentRun, AssistantAgent, StructuredOutputError
+from .batch import Batch, BatchProgress, run_many
 from .cancellation import CancellationToken
 from .components import (
     Component,
@@ -116,6 +118,16 @@ def __getattr__(name: str) -> object:
     return getattr(import_module(f".notebook.{module}", __name__), name)
 
 
+def _batch_widget(batch: Batch) -> _batch.ProgressDisplay:
+    """A batch's progress in a notebook: the widget of the notebook side (ipywidgets loads on first use)."""
+    from .notebook.batch_view import batch_view
+
+    return batch_view(batch)
+
+
+_batch.register_progress_display("widget", _batch_widget)
+
+
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext nbagent``: registers the ``%%agent`` and ``%agent_reset`` magics."""
     from .notebook.magics import load_ipython_extension as load
@@ -133,6 +145,8 @@ __all__ = [
     "BaseAgentEvent",
     "BaseChatMessage",
     "BaseTool",
+    "Batch",
+    "BatchProgress",
     "BufferedChatCompletionContext",
     "CancellationToken",
     "CassetteChatCompletionClient",
@@ -228,6 +242,7 @@ __all__ = [
     "load_message",
     "load_parquet",
     "run",
+    "run_many",
     "show",
     "start",
     "step",

@@ -161,6 +161,8 @@ UPDATES_PER_SECOND = 10
 """The most progress updates a display gets in a second (the last state is always sent)."""
 LIVE_LATENCIES = 2048
 """While a batch runs its p50/p95 are those of the last this many tasks; at the end, of every task."""
+LAST_ERRORS = 5
+"""How many of the last failures a progress snapshot names."""
 
 T = TypeVar("T")
 MakeAgent = Callable[[Any], AssistantAgent] | AssistantAgent
@@ -192,6 +194,8 @@ class BatchProgress:
     state: Literal["running", "done", "stopped", "failed"]
     """``done``: every task ran; ``stopped``: stopped or cancelled; ``failed``: the batch itself raised."""
     title: str = ""
+    last_errors: tuple[tuple[str, str, str], ...] = ()
+    """The last few tasks that did not end ok: (task, status, error), texts cut short."""
 
     @property
     def failed(self) -> int:
@@ -272,6 +276,8 @@ class BatchProgress:
 
 
 def _seconds(value: float) -> str:
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
     if value < 10:
         return f"{value:.2f} s"
     if value < 120:
@@ -288,7 +294,7 @@ class ProgressDisplay(Protocol):
 
     def update(self, progress: BatchProgress) -> None: ...
 
-    def close(self, progress: BatchProgress) -> None: ...
+    def finish(self, progress: BatchProgress) -> None: ...
 
 
 ProgressFactory = Callable[["Batch"], ProgressDisplay]
@@ -320,7 +326,7 @@ class TextProgress:
         self._bar.update(progress.done - self._shown)
         self._shown = progress.done
 
-    def close(self, progress: BatchProgress) -> None:
+    def finish(self, progress: BatchProgress) -> None:
         self.update(progress)
         self._bar.close()
         print(progress.line(), file=sys.stderr)
@@ -335,7 +341,7 @@ class _CallbackDisplay:
     def update(self, progress: BatchProgress) -> None:
         self._callback(progress)
 
-    def close(self, progress: BatchProgress) -> None:
+    def finish(self, progress: BatchProgress) -> None:
         self._callback(progress)
 
 
@@ -900,7 +906,9 @@ class Batch:
         self._results_cache: Any = None
 
     def _default_title(self) -> str:
-        name = self._template.name if self._template is not None else getattr(self._make, "__name__", "make_agent")
+        name = self._template.name if self._template is not None else getattr(self._make, "__name__", "")
+        if not name.isidentifier():  # a lambda
+            name = "make_agent"
         total = self._source.total
         shard = "" if self.shard == (0, 1) else f" (shard {self.shard[0]} of {self.shard[1]})"
         return f"{name} over {'' if total is None else f'{total:,} '}tasks{shard}"
@@ -913,6 +921,7 @@ class Batch:
         self._completion_tokens = 0
         self._durations = array("d")
         self._recent: deque[float] = deque(maxlen=LIVE_LATENCIES)
+        self._last_errors: deque[tuple[str, str, str]] = deque(maxlen=LAST_ERRORS)
         self._started_perf = time.perf_counter()
         self._elapsed: float | None = None
 
@@ -976,6 +985,7 @@ class Batch:
             p95_s=_quantile(latencies, 0.95),
             state=state,
             title=self.title,
+            last_errors=tuple(self._last_errors),
         )
 
     def stop(self) -> None:
@@ -1235,6 +1245,8 @@ class Batch:
         row.duration_s = time.perf_counter() - start
         self._running -= 1
         self._counts[row.status] += 1
+        if row.status != "ok":
+            self._last_errors.append((_short(row.task, 80), row.status, _short(row.error or row.status, 200)))
         if row.attempts:
             self._durations.append(row.duration_s)
             self._recent.append(row.duration_s)
@@ -1322,7 +1334,7 @@ class Batch:
             self._timer = None
         display, self._display = self._display, None
         if display is not None:
-            display.close(self.progress())
+            display.finish(self.progress())
 
     # ------------------------------------------------------------------ results
 
@@ -1409,6 +1421,10 @@ class Batch:
 
     def __repr__(self) -> str:
         return f"Batch({self.progress().line()})"
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _given(value: T | None) -> T:

@@ -226,6 +226,13 @@ STYLESHEET = (
 .nba-bar-llm{fill:var(--nba-bar-llm)}.nba-bar-tool{fill:var(--nba-bar-tool)}.nba-bar-error{fill:var(--nba-bar-error)}
 .nba-bar-label{fill:var(--nba-bar-text)}
 .nba-trace-summary th{text-align:left}
+.nba-batch-head{display:flex;flex-wrap:wrap;align-items:center;gap:4px 12px;margin:0 0 4px}
+.nba-batch-bar{height:8px;max-width:40em;border-radius:4px;background:var(--nba-chip);overflow:hidden;margin:4px 0}
+.nba-batch-fill{height:100%;background:var(--nba-state,var(--nba-user))}
+.nba-batch-metrics{display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;color:var(--nba-muted)}
+.nba-batch-metrics b{color:var(--nba-fg);font-weight:600}
+.nba-batch-errors caption{text-align:left;font-size:12px;color:var(--nba-muted)}
+.nba-batch-errors td{max-width:40em;overflow-wrap:anywhere}
 .jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child .nba-stepper-live){display:none}
 .jp-OutputArea-child:has(.nba-static-copy)+.jp-OutputArea-child:has(
   >[data-mime-type="application/vnd.jupyter.widget-view+json"]):not(:has(.nba-stepper-live)){display:none}
