@@ -314,6 +314,8 @@ class RunStarted:
     task: list[BaseChatMessage]
     started_at: datetime = field(default_factory=utc_now)
     start_perf: float = field(default_factory=time.perf_counter)
+    parent_run_id: str | None = None
+    """The run this run is a turn of (a team's run, recorded by nbagent.autogen); None: a run of its own."""
 
 
 RunStatus = Literal["ok", "error", "cancelled"]

@@ -78,6 +78,8 @@ EXPECTED_OUTPUT = {
         "no weather station in Atlantis",
         "the prompt grew on 9 of 9 turns",
         "same runs as recorded: True",
+        "dtypes kept over both sessions: True",
+        "no OTLP receiver configured: set NBAGENT_OTLP_ENDPOINT (and NBAGENT_OTLP_HEADERS) to send the trace",
     ],
     "05_live_models.ipynb": [
         "mode: OFFLINE: recorded cassette and replay model, no network",

@@ -38,7 +38,7 @@ PINS = {
 }
 
 START_TIMEOUT_S = 180.0  # a cold start on a loaded 2-core machine takes 10-15 s
-STOP_TIMEOUT_S = 15.0
+STOP_TIMEOUT_S = 5.0  # a graceful stop waits for open keep-alive connections: not longer than this
 
 # Nothing a receiver does leaves the machine.
 QUIET_ENV = {

@@ -1,4 +1,5 @@
-"""Parquet, JSON lines and OTLP-JSON exports; loading back; DuckDB over a folder of traces."""
+"""Parquet (a dataset by table) and JSON lines (a file per table) exports; loading back one session or a
+whole dataset, and the earlier layouts; DuckDB over the dataset. OTLP: tests/trace/test_otlp.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from nbagent import TRACE_COLUMNS, CancellationToken, LoadedTrace, Trace, load_jsonl, load_parquet
 from nbagent.models import ReplayExhaustedError
-from nbagent.trace import DUCKDB_EXAMPLE
+from nbagent.trace import CONTEXT_TABLES, DUCKDB_EXAMPLE, JSON_COLUMNS, TABLES
 
 from .helpers import calls, tool_agent
 
@@ -50,11 +51,11 @@ def assert_same(a: Trace | LoadedTrace, b: Trace | LoadedTrace) -> None:
 async def test_parquet_round_trip_gives_equal_frames(tmp_path: Path) -> None:
     trace = await mixed_trace()
     assert list(trace.runs_df()["status"]) == ["ok", "error"]
-    folder = trace.to_parquet(tmp_path / "session")
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "context_logs.parquet", "events.parquet", "llm_calls.parquet", "runs.parquet", "snapshots.parquet",
-        "tool_calls.parquet",
-    ]  # fmt: skip
+    folder = trace.to_parquet(tmp_path / "traces")
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet")) == [
+        f"{table}/session={trace.trace_id}/part-0.parquet"
+        for table in ("context_logs", "events", "llm_calls", "runs", "snapshots", "tool_calls")
+    ]
     loaded = load_parquet(folder)
     assert loaded.trace_id == trace.trace_id
     assert_same(trace, loaded)
@@ -69,7 +70,7 @@ async def test_cancelled_before_start_records_nothing_and_empty_trace_round_trip
     empty = Trace()
     for loaded in (
         load_parquet(empty.to_parquet(tmp_path / "empty")),
-        load_jsonl(empty.to_jsonl(tmp_path / "empty.jsonl")),
+        load_jsonl(empty.to_jsonl(tmp_path / "empty-jsonl")),
     ):
         assert_same(empty, loaded)
         assert loaded.trace_id == empty.trace_id  # kept apart from the rows, of which there are none
@@ -77,21 +78,52 @@ async def test_cancelled_before_start_records_nothing_and_empty_trace_round_trip
 
 async def test_jsonl_round_trip_gives_equal_frames(tmp_path: Path) -> None:
     trace = await mixed_trace()
-    path = trace.to_jsonl(tmp_path / "trace.jsonl")
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    counts = {
-        table: sum(1 for line in lines if line["table"] == table)
-        for table in ("events", "llm_calls", "tool_calls", "runs")
-    }
+    folder = trace.to_jsonl(tmp_path / "jsonl")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "context_logs.jsonl", "events.jsonl", "llm_calls.jsonl", "runs.jsonl", "snapshots.jsonl", "tool_calls.jsonl",
+        "trace.json",
+    ]  # fmt: skip
+    counts = {table: len((folder / f"{table}.jsonl").read_text().splitlines()) for table in TABLES}
     assert counts == {"events": len(trace.events_df()), "llm_calls": 3, "tool_calls": 3, "runs": 2}
-    assert_same(trace, load_jsonl(path))
+    first = json.loads((folder / "tool_calls.jsonl").read_text().splitlines()[0])
+    assert list(first) == list(TRACE_COLUMNS["tool_calls"])  # every column, in every row
+    assert first["arguments"] == '{"a": 1, "b": 2}'  # JSON-valued columns as JSON text: one type per column
+    assert_same(trace, load_jsonl(folder))
 
 
-async def test_duckdb_reads_a_folder_of_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_earlier_layouts_still_load(tmp_path: Path) -> None:
+    """A session folder of <table>.parquet files and a one-file JSON lines trace (before the dataset
+    by table) load as before."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    trace = await mixed_trace()
+    dataset = trace.to_parquet(tmp_path / "traces")
+    old = tmp_path / "old-session"
+    old.mkdir()
+    for table in (*TABLES, *CONTEXT_TABLES):
+        (path,) = (dataset / table).rglob("*.parquet")
+        pq.write_table(pq.read_table(path, partitioning=None), old / f"{table}.parquet")
+        assert pa.types.is_dictionary(pq.read_schema(old / f"{table}.parquet").field("trace_id").type)
+    assert_same(trace, load_parquet(old))
+    assert load_parquet(old).trace_id == trace.trace_id
+    lines = [json.dumps({"table": "trace", "trace_id": trace.trace_id})]
+    folder = trace.to_jsonl(tmp_path / "jsonl")
+    for table in (*TABLES, *CONTEXT_TABLES):
+        for line in (folder / f"{table}.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            for column in JSON_COLUMNS.get(table, ()):  # the one-file format held JSON values as they are
+                row[column] = json.loads(row[column])
+            lines.append(json.dumps({"table": table, **row}))
+    (tmp_path / "old.jsonl").write_text("\n".join(lines) + "\n")
+    assert_same(trace, load_jsonl(tmp_path / "old.jsonl"))
+
+
+async def test_duckdb_reads_a_dataset_of_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = await mixed_trace()
     second = await mixed_trace()
-    first.to_parquet(tmp_path / "traces" / "monday")
-    second.to_parquet(tmp_path / "traces" / "tuesday")
+    first.to_parquet(tmp_path / "traces")
+    second.to_parquet(tmp_path / "traces")
     monkeypatch.chdir(tmp_path)
     rows = duckdb.sql(DUCKDB_EXAMPLE).fetchall()
     assert [(name, calls, sessions, error_rate) for name, calls, sessions, error_rate, _ in rows] == [
@@ -99,44 +131,47 @@ async def test_duckdb_reads_a_folder_of_sessions(tmp_path: Path, monkeypatch: py
         ("fail", 2, 2, 1.0),
     ]
     status = duckdb.sql(
-        "SELECT status, count(*) FROM read_parquet('traces/*/runs.parquet') GROUP BY status ORDER BY status"
+        "SELECT status, count(*) FROM read_parquet('traces/runs/**/*.parquet', hive_partitioning = true) "
+        "GROUP BY status ORDER BY status"
     ).fetchall()
     assert status == [("error", 2), ("ok", 2)]
     chunks = duckdb.sql(
-        "SELECT count(*) FROM read_parquet('traces/*/events.parquet') WHERE kind = 'ModelClientStreamingChunkEvent'"
+        "SELECT count(*) FROM read_parquet('traces/events/**/*.parquet', hive_partitioning = true) "
+        "WHERE kind = 'ModelClientStreamingChunkEvent'"
     ).fetchall()
     assert chunks == [(6,)]
+    sessions = duckdb.sql(
+        "SELECT session = trace_id, count(*) FROM read_parquet('traces/runs/**/*.parquet', hive_partitioning = true) "
+        "GROUP BY ALL"
+    ).fetchall()
+    assert sessions == [(True, 4)]  # the partition column is the trace's id
 
 
-async def test_otlp_spans_use_gen_ai_names(tmp_path: Path) -> None:
-    trace = await mixed_trace()
-    document = trace.to_otlp_json(tmp_path / "otlp.json")
-    assert json.loads((tmp_path / "otlp.json").read_text()) == document
-    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
-    assert [span["name"] for span in spans] == [
-        "invoke_agent calc", "invoke_agent calc", "chat replay", "chat replay", "chat replay",
-        "execute_tool add", "execute_tool fail", "execute_tool add",
-    ]  # fmt: skip
-    runs = {span["spanId"]: span for span in spans if span["name"].startswith("invoke_agent")}
-    for span in spans:
-        assert re.fullmatch(r"[0-9a-f]{32}", span["traceId"]) and re.fullmatch(r"[0-9a-f]{16}", span["spanId"])
-        assert int(span["endTimeUnixNano"]) >= int(span["startTimeUnixNano"]) > 0
-        if span["spanId"] not in runs:
-            assert runs[span["parentSpanId"]]["traceId"] == span["traceId"]
-    attrs = [{a["key"]: a["value"] for a in span["attributes"]} for span in spans]
-    assert attrs[0]["gen_ai.operation.name"] == {"stringValue": "invoke_agent"}
-    assert [a["gen_ai.provider.name"] for a in attrs[:5]] == [{"stringValue": "nbagent.replay"}] * 5
-    assert all("gen_ai.provider.name" not in a for a in attrs[5:])  # tool spans: no model provider
-    assert attrs[2]["gen_ai.operation.name"] == {"stringValue": "chat"}
-    assert attrs[2]["gen_ai.request.model"] == {"stringValue": "replay"}
-    assert attrs[2]["gen_ai.usage.input_tokens"] == {"intValue": "10"}
-    assert attrs[2]["gen_ai.usage.output_tokens"] == {"intValue": "5"}
-    assert attrs[2]["gen_ai.response.finish_reasons"] == {"arrayValue": {"values": [{"stringValue": "function_calls"}]}}
-    assert attrs[6]["gen_ai.tool.name"] == {"stringValue": "fail"}
-    assert attrs[6]["gen_ai.tool.call.id"] == {"stringValue": "c2"}
-    assert attrs[6]["gen_ai.tool.call.arguments"] == {"stringValue": '{"reason": "no"}'}
-    assert [span["status"]["code"] for span in spans] == [1, 2, 1, 1, 2, 1, 2, 2]
-    assert spans[1]["status"]["message"].startswith("ReplayExhaustedError")
+async def test_a_whole_dataset_loads_as_one_trace_keeping_dtypes(tmp_path: Path) -> None:
+    import pandas as pd
+
+    first, second = await mixed_trace(), await mixed_trace()
+    first.to_parquet(tmp_path / "traces")
+    second.to_parquet(tmp_path / "traces")
+    both = load_parquet(tmp_path / "traces")
+    assert both.sessions == [first.trace_id, second.trace_id]  # in time order
+    for name in FRAMES:
+        table = name[: -len("_df")]
+        expected = pd.concat([getattr(first, name)(), getattr(second, name)()], ignore_index=True)
+        expected = expected.astype({column: dtype for column, (dtype, _) in TRACE_COLUMNS[table].items()})
+        got = getattr(both, name)()
+        assert [str(t) for t in got.dtypes] == [d for d, _ in TRACE_COLUMNS[table].values()], table
+        pdt.assert_frame_equal(got, expected, check_categorical=False)
+    for trace in (first, second):
+        one = load_parquet(tmp_path / "traces", session=trace.trace_id)
+        assert one.trace_id == trace.trace_id and one.sessions == [trace.trace_id]
+        assert_same(trace, one)
+        for run_id in trace.runs_df()["run_id"].astype(str):  # the context of either session, from the whole
+            pdt.assert_frame_equal(both.context_df(run_id, 1), trace.context_df(run_id, 1))
+    with pytest.raises(FileNotFoundError):
+        load_parquet(tmp_path / "traces", session="no-such-session")
+    with pytest.raises(FileNotFoundError):
+        load_parquet(tmp_path / "nothing-here")
 
 
 async def test_parquet_timestamps_are_microseconds_that_spark_reads(tmp_path: Path) -> None:
@@ -145,7 +180,7 @@ async def test_parquet_timestamps_are_microseconds_that_spark_reads(tmp_path: Pa
     import pyarrow.parquet as pq
 
     trace = await mixed_trace()
-    folder = trace.to_parquet(tmp_path / "session")
+    folder = trace.to_parquet(tmp_path / "traces")
     columns = {
         table: [name for name, (dtype, _) in TRACE_COLUMNS[table].items() if dtype.startswith("datetime64")]
         for table in ("events", "llm_calls", "tool_calls", "runs")
@@ -153,51 +188,9 @@ async def test_parquet_timestamps_are_microseconds_that_spark_reads(tmp_path: Pa
     assert columns == {"events": ["timestamp"], "llm_calls": ["started_at"], "tool_calls": ["started_at"],
                        "runs": ["started_at", "ended_at"]}  # fmt: skip
     for table, names in columns.items():
-        schema = pq.read_schema(folder / f"{table}.parquet")
+        schema = pq.read_schema(folder / table / f"session={trace.trace_id}" / "part-0.parquet")
         assert [schema.field(name).type for name in names] == [pa.timestamp("us", tz="UTC")] * len(names)
     assert_same(trace, load_parquet(folder))
-
-
-def span_attributes(trace: Trace) -> list[dict[str, dict[str, object]]]:
-    spans = trace.to_otlp_json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
-    return [{a["key"]: a["value"] for a in span["attributes"]} for span in spans]
-
-
-async def test_otlp_uses_the_gen_ai_names_for_stream_first_chunk_errors_and_tool_type() -> None:
-    trace = await mixed_trace()
-    attrs = span_attributes(trace)
-    ttft = trace.llm_calls_df()["ttft_s"]
-    # chat spans: run 1 initial (streamed, tool calls: no chunk), run 1 reflection (streamed text), run 2 (failed)
-    assert [a["gen_ai.request.stream"] for a in attrs[2:5]] == [{"boolValue": True}] * 3
-    assert "gen_ai.response.time_to_first_chunk" not in attrs[2]
-    assert attrs[3]["gen_ai.response.time_to_first_chunk"] == {"doubleValue": float(ttft.iloc[1])}
-    assert not any(key.startswith("nbagent.ttft") for a in attrs for key in a)
-    assert [a.get("error.type") for a in attrs[:5]] == [
-        None,
-        {"stringValue": "ReplayExhaustedError"},
-        None,
-        None,
-        {"stringValue": "ReplayExhaustedError"},
-    ]
-    # tool spans: add ok, fail (tool error), add with arguments that are not JSON (error)
-    assert [a["gen_ai.tool.type"] for a in attrs[5:]] == [{"stringValue": "function"}] * 3
-    assert [a.get("error.type") for a in attrs[5:]] == [None, {"stringValue": "_OTHER"}, {"stringValue": "_OTHER"}]
-    assert [a.get("gen_ai.tool.call.result") for a in attrs[5:]] == [{"stringValue": "3"}, None, None]
-
-
-async def test_otlp_cancelled_run_and_call_have_an_error_type() -> None:
-    from nbagent import AssistantAgent, ReplayChatCompletionClient
-
-    agent = AssistantAgent("slow", ReplayChatCompletionClient(["late"], latency=5))
-    task = asyncio.ensure_future(agent.run(task="wait"))
-    await asyncio.sleep(0.05)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    attrs = span_attributes(agent.trace)
-    assert [a["gen_ai.operation.name"] for a in attrs] == [{"stringValue": "invoke_agent"}, {"stringValue": "chat"}]
-    assert [a["error.type"] for a in attrs] == [{"stringValue": "CancelledError"}] * 2
-    assert "gen_ai.request.stream" not in attrs[1]
 
 
 async def test_dtypes_follow_columns_for_failed_and_cancelled_runs_and_their_loaded_copies(tmp_path: Path) -> None:
@@ -216,7 +209,7 @@ async def test_dtypes_follow_columns_for_failed_and_cancelled_runs_and_their_loa
     for copy in (
         trace,
         load_parquet(trace.to_parquet(tmp_path / "pq")),
-        load_jsonl(trace.to_jsonl(tmp_path / "t.jsonl")),
+        load_jsonl(trace.to_jsonl(tmp_path / "jsonl")),
     ):
         for name in FRAMES:
             df = getattr(copy, name)()
@@ -232,7 +225,7 @@ async def test_the_context_at_any_point_loads_back_equal_from_parquet_and_jsonl(
     with trace.recording(alpha, beta):
         await asyncio.gather(alpha.run(task="first"), beta.run(task="hi"))
         await alpha.run(task="second")
-    copies = [load_parquet(trace.to_parquet(tmp_path / "pq")), load_jsonl(trace.to_jsonl(tmp_path / "t.jsonl"))]
+    copies = [load_parquet(trace.to_parquet(tmp_path / "pq")), load_jsonl(trace.to_jsonl(tmp_path / "jsonl"))]
     events = trace.events_df()
     first = str(events[(events["agent"] == "alpha") & (events["kind"] == "RunStarted")]["run_id"].iloc[0])
     assert list(trace.context_df(first)["text"]) == ["first", 'add({"a": 1, "b": 2})', "3", "three"]
@@ -262,12 +255,12 @@ async def test_every_session_writes_one_schema_so_duckdb_reads_sessions_without_
 
     plain = tool_agent("calc", "no tools today")
     await plain.run(task="chat")
-    plain.trace.to_parquet(tmp_path / "traces" / "a_plain")
-    Trace().to_parquet(tmp_path / "traces" / "b_empty")
-    (await mixed_trace()).to_parquet(tmp_path / "traces" / "c_tools")
+    traces = [plain.trace, Trace(), await mixed_trace()]
+    for trace in traces:
+        trace.to_parquet(tmp_path / "traces")
     for table in ("events", "llm_calls", "tool_calls", "runs", "context_logs", "snapshots"):
         schemas = [
-            pq.read_schema(tmp_path / "traces" / s / f"{table}.parquet") for s in ("a_plain", "b_empty", "c_tools")
+            pq.read_schema(tmp_path / "traces" / table / f"session={t.trace_id}" / "part-0.parquet") for t in traces
         ]
         assert schemas[0].equals(schemas[1]) and schemas[0].equals(schemas[2]), table
     monkeypatch.chdir(tmp_path)
@@ -277,7 +270,7 @@ async def test_every_session_writes_one_schema_so_duckdb_reads_sessions_without_
         ("fail", 1, 1, 1.0),
     ]
     finals = duckdb.sql(
-        "SELECT final_type, count(*) FROM read_parquet('traces/*/runs.parquet') GROUP BY ALL ORDER BY ALL"
+        "SELECT final_type, count(*) FROM read_parquet('traces/runs/**/*.parquet') GROUP BY ALL ORDER BY ALL"
     ).fetchall()
     assert finals == [("TextMessage", 2), (None, 1)]
 
@@ -291,28 +284,32 @@ async def test_jsonl_round_trip_with_a_timestamp_on_a_whole_second(tmp_path: Pat
     frames["events"].loc[0, "timestamp"] = pd.Timestamp("2026-11-30 01:02:03", tz="UTC")
     frames["runs"].loc[0, "started_at"] = pd.Timestamp("2026-11-30 01:02:03", tz="UTC")
     edited = LoadedTrace(frames, trace.trace_id)
-    path = edited.to_jsonl(tmp_path / "t.jsonl")
-    stamps = re.findall(r'"timestamp": "([^"]+)"', path.read_text())
+    path = edited.to_jsonl(tmp_path / "jsonl")
+    stamps = re.findall(r'"timestamp": "([^"]+)"', (path / "events.jsonl").read_text())
     assert stamps[0] == "2026-11-30T01:02:03.000000+00:00"
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", stamp) for stamp in stamps)
     assert_same(edited, load_jsonl(path))
 
 
 async def test_files_written_before_a_column_existed_load_with_it_null(tmp_path: Path) -> None:
-    """``provider`` came after the first traces were saved: their Parquet and JSONL files still load."""
+    """Columns came after the first traces were saved (``provider``, the join keys, the request's
+    parameters...): their Parquet and JSONL files still load, the columns null."""
     import pyarrow.parquet as pq
 
     trace = await mixed_trace()
     assert trace.llm_calls_df()["provider"].tolist() == ["nbagent.replay"] * 3
+    later = ["provider", "llm_call_id", "response_model", "request_params", "tool_definitions"]
     folder = trace.to_parquet(tmp_path / "session")
-    pq.write_table(pq.read_table(folder / "llm_calls.parquet").drop_columns(["provider"]), folder / "llm_calls.parquet")
-    path = trace.to_jsonl(tmp_path / "trace.jsonl")
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    for line in lines:
-        line.pop("provider", None)
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    expected = trace.llm_calls_df().assign(provider=None).astype({"provider": "category"})
-    for loaded in (load_parquet(folder), load_jsonl(path)):
+    (path,) = (folder / "llm_calls").rglob("*.parquet")
+    pq.write_table(pq.read_table(path, partitioning=None).drop_columns(later), path)
+    jsonl = trace.to_jsonl(tmp_path / "jsonl")
+    lines = [json.loads(line) for line in (jsonl / "llm_calls.jsonl").read_text().splitlines()]
+    (jsonl / "llm_calls.jsonl").write_text(
+        "".join(json.dumps({k: v for k, v in line.items() if k not in later}) + "\n" for line in lines)
+    )
+    expected = trace.llm_calls_df().assign(**{name: None for name in later})
+    expected = expected.astype({name: TRACE_COLUMNS["llm_calls"][name][0] for name in later})
+    for loaded in (load_parquet(folder), load_jsonl(jsonl)):
         pdt.assert_frame_equal(loaded.llm_calls_df(), expected)
         pdt.assert_frame_equal(loaded.tool_calls_df(), trace.tool_calls_df())
         spans = loaded.to_otlp_json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
@@ -326,24 +323,23 @@ async def test_export_then_clear_keeps_every_run_in_the_folder(tmp_path: Path, m
     for part in range(3):
         for _ in range(2):
             await agent.run(task=f"part {part}")
-        agent.trace.to_parquet(tmp_path / "traces" / f"part-{part}")
+        agent.trace.to_parquet(tmp_path / "traces")
         agent.trace.clear()
         assert len(agent.trace) == 0
+    session = tmp_path / "traces" / "runs" / f"session={agent.trace.trace_id}"
+    assert sorted(p.name for p in session.iterdir()) == ["part-0.parquet", "part-1.parquet", "part-2.parquet"]
     monkeypatch.chdir(tmp_path)
     rows = duckdb.sql(
         "SELECT task, count(*), count(DISTINCT run_id), count(DISTINCT trace_id) "
-        "FROM read_parquet('traces/*/runs.parquet') GROUP BY task ORDER BY task"
+        "FROM read_parquet('traces/runs/**/*.parquet', hive_partitioning = true) GROUP BY task ORDER BY task"
     ).fetchall()
     assert rows == [("part 0", 2, 2, 1), ("part 1", 2, 2, 1), ("part 2", 2, 2, 1)]
-    texts = duckdb.sql("SELECT final_text FROM read_parquet('traces/*/runs.parquet') ORDER BY started_at").fetchall()
+    texts = duckdb.sql("SELECT final_text FROM read_parquet('traces/runs/**/*.parquet') ORDER BY started_at").fetchall()
     assert texts == [(f"answer {i}",) for i in range(6)]
-    second = load_parquet(tmp_path / "traces" / "part-1")
-    assert list(second.context_df(str(second.runs_df()["run_id"].iloc[0]), 0)["text"]) == [
-        "part 0",
-        "answer 0",
-        "part 0",
-        "answer 1",
-    ]
+    loaded = load_parquet(tmp_path / "traces")
+    assert loaded.runs_df()["final_text"].tolist() == [f"answer {i}" for i in range(6)]
+    third = str(loaded.runs_df()["run_id"].iloc[2])  # the first run of part 1: its context from its own part
+    assert list(loaded.context_df(third, 0)["text"]) == ["part 0", "answer 0", "part 0", "answer 1"]
 
 
 async def test_parquet_without_pyarrow_names_the_extra_to_install(

@@ -28,6 +28,7 @@ from .otlp import otlp_json
 from .parquet import DUCKDB_EXAMPLE
 from .recording import AgentRecorder, SentMessages
 from .schema import COLUMNS, CONTEXT_TABLES, JSON_COLUMNS, TABLES, TraceTables, TraceView, frame
+from .sender import OTLPRecorder
 from .store import RowStore
 from .summary import summarize
 from .timeline import Timeline
@@ -41,6 +42,7 @@ __all__ = [
     "AgentRecorder",
     "DefaultRedactor",
     "LoadedTrace",
+    "OTLPRecorder",
     "Redactor",
     "RowStore",
     "SentMessages",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,27 +60,60 @@ class TraceFrames(ABC):
 
         return Timeline.of(self.runs_df(), self.llm_calls_df(), self.tool_calls_df(), run_id)
 
+    #: Whether OTLP exports carry the messages (``to_otlp``/``to_otlp_json`` with ``content=None``);
+    #: ``None``: as ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says (off when unset).
+    otlp_content: bool | None = None
+
     def to_parquet(self, folder: str | Path) -> Path:
-        """Write the tables as ``folder/<table>.parquet`` (the four frames and the context snapshots);
-        ``nbagent.load_parquet`` reads them."""
+        """Write the tables as a dataset by table, ``folder/<table>/session=<trace id>/part-<n>.parquet``
+        (the four frames and the context snapshots; ``n`` the next free part, so exporting again after
+        ``clear()`` adds a part); ``nbagent.load_parquet(folder)`` reads it back. Returns ``folder``."""
         from .parquet import write_parquet
 
         return write_parquet(self, folder)
 
-    def to_jsonl(self, path: str | Path) -> Path:
-        """Write every row of the tables (the context ones included) as one JSON line with a ``table`` field."""
+    def to_jsonl(self, folder: str | Path) -> Path:
+        """Write ``folder/<table>.jsonl`` for each table (the context ones included), one JSON object a
+        row with every column, and ``folder/trace.json``; ``nbagent.load_jsonl(folder)`` reads it back."""
         from .jsonl import write_jsonl
 
-        return write_jsonl(self, path)
+        return write_jsonl(self, folder)
 
-    def to_otlp_json(self, path: str | Path | None = None) -> dict[str, Any]:
-        """OTLP-JSON spans (one per run, LLM call and tool call) with gen_ai.* attributes."""
-        from .otlp import otlp_json
+    def _content(self, content: bool | None) -> bool:
+        from .otlp import content_default
 
-        document = otlp_json(self)
+        if content is not None:
+            return content
+        return content_default() if self.otlp_content is None else self.otlp_content
+
+    def to_otlp_json(self, path: str | Path | None = None, *, content: bool | None = None) -> dict[str, Any]:
+        """The trace as OTLP-JSON (an ``ExportTraceServiceRequest``): a span per run, LLM call, tool call
+        and memory query, with the GenAI semantic conventions' attributes, ended work only; the
+        messages only with ``content=True`` (default: ``trace.otlp_content``). Written to ``path`` if given."""
+        from .otlp import export_request, spans_of, to_json
+
+        document = to_json(export_request(spans_of(self, self._content(content))))
         if path is not None:
             Path(path).write_text(json.dumps(document), encoding="utf-8")
         return document
+
+    def to_otlp(
+        self,
+        endpoint: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        content: bool | None = None,
+        timeout: float = 30.0,
+    ) -> int:
+        """POST the trace's spans (as :meth:`to_otlp_json`) to an OTLP/HTTP ``endpoint`` (a collector's,
+        MLflow's or Phoenix's ``.../v1/traces``) as protobuf, with ``headers``; the number of spans
+        sent. An endpoint that answers an error raises ``ConnectionError``."""
+        from .otlp import export_request, post, spans_of
+
+        spans = spans_of(self, self._content(content))
+        if spans:
+            post(endpoint, export_request(spans), headers, timeout)
+        return len(spans)
 
     def _repr_html_(self) -> str:
         from .views import summary_html

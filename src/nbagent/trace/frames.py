@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from ..messages import Response
-from ..models.base import UnreportedUsage
+from ..messages import HandoffMessage, Response, SystemMessage
+from ..models.base import ModelRequest, UnreportedUsage
 from ..records import MOVES, LLMCall, RunFinished, RunStarted, ToolExecution
 from ..redact import Redactor, keep
 from .recording import STEPS
@@ -140,6 +140,54 @@ def events_frame(
     return df if include_chunks else df[df["kind"] != CHUNK_KIND].reset_index(drop=True)
 
 
+# Sampling arguments of a request (``extra_create_args``) -> their gen_ai.request.* short names.
+_PARAMS = {
+    "temperature": "temperature", "max_tokens": "max_tokens", "max_completion_tokens": "max_tokens",
+    "top_p": "top_p", "top_k": "top_k", "seed": "seed", "stop": "stop_sequences",
+    "frequency_penalty": "frequency_penalty", "presence_penalty": "presence_penalty", "n": "choice_count",
+}  # fmt: skip
+
+
+def request_params(request: ModelRequest, red: Redactor) -> dict[str, Any]:
+    """The sampling parameters of a request by their gen_ai.request.* names, and its output type."""
+    out: dict[str, Any] = {}
+    for key, value in request.extra_create_args.items():
+        name = _PARAMS.get(key)
+        if name is None or value is None:
+            continue
+        if name == "stop_sequences":
+            value = [red(str(v)) for v in ([value] if isinstance(value, str) else value)]
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        out[name] = value
+    if request.json_output:
+        out["output_type"] = "json"
+    return out
+
+
+def system_instructions(request: ModelRequest, red: Redactor) -> str | None:
+    """The text of the system messages a request sent before the context, redacted."""
+    texts = []
+    for message in request.messages:
+        if type(message) is not SystemMessage:
+            break
+        texts.append(message.content)
+    return red("\n\n".join(texts)) if texts else None
+
+
+def tool_definitions(request: ModelRequest, red: Redactor) -> list[dict[str, Any]]:
+    """The tools a request offered, in the conventions' shape (gen_ai.tool.definitions)."""
+    return [
+        {
+            "type": "function",
+            "name": red(tool.get("name", "")),
+            "description": optional_text(tool.get("description"), red),
+            "parameters": tool.get("parameters"),
+        }
+        for tool in request.tools
+    ]
+
+
 def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFrame:
     """One row per model call."""
     agents = run_agents(rows)
@@ -163,6 +211,7 @@ def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Dat
             "run_id": call.run_id,
             "agent": agents.get(call.run_id),
             "call_index": index,
+            "llm_call_id": f"{call.run_id}/{index}",
             "iteration": call.iteration,
             "purpose": call.purpose,
             "model": call.model,
@@ -184,6 +233,11 @@ def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Dat
             "status": "error" if call.error else ("running" if call.duration_s is None else "ok"),
             "error": optional_text(call.error, red),
             "response_text": answer,
+            "response_model": None if result is None else getattr(result, "response_model", None),
+            "response_id": None if result is None else getattr(result, "response_id", None),
+            "request_params": request_params(call.request, red),
+            "system_instructions": system_instructions(call.request, red),
+            "tool_definitions": tool_definitions(call.request, red),
         }
         for name, value in row.items():
             cols[name].append(value)
@@ -210,10 +264,19 @@ def _concurrency(executions: list[ToolExecution]) -> list[int]:
 def tool_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFrame:
     """One row per tool call, with parsed arguments and how many calls ran at once."""
     agents = run_agents(rows)
-    executions = records_of(rows, ToolExecution)
+    executions: list[ToolExecution] = []
+    requested_by: list[str | None] = []  # the LLM call before each tool call in its run: the one that asked
+    calls_in_run: dict[str, int] = {}
+    for item in rows:
+        if type(item) is LLMCall:
+            calls_in_run[item.run_id] = calls_in_run.get(item.run_id, 0) + 1
+        elif type(item) is ToolExecution:
+            executions.append(item)
+            count = calls_in_run.get(item.run_id, 0)
+            requested_by.append(f"{item.run_id}/{count - 1}" if count else None)
     concurrent = _concurrency(executions)
     cols: dict[str, list[Any]] = {name: [] for name in COLUMNS["tool_calls"]}
-    for execution, overlap in zip(executions, concurrent):
+    for execution, overlap, llm_call_id in zip(executions, concurrent, requested_by):
         result = execution.result
         row = {
             "trace_id": trace_id,
@@ -222,6 +285,7 @@ def tool_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Da
             "iteration": execution.iteration,
             "batch_size": execution.batch_size,
             "call_id": execution.call.id,
+            "llm_call_id": llm_call_id,
             "tool_name": red(execution.call.name),  # the model's: it may carry anything
             "arguments": parse_arguments(execution.call.arguments, red),
             "result": None if result is None else red(result.content),
@@ -237,10 +301,10 @@ def tool_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Da
 
 def _run_row(trace_id: str, run_id: str, start: float) -> dict[str, Any]:
     return {
-        "trace_id": trace_id, "run_id": run_id, "agent": None, "status": "running", "error": None,
-        "started_at": None, "ended_at": None, "duration_s": None, "task": None, "final_type": None,
+        "trace_id": trace_id, "run_id": run_id, "agent": None, "parent_run_id": None, "status": "running",
+        "error": None, "started_at": None, "ended_at": None, "duration_s": None, "task": None, "final_type": None,
         "final_text": None, "n_events": 0, "n_chunks": 0, "n_llm_calls": 0, "n_tool_calls": 0,
-        "n_tool_errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "_start": start,
+        "n_tool_errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "handoff_target": None, "_start": start,
     }  # fmt: skip
 
 
@@ -260,10 +324,13 @@ def runs_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFram
         if run_id is not None and type(item) is Response:
             runs[run_id]["final_type"] = item.chat_message.type
             runs[run_id]["final_text"] = red(item.chat_message.to_text())
+            if isinstance(item.chat_message, HandoffMessage):
+                runs[run_id]["handoff_target"] = red(item.chat_message.target)
     for record in parts.records:
         row = runs[record.run_id]
         if type(record) is RunStarted:
             row.update(agent=record.agent, started_at=record.started_at, _start=record.start_perf)
+            row["parent_run_id"] = record.parent_run_id
             row["task"] = red("\n".join(message.to_text() for message in record.task))
         elif type(record) is RunFinished:
             row.update(status=record.status, error=optional_text(record.error, red), ended_at=record.ended_at)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,9 +19,11 @@ if TYPE_CHECKING:
 class LoadedTrace(TraceFrames):
     """A trace read back from Parquet or JSON lines: its DataFrames, views and exports."""
 
-    def __init__(self, frames: dict[str, pd.DataFrame], trace_id: str) -> None:
+    def __init__(self, frames: dict[str, pd.DataFrame], trace_id: str, sessions: Sequence[str] | None = None) -> None:
         self._frames = frames
         self.trace_id = trace_id
+        #: The trace ids of the sessions loaded, in the order their rows are (one for a single trace).
+        self.sessions: list[str] = list(sessions) if sessions else [trace_id]
 
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
         events = self._frames["events"]
@@ -60,17 +63,23 @@ class LoadedTrace(TraceFrames):
         return {table: self._frames[table].copy() for table in CONTEXT_TABLES}
 
     def __repr__(self) -> str:
-        return f"LoadedTrace({len(self._frames['events'])} items, {len(self._frames['runs'])} runs)"
+        sessions = f", {len(self.sessions)} sessions" if len(self.sessions) > 1 else ""
+        return f"LoadedTrace({len(self._frames['events'])} items, {len(self._frames['runs'])} runs{sessions})"
 
 
-def load_parquet(folder: str | Path) -> LoadedTrace:
-    """Read a folder written by ``trace.to_parquet`` back into DataFrames equal to the saved ones (a
-    folder written before the context tables or a column existed loads with no context and the
-    column null). Needs pyarrow (``pip install 'nbagent[parquet]'``)."""
-    return LoadedTrace(*read_parquet(folder))
+def load_parquet(folder: str | Path, session: str | None = None) -> LoadedTrace:
+    """Read a dataset written by ``trace.to_parquet`` (``folder/<table>/session=<id>/part-<n>.parquet``)
+    back into DataFrames: every session of it, or ``session`` only, with the dtypes of
+    :data:`~nbagent.trace.COLUMNS` (a trace's id is its rows' ``trace_id``; ``sessions`` lists them).
+    A folder of the earlier layout (``folder/<table>.parquet``) loads too, and so does a file written
+    before the context tables or a column existed (no context, the column null). Needs pyarrow
+    (``pip install 'nbagent[parquet]'``)."""
+    frames, sessions = read_parquet(folder, session)
+    return LoadedTrace(frames, sessions[0], sessions)
 
 
 def load_jsonl(path: str | Path) -> LoadedTrace:
-    """Read a file written by ``trace.to_jsonl`` back into the trace's DataFrames (a column added
-    since the file was written reads as null)."""
+    """Read a folder written by ``trace.to_jsonl`` (``<table>.jsonl`` files), or a file of the
+    earlier one-file format, back into the trace's DataFrames (a column added since the file was
+    written reads as null)."""
     return LoadedTrace(*read_jsonl(path))

@@ -44,6 +44,10 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "run_id": ("category", "id of the run"),
         "agent": ("category", "name of the agent"),
         "call_index": ("Int64", "position of the call in its run, from 0"),
+        "llm_call_id": (
+            "string",
+            "id of the call, unique in the trace: '<run_id>/<call_index>' (tool_calls.llm_call_id)",
+        ),
         "iteration": ("Int64", "tool-loop iteration the call belongs to (a reflection: the last, which it follows)"),
         "purpose": ("category", "initial, tool_loop or reflection"),
         "model": ("category", "model name"),
@@ -65,6 +69,19 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "status": ("category", "ok, error or running (never ended)"),
         "error": ("string", "the error, when the call failed"),
         "response_text": ("string", "the text answer (or the calls as name(arguments)), redacted"),
+        "response_model": ("category", "the model that answered, as the server said (gen_ai.response.model)"),
+        "response_id": ("string", "the server's id of the answer (gen_ai.response.id)"),
+        "request_params": (
+            "object",
+            "the request's sampling parameters by their gen_ai.request.* names (temperature, max_tokens, top_p, "
+            "top_k, seed, stop_sequences, frequency_penalty, presence_penalty, choice_count) and output_type "
+            "('json' for a JSON or structured output); {} when none",
+        ),
+        "system_instructions": ("string", "the system messages sent before the context, redacted"),
+        "tool_definitions": (
+            "object",
+            "the tools offered, as [{type: 'function', name, description, parameters}] (gen_ai.tool.definitions)",
+        ),
     },
     "tool_calls": {
         "trace_id": ("category", "id of the trace"),
@@ -72,7 +89,8 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "agent": ("category", "name of the agent"),
         "iteration": ("Int64", "tool-loop iteration"),
         "batch_size": ("Int64", "calls the model requested at once"),
-        "call_id": ("string", "id of the call (gen_ai.tool.call.id)"),
+        "call_id": ("string", "id of the call as the model gave it (gen_ai.tool.call.id; may repeat or be empty)"),
+        "llm_call_id": ("string", "the LLM call that requested it (llm_calls.llm_call_id): the key to join them"),
         "tool_name": ("category", "name of the tool (gen_ai.tool.name)"),
         "arguments": ("object", "arguments parsed from JSON (a dict; the raw string if it is not JSON)"),
         "result": ("string", "the result text, redacted"),
@@ -85,6 +103,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "trace_id": ("category", "id of the trace"),
         "run_id": ("category", "id of the run"),
         "agent": ("category", "name of the agent"),
+        "parent_run_id": ("category", "the run this run is a turn of (a team run), null for a top-level run"),
         "status": ("category", "ok, error, cancelled or running"),
         "error": ("string", "the error, when the run failed"),
         "started_at": ("datetime64[ns, UTC]", "when the run started"),
@@ -100,6 +119,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "n_tool_errors": ("Int64", "tool calls with an error result"),
         "prompt_tokens": ("Int64", "prompt tokens over the run's model calls"),
         "completion_tokens": ("Int64", "completion tokens over the run's model calls"),
+        "handoff_target": ("category", "the agent the run handed the conversation to (its HandoffMessage's target)"),
     },
     "context": {
         "position": ("Int64", "index in the model context"),
@@ -129,7 +149,12 @@ COLUMNS["snapshots"] = {
 }
 TABLES = ("events", "llm_calls", "tool_calls", "runs")
 CONTEXT_TABLES = ("context_logs", "snapshots")  # exported with TABLES; they give context_df after a load
-JSON_COLUMNS = {"tool_calls": ("arguments",), "context": ("tool_calls",), "context_logs": ("tool_calls",)}
+JSON_COLUMNS = {
+    "llm_calls": ("request_params", "tool_definitions"),
+    "tool_calls": ("arguments",),
+    "context": ("tool_calls",),
+    "context_logs": ("tool_calls",),
+}
 CHUNK_KIND = "ModelClientStreamingChunkEvent"  # the ``kind`` of a streamed chunk's row in ``events``
 
 

@@ -1,0 +1,434 @@
+"""OTLP export: the payload built with opentelemetry-proto and parsed back strictly; span ids unique
+whatever the model sends; only ended work; status UNSET unless error; cancellations; content opt-in
+in the GenAI conventions' JSON shapes, redacted; request parameters, response model and id; the
+memory query as a span; handoffs linked; one conversation id per conversation; sending over
+OTLP/HTTP, and a recorder that sends each run as it ends (to a capturing server on 127.0.0.1; the
+real receivers are in tests/receivers)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from google.protobuf.json_format import ParseDict
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from nbagent import (
+    AssistantAgent,
+    CreateResult,
+    ListMemory,
+    MemoryContent,
+    ReplayChatCompletionClient,
+    RequestUsage,
+    Trace,
+)
+from nbagent.agent import CANCELLED_TOOL_RESULT
+from nbagent.models.base import ModelRequest
+from nbagent.records import LLMCall, RunFinished, RunStarted
+from nbagent.trace import OTLPRecorder
+from nbagent.trace.otlp import CANCELLED_TOOL_PREFIX, CONTENT_ENV, export_request, spans_of
+
+from .helpers import KEY, KeyedClient, add, calls, fail, tool_agent
+
+Spans = list[dict[str, Any]]
+
+
+def spans_in(document: dict[str, Any]) -> Spans:
+    return [span for rs in document["resourceSpans"] for ss in rs["scopeSpans"] for span in ss["spans"]]
+
+
+def attrs(span: dict[str, Any]) -> dict[str, Any]:
+    """A span's attributes as plain values (JSON text of structured ones decoded)."""
+    out: dict[str, Any] = {}
+    for item in span["attributes"]:
+        ((kind, value),) = item["value"].items()
+        if kind == "intValue":
+            value = int(value)
+        elif kind == "arrayValue":
+            value = [next(iter(v.values())) for v in value["values"]]
+        elif kind == "stringValue" and value[:1] in "[{":
+            value = json.loads(value)
+        out[item["key"]] = value
+    return out
+
+
+def strict(document: dict[str, Any]) -> Any:
+    """OTLP-JSON parsed into the official protobuf type, refusing any unknown field (ids hex -> bytes)."""
+
+    def unhex(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                k: base64.b64encode(bytes.fromhex(v)).decode()
+                if k in ("traceId", "spanId", "parentSpanId")
+                else unhex(v)
+                for k, v in node.items()
+            }
+        if isinstance(node, list):
+            return [unhex(item) for item in node]
+        return node
+
+    return ParseDict(unhex(document), ExportTraceServiceRequest(), ignore_unknown_fields=False)
+
+
+async def tool_trace(*answers: str | CreateResult, **kwargs: Any) -> Trace:
+    agent = tool_agent("calc", *answers, **kwargs)
+    await agent.run(task="go")
+    return agent.trace
+
+
+async def test_the_payload_is_the_official_protobuf_and_its_json_parses_strictly() -> None:
+    trace = await tool_trace(calls(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "fail", '{"reason": "no"}')), "done",
+                             reflect_on_tool_use=True)  # fmt: skip
+    for content in (False, True):
+        document = trace.to_otlp_json(content=content)
+        request = export_request(spans_of(trace, content))
+        assert isinstance(request, ExportTraceServiceRequest)
+        assert strict(document).SerializeToString() == request.SerializeToString()
+        for span in spans_in(document):
+            assert isinstance(span["kind"], int) and len(span["traceId"]) == 32 and len(span["spanId"]) == 16
+        resource = {a["key"]: a["value"] for a in document["resourceSpans"][0]["resource"]["attributes"]}
+        assert resource["service.name"] == {"stringValue": "nbagent"}
+
+
+async def test_span_ids_are_unique_whatever_ids_the_model_sends() -> None:
+    repeated = calls(("dup", "add", '{"a": 1, "b": 1}'), ("dup", "add", '{"a": 2, "b": 2}'), ("", "add", "{}"))
+    empty = calls(("", "add", '{"a": 3, "b": 3}'), ("", "fail", '{"reason": "x"}'))
+    trace = await tool_trace(repeated, empty, "done", max_tool_iterations=3)
+    spans = spans_in(trace.to_otlp_json())
+    assert [s["name"] for s in spans].count("execute_tool add") == 4
+    assert len(spans) == 1 + 3 + 5 and len({s["spanId"] for s in spans}) == len(spans)
+    again = spans_in(trace.to_otlp_json())
+    assert [s["spanId"] for s in again] == [s["spanId"] for s in spans]  # the same in every export
+    tool_ids = [attrs(s).get("gen_ai.tool.call.id") for s in spans if s["name"].startswith("execute_tool")]
+    assert tool_ids == ["dup", "dup", None, None, None]  # an empty id is no id
+
+
+async def test_status_is_unset_unless_error_and_errors_carry_their_type() -> None:
+    trace = await tool_trace(calls(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "fail", '{"reason": "no"}')), "done")
+    spans = spans_in(trace.to_otlp_json())
+    status = {s["name"] + ":" + str(attrs(s).get("gen_ai.tool.call.id")): s.get("status", {}) for s in spans}
+    assert status["execute_tool fail:c2"]["code"] == 2 and "failed: no" in status["execute_tool fail:c2"]["message"]
+    failed = trace.tool_calls_df()["result"].iloc[1]
+    expected = (
+        "RuntimeError" if failed.startswith("Error: RuntimeError: ") else "_OTHER"
+    )  # the class, when the text names it
+    assert attrs(next(s for s in spans if s["name"] == "execute_tool fail"))["error.type"] == expected
+    ok = [s for s in spans if s["name"] != "execute_tool fail"]
+    assert all(s.get("status", {}).get("code", 0) == 0 for s in ok)  # UNSET: no OK anywhere
+    assert all("error.type" not in attrs(s) for s in ok)
+
+
+async def test_cancelled_runs_calls_and_tool_calls_are_cancelled_errors() -> None:
+    started = asyncio.Event()
+
+    async def wait(seconds: float) -> str:
+        """Waits."""
+        started.set()
+        await asyncio.sleep(seconds)
+        return "late"
+
+    model = ReplayChatCompletionClient([calls(("w", "wait", '{"seconds": 30}')), "never"])
+    agent = AssistantAgent("slow", model, tools=[wait])
+    task = asyncio.ensure_future(agent.run(task="wait"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert agent.trace.tool_calls_df()["result"].tolist() == [CANCELLED_TOOL_RESULT]
+    assert CANCELLED_TOOL_RESULT.startswith(CANCELLED_TOOL_PREFIX)
+    spans = {s["name"]: s for s in spans_in(agent.trace.to_otlp_json())}
+    assert attrs(spans["invoke_agent slow"])["error.type"] == "CancelledError"
+    assert attrs(spans["execute_tool wait"])["error.type"] == "CancelledError"
+    assert spans["invoke_agent slow"]["status"]["code"] == spans["execute_tool wait"]["status"]["code"] == 2
+
+    slow = AssistantAgent("slower", ReplayChatCompletionClient(["late"], latency=5))
+    task = asyncio.ensure_future(slow.run(task="wait"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [attrs(s)["error.type"] for s in spans_in(slow.trace.to_otlp_json())] == ["CancelledError"] * 2
+
+
+async def test_a_mid_run_export_sends_only_ended_work_under_the_final_ids() -> None:
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hold(x: int) -> int:
+        """Holds."""
+        started.set()
+        await release.wait()
+        return x
+
+    model = ReplayChatCompletionClient([calls(("h1", "hold", '{"x": 1}')), "held"])
+    agent = AssistantAgent("holder", model, tools=[hold], reflect_on_tool_use=True)
+    task = asyncio.ensure_future(agent.run(task="hold"))
+    await started.wait()
+    early = spans_in(agent.trace.to_otlp_json())
+    assert [s["name"] for s in early] == ["chat replay"]  # the run and the tool call are still running
+    release.set()
+    await task
+    final = spans_in(agent.trace.to_otlp_json())
+    assert [s["name"] for s in final] == ["invoke_agent holder", "chat replay", "chat replay", "execute_tool hold"]
+    assert early[0] == final[1]  # an ended span is the same in both exports, its parent the run's final id
+    assert early[0]["parentSpanId"] == final[0]["spanId"]
+
+
+async def test_content_is_opt_in_per_export_per_trace_and_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = await tool_trace(calls(("c1", "add", '{"a": 1, "b": 2}')), "the sum is 3", reflect_on_tool_use=True)
+    content_keys = {
+        "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.definitions",
+        "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "input.value", "output.value",
+    }  # fmt: skip
+
+    def keys(**kwargs: Any) -> set[str]:
+        return {key for span in spans_in(trace.to_otlp_json(**kwargs)) for key in attrs(span)}
+
+    monkeypatch.delenv(CONTENT_ENV, raising=False)
+    assert not keys() & content_keys
+    assert keys(content=True) >= content_keys
+    trace.otlp_content = True
+    assert keys() >= content_keys and not keys(content=False) & content_keys
+    trace.otlp_content = None
+    monkeypatch.setenv(CONTENT_ENV, "true")
+    assert keys() >= content_keys
+
+
+async def test_content_follows_the_conventions_shapes_and_is_redacted() -> None:
+    client = KeyedClient([calls(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "fail", '{"reason": "no"}')),
+                          f"3, and one failed ({KEY})"], KEY)  # fmt: skip
+    agent = AssistantAgent("calc", client, tools=[add, fail],
+                           reflect_on_tool_use=True, system_message=f"Be brief. {KEY}")  # fmt: skip
+    await agent.run(task="add 1 and 2")
+    document = agent.trace.to_otlp_json(content=True)
+    assert KEY not in json.dumps(document)
+    spans = spans_in(document)
+    run, first, second = (attrs(s) for s in spans[:3])
+    assert run["gen_ai.input.messages"] == [{"role": "user", "parts": [{"type": "text", "content": "add 1 and 2"}]}]
+    assert run["input.value"] == "add 1 and 2" and run["output.value"].startswith("3, and one failed")
+    assert first["gen_ai.system_instructions"] == [{"type": "text", "content": "Be brief. [REDACTED]"}]
+    assert first["gen_ai.input.messages"] == [{"role": "user", "parts": [{"type": "text", "content": "add 1 and 2"}]}]
+    assert first["gen_ai.output.messages"] == [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool_call", "id": "c1", "name": "add", "arguments": {"a": 1, "b": 2}},
+                {"type": "tool_call", "id": "c2", "name": "fail", "arguments": {"reason": "no"}},
+            ],
+            "finish_reason": "tool_call",
+        }
+    ]
+    definitions = first["gen_ai.tool.definitions"]
+    assert [(d["type"], d["name"]) for d in definitions] == [("function", "add"), ("function", "fail")]
+    assert definitions[0]["parameters"]["properties"]["a"]["type"] == "integer"
+    history = second["gen_ai.input.messages"]
+    assert [m["role"] for m in history] == ["user", "assistant", "tool"]
+    assert history[2]["parts"][0] == {"type": "tool_call_response", "id": "c1", "response": "3"}
+    assert history[2]["parts"][1]["id"] == "c2"
+    assert second["gen_ai.output.messages"][0]["finish_reason"] == "stop"
+    assert second["gen_ai.output.messages"][0]["parts"][0]["content"] == "3, and one failed ([REDACTED])"
+    tools = [attrs(s) for s in spans if s["name"].startswith("execute_tool")]
+    assert tools[0]["gen_ai.tool.call.arguments"] == {"a": 1, "b": 2} and tools[0]["gen_ai.tool.call.result"] == "3"
+    assert "gen_ai.tool.call.result" not in tools[1]  # on success only
+
+
+class Answer(CreateResult):
+    """A model answer that says which model answered, and its id (as a server's does)."""
+
+    response_model: str | None = None
+    response_id: str | None = None
+
+
+def test_request_parameters_response_model_and_id_when_known() -> None:
+    trace = Trace()
+    request = ModelRequest(
+        [], [], "auto", True, {"temperature": 0.2, "max_tokens": 64, "stop": "END", "n": 1, "seed": 7}
+    )
+    call = LLMCall("run-1", 0, "initial", "gpt-test", request, "m1", False, "openai")
+    trace.record(RunStarted("run-1", "solo", []))
+    trace.record(call)
+    call.finish(Answer(finish_reason="stop", content="ok", usage=RequestUsage(prompt_tokens=3, completion_tokens=1),
+                       response_model="gpt-test-2026-01-01", response_id="chatcmpl-42"))  # fmt: skip
+    call.duration_s = 0.5
+    trace.record(RunFinished("run-1", "solo", "ok"))
+    row = trace.llm_calls_df().iloc[0]
+    assert row["request_params"] == {"temperature": 0.2, "max_tokens": 64, "stop_sequences": ["END"],
+                                     "choice_count": 1, "seed": 7, "output_type": "json"}  # fmt: skip
+    chat = attrs(spans_in(trace.to_otlp_json())[1])
+    assert chat["gen_ai.request.temperature"] == {"doubleValue": 0.2} or chat["gen_ai.request.temperature"] == 0.2
+    assert (chat["gen_ai.request.max_tokens"], chat["gen_ai.request.seed"]) == (64, 7)
+    assert chat["gen_ai.request.stop_sequences"] == ["END"] and chat["gen_ai.output.type"] == "json"
+    assert "gen_ai.request.choice.count" not in chat  # set only when it is not 1
+    assert (chat["gen_ai.response.model"], chat["gen_ai.response.id"]) == ("gpt-test-2026-01-01", "chatcmpl-42")
+    assert chat["gen_ai.response.finish_reasons"] == ["stop"]
+
+
+async def test_the_memory_query_is_a_span_of_its_run() -> None:
+    memory = ListMemory(memory_contents=[MemoryContent(content="The user likes tea.")])
+    agent = AssistantAgent("host", ReplayChatCompletionClient(["Tea it is."]), memory=[memory])
+    await agent.run(task="What should I drink?")
+    spans = spans_in(agent.trace.to_otlp_json(content=True))
+    assert [s["name"] for s in spans] == ["invoke_agent host", "chat replay", "search_memory"]
+    query = attrs(spans[2])
+    assert query["gen_ai.operation.name"] == "search_memory" and spans[2]["parentSpanId"] == spans[0]["spanId"]
+    assert query["gen_ai.memory.records"] == [{"content": "The user likes tea."}]
+    assert int(spans[2]["startTimeUnixNano"]) <= int(spans[2]["endTimeUnixNano"]) <= int(spans[1]["startTimeUnixNano"])
+    assert "gen_ai.memory.records" not in attrs(spans_in(agent.trace.to_otlp_json())[2])
+
+
+async def test_a_handoff_links_the_run_it_hands_to() -> None:
+    triage = AssistantAgent(
+        "triage",
+        ReplayChatCompletionClient([calls(("h", "transfer_to_billing", "{}"))]),
+        handoffs=["billing"],
+    )
+    billing = AssistantAgent("billing", ReplayChatCompletionClient(["Your invoice is paid."]))
+    trace = Trace()
+    with trace.recording(triage, billing):
+        result = await triage.run(task="my invoice?")
+        await billing.run(task=result.messages[-1])
+    assert trace.runs_df()["handoff_target"].astype("object").fillna("-").tolist() == ["billing", "-"]
+    spans = spans_in(trace.to_otlp_json())
+    runs = {s["name"]: s for s in spans if s["name"].startswith("invoke_agent")}
+    assert attrs(runs["invoke_agent triage"])["nbagent.handoff.target"] == "billing"
+    (link,) = runs["invoke_agent billing"]["links"]
+    assert (link["traceId"], link["spanId"]) == (
+        runs["invoke_agent triage"]["traceId"],
+        runs["invoke_agent triage"]["spanId"],
+    )
+
+
+async def test_one_conversation_id_per_conversation_the_same_in_every_export() -> None:
+    alpha = tool_agent("alpha", "one", "two", "three")
+    beta = tool_agent("beta", "hi")
+    trace = Trace()
+
+    def conversations() -> dict[str, str]:
+        return {
+            attrs(s)["nbagent.run_id"]: attrs(s)["gen_ai.conversation.id"]
+            for s in spans_in(trace.to_otlp_json())
+            if s["name"].startswith("invoke_agent")
+        }
+
+    with trace.recording(alpha, beta):
+        await alpha.run(task="first")
+        await alpha.run(task="second")
+        await beta.run(task="hello")
+        before = conversations()
+        trace.clear()
+        await alpha.run(task="third")  # the same conversation, exported after a clear()
+        after = conversations()
+    runs = list(before)
+    assert before[runs[0]] == before[runs[1]] != before[runs[2]]
+    assert set(after.values()) == {before[runs[0]]}
+    await alpha.model_context.clear()  # a new conversation
+    other = tool_agent("alpha", "four")
+    with trace.recording(other):
+        await other.run(task="fresh start")
+    assert list(conversations().values())[-1] != before[runs[0]]
+
+
+class Capture:
+    """An OTLP/HTTP endpoint on 127.0.0.1 that keeps what it is sent (and answers ``status``)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], Any]] = []
+        self.status = 200
+        capture = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                capture.requests.append(({k.lower(): v for k, v in self.headers.items()}, request))
+                self.send_response(capture.status)
+                self.end_headers()
+                self.wfile.write(b"" if capture.status == 200 else b"no, thanks")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def spans(self, index: int = -1) -> list[Any]:
+        return [s for rs in self.requests[index][1].resource_spans for ss in rs.scope_spans for s in ss.spans]
+
+
+@pytest.fixture
+def capture() -> Iterator[Capture]:
+    endpoint = Capture()
+    endpoint.thread.start()
+    yield endpoint
+    endpoint.server.shutdown()
+    endpoint.server.server_close()
+
+
+async def test_to_otlp_posts_protobuf_with_the_headers(capture: Capture) -> None:
+    trace = await tool_trace(calls(("c1", "add", '{"a": 1, "b": 2}')), "3", reflect_on_tool_use=True)
+    sent = await asyncio.to_thread(trace.to_otlp, capture.endpoint, {"x-api-key": "k"})
+    assert sent == 4 and len(capture.spans()) == 4
+    headers, request = capture.requests[0]
+    assert headers["content-type"] == "application/x-protobuf" and headers["x-api-key"] == "k"
+    assert request.SerializeToString() == export_request(spans_of(trace)).SerializeToString()
+    capture.status = 500
+    with pytest.raises(ConnectionError, match="answered 500: no, thanks"):
+        await asyncio.to_thread(trace.to_otlp, capture.endpoint)
+
+
+async def test_a_recorder_sends_each_run_as_it_ends(capture: Capture) -> None:
+    agent = tool_agent("calc", calls(("c1", "add", '{"a": 1, "b": 2}')), "3", "again", "more", "last",
+                       reflect_on_tool_use=True)  # fmt: skip
+    recorder = OTLPRecorder(capture.endpoint, {"x-team": "t"}, content=True).attach(agent)
+    await agent.run(task="one")
+    assert [s.name for s in capture.spans()] == ["invoke_agent calc", "chat replay", "chat replay", "execute_tool add"]
+    await agent.run(task="two")
+    assert [s.name for s in capture.spans()] == ["invoke_agent calc", "chat replay"]
+    assert len(capture.requests) == 2 and recorder.sent == 6 and recorder.errors == []
+    assert capture.requests[1][0]["x-team"] == "t"
+    conversation = {
+        kv.value.string_value
+        for i in (0, 1)
+        for kv in capture.spans(i)[0].attributes
+        if kv.key == "gen_ai.conversation.id"
+    }
+    assert len(conversation) == 1
+    assert len(recorder.trace) < 20  # what was sent is cleared
+    capture.status = 503
+    await agent.run(task="three")  # a failed send does not fail the run
+    assert len(recorder.errors) == 1 and "503" in recorder.errors[0]
+    recorder.detach(agent)
+    await agent.run(task="four")
+    assert len(capture.requests) == 3
+
+
+async def test_without_opentelemetry_proto_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = await tool_trace("hi")
+    monkeypatch.setitem(sys.modules, "opentelemetry.proto.trace.v1.trace_pb2", None)
+    with pytest.raises(ImportError, match=r"pip install 'nbagent\[otlp\]'"):
+        trace.to_otlp_json()
+
+
+async def test_every_gen_ai_name_is_in_the_registry() -> None:
+    """The names come from the GenAI semantic conventions' registry: the opentelemetry-semantic-conventions
+    package's, and two newer ones of the GenAI conventions' own registry (the memory spans')."""
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
+
+    registry = {value for key, value in vars(gen_ai_attributes).items() if key.startswith("GEN_AI_")}
+    registry |= {"gen_ai.memory.query.text", "gen_ai.memory.records"}
+    memory = ListMemory(memory_contents=[MemoryContent(content="fact")])
+    agent = tool_agent("calc", calls(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "fail", '{"reason": "x"}')), "ok",
+                       reflect_on_tool_use=True, model_client_stream=True, memory=[memory])  # fmt: skip
+    await agent.run(task="go")
+    used = {key for span in spans_in(agent.trace.to_otlp_json(content=True)) for key in attrs(span)}
+    assert {key for key in used if key.startswith("gen_ai.")} <= registry
+    assert {"gen_ai.input.messages", "gen_ai.memory.records", "gen_ai.response.time_to_first_chunk"} <= used
