@@ -33,8 +33,8 @@ async def test_round_robin_one_run_per_turn_in_order_under_the_team_run() -> Non
     assert [agent for agent, _ in run.turns] == ["writer", "critic", "writer"]
     assert list(runs["run_id"][1:]) == [run_id for _, run_id in run.turns]
     assert runs["run_id"].iloc[0] == run.run_id
-    if "parent_run_id" in runs:  # the trace's column for runs grouped under another (see the report)
-        assert list(runs["parent_run_id"][1:]) == [run.run_id] * 3
+    assert runs["parent_run_id"].isna().iloc[0]  # the team's run is a run of its own
+    assert list(runs["parent_run_id"][1:]) == [run.run_id] * 3  # each turn, under it
     # Each turn was given what the team gave the agent: the messages since its last turn.
     assert list(runs["task"]) == [
         "Write a haiku.", "Write a haiku.", "Write a haiku.\nA first draft.", "Make it shorter.",
@@ -76,6 +76,7 @@ async def test_swarm_handoff_from_triage_to_the_specialist() -> None:
     runs = trace.runs_df()
     assert list(runs["agent"]) == ["Swarm", "triage", "specialist"]
     assert list(runs["final_type"][1:]) == ["HandoffMessage", "TextMessage"]
+    assert runs["handoff_target"].iloc[1] == "specialist"
     assert runs["final_text"].iloc[2] == "Sunny in Oslo. TERMINATE"
     # The handoff is the triage turn's Response: an nbagent HandoffMessage to the specialist.
     handoffs = [item.chat_message for item in trace.items if type(item).__name__ == "Response"]
@@ -153,7 +154,12 @@ async def test_team_rows_are_exported_like_any_others(tmp_path: object) -> None:
     pd.testing.assert_frame_equal(loaded.runs_df(), trace.runs_df())
     pd.testing.assert_frame_equal(loaded.events_df(), trace.events_df())
     spans = trace.to_otlp_json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
-    assert sum(span["name"].startswith("invoke_agent") for span in spans) == 3
+    agents = {span["name"]: span for span in spans if span["name"].startswith("invoke_agent")}
+    assert sorted(agents) == ["invoke_agent Swarm", "invoke_agent specialist", "invoke_agent triage"]
+    team_span = agents["invoke_agent Swarm"]
+    for turn in ("invoke_agent triage", "invoke_agent specialist"):  # the turns are children of the team's span
+        assert agents[turn]["parentSpanId"] == team_span["spanId"]
+        assert agents[turn]["traceId"] == team_span["traceId"]
 
 
 async def test_markers_mode_marks_each_turn_and_the_handoff_for_a_view() -> None:

@@ -56,8 +56,6 @@ from .source import AutoGenSource
 
 Task = str | ag.BaseChatMessage | Sequence[ag.BaseChatMessage] | None
 
-_HAS_PARENT = "parent_run_id" in getattr(RunStarted, "__dataclass_fields__", {})
-
 
 # Per team (held weakly): per agent, what the team gave it in earlier runs that it has not answered yet,
 # and whether its context held messages then. AutoGen keeps the messages in the agent's container.
@@ -573,10 +571,9 @@ class AutoGenRun:
         given = [*agent.carried, *self._thread[agent.seen :]]
         agent.carried = []
         agent.seen = len(self._thread)
-        fields: dict[str, Any] = {"started_at": at, "start_perf": perf}
-        if _HAS_PARENT:
-            fields["parent_run_id"] = self.run_id
-        started = RunStarted(turn.run_id, agent.name, list(given), **fields)
+        started = RunStarted(
+            turn.run_id, agent.name, list(given), started_at=at, start_perf=perf, parent_run_id=self.run_id
+        )
         agent.source.record(started)
         self._emit(agent, started, out)
         return turn
