@@ -1341,7 +1341,13 @@ def task_messages(task: Task, where: str = "AssistantAgent.run") -> list[BaseCha
 
 
 def check_messages(where: str, messages: object) -> list[BaseChatMessage]:
-    """``messages`` of ``on_messages``/``on_messages_stream``/``iter``: a list of chat messages."""
+    """``messages`` of ``on_messages``/``on_messages_stream``/``iter``: a list of chat messages (a copy)."""
+    if type(messages) is list:  # the common case, on every run: no more than the copy iter() always made
+        for message in messages:
+            if not isinstance(message, BaseChatMessage):
+                break
+        else:
+            return list(messages)
     hint = ""
     if isinstance(messages, str):
         text = check.short_repr(messages)
@@ -1372,7 +1378,7 @@ def _llm_message_hint(value: object) -> str:
 
 def check_token(where: str, token: object) -> CancellationToken | None:
     """``cancellation_token``: None, a CancellationToken, or any object with AutoGen's token methods."""
-    if token is None or isinstance(token, CancellationToken):
+    if token is None or type(token) is CancellationToken or isinstance(token, CancellationToken):
         return token
     if callable(getattr(token, "is_cancelled", None)) and callable(getattr(token, "add_callback", None)):
         return token  # type: ignore[return-value]  # AutoGen's CancellationToken, duck-typed
