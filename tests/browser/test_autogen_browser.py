@@ -57,8 +57,10 @@ VIEW_JS = """() => {
     tools: [...view.querySelectorAll('.nba-tool-card')].map(c => [c.dataset.toolName, c.dataset.state]),
     answer: view.querySelector('.nba-final .nba-markdown strong').textContent,
     title: view.querySelector('.nba-final').textContent,
-    items: [...view.querySelectorAll('.nba-body > .nba-item')].map(i => [...i.classList].find(c =>
-      c.startsWith('nba-item-') && c !== 'nba-item')),
+    order: [...view.querySelectorAll(
+      '.nba-turn, .nba-llm-call, .nba-tool-group, .nba-handoff[data-target], .nba-final')]
+      .map(e => ['nba-turn', 'nba-llm-call', 'nba-tool-group', 'nba-handoff', 'nba-final']
+      .find(c => e.classList.contains(c))),
   };
 }"""
 
@@ -73,9 +75,9 @@ def test_show_draws_a_swarm_turn_by_turn_with_the_handoff(run_notebook_in_lab) -
     assert state["handoff"] == ["expert"]
     assert state["tools"] == [["transfer_to_expert", "ok"], ["weather", "ok"]]
     assert state["answer"] == "sunny" and "expert · answer" in state["title"]
-    assert state["items"] == [
-        "nba-item-user", "nba-item-event", "nba-item-llm", "nba-item-tools", "nba-item-handoff",
-        "nba-item-event", "nba-item-llm", "nba-item-tools", "nba-item-llm", "nba-item-final",
+    assert state["order"] == [  # the team's turns in order, each under its agent's header
+        "nba-turn", "nba-llm-call", "nba-tool-group", "nba-handoff",
+        "nba-turn", "nba-llm-call", "nba-tool-group", "nba-llm-call", "nba-final",
     ]  # fmt: skip
     nb.shot("view", ".jp-OutputArea .nba-view")
     assert nb.xss_hits() == {"window": [], "title": "", "dom": ""}
