@@ -628,7 +628,7 @@ def _arrow_schema(columns: Mapping[str, tuple[str, str]], extra: Sequence[tuple[
 class _Part:
     """The runs of up to ``part_size`` tasks: recorded in their own trace, written together."""
 
-    __slots__ = ("number", "trace", "rows", "attempts", "open", "sealed")
+    __slots__ = ("number", "trace", "rows", "attempts", "open", "started", "sealed")
 
     def __init__(self, number: int, trace: Trace) -> None:
         self.number = number
@@ -636,6 +636,7 @@ class _Part:
         self.rows: list[_Row] = []
         self.attempts: list[AttemptRow] = []
         self.open = 0  # tasks running in it
+        self.started = 0
         self.sealed = False  # no task starts in it any more
 
 
@@ -1099,10 +1100,13 @@ class Batch:
         self._changed()
         part = self._current_part()
         part.open += 1
+        part.started += 1
+        if self._dataset is not None and part.started >= self.part_size:
+            part.sealed = True  # the next task starts a new part
         agent: AssistantAgent | None = None
         recorders: list[Any] = []
         try:
-            messages = task_messages(task.value, f"Batch: the task at position {task.position}")  # type: ignore[arg-type]
+            messages = _task_messages(task)
             agent = self._new_agent(task)
             recorders = list(agent.recorders)
             agent.recorders[:] = [r for r in recorders if r is not agent.trace]  # recorded in the batch's trace
@@ -1254,8 +1258,6 @@ class Batch:
         if self._dataset is not None:
             del self._rows[row.position]
             part.rows.append(row)
-            if len(part.rows) >= self.part_size:
-                part.sealed = True
             if part.sealed and part.open == 0:
                 self._write(part)
         self._changed()
@@ -1441,6 +1443,15 @@ def _quantile(values: Sequence[float], q: float) -> float | None:
     low = int(position)
     high = min(low + 1, len(values) - 1)
     return values[low] + (values[high] - values[low]) * (position - low)
+
+
+def _task_messages(task: _Task) -> list[BaseChatMessage]:
+    """A task's messages: a str, a chat message or a non-empty list of them (``TypeError`` otherwise)."""
+    where = f"Batch: the task at position {task.position}"
+    value = task.value
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        raise check.wrong_type(where, "task", "a str, a chat message or a non-empty list of chat messages", value)
+    return task_messages(value, where)  # type: ignore[arg-type]
 
 
 def _expire(token: CancellationToken, timed_out: list[bool]) -> None:

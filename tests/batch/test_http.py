@@ -1,0 +1,161 @@
+"""Batches over real HTTP: the openai SDK (through OpenAIChatCompletionClient) against the scripted
+Chat Completions server, for retries on rate limits and server errors with Retry-After."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from nbagent import AssistantAgent, Batch, OpenAIChatCompletionClient
+from tests.models.chat_server import ChatServer, Reply
+
+from .helpers import LOOKUP, contexts_valid
+
+KEY = "sk-test-batch-7c1d2e"
+
+
+class Scripts:
+    """Replies per task (the first user message's text), in order; the time of every request."""
+
+    def __init__(self, scripts: dict[str, list[Reply]], default: list[Reply] | None = None) -> None:
+        self.scripts = scripts
+        self.default = default
+        self.seen: dict[str, int] = defaultdict(int)
+        self.times: dict[str, list[float]] = defaultdict(list)
+        self.bodies: dict[str, list[Any]] = defaultdict(list)
+        self._lock = threading.Lock()
+
+    def __call__(self, body: Any) -> Reply:
+        task = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        with self._lock:
+            index = self.seen[task]
+            self.seen[task] += 1
+            self.times[task].append(time.monotonic())
+            self.bodies[task].append(body)
+        script = self.scripts.get(task, self.default or [])
+        return script[min(index, len(script) - 1)]
+
+
+@pytest.fixture
+def scripts() -> Scripts:
+    return Scripts({})
+
+
+@pytest.fixture
+def server(scripts: Scripts) -> Iterator[ChatServer]:
+    with ChatServer(responder=scripts) as chat_server:
+        yield chat_server
+
+
+def agents(server: ChatServer, made: list[AssistantAgent]) -> Any:
+    client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=KEY, max_retries=0)
+
+    def make(task: str) -> AssistantAgent:
+        agent = AssistantAgent("weather", client, tools=[LOOKUP], reflect_on_tool_use=True)
+        made.append(agent)
+        return agent
+
+    return make, client
+
+
+TOOL_THEN_ANSWER = [Reply.call(("lookup", {"city": "Paris"})), Reply.text("Sunny.")]
+
+
+async def test_a_rate_limit_is_retried_after_the_servers_retry_after(server: ChatServer, scripts: Scripts) -> None:
+    limited = Reply.error(429, "slow down", headers={"retry-after": "0.4"})
+    scripts.scripts = {"A": [limited, *TOOL_THEN_ANSWER], "B": TOOL_THEN_ANSWER}
+    made: list[AssistantAgent] = []
+    make, client = agents(server, made)
+    batch = await Batch(make, ["A", "B"], concurrency=2, retries=3, progress=None).run()
+    results = batch.results
+    assert list(results["status"]) == ["ok", "ok"] and list(results["attempts"]) == [2, 1]
+    assert list(results["answer"]) == ["Sunny.", "Sunny."]
+    first, second = scripts.times["A"][:2]
+    assert second - first >= 0.4  # the Retry-After was honoured
+    attempts = batch.attempts_df()
+    a = attempts[attempts["task_index"] == 0]
+    assert list(a["attempt"]) == [1, 2] and list(a["status"]) == ["error", "ok"]
+    assert a["error"].iloc[0].startswith("ModelRateLimitError: gpt-4o at http://127.0.0.1:")
+    assert a["error"].iloc[0].endswith("HTTP 429: slow down") and a["wait_s"].iloc[1] == pytest.approx(0.4)
+    # The retry went on from the failed run: the task is in the request once.
+    retried = scripts.bodies["A"][1]["messages"]
+    assert [m["role"] for m in retried] == ["system", "user"]
+    # Both attempts are runs of the trace, the failed one with its error.
+    runs = batch.runs_df()
+    assert sorted(runs[runs["task_index"] == 0]["status"].astype(str)) == ["error", "ok"]
+    assert contexts_valid(made) == []
+    await client.close()
+
+
+async def test_server_errors_are_retried_with_backoff(server: ChatServer, scripts: Scripts) -> None:
+    failing = Reply.error(503, "overloaded")
+    scripts.scripts = {"A": [failing, failing, *TOOL_THEN_ANSWER]}
+    made: list[AssistantAgent] = []
+    make, client = agents(server, made)
+    batch = await Batch(make, ["A"], retries=3, backoff=0.1, progress=None).run()
+    assert list(batch.results["status"]) == ["ok"] and list(batch.results["attempts"]) == [3]
+    times = scripts.times["A"]
+    assert times[1] - times[0] >= 0.05 and times[2] - times[1] >= 0.1  # 0.1 then 0.2, with jitter (x0.5..1)
+    waits = list(batch.attempts_df()["wait_s"])
+    assert waits[0] == 0 and 0.05 <= waits[1] <= 0.1 and 0.1 <= waits[2] <= 0.2
+    assert int(batch.results["llm_calls"].iloc[0]) == 4  # two failed calls, then the tool call and the answer
+    await client.close()
+
+
+async def test_retries_given_up_a_wait_past_the_timeout_and_other_errors_are_rows(
+    server: ChatServer, scripts: Scripts
+) -> None:
+    scripts.scripts = {
+        "always limited": [Reply.error(429, "slow down")],
+        "wait too long": [Reply.error(429, "later", headers={"retry-after": "5"})],
+        "bad request": [Reply.error(400, "bad")],
+        "fine": TOOL_THEN_ANSWER,
+    }
+    made: list[AssistantAgent] = []
+    make, client = agents(server, made)
+    tasks = ["always limited", "wait too long", "bad request", "fine"]
+    started = time.monotonic()
+    batch = await Batch(make, tasks, retries=2, backoff=0.01, timeout=2, progress=None).run()
+    assert time.monotonic() - started < 2
+    results = batch.results
+    assert list(results["status"]) == ["error", "error", "error", "ok"]
+    assert list(results["attempts"]) == [3, 1, 1, 1]
+    errors = list(results["error"])
+    assert errors[0].startswith("ModelRateLimitError:") and errors[0].endswith("HTTP 429: slow down")
+    assert errors[1].endswith("(not retried: the wait of 5.0 s would pass the task's timeout)")
+    assert errors[2].startswith("ModelBadRequestError:") and errors[2].endswith("HTTP 400: bad")
+    assert scripts.seen["always limited"] == 3 and scripts.seen["bad request"] == 1
+    assert contexts_valid(made) == []
+    await client.close()
+
+
+async def test_a_retry_after_pauses_every_task(server: ChatServer, scripts: Scripts) -> None:
+    scripts.scripts = {"A": [Reply.error(429, "slow down", headers={"retry-after-ms": "500"}), *TOOL_THEN_ANSWER]}
+    scripts.default = [Reply.call(("lookup", {"city": "x"}), delay=0.05), Reply.text("ok", delay=0.05)]
+    made: list[AssistantAgent] = []
+    make, client = agents(server, made)
+    batch = await Batch(make, ["A", *[f"t{i}" for i in range(6)]], concurrency=2, progress=None).run()
+    assert set(batch.results["status"]) == {"ok"}
+    limited_at = scripts.times["A"][0]
+    firsts = [times[0] for task, times in scripts.times.items() if task != "A"]
+    assert [t for t in firsts if limited_at + 0.05 < t < limited_at + 0.45] == []  # none started while asked to wait
+    assert scripts.times["A"][1] - limited_at >= 0.5
+    await client.close()
+
+
+async def test_many_tasks_over_http_each_with_a_tool_call(server: ChatServer, scripts: Scripts) -> None:
+    scripts.default = TOOL_THEN_ANSWER
+    made: list[AssistantAgent] = []
+    make, client = agents(server, made)
+    batch = await Batch(make, [f"task {i}" for i in range(60)], concurrency=16, progress=None).run()
+    results = batch.results
+    assert set(results["status"]) == {"ok"} and len(results) == 60
+    assert results["prompt_tokens"].sum() == 60 * 20 and results["completion_tokens"].sum() == 60 * 10
+    assert all(request.status == 200 for request in server.requests) and len(server.requests) == 120
+    assert contexts_valid(made) == []
+    await client.close()

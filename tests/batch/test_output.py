@@ -1,0 +1,161 @@
+"""output=folder: finished runs stream into a Hive-style dataset and leave memory; resume; shards."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import tracemalloc
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from nbagent import Batch, LoadedTrace
+
+from .helpers import Factory, Gauge
+
+
+def parts(folder: Path, table: str) -> list[str]:
+    return sorted(str(path.relative_to(folder / table)) for path in (folder / table).rglob("*.parquet"))
+
+
+async def test_runs_are_written_in_parts_by_table_and_read_back(tmp_path: Path) -> None:
+    tasks = [f"city {i}" for i in range(25)]
+    batch = await Batch(Factory(), tasks, concurrency=4, part_size=10, output=tmp_path, progress=None).run()
+    session = batch.session
+    for table in ("results", "attempts", "events", "llm_calls", "tool_calls", "runs", "context_logs", "snapshots"):
+        assert parts(tmp_path, table) == [f"session={session}/part-{n}.parquet" for n in range(3)], table
+    assert not list(tmp_path.glob(".writing-*"))
+    assert batch._rows == {} and batch._part is None  # nothing of a finished run is kept
+    results = batch.results
+    assert list(results["task"]) == tasks and set(results["status"]) == {"ok"}
+    assert str(results["started_at"].dtype) == "datetime64[ns, UTC]" and str(results["attempts"].dtype) == "Int64"
+    trace = batch.trace
+    assert isinstance(trace, LoadedTrace) and len(trace.runs_df()) == 25
+    assert set(trace.runs_df()["run_id"].astype(str)) == set(results["run_id"])
+    # The context of a run of the last part (snapshots shifted past the parts before it).
+    context = trace.context_df(results["run_id"].iloc[-1])
+    assert list(context["kind"]) == ["user", "assistant", "tool_result", "assistant"]
+    assert list(context["text"])[0] == "city 24"
+    tools = batch.tool_calls_df()
+    assert sorted(tools["task_index"]) == list(range(25))
+    # Engines read one table across sessions with no glob tricks.
+    counted = duckdb.sql(
+        f"SELECT session, count(*) FROM read_parquet('{tmp_path}/results/**/*.parquet', hive_partitioning=true) "
+        "GROUP BY session"
+    ).fetchall()
+    assert counted == [(session, 25)]
+    events = duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/events/**/*.parquet')").fetchall()
+    assert events == [(len(trace.events_df()),)]
+
+
+async def test_a_rerun_on_the_same_folder_skips_the_tasks_done(tmp_path: Path) -> None:
+    broken = {"city 3", "city 7"}
+
+    def make(task: str) -> object:
+        if task in broken:
+            raise RuntimeError("not today")
+        return factory(task)
+
+    factory = Factory()
+    tasks = [f"city {i}" for i in range(10)]
+    first = await Batch(make, tasks, output=tmp_path, progress=None).run()
+    assert first.progress().failed == 2
+    broken.clear()
+    factory.calls.clear()
+    second = await Batch(make, tasks, output=tmp_path, progress=None).run()
+    assert factory.calls == ["city 3", "city 7"]  # only the tasks that did not end ok ran again
+    assert second.progress().skipped == 8 and second.session != first.session
+    results = second.results
+    assert set(results["status"]) == {"ok"} and list(results["task"]) == tasks
+    assert list(results["session"].astype(str)).count(second.session) == 2  # the others are from the first session
+    assert len(second.trace.runs_df()) == 2  # this session's runs
+    third = await Batch(make, tasks, output=tmp_path, progress=None).run()
+    assert third.progress().skipped == 10 and third.progress().finished == 0
+
+
+async def test_a_rerun_after_stop_runs_the_rest(tmp_path: Path) -> None:
+    gauge = Gauge(30.0)
+    slow = Factory(tool=gauge.tool)
+    tasks = [f"c{i}" for i in range(6)]
+    make = lambda t: slow(t) if t == "c2" else Factory()(t)  # noqa: E731
+    batch = Batch(make, tasks, concurrency=2, output=tmp_path, progress=None)
+    running = asyncio.ensure_future(batch.run())
+    while gauge.now < 1 or batch.progress().ok < 1:
+        await asyncio.sleep(0.01)
+    batch.stop()
+    await running
+    stopped = batch.results
+    assert "cancelled" in set(stopped["status"]) and stopped["status"].iloc[0] == "ok"
+    again = await Batch(Factory(), tasks, output=tmp_path, progress=None).run()
+    assert set(again.results["status"]) == {"ok"} and again.progress().skipped == (stopped["status"] == "ok").sum()
+
+
+async def test_shards_make_one_dataset(tmp_path: Path) -> None:
+    tasks = pd.DataFrame({"task": [f"city {i}" for i in range(9)], "id": [f"q{i}" for i in range(9)]})
+    batches = [
+        await Batch(Factory(), tasks, output=tmp_path, shard=(i, 3), key="id", progress=None).run() for i in range(3)
+    ]
+    assert [b.total for b in batches] == [3, 3, 3]
+    assert [list(b.results.index) for b in batches] == [[0, 3, 6], [1, 4, 7], [2, 5, 8]]
+    assert list(batches[1].results["task_key"]) == ["q1", "q4", "q7"]
+    assert list(batches[1].results["id"]) == ["q1", "q4", "q7"]
+    rows = duckdb.sql(
+        f"SELECT count(DISTINCT session), count(*), count(DISTINCT task_key) FROM "
+        f"read_parquet('{tmp_path}/results/**/*.parquet', hive_partitioning=true)"
+    ).fetchall()
+    assert rows == [(3, 9, 9)]
+    # A shard run again skips its own tasks only.
+    again = await Batch(Factory(), tasks, output=tmp_path, shard=(0, 3), key="id", progress=None).run()
+    assert again.progress().skipped == 3 and list(again.results.index) == [0, 3, 6]
+    merged = pd.concat([b.results for b in batches]).sort_index()
+    assert list(merged["task"]) == list(tasks["task"])
+
+
+async def test_memory_stays_flat_with_output(tmp_path: Path) -> None:
+    """Memory held every 500 tasks (tracemalloc, after a collection) does not grow with the tasks."""
+    held: list[int] = []
+    factory = _Forgetful()
+
+    def tasks() -> object:
+        for i in range(3000):
+            if i and i % 500 == 0:
+                gc.collect()
+                held.append(tracemalloc.get_traced_memory()[0])
+            yield f"c{i}"
+
+    tracemalloc.start()
+    try:
+        await Batch(factory, tasks(), concurrency=16, part_size=250, output=tmp_path, progress=None).run()
+    finally:
+        tracemalloc.stop()
+    # From the second measure on (a part written, pyarrow loaded): about a hundred bytes per task for
+    # its key and position (the results are read back from the folder); a kept run is ~20 kB.
+    growth = held[-1] - held[1]
+    assert growth < 250 * 1500, held
+
+
+class _Forgetful(Factory):
+    """A factory that keeps no agent and no task."""
+
+    def __call__(self, task: object) -> object:
+        agent = super().__call__(task)
+        self.agents.clear()
+        self.calls.clear()
+        return agent
+
+
+def test_without_pyarrow_output_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import builtins
+
+    real = builtins.__import__
+
+    def fake(name: str, *args: object, **kwargs: object) -> object:
+        if name == "pyarrow":
+            raise ImportError("no pyarrow")
+        return real(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(ImportError, match=r"pip install 'nbagent\[parquet\]'"):
+        Batch(Factory(), ["x"], output=tmp_path)
