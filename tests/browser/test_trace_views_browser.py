@@ -222,7 +222,7 @@ def test_trace_views_escape_payloads_and_hide_the_key(
     assert lab.secret not in page.content()
     saved = nb.save()
     assert lab.secret not in saved
-    for table in sorted((lab.root / "trace_parquet").iterdir()):
+    for table in sorted((lab.root / "trace_parquet").rglob("*.parquet")):  # <table>/session=<id>/part-0.parquet
         assert lab.secret.encode() not in table.read_bytes(), table.name
 
     # The saved notebook exported with nbconvert: the control runs in the static page, no payload does.
