@@ -891,7 +891,9 @@ class Batch:
         self._trace = Trace(trace_id=self.session)
         self._memory = _Part(0, self._trace)  # without output=: every run, every attempt
         self._rows: dict[int, _Row] = {}  # by position (in memory: every task; with output: the running ones)
-        self._keys: list[tuple[int, str, str]] = []  # (position, key, text) of each task read (output mode)
+        # With output=: (position, key) of each task skipped as done before (the rows of the tasks run
+        # are read back from the folder, with their position): nothing else is kept per task.
+        self._skipped_keys: list[tuple[int, str]] = []
         self._done_keys: set[str] = set()
         self._part: _Part | None = None
         self._writes: list[asyncio.Future[None]] = []
@@ -1056,7 +1058,7 @@ class Batch:
         self._done_keys = done
         if self._source.read:  # run again: read the tasks again from the start
             self._source = self._source.again()
-        self._keys = []
+        self._skipped_keys = []
         self._open_display()
 
     async def _worker(self) -> None:
@@ -1073,15 +1075,13 @@ class Batch:
     def _skip(self, task: _Task) -> None:
         self._skipped += 1
         if self._dataset is not None:
-            self._keys.append((task.position, task.key, task.text))
+            self._skipped_keys.append((task.position, task.key))
         self._changed()
 
     # ------------------------------------------------------------------ one task
 
     async def _run_task(self, task: _Task) -> None:
         row = _Row(task, self.session)
-        if self._dataset is not None:
-            self._keys.append((task.position, task.key, task.text))
         self._rows[task.position] = row
         row.started_at = time.time()
         start = time.perf_counter()
@@ -1374,9 +1374,11 @@ class Batch:
 
         assert self._dataset is not None
         self._check_not_running("results")
-        known = {key: position for position, key, _ in self._keys}
-        order = list(positions) if positions is not None else sorted(known.values())
         stored = self._dataset.read("results", RESULT_COLUMNS)
+        mine = stored[stored["session"] == self.session]
+        known = dict(zip(mine["task_key"].tolist(), mine["task_index"].tolist()))
+        known.update((key, position) for position, key in self._skipped_keys)
+        order = list(positions) if positions is not None else sorted(set(known.values()))
         stored = stored[stored["task_key"].isin(list(known))]
         ranked = stored.assign(_ok=(stored["status"] == "ok").astype(int))
         ranked = ranked.sort_values(["_ok", "ended_at"], na_position="first", kind="stable")
