@@ -3,9 +3,9 @@
 from typing import TYPE_CHECKING
 
 from . import batch as _batch
-from .agent import AgentBusyError, AgentRun, AssistantAgent, StructuredOutputError
+from .agent import AgentBusyError, AgentRun, AssistantAgent, FailedRun, RepeatedTaskWarning, StructuredOutputError
 from .batch import Batch, BatchProgress, run_many
-from .cancellation import CancellationToken
+from .cancellation import CancellationToken, CancelledWithResult
 from .components import (
     Component,
     ComponentModel,
@@ -149,6 +149,7 @@ __all__ = [
     "BatchProgress",
     "BufferedChatCompletionContext",
     "CancellationToken",
+    "CancelledWithResult",
     "CassetteChatCompletionClient",
     "CassetteError",
     "CassetteExhaustedError",
@@ -158,6 +159,7 @@ __all__ = [
     "Component",
     "ComponentModel",
     "CreateResult",
+    "FailedRun",
     "FunctionCall",
     "FunctionExecutionResult",
     "FunctionExecutionResultMessage",
@@ -194,6 +196,7 @@ __all__ = [
     "NotebookStepper",
     "OpenAIChatCompletionClient",
     "RecordingChatCompletionClient",
+    "RepeatedTaskWarning",
     "ReplayChatCompletionClient",
     "ReplayExhaustedError",
     "RequestUsage",
@@ -236,8 +239,8 @@ __all__ = [
     "default_model",
     "dump_message",
     "last_view",
-    "load_ipython_extension",
     "load_component",
+    "load_ipython_extension",
     "load_jsonl",
     "load_message",
     "load_parquet",

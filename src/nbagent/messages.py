@@ -166,8 +166,9 @@ class _Base(BaseModel):
     models_usage: RequestUsage | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: Annotated[datetime, AfterValidator(_as_utc)] = Field(default_factory=utc_now)
-    if TYPE_CHECKING:  # for the type checker only: each concrete class declares it as a Literal field
+    if TYPE_CHECKING:  # for the type checker only: each concrete class declares them as its fields
         type: str
+        content: Any
 
     def to_text(self) -> str:
         """The content as plain text, for display."""
