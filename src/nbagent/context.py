@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel
 
@@ -91,6 +91,9 @@ class ChatCompletionContext(Component):
     change it, so that a trace can keep the lists as the history of the context without copying.
     """
 
+    # ``_messages`` is a slot so that ``message_log`` reads it as fast as an attribute (the trace
+    # reads it at every move and event); ``__dict__`` leaves subclasses free to add attributes.
+    __slots__ = ("_messages", "__dict__", "__weakref__")
     component_type = "chat_completion_context"
 
     def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
@@ -109,12 +112,14 @@ class ChatCompletionContext(Component):
         """Every message held, in order (not only the view); a copy."""
         return list(self._messages)
 
-    @property
-    def message_log(self) -> list[LLMMessage]:
-        """The list the messages are held in, not a copy: only ever appended to (``clear`` and
-        ``load_state`` replace it), so a reader (the trace) can keep it as the context's history.
-        Read it; never change it."""
-        return self._messages
+    if TYPE_CHECKING:
+
+        @property
+        def message_log(self) -> list[LLMMessage]:
+            """The list the messages are held in, not a copy: only ever appended to (``clear`` and
+            ``load_state`` replace it), so a reader (the trace) can keep it as the context's history.
+            Read it; never change it. (At run time the slot ``_messages`` itself, see below.)"""
+            ...
 
     async def clear(self) -> None:
         self._messages = []
@@ -132,6 +137,10 @@ class ChatCompletionContext(Component):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self._messages)} messages)"
+
+
+# ``message_log``: the slot's own descriptor under a public name (a property would cost a function call).
+ChatCompletionContext.message_log = ChatCompletionContext.__dict__["_messages"]  # type: ignore[method-assign]
 
 
 class UnboundedChatCompletionContextConfig(BaseModel):
