@@ -39,7 +39,7 @@ PALETTE: dict[str, tuple[str, str]] = {
     "added-bg": ("", "rgba(46,160,67,.22)"),
     "changed-bg": ("", "rgba(212,167,44,.28)"),
     "visited-bg": ("", "rgba(46,160,67,.18)"),
-    "current-bg": ("", "rgba(255,193,7,.3)"),
+    "current-bg": ("", "rgba(255,193,7,.25)"),
     "button-primary": ("", "#1565c0"),
     "button-danger": ("", "#c62828"),
     "button-text": ("", "#ffffff"),
@@ -198,6 +198,7 @@ STYLESHEET = (
 .nba-node[data-state=visited] rect{fill:var(--nba-visited-bg);stroke:var(--nba-ok)}
 .nba-node[data-state=upcoming] rect{stroke:var(--nba-tool);stroke-width:2;stroke-dasharray:5 3}
 .nba-node[data-state=current] rect{fill:var(--nba-current-bg);stroke:var(--nba-tool);stroke-width:3}
+.nba-node[data-state=current] text{fill:var(--nba-fg);font-weight:700}
 .nba-node[data-state=unused] rect{fill:var(--nba-surface);stroke:var(--nba-rule);stroke-dasharray:2 3}
 .nba-node[data-state=unused] text{fill:var(--nba-muted)}
 .nba-edge-group[data-state=unused] .nba-edge{stroke:var(--nba-rule);stroke-dasharray:2 3}
@@ -233,16 +234,20 @@ STYLESHEET = (
 .nba-batch-metrics b{color:var(--nba-fg);font-weight:600}
 .nba-batch-errors caption{text-align:left;font-size:12px;color:var(--nba-muted)}
 .nba-batch-errors td{max-width:40em;overflow-wrap:anywhere}
-.jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child .nba-stepper-live){display:none}
+.jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child
+  .nba-stepper-live:not(.jupyter-widgets-disconnected)){display:none}
 .jp-OutputArea-child:has(.nba-static-copy)+.jp-OutputArea-child:has(
-  >[data-mime-type="application/vnd.jupyter.widget-view+json"]):not(:has(.nba-stepper-live)){display:none}
+  >[data-mime-type="application/vnd.jupyter.widget-view+json"]):not(:has(
+  .nba-stepper-live:not(.jupyter-widgets-disconnected))){display:none}
 """
 )
 """Every rule of every view (live view, stepper and its diagram, context tables, trace summary and timeline).
 
 The last two rules pair a stepper's static copy with its live widget (the output after it): the
-live widget hides the copy; a widget output that shows no live stepper (a reopened notebook whose
-kernel never made the widget: "model not found") gives way to the copy.
+live widget hides the copy; a widget output that shows no live stepper gives way to the copy: in
+a reopened notebook the widget manager either has no model for it ("Error displaying widget:
+model not found", no widget state saved) or rebuilds it from the saved state with no kernel behind
+it (``jupyter-widgets-disconnected``, dead buttons).
 """
 
 STYLE = Markup("<style>") + Markup(STYLESHEET) + Markup("</style>")

@@ -181,7 +181,6 @@ class Timeline:
             height=LANE - 4,
             rx=3,
             fill=fallback(f"bar-{bar.kind}"),
-            fill_opacity=0.8,
             stroke=fallback("fg"),
             stroke_width=0.5,
         )
