@@ -313,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         Script("bench_trace.py"),
         Script("bench_view.py"),
         Script("bench_import.py"),
+        Script("bench_batch.py", ["--rounds", "1", "--tasks", "500"] if args.quick else []),
     ]
     for script in scripts:
         if args.only and script.name not in args.only:

@@ -1115,6 +1115,7 @@ class Batch:
         except asyncio.CancelledError:
             task_now = asyncio.current_task()
             row.status = "timeout" if timed_out else "cancelled"
+            row.error = self._ending(bool(timed_out))
             if task_now is not None and task_now.cancelling():
                 raise  # the worker itself is cancelled (the batch's run was): the row is kept
         except MakeAgentError as error:
@@ -1131,6 +1132,12 @@ class Batch:
                 part.trace.detach(agent)
                 agent.recorders[:] = recorders
             self._end_row(row, start, part)
+
+    def _ending(self, timed_out: bool) -> str:
+        """The error of a task that timed out or was cancelled."""
+        if timed_out:
+            return f"TimeoutError: the task ran past its timeout ({self.timeout:g} s)"
+        return "CancelledError: the batch was stopped" if self._stopping else "CancelledError: the run was cancelled"
 
     def _new_agent(self, task: _Task) -> AssistantAgent:
         try:
@@ -1170,7 +1177,7 @@ class Batch:
             try:
                 response = await self._consume(run, row)
             except asyncio.CancelledError:
-                self._attempt(row, part, "timeout" if timed_out else "cancelled", None, wait)
+                self._attempt(row, part, "timeout" if timed_out else "cancelled", self._ending(bool(timed_out)), wait)
                 raise
             except RETRIED as error:
                 self._attempt(row, part, "error", _error_text(error), wait)

@@ -15,6 +15,7 @@ EXPECTED_NOTEBOOKS = [
     "03_tool_loop_lab.ipynb",
     "04_trace_analysis.ipynb",
     "05_live_models.ipynb",
+    "06_batch_runs.ipynb",
     "07_autogen_teams.ipynb",
 ]
 
@@ -90,6 +91,19 @@ EXPECTED_OUTPUT = {
         "same as recorded: True",
         "CassetteMismatchError: cassette multiply.cassette.json: request #1 differs from the recording",
         "This is nbagent's offline replay model",
+    ],
+    "06_batch_runs.ipynb": [
+        "200 tasks: {'normal': 184, 'rate limited': 8, 'server down': 4, 'tool hangs': 4}",
+        "done | forecaster: done · 200/200 done · 192 ok · 8 failed · 14,592 tokens",
+        "status: ok 192 · error 4 · timeout 4 · cancelled 0",
+        "  7 server down  error    after 3 attempt(s): ModelServerError: HTTP 503: overloaded",
+        " 13 tool hangs   timeout  after 1 attempt(s): TimeoutError: the task ran past its timeout (1 s)",
+        "tokens: 14,592 in all, 76.0 per ok task",
+        "model calls by kind (failed attempts count too): {'normal': 368, 'rate limited': 24, 'server down': 12,",
+        "       1    initial  error ModelRateLimitError: HTTP 429: rate limit reached",
+        "retried after a rate limit: 8 tasks, each ok on attempt 2",
+        "resumed: 192 tasks skipped, 8 run again",
+        "one dataset: 2 sessions, 200 tasks, 192 ok",
     ],
     "07_autogen_teams.ipynb": [
         "ok | billing answered: You were charged twice for order A17: the extra 49 EUR will be refunded within 5 days.",

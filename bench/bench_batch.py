@@ -1,0 +1,303 @@
+"""Benchmark of nbagent.Batch against the raw openai SDK, over real HTTP at the same concurrency.
+
+The project's scripted Chat Completions server (``tests/models/chat_server.py``) runs in a process of
+its own on 127.0.0.1 and answers every request after a fixed latency (``--latency``, 50 ms): a
+request whose last message is not a tool result gets a tool call, one after a tool result gets the
+final answer. Each of ``--tasks`` tasks (2,000) is one tool call and a final answer, two requests:
+
+* **raw**: the openai SDK's ``AsyncOpenAI`` (the HTTP client nbagent's client uses), an
+  ``asyncio.Semaphore`` of ``--concurrency`` (64), per task: the request with the tool, the tool run
+  by hand, the request with its result and no tools (what nbagent sends when it reflects);
+* **nbagent**: ``Batch(make_agent, tasks, concurrency=64)`` with a fresh ``AssistantAgent`` per task
+  (``reflect_on_tool_use=True``, one shared ``OpenAIChatCompletionClient``), every run recorded in
+  the batch's trace, results built at the end.
+
+The two alternate ``--rounds`` times after a warm-up; each figure is the median. Also: CPU seconds of
+this process per task (the server's are its own process's), the memory a batch keeps per 1,000
+tasks (tracemalloc: results and traces in memory, and with ``output=`` a folder, where it stays
+flat), and the replay model's tasks per second (no HTTP).
+
+    python bench/bench_batch.py [--tasks 2000] [--concurrency 64] [--latency 0.05] [--rounds 3] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+GOAL = 0.9
+
+SERVER = textwrap.dedent(
+    """
+    import sys
+    from tests.models.chat_server import ChatServer, Reply
+
+    latency = float(sys.argv[1])
+    call = Reply.call(("lookup", {"city": "Paris"}), delay=latency)
+    answer = Reply.text("It is sunny in Paris.", delay=latency)
+
+    def respond(body):
+        return answer if body["messages"][-1]["role"] == "tool" else call
+
+    server = ChatServer(responder=respond).start()
+    server.requests = type("Forget", (list,), {"append": lambda self, item: None})()
+    print(server.port, flush=True)
+    sys.stdin.read()
+    server.stop()
+    """
+)
+
+SYSTEM = (
+    "You are a helpful AI assistant. Solve tasks using your tools. "
+    "Reply with TERMINATE when the task has been completed."
+)
+TOOL_SCHEMA = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "description": "The weather of a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+def lookup(city: str) -> str:
+    """The weather of a city."""
+    return f"sunny in {city}"
+
+
+class Server:
+    """The scripted server in a subprocess, on a free port of 127.0.0.1."""
+
+    def __init__(self, latency: float) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", SERVER, str(latency)],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert self.process.stdout is not None
+        self.port = int(self.process.stdout.readline())
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+async def raw_sdk(base_url: str, tasks: list[str], concurrency: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) for the raw SDK to run every task."""
+    import openai
+
+    client = openai.AsyncOpenAI(
+        base_url=base_url, api_key="sk-bench", max_retries=0, http_client=openai.DefaultAsyncHttpxClient()
+    )
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(task: str) -> str:
+        async with gate:
+            messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
+            first = await client.chat.completions.create(
+                model="gpt-4o", messages=messages, tools=[TOOL_SCHEMA], tool_choice="auto"
+            )
+            message = first.choices[0].message
+            calls = message.tool_calls or []
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.function.name, "arguments": c.function.arguments},
+                        }
+                        for c in calls
+                    ],
+                }
+            )
+            for c in calls:
+                result = lookup(**json.loads(c.function.arguments))
+                messages.append({"role": "tool", "tool_call_id": c.id, "content": result})
+            final = await client.chat.completions.create(model="gpt-4o", messages=messages)
+            return final.choices[0].message.content or ""
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    answers = await asyncio.gather(*(one(task) for task in tasks))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert all(answer == "It is sunny in Paris." for answer in answers)
+    await client.close()
+    return wall, cpu
+
+
+async def nbagent_batch(base_url: str, tasks: list[str], concurrency: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) for nbagent.Batch to run every task and build its results."""
+    from nbagent import AssistantAgent, Batch, FunctionTool, OpenAIChatCompletionClient
+
+    client = OpenAIChatCompletionClient("gpt-4o", base_url=base_url, api_key="sk-bench", max_retries=0)
+    tool = FunctionTool(lookup)
+
+    def make_agent(task: str) -> AssistantAgent:
+        return AssistantAgent("bench", client, tools=[tool], reflect_on_tool_use=True)
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    batch = await Batch(make_agent, tasks, concurrency=concurrency, progress=None).run()
+    results = batch.results
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert (results["status"] == "ok").all() and (results["answer"] == "It is sunny in Paris.").all(), results
+    assert (results["llm_calls"] == 2).all() and (results["tool_calls"] == 1).all()
+    await client.close()
+    return wall, cpu
+
+
+def replay_factory() -> Any:
+    from nbagent import AssistantAgent, CreateResult, FunctionCall, FunctionTool, ReplayChatCompletionClient
+
+    tool = FunctionTool(lookup)
+    call = CreateResult(
+        finish_reason="function_calls", content=[FunctionCall(id="c1", name="lookup", arguments='{"city": "Paris"}')]
+    )
+
+    def make_agent(task: str) -> AssistantAgent:
+        client = ReplayChatCompletionClient([call, "It is sunny in Paris."])
+        return AssistantAgent("bench", client, tools=[tool], reflect_on_tool_use=True)
+
+    return make_agent
+
+
+async def replay_rate(tasks: list[str], concurrency: int) -> float:
+    """Tasks per second on the replay model (no HTTP): the batch's and the loop's own cost."""
+    from nbagent import Batch
+
+    started = time.perf_counter()
+    batch = await Batch(replay_factory(), tasks, concurrency=concurrency, progress=None).run()
+    assert len(batch.results) == len(tasks)
+    return len(tasks) / (time.perf_counter() - started)
+
+
+async def memory_per_1000(tasks: int, concurrency: int) -> dict[str, float]:
+    """KB a batch keeps per 1,000 tasks: in memory (results and trace), and with output= (its growth
+    from the second measure on, every 1,000 tasks)."""
+    from nbagent import Batch
+
+    names = [f"task {i}" for i in range(tasks)]
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    batch = await Batch(replay_factory(), names, concurrency=concurrency, progress=None).run()
+    gc.collect()
+    kept = tracemalloc.get_traced_memory()[0] - before
+    del batch
+    held: list[int] = []
+
+    def counted() -> Any:
+        for i in range(tasks * 2):
+            if i and i % 1000 == 0:
+                gc.collect()
+                held.append(tracemalloc.get_traced_memory()[0])
+            yield f"task {i}"
+
+    with tempfile.TemporaryDirectory() as folder:
+        await Batch(
+            replay_factory(), counted(), concurrency=concurrency, part_size=500, output=folder, progress=None
+        ).run()
+    tracemalloc.stop()
+    steps = [b - a for a, b in zip(held[1:], held[2:])]
+    return {
+        "in_memory_kb_per_1000_tasks": round(kept / tasks, 1),  # bytes per task = KB per 1,000 tasks
+        "output_growth_kb_per_1000_tasks": round(statistics.median(steps) / 1000, 1) if steps else 0.0,
+    }
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    server = Server(args.latency)
+    try:
+        tasks = [f"What is the weather in city {i}?" for i in range(args.tasks)]
+        warm = tasks[: min(200, len(tasks))]
+        await raw_sdk(server.base_url, warm, args.concurrency)
+        await nbagent_batch(server.base_url, warm, args.concurrency)
+        raw: list[tuple[float, float]] = []
+        ours: list[tuple[float, float]] = []
+        for _ in range(args.rounds):
+            raw.append(await raw_sdk(server.base_url, tasks, args.concurrency))
+            ours.append(await nbagent_batch(server.base_url, tasks, args.concurrency))
+    finally:
+        server.stop()
+    raw_rate = statistics.median(args.tasks / wall for wall, _ in raw)
+    our_rate = statistics.median(args.tasks / wall for wall, _ in ours)
+    ideal = args.concurrency / (2 * args.latency)
+    figures: dict[str, Any] = {
+        "tasks": args.tasks,
+        "concurrency": args.concurrency,
+        "latency_s": args.latency,
+        "rounds": args.rounds,
+        "ideal_tasks_per_s": round(ideal, 1),
+        "raw_sdk_tasks_per_s": round(raw_rate, 1),
+        "nbagent_tasks_per_s": round(our_rate, 1),
+        "ratio_nbagent_over_raw": round(our_rate / raw_rate, 3),
+        "goal_ratio": GOAL,
+        "goal_met": our_rate / raw_rate >= GOAL,
+        "raw_sdk_cpu_ms_per_task": round(statistics.median(cpu for _, cpu in raw) / args.tasks * 1000, 3),
+        "nbagent_cpu_ms_per_task": round(statistics.median(cpu for _, cpu in ours) / args.tasks * 1000, 3),
+        "replay_tasks_per_s": round(await replay_rate([f"task {i}" for i in range(args.tasks)], args.concurrency), 1),
+        **await memory_per_1000(min(args.tasks, 2000), args.concurrency),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
+    }
+    return figures
+
+
+def report(figures: dict[str, Any]) -> str:
+    f = figures
+    return "\n".join(
+        [
+            f"{f['tasks']} tasks, 1 tool call + final answer each, concurrency {f['concurrency']}, "
+            f"server latency {f['latency_s'] * 1000:.0f} ms (ideal {f['ideal_tasks_per_s']} tasks/s), "
+            f"median of {f['rounds']} rounds",
+            f"raw openai SDK   {f['raw_sdk_tasks_per_s']:>8} tasks/s   {f['raw_sdk_cpu_ms_per_task']:>7} ms CPU/task",
+            f"nbagent.Batch    {f['nbagent_tasks_per_s']:>8} tasks/s   {f['nbagent_cpu_ms_per_task']:>7} ms CPU/task",
+            f"ratio {f['ratio_nbagent_over_raw']} (goal >= {f['goal_ratio']}: {'met' if f['goal_met'] else 'NOT met'})",
+            f"replay model: {f['replay_tasks_per_s']} tasks/s; memory per 1,000 tasks: "
+            f"{f['in_memory_kb_per_1000_tasks']} KB in memory, "
+            f"{f['output_growth_kb_per_1000_tasks']} KB growth with output=",
+            f"(load average {f['load_average_1min']} on {f['cpus']} CPUs)",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds the server waits before each answer")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    figures = asyncio.run(measure(args))
+    print(report(figures))
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2), encoding="utf-8")
+    return figures
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
