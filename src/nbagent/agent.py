@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
+from types import MappingProxyType
 from typing import Any, Self
 
 from pydantic import BaseModel, Field, ValidationError
@@ -716,7 +717,7 @@ class AssistantAgent(Component):
             iteration,
             purpose,
             client.model_name,
-            ModelRequest(llm_messages, tools, tool_choice, json_output),
+            ModelRequest(llm_messages, tools, tool_choice, json_output, _sent_args(client)),
             message_id,
             self._model_client_stream,
             client.provider,
@@ -1141,6 +1142,16 @@ class AssistantAgent(Component):
             output_content_type_format=None if factory is None else factory.format_string,
             metadata=config.metadata,
         )
+
+
+_NO_ARGS: Mapping[str, Any] = MappingProxyType({})
+
+
+def _sent_args(client: ChatCompletionClient) -> Mapping[str, Any]:
+    """For the record of a call: the parameters ``client`` sends with every request besides the messages
+    (an OpenAI client's ``create_args``: temperature, max_tokens...), or none."""
+    args = getattr(client, "create_args", None)  # duck-typed: AutoGen's clients have no such attribute
+    return args if isinstance(args, Mapping) and args else _NO_ARGS
 
 
 def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> list[LLMMessage]:

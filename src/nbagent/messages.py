@@ -129,6 +129,10 @@ class CreateResult(BaseModel):
     usage: RequestUsage = Field(default_factory=RequestUsage)
     cached: bool = False
     thought: str | None = None
+    response_model: str | None = None
+    """The model the server says answered (``gen_ai.response.model``), when it says one."""
+    response_id: str | None = None
+    """The server's id of this answer (``gen_ai.response.id``), when it gives one."""
 
 
 class MemoryContent(BaseModel):

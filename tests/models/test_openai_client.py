@@ -85,7 +85,11 @@ async def test_messages_are_converted_role_by_role(server: ChatServer, client: O
     ]
     result = await client.create(history, tools=[ADD, MUL])
     assert result == CreateResult(
-        finish_reason="stop", content="5", usage=RequestUsage(prompt_tokens=10, completion_tokens=5)
+        finish_reason="stop",
+        content="5",
+        usage=RequestUsage(prompt_tokens=10, completion_tokens=5),
+        response_model="gpt-4o",  # what the server says answered, and its id for the answer
+        response_id="chatcmpl-test",
     )
     body = server.requests[0].body
     assert body["messages"] == [
@@ -183,7 +187,11 @@ async def test_stream_yields_text_pieces_then_the_result_with_usage(
     items = await collect(client, [USER])
     assert items[:-1] == ["Hello", " ther", "e, wo", "rld"]
     assert items[-1] == CreateResult(
-        finish_reason="stop", content="Hello there, world", usage=RequestUsage(prompt_tokens=21, completion_tokens=4)
+        finish_reason="stop",
+        content="Hello there, world",
+        usage=RequestUsage(prompt_tokens=21, completion_tokens=4),
+        response_model="gpt-4o",
+        response_id="chatcmpl-test",
     )
     assert server.requests[0].body["stream"] is True
     assert server.requests[0].body["stream_options"] == {"include_usage": True}
@@ -204,6 +212,8 @@ async def test_stream_assembles_interleaved_split_tool_calls(
                 FunctionCall(id="call_1", name="mul", arguments='{"x": "long argument"}'),
             ],
             usage=RequestUsage(prompt_tokens=10, completion_tokens=5),
+            response_model="gpt-4o",
+            response_id="chatcmpl-test",
         )
     ]
 

@@ -354,3 +354,22 @@ async def test_parquet_without_pyarrow_names_the_extra_to_install(
     with pytest.raises(ImportError, match=r"pip install 'nbagent\[parquet\]'"):
         load_parquet(folder)
     assert not (tmp_path / "again").exists()
+
+
+async def test_response_model_id_and_request_parameters_reach_the_trace() -> None:
+    """The server's model and answer id, and the client's own request parameters, are recorded per call."""
+    from nbagent import AssistantAgent, OpenAIChatCompletionClient
+    from tests.models.chat_server import ChatServer, Reply
+
+    with ChatServer() as server:
+        server.script(Reply.text("hi"), Reply.text("again", pieces=2))
+        for stream in (False, True):
+            client = OpenAIChatCompletionClient(
+                "gpt-4o", base_url=server.base_url, api_key="test-key", temperature=0.25, seed=7
+            )
+            agent = AssistantAgent("a", client, model_client_stream=stream)
+            await agent.run(task="hello")
+            row = agent.trace.llm_calls_df().iloc[0]
+            assert (row["response_model"], row["response_id"]) == ("gpt-4o", "chatcmpl-test")
+            assert row["request_params"] == {"temperature": 0.25, "seed": 7}
+            await client.close()

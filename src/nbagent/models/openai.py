@@ -739,18 +739,23 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             )
             for call in message.tool_calls or []
         ]
+        response_model, response_id = _answered_by(response)
         if calls:
             return CreateResult(
                 finish_reason="function_calls",
                 content=calls,
                 usage=_usage(response.usage),
                 thought=_join_thoughts(thought, text),
+                response_model=response_model,
+                response_id=response_id,
             )
         return CreateResult(
             finish_reason=_finish_reason(choice.finish_reason, False),
             content=text,
             usage=_usage(response.usage),
             thought=thought,
+            response_model=response_model,
+            response_id=response_id,
         )
 
     def _function_call(self, call_id: str | None, name: str | None, arguments: str | None) -> FunctionCall:
@@ -822,10 +827,26 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 ],
                 usage=usage,
                 thought=_join_thoughts(thought, text),
+                response_model=assembly.response_model,
+                response_id=assembly.response_id,
             )
         return CreateResult(
-            finish_reason=_finish_reason(assembly.finish_reason, False), content=text, usage=usage, thought=thought
+            finish_reason=_finish_reason(assembly.finish_reason, False),
+            content=text,
+            usage=usage,
+            thought=thought,
+            response_model=assembly.response_model,
+            response_id=assembly.response_id,
         )
+
+
+def _answered_by(response: Any) -> tuple[str | None, str | None]:
+    """The model and id a server gave its answer (a completion or a stream's chunk), where it gave them."""
+    model, answer_id = getattr(response, "model", None), getattr(response, "id", None)
+    return (
+        model if isinstance(model, str) and model else None,
+        answer_id if isinstance(answer_id, str) and answer_id else None,
+    )
 
 
 class _StreamAssembly:
@@ -840,9 +861,13 @@ class _StreamAssembly:
         self.usage: Any = None
         self.saw_choice = False
         self.first_delta_perf: float | None = None
+        self.response_model: str | None = None
+        self.response_id: str | None = None
 
     def feed(self, chunk: Any) -> str:
         """Take one chunk; the text to show now (maybe empty)."""
+        if self.response_id is None:  # every chunk of a stream names the same answer: read the first
+            self.response_model, self.response_id = _answered_by(chunk)
         if chunk.usage is not None:
             self.usage = chunk.usage
         if not chunk.choices:

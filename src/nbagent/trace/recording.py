@@ -348,7 +348,9 @@ class AgentRecorder(Generic[T]):
         if len(shared) != head or any(shared[i] is not messages[i] for i in range(head)):
             shared = self._head = tuple(messages[:head])
         sent = SentMessages(shared, log, start, known)
-        call.request = ModelRequest(sent, request.tools, request.tool_choice, request.json_output)
+        call.request = ModelRequest(
+            sent, request.tools, request.tool_choice, request.json_output, request.extra_create_args
+        )
 
     def origin_of(self, message: LLMMessage, live: bool = False) -> Origin:
         """The run, STEP and move that added ``message`` to the context (Nones: outside a run).
