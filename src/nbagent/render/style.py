@@ -234,20 +234,22 @@ STYLESHEET = (
 .nba-batch-metrics b{color:var(--nba-fg);font-weight:600}
 .nba-batch-errors caption{text-align:left;font-size:12px;color:var(--nba-muted)}
 .nba-batch-errors td{max-width:40em;overflow-wrap:anywhere}
-.jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child
-  .nba-stepper-live:not(.jupyter-widgets-disconnected)){display:none}
-.jp-OutputArea-child:has(.nba-static-copy)+.jp-OutputArea-child:has(
-  >[data-mime-type="application/vnd.jupyter.widget-view+json"]):not(:has(
-  .nba-stepper-live:not(.jupyter-widgets-disconnected))){display:none}
+.jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child .nba-stepper-live):not(
+  :has(+.jp-OutputArea-child .jupyter-widgets-disconnected)){display:none}
+.jp-OutputArea-child:has(.nba-static-copy)+.jp-OutputArea-child:not(:has(>.jp-OutputArea-output[data-mime-type])):not(
+  :has(.nba-stepper-live)),
+.jp-OutputArea-child:has(.nba-static-copy)+.jp-OutputArea-child:has(.nba-stepper-live .jupyter-widgets-disconnected){
+  display:none}
 """
 )
 """Every rule of every view (live view, stepper and its diagram, context tables, trace summary and timeline).
 
-The last two rules pair a stepper's static copy with its live widget (the output after it): the
-live widget hides the copy; a widget output that shows no live stepper gives way to the copy: in
-a reopened notebook the widget manager either has no model for it ("Error displaying widget:
-model not found", no widget state saved) or rebuilds it from the saved state with no kernel behind
-it (``jupyter-widgets-disconnected``, dead buttons).
+The last rules pair a stepper's static copy with its live widget (the output after it, which the
+widget manager draws with no ``data-mime-type``): a connected live widget hides the copy; a
+widget output that shows no live stepper gives way to the copy. In a reopened notebook the widget
+manager either has no model for it ("Error displaying widget: model not found", no widget state
+saved) or rebuilds it from the saved state with no kernel behind it (its widgets
+``jupyter-widgets-disconnected``, dead buttons).
 """
 
 STYLE = Markup("<style>") + Markup(STYLESHEET) + Markup("</style>")
