@@ -86,3 +86,62 @@ def test_no_text_becomes_markup(text: str, attribute: str) -> None:
     out = el("div", text, el("span", text), title=attribute) + text
     # Only the tags el() wrote: two of the div, two of the span, the title's two quotes.
     assert (out.count("<"), out.count(">"), out.count('"')) == (4, 4, 2)
+
+
+def test_a_markup_attribute_value_is_escaped_too() -> None:
+    """Markdown's sanitised HTML as a title must not close the attribute (an ``onmouseover`` injected)."""
+    from nbagent.render.markdown import markdown
+
+    title = markdown("[a](http://x/onmouseover=alert(1)//)")
+    assert isinstance(title, Markup) and '"' in title
+    out = el("span", "x", title=title)
+    assert out.count('"') == 2 and "onmouseover" not in out.split('"')[0]
+    assert el("i", title=Markup('"><script>alert(1)</script>')) == (
+        '<i title="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"></i>'
+    )
+    assert el("i", title=Markup("&amp;")) == '<i title="&amp;amp;"></i>'  # escaped once more, as text
+
+
+def test_percent_with_a_mapping_or_other_values_escapes_all_their_text() -> None:
+    assert Markup("%s") % {"<script>": 1} == "{&#x27;&lt;script&gt;&#x27;: 1}"
+    assert Markup("%(a)s|%(b)d") % {"a": "<b>", "b": 2} == "&lt;b&gt;|2"
+    assert Markup("%s") % ["<b>"] == "[&#x27;&lt;b&gt;&#x27;]"
+
+    class Shout:
+        def __str__(self) -> str:
+            return "<script>"
+
+    assert Markup("%s") % Shout() == "&lt;script&gt;"
+    both = Markup("%s %s") % (Shout(), {"<k>": "<v>"})
+    assert both == "&lt;script&gt; {&#x27;&lt;k&gt;&#x27;: &#x27;&lt;v&gt;&#x27;}"
+    assert Markup("%r") % "<x>" == "&#x27;&lt;x&gt;&#x27;"
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"href": "javascript:alert(1)"},
+        {"href": " JaVaScRiPt:alert(1)"},
+        {"href": "java\tscript:alert(1)"},
+        {"href": "\x01javascript:alert(1)"},
+        {"src": "vbscript:x"},
+        {"href": "data:text/html,<script>alert(1)</script>"},
+        {"src": "data:image/svg+xml,<svg onload=alert(1)>"},
+        {"formaction": "javascript:alert(1)"},
+        {"srcdoc": "<script>alert(1)</script>"},
+        {"style": "background:url(javascript:alert(1))"},
+        {"style": "width: expression(alert(1))"},
+        {"style": "background: u\\rl(x)"},
+    ],
+)
+def test_el_refuses_script_urls_srcdoc_and_unsafe_styles(attributes: dict[str, str]) -> None:
+    with pytest.raises(ValueError):
+        el("a", "x", **attributes)
+
+
+def test_el_keeps_safe_urls_and_styles() -> None:
+    assert el("a", "x", href="https://e.org/?a=1&b=2") == '<a href="https://e.org/?a=1&amp;b=2">x</a>'
+    assert el("a", "x", href="#anchor") == '<a href="#anchor">x</a>'
+    assert el("a", "x", href="notes/page.html") == '<a href="notes/page.html">x</a>'
+    assert el("img", src="data:image/png;base64,AAAA") == '<img src="data:image/png;base64,AAAA"></img>'
+    assert el("div", style="width:40%;color:var(--nba-fg)") == '<div style="width:40%;color:var(--nba-fg)"></div>'

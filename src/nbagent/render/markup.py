@@ -16,7 +16,7 @@ from __future__ import annotations
 import html as _html
 import re
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
 __all__ = ["EMPTY", "Markup", "Child", "el", "escape"]
@@ -40,12 +40,17 @@ class Markup(str):
         return Markup(str.__mul__(self, count))
 
     def __mod__(self, args: Any) -> Markup:
+        # As markupsafe does: a tuple's items are wrapped one by one; anything else indexable (a
+        # mapping, a list) is wrapped whole, so that ``%(key)s`` escapes what each lookup gives and
+        # ``%s`` escapes the whole value's text (a dict's keys included); any other value is wrapped
+        # in a 1-tuple (so a value that is itself a tuple subclass cannot be unpacked).
+        escaped: Any
         if isinstance(args, tuple):
-            escaped: Any = tuple(_Escaped(arg) for arg in args)
-        elif isinstance(args, Mapping):
-            escaped = {key: _Escaped(value) for key, value in args.items()}
-        else:
+            escaped = tuple(_Escaped(arg) for arg in args)
+        elif hasattr(type(args), "__getitem__") and not isinstance(args, str):
             escaped = _Escaped(args)
+        else:
+            escaped = (_Escaped(args),)
         return Markup(str.__mod__(self, escaped))
 
     def format(self, *args: Any, **kwargs: Any) -> Markup:
@@ -69,17 +74,23 @@ def escape(value: object) -> Markup:
 
 
 class _Escaped:
-    """A ``%`` operand: escaped when formatted as text, itself for numbers."""
+    """A ``%`` operand: escaped when formatted as text, itself for numbers; a mapping's lookups
+    (``%(key)s``) are wrapped in turn."""
 
     __slots__ = ("value",)
 
     def __init__(self, value: object) -> None:
         self.value = value
 
+    def __getitem__(self, key: object) -> _Escaped:
+        container: Any = self.value
+        return _Escaped(container[key])
+
     def __str__(self) -> str:
         return escape(self.value)
 
-    __repr__ = __str__
+    def __repr__(self) -> str:
+        return escape(repr(self.value))
 
     def __int__(self) -> int:
         number: Any = self.value
@@ -129,9 +140,40 @@ def _add_children(parts: list[str], children: Iterable[Child]) -> None:
 
 def _attribute_name(key: str) -> str:
     name = key.rstrip("_").replace("_", "-")
-    if not _NAME.match(name) or name.lower().startswith("on"):
+    if not _NAME.match(name) or name.lower().startswith("on") or name.lower() == "srcdoc":
         raise ValueError(f"not an attribute name el() writes: {key!r}")
     return name
+
+
+_URL_ATTRIBUTES = frozenset(
+    {"href", "src", "action", "formaction", "xlink:href", "poster", "background", "cite", "data", "srcset"}
+)
+_SCHEME = re.compile(r"([a-z][a-z0-9+.\-]*):")
+_SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+_SAFE_DATA = re.compile(r"data:image/(png|jpeg|jpg|gif|webp|bmp|avif)[;,]")
+_URL_NOISE = re.compile(r"[\t\n\r]")  # what a browser removes anywhere in a URL
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))  # and what it strips from either end
+_STYLE_UNSAFE = re.compile(r"javascript:|vbscript:|expression\(|-moz-binding|behavior:|url\(|@import")
+
+
+def _checked_value(name: str, value: str) -> str:
+    """``value`` if it is a safe value for attribute ``name``; a ``ValueError`` otherwise.
+
+    A URL attribute takes a relative URL or an ``http(s)``/``mailto`` URL or a ``data:image/`` of a
+    raster type, never ``javascript:`` and the like; a ``style`` takes no ``url()``, ``expression()``
+    nor script scheme.
+    """
+    lowered = name.lower()
+    if lowered in _URL_ATTRIBUTES:
+        url = _URL_NOISE.sub("", value).strip(_C0_AND_SPACE).lower()
+        scheme = _SCHEME.match(url)
+        if scheme and scheme.group(1) not in _SAFE_SCHEMES and not _SAFE_DATA.match(url):
+            raise ValueError(f"el() writes no {scheme.group(1)}: URL in {name}: {value!r}")
+    elif lowered == "style":
+        css = re.sub(r"[\s\\]|/\*.*?\*/", "", value, flags=re.DOTALL).lower()
+        if _STYLE_UNSAFE.search(css):
+            raise ValueError(f"el() writes no url(), expression() or script in a style: {value!r}")
+    return value
 
 
 def el(tag: str, *children: Child, **attributes: object) -> Markup:
@@ -140,7 +182,10 @@ def el(tag: str, *children: Child, **attributes: object) -> Markup:
     Attribute names are the keywords with ``_`` for ``-`` and a trailing ``_`` dropped
     (``class_="x"``, ``data_call_id=...``, ``aria_label=...``); ``None`` and ``False`` leave an
     attribute out, ``True`` writes it bare (``open``). Event-handler attributes (``on...``) are
-    refused. SVG shapes and ``br``/``hr`` without content are written self-closed.
+    refused, and so are ``srcdoc``, a URL attribute (``href``, ``src``, ``formaction``, ...) whose
+    scheme is not http(s), mailto or a raster ``data:image/``, and a ``style`` with ``url()``,
+    ``expression()`` or a script scheme. Every value is escaped, quotes included, even a ``Markup``
+    one. SVG shapes and ``br``/``hr`` without content are written self-closed.
     """
     if not _NAME.match(tag):
         raise ValueError(f"not a tag name: {tag!r}")
@@ -148,11 +193,15 @@ def el(tag: str, *children: Child, **attributes: object) -> Markup:
     for key, value in attributes.items():
         if value is None or value is False:
             continue
+        name = _attribute_name(key)
         parts.append(" ")
-        parts.append(_attribute_name(key))
+        parts.append(name)
         if value is not True:
+            # Always escaped, quotes included, whatever the value's type: a Markup value (markup
+            # meant for an element's content) would otherwise close the attribute.
+            text = _checked_value(name, str.__str__(value) if isinstance(value, str) else str(value))
             parts.append('="')
-            parts.append(escape(value))
+            parts.append(_html.escape(text, quote=True))
             parts.append('"')
     body: list[str] = []
     _add_children(body, children)
