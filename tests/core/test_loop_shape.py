@@ -18,18 +18,27 @@ from __future__ import annotations
 import inspect
 import itertools
 import warnings
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from nbagent import AssistantAgent, BaseChatMessage, CancellationToken, Response
+from nbagent import (
+    AssistantAgent,
+    BaseChatMessage,
+    CancellationToken,
+    CreateResult,
+    ListMemory,
+    MemoryContent,
+    ReplayChatCompletionClient,
+    Response,
+)
 from nbagent.agent import AgentRun
 from nbagent.records import END, MOVES, LoopSettings, Move, RunFinished, RunItem, RunStarted
 
-from ..stepper.scenarios import SCENARIOS
+from ..stepper.scenarios import SCENARIOS, add, calls, text
 from . import test_event_orders, test_fixes, test_summary_and_errors
 
 CONTRACT_MODULES: list[ModuleType] = [test_event_orders, test_summary_and_errors, test_fixes]
@@ -45,6 +54,7 @@ class ObservedRun:
     moves: list[str] = field(default_factory=list)
     response: bool = False
     status: str | None = None
+    ran: set[tuple[str, str]] = field(default_factory=set)  # (method of MOVES, the move current as it ran)
 
     def transitions(self) -> list[Transition]:
         pairs = list(itertools.pairwise(self.moves))
@@ -76,11 +86,72 @@ class MoveLog:
             self.current = None
 
 
+class Resumes:
+    """An async generator that calls ``note`` each time it is resumed (its body runs on)."""
+
+    def __init__(self, generator: AsyncGenerator[Any, Any], note: Callable[[], None]) -> None:
+        self.generator = generator
+        self.note = note
+
+    def __aiter__(self) -> Resumes:
+        return self
+
+    def __anext__(self) -> Awaitable[Any]:
+        self.note()
+        return self.generator.__anext__()
+
+    def asend(self, value: Any) -> Awaitable[Any]:
+        self.note()
+        return self.generator.asend(value)
+
+    def athrow(self, *args: Any) -> Awaitable[Any]:
+        self.note()
+        return self.generator.athrow(*args)
+
+    def aclose(self) -> Awaitable[None]:
+        return self.generator.aclose()
+
+
+def noting_runs(method: str, original: Callable[..., Any], note: Callable[[Any, str], None]) -> Callable[..., Any]:
+    """``original`` calling ``note(agent, method)`` whenever its body runs: when a sync method or a
+    coroutine starts, and at every resumption of an async generator."""
+    if inspect.isasyncgenfunction(original):
+
+        def generator(self: Any, *args: Any, **kwargs: Any) -> Resumes:
+            return Resumes(original(self, *args, **kwargs), lambda: note(self, method))
+
+        return generator
+    if inspect.iscoroutinefunction(original):
+
+        async def coroutine(self: Any, *args: Any, **kwargs: Any) -> Any:
+            note(self, method)
+            return await original(self, *args, **kwargs)
+
+        return coroutine
+
+    def function(self: Any, *args: Any, **kwargs: Any) -> Any:
+        note(self, method)
+        return original(self, *args, **kwargs)
+
+    return function
+
+
 def observing(monkeypatch: pytest.MonkeyPatch) -> list[ObservedRun]:
-    """Observe every run started while the test runs: ``iter`` adds a :class:`MoveLog` to the agent's recorders."""
+    """Observe every run started while the test runs: ``iter`` adds a :class:`MoveLog` to the agent's
+    recorders, and each method MOVES names notes which move is current whenever it runs."""
     runs: list[ObservedRun] = []
     logs: dict[int, MoveLog] = {}
     original = AssistantAgent.iter
+
+    def note(agent: Any, method: str) -> None:
+        log = logs.get(id(agent))
+        if log is not None and log.current is not None and log.current.moves:
+            log.current.ran.add((method, log.current.moves[-1]))
+
+    for method in {info.method for info in MOVES.values()}:
+        function = getattr(AssistantAgent, method, None)
+        if callable(function):
+            monkeypatch.setattr(AssistantAgent, method, noting_runs(method, function, note))
 
     def iter_observed(
         self: AssistantAgent,
@@ -151,7 +222,55 @@ def contract_scenarios() -> list[tuple[str, Callable[[pytest.MonkeyPatch], Await
     return out
 
 
-SCENARIO_RUNS = contract_scenarios()
+def path_scripts(settings: LoopSettings) -> dict[str, list[str | CreateResult]]:
+    """Model scripts that, under ``settings``, take every path MOVES makes possible: a text answer,
+    a handoff, tool calls answered in the next iteration, tool calls until the iterations are used up."""
+    call, handoff = calls(("c1", "add", '{"a": 1, "b": 2}')), calls(("h1", "transfer_to_billing", "{}"))
+    after_tools = [text("3")] if settings.reflect_on_tool_use else []
+    scripts: dict[str, list[str | CreateResult]] = {"text": [text("hi")]}
+    scripts["tools_used_up"] = [*[call] * settings.max_tool_iterations, *after_tools]
+    if settings.max_tool_iterations > 1:
+        scripts["tools_then_text"] = [call, text("3")]
+    if settings.handoffs:
+        scripts["handoff"] = [handoff]
+    return scripts
+
+
+ALL_SETTINGS = [
+    LoopSettings(memory, handoffs, iterations, reflect)
+    for memory, handoffs, iterations, reflect in itertools.product((False, True), (False, True), (1, 2), (False, True))
+]
+
+
+def path_scenarios() -> list[tuple[str, Callable[[pytest.MonkeyPatch], Awaitable[None]]]]:
+    """For every settings MOVES tells apart, one scenario per path of :func:`path_scripts`."""
+    out: list[tuple[str, Callable[[pytest.MonkeyPatch], Awaitable[None]]]] = []
+    for settings in ALL_SETTINGS:
+        for path, script in path_scripts(settings).items():
+
+            async def run_path(
+                monkeypatch: pytest.MonkeyPatch, settings: LoopSettings = settings, script: list[Any] = script
+            ) -> None:
+                agent = AssistantAgent(
+                    "assistant",
+                    ReplayChatCompletionClient(list(script)),
+                    tools=[add],
+                    handoffs=["billing"] if settings.handoffs else None,
+                    memory=[ListMemory(memory_contents=[MemoryContent(content="likes tea")])]
+                    if settings.memory
+                    else None,
+                    max_tool_iterations=settings.max_tool_iterations,
+                    reflect_on_tool_use=settings.reflect_on_tool_use,
+                )
+                assert canonical(agent.loop_settings) == settings
+                await agent.run(task="go")
+
+            flags = [name for name, on in vars(settings).items() if on is True or on == 2] or ["defaults"]
+            out.append((f"paths.{'+'.join(flags)}.{path}", run_path))
+    return out
+
+
+SCENARIO_RUNS = contract_scenarios() + path_scenarios()
 OBSERVED: dict[str, list[ObservedRun]] = {}  # by scenario: each is run once for both checks
 
 
@@ -179,6 +298,11 @@ def shape_errors(run: ObservedRun) -> list[str]:
             errors.append(f"{name!r} is no move of MOVES")
         elif not MOVES[name].possible(run.settings):
             errors.append(f"{name!r} is not possible under {run.settings}")
+    for index, name in enumerate(run.moves):
+        if name not in MOVES or (index == len(run.moves) - 1 and run.status != "ok"):
+            continue  # a run stopped at its last move may end before that move's method runs
+        if (MOVES[name].method, name) not in run.ran:
+            errors.append(f"{MOVES[name].method} did not run while {name!r} was the current move")
     for source, target in run.transitions():
         if source not in MOVES:
             continue
@@ -221,3 +345,41 @@ async def test_every_move_and_edge_of_moves_is_made_by_some_scenario() -> None:
     edges = {(name, edge.target) for name, info in MOVES.items() for edge in info.edges}
     assert sorted(set(MOVES) - made_moves) == []
     assert sorted(edges - made_edges) == []
+
+
+def canonical(settings: LoopSettings) -> LoopSettings:
+    """Settings that make the same moves and edges possible (``possible`` reads only a tool loop's
+    existence, not its length)."""
+    return replace(settings, max_tool_iterations=min(settings.max_tool_iterations, 2))
+
+
+def possible_under(settings: LoopSettings) -> tuple[set[str], set[Transition]]:
+    """The moves and the edges (out of a possible move) MOVES makes possible under ``settings``."""
+    moves: set[str] = {name for name, info in MOVES.items() if info.possible(settings)}
+    edges: set[Transition] = {
+        (name, edge.target)
+        for name, info in MOVES.items()
+        if name in moves
+        for edge in info.edges
+        if edge.possible(settings)
+    }
+    return moves, edges
+
+
+async def test_under_each_settings_every_possible_move_and_edge_is_made() -> None:
+    """Per settings the scenarios run under (every combination MOVES tells apart, by the path
+    scenarios): what MOVES says is possible there is made there (a condition dropped from an edge or
+    a move makes it possible where no run takes it)."""
+    made: dict[LoopSettings, tuple[set[str], set[Transition]]] = {}
+    for name, run in SCENARIO_RUNS:
+        for observed in await observe(name, run):
+            moves, edges = made.setdefault(canonical(observed.settings), (set(), set()))
+            moves.update(observed.moves)
+            edges.update(observed.transitions())
+    missing = {}
+    for settings, (moves, edges) in made.items():
+        possible_moves, possible_edges = possible_under(settings)
+        if possible_moves - moves or possible_edges - edges:
+            missing[str(settings)] = sorted(possible_moves - moves), sorted(possible_edges - edges)
+    assert sorted(map(str, made)) == sorted(map(str, ALL_SETTINGS))
+    assert missing == {}, "\n".join(f"{key}: moves {moves}, edges {edges}" for key, (moves, edges) in missing.items())
