@@ -212,6 +212,15 @@ async def test_replay_create_calls_of_an_agent_run() -> None:
     assert client.create_calls[0]["messages"][0].content == "sys"
 
 
+async def test_replay_exhausted_is_a_value_error() -> None:
+    # AutoGen's replay client raises ValueError("No more mock responses available").
+    client = ReplayChatCompletionClient(["only"])
+    await client.create([UserMessage(content="hello", source="user")])
+    with pytest.raises(ValueError, match="no answer left") as raised:
+        await client.create([UserMessage(content="again", source="user")])
+    assert isinstance(raised.value, nbagent.ReplayExhaustedError) and isinstance(raised.value, nbagent.ModelError)
+
+
 # --------------------------------------------------------------------------- structured answers
 
 

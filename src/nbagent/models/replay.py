@@ -20,8 +20,11 @@ from .base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, Mod
 _CHUNK = re.compile(r"\S+\s*|\s+")
 
 
-class ReplayExhaustedError(ModelError):
-    """The script has no answer left for this call."""
+class ReplayExhaustedError(ModelError, ValueError):
+    """The script has no answer left for this call.
+
+    Also a ``ValueError``, which AutoGen's replay client raises then (``"No more mock responses
+    available"``): ``except ValueError`` written for AutoGen catches it."""
 
 
 class ReplayChatCompletionClientConfig(BaseModel):
