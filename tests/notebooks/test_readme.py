@@ -48,6 +48,8 @@ EXPECTED = {
     "Step through the loop": ["1 add_messages _add_messages_to_context"],
     "Traces": ["True"],
     "Models": [],
+    "Many runs": ["20"],
+    "AutoGen's own agents and teams": ["Hello from AutoGen."],
     "Cassettes": ["Hello!"],
 }
 
