@@ -411,6 +411,33 @@ async def test_a_recorder_sends_each_run_as_it_ends(capture: Capture) -> None:
     assert len(capture.requests) == 3
 
 
+async def test_a_recorder_sends_overlapping_runs_whole(capture: Capture) -> None:
+    """Two agents' runs overlap: each is sent whole when it ends (the first send forgets only its own run)."""
+    gate = asyncio.Event()
+
+    async def wait_for_gate() -> str:
+        """Wait until released."""
+        await gate.wait()
+        return "released"
+
+    def agent(name: str) -> AssistantAgent:
+        model = ReplayChatCompletionClient([calls(("c1", "wait_for_gate", "{}")), "done"])
+        return AssistantAgent(name, model, tools=[wait_for_gate], reflect_on_tool_use=True)
+
+    first, second = agent("first"), agent("second")
+    recorder = OTLPRecorder(capture.endpoint, content=True).attach(first).attach(second)
+
+    async def release() -> None:
+        await asyncio.sleep(0.2)
+        gate.set()
+
+    await asyncio.gather(first.run(task="one"), second.run(task="two"), release())
+    sent = sorted(sorted(s.name for s in capture.spans(i)) for i in range(len(capture.requests)))
+    whole = ["chat replay", "chat replay", "execute_tool wait_for_gate"]
+    assert sent == [sorted(["invoke_agent first", *whole]), sorted(["invoke_agent second", *whole])]
+    assert recorder.errors == [] and len(recorder.trace) == 0  # all forgotten once no run is going
+
+
 async def test_without_opentelemetry_proto_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     trace = await tool_trace("hi")
     monkeypatch.setitem(sys.modules, "opentelemetry.proto.trace.v1.trace_pb2", None)

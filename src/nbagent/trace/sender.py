@@ -102,4 +102,13 @@ class OTLPRecorder:
                 raise
             return 0
         finally:
-            self.trace.clear()  # keeps what a run still in progress needs
+            self._forget(run_id)
+
+    def _forget(self, run_id: str) -> None:
+        """After a run is sent: forget all when no other run is going, else only that run's rows (the
+        runs still going keep everything, so each is sent whole when it ends)."""
+        store = self.trace.store
+        if store.in_progress() - {run_id}:
+            store.drop_runs({run_id})
+        else:
+            self.trace.clear()

@@ -54,6 +54,23 @@ class RowStore:
         self._unnamed.clear()
         self._unnamed_calls.clear()
 
+    def in_progress(self) -> set[str]:
+        """The ids of the runs started and not yet finished."""
+        running: set[str] = set()
+        for row in self.rows:
+            if type(row) is RunStarted:
+                running.add(row.run_id)
+            elif type(row) is RunFinished:
+                running.discard(row.run_id)
+        return running
+
+    def drop_runs(self, run_ids: set[str]) -> None:
+        """Forget the rows of the finished runs ``run_ids``, keeping every other run's rows whole, and
+        every snapshot and log (a run in progress may share its context's log with them)."""
+        self.name_chunks()  # deferred chunk ids point at row positions, which this shifts
+        rows = self.rows
+        rows[:] = [row for row in rows if (row[0] if type(row) is tuple else row.run_id) not in run_ids]
+
     def clear(self) -> None:
         """Forget every row and snapshot but what a run in progress still needs to be recorded whole
         from here on: its ``RunStarted``, its last move and its LLM and tool calls not ended yet."""
