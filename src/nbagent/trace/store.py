@@ -69,7 +69,7 @@ class RowStore:
         every snapshot and log (a run in progress may share its context's log with them)."""
         self.name_chunks()  # deferred chunk ids point at row positions, which this shifts
         rows = self.rows
-        rows[:] = [row for row in rows if (row[0] if type(row) is tuple else row.run_id) not in run_ids]
+        rows[:] = [row for row in rows if _run_of(row) not in run_ids]
 
     def clear(self) -> None:
         """Forget every row and snapshot but what a run in progress still needs to be recorded whole
@@ -94,3 +94,8 @@ class RowStore:
         self._unnamed_calls.clear()
         self.snapshots.clear()
         self.logs.clear()
+
+
+def _run_of(row: Row) -> str | None:
+    """The run a row belongs to (every layout starts with it; a record holds it)."""
+    return row[0] if isinstance(row, tuple) else row.run_id
