@@ -30,7 +30,7 @@ ANSWER = (
     "| 3 | 4 | 7 |\\n\\nEach is `add(a, b)`:\\n\\n```python\\nprint(add(3, 4))\\n```\\n\\n"
     "- the **smallest** is 1\\n- the largest is 7\\n\\nSee [the docs](https://example.org)."
 )
-WORDS = " ".join(f"word{i}" for i in range(3000))
+WORDS = " ".join(f"word{i}" for i in range(8000))
 
 def adder(name, cards=4):
     """Four parallel tool calls (a thought first), then a streamed Markdown answer."""
@@ -43,7 +43,7 @@ def adder(name, cards=4):
     return AssistantAgent(name, ReplayChatCompletionClient(script, chunk_delay=0.002), tools=[add],
                           reflect_on_tool_use=True, model_client_stream=True)
 
-def talker(name, delay=0.03):
+def talker(name, delay=0.01):
     """A long streamed answer, one word every ``delay`` seconds."""
     return AssistantAgent(name, ReplayChatCompletionClient([WORDS], chunk_delay=delay), model_client_stream=True)
 
@@ -63,16 +63,17 @@ VIEWS = [
     # Waiting in a tool: Stop enabled, a running tool card.
     "waiting = nbagent.start(waiter('waiter', 1), 'Wait.')\nawait started.setdefault(1, asyncio.Event()).wait()",
     # Stopped while streaming: its text never entered the context.
-    "cut = nbagent.start(talker('cutter', 0.01), 'Talk.')\nawait asyncio.sleep(0.6)\ncut.stop()\nawait cut.wait()",
+    "cut_agent = talker('cutter', 0.01)\ncut = nbagent.start(cut_agent, 'Talk.')\nawait asyncio.sleep(0.6)\n"
+    "cut.stop()\nawait cut.wait()",
     # Cancelled from outside (task.cancel()): interrupted.
     "gone = nbagent.start(waiter('canceller', 2), 'Wait.')\nawait started.setdefault(2, asyncio.Event()).wait()\n"
     "gone.task.cancel()\ntry:\n    await gone.wait()\nexcept asyncio.CancelledError:\n    pass",
     # A failed model call.
     "try:\n    await nbagent.show(AssistantAgent('failing', ReplayChatCompletionClient([])), 'Hello?')\n"
     "except Exception as error:\n    print(type(error).__name__)",
-    # A stepper mid-walk (at the tool execution, context rows added), and its static copy.
+    # A stepper mid-walk (at the tool request: its four cards; context rows added), and its static copy.
     "stepped_agent = adder('stepped')\nstepper = nbagent.step(stepped_agent, 'Sum the pairs.')\nstepper",
-    "for _ in range(5):\n    await stepper.next()",
+    "for _ in range(4):\n    await stepper.next()",
     "from IPython.display import HTML\nfrom nbagent.notebook.stepper_widget import stepper_html\n"
     "HTML(stepper_html(stepper))",
     # The trace's summary (with the last run's timeline) and a timeline.

@@ -247,6 +247,7 @@ def _llm_call(item: LLMCall, options: Options = PLAIN) -> Markup:
         "div",
         options.badge,
         label(f"LLM call{number} · {item.model} · {item.purpose}"),
+        " ",
         muted(detail),
         class_="nba-event nba-llm-call",
         data_state=state,

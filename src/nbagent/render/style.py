@@ -52,6 +52,7 @@ PALETTE: dict[str, tuple[str, str]] = {
 MIXES: dict[str, tuple[str, str, int]] = {
     # name: (colour, colour it is mixed into, percent of the first)
     "muted": ("fg", "surface", 72),
+    "code-bg": ("chip", "surface", 50),
 }
 
 
@@ -163,11 +164,12 @@ STYLESHEET = (
 .nba-footer{font-size:12px;color:var(--nba-muted);margin-top:4px}
 .nba-footer span{margin-right:14px}
 .nba-footer .nba-status{color:var(--nba-fg)}
-.nba-table{border-collapse:collapse;margin:4px 0;table-layout:auto;font-size:12px}
-.nba-table td,.nba-table th{border:1px solid var(--nba-rule);padding:2px 6px;text-align:left;vertical-align:top;
-  color:var(--nba-fg);background:none}
-.nba-table tr{background:none}
-.nba-table th{background:var(--nba-raised)}
+.nba-table{border-collapse:collapse;margin:4px 0;table-layout:auto;font-size:12px;margin-left:0;margin-right:0}
+/* :is() adds a class's weight: above JupyterLab's right-aligned cells of HTML outputs */
+:is(.nba-view,.nba-stepper,.nba-trace) .nba-table :is(td,th){border:1px solid var(--nba-rule);padding:2px 6px;
+  text-align:left;vertical-align:top;color:var(--nba-fg);background:none;line-height:1.45}
+:is(.nba-view,.nba-stepper,.nba-trace) .nba-table tr{background:none;text-align:left}
+:is(.nba-view,.nba-stepper,.nba-trace) .nba-table th{background:var(--nba-raised)}
 .nba-markdown{max-height:32em;overflow:auto;resize:vertical}
 .nba-markdown>:first-child{margin-top:0}.nba-markdown>:last-child{margin-bottom:0}
 .nba-markdown p,.nba-markdown ul,.nba-markdown ol,.nba-markdown blockquote,.nba-markdown table,
@@ -178,15 +180,16 @@ STYLESHEET = (
 .nba-markdown h1{font-size:17px}.nba-markdown h2{font-size:15px}
 .nba-markdown blockquote{border-left:3px solid var(--nba-rule);padding-left:8px;color:var(--nba-fg)}
 .nba-markdown table{border-collapse:collapse;table-layout:auto}
-.nba-markdown th,.nba-markdown td{border:1px solid var(--nba-rule);padding:2px 8px;text-align:left;
-  color:var(--nba-fg);background:none}
-.nba-markdown tr{background:none}
-.nba-markdown th{background:var(--nba-raised);font-weight:600}
-.nba-markdown code{font-family:var(--jp-code-font-family,monospace);font-size:12px;background:var(--nba-chip);
-  color:var(--nba-fg);padding:0 3px;border-radius:3px}
-.nba-markdown pre{background:var(--nba-raised);border:1px solid var(--nba-rule);border-radius:4px;padding:6px 8px;
-  overflow-x:auto;white-space:pre;word-break:normal}
-.nba-markdown pre code{background:none;padding:0;font-size:12px}
+.nba-markdown table{margin-left:0;margin-right:0}
+:is(.nba-view,.nba-stepper,.nba-trace) .nba-markdown :is(td,th){border:1px solid var(--nba-rule);padding:2px 8px;
+  text-align:left;color:var(--nba-fg);background:none;line-height:1.45}
+:is(.nba-view,.nba-stepper,.nba-trace) .nba-markdown tr{background:none;text-align:left}
+:is(.nba-view,.nba-stepper,.nba-trace) .nba-markdown th{background:var(--nba-raised);font-weight:600}
+:is(.nba-view,.nba-stepper,.nba-trace) .nba-markdown code{font-family:var(--jp-code-font-family,monospace);
+  font-size:12px;background:var(--nba-chip);color:var(--nba-fg);padding:0 3px;border-radius:3px}
+:is(.nba-view,.nba-stepper,.nba-trace) .nba-markdown pre{background:var(--nba-code-bg);
+  border:1px solid var(--nba-rule);border-radius:4px;padding:6px 8px;overflow-x:auto;white-space:pre;word-break:normal}
+:is(.nba-view,.nba-stepper,.nba-trace) .nba-markdown pre code{background:none;padding:0;font-size:12px}
 .nba-view .jupyter-button.nba-stop:not(:disabled){background:var(--nba-button-danger);
   color:var(--nba-button-text)}
 .nba-stepper .jupyter-button.mod-primary:not(:disabled){background:var(--nba-button-primary);
