@@ -195,36 +195,40 @@ async def replay_rate(tasks: list[str], concurrency: int) -> float:
 
 
 async def memory_per_1000(tasks: int, concurrency: int) -> dict[str, float]:
-    """KB a batch keeps per 1,000 tasks: in memory (results and trace), and with output= (its growth
-    from the second measure on, every 1,000 tasks)."""
+    """KB a batch keeps per 1,000 tasks (tracemalloc, after a collection, the batch still referenced):
+    in memory (results and trace), and with output= (a folder): what 4x the tasks keep more, per
+    1,000 tasks, and the peak while each runs (the part being written included)."""
     from nbagent import Batch
 
-    names = [f"task {i}" for i in range(tasks)]
-    gc.collect()
+    async def kept(count: int, output: str | None) -> tuple[int, int]:
+        names = [f"task {i}" for i in range(count)]
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        batch = Batch(replay_factory(), names, concurrency=concurrency, part_size=500, output=output, progress=None)
+        await batch.run()
+        peak = tracemalloc.get_traced_memory()[1] - before
+        del names
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+        del batch
+        return held, peak
+
+    with tempfile.TemporaryDirectory() as warm:  # imports and caches first (pyarrow, pandas)
+        await Batch(replay_factory(), ["w"] * 600, part_size=500, output=warm, progress=None).run()
     tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    batch = await Batch(replay_factory(), names, concurrency=concurrency, progress=None).run()
-    gc.collect()
-    kept = tracemalloc.get_traced_memory()[0] - before
-    del batch
-    held: list[int] = []
-
-    def counted() -> Any:
-        for i in range(tasks * 2):
-            if i and i % 1000 == 0:
-                gc.collect()
-                held.append(tracemalloc.get_traced_memory()[0])
-            yield f"task {i}"
-
-    with tempfile.TemporaryDirectory() as folder:
-        await Batch(
-            replay_factory(), counted(), concurrency=concurrency, part_size=500, output=folder, progress=None
-        ).run()
-    tracemalloc.stop()
-    steps = [b - a for a, b in zip(held[1:], held[2:])]
+    try:
+        in_memory, _ = await kept(tasks, None)
+        with tempfile.TemporaryDirectory() as small, tempfile.TemporaryDirectory() as large:
+            held_small, peak_small = await kept(1000, small)
+            held_large, peak_large = await kept(4000, large)
+    finally:
+        tracemalloc.stop()
     return {
-        "in_memory_kb_per_1000_tasks": round(kept / tasks, 1),  # bytes per task = KB per 1,000 tasks
-        "output_growth_kb_per_1000_tasks": round(statistics.median(steps) / 1000, 1) if steps else 0.0,
+        "in_memory_kb_per_1000_tasks": round(in_memory / tasks, 1),  # bytes per task = KB per 1,000 tasks
+        "output_growth_kb_per_1000_tasks": round((held_large - held_small) / 3 / 1024, 1),
+        "output_peak_mb_1000_tasks": round(peak_small / 2**20, 1),
+        "output_peak_mb_4000_tasks": round(peak_large / 2**20, 1),
     }
 
 
@@ -278,7 +282,8 @@ def report(figures: dict[str, Any]) -> str:
             f"ratio {f['ratio_nbagent_over_raw']} (goal >= {f['goal_ratio']}: {'met' if f['goal_met'] else 'NOT met'})",
             f"replay model: {f['replay_tasks_per_s']} tasks/s; memory per 1,000 tasks: "
             f"{f['in_memory_kb_per_1000_tasks']} KB in memory, "
-            f"{f['output_growth_kb_per_1000_tasks']} KB growth with output=",
+            f"{f['output_growth_kb_per_1000_tasks']} KB more with output= (peak {f['output_peak_mb_1000_tasks']} MB "
+            f"for 1,000 tasks, {f['output_peak_mb_4000_tasks']} MB for 4,000)",
             f"(load average {f['load_average_1min']} on {f['cpus']} CPUs)",
         ]
     )

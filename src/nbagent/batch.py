@@ -111,6 +111,7 @@ __all__ = [
     "BatchProgress",
     "ProgressDisplay",
     "TextProgress",
+    "register_kernel_check",
     "register_progress_display",
     "run_many",
 ]
@@ -162,6 +163,9 @@ UPDATES_PER_SECOND = 10
 LIVE_LATENCIES = 2048
 """While a batch runs its p50/p95 are those of the last this many tasks; at the end, of every task."""
 LAST_ERRORS = 5
+PENDING_PARTS = 2
+"""With ``output=``: parts waiting to be written before no new task starts (memory stays flat when
+tasks finish faster than parts are written)."""
 """How many of the last failures a progress snapshot names."""
 
 T = TypeVar("T")
@@ -345,12 +349,17 @@ class _CallbackDisplay:
         self._callback(progress)
 
 
-def _in_kernel() -> bool:
-    if "IPython" not in sys.modules:
-        return False
-    from IPython import get_ipython
+_KERNEL_CHECKS: list[Callable[[], bool]] = []
 
-    return getattr(get_ipython(), "kernel", None) is not None
+
+def register_kernel_check(check: Callable[[], bool]) -> None:
+    """``check()`` tells whether the code runs in a notebook's kernel (then ``progress="auto"`` is the
+    widget): the notebook layer's, registered by ``nbagent`` at import (this layer imports no IPython)."""
+    _KERNEL_CHECKS[:] = [check]
+
+
+def _in_kernel() -> bool:
+    return any(check() for check in _KERNEL_CHECKS)
 
 
 # ---------------------------------------------------------------------- tasks
@@ -1064,6 +1073,9 @@ class Batch:
     async def _worker(self) -> None:
         tasks = iter(self._source)
         while not self._stopping:
+            if len(self._writes) > PENDING_PARTS:  # the writer is behind: wait for it, so memory stays flat
+                await self._wait_for_writes()
+                continue
             task = next(tasks, None)
             if task is None:
                 return
@@ -1285,7 +1297,20 @@ class Batch:
             self._part = None
         dataset = self._dataset
         assert dataset is not None
-        self._writes.append(asyncio.ensure_future(asyncio.to_thread(dataset.write, part)))
+        written = asyncio.ensure_future(asyncio.to_thread(dataset.write, part))
+        written.add_done_callback(self._written)
+        self._writes.append(written)
+
+    def _written(self, written: asyncio.Future[None]) -> None:
+        if written in self._writes and not written.cancelled() and written.exception() is None:
+            self._writes.remove(written)  # a failed write stays, and raises at the end of the run
+
+    async def _wait_for_writes(self) -> None:
+        oldest = self._writes[0]
+        await asyncio.shield(oldest)
+        if oldest in self._writes:  # it failed: raise now rather than run tasks nobody can save
+            self._writes.remove(oldest)
+            oldest.result()
 
     async def _finish(self) -> None:
         self._elapsed = time.perf_counter() - self._started_perf
