@@ -35,11 +35,13 @@ LAYERS: list[set[str]] = [
 
 
 def layer_of(module: str) -> int:
-    """The layer a module belongs to: that of its longest listed prefix."""
+    """The layer a module belongs to: that of its longest listed prefix (the package ``nbagent`` itself
+    only by its exact name, so that a new module nobody placed has no layer and fails the test)."""
     best = -1, -1
     for index, layer in enumerate(LAYERS):
         for name in layer:
-            if (module == name or module.startswith(name + ".")) and len(name) > best[1]:
+            inside = name != "nbagent" and module.startswith(name + ".")
+            if (module == name or inside) and len(name) > best[1]:
                 best = index, len(name)
     return best[0]
 
@@ -111,3 +113,17 @@ def test_import_nbagent_loads_no_pandas_pyarrow_or_ipywidgets() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == ""
+
+
+def test_widgets_and_ipython_only_in_the_notebook_layer_and_above() -> None:
+    """Views are the notebook layer's: no module below it imports ipywidgets or IPython, lazily or not."""
+    graph = grimp.build_graph("nbagent", include_external_packages=True)
+    notebook = layer_of("nbagent.notebook")
+    below = sorted(
+        f"{module} -> {package}"
+        for package in ("ipywidgets", "IPython")
+        if package in graph.modules
+        for module in graph.find_modules_that_directly_import(package)
+        if module.startswith("nbagent") and layer_of(module) < notebook
+    )
+    assert below == []

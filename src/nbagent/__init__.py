@@ -2,7 +2,9 @@
 
 from typing import TYPE_CHECKING
 
+from . import autogen as _autogen
 from . import batch as _batch
+from . import sync as _sync
 from .agent import AgentBusyError, AgentRun, AssistantAgent, FailedRun, RepeatedTaskWarning, StructuredOutputError
 from .batch import Batch, BatchProgress, run_many
 from .cancellation import CancellationToken, CancelledWithResult
@@ -92,6 +94,10 @@ from .trace import COLUMNS as TRACE_COLUMNS
 from .trace import AgentRecorder, LoadedTrace, Trace, TraceFrames, load_jsonl, load_parquet
 
 if TYPE_CHECKING:  # the notebook side (ipywidgets) loads on first use, see __getattr__
+    from asyncio import AbstractEventLoop
+    from contextlib import AbstractContextManager
+
+    from .autogen.stepper import AutoGenStepper as _AutoGenStepper
     from .notebook.stepper_widget import NotebookStepper, StepperWidget, step
     from .notebook.view import AgentRunView, last_view, show, start
 
@@ -126,6 +132,31 @@ def _batch_widget(batch: Batch) -> _batch.ProgressDisplay:
 
 
 _batch.register_progress_display("widget", _batch_widget)
+
+
+# The notebook layer's kernel-specific code, hooked into the loop layer (which imports no IPython):
+def _kernel_comms(loop: "AbstractEventLoop") -> "AbstractContextManager[None]":
+    """While a sync run drives the kernel's loop: its comm messages (a Stop click) are dispatched."""
+    from .notebook.kernel import comms_meanwhile
+
+    return comms_meanwhile(loop)
+
+
+def _in_kernel() -> bool:
+    from .notebook.kernel import in_kernel
+
+    return in_kernel()
+
+
+def _autogen_stepper() -> "type[_AutoGenStepper]":
+    from .notebook.autogen_stepper import NotebookAutoGenStepper
+
+    return NotebookAutoGenStepper
+
+
+_sync.register_driving_hook(_kernel_comms)
+_batch.register_kernel_check(_in_kernel)
+_autogen.register_notebook_stepper(_autogen_stepper)
 
 
 def load_ipython_extension(ipython: object) -> None:

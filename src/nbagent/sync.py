@@ -6,9 +6,10 @@ Run All would hang) and the coroutine is driven to its end with ``run_until_comp
 interrupt (``KeyboardInterrupt``) cancels it, waits for it to end (a run leaves its context valid),
 and propagates.
 
-While it drives the loop inside a kernel, the kernel's comm messages (a widget's button click: the
-live view's Stop) are dispatched as they come (:func:`_comms_meanwhile`); without that they would
-wait for the end of the run.
+While it drives a running loop it enters the registered "while driving" hooks
+(:func:`register_driving_hook`): inside a kernel, the notebook layer's comm pump dispatches the
+kernel's comm messages (a widget's button click: the live view's Stop) as they come; without that
+they would wait for the end of the run.
 
 A generic driver: it knows no agent. ``AssistantAgent.run_sync`` and ``nbagent.run`` call it.
 """
@@ -16,10 +17,11 @@ A generic driver: it knows no agent. ``AssistantAgent.run_sync`` and ``nbagent.r
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import TypeVar
+
+__all__ = ["DrivingHook", "register_driving_hook", "run_coroutine"]
 
 T = TypeVar("T")
 
@@ -34,7 +36,7 @@ def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
 
     nest_asyncio2.apply(loop)
     task = loop.create_task(_as_coroutine(factory))
-    with _comms_meanwhile(loop):
+    with _driving(loop):
         try:
             return loop.run_until_complete(task)
         except KeyboardInterrupt:
@@ -50,50 +52,23 @@ async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
 
 
-_COMMS = frozenset({"comm_open", "comm_msg", "comm_close"})
+DrivingHook = Callable[[asyncio.AbstractEventLoop], AbstractContextManager[object]]
+"""A context manager factory entered while :func:`run_coroutine` drives a running ``loop``."""
+
+_DRIVING_HOOKS: list[DrivingHook] = []
+
+
+def register_driving_hook(hook: DrivingHook) -> None:
+    """Enter ``hook(loop)`` while :func:`run_coroutine` drives an already running loop (a notebook
+    cell): the notebook layer's kernel comm pump (``nbagent.notebook.kernel.comms_meanwhile``),
+    registered by ``nbagent`` at import. A hook registered twice is entered once."""
+    if hook not in _DRIVING_HOOKS:
+        _DRIVING_HOOKS.append(hook)
 
 
 @contextmanager
-def _comms_meanwhile(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
-    """Dispatch the kernel's comm messages while a cell drives ``loop`` with ``run_until_complete``.
-
-    ipykernel 7 runs every shell message in one shared ``Context``, entered while the cell runs;
-    nest-asyncio2 defers the handles of an entered ``Context`` until the nested run ends, so a
-    click would be handled after the run. Meanwhile comm messages run in a copy of the shell's
-    context, as ipykernel itself dispatches them during an awaiting cell (``shell_main``, which
-    restores the cell's parent header afterwards); other messages go their usual way. Outside
-    ipykernel 7's main-thread shell (another kernel, another thread's loop) nothing changes.
-    """
-    kernel: Any = None
-    try:
-        from IPython import get_ipython
-
-        kernel = getattr(get_ipython(), "kernel", None)
-        io_loop = getattr(kernel, "io_loop", None)
-        stream: Any = kernel.shell_channel_thread.manager._shell_channel_to_main.to_stream
-        original = stream._recv_callback
-        copy = stream._recv_copy
-        usable = io_loop is not None and io_loop.asyncio_loop is loop and original is not None
-    except Exception:  # not in a kernel, or a kernel built otherwise
-        usable = False
-    if not usable:
+def _driving(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    with ExitStack() as stack:
+        for hook in list(_DRIVING_HOOKS):
+            stack.enter_context(hook(loop))
         yield
-        return
-
-    def receive(message: Any) -> Any:
-        try:
-            _, frames = kernel.session.feed_identities(message, copy=False)
-            kind = kernel.session.deserialize(frames, content=False, copy=False)["header"]["msg_type"]
-        except Exception:
-            kind = None
-        if kind not in _COMMS:
-            return original(message)
-        context = getattr(kernel, "_shell_context", None)
-        context = context.copy() if isinstance(context, contextvars.Context) else contextvars.copy_context()
-        return loop.create_task(kernel.shell_main(None, message), context=context)
-
-    stream.on_recv(receive, copy=copy)
-    try:
-        yield
-    finally:
-        stream.on_recv(original, copy=copy)

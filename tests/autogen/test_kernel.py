@@ -107,8 +107,10 @@ def test_the_saved_views_show_each_turn_the_transfer_and_the_answer(run_all: nbf
 
 
 def test_the_saved_stepper_shows_its_last_pause(run_all: nbformat.NotebookNode) -> None:
-    data = display_data(run_all.cells[9])  # updated at each step (a display id)
-    assert "application/vnd.jupyter.widget-view+json" in data
-    page = data["text/html"]
-    assert "nba-ag-stepper" in page and 'data-kind="RunFinished"' in page
+    # Displayed as nbagent's stepper is: its static copy (updated at each step: a display id), then the widget.
+    copy, live = [output.data for output in run_all.cells[9].outputs if output.output_type == "display_data"]
+    assert set(copy) == {"text/plain", "text/html"}
+    assert "application/vnd.jupyter.widget-view+json" in live and live["text/plain"] == ""
+    page = copy["text/html"]
+    assert "nba-ag-stepper" in page and "nba-static-copy" in page and 'data-kind="RunFinished"' in page
     assert "nba-ag-context" in page

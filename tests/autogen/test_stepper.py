@@ -77,7 +77,7 @@ async def test_stop_ends_the_run_cancelled() -> None:
 
 
 async def test_the_widget_buttons_are_enabled_again_after_each_step() -> None:
-    from nbagent.autogen.widget import NotebookAutoGenStepper
+    from nbagent.notebook.autogen_stepper import NotebookAutoGenStepper
 
     team, _, _ = swarm()
     stepper = NotebookAutoGenStepper(team, "Weather in Oslo?", trace=Trace())

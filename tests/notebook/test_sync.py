@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
 
@@ -32,3 +33,36 @@ def test_run_coroutine_propagates_errors() -> None:
         run_coroutine(fail)
     with pytest.raises(RuntimeError):
         asyncio.get_running_loop()
+
+
+def test_run_coroutine_enters_the_registered_driving_hooks_in_a_running_loop() -> None:
+    """The loop layer imports no IPython: the notebook layer's kernel comm pump is a registered hook."""
+    import contextlib
+
+    from nbagent import sync
+    from nbagent.notebook import kernel
+
+    entered: list[asyncio.AbstractEventLoop] = []
+
+    @contextlib.contextmanager
+    def hook(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+        entered.append(loop)
+        yield
+
+    async def inner() -> int:
+        return 7
+
+    async def outer() -> int:
+        return run_coroutine(inner)  # inside a running loop: the nested path
+
+    sync.register_driving_hook(hook)
+    try:
+        assert asyncio.run(outer()) == 7
+        assert run_coroutine(inner) == 7  # no running loop: no hook
+    finally:
+        sync._DRIVING_HOOKS.remove(hook)  # noqa: SLF001 - undo this test's registration
+    assert len(entered) == 1
+    # nbagent registers the kernel pump (a no-op outside ipykernel) at import
+    assert any(h.__module__ == "nbagent" and h.__name__ == "_kernel_comms" for h in sync._DRIVING_HOOKS)  # noqa: SLF001
+    with kernel.comms_meanwhile(asyncio.new_event_loop()):
+        pass

@@ -17,6 +17,8 @@ import sys
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from autogen_agentchat.base import ChatAgent, TaskResult, Team
     from autogen_core import CancellationToken
 
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
     from .client import RecordingClient
     from .session import AutoGenRun, Task
     from .stepper import AutoGenStepper
-    from .widget import NotebookAutoGenStepper
 
     AgentOrTeam: TypeAlias = ChatAgent | Team
     """What nbagent's entry points take from AutoGen: an agent or a team."""
@@ -41,6 +42,7 @@ __all__ = [
     "is_autogen",
     "iter",
     "run",
+    "register_notebook_stepper",
     "step",
     "trace_of",
     "view_run",
@@ -112,20 +114,32 @@ def view_run(
     return iter(source, task, cancellation_token=cancellation_token, markers=True)  # type: ignore[arg-type]
 
 
+_NOTEBOOK_STEPPER: list[Callable[[], type[AutoGenStepper]]] = []
+
+
+def register_notebook_stepper(stepper_class: Callable[[], type[AutoGenStepper]]) -> None:
+    """Make :func:`step` give the stepper class ``stepper_class()`` returns (an
+    :class:`~nbagent.autogen.stepper.AutoGenStepper` with a widget): the notebook layer's
+    ``NotebookAutoGenStepper``, registered by ``nbagent`` at import (this layer knows no view)."""
+    _NOTEBOOK_STEPPER[:] = [stepper_class]
+
+
 def step(
     agent_or_team: ChatAgent | Team,
     task: Task = None,
     *,
     trace: Trace | None = None,
     cancellation_token: CancellationToken | NbCancellationToken | None = None,
-) -> NotebookAutoGenStepper:
-    """Walk one run of an AutoGen agent or team item by item; display it to get its widget
-    (:class:`~nbagent.autogen.stepper.AutoGenStepper` without one)."""
+) -> AutoGenStepper:
+    """Walk one run of an AutoGen agent or team item by item; display it to get its widget (the
+    registered notebook stepper, see :func:`register_notebook_stepper`; a plain
+    :class:`~nbagent.autogen.stepper.AutoGenStepper` if none is)."""
     from .session import autogen_token
-    from .widget import NotebookAutoGenStepper
+    from .stepper import AutoGenStepper
 
     token = autogen_token(cancellation_token)
-    return NotebookAutoGenStepper(agent_or_team, task, trace=trace, cancellation_token=token)
+    stepper_class = _NOTEBOOK_STEPPER[0]() if _NOTEBOOK_STEPPER else AutoGenStepper
+    return stepper_class(agent_or_team, task, trace=trace, cancellation_token=token)
 
 
 def __getattr__(name: str) -> Any:

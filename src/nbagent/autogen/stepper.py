@@ -172,7 +172,7 @@ class AutoGenStepper:
             raise
         finally:
             self._moving = False
-            self._changed()
+            self.changed()
 
     async def run_to_end(self) -> list[AutoGenStep]:
         """Every remaining pause, to the end of the run."""
@@ -192,10 +192,11 @@ class AutoGenStepper:
             await self.run.aclose()
         finally:
             self.status = "cancelled"
-            self._changed()
+            self.changed()
 
-    def _changed(self) -> None:
-        """After each step and at the end (the notebook's stepper refreshes its widget here)."""
+    def changed(self) -> None:
+        """Called after each step and at the end: the change hook (the notebook's stepper refreshes
+        its widget and its static copy here; a view of its own overrides it)."""
 
     def _pause(self, item: RunItem, streamed: str, passed: list[RunItem]) -> AutoGenStep:
         if isinstance(item, AgentTurn):

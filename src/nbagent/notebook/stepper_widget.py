@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,7 @@ from ..messages import ModelClientStreamingChunkEvent
 from ..records import MOVES
 from ..render import EMPTY, STYLE, Markup, Options, concat, el, label, muted, pipeline, streamed_chunks, to_html, value
 from ..stepper import Stepper, StepResult
+from .static_display import display_static_then_widget, update_static_copy
 
 if TYPE_CHECKING:
     from ..autogen import AgentOrTeam, AutoGenStepper
@@ -362,12 +362,7 @@ class NotebookStepper(Stepper):
         if self._widget is None:
             return
         self._widget.refresh()
-        if self._display_ids:
-            from IPython.display import update_display
-
-            bundle = self.static_bundle()
-            for display_id in self._display_ids:
-                update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+        update_static_copy(self._display_ids, self.static_bundle())
 
     def static_bundle(self) -> dict[str, str]:
         """The static copy alone: ``text/html`` of the last state and ``text/plain``."""
@@ -384,14 +379,7 @@ class NotebookStepper(Stepper):
         The widget's output holds no copy of its own (an empty ``text/plain``): where widgets do
         not render, the static copy before it is what shows.
         """
-        from IPython.display import display
-
-        display_id = uuid.uuid4().hex
-        self._display_ids.append(display_id)
-        display(self.static_bundle(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
-        live = self.widget()._repr_mimebundle_() or {}
-        live["text/plain"] = ""
-        display(live, raw=True)  # type: ignore[no-untyped-call]
+        display_static_then_widget(self._display_ids, self.static_bundle(), self.widget())
 
 
 def step(
@@ -403,7 +391,7 @@ def step(
     at a breakpoint and ``reset()`` restores the context (and a replay script) to walk it again.
     An AutoGen agent or team is walked item by item of its stream (:mod:`nbagent.autogen.stepper`).
     """
-    if autogen.is_autogen(agent):  # AutoGen's own agents and teams: nbagent.autogen
+    if autogen.is_autogen(agent):  # AutoGen's own agents and teams: nbagent.autogen, with this layer's widget
         return autogen.step(agent, task, cancellation_token=cancellation_token)  # type: ignore[arg-type]
     if TYPE_CHECKING:  # for the type checker: AutoGen's were dispatched above
         assert isinstance(agent, AssistantAgent)

@@ -57,7 +57,9 @@ def pick_snapshot(
     return chosen
 
 
-def _kind(message: LLMMessage) -> str:
+def message_kind(message: LLMMessage) -> str:
+    """A context message's kind as the context frame and the views name it: system, assistant,
+    tool_result or user."""
     if isinstance(message, SystemMessage):
         return "system"
     if isinstance(message, AssistantMessage):
@@ -102,7 +104,7 @@ def add_context_rows(
             source = getattr(message, "source", "system")
         row = {
             "position": position,
-            "kind": _kind(message),
+            "kind": message_kind(message),
             "source": source,
             "text": text,
             "tool_calls": calls,

@@ -1,7 +1,10 @@
 """The widget of an :class:`~nbagent.autogen.stepper.AutoGenStepper`: buttons, the pause, the context.
 
 Drawn with nbagent's renderer (:mod:`nbagent.render`), so every text is escaped, with standard
-ipywidgets only (imported here, when a stepper is first displayed). Stable hooks for browser tests:
+ipywidgets only (the notebook layer: ``nbagent.step`` and ``nbagent.autogen.step`` give this
+stepper, the latter through :func:`nbagent.autogen.register_notebook_stepper`). Displayed as the
+notebook's stepper is (:mod:`nbagent.notebook.static_display`): its static copy
+(``nba-static-copy``), then the live widget (``nba-stepper-live``). Stable hooks for browser tests:
 the root has the classes ``nba-stepper nba-ag-stepper``; the buttons ``nba-ag-next``,
 ``nba-ag-run`` and ``nba-ag-stop``; the status ``nba-stepper-status`` (``data-status``); the pause
 ``nba-ag-step`` with ``data-index``, ``data-kind`` and ``data-agent``; the speaking agent's context
@@ -12,26 +15,17 @@ the root has the classes ``nba-stepper nba-ag-stepper``; the buttons ``nba-ag-ne
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import ipywidgets as widgets
 
 from .. import messages as nb
+from ..autogen.stepper import AutoGenStep, AutoGenStepper, StepperFinished
 from ..context import message_text
 from ..render import STYLE, Markup, concat, el, label, muted, streamed_chunks, to_html, to_text, value
-from .stepper import AutoGenStep, AutoGenStepper, StepperFinished
-
-
-def _kind(message: nb.LLMMessage) -> str:
-    if isinstance(message, nb.SystemMessage):
-        return "system"
-    if isinstance(message, nb.AssistantMessage):
-        return "assistant"
-    if isinstance(message, nb.FunctionExecutionResultMessage):
-        return "tool_result"
-    return "user"
+from ..trace.context import message_kind
+from .static_display import display_static_then_widget, update_static_copy
 
 
 def messages_table(messages: Sequence[nb.LLMMessage], css: str) -> Markup:
@@ -40,10 +34,10 @@ def messages_table(messages: Sequence[nb.LLMMessage], css: str) -> Markup:
         el(
             "tr",
             el("td", str(position)),
-            el("td", _kind(message)),
+            el("td", message_kind(message)),
             el("td", getattr(message, "source", "") or ""),
             el("td", value(message_text(message), limit=300)),
-            data_kind=_kind(message),
+            data_kind=message_kind(message),
         )
         for position, message in enumerate(messages)
     ]
@@ -104,8 +98,9 @@ def history_html(stepper: AutoGenStepper) -> Markup:
 
 
 def static_html(stepper: AutoGenStepper) -> str:
-    """The stepper as static HTML (no buttons), for saved notebooks."""
-    return str(STYLE + el("div", step_html(stepper), history_html(stepper), class_="nba-stepper nba-ag-stepper"))
+    """The stepper as static HTML (no buttons), for saved notebooks: its static copy."""
+    copy = el("div", step_html(stepper), history_html(stepper), class_="nba-stepper nba-ag-stepper nba-static-copy")
+    return str(STYLE + copy)
 
 
 class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]
@@ -134,6 +129,7 @@ class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]
         super().__init__([widgets.HTML(STYLE), bar, self.panel, self.history])
         self.add_class("nba-stepper")
         self.add_class("nba-ag-stepper")
+        self.add_class("nba-stepper-live")
         self.task: asyncio.Task[None] | None = None
         self.error: str | None = None
         self.refresh()
@@ -172,7 +168,7 @@ class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]
             self.error = f"{type(error).__name__}: {error}"
         finally:
             self.task = None  # not busy any more: the refresh enables the buttons again
-            self.stepper._changed()
+            self.stepper.changed()
 
     def refresh(self) -> None:
         stepper = self.stepper
@@ -204,27 +200,22 @@ class NotebookAutoGenStepper(AutoGenStepper):
             self._widget = AutoGenStepperWidget(self)
         return self._widget
 
-    def _changed(self) -> None:
+    def changed(self) -> None:
+        """After each step and at the end: the widget and the static copy show the new state."""
         if self._widget is None:
             return
         self._widget.refresh()
-        if self._display_ids:
-            from IPython.display import update_display
+        update_static_copy(self._display_ids, self.static_bundle())
 
-            bundle = self._repr_mimebundle_()
-            for display_id in self._display_ids:
-                update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+    def static_bundle(self) -> dict[str, str]:
+        """The static copy alone: ``text/html`` of the last state and ``text/plain``."""
+        return {"text/html": static_html(self), "text/plain": repr(self)}
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         data = self.widget()._repr_mimebundle_(**kwargs) or {}
-        data["text/html"] = static_html(self)
-        data["text/plain"] = repr(self)
+        data.update(self.static_bundle())
         return data
 
     def _ipython_display_(self) -> None:
-        """Display with a display id, so that later steps also update the saved (static) output."""
-        from IPython.display import display
-
-        display_id = uuid.uuid4().hex
-        self._display_ids.append(display_id)
-        display(self._repr_mimebundle_(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+        """Display the static copy (updated after every step), then the widget."""
+        display_static_then_widget(self._display_ids, self.static_bundle(), self.widget())
