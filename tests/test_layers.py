@@ -103,11 +103,13 @@ def test_no_import_cycles(graph: grimp.ImportGraph) -> None:
 
 
 def test_import_nbagent_loads_no_pandas_pyarrow_or_ipywidgets() -> None:
+    """Nor IPython, nor markdown-it and nh3 (loaded when a Markdown answer is first rendered)."""
     code = textwrap.dedent(
         """
         import sys
         import nbagent
-        heavy = sorted({m.split(".")[0] for m in sys.modules} & {"pandas", "pyarrow", "ipywidgets", "numpy"})
+        heavy = {"pandas", "pyarrow", "ipywidgets", "numpy", "IPython", "markdown_it", "nh3"}
+        heavy = sorted({m.split(".")[0] for m in sys.modules} & heavy)
         print(",".join(heavy))
         """
     )

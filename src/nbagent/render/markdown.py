@@ -7,10 +7,13 @@ but ``text-align`` in table cells, links only to http, https and mailto).
 
 from __future__ import annotations
 
-import nh3
-from markdown_it import MarkdownIt
+from functools import cache
+from typing import TYPE_CHECKING
 
 from .markup import Markup
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["markdown", "sanitize"]
 
@@ -21,11 +24,21 @@ _ALLOWED_TAGS = {
 }  # fmt: skip
 _ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
 _URL_SCHEMES = {"http", "https", "mailto"}
-_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
+
+
+@cache
+def _parser() -> MarkdownIt:
+    """The Markdown parser, made on first use: markdown-it and nh3 load when an answer is first
+    shown, not with ``import nbagent`` (about 40 ms)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
 
 
 def sanitize(fragment: str) -> Markup:
     """An HTML fragment cleaned with the allow-list: no scripts, handlers, styles or foreign URLs."""
+    import nh3
+
     return Markup(
         nh3.clean(
             fragment,
@@ -40,4 +53,4 @@ def sanitize(fragment: str) -> Markup:
 
 def markdown(text: str) -> Markup:
     """Markdown rendered to HTML (raw HTML in the source stays text), then sanitised."""
-    return sanitize(_markdown.render(text))
+    return sanitize(_parser().render(text))
