@@ -144,3 +144,72 @@ async def test_a_consumer_that_stops_reading_ends_the_run_cancelled() -> None:
     assert run.status == "cancelled"
     assert list(trace.runs_df()["status"]) == ["cancelled"]
     assert not isinstance(agent._model_client, na.RecordingClient)
+
+
+def slow_tool_team(seconds: float) -> tuple[RoundRobinGroupChat, AssistantAgent, asyncio.Event]:
+    """A team of one agent whose tool sleeps ``seconds`` (AutoGen 0.7.5 hangs when cancelled in it)."""
+    started = asyncio.Event()
+
+    async def lookup(order: str) -> str:
+        """Look an order up (a slow backend)."""
+        started.set()
+        await asyncio.sleep(seconds)
+        return "shipped"
+
+    agent = AssistantAgent("billing", replay(calls(("c1", "lookup", '{"order": "42"}')), "Shipped."), tools=[lookup])
+    return RoundRobinGroupChat([agent], termination_condition=MaxMessageTermination(3)), agent, started
+
+
+async def test_a_team_cancelled_during_a_tool_call_ends_within_the_teardown() -> None:
+    team, agent, started = slow_tool_team(8)
+    client, context = agent._model_client, agent.model_context
+    token = CancellationToken()
+    trace = Trace()
+    run = na.iter(team, "Where is order 42?", trace=trace, cancellation_token=token)
+    run.teardown = 1.5
+
+    async def consume() -> None:
+        async for _ in run:
+            pass
+
+    task = asyncio.ensure_future(consume())
+    await asyncio.wait_for(started.wait(), 10)
+    await asyncio.sleep(0.5)
+    token.cancel()
+    began = asyncio.get_running_loop().time()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 20)
+    assert asyncio.get_running_loop().time() - began < run.teardown + 1
+    assert run.status == "cancelled"
+    assert list(zip(trace.runs_df()["agent"], trace.runs_df()["status"])) == [
+        ("RoundRobinGroupChat", "cancelled"), ("billing", "cancelled"),
+    ]  # fmt: skip
+    assert agent._model_client is client and agent.model_context is context  # restored
+    # The context the OpenAI API accepts: the cancelled tool call has an error result.
+    held = await context.get_messages()
+    assert [type(message).__name__ for message in held] == [
+        "UserMessage",
+        "AssistantMessage",
+        "FunctionExecutionResultMessage",
+    ]
+    result = held[-1].content[0]
+    assert result.call_id == "c1" and result.is_error  # type: ignore[union-attr]
+
+
+async def test_stop_of_a_team_in_a_tool_call_ends_the_view() -> None:
+    import nbagent
+
+    team, agent, started = slow_tool_team(8)
+    client = agent._model_client
+    view = nbagent.start(team, "Where is order 42?")
+    await asyncio.wait_for(started.wait(), 10)
+    await asyncio.sleep(0.5)  # the tool well under way (AutoGen's own __anext__ then never returns)
+    began = asyncio.get_running_loop().time()
+    view.stop()  # the Stop button
+    for _ in range(200):
+        if view.status not in ("idle", "running", "stopping"):
+            break
+        await asyncio.sleep(0.05)
+    assert view.status == "cancelled"
+    assert asyncio.get_running_loop().time() - began < 5.0 + 1  # AutoGenRun's default teardown
+    assert agent._model_client is client

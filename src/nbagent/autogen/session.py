@@ -39,12 +39,14 @@ from typing import Any
 
 from autogen_agentchat import messages as ag
 from autogen_agentchat.base import ChatAgent, TaskResult, Team
-from autogen_core import CancellationToken
+from autogen_core import CancellationToken, FunctionCall
+from autogen_core import models as agm
 from autogen_core.model_context import ChatCompletionContext as AgContext
 from autogen_core.models import ChatCompletionClient
 
 from .. import messages as nb
 from .._ids import new_id, utc_now
+from ..agent import CANCELLED_TOOL_RESULT
 from ..cancellation import CancellationToken as NbCancellationToken
 from ..records import LLMCall, RunFinished, RunItem, RunStarted, RunStatus, ToolExecution
 from ..trace import Trace
@@ -68,6 +70,12 @@ _BUFFERS: weakref.WeakKeyDictionary[ChatAgent | Team, dict[str, tuple[list[nb.Ba
 # in AutoGen 0.7: the agent publishes it, the runtime delivers it to the group chat manager, which
 # queues it for run_stream), with room to spare.
 _RELAY_ITERATIONS = 50
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Read an abandoned task's outcome when it comes (asyncio logs an exception never retrieved)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def perf_of(moment: datetime) -> float:
@@ -234,7 +242,11 @@ class AutoGenRun:
         self.step = step
         self.markers = markers
         self.settle = settle
+        # Seconds a cancelled run waits for AutoGen's stream to end, from the moment it sees the
+        # token fired: AutoGen 0.7.5's own ``__anext__`` can hang in ``stop_runtime()`` when a team is
+        # cancelled during a tool call; the run is then abandoned and ends cancelled.
         self.teardown = 5.0
+        self._teardown_by: float | None = None  # the monotonic deadline, once the token has fired
         self.converter = Converter()
         self.name: str = runnable.name
         self.run_id = new_id()
@@ -324,12 +336,14 @@ class AutoGenRun:
         except GeneratorExit:  # closed by the consumer (aclose) while it held an item
             self.token.cancel()
             await self._shutdown()
+            await self._close_tool_calls()
             self._finish_all("cancelled")
             raise
         except asyncio.CancelledError:
             self._advancing = False
             self.token.cancel()
             await self._shutdown()
+            await self._close_tool_calls()
             self._finish_all("cancelled")
             raise
         except BaseException as error:
@@ -395,6 +409,7 @@ class AutoGenRun:
                 agent.carried = list(carried)
                 agent.spoke = spoke
         self._wake = asyncio.Event()
+        self.token.add_callback(self.wake)  # a read of the stream that never ends is not waited on
         for agent in self.agents:
             self.trace.attach(agent.source)
         if self.team_source is not None:
@@ -433,6 +448,11 @@ class AutoGenRun:
         if waker not in done:
             waker.cancel()
         self._wake.clear()
+        if self.token.is_cancelled() and self._next not in done:
+            # The read was cancelled with the token; AutoGen's stream may take long to end (or never).
+            done, _ = await asyncio.wait({self._next}, timeout=self._teardown_left())
+            if not done:  # abandoned: _shutdown does not wait for it either
+                raise asyncio.CancelledError("the cancellation token was cancelled")
         out: list[RunItem] = []
         if self._next in done:
             future, self._next = self._next, None
@@ -461,23 +481,70 @@ class AutoGenRun:
                 return False
         return True
 
+    def _teardown_left(self) -> float:
+        """Seconds left of the ``teardown`` time, counted from the first time this is asked."""
+        now = time.monotonic()
+        if self._teardown_by is None:
+            self._teardown_by = now + self.teardown
+        return max(self._teardown_by - now, 0.0)
+
     async def _shutdown(self) -> None:
-        """Stop AutoGen's stream: the pending read cancelled, the generator closed."""
+        """Stop AutoGen's stream: the pending read cancelled, the generator closed, within ``teardown``
+        seconds in all (what is still running then is abandoned, the team left to finish alone)."""
         self._cancel_gates()
         pending, self._next = self._next, None
         if pending is not None and not pending.done():
             pending.cancel()
-            await asyncio.gather(pending, return_exceptions=True)
-        if self._stream is not None:
+            # AutoGen 0.7.5's __anext__ waits in stop_runtime() for a runtime a cancelled tool call
+            # keeps busy, maybe forever.
+            await asyncio.wait({pending}, timeout=self._teardown_left())
+            if pending.done() and not pending.cancelled():
+                pending.exception()  # seen: not logged as never retrieved
+            else:
+                pending.add_done_callback(_retrieve)
+        if self._stream is not None and (pending is None or pending.done()):
             closing = asyncio.get_running_loop().create_task(self._stream.aclose(), context=self._context)
             # A cancelled team waits for its runtime to be idle, which a tool that ignores the token
-            # can delay a long time (or AutoGen 0.7.5 forever, when the cancellation came during a
-            # tool call): the run ends after ``teardown`` seconds, the team left to finish alone.
-            await asyncio.wait({closing}, timeout=self.teardown)
+            # can delay a long time: the run ends after ``teardown`` seconds, the team left to finish.
+            await asyncio.wait({closing}, timeout=self._teardown_left())
             if closing.done() and not closing.cancelled():
                 closing.exception()  # the run ends with its own error; the teardown's is not raised
+            else:
+                closing.add_done_callback(_retrieve)
         out: list[RunItem] = []
         self._drain(None, out)  # the calls made up to here are part of the run
+
+    async def _close_tool_calls(self) -> None:
+        """A cancelled run leaves each agent's context as the OpenAI API accepts it (nbagent's fix 2):
+        tool calls AutoGen left without results (cancelled during the tool) get an error result."""
+        for agent in self.agents:
+            context = agent.context.inner if agent.context is not None else None
+            if context is None:
+                continue
+            try:
+                held = await asyncio.wait_for(context.get_messages(), timeout=max(self._teardown_left(), 0.1))
+                answered = {
+                    result.call_id
+                    for message in held
+                    if isinstance(message, agm.FunctionExecutionResultMessage)
+                    for result in message.content
+                }
+                last = held[-1] if held else None
+                if not isinstance(last, agm.AssistantMessage) or not isinstance(last.content, list):
+                    continue
+                open_calls = [
+                    call for call in last.content if isinstance(call, FunctionCall) and call.id not in answered
+                ]
+                if open_calls:
+                    results = [
+                        agm.FunctionExecutionResult(
+                            content=CANCELLED_TOOL_RESULT, name=call.name, call_id=call.id, is_error=True
+                        )
+                        for call in open_calls
+                    ]
+                    await context.add_message(agm.FunctionExecutionResultMessage(content=results))
+            except Exception:  # noqa: BLE001, S112 (a context that cannot be read or written is left as it is)
+                continue
 
     # ------------------------------------------------------------------ calls
 
