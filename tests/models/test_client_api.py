@@ -77,13 +77,41 @@ async def test_cassette_checkpoint_restore(tmp_path: Path) -> None:
     recorder = RecordingChatCompletionClient(ReplayChatCompletionClient(["one", "two"]), path)
     await recorder.create([USER])
     await recorder.create([USER])
-    assert recorder.checkpoint() is None  # a recording cannot be taken back
+    assert RecordingChatCompletionClient(Echo(), tmp_path / "e.json").checkpoint() is None  # a real model's
     cassette = CassetteChatCompletionClient(path)
     mark = cassette.checkpoint()
     assert (await cassette.create([USER])).content == "one"
     cassette.restore(mark)
     assert cassette.remaining == 2 and cassette.total_usage() == RequestUsage()
     assert (await cassette.create([USER])).content == "one"
+
+
+async def test_recording_checkpoint_restore_rewinds_the_client_it_wraps(tmp_path: Path) -> None:
+    replay = ReplayChatCompletionClient(["one", "two"])
+    recorder = RecordingChatCompletionClient(replay, tmp_path / "r.json")
+    mark = recorder.checkpoint()
+    assert mark is not None
+    assert (await recorder.create([USER])).content == "one"
+    usage = recorder.total_usage()
+    recorder.restore(mark)
+    assert replay.position == 0 and recorder.total_usage() == RequestUsage()
+    assert (await recorder.create([USER])).content == "one"  # the same answer again
+    assert recorder.total_usage() == usage and len(recorder.interactions) == 2  # both calls recorded
+    with pytest.raises(TypeError):
+        recorder.restore(replay.checkpoint())  # the inner client's checkpoint is not the recording's
+
+
+async def test_the_steppers_reset_rewinds_a_recorded_replay(tmp_path: Path) -> None:
+    from nbagent import AssistantAgent
+    from nbagent.stepper import Stepper
+
+    recorder = RecordingChatCompletionClient(ReplayChatCompletionClient(["first", "second"]), tmp_path / "s.json")
+    stepper = Stepper(AssistantAgent("bot", recorder), "hi")
+    await stepper.run_to_end()
+    await stepper.reset()
+    await stepper.run_to_end()
+    answers = [i.result.content for i in recorder.interactions if i.result is not None]
+    assert answers == ["first", "first"]
 
 
 def test_stateless_clients_restore_nothing() -> None:

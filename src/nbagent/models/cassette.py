@@ -194,6 +194,16 @@ def _error_class(name: str) -> type[ModelError]:
     return {cls.__name__: cls for cls in (CassetteMismatchError, CassetteExhaustedError)}.get(name, ModelError)
 
 
+@dataclass(frozen=True)
+class _RecordingCheckpoint:
+    """What :meth:`RecordingChatCompletionClient.restore` puts back: the inner client's checkpoint, the usage."""
+
+    client: RecordingChatCompletionClient
+    inner: object
+    total_usage: RequestUsage
+    actual_usage: RequestUsage
+
+
 class RecordingChatCompletionClient(ChatCompletionClient):
     """Passes every call to ``inner`` and records it to ``path`` (rewritten after each call).
 
@@ -236,6 +246,25 @@ class RecordingChatCompletionClient(ChatCompletionClient):
 
     def __repr__(self) -> str:
         return f"RecordingChatCompletionClient({self.inner!r}, path={str(self.path)!r})"
+
+    def checkpoint(self) -> object | None:
+        """The inner client's checkpoint (a replay script's position...) and this client's usage
+        counters; ``None`` if the inner client keeps no state (a real model). The calls already
+        recorded stay in the cassette: they happened."""
+        inner = self.inner.checkpoint()
+        if inner is None:
+            return None
+        return _RecordingCheckpoint(self, inner, self._total_usage, self._actual_usage)
+
+    def restore(self, checkpoint: object | None) -> None:
+        """Rewind the inner client (and the usage counters) to a :meth:`checkpoint` of this client."""
+        if checkpoint is None:
+            self.inner.restore(None)
+            return
+        if not isinstance(checkpoint, _RecordingCheckpoint) or checkpoint.client is not self:
+            raise TypeError("restore() takes a checkpoint() of this same RecordingChatCompletionClient")
+        self.inner.restore(checkpoint.inner)
+        self._total_usage, self._actual_usage = checkpoint.total_usage, checkpoint.actual_usage
 
     def _to_config(self) -> BaseModel:
         raise TypeError(
