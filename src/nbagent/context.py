@@ -28,6 +28,7 @@ from .messages import (
 )
 
 _LLM_MESSAGES = (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)
+_LLM_TYPES = frozenset(_LLM_MESSAGES)
 _LLM_EXPECTED = "an LLM message (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)"
 
 
@@ -101,6 +102,8 @@ class ChatCompletionContext(Component):
         self._initial_messages = list(self._messages)  # what a component config keeps
 
     async def add_message(self, message: LLMMessage) -> None:
+        if type(message) not in _LLM_TYPES:  # the loop's own messages pass on a set lookup
+            check.instance(f"{type(self).__name__}.add_message", "message", message, _LLM_MESSAGES, _LLM_EXPECTED)
         self._messages.append(message)
 
     async def get_messages(self) -> list[LLMMessage]:

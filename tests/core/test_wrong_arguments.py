@@ -322,6 +322,19 @@ ENTRIES = [
         },
         kwargs_call(TokenLimitedChatCompletionContext, token_limit=100),
     ),
+    *(
+        Entry(
+            f"{context.__name__}.add_message",
+            {"message": is_llm_message},
+            lambda param, value, context=context, extra=extra: run_async(context(**extra).add_message(value)),
+        )
+        for context, extra in (
+            (UnboundedChatCompletionContext, {}),
+            (BufferedChatCompletionContext, {"buffer_size": 3}),
+            (TokenLimitedChatCompletionContext, {"token_limit": 100}),
+            (HeadAndTailChatCompletionContext, {"head_size": 1, "tail_size": 1}),
+        )
+    ),
     Entry(
         "HeadAndTailChatCompletionContext",
         {"head_size": lambda value: is_int(value, 1), "tail_size": lambda value: is_int(value, 1)},
