@@ -114,14 +114,16 @@ _NOTEBOOK_NAMES = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """``show``, ``start``, ``step`` and the widget classes load the notebook side (ipywidgets) on first use."""
-    module = _NOTEBOOK_NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nbagent' has no attribute {name!r}")
-    from importlib import import_module
+if not TYPE_CHECKING:  # hidden from type checkers: a misspelt name is "no attribute", not ``object``
 
-    return getattr(import_module(f".notebook.{module}", __name__), name)
+    def __getattr__(name: str) -> object:
+        """``show``, ``start``, ``step`` and the widget classes load the notebook side (ipywidgets) on first use."""
+        module = _NOTEBOOK_NAMES.get(name)
+        if module is None:
+            raise AttributeError(f"module 'nbagent' has no attribute {name!r}")
+        from importlib import import_module
+
+        return getattr(import_module(f".notebook.{module}", __name__), name)
 
 
 def _batch_widget(batch: Batch) -> _batch.ProgressDisplay:
