@@ -213,3 +213,62 @@ async def test_stop_of_a_team_in_a_tool_call_ends_the_view() -> None:
     assert view.status == "cancelled"
     assert asyncio.get_running_loop().time() - began < 5.0 + 1  # AutoGenRun's default teardown
     assert agent._model_client is client
+
+
+async def test_breaking_out_of_a_run_puts_the_agent_back() -> None:
+    import gc
+
+    client = replay("a", "b")
+    agent = AssistantAgent("x", client)
+    context = agent.model_context
+    async for item in na.iter(agent, "hi", trace=Trace()):
+        if isinstance(item, LLMCall):
+            break  # no aclose(): the run is left to the garbage collector
+    for _ in range(5):
+        gc.collect()
+        await asyncio.sleep(0.05)
+    assert agent._model_client is client and agent._model_context is context
+    result = await agent.run(task="again")  # a plain AutoGen run after it
+    assert result.messages[-1].to_text() == "b"
+
+
+async def test_a_second_run_of_a_running_agent_is_refused() -> None:
+    from nbagent import AgentBusyError
+
+    slow = SlowReplay(["one", "two"])
+    agent = AssistantAgent("shared", slow)
+    context = agent.model_context
+    first = asyncio.ensure_future(na.run(agent, "one", trace=Trace()))
+    await asyncio.wait_for(slow.started.wait(), 10)
+    with pytest.raises(AgentBusyError, match="'shared' is running"):
+        await na.run(agent, "two", trace=Trace())
+    team = RoundRobinGroupChat([agent], termination_condition=MaxMessageTermination(2))
+    with pytest.raises(AgentBusyError, match="'shared' is running"):  # nor a team it is in
+        await na.run(team, "three", trace=Trace())
+    assert isinstance(agent._model_client, na.RecordingClient)  # the first run's, still running
+    slow.release.set()
+    result = await asyncio.wait_for(first, 10)
+    assert result.messages[-1].to_text() == "one"
+    assert agent._model_client is slow and agent._model_context is context
+    await na.run(agent, "four", trace=Trace())  # free again
+    assert agent._model_client is slow and agent._model_context is context
+
+
+async def test_an_agent_without_a_model_client_is_warned_of() -> None:
+    from autogen_agentchat.agents import BaseChatAgent
+    from autogen_agentchat.base import Response
+    from autogen_agentchat.messages import TextMessage
+
+    class Echo(BaseChatAgent):
+        @property
+        def produced_message_types(self) -> tuple[type[TextMessage]]:
+            return (TextMessage,)
+
+        async def on_messages(self, messages: object, cancellation_token: object) -> Response:
+            return Response(chat_message=TextMessage(content="echo", source=self.name))
+
+        async def on_reset(self, cancellation_token: object) -> None:
+            pass
+
+    with pytest.warns(UserWarning, match=r"'echo' .* no _model_client .*RecordingClient\(client\)"):
+        await na.run(Echo("echo", "Echoes."), "hi", trace=Trace())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from array import array
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from typing import Any, Protocol
@@ -89,7 +90,7 @@ class RecordingClient(ChatCompletionClient):
     def __init__(self, inner: ChatCompletionClient, converter: Converter | None = None) -> None:
         self.inner = inner
         self.converter = converter or Converter()
-        self.sink: CallSink | None = None
+        self._sink: weakref.ref[Any] | None = None
         self.calls: list[LLMCall] = []
         config = _config(inner)
         model = config.get("model") or config.get("azure_deployment")
@@ -97,6 +98,16 @@ class RecordingClient(ChatCompletionClient):
         self.provider = _PROVIDERS.get(type(inner).__name__, "unknown")
         secrets = (_secret(config.get(key)) for key in ("api_key", "azure_ad_token"))
         self.secrets: tuple[str, ...] = tuple(secret for secret in secrets if secret)
+
+    @property
+    def sink(self) -> CallSink | None:
+        """Who hears of the calls; held weakly: the agent holding this client does not keep alive a run
+        its consumer left unfinished (so that the run, once collected, can put the agent back)."""
+        return None if self._sink is None else self._sink()
+
+    @sink.setter
+    def sink(self, sink: CallSink | None) -> None:
+        self._sink = None if sink is None else weakref.ref(sink)
 
     # ------------------------------------------------------------------ recording
 
@@ -130,12 +141,14 @@ class RecordingClient(ChatCompletionClient):
         else:
             assert result is not None
             call.finish(create_result(result))
-        if self.sink is not None:
-            self.sink.call_ended(call)
+        sink = self.sink
+        if sink is not None:
+            sink.call_ended(call)
 
     async def _wait(self, call: LLMCall) -> None:
-        if self.sink is not None:
-            gate = self.sink.call_started(call)
+        sink = self.sink
+        if sink is not None:
+            gate = sink.call_started(call)
             if gate is not None:
                 await gate
                 # The call is sent now: the pause before it (the step-by-step mode) is not its time.

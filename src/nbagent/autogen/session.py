@@ -31,9 +31,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
+import warnings
 import weakref
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,7 +47,7 @@ from autogen_core.models import ChatCompletionClient
 
 from .. import messages as nb
 from .._ids import new_id, utc_now
-from ..agent import CANCELLED_TOOL_RESULT
+from ..agent import CANCELLED_TOOL_RESULT, AgentBusyError
 from ..cancellation import CancellationToken as NbCancellationToken
 from ..records import LLMCall, RunFinished, RunItem, RunStarted, RunStatus, ToolExecution
 from ..trace import Trace
@@ -64,6 +65,43 @@ Task = str | ag.BaseChatMessage | Sequence[ag.BaseChatMessage] | None
 _BUFFERS: weakref.WeakKeyDictionary[ChatAgent | Team, dict[str, tuple[list[nb.BaseChatMessage], bool]]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+# The agents and teams an AutoGenRun is running, each with (weakly) that run: one run at a time (the
+# run swaps the agent's model client and context for its own, as nbagent's agents run one at a time).
+_BUSY: weakref.WeakKeyDictionary[ChatAgent | Team, weakref.ref[AutoGenRun]] = weakref.WeakKeyDictionary()
+
+# What a run put in place, per agent: (agent, recording client, original client, recording context,
+# original context); what :func:`_restore` puts back if the run is collected before its end.
+_Wrapped = tuple[
+    ChatAgent, ChatCompletionClient | None, ChatCompletionClient | None, AgContext | None, AgContext | None
+]
+
+
+def _restore(wrapped: list[_Wrapped], claimed: list[ChatAgent | Team]) -> None:
+    """Put back the agents' own client and context, where a run's recording ones are still in place."""
+    for agent, client, original_client, context, original_context in wrapped:
+        if client is not None and getattr(agent, "_model_client", None) is client:
+            agent._model_client = original_client  # type: ignore[attr-defined]
+        if context is not None and getattr(agent, "_model_context", None) is context:
+            agent._model_context = original_context  # type: ignore[attr-defined]
+    for runnable in claimed:
+        held = _BUSY.get(runnable)
+        if held is not None and held() is None:
+            del _BUSY[runnable]
+
+
+def _weakly(method: Callable[[], None]) -> Callable[[], None]:
+    """A callback calling the bound ``method`` while its object lives (a token given by the caller
+    does not keep the run alive)."""
+    ref = weakref.WeakMethod(method)
+
+    def call() -> None:
+        bound = ref()
+        if bound is not None:
+            bound()
+
+    return call
 
 
 # Event-loop iterations an item of a team's agent takes at most to reach the team's stream (about 6
@@ -134,6 +172,14 @@ class _Turn:
         self.last_call: LLMCall | None = None
 
 
+def _without_model(agent: ChatAgent, client: object) -> bool:
+    """Whether ``agent`` makes no model call by design: a ``UserProxyAgent``, or an agent whose
+    ``_model_client`` is ``None`` (AutoGen's ``CodeExecutorAgent`` without a model)."""
+    if client is None and hasattr(agent, "_model_client"):
+        return True
+    return any(cls.__name__ == "UserProxyAgent" for cls in type(agent).__mro__)
+
+
 class _Agent:
     """One AutoGen agent of the run: its source, its recording client and context, its turn."""
 
@@ -165,6 +211,13 @@ class _Agent:
         """
         agent = self.agent
         client = getattr(agent, "_model_client", None)
+        if not isinstance(client, ChatCompletionClient) and not _without_model(agent, client):
+            warnings.warn(
+                f"AutoGen agent {agent.name!r} ({type(agent).__name__}) has no _model_client that nbagent "
+                "can record: its model calls will be missing from the trace and the views (pass "
+                "nbagent.autogen.RecordingClient(client) as its model client to record them)",
+                stacklevel=4,
+            )
         if isinstance(client, ChatCompletionClient):
             wrapper = client if isinstance(client, RecordingClient) else RecordingClient(client, self.run.converter)
             self._original_client = client
@@ -183,6 +236,7 @@ class _Agent:
                 self.carried = []
             self.source.model_context.follow(recording, held)
             agent._model_context = recording  # type: ignore[attr-defined]
+        self.run._wrapped.append((agent, self.client, self._original_client, self.context, self._original_context))
 
     def unwrap(self) -> None:
         agent = self.agent
@@ -275,6 +329,11 @@ class AutoGenRun:
         self._context = contextvars.copy_context()  # where AutoGen's stream runs
         self._stream: Any = None  # AutoGen's run_stream
         self._next: asyncio.Future[Any] | None = None  # the read of its next item
+        # What the run put in place, and the agents and team it runs (see _BUSY): a run collected
+        # before its end (a consumer that broke out of its loop) puts the agents back.
+        self._wrapped: list[_Wrapped] = []
+        self._claimed: list[ChatAgent | Team] = []
+        weakref.finalize(self, _restore, self._wrapped, self._claimed)
 
     # ------------------------------------------------------------------ iteration
 
@@ -398,7 +457,32 @@ class AutoGenRun:
             self._contexts[id(marker)] = (marker, kept[1])
         return marker
 
+    def _claim(self) -> None:
+        """Mark the team and its agents as run by this run; :class:`AgentBusyError` if another runs one."""
+        wanted: list[ChatAgent | Team] = [self.runnable, *(agent.agent for agent in self.agents)]
+        for runnable in wanted:
+            held = _BUSY.get(runnable)
+            other = None if held is None else held()
+            if other is not None and other is not self:
+                what = "team" if isinstance(runnable, Team) else "agent"
+                raise AgentBusyError(
+                    f"AutoGen {what} {runnable.name!r} is running (nbagent run {other.run_id} of "
+                    f"{other.name!r}); it runs one task at a time: await or cancel that run first"
+                )
+        me = weakref.ref(self)
+        for runnable in wanted:
+            _BUSY[runnable] = me
+            self._claimed.append(runnable)
+
+    def _release(self) -> None:
+        for runnable in self._claimed:
+            held = _BUSY.get(runnable)
+            if held is not None and held() is self:
+                del _BUSY[runnable]
+        self._claimed.clear()
+
     def _begin(self) -> None:
+        self._claim()
         self.status = "running"
         if self.is_team:
             kept = _BUFFERS.get(self.runnable, {})
@@ -409,7 +493,7 @@ class AutoGenRun:
                 agent.carried = list(carried)
                 agent.spoke = spoke
         self._wake = asyncio.Event()
-        self.token.add_callback(self.wake)  # a read of the stream that never ends is not waited on
+        self.token.add_callback(_weakly(self.wake))  # a read of the stream that never ends is not waited on
         for agent in self.agents:
             self.trace.attach(agent.source)
         if self.team_source is not None:
@@ -423,6 +507,8 @@ class AutoGenRun:
             }
         for agent in self.agents:
             agent.unwrap()
+        self._wrapped.clear()
+        self._release()
         self._cancel_gates()
         for agent in self.agents:
             self.trace.detach(agent.source)
