@@ -126,7 +126,8 @@ _VIEW_JS = """(view) => {
     user: q('.nba-user').map(e => e.innerText),
     userStep: q('.nba-user .nba-step').map(e => e.dataset.step),
     toolStep: q('.nba-tool-group .nba-step').map(e => e.dataset.step),
-    stopDisabled: view.querySelector('.nba-stop').disabled,
+    stops: view.querySelectorAll('.nba-stop').length,
+    static: !!view.closest('.jp-RenderedHTMLCommon'),
   };
 }"""
 
@@ -169,7 +170,8 @@ def test_live_view_shows_a_run_and_runs_no_payload(run_notebook_in_lab: Callable
     assert [text.strip().endswith("What is the weather in Paris, and 2 + 3?") for text in seen["user"]] == [True]
     assert seen["userStep"] == ["1"]
     assert seen["toolStep"] == ["5"]
-    assert seen["stopDisabled"] is True
+    # The run has ended: its output is the static copy (no widget, no Stop button).
+    assert seen["static"] is True and seen["stops"] == 0
 
     hostile = views.nth(1)
     text = hostile.inner_text()
@@ -186,8 +188,12 @@ def test_live_view_shows_a_run_and_runs_no_payload(run_notebook_in_lab: Callable
     # Stop, clicked in the browser after the cell has finished, cancels the background run...
     stoppable = views.nth(2)
     assert stoppable.locator(".nba-tool-card[data-tool-name=wait_forever]").get_attribute("data-state") == "running"
+    assert stoppable.evaluate("(view) => view.classList.contains('widget-vbox')")  # still the live widget
     stoppable.locator(".nba-stop button, button.nba-stop").first.click()
-    page.wait_for_function("(el) => el.classList.contains('nba-state-cancelled')", arg=stoppable.element_handle())
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-RenderedHTMLCommon .nba-view.nba-state-cancelled')]"
+        ".some(v => v.querySelector('.nba-title').textContent.trim() === 'slow')"
+    )
     nb.settle()
     assert stoppable.locator(".nba-footer [data-metric=status]").get_attribute("data-value") == "cancelled"
     assert stoppable.locator(".nba-tool-card[data-tool-name=wait_forever]").get_attribute("data-state") == "error"

@@ -88,13 +88,14 @@ CHECK = "print(view.status, len(view.tool_executions), stepper.status)"
 _TEXT_JS = "(sel) => [...document.querySelectorAll(sel)].map(e => e.textContent).join('\\n')"
 _OPEN_DETAILS_JS = "() => document.querySelectorAll('details').forEach(d => { d.open = true; })"
 # [index, STEP, move] of the head, the highlighted diagram node, and the context rows by change.
-_HEAD_JS = """() => { const h = document.querySelector('.nba-stepper .nba-stepper-head');
-  const rows = [...document.querySelectorAll('.nba-stepper .nba-ctx-row')];
-  const current = [...document.querySelectorAll('.nba-stepper .nba-node[data-state=current]')].map(n => n.dataset.move);
+_HEAD_JS = """() => { const h = document.querySelector('.nba-stepper-live .nba-stepper-head');
+  const rows = [...document.querySelectorAll('.nba-stepper-live .nba-ctx-row')];
+  const current = [...document.querySelectorAll('.nba-stepper-live .nba-node[data-state=current]')]
+    .map(n => n.dataset.move);
   return [h.dataset.index, h.dataset.step, h.dataset.move, current.join(','),
           rows.map(r => r.dataset.kind + (r.dataset.change ? '+' : '')).join(' ')]; }"""
 _NOT_BUSY_JS = """(index) => { const s = document.querySelector('.nba-stepper-status [data-busy]');
-  const h = document.querySelector('.nba-stepper .nba-stepper-head');
+  const h = document.querySelector('.nba-stepper-live .nba-stepper-head');
   return s && s.dataset.busy === 'false' && h && h.dataset.index !== index; }"""
 
 
@@ -142,7 +143,7 @@ def test_no_payload_runs_and_no_key_leaks(
     moves: list[list[str]] = []
     head = page.evaluate(_HEAD_JS)
     assert head == ["0", "0", "", "", ""]
-    next_button = page.locator(".nba-stepper button", has_text="Next")
+    next_button = page.locator(".nba-stepper-live button", has_text="Next")
     while next_button.is_enabled():
         next_button.click()
         page.wait_for_function(_NOT_BUSY_JS, arg=head[0], timeout=30_000)
@@ -165,7 +166,7 @@ def test_no_payload_runs_and_no_key_leaks(
     # The last move (reflection) shows the streamed answer and its thought as escaped text.
     for place in ("t", "k"):
         assert [p.kind for p in xss_payloads(place) if p.text not in stepper_text] == [], PLACES[place]
-    nb.shot("stepper", ".nba-stepper")
+    nb.shot("stepper", ".nba-stepper-live")
 
     assert nb.xss_hits() == {"window": ["control"], "title": "XSS control", "dom": "control"}
     assert lab.secret not in page.content()
@@ -180,7 +181,7 @@ def test_no_payload_runs_and_no_key_leaks(
         lab.api("DELETE", f"api/sessions/{session['id']}")
     nb.page.close()
     reopened = run_notebook_in_lab(None, name="security", run_all=False)
-    reopened.page.wait_for_selector(".nba-stepper .nba-stepper-head")
+    reopened.page.wait_for_selector(".nba-static-copy .nba-stepper-head")
     reopened.page.evaluate(_OPEN_DETAILS_JS)
     reopened.settle()
     assert reopened.page.locator(".nba-view").count() == 2

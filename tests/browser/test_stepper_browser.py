@@ -34,7 +34,7 @@ STEPS = ["1", "3", "4", "5", "5", "5", "5", "5", "5", "5"]
 ROWS = [1, 1, 1, 2, 3, 3, 4, 5, 5, 6]
 
 STATE_JS = """() => {
-  const view = document.querySelector('.jp-OutputArea .nba-stepper');
+  const view = document.querySelector('.jp-OutputArea .nba-stepper-live');
   const head = view.querySelector('.nba-stepper-head');
   const table = view.querySelector('.nba-stepper-context');
   return {
@@ -43,7 +43,7 @@ STATE_JS = """() => {
     currentStep: [...view.querySelectorAll('.nba-node[data-state=current]')].map(n => n.dataset.step),
     rows: Number(table.dataset.rows),
     added: view.querySelectorAll('.nba-ctx-row[data-change=added]').length,
-    views: document.querySelectorAll('.jp-OutputArea .nba-stepper').length,
+    views: [...document.querySelectorAll('.jp-OutputArea .nba-stepper')].filter(v => v.checkVisibility()).length,
   };
 }"""
 
@@ -55,12 +55,12 @@ def test_next_button_walks_the_loop_after_the_cell_finished(run_notebook_in_lab)
     start = page.evaluate(STATE_JS)
     assert (start["index"], start["step"], start["current"], start["views"]) == ("0", "0", [], 1)
 
-    next_button = page.locator(".nba-stepper .jupyter-button", has_text="Next")
+    next_button = page.locator(".nba-stepper-live .jupyter-button", has_text="Next")
     seen = []
     for index in range(1, len(MOVES) + 1):
         next_button.click()
         page.wait_for_function(
-            "(i) => { const h = document.querySelector('.jp-OutputArea .nba-stepper .nba-stepper-head');"
+            "(i) => { const h = document.querySelector('.jp-OutputArea .nba-stepper-live .nba-stepper-head');"
             " return h && h.dataset.index === String(i); }",
             arg=index,
         )
@@ -71,20 +71,21 @@ def test_next_button_walks_the_loop_after_the_cell_finished(run_notebook_in_lab)
             nb.shot("mid-walk")
             page.set_viewport_size({"width": 1280, "height": 2600})
             nb.settle()
-            page.locator(".jp-OutputArea .nba-stepper").screenshot(path=str(ARTIFACTS / "stepper_widget-element.png"))
+            element = ARTIFACTS / "stepper_widget-element.png"
+            page.locator(".jp-OutputArea .nba-stepper-live").screenshot(path=str(element))
             page.set_viewport_size({"width": 1280, "height": 900})
     assert seen == list(zip(MOVES, STEPS, ROWS))
-    page.wait_for_function("() => document.querySelector('.nba-stepper .jupyter-button').disabled")
+    page.wait_for_function("() => document.querySelector('.nba-stepper-live .jupyter-button').disabled")
     nb.settle()
     final = page.evaluate(STATE_JS)
     assert (final["added"], final["views"]) == (1, 1)
-    assert page.locator(".nba-stepper .nba-final .nba-markdown strong").inner_text() == "20"
+    assert page.locator(".nba-stepper-live .nba-final .nba-markdown strong").inner_text() == "20"
     end_shot = nb.shot("done")
     assert end_shot.stat().st_size > 20_000 and (ARTIFACTS / "stepper_widget-element.png").stat().st_size > 20_000
 
-    page.locator(".nba-stepper .jupyter-button", has_text="Reset").click()
+    page.locator(".nba-stepper-live .jupyter-button", has_text="Reset").click()
     page.wait_for_function(
-        "() => document.querySelector('.jp-OutputArea .nba-stepper .nba-stepper-head').dataset.index === '0'"
+        "() => document.querySelector('.jp-OutputArea .nba-stepper-live .nba-stepper-head').dataset.index === '0'"
     )
     reset = page.evaluate(STATE_JS)
     assert (reset["step"], reset["current"], reset["rows"]) == ("0", [], 0)

@@ -1,15 +1,13 @@
-"""The walkthrough (notebooks/02) in JupyterLab: Run All in headless Chromium, then stepped by hand.
+"""The walkthrough (notebooks/02) in JupyterLab and Notebook 7: Run All in headless Chromium, then
+stepped by hand from the start (issue 16.7: the code walks the stepper to its end, then resets it).
 
-Saves ``test-artifacts/walkthrough.png`` (the page after Run All) and
-``test-artifacts/walkthrough-stepper.png`` (the stepper widget paused at STEP 4, the model call).
-With ``NBAGENT_UPDATE_DOCS=1`` the latter is also copied to ``docs/walkthrough.png``, the README's
-image (committed; the test checks it is there).
+Saves ``test-artifacts/walkthrough[-notebook].png`` (the page after Run All) and
+``test-artifacts/walkthrough-stepper[-notebook].png`` (the stepper widget paused at STEP 4, the
+model call). ``docs/walkthrough.png`` (the README's image, committed; the test checks it is there)
+is made by ``python -m tests.browser.screenshots``.
 """
 
 from __future__ import annotations
-
-import os
-import shutil
 
 import nbformat
 import pytest
@@ -31,8 +29,8 @@ _SCROLL_TO_STEPPER_JS = """async () => {
   return index;
 }"""
 _STEPPER_JS = """() => {
-  const views = [...document.querySelectorAll('.jp-OutputArea .nba-stepper')];
-  const view = views[0];
+  const views = [...document.querySelectorAll('.jp-OutputArea .nba-stepper')].filter(v => v.checkVisibility());
+  const view = document.querySelector('.jp-OutputArea .nba-stepper-live');
   const head = view.querySelector('.nba-stepper-head');
   const request = view.querySelector('.nba-stepper-request');
   return {
@@ -44,13 +42,15 @@ _STEPPER_JS = """() => {
   };
 }"""
 _HEAD_AT_JS = (
-    "(i) => document.querySelector('.jp-OutputArea .nba-stepper .nba-stepper-head').dataset.index === String(i)"
+    "(i) => document.querySelector('.jp-OutputArea .nba-stepper-live .nba-stepper-head').dataset.index === String(i)"
 )
 
 
-def test_walkthrough_runs_in_lab_and_its_stepper_steps_by_hand(run_notebook_in_lab) -> None:
+@pytest.mark.parametrize("frontend", ["lab", "notebook"])
+def test_walkthrough_runs_and_its_stepper_steps_by_hand_from_the_start(run_notebook_in_lab, frontend: str) -> None:
     code_cells = sum(cell.cell_type == "code" for cell in nbformat.read(WALKTHROUGH, as_version=4).cells)
-    nb: LabNotebook = run_notebook_in_lab(WALKTHROUGH, name="walkthrough")
+    suffix = "" if frontend == "lab" else "-notebook"
+    nb: LabNotebook = run_notebook_in_lab(WALKTHROUGH, name=f"walkthrough{suffix}", frontend=frontend)
     page = nb.page
     assert page.evaluate(_PROMPTS_JS) == [f"[{n}]:" for n in range(1, code_cells + 1)]
     assert nb.error_outputs() == []
@@ -65,23 +65,20 @@ def test_walkthrough_runs_in_lab_and_its_stepper_steps_by_hand(run_notebook_in_l
         "'Hi, I'm Ada.' is 2 times in the context the model sees",
         "STEP 2: Query memory  [_update_model_context_with_memory]",
         "answer: It is 12 °C and cloudy in Paris: take a jacket.",
+        "stepper: ready · 0 moves",
         "second run: AgentBusyError",
         "ValueError: Tools cannot be used with a workbench.",
     ):
         assert line in text
 
-    # The cells walked the stepper to its end: one widget, finished on the reflection move.
+    # The cells walked the stepper to its end, then reset it: one widget, ready at the start.
     assert page.evaluate(_SCROLL_TO_STEPPER_JS) > 0
     nb.settle()
-    end = page.evaluate(_STEPPER_JS)
-    assert (end["views"], end["status"], end["step"], end["move"], end["current"]) == (
-        1, "finished", "5", "reflect", ["reflect"]
-    )  # fmt: skip
+    start = page.evaluate(_STEPPER_JS)
+    assert (start["views"], start["status"], start["index"], start["current"]) == (1, "ready", "0", [])
 
-    # By hand now: Reset, then Next four times makes STEP 1, 2, 3 and the STEP 4 model call.
-    buttons = page.locator(".jp-OutputArea .nba-stepper .jupyter-button")
-    buttons.filter(has_text="Reset").click()
-    page.wait_for_function(_HEAD_AT_JS, arg=0)
+    # By hand now, with no Reset first: Next four times makes STEP 1, 2, 3 and the STEP 4 model call.
+    buttons = page.locator(".jp-OutputArea .nba-stepper-live .jupyter-button")
     seen = []
     for index in range(1, 5):
         buttons.filter(has_text="Next").click()
@@ -99,12 +96,10 @@ def test_walkthrough_runs_in_lab_and_its_stepper_steps_by_hand(run_notebook_in_l
 
     page.set_viewport_size({"width": 1100, "height": 2400})
     nb.settle()
-    shot = ARTIFACTS / "walkthrough-stepper.png"
-    page.locator(".jp-OutputArea .nba-stepper").first.screenshot(path=str(shot))
+    shot = ARTIFACTS / f"walkthrough-stepper{suffix}.png"
+    page.locator(".jp-OutputArea .nba-stepper-live").first.screenshot(path=str(shot))
     page.set_viewport_size({"width": 1280, "height": 900})
     assert shot.read_bytes()[:8] == PNG_MAGIC and shot.stat().st_size > 20_000
-    if os.environ.get("NBAGENT_UPDATE_DOCS") == "1":
-        shutil.copyfile(shot, DOCS_SHOT)
     assert DOCS_SHOT.read_bytes()[:8] == PNG_MAGIC
     assert nb.error_outputs() == []
     assert nb.console_errors == []
