@@ -13,7 +13,10 @@ Two things a config can hold are handled with care:
 - **Secrets.** An API key (or a header or environment variable named like a secret) enters a
   dumped config only with ``dump_component(include_secrets=True)``. AutoGen writes a key given to
   its client as a ``SecretStr`` (``"**********"`` in JSON); nbagent leaves it out, and a client
-  loaded without one reads it from the environment as a new client does.
+  loaded without one reads it from the environment as a new client does. Without
+  ``include_secrets=True`` every string of the dump also goes through
+  :func:`~nbagent.redact.redact_config_text` (keys masked, URLs' ``user:password@`` stripped, their
+  secret query parameters masked).
 - **Code.** A ``FunctionTool``'s config holds its function's source code, and loading it runs that
   code. It is loaded only with ``load_component(..., allow_source_code=True)`` (for a config from a
   source you trust), or from the functions you pass, ``load_component(..., functions=[my_tool])``,
@@ -41,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, c
 
 from . import _check as check
 from .messages import StructuredMessage
+from .redact import redact_config_text
 
 __all__ = [
     "Component",
@@ -205,6 +209,8 @@ def _hide(value: Any) -> Any:
         return [_hide(item) for item in value if not _is_secret(item)]
     if isinstance(value, SecretStr):
         return ""
+    if isinstance(value, str):  # a key in a URL, an argument, a header value...
+        return redact_config_text(value)
     return value
 
 

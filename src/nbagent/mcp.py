@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 from .cancellation import CancellationToken, guarded
 from .components import ComponentModel, dump_nested, include_secrets, load_nested
 from .messages import Image
-from .redact import is_secret_name, redact
+from .redact import is_secret_name, redact, redact_args
 from .tools import ImageResultContent, TextResultContent, ToolOverride, ToolResult, ToolSchema, Workbench
 
 __all__ = [
@@ -141,16 +141,7 @@ def _without_secrets(values: dict[str, Any] | None) -> dict[str, Any] | None:
     """Environment variables or headers named like a secret left out (``include_secrets=True`` keeps them)."""
     if values is None or include_secrets():
         return values
-    return {name: value for name, value in values.items() if not _secret_name(name)}
-
-
-def _secret_name(name: str) -> bool:
-    """A header or environment variable that may hold a credential (``Authorization``, ``GITHUB_TOKEN``...)."""
-    upper = name.upper()
-    return is_secret_name(name) or any(mark in upper for mark in _SECRET_MARKS)
-
-
-_SECRET_MARKS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL", "COOKIE")
+    return {name: value for name, value in values.items() if not is_secret_name(name)}
 
 
 class McpWorkbench(Workbench):
@@ -214,7 +205,10 @@ class McpWorkbench(Workbench):
     def _to_config(self) -> McpWorkbenchConfig:
         params = self._server_params
         if isinstance(params, StdioServerParams):
-            params = params.model_copy(update={"env": _without_secrets(params.env)})
+            update: dict[str, Any] = {"env": _without_secrets(params.env)}
+            if not include_secrets():  # --api-key sk-...: the option's value masked
+                update["args"] = redact_args(params.args)
+            params = params.model_copy(update=update)
         else:
             params = params.model_copy(update={"headers": _without_secrets(params.headers)})
         return McpWorkbenchConfig(

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 Redactor = Callable[[str], str]
@@ -54,9 +55,30 @@ _SECRET_KEY = re.compile(
 _ENV_SECRETS = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NBAGENT_API_KEY")
 
 
+# The words of a name (split at ``-``, ``_``, ``.``, spaces and lower-to-upper case changes) that make
+# it a secret's name wherever they are, and those that do as its last word (``X-Goog-Api-Key``,
+# ``Ocp-Apim-Subscription-Key``, ``GITHUB_TOKEN``, ``GH_PAT``; not ``max_tokens`` or ``token_limit``).
+_SECRET_WORDS = frozenset(
+    {"secret", "secrets", "password", "passwd", "pwd", "credential", "credentials", "cookie", "authorization",
+     "apikey", "passphrase"}
+)  # fmt: skip
+_SECRET_LAST_WORDS = frozenset({"key", "token", "pat", "auth", "jwt", "sig", "signature"})
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
 def is_secret_name(name: str) -> bool:
-    """True for a header or field name that holds a secret (``Authorization``, ``api-key``...)."""
-    return bool(_SECRET_KEY.match(name))
+    """True for a header, field, environment variable or option name that holds a secret
+    (``Authorization``, ``api-key``, ``X-Portkey-Api-Key``, ``Ocp-Apim-Subscription-Key``,
+    ``GITHUB_TOKEN``, ``DB_PASSWORD``...). The one rule of nbagent's clients, configs and MCP
+    workbench. A lone ``key`` (a lookup tool's argument) is not one; a lone ``token`` is."""
+    if _SECRET_KEY.match(name):
+        return True
+    words = [word.lower() for word in _WORDS.findall(name)]
+    if not words:
+        return False
+    if any(word in _SECRET_WORDS for word in words):
+        return True
+    return words[-1] in _SECRET_LAST_WORDS and (len(words) > 1 or words[-1] == "token")
 
 
 def known_secrets(extra: Iterable[str | None] = ()) -> list[str]:
@@ -93,6 +115,62 @@ def redact_data(data: Any, secrets: Iterable[str] = ()) -> Any:
         return value
 
     return walk(data)
+
+
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>]+")
+
+
+def _scrub_url(match: re.Match[str]) -> str:
+    url = match.group(0)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL after all
+        return url
+    netloc = parts.netloc.rpartition("@")[2]  # user:password@ stripped
+    query = parts.query
+    if query:
+        pairs = [pair.partition("=") for pair in re.split(r"([&;])", query)]
+        query = "".join(
+            f"{name}={REDACTED}" if equals and value and _secret_param(unquote_plus(name)) else name + equals + value
+            for name, equals, value in pairs
+        )
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _secret_param(name: str) -> bool:
+    """A query parameter holding a credential: named like a secret, or ``key`` (Google's ``?key=``)."""
+    return name.lower() == "key" or is_secret_name(name)
+
+
+def redact_config_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """A string of a dumped config with no credential left: :func:`redact`'s masks, and in each URL
+    its userinfo (``user:password@``) stripped and the query parameters named like a secret
+    (``?api_key=...``) masked."""
+    if "://" in text:
+        text = _URL.sub(_scrub_url, text)
+    return redact(text, secrets)
+
+
+def redact_args(args: Sequence[str]) -> list[str]:
+    """Command-line arguments with the value of each secret-named option masked (``--api-key sk-...``,
+    ``--token=...``) and :func:`redact_config_text` applied to every argument."""
+    out: list[str] = []
+    masked_next = False
+    for arg in args:
+        if masked_next:
+            out.append(REDACTED)
+            masked_next = False
+            continue
+        name, equals, value = arg.partition("=")
+        secret_option = name.startswith("-") and is_secret_name(name.lstrip("-"))
+        if secret_option and equals:
+            out.append(f"{name}={REDACTED}" if value else arg)
+            continue
+        masked_next = secret_option
+        out.append(redact_config_text(arg))
+    return out
 
 
 _AUTHORIZATION = re.compile(

@@ -317,6 +317,74 @@ def test_mcp_workbench_round_trip_without_secrets() -> None:
     assert json_round_trip(http).server_params.url == "http://127.0.0.1:9/mcp"
 
 
+def test_no_key_reaches_a_dumped_config_by_any_way_in() -> None:
+    # Headers of real gateways (Portkey, Google, Azure API Management), a proxy URL with userinfo.
+    headers = {
+        "X-Portkey-Api-Key": "pk-portkey-0123456789",
+        "X-Goog-Api-Key": "goog-0123456789abcdef",
+        "Ocp-Apim-Subscription-Key": "apim-0123456789abcdef",
+        "Authorization": "Bearer abc123XYZ",
+        "X-Team": "docs",
+    }
+    client = OpenAIChatCompletionClient(
+        "gpt-4o-mini", api_key="sk-a", default_headers=headers, base_url="https://user:pw-0123@proxy.example.com/v1"
+    )
+    text = client.dump_component().model_dump_json()
+    config = json.loads(text)["config"]
+    assert config["default_headers"] == {"X-Team": "docs"}
+    assert config["base_url"] == "https://proxy.example.com/v1"
+    for secret in ("pk-portkey", "goog-0123", "apim-0123", "abc123XYZ", "pw-0123", "user:"):
+        assert secret not in text
+    assert "pk-portkey" in client.dump_component(include_secrets=True).model_dump_json()  # when asked
+
+    # An MCP server's command line, environment and URL.
+    stdio = McpWorkbench(
+        StdioServerParams(
+            command="npx",
+            args=["-y", "@modelcontextprotocol/server-github", "--api-key", "opaque0123456789", "--token=tok-0123456"],
+            env={
+                "DATABASE_URL": "postgres://admin:hunter2@db/prod",
+                "GH_PAT": "ghp_ABCDEFabcdef1234567890abcd",
+                "UPSTREAM": "ghp_ABCDEFabcdef1234567890wxyz",
+                "OPENAI_API_KEY": "sk-x",
+                "TZ": "UTC",
+            },
+        )
+    )
+    text = stdio.dump_component().model_dump_json()
+    params = json.loads(text)["config"]["server_params"]
+    assert params["args"] == [
+        "-y",
+        "@modelcontextprotocol/server-github",
+        "--api-key",
+        "[REDACTED]",
+        "--token=[REDACTED]",
+    ]
+    assert params["env"] == {"DATABASE_URL": "postgres://db/prod", "UPSTREAM": "[REDACTED]", "TZ": "UTC"}
+    for secret in ("opaque0123", "tok-0123", "hunter2", "ghp_", "sk-x"):
+        assert secret not in text
+    http = McpWorkbench(
+        StreamableHttpServerParams(url="https://mcp.example.com/mcp?api_key=sk-proj-abcdefABCDEF1234567890&v=2")
+    )
+    url = json.loads(http.dump_component().model_dump_json())["config"]["server_params"]["url"]
+    assert url == "https://mcp.example.com/mcp?api_key=[REDACTED]&v=2"
+    kept = http.dump_component(include_secrets=True).config["server_params"]["url"]
+    assert "sk-proj-abcdefABCDEF1234567890" in kept
+
+
+def test_one_secret_name_rule() -> None:
+    from nbagent.redact import is_secret_name
+
+    secret = ["X-Portkey-Api-Key", "X-Goog-Api-Key", "Ocp-Apim-Subscription-Key", "Authorization", "api-key"]
+    secret += ["GITHUB_TOKEN", "GH_PAT", "DB_PASSWORD", "apiKey", "client_secret", "Cookie", "token"]
+    plain = ["X-Team", "Content-Type", "DATABASE_URL", "max_tokens", "prompt_tokens", "token_limit", "key", "TZ"]
+    assert [name for name in secret if not is_secret_name(name)] == []
+    assert [name for name in plain if is_secret_name(name)] == []
+    import nbagent.mcp
+
+    assert not hasattr(nbagent.mcp, "_secret_name")  # the MCP workbench uses the same rule
+
+
 async def test_agent_round_trip() -> None:
     client = ReplayChatCompletionClient([calls("add"), "3 it is"])
     agent = AssistantAgent(
