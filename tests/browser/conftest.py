@@ -161,6 +161,7 @@ def notebook7() -> Iterator[LabServer]:
 
 
 def _serve() -> Iterator[LabServer]:
+    """Start a JupyterLab server (what ``lab`` and ``notebook7`` yield); stop it when resumed."""
     _require_chromium()
     base = Path(tempfile.mkdtemp(prefix="nbagent-lab-"))
     root, config, data, runtime = (base / name for name in ("root", "config", "data", "runtime"))
@@ -419,6 +420,47 @@ def notebook7_context(browser: Browser) -> Iterator[BrowserContext]:
     context.close()
 
 
+def open_notebook(
+    server: LabServer,
+    context: BrowserContext,
+    source: Sequence[str] | Path | None,
+    name: str,
+    *,
+    run_all: bool = True,
+    frontend: str = "lab",
+    workspace: str | None = None,
+) -> LabNotebook:
+    """Write ``source`` (if given) as ``<name>.ipynb``, open it in a new page of ``context``, Run All
+    (unless ``run_all=False``) and wait until it has settled (what ``run_notebook_in_lab`` does)."""
+    if source is not None:
+        _write_notebook(server.root / f"{name}.ipynb", source)
+    page = context.new_page()
+    notebook = LabNotebook(server, name, page, frontend=frontend)
+    _watch_console(page, notebook.console_errors, NOTEBOOK7_OWN_ERRORS if frontend == "notebook" else ())
+    if frontend == "lab":
+        page.goto(server.url(f"lab/workspaces/{workspace or name}/tree/{name}.ipynb", "reset"))
+    elif frontend == "notebook":
+        page.goto(server.url(f"notebooks/{name}.ipynb"))
+    else:
+        raise ValueError(f"unknown frontend {frontend!r}: 'lab' or 'notebook'")
+    page.wait_for_function(
+        """(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+             return !!(w && w.context && w.context.path === name && w.sessionContext); }""",
+        arg=f"{name}.ipynb",
+        timeout=RUN_TIMEOUT_MS,
+    )
+    page.evaluate(
+        """async () => { const w = window.jupyterapp.shell.currentWidget;
+             await w.context.ready; await w.sessionContext.ready;
+             if (window.jupyterapp.shell.collapseLeft) window.jupyterapp.shell.collapseLeft(); }"""
+    )
+    if run_all:
+        page.evaluate("async () => await window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    notebook.settle()
+    notebook.screenshot = notebook.shot("reopened" if source is None else "")
+    return notebook
+
+
 @pytest.fixture
 def run_notebook_in_lab(
     lab: LabServer, lab_context: BrowserContext, request: pytest.FixtureRequest
@@ -435,33 +477,10 @@ def run_notebook_in_lab(
             server, context = request.getfixturevalue("notebook7"), request.getfixturevalue("notebook7_context")
             if server not in servers:
                 servers.append(server)
-        if source is not None:
-            _write_notebook(server.root / f"{name}.ipynb", source)
-        page = context.new_page()
-        notebook = LabNotebook(server, name, page, frontend=frontend)
+        notebook = open_notebook(
+            server, context, source, name, run_all=run_all, frontend=frontend, workspace=f"{name}-{len(opened) + 1}"
+        )
         opened.append(notebook)
-        _watch_console(page, notebook.console_errors, NOTEBOOK7_OWN_ERRORS if frontend == "notebook" else ())
-        if frontend == "lab":
-            page.goto(server.url(f"lab/workspaces/{name}-{len(opened)}/tree/{name}.ipynb", "reset"))
-        elif frontend == "notebook":
-            page.goto(server.url(f"notebooks/{name}.ipynb"))
-        else:
-            raise ValueError(f"unknown frontend {frontend!r}: 'lab' or 'notebook'")
-        page.wait_for_function(
-            """(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-                 return !!(w && w.context && w.context.path === name && w.sessionContext); }""",
-            arg=f"{name}.ipynb",
-            timeout=RUN_TIMEOUT_MS,
-        )
-        page.evaluate(
-            """async () => { const w = window.jupyterapp.shell.currentWidget;
-                 await w.context.ready; await w.sessionContext.ready;
-                 if (window.jupyterapp.shell.collapseLeft) window.jupyterapp.shell.collapseLeft(); }"""
-        )
-        if run_all:
-            page.evaluate("async () => await window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        notebook.settle()
-        notebook.screenshot = notebook.shot("reopened" if source is None else "")
         return notebook
 
     yield run
