@@ -38,6 +38,7 @@ from nbagent import (
     RequestUsage,
     StructuredMessage,
     StructuredOutputError,
+    SystemMessage,
     TaskResult,
     TextMessage,
     TokenLimitedChatCompletionContext,
@@ -219,6 +220,44 @@ async def test_replay_exhausted_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="no answer left") as raised:
         await client.create([UserMessage(content="again", source="user")])
     assert isinstance(raised.value, nbagent.ReplayExhaustedError) and isinstance(raised.value, nbagent.ModelError)
+
+
+async def test_one_system_message_for_a_model_without_multiple_system_messages() -> None:
+    # AutoGen's OpenAI client merges contiguous system messages for such a model and refuses others.
+    from tests.models.chat_server import ChatServer, Reply
+
+    info: ModelInfo = {
+        "vision": False, "function_calling": True, "json_output": False, "family": ModelFamily.UNKNOWN,
+        "structured_output": False, "multiple_system_messages": False,
+    }  # fmt: skip
+    with ChatServer() as server:
+        server.script(Reply.text("Hi."), Reply.text("Hi again."))
+        client = OpenAIChatCompletionClient(
+            "qwen2.5:7b", base_url=server.base_url, api_key="sk-test-0123456789", model_info=info, max_retries=0
+        )
+        try:
+            memory = SystemMessage(content="Relevant memory: likes tea")
+            await client.create(
+                [SystemMessage(content="You are helpful."), memory, UserMessage(content="hi", source="u")]
+            )
+            sent = server.requests[0].body["messages"]
+            assert sent == [
+                {"role": "system", "content": "You are helpful.\nRelevant memory: likes tea"},
+                {"role": "user", "content": "hi"},
+            ]
+            with pytest.raises(ValueError, match="Multiple and Not continuous system messages are not supported"):
+                await client.create([SystemMessage(content="a"), UserMessage(content="hi", source="u"), memory])
+            assert len(server.requests) == 1  # refused before sending
+            # A model that takes several keeps them.
+            several = OpenAIChatCompletionClient(
+                "qwen2.5:7b", base_url=server.base_url, api_key="sk-test-0123456789",
+                model_info={**info, "multiple_system_messages": True}, max_retries=0,
+            )  # fmt: skip
+            await several.create([SystemMessage(content="a"), memory, UserMessage(content="hi", source="u")])
+            assert [m["role"] for m in server.requests[1].body["messages"]] == ["system", "system", "user"]
+            await several.close()
+        finally:
+            await client.close()
 
 
 # --------------------------------------------------------------------------- structured answers

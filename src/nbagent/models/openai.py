@@ -120,6 +120,33 @@ def model_info_for(model: str) -> ModelInfo:
 # --------------------------------------------------------------------------- request conversion
 
 
+def merge_system_messages(messages: Sequence[LLMMessage]) -> list[LLMMessage]:
+    """The messages for a model that reads one system message (``model_info["multiple_system_messages"]``
+    False), as AutoGen's OpenAI client makes them: contiguous system messages merged into one (their
+    texts joined by newlines) where the first was; system messages that are not contiguous raise
+    AutoGen's ``ValueError``."""
+    merged: list[LLMMessage] = []
+    texts: list[str] = []
+    first = last = -1
+    for index, message in enumerate(messages):
+        if isinstance(message, SystemMessage):
+            if first == -1:
+                first = index
+            elif last + 1 != index:
+                raise ValueError(
+                    "Multiple and Not continuous system messages are not supported if "
+                    "model_info['multiple_system_messages'] is False"
+                )
+            texts.append(message.content + "\n")
+            last = index
+        else:
+            merged.append(message)
+    content = "".join(texts).rstrip()
+    if content:
+        merged.insert(first, SystemMessage(content=content))
+    return merged
+
+
 def to_openai_messages(messages: Sequence[LLMMessage], *, vision: bool) -> list[dict[str, Any]]:
     """nbagent's LLM messages as Chat Completions messages (one ``tool`` message per result)."""
     converted: list[dict[str, Any]] = []
@@ -649,9 +676,12 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     def build_request(self, call: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for this call (no secrets in it)."""
         tools, tool_choice = call.tools, call.tool_choice
+        messages: Sequence[LLMMessage] = call.messages
+        if self.model_info.get("multiple_system_messages") is False:  # one system message, as AutoGen merges
+            messages = merge_system_messages(messages)
         request: dict[str, Any] = {
             "model": self._model,
-            "messages": to_openai_messages(call.messages, vision=bool(self.model_info.get("vision"))),
+            "messages": to_openai_messages(messages, vision=bool(self.model_info.get("vision"))),
             **self.create_args,
         }
         if tools:
