@@ -186,3 +186,41 @@ def test_footer_metrics() -> None:
 
 def test_streaming_text_is_an_escaped_inline_span() -> None:
     assert stream_segment_html(escape("a <b>\n")) == '<span class="nba-stream-text">a &lt;b&gt;\n</span>'
+
+
+def test_footer_counts_the_chunks_of_a_call_still_streaming() -> None:
+    out = footer_html(RequestUsage(prompt_tokens=10, completion_tokens=5), 1, 0, 2.0, "running", 37)
+    metrics = re.findall(r'data-metric="(\w+)" data-value="([^"]*)"', out)
+    assert metrics[:2] == [("tokens", "15"), ("streaming_chunks", "37")]
+    assert "15 tokens" in out and "+ 37 chunks streaming" in out
+
+
+def test_a_tool_batch_is_a_head_line_above_wrapping_cards() -> None:
+    from nbagent import ToolCallRequestEvent
+    from nbagent.render import Options
+
+    calls = [FunctionCall(id=f"c{i}", name="add", arguments="{}") for i in range(4)]
+    group = event_html(ToolCallRequestEvent(content=calls, source="bot"), Options("tool_request"))
+    head, cards = re.match(
+        r'<div class="nba-event nba-tool-group" data-count="4">(.*?)(<div class="nba-tool-cards">.*)', group
+    ).groups()  # noqa: E501
+    assert 'class="nba-tool-head"' in head and 'data-step="5"' in head and "4 tool calls, run in parallel" in head
+    assert cards.count('class="nba-event nba-tool-card"') == 4 and "nba-step" not in cards
+
+
+def test_a_long_answer_gets_an_expand_toggle_and_a_short_one_none() -> None:
+    from nbagent.render import expand_toggle
+    from nbagent.render.dispatch import LONG_ANSWER
+
+    toggle = expand_toggle()
+    assert toggle == ('<label class="nba-expand"><input type="checkbox" class="nba-expand-toggle"/>expand</label>')
+    assert toggle in final_html(TextMessage(content="x" * LONG_ANSWER, source="bot"))
+    assert "nba-expand" not in final_html(TextMessage(content="short", source="bot"))
+
+
+def test_the_stream_head_says_whether_its_text_was_discarded() -> None:
+    from nbagent.render import stream_head
+
+    live, gone = stream_head(step_badge("call_llm")), stream_head(step_badge("call_llm"), discarded=True)
+    assert "streaming" in live and "expand" in live and "discarded" not in live
+    assert "streamed text, discarded" in gone and "never entered the model context" in gone

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from nbagent import (
     AssistantAgent,
+    CancellationToken,
     CreateResult,
     FunctionCall,
     FunctionExecutionResultMessage,
@@ -24,6 +25,7 @@ from nbagent import (
     RequestUsage,
     Response,
     TextMessage,
+    ThoughtEvent,
 )
 from nbagent.messages import streaming_chunk
 from nbagent.notebook.view import AgentRunView
@@ -325,3 +327,163 @@ async def test_long_tool_result_is_truncated_in_the_view_but_kept_in_the_context
     assert "z" * 20_000 in card and "z" * 20_001 not in card
     last = agent.model_context.messages[-1]
     assert isinstance(last, FunctionExecutionResultMessage) and last.content[0].content == long_text
+
+
+# --------------------------------------------------------------------- issue 16: status, endings, static copy
+
+
+async def test_the_status_ticks_while_a_call_streams() -> None:
+    from nbagent.notebook import view as view_module
+
+    client = ReplayChatCompletionClient([" ".join(f"w{i}" for i in range(30))], chunk_delay=0.04)
+    agent = AssistantAgent("bot", client, model_client_stream=True)
+    view = AgentRunView(interval=3600)
+    rows: list[str] = []
+    footers: list[dict[str, str]] = []
+
+    async def watch() -> None:
+        while view.status != "ok":
+            await asyncio.sleep(view_module.TICK_INTERVAL)
+            if view.status == "running":
+                rows.append(view.body.children[1].value if len(view.body.children) > 1 else "")
+                footers.append(metrics(view))
+
+    await asyncio.gather(view.run(agent, "count"), watch())
+    streaming = [row for row in rows if 'data-state="streaming"' in row]
+    counts = [int(re.findall(r"streaming · (\d+) chunks", row)[0]) for row in streaming]
+    assert len(counts) >= 2 and counts == sorted(counts) and counts[-1] > counts[0]
+    assert all(re.search(r"streaming · \d+ chunks · \d+\.\d s, first token after \d+ ms", row) for row in streaming)
+    elapsed = [float(footer["elapsed"]) for footer in footers]
+    assert elapsed == sorted(elapsed) and elapsed[-1] > elapsed[0]
+    assert any(int(footer.get("streaming_chunks", 0)) > 0 for footer in footers)
+    assert footers[0]["status"] == "running"
+    assert "streaming_chunks" not in metrics(view) and metrics(view)["status"] == "ok"
+
+
+async def test_a_call_not_streaming_yet_waits_with_its_time() -> None:
+    from nbagent.records import LLMCall
+    from nbagent.render import Options, to_html
+
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(["x"]))
+    seen: list[LLMCall] = []
+    async for item in agent.iter(
+        [TextMessage(content="hi", source="user")],
+    ):
+        if isinstance(item, LLMCall):
+            seen.append(item)
+            html_row = to_html(item, Options("call_llm", 1, now=item.start_perf + 2.5))
+            assert 'data-state="running"' in html_row and "waiting for the model… 2.5 s" in html_row
+
+
+async def test_endings_are_told_apart_and_discarded_text_is_marked() -> None:
+    # Stopped mid-stream: cancelled, its text never entered the context.
+    client = ReplayChatCompletionClient([" ".join(f"w{i}" for i in range(400))], chunk_delay=0.005)
+    agent = AssistantAgent("bot", client, model_client_stream=True)
+    view = AgentRunView(interval=0.01)
+    task = view.start(agent, "talk")
+    while not view._streams:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    view.stop()
+    assert await task is None
+    assert view.status == "cancelled" and view.detail == "stopped with the Stop button"
+    (stream_box,) = [child for child in view.body.children if "nba-item-stream" in child._dom_classes]
+    assert "nba-discarded" in stream_box._dom_classes
+    head = stream_box.children[0].value
+    assert "streamed text, discarded" in head and "never entered the model context" in head
+    assert [type(m).__name__ for m in agent.model_context.messages] == ["UserMessage"]
+    static = view.to_html()
+    assert 'class="nba-item nba-item-stream nba-event nba-text nba-stream nba-discarded"' in static
+    # The token cancelled (not the Stop button): cancelled too, and the cancellation propagates.
+    token = CancellationToken()
+    slow, started = slow_agent([calls(("wait_forever", '{"x": 1}'))])
+    by_token = AgentRunView()
+    task = asyncio.ensure_future(by_token.run(slow, "go", cancellation_token=token))
+    await started.wait()
+    token.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (by_token.status, by_token.detail) == ("cancelled", "token cancelled")
+    assert "cancelled: token cancelled" in by_token._status_html.value
+
+
+async def test_a_thought_that_was_streamed_replaces_its_stream() -> None:
+    view = AgentRunView(interval=3600)
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(["x"]))
+    run = agent.iter([TextMessage(content="hi", source="user")], chunk_events=False)
+    async for item in run:
+        view.handle(item)
+        if isinstance(item, Move) and item.name == "call_llm":
+            break
+    await run.aclose()
+    from nbagent.records import LLMCall
+
+    call = LLMCall("r", 0, "initial", "m", None, "m1", True)  # type: ignore[arg-type]
+    view.handle(call)
+    view.handle("I will think ")
+    view.handle("about it.")
+    assert kinds(view)[-1] == "stream"
+    view.handle(ThoughtEvent(content="I will think about it.", source="bot"))
+    assert kinds(view)[-1] == "thought" and "stream" not in kinds(view)
+
+
+async def test_a_finished_view_is_displayed_as_its_static_copy() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shown: list[tuple[dict[str, object], dict[str, object]]] = []
+    published = shell.display_pub.publish
+
+    def publish(data: dict[str, object], metadata: dict[str, object] | None = None, **kwargs: object) -> None:
+        shown.append((data, kwargs))
+
+    shell.display_pub.publish = publish  # type: ignore[method-assign]
+    try:
+        view = AgentRunView("bot")
+        view._ipython_display_()
+        ((live, options),) = shown
+        assert "application/vnd.jupyter.widget-view+json" in live and options.get("transient")
+        await view.run(AssistantAgent("bot", ReplayChatCompletionClient(["done"])), "go")
+        # The end of the run replaced that output by the static copy alone...
+        data, options = shown[-1]
+        assert set(data) == {"text/html", "text/plain"} and options.get("update") is True
+        assert str(data["text/html"]).startswith('<div class="nba-view nba-state-ok" data-status="ok">')
+        # ...and a finished view displayed again (another cell) is its static copy from the start.
+        shell.execution_count += 1
+        view._ipython_display_()
+        assert set(shown[-1][0]) == {"text/html", "text/plain"}
+    finally:
+        shell.display_pub.publish = published  # type: ignore[method-assign]
+        InteractiveShell.clear_instance()
+
+
+def test_an_interrupted_run_renders_in_one_line() -> None:
+    from nbagent.notebook.view import RunInterrupted, RunKeyboardInterrupt
+
+    view = AgentRunView("helper")
+    assert RunInterrupted(view)._render_traceback_() == [
+        "RunInterrupted: the run of 'helper' was interrupted; its view: nbagent.last_view()"
+    ]
+    assert isinstance(RunInterrupted(view), asyncio.CancelledError)
+    assert RunKeyboardInterrupt(view)._render_traceback_() == [
+        "KeyboardInterrupt: the run of 'helper' was interrupted; its view: nbagent.last_view()"
+    ]
+    assert isinstance(RunKeyboardInterrupt(view), KeyboardInterrupt)
+
+
+async def test_last_view_is_the_view_show_and_start_made_last() -> None:
+    import nbagent
+    from nbagent.notebook import view as view_module
+
+    first = view_module._new_view("one")
+    assert nbagent.last_view() is first
+    second = view_module._new_view("two")
+    assert nbagent.last_view() is second
+
+
+def test_the_static_copy_keeps_title_and_status_apart() -> None:
+    view = AgentRunView("assistant")
+    view._end("ok")
+    header = re.search(r'<div class="nba-header">(.*?)</div>', view.to_html(), re.S)
+    assert header is not None
+    assert re.search(r'</span>\n<span data-status="ok"|</span>\n<span class="nba-status-text"', header.group(1))

@@ -241,3 +241,33 @@ def test_a_click_without_any_event_loop_says_so() -> None:
     widget.next_button.click()
     assert widget.task is None and stepper.history == []
     assert "no running event loop" in widget.status.value
+
+
+async def test_displayed_as_its_static_copy_then_the_widget_the_copy_following_each_move() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shown: list[tuple[dict[str, object], dict[str, object]]] = []
+    published = shell.display_pub.publish
+
+    def publish(data: dict[str, object], metadata: dict[str, object] | None = None, **kwargs: object) -> None:
+        shown.append((data, kwargs))
+
+    shell.display_pub.publish = publish  # type: ignore[method-assign]
+    try:
+        stepper = nbagent.step(scenario("plain_text").agent(), "hi")
+        stepper._ipython_display_()
+        (copy, copy_options), (live, _) = shown
+        # The copy first (with a display id), then the widget whose own output holds no copy.
+        assert set(copy) == {"text/html", "text/plain"} and copy_options.get("transient")
+        assert 'class="nba-stepper nba-static-copy"' in str(copy["text/html"])
+        assert set(live) == {"application/vnd.jupyter.widget-view+json", "text/plain"} and live["text/plain"] == ""
+        assert "nba-stepper-live" in stepper.widget()._dom_classes
+        await stepper.next()
+        data, options = shown[-1]
+        assert options.get("update") is True and set(data) == {"text/html", "text/plain"}
+        assert head(str(data["text/html"])) == ("1", "add_messages", "1")
+        assert "(a saved copy: run the cell to step it)" in str(data["text/html"])
+    finally:
+        shell.display_pub.publish = published  # type: ignore[method-assign]
+        InteractiveShell.clear_instance()

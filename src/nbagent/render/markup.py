@@ -123,7 +123,7 @@ Child = Markup | str | int | float | Iterable["Child"] | None
 iterables of children, ``None`` (nothing)."""
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9:-]*\Z")
-_VOID = frozenset({"br", "hr", "rect", "path", "line", "circle", "polygon", "polyline", "ellipse", "stop"})
+_VOID = frozenset({"br", "hr", "input", "rect", "path", "line", "circle", "polygon", "polyline", "ellipse", "stop"})
 
 
 def _add_children(parts: list[str], children: Iterable[Child]) -> None:
