@@ -23,7 +23,14 @@ from .context import (
     UnboundedChatCompletionContext,
 )
 from .entry import run  # the sync entry point: nbagent.run(agent, task)
-from .mcp import McpWorkbench, SseServerParams, StdioServerParams, StreamableHttpServerParams  # no SDK import here
+from .mcp import (  # no SDK import here
+    McpToolAdapter,
+    McpWorkbench,
+    SseServerParams,
+    StdioServerParams,
+    StreamableHttpServerParams,
+    mcp_server_tools,
+)
 from .memory import ListMemory, Memory, MemoryQueryResult, UpdateContextResult
 from .messages import (
     AssistantMessage,
@@ -36,6 +43,7 @@ from .messages import (
     HandoffMessage,
     Image,
     MemoryContent,
+    MemoryMimeType,
     MemoryQueryEvent,
     ModelClientStreamingChunkEvent,
     RequestUsage,
@@ -83,11 +91,14 @@ from .tools import (
     FunctionTool,
     Handoff,
     ImageResultContent,
+    ParametersSchema,
+    StaticStreamWorkbench,
     StaticWorkbench,
     TextResultContent,
     ToolArgumentsError,
     ToolOverride,
     ToolResult,
+    ToolSchema,
     Workbench,
 )
 from .trace import COLUMNS as TRACE_COLUMNS
@@ -206,9 +217,11 @@ __all__ = [
     "ListMemory",
     "LoadedTrace",
     "MOVES",
+    "McpToolAdapter",
     "McpWorkbench",
     "Memory",
     "MemoryContent",
+    "MemoryMimeType",
     "MemoryQueryEvent",
     "MemoryQueryResult",
     "ModelAuthenticationError",
@@ -228,6 +241,7 @@ __all__ = [
     "MoveInfo",
     "NotebookStepper",
     "OpenAIChatCompletionClient",
+    "ParametersSchema",
     "RecordingChatCompletionClient",
     "RepeatedTaskWarning",
     "ReplayChatCompletionClient",
@@ -238,6 +252,7 @@ __all__ = [
     "RunStarted",
     "SourceCodeNotAllowedError",
     "SseServerParams",
+    "StaticStreamWorkbench",
     "StaticWorkbench",
     "StdioServerParams",
     "StepResult",
@@ -262,6 +277,7 @@ __all__ = [
     "ToolExecution",
     "ToolOverride",
     "ToolResult",
+    "ToolSchema",
     "Trace",
     "TraceFrames",
     "UnboundedChatCompletionContext",
@@ -277,6 +293,7 @@ __all__ = [
     "load_jsonl",
     "load_message",
     "load_parquet",
+    "mcp_server_tools",
     "run",
     "run_many",
     "show",

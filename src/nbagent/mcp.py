@@ -35,15 +35,17 @@ from .cancellation import CancellationToken, guarded
 from .components import ComponentModel, dump_nested, include_secrets, load_nested
 from .messages import Image
 from .redact import is_secret_name, redact, redact_args
-from .tools import ImageResultContent, TextResultContent, ToolOverride, ToolResult, ToolSchema, Workbench
+from .tools import BaseTool, ImageResultContent, TextResultContent, ToolOverride, ToolResult, ToolSchema, Workbench
 
 __all__ = [
     "McpServerParams",
+    "McpToolAdapter",
     "McpWorkbench",
     "SseServerParams",
     "StdioServerParams",
     "StreamableHttpServerParams",
     "ToolOverride",
+    "mcp_server_tools",
 ]
 
 _MAX_PAGES = 100  # tools/list pages read at most (a server whose cursor never ends is cut there)
@@ -545,3 +547,53 @@ def _errlog() -> TextIO:
         except (OSError, ValueError, AttributeError):
             continue
     return open(os.devnull, "w")  # kept open as long as the process
+
+
+# --------------------------------------------------------------------------- mcp_server_tools
+
+
+class McpToolAdapter(BaseTool):
+    """One tool of an MCP server as an agent's tool (what :func:`mcp_server_tools` gives): called
+    through the :class:`McpWorkbench` it shares with the server's other tools (``workbench``).
+
+    Its return value is the result's text; a result the server marks as an error raises, so the agent
+    gets an error result, as for any tool that fails."""
+
+    component_provider_override = "nbagent.mcp.McpToolAdapter"
+
+    def __init__(self, workbench: McpWorkbench, schema: ToolSchema) -> None:
+        self.workbench = workbench
+        self.schema = schema
+        self.name = schema["name"]
+        self.description = schema.get("description", "")
+
+    async def run_json(self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None) -> Any:
+        result = await self.workbench.call_tool(self.name, args, cancellation_token)
+        if result.is_error:
+            raise RuntimeError(result.to_text())
+        return result.to_text()
+
+    def __repr__(self) -> str:
+        return f"McpToolAdapter({self.name!r}, {self.workbench!r})"
+
+
+async def mcp_server_tools(
+    server_params: StdioServerParams | SseServerParams | StreamableHttpServerParams, session: Any = None
+) -> list[McpToolAdapter]:
+    """AutoGen's ``mcp_server_tools``: the tools of the MCP server ``server_params`` reaches, one
+    :class:`McpToolAdapter` per tool the server lists, for ``AssistantAgent(tools=...)``.
+
+    The tools share one :class:`McpWorkbench` (``tools[0].workbench``), connected here to list them
+    and kept open for their calls (reconnected if the server went away); ``await
+    tools[0].workbench.stop()`` closes it, as does garbage collection. AutoGen's ``session=`` (a
+    ``ClientSession`` of the SDK's earlier major version) is not supported: pass ``None``.
+
+    Example::
+
+        tools = await mcp_server_tools(StdioServerParams(command="python", args=["-m", "mcp_server_time"]))
+        agent = AssistantAgent("clock", model_client, tools=tools)
+    """
+    if session is not None:
+        raise TypeError("mcp_server_tools(session=...) is not supported: the tools share an McpWorkbench of their own")
+    workbench = McpWorkbench(server_params)
+    return [McpToolAdapter(workbench, schema) for schema in await workbench.list_tools()]

@@ -23,6 +23,7 @@ import mimetypes
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 
@@ -135,8 +136,19 @@ class CreateResult(BaseModel):
     """The server's id of this answer (``gen_ai.response.id``), when it gives one."""
 
 
+class MemoryMimeType(StrEnum):
+    """AutoGen's MIME types of memory content (``MemoryContent(mime_type=MemoryMimeType.TEXT)``); each
+    equals its string (``MemoryMimeType.TEXT == "text/plain"``)."""
+
+    TEXT = "text/plain"
+    JSON = "application/json"
+    MARKDOWN = "text/markdown"
+    IMAGE = "image/*"
+    BINARY = "application/octet-stream"
+
+
 class MemoryContent(BaseModel):
-    """One item stored in (and returned by) a memory."""
+    """One item stored in (and returned by) a memory; ``mime_type`` a string or a :class:`MemoryMimeType`."""
 
     content: str | dict[str, Any] | Image
     mime_type: str = "text/plain"

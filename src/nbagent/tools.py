@@ -44,6 +44,15 @@ from .messages import BaseAgentEvent, BaseChatMessage, Image
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+class ParametersSchema(TypedDict, total=False):
+    """A tool's ``parameters`` (a JSON Schema object), as AutoGen's ``ParametersSchema`` names it."""
+
+    type: str
+    properties: dict[str, Any]
+    required: Sequence[str]
+    additionalProperties: bool
+
+
 class ToolSchema(TypedDict, total=False):
     """What the model is told about a tool (the OpenAI function format)."""
 
@@ -697,6 +706,11 @@ class StaticWorkbench(Workbench):
             yield ToolResult(name, error_text(error), is_error=True)
             return
         yield ToolResult(name, text)
+
+
+StaticStreamWorkbench = StaticWorkbench
+"""AutoGen's ``StaticStreamWorkbench``: nbagent's :class:`StaticWorkbench` already streams (its
+``call_tool_stream`` yields a tool's events, then its result) and loads AutoGen's configs of either."""
 
 
 # --------------------------------------------------------------------------- AutoGen's protocol, duck-typed

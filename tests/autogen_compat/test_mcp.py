@@ -355,3 +355,29 @@ async def _eventually(check: Any, limit_s: float = 10) -> bool:
             return True
         await asyncio.sleep(0.05)
     return False
+
+
+# --------------------------------------------------------------------------- mcp_server_tools
+
+
+async def test_mcp_server_tools_gives_one_tool_per_server_tool_on_a_shared_workbench(http_server_url: str) -> None:
+    from nbagent import mcp_server_tools
+
+    tools = await mcp_server_tools(StreamableHttpServerParams(url=http_server_url, timeout=10))
+    by_name = {tool.name: tool for tool in tools}
+    assert set(by_name) == {"add", "pixel", "fail", "wait", "cancelled_calls"}
+    assert len({id(tool.workbench) for tool in tools}) == 1  # one connection for all
+    assert by_name["add"].description == "Add two integers." and by_name["add"].schema["parameters"]["required"]
+    model = ReplayChatCompletionClient(
+        [calls(("c1", "add", {"a": 2, "b": 3}), ("c2", "fail", {"reason": "testing"})), "5, and a failure."]
+    )
+    agent = AssistantAgent("adder", model, tools=tools, reflect_on_tool_use=True)
+    result = await agent.run(task="2 + 3?")
+    execution = result.messages[2]
+    assert isinstance(execution, ToolCallExecutionEvent)
+    added, failed = execution.content
+    assert (added.name, added.content, added.is_error) == ("add", "5", False)
+    assert failed.is_error and "failed on purpose: testing" in failed.content
+    await tools[0].workbench.stop()
+    with pytest.raises(TypeError, match="session"):
+        await mcp_server_tools(StreamableHttpServerParams(url=http_server_url), session=object())

@@ -435,8 +435,30 @@ def test_autogen_names_are_importable_from_nbagent() -> None:
         "StreamableHttpServerParams",
         "StructuredMessageFactory",
         "TokenLimitedChatCompletionContext",
+        "MemoryMimeType",
+        "ToolSchema",
+        "ParametersSchema",
+        "StaticStreamWorkbench",
+        "mcp_server_tools",
     ):
         assert name in nbagent.__all__ and getattr(nbagent, name) is not None
+
+
+async def test_memory_mime_type_and_static_stream_workbench_as_autogen_uses_them() -> None:
+    from nbagent import MemoryContent, MemoryMimeType, ParametersSchema, StaticStreamWorkbench, ToolSchema
+
+    assert [m.value for m in MemoryMimeType] == [
+        "text/plain", "application/json", "text/markdown", "image/*", "application/octet-stream",
+    ]  # fmt: skip
+    item = MemoryContent(content="metric units", mime_type=MemoryMimeType.TEXT)
+    assert item.mime_type == "text/plain" and item.mime_type == MemoryMimeType.TEXT
+    assert MemoryContent.model_validate_json(item.model_dump_json()).mime_type == MemoryMimeType.TEXT
+    parameters: ParametersSchema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    schema = ToolSchema(name="add", description="Add", parameters=dict(parameters))
+    assert schema["parameters"]["required"] == ["a"]
+    workbench = StaticStreamWorkbench([add])
+    streamed = [item async for item in workbench.call_tool_stream("add", {"a": 1, "b": 2})]
+    assert streamed[-1].to_text() == "3"  # type: ignore[union-attr]
 
 
 def test_import_nbagent_stays_light() -> None:
@@ -444,7 +466,7 @@ def test_import_nbagent_stays_light() -> None:
         """
         import sys
         import nbagent
-        nbagent.load_component, nbagent.ModelFamily, nbagent.ComponentModel
+        nbagent.load_component, nbagent.ModelFamily, nbagent.ComponentModel, nbagent.mcp_server_tools
         heavy = {"pandas", "pyarrow", "ipywidgets", "mcp", "autogen_core", "autogen_agentchat", "autogen_ext", "openai"}
         print(",".join(sorted({m.split(".")[0] for m in sys.modules} & heavy)))
         """
