@@ -389,3 +389,39 @@ def test_stop_ends_the_run_within_a_second_on_every_entry_point(
     # The context is valid and the next cell runs a new run to its end.
     assert run_code(client, CONTEXT.format(name="a")) == VALID
     assert run_code(client, "r = await a.run(task='again')\nprint(r.messages[-1].content)") == "done\n"
+
+
+def test_a_stream_and_its_ticking_status_stay_far_under_the_iopub_limit(
+    kernel: tuple[KernelManager, object], record_property: Callable[[str, object], None]
+) -> None:
+    """jupyter_server drops iopub messages above 1,000/s: the streamed text's coalescer (at most ~22
+    updates a second) and the live status (footer and LLM row, at most 4 each a second) stay near 30."""
+    _, client = kernel
+    setup = (
+        "import nbagent\nfrom nbagent import AssistantAgent, ReplayChatCompletionClient\n"
+        "words = ' '.join(f'w{i}' for i in range(1500))\n"
+        "client = ReplayChatCompletionClient([words], chunk_delay=0.002)\n"
+        "talker = AssistantAgent('talker', client, model_client_stream=True)"
+    )
+    assert run_code(client, setup) == ""
+    msg_id = client.execute("view = await nbagent.show(talker, 'talk')")  # type: ignore[attr-defined]
+    times = []
+    while True:
+        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        if message["msg_type"] == "comm_msg":
+            times.append(time.monotonic())
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            break
+    seconds = times[-1] - times[0]
+    rate = len(times) / seconds
+    # While the text streams (the first and last half second, with the run's start and end, left out):
+    middle = [t for t in times if times[0] + 0.5 <= t <= times[-1] - 0.5]
+    steady = len(middle) / (seconds - 1)
+    record_property("widget_messages_per_second", {"whole run": round(rate, 1), "while streaming": round(steady, 1)})
+    print(f"{len(times)} widget messages in {seconds:.2f} s: {rate:.1f} a second, {steady:.1f} while streaming")
+    assert seconds > 2 and steady < 35 and rate < 60
+    assert run_code(client, "print(view.status, len(view.response.chat_message.content))") == (
+        f"ok {len(' '.join(f'w{i}' for i in range(1500)))}\n"
+    )
