@@ -1,0 +1,25 @@
+"""The docs/ screenshots can be redone: ``python -m tests.browser.screenshots`` writes all six
+(three views, JupyterLab Light and Dark); the committed ones are there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+from .screenshots import take
+
+pytestmark = pytest.mark.browser
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+NAMES = [f"{view}{theme}.png" for theme in ("", "_dark") for view in ("live_view", "stepper", "walkthrough")]
+
+
+def test_the_script_takes_the_six_screenshots(tmp_path: Path) -> None:
+    written = take(tmp_path)
+    assert [path.name for path in written] == NAMES
+    for path in written:
+        assert path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 20_000, path.name
+    for name in NAMES:
+        assert (REPO / "docs" / name).read_bytes()[:8] == PNG_MAGIC, name
