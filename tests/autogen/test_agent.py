@@ -256,3 +256,13 @@ async def test_structured_output_and_memory_events_convert() -> None:
     # The memory's system message is in the context from the MemoryQueryEvent on.
     seq = int(events[events["kind"] == "MemoryQueryEvent"]["seq"].iloc[0])
     assert list(trace.context_df(events["run_id"].iloc[0], seq)["kind"]) == ["user", "system"]
+
+
+async def test_parallel_tool_calls_share_the_batch_duration_as_the_columns_say() -> None:
+    from nbagent import TRACE_COLUMNS
+
+    trace = Trace()
+    await na.run(tool_agent(), "Weather in Paris and Rome?", trace=trace)
+    tools = trace.tool_calls_df()
+    assert list(tools["batch_size"]) == [2, 2] and tools["duration_s"].nunique() == 1
+    assert "share the batch's duration" in str(TRACE_COLUMNS["tool_calls"]["duration_s"])

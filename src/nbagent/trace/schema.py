@@ -96,7 +96,12 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "result": ("string", "the result text, redacted"),
         "is_error": ("boolean", "the call gave an error result (null if it never ended)"),
         "started_at": ("datetime64[ns, UTC]", "when the call started"),
-        "duration_s": ("float64", "seconds the call took"),
+        "duration_s": (
+            "float64",
+            "seconds the call took. In runs of AutoGen's own agents (nbagent.autogen) the parallel calls of "
+            "one batch share the batch's duration: AutoGen reports one ToolCallExecutionEvent when the "
+            "last call of the batch ends",
+        ),
         "concurrent_with": ("Int64", "how many calls of the run ran at once with it, itself included"),
     },
     "runs": {
