@@ -247,7 +247,7 @@ async def one_run(side: Framework, scenario: Scenario) -> tuple[tuple[float, flo
     agent, client = side.make(scenario)
     cpu, wall = time.process_time(), time.perf_counter()
     if scenario.run_stream:
-        async for _result in agent.run_stream(task=TASK):
+        async for result in agent.run_stream(task=TASK):  # noqa: B007 (the last item, the TaskResult, is used)
             pass
     else:
         result = await agent.run(task=TASK)
