@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Browser, BrowserContext, sync_playwright
 
 from .conftest import CHROMIUM, CHROMIUM_ARGS, REPO, LabNotebook, LabServer, _serve, open_notebook
 from .views16 import SETUP
@@ -65,36 +65,48 @@ def _walk_four_moves(walk: LabNotebook) -> None:
     walk.settle()
 
 
-def take(out: Path) -> list[Path]:
-    """Take the six screenshots into ``out``; the paths written."""
+def take(out: Path, server: LabServer | None = None, browser: Browser | None = None) -> list[Path]:
+    """Take the six screenshots into ``out``; the paths written. ``server`` and ``browser``: the
+    ones to use (the browser tests' fixtures), else a server and a Chromium of its own."""
     out.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        if server is None:
+            server = stack.enter_context(_server())
+        if browser is None:
+            playwright = stack.enter_context(sync_playwright())
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            stack.callback(browser.close)
+        context = browser.new_context(viewport={"width": 1100, "height": 2800})
+        stack.callback(context.close)
+        return _shoot(out, server, context)
+
+
+def _shoot(out: Path, server: LabServer, context: BrowserContext) -> list[Path]:
     written = []
-    with _server() as server, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1100, "height": 2800})
-            views = open_notebook(server, context, CELLS, "docs_views")
-            walk = open_notebook(server, context, WALKTHROUGH, "docs_walkthrough")
-            _walk_four_moves(walk)
-            for theme, suffix in THEMES:
-                for notebook in (views, walk):
-                    notebook.set_theme(theme)
-                    notebook.settle()
-                shots = [
-                    (views, ".jp-RenderedHTMLCommon .nba-view", f"live_view{suffix}.png"),
-                    (views, ".jp-OutputArea .nba-stepper-live", f"stepper{suffix}.png"),
-                    (walk, ".jp-OutputArea .nba-stepper-live", f"walkthrough{suffix}.png"),
-                ]
-                for notebook, selector, name in shots:
-                    target = out / name
-                    notebook.page.locator(selector).first.screenshot(path=str(target))
-                    written.append(target)
+    views = open_notebook(server, context, CELLS, "docs_views")
+    walk = open_notebook(server, context, WALKTHROUGH, "docs_walkthrough")
+    try:
+        _walk_four_moves(walk)
+        for theme, suffix in THEMES:
             for notebook in (views, walk):
-                notebook.set_theme("JupyterLab Light")
-                notebook.page.close()
-            server.shutdown_kernels()
-        finally:
-            browser.close()
+                notebook.set_theme(theme)
+                notebook.settle()
+            shots = [
+                (views, ".jp-RenderedHTMLCommon .nba-view", f"live_view{suffix}.png"),
+                (views, ".jp-OutputArea .nba-stepper-live", f"stepper{suffix}.png"),
+                (walk, ".jp-OutputArea .nba-stepper-live", f"walkthrough{suffix}.png"),
+            ]
+            for notebook, selector, name in shots:
+                target = out / name
+                notebook.page.locator(selector).first.screenshot(path=str(target))
+                written.append(target)
+    finally:
+        for notebook in (views, walk):
+            notebook.set_theme("JupyterLab Light")
+            notebook.page.close()
+        for session in server.api("GET", "api/sessions") or []:
+            if session["path"] in ("docs_views.ipynb", "docs_walkthrough.ipynb"):
+                server.api("DELETE", f"api/sessions/{session['id']}")
     return written
 
 

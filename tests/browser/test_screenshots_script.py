@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser
 
-from .conftest import REPO
+from .conftest import REPO, LabServer
 from .screenshots import take
 
 pytestmark = pytest.mark.browser
@@ -16,8 +17,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 NAMES = [f"{view}{theme}.png" for theme in ("", "_dark") for view in ("live_view", "stepper", "walkthrough")]
 
 
-def test_the_script_takes_the_six_screenshots(tmp_path: Path) -> None:
-    written = take(tmp_path)
+def test_the_script_takes_the_six_screenshots(tmp_path: Path, lab: LabServer, browser: Browser) -> None:
+    written = take(tmp_path, lab, browser)  # the session's server and Chromium (run alone, it starts its own)
     assert [path.name for path in written] == NAMES
     for path in written:
         assert path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 20_000, path.name
