@@ -105,7 +105,7 @@ def test_stop_cancels_autogens_run_with_its_own_token(run_notebook_in_lab) -> No
 
 
 STEP_JS = """() => {
-  const root = document.querySelector('.jp-OutputArea .nba-ag-stepper');
+  const root = document.querySelector('.jp-OutputArea .nba-ag-stepper.nba-stepper-live');
   const step = root.querySelector('.nba-ag-step');
   const context = root.querySelector('.nba-ag-context');
   return {
@@ -132,7 +132,7 @@ def test_step_buttons_walk_autogens_stream_after_the_cell_finished(run_notebook_
     for index, _ in enumerate(KINDS):
         page.locator(".jp-OutputArea .nba-ag-next").click()
         page.wait_for_function(
-            "(i) => { const s = document.querySelector('.jp-OutputArea .nba-ag-stepper .nba-ag-step');"
+            "(i) => { const s = document.querySelector('.jp-OutputArea .nba-ag-stepper.nba-stepper-live .nba-ag-step');"
             " return s && s.dataset.index === String(i); }",
             arg=index,
         )
@@ -142,11 +142,12 @@ def test_step_buttons_walk_autogens_stream_after_the_cell_finished(run_notebook_
             assert state["request"]  # the request the wrapped client saw, before the call is sent
         if (state["kind"], state["agent"]) == ("LLMCall", "expert"):
             assert state["context"] == 2  # the task and the handoff
-            nb.shot("expert-call", ".jp-OutputArea .nba-ag-stepper")
+            nb.shot("expert-call", ".jp-OutputArea .nba-ag-stepper.nba-stepper-live")
     assert seen == KINDS
     page.locator(".jp-OutputArea .nba-ag-run").click()
     page.wait_for_function(
-        "() => document.querySelector('.jp-OutputArea .nba-ag-stepper .nba-ag-step').dataset.kind === 'RunFinished'"
+        "() => document.querySelector('.jp-OutputArea .nba-ag-stepper.nba-stepper-live .nba-ag-step')"
+        ".dataset.kind === 'RunFinished'"
     )
     nb.settle()
     final = page.evaluate(STEP_JS)
