@@ -10,15 +10,19 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     notebooks render every cell (``windowingMode: none``), so all prompts and outputs are in the DOM.
     ``lab.root`` is the server's root dir, ``lab.url(path)`` adds the token, ``lab.secret`` is a
     random fake API key that kernels find in ``os.environ["NBAGENT_TEST_API_KEY"]`` (so it never
-    has to be written in a notebook). Killed by PID at the end.
+    has to be written in a notebook). ``lab.save_widget_state(bool)`` sets the widget manager's
+    ``saveState`` for pages opened afterwards; ``lab.shutdown_kernels()`` ends every session and
+    kernel (a notebook opened then starts a fresh kernel). Killed by PID at the end.
+
+``notebook7`` (session) -> ``LabServer``
+    A second such server, for Notebook 7 pages only (a Notebook 7.6 page on a server where a
+    JupyterLab page has been open raises a page error of its own), started on first use.
 
 ``browser`` (session) -> ``playwright.sync_api.Browser``
     Debian Chromium (``/usr/bin/chromium``), headless. Missing Chromium skips the test locally and
     fails it when ``CI=true``.
 
 ``run_notebook_in_lab`` (function) -> ``Callable[[cells | Path, name], LabNotebook]``
-    (``frontend="notebook"`` opens it in Notebook 7 instead, at ``/notebooks/<name>.ipynb``, in a
-    browser context of its own)
     ``nb = run_notebook_in_lab(["import ipywidgets as w", "w.Label('hi')"], name="demo")`` writes
     ``demo.ipynb`` into ``lab.root`` (cells are code-cell sources, or pass the path of an existing
     .ipynb to copy), opens it in a new page (of one shared browser context; each notebook gets its
@@ -27,13 +31,18 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     ``[*]`` prompt and a DOM quiet for 0.5 s, and saves ``test-artifacts/<name>.png``.
     ``run_notebook_in_lab(None, name="demo", run_all=False)`` opens the existing ``demo.ipynb``
     again in a new page without running it (e.g. to see what a saved notebook shows on open).
+    ``frontend="notebook"`` opens it in Notebook 7 instead (``/notebooks/<name>.ipynb``, on the
+    ``notebook7`` server, in a browser context of its own; ``nb.lab`` is that server); Notebook 7's
+    own load error is left out of ``console_errors``. ``open_notebook(server, context, ...)`` does
+    the same outside pytest (``screenshots.py``).
     ``LabNotebook``: ``page``, ``console_errors`` (console ``error`` messages and uncaught page
     errors), ``screenshot``, ``output_texts()`` (visible text of each cell's outputs),
     ``error_outputs()`` (tracebacks and stderr), ``settle()`` (wait again, e.g. after clicking a
     widget button), ``save()`` (save from JupyterLab, return the .ipynb text as written on disk),
     ``shot(label, selector=None)`` (another screenshot, of the page or of one element),
     ``execute(code)`` (run code in the notebook's kernel outside any cell, return its stdout),
-    ``xss_hits()`` (the XSS markers, see below). Kernels and pages are closed after the test.
+    ``xss_hits()`` (the XSS markers, see below), ``set_theme(name)`` (``JupyterLab Light`` or
+    ``JupyterLab Dark``, waits until it applies). Kernels and pages are closed after the test.
 
 ``open_static_html`` (function) -> ``Callable[[Path], StaticPage]``
     Opens an HTML file (e.g. an nbconvert export) in Chromium with every non-``file:`` request
@@ -44,7 +53,8 @@ runs, calls ``__xss('<id>')``), ``MARKER_INIT_JS`` (installed in every page here
 the id in ``window.__xssHits``, sets ``document.title`` and ``data-xss`` on ``<html>``),
 ``XSS_HITS_JS`` (reads the three markers; ``nb.xss_hits()``) and ``DANGEROUS_DOM_JS`` (lists
 payload scripts, iframes/objects/embeds/forms, ``on*`` attributes and ``javascript:`` URLs inside a
-selector, e.g. ``page.evaluate(DANGEROUS_DOM_JS, ".nba-view")``).
+selector, e.g. ``page.evaluate(DANGEROUS_DOM_JS, ".nba-view")``). What the tests of issue 16
+measure in a page (contrast, visible outputs, the diagram's arrows) is in ``measure.py``.
 """
 
 from __future__ import annotations
