@@ -31,9 +31,11 @@ def test_saved_output_shows_the_last_move_made_in_any_cell() -> None:
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
     NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
     outputs = [cell.outputs for cell in notebook.cells]
-    assert [o.output_type for o in outputs[1]] == ["display_data"]
-    data = outputs[1][0].data
-    assert "application/vnd.jupyter.widget-view+json" in data
+    # The static copy (updated after every move), then the live widget with no copy of its own.
+    assert [o.output_type for o in outputs[1]] == ["display_data", "display_data"]
+    data, live = outputs[1][0].data, outputs[1][1].data
+    assert set(data) == {"text/html", "text/plain"}
+    assert set(live) == {"application/vnd.jupyter.widget-view+json", "text/plain"} and live["text/plain"] == ""
     assert data["text/plain"] == "<Stepper agent='assistant' status='finished', 6 moves, at reflect>"
     html = data["text/html"]
     assert re.search(r'nba-stepper-head" data-step="5" data-move="reflect" data-index="6"', html)
