@@ -50,7 +50,7 @@ from .messages import (
     UserMessage,
     streaming_chunk,
 )
-from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
+from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream, ToolChoice
 from .records import (
     NOT_EVENTS,
     LLMCall,
@@ -774,16 +774,7 @@ class AssistantAgent(Component):
                 if result is None:
                     raise ModelError(f"the stream of {client.model_name} ended without a final result")
             else:
-                result = await guarded(
-                    client.create(
-                        llm_messages,
-                        tools=tools,
-                        tool_choice=tool_choice,
-                        json_output=json_output,
-                        cancellation_token=token,
-                    ),
-                    token,
-                )
+                result = await guarded(_create(client, llm_messages, tools, tool_choice, json_output, token), token)
         except CancelledWithResult as stop:  # the model answered as the token fired: its answer is kept
             call.finish(stop.result)
             raise
@@ -1145,21 +1136,46 @@ class AssistantAgent(Component):
 
 
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
+_BASE_CREATE = ChatCompletionClient.create
 
 
 def _sent_args(client: ChatCompletionClient) -> Mapping[str, Any]:
     """For the record of a call: the parameters ``client`` sends with every request besides the messages
     (an OpenAI client's ``create_args``: temperature, max_tokens...), or none."""
     args = getattr(client, "create_args", None)  # duck-typed: AutoGen's clients have no such attribute
+    if args is None:  # most clients (and no ABC isinstance check for them)
+        return _NO_ARGS
     return args if isinstance(args, Mapping) and args else _NO_ARGS
+
+
+def _create(
+    client: ChatCompletionClient,
+    messages: list[LLMMessage],
+    tools: list[ToolSchema],
+    tool_choice: ToolChoice,
+    json_output: type[BaseModel] | None,
+    token: CancellationToken,
+) -> Awaitable[CreateResult]:
+    """``client.create(...)``; when ``create`` is nbagent's own (not overridden), what it does without
+    the extra call: :meth:`~ChatCompletionClient.complete` on the request it would build."""
+    if getattr(client.create, "__func__", None) is _BASE_CREATE:
+        return client.complete(ModelRequest(list(messages), list(tools), tool_choice, json_output, _NO_ARGS), token)
+    return client.create(  # overridden (a subclass, an AutoGen client): called as AutoGen's agent does
+        messages, tools=tools, tool_choice=tool_choice, json_output=json_output, cancellation_token=token
+    )
 
 
 def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> list[LLMMessage]:
     """The messages as ``client`` can take them: for a model without vision, a user message's
     images become the text ``<image>``, its parts joined by newlines (AutoGen's ``remove_images``)."""
-    if client.model_info.get("vision", False) or not any(
-        isinstance(m, UserMessage) and not isinstance(m.content, str) for m in messages
-    ):
+    if client.model_info.get("vision", False):
+        return messages
+    for m in messages:  # a loop, not any(genexpr): this runs before every model call
+        if type(m) is UserMessage and type(m.content) is str:
+            continue
+        if isinstance(m, UserMessage) and not isinstance(m.content, str):
+            break
+    else:
         return messages
     return [
         UserMessage(
