@@ -135,8 +135,10 @@ async def test_memory_stays_flat_with_output(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     # A run kept in memory is ~12 kB: 1,500 more would be ~18 MB. With output= a task leaves a few
-    # bytes (its duration, for the final p50/p95).
-    assert large - small < 50 * 1500, (small, large)
+    # bytes (its duration, for the final p50/p95); the bound is 1 kB a task (a twelfth of a kept run),
+    # since what interpreter caches hold after a run varies with the machine's load (measured
+    # 39 B a task on a quiet machine, up to ~300 B loaded).
+    assert large - small < 1000 * 1500, (small, large)
 
 
 class _Forgetful(Factory):
