@@ -13,6 +13,7 @@ import warnings
 from array import array
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
+from copy import copy as shallow_copy
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
@@ -345,6 +346,27 @@ class AssistantAgent(Component):
         if self._static_tools is not None:
             return self._static_tools
         return self._index_tools([(wb, await guarded(wb.list_tools(), token)) for wb in self._workbench])
+
+    def copy(self) -> AssistantAgent:
+        """A fresh agent with this one's configuration that shares no run state.
+
+        The copy has the same name, model client, tools and workbenches, memory stores, handoffs,
+        system message and settings (the same objects), and a new model context of the same kind
+        (:meth:`ChatCompletionContext.fresh`: its initial messages, none of this one's conversation).
+        Its runs, failed run and trace are its own: it runs while this one runs.
+        """
+        new = shallow_copy(self)
+        new.metadata = dict(self.metadata)
+        new._system_messages = list(self._system_messages)
+        new._memory = list(self._memory)
+        new._workbench = list(self._workbench)
+        new._handoffs = dict(self._handoffs)
+        new._handoff_tools = list(self._handoff_tools)
+        new._model_context = self._model_context.fresh()
+        new._slot = _RunSlot(self.name)
+        new.trace = Trace(owner=new)
+        new.recorders = [new.trace]
+        return new
 
     # ------------------------------------------------------------------ public properties
 

@@ -8,6 +8,7 @@ ends its head with calls whose results were cut: the OpenAI API rejects both.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
@@ -134,6 +135,16 @@ class ChatCompletionContext(Component):
         if not isinstance(state, dict) or not isinstance(state.get("messages"), list):
             raise ValueError("a context state is a dict with a 'messages' list")
         self._messages = llm_messages_adapter.validate_python(state["messages"])
+
+    def fresh(self) -> Self:
+        """A new context of this kind and settings as it was made: its initial messages, none added since.
+
+        A shallow copy (a model client or ``count_tokens`` it was given is shared); a subclass that keeps
+        more state than its messages overrides it.
+        """
+        new = copy.copy(self)
+        new._messages = list(self._initial_messages)
+        return new
 
     def __len__(self) -> int:
         return len(self._messages)
