@@ -230,7 +230,8 @@ class AutogenSide:
         return agent, client
 
     def llm_calls(self, client: AgReplayClient) -> int:
-        return client._current_index  # create_stream does not log into create_calls
+        # create_stream does not log into create_calls: AutoGen's replay client counts its calls only here.
+        return client._current_index  # noqa: SLF001 AutoGen's ReplayChatCompletionClient, no public count
 
 
 def outcome(result: Any) -> tuple[list[str], str]:

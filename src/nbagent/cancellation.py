@@ -42,6 +42,7 @@ class CancellationToken:
             callback()
 
     def is_cancelled(self) -> bool:
+        """Whether :meth:`cancel` has been called."""
         return self._cancelled
 
     def add_callback(self, callback: Callable[[], Any]) -> None:
@@ -141,14 +142,14 @@ async def guarded(awaitable: Awaitable[T], token: CancellationToken | None) -> T
     """
     if token is None:
         return await awaitable
-    if token._cancelled:
+    if token.is_cancelled():
         if inspect.iscoroutine(awaitable):
             awaitable.close()
         raise asyncio.CancelledError("the cancellation token was cancelled")
     task = asyncio.current_task()
     assert task is not None, "guarded() runs inside a task"
     guard = _Guard(task)
-    token._callbacks.append(guard)
+    token.add_callback(guard)
     try:
         result = await awaitable
     except BaseException as error:

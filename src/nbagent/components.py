@@ -367,10 +367,10 @@ def _load(model: Any, wanted: type[Any]) -> Any:
     version = loaded.component_version or component_class.component_version
     try:
         if version < component_class.component_version:
-            instance = component_class._from_config_past_version(loaded.config, version)
+            instance = component_class._from_config_past_version(loaded.config, version)  # noqa: SLF001 AutoGen's component protocol
         else:
             config = component_class.component_config_schema.model_validate(loaded.config)
-            instance = component_class._from_config(config)
+            instance = component_class._from_config(config)  # noqa: SLF001 AutoGen's component protocol
     except ValidationError as error:
         error.add_note(f"while loading the config of {loaded.provider} (an nbagent {component_class.__name__})")
         raise

@@ -53,17 +53,22 @@ def shout(text: str) -> str:
     return text
 
 
+def classes(widget: widgets.DOMWidget) -> tuple[str, ...]:
+    """The CSS classes of a widget (what the browser's element has)."""
+    return tuple(widget._dom_classes)  # noqa: SLF001 ipywidgets' CSS classes trait (no public reader)
+
+
 def kinds(view: AgentRunView) -> list[str]:
     """The kind of each body child, from its ``nba-item-<kind>`` class."""
     found = []
     for child in view.body.children:
-        (kind,) = [name[len("nba-item-") :] for name in child._dom_classes if name.startswith("nba-item-")]
+        (kind,) = [name[len("nba-item-") :] for name in classes(child) if name.startswith("nba-item-")]
         found.append(kind)
     return found
 
 
 def metrics(view: AgentRunView) -> dict[str, str]:
-    return dict(re.findall(r'data-metric="(\w+)" data-value="([^"]*)"', view._footer.value))
+    return dict(re.findall(r'data-metric="(\w+)" data-value="([^"]*)"', view.footer_html))
 
 
 def html_widgets(widget: widgets.Widget) -> list[widgets.HTML]:
@@ -91,10 +96,10 @@ async def test_streamed_parallel_tools_then_reflection() -> None:
     assert "10 + 5 tokens" in llm1.value
     assert 'data-state="ok" data-purpose="reflection"' in llm2.value and 'data-move="reflect"' in llm2.value
 
-    assert "nba-tool-group" in group._dom_classes
+    assert "nba-tool-group" in classes(group)
     head, row = group.children
     cards = row.children
-    assert "nba-tool-cards" in row._dom_classes
+    assert "nba-tool-cards" in classes(row)
     assert 'data-move="tool_request"' in head.value and "2 tool calls, run in parallel" in head.value
     assert [re.findall(r'data-call-id="(\w+)" data-state="(\w+)"', c.value)[0] for c in cards] == [
         ("c0", "ok"),
@@ -105,7 +110,7 @@ async def test_streamed_parallel_tools_then_reflection() -> None:
 
     assert 'data-kind="text"' in final.value and "<p>The sums are <strong>3</strong> and 7.</p>" in final.value
     assert 'data-move="reflect"' in final.value
-    assert "nba-item-stream" not in final._dom_classes
+    assert "nba-item-stream" not in classes(final)
 
     usage = client.total_usage()
     assert metrics(view) == {
@@ -118,7 +123,7 @@ async def test_streamed_parallel_tools_then_reflection() -> None:
         "status": "ok",
     }
     assert view.status == "ok"
-    assert "nba-state-ok" in view._dom_classes and "nba-state-running" not in view._dom_classes
+    assert "nba-state-ok" in classes(view) and "nba-state-running" not in classes(view)
     assert view.stop_button.disabled
 
 
@@ -139,18 +144,18 @@ def test_stream_segments_resend_only_the_last_part() -> None:
     for index in range(2000):
         view.handle(streaming_chunk(f"<w{index}> ", "bot", "m1"))
     (box,) = view.body.children
-    assert kinds(view) == ["stream"] and "nba-stream" in box._dom_classes
+    assert kinds(view) == ["stream"] and "nba-stream" in classes(box)
     head, scroll = box.children
-    assert "nba-scroll" in scroll._dom_classes
-    stream = view._streams["m1"]
-    (first,) = stream.segments
+    assert "nba-scroll" in classes(scroll)
+    (stream_body,) = scroll.children
+    (first,) = stream_body.children
     assert 'data-move="call_llm"' in head.value and 'class="nba-expand-toggle"' in head.value
     # One interval: only the first chunk went out; the rest waits for the next flush.
     assert first.value == '<span class="nba-stream-text">&lt;w0&gt; </span>'
     updates: list[str] = []
     first.observe(lambda change: updates.append(change["new"]), "value")
-    stream.coalescer.flush()
-    segments = stream.segments
+    view.flush()
+    segments = stream_body.children
     assert len(segments) == 4 and len(updates) == 1
     texts = [
         html.unescape(s.value.removeprefix('<span class="nba-stream-text">').removesuffix("</span>")) for s in segments
@@ -235,13 +240,13 @@ async def test_stop_cancels_the_run_and_leaves_a_valid_context() -> None:
     view.stop_button.click()
     assert await task is None
 
-    assert view.status == "cancelled" and "nba-state-cancelled" in view._dom_classes
+    assert view.status == "cancelled" and "nba-state-cancelled" in classes(view)
     assert kinds(view) == ["user", "llm", "tools"]
     card = view.body.children[2].children[1].children[0].value
     assert 'data-state="error"' in card and "the run was cancelled" in card
     assert metrics(view)["status"] == "cancelled"
-    assert "cancelled: stopped with the Stop button" in view._status_html.value
-    assert 'data-status="cancelled"' in view._status_html.value
+    assert "cancelled: stopped with the Stop button" in view.status_html
+    assert 'data-status="cancelled"' in view.status_html
     assert not agent.is_running
     last = agent.model_context.messages[-1]
     assert isinstance(last, FunctionExecutionResultMessage) and last.content[0].is_error
@@ -262,8 +267,8 @@ async def test_outside_cancellation_propagates_and_is_shown() -> None:
     # Cancelled from outside (not the Stop button, not the token): interrupted, and plain cancellation
     # propagates (only a kernel interrupt becomes RunInterrupted, see test_kernel).
     assert type(raised.value) is asyncio.CancelledError
-    assert view.status == "interrupted" and "interrupted: task cancelled" in view._status_html.value
-    assert "nba-state-interrupted" in view._dom_classes
+    assert view.status == "interrupted" and "interrupted: task cancelled" in view.status_html
+    assert "nba-state-interrupted" in classes(view)
     assert not agent.is_running
 
 
@@ -381,14 +386,14 @@ async def test_endings_are_told_apart_and_discarded_text_is_marked() -> None:
     agent = AssistantAgent("bot", client, model_client_stream=True)
     view = AgentRunView(interval=0.01)
     task = view.start(agent, "talk")
-    while not view._streams:
+    while "stream" not in kinds(view):
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
     view.stop()
     assert await task is None
     assert view.status == "cancelled" and view.detail == "stopped with the Stop button"
-    (stream_box,) = [child for child in view.body.children if "nba-item-stream" in child._dom_classes]
-    assert "nba-discarded" in stream_box._dom_classes
+    (stream_box,) = [child for child in view.body.children if "nba-item-stream" in classes(child)]
+    assert "nba-discarded" in classes(stream_box)
     head = stream_box.children[0].value
     assert "streamed text, discarded" in head and "never entered the model context" in head
     assert [type(m).__name__ for m in agent.model_context.messages] == ["UserMessage"]
@@ -404,7 +409,7 @@ async def test_endings_are_told_apart_and_discarded_text_is_marked() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert (by_token.status, by_token.detail) == ("cancelled", "token cancelled")
-    assert "cancelled: token cancelled" in by_token._status_html.value
+    assert "cancelled: token cancelled" in by_token.status_html
 
 
 async def test_a_thought_that_was_streamed_replaces_its_stream() -> None:
@@ -473,17 +478,18 @@ def test_an_interrupted_run_renders_in_one_line() -> None:
 
 async def test_last_view_is_the_view_show_and_start_made_last() -> None:
     import nbagent
-    from nbagent.notebook import view as view_module
 
-    first = view_module._new_view("one")
+    first = await nbagent.show(AssistantAgent("one", ReplayChatCompletionClient(["done"])), "go")
     assert nbagent.last_view() is first
-    second = view_module._new_view("two")
+    second = nbagent.start(AssistantAgent("two", ReplayChatCompletionClient(["done"])), "go")
     assert nbagent.last_view() is second
+    await second.wait()
+    assert nbagent.last_view() is second and (first.status, second.status) == ("ok", "ok")
 
 
-def test_the_static_copy_keeps_title_and_status_apart() -> None:
+async def test_the_static_copy_keeps_title_and_status_apart() -> None:
     view = AgentRunView("assistant")
-    view._end("ok")
+    await view.run(AssistantAgent("assistant", ReplayChatCompletionClient(["done"])), "go")
     header = re.search(r'<div class="nba-header">(.*?)</div>', view.to_html(), re.S)
     assert header is not None
     assert re.search(r'</span>\n<span data-status="ok"|</span>\n<span class="nba-status-text"', header.group(1))

@@ -82,9 +82,9 @@ def _restore(wrapped: list[_Wrapped], claimed: list[ChatAgent | Team]) -> None:
     """Put back the agents' own client and context, where a run's recording ones are still in place."""
     for agent, client, original_client, context, original_context in wrapped:
         if client is not None and getattr(agent, "_model_client", None) is client:
-            agent._model_client = original_client  # type: ignore[attr-defined]
+            agent._model_client = original_client  # type: ignore[attr-defined]  # noqa: SLF001 AutoGen's agent: no public setter (docs/contract.md)
         if context is not None and getattr(agent, "_model_context", None) is context:
-            agent._model_context = original_context  # type: ignore[attr-defined]
+            agent._model_context = original_context  # type: ignore[attr-defined]  # noqa: SLF001 AutoGen's agent: no public setter (docs/contract.md)
     for runnable in claimed:
         held = _BUSY.get(runnable)
         if held is not None and held() is None:
@@ -183,8 +183,9 @@ def _without_model(agent: ChatAgent, client: object) -> bool:
 class _Agent:
     """One AutoGen agent of the run: its source, its recording client and context, its turn."""
 
-    def __init__(self, run: AutoGenRun, agent: ChatAgent) -> None:
+    def __init__(self, run: AutoGenRun, agent: ChatAgent, wrapped: list[_Wrapped]) -> None:
         self.run = run
+        self.wrapped = wrapped  # the run's list of what its agents put in place (see _restore)
         self.agent = agent
         self.name = agent.name
         self.client: RecordingClient | None = None
@@ -223,7 +224,7 @@ class _Agent:
             self._original_client = client
             wrapper.sink = self
             self.client = wrapper
-            agent._model_client = wrapper  # type: ignore[attr-defined]
+            agent._model_client = wrapper  # type: ignore[attr-defined]  # noqa: SLF001 AutoGen's agent: no public setter (docs/contract.md)
             self.source.secrets = wrapper.secrets
         context = getattr(agent, "_model_context", None)
         if isinstance(context, AgContext):
@@ -235,17 +236,17 @@ class _Agent:
             if self.spoke and not held:  # reset since the last run: its buffer was emptied too
                 self.carried = []
             self.source.model_context.follow(recording, held)
-            agent._model_context = recording  # type: ignore[attr-defined]
-        self.run._wrapped.append((agent, self.client, self._original_client, self.context, self._original_context))
+            agent._model_context = recording  # type: ignore[attr-defined]  # noqa: SLF001 AutoGen's agent: no public setter (docs/contract.md)
+        self.wrapped.append((agent, self.client, self._original_client, self.context, self._original_context))
 
     def unwrap(self) -> None:
         agent = self.agent
         if self.client is not None:
             self.client.sink = None
             if getattr(agent, "_model_client", None) is self.client:
-                agent._model_client = self._original_client  # type: ignore[attr-defined]
+                agent._model_client = self._original_client  # type: ignore[attr-defined]  # noqa: SLF001 AutoGen's agent: no public setter (docs/contract.md)
         if self.context is not None and getattr(agent, "_model_context", None) is self.context:
-            agent._model_context = self._original_context  # type: ignore[attr-defined]
+            agent._model_context = self._original_context  # type: ignore[attr-defined]  # noqa: SLF001 AutoGen's agent: no public setter (docs/contract.md)
 
     # ------------------------------------------------------------------ the client's sink
 
@@ -308,7 +309,12 @@ class AutoGenRun:
         self.result: TaskResult | None = None
         self.turns: list[tuple[str, str]] = []  # (agent, run id) of each turn of a team, in order
         self._last_final: nb.BaseChatMessage | None = None  # the last turn's final message
-        self.agents = [_Agent(self, agent) for agent in participants(runnable)]
+        # What the run put in place, and the agents and team it runs (see _BUSY): a run collected
+        # before its end (a consumer that broke out of its loop) puts the agents back.
+        self._wrapped: list[_Wrapped] = []
+        self._claimed: list[ChatAgent | Team] = []
+        weakref.finalize(self, _restore, self._wrapped, self._claimed)
+        self.agents = [_Agent(self, agent, self._wrapped) for agent in participants(runnable)]
         self._by_name = {agent.name: agent for agent in self.agents}
         self.top = self._by_name[self.name] if not self.is_team else None  # a single agent: its own run
         self.team_source = AutoGenSource(self.name) if self.is_team else None
@@ -329,11 +335,6 @@ class AutoGenRun:
         self._context = contextvars.copy_context()  # where AutoGen's stream runs
         self._stream: Any = None  # AutoGen's run_stream
         self._next: asyncio.Future[Any] | None = None  # the read of its next item
-        # What the run put in place, and the agents and team it runs (see _BUSY): a run collected
-        # before its end (a consumer that broke out of its loop) puts the agents back.
-        self._wrapped: list[_Wrapped] = []
-        self._claimed: list[ChatAgent | Team] = []
-        weakref.finalize(self, _restore, self._wrapped, self._claimed)
 
     # ------------------------------------------------------------------ iteration
 

@@ -45,9 +45,10 @@ def comms_meanwhile(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
 
         kernel = getattr(get_ipython(), "kernel", None)
         io_loop = getattr(kernel, "io_loop", None)
-        stream: Any = kernel.shell_channel_thread.manager._shell_channel_to_main.to_stream
-        original = stream._recv_callback
-        copy = stream._recv_copy
+        # ipykernel 7's internals: no public way to reach the shell channel's stream (see above).
+        stream: Any = kernel.shell_channel_thread.manager._shell_channel_to_main.to_stream  # noqa: SLF001 ipykernel
+        original = stream._recv_callback  # noqa: SLF001 ipykernel internals
+        copy = stream._recv_copy  # noqa: SLF001 ipykernel internals
         usable = io_loop is not None and io_loop.asyncio_loop is loop and original is not None
     except Exception:  # not in a kernel, or a kernel built otherwise
         usable = False

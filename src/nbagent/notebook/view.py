@@ -44,7 +44,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import ipywidgets as widgets
 
@@ -122,7 +122,7 @@ class RunInterrupted(asyncio.CancelledError):
     """
 
     def __init__(self, view: AgentRunView) -> None:
-        super().__init__(f"the run of {view._agent_name()!r} was interrupted; its view: nbagent.last_view()")
+        super().__init__(f"the run of {view.agent_name!r} was interrupted; its view: nbagent.last_view()")
         self.view = view
 
     def _render_traceback_(self) -> list[str]:
@@ -135,7 +135,7 @@ class RunKeyboardInterrupt(KeyboardInterrupt):
     kernel interrupt: one line in the notebook. ``view`` is the view of the run."""
 
     def __init__(self, view: AgentRunView) -> None:
-        super().__init__(f"the run of {view._agent_name()!r} was interrupted; its view: nbagent.last_view()")
+        super().__init__(f"the run of {view.agent_name!r} was interrupted; its view: nbagent.last_view()")
         self.view = view
 
     def _render_traceback_(self) -> list[str]:
@@ -335,7 +335,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
             self._stream(item.full_message_id or "", item.content)  # type: ignore[union-attr]
             return
         self._refresh_llm_rows()
-        on_item = _ON_ITEM.get(kind)
+        on_item = self._ON_ITEM.get(kind)
         if on_item is not None:  # an item that changes what is shown already, or the view's state
             on_item(self, item)
         elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):  # shown as the renderer draws it
@@ -439,6 +439,20 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         else:
             self._replace(stream, _html(value, kind))
 
+    # What the view does with the items that change its state or what it shows already (the others it
+    # adds as the renderer draws them).
+    _ON_ITEM: ClassVar[dict[type, Callable[[AgentRunView, Any], None]]] = {
+        Move: _on_move,
+        RunStarted: _on_run_started,
+        LLMCall: _on_llm_call,
+        ToolExecution: _on_tool_execution,
+        ToolCallRequestEvent: _on_tool_request,
+        ToolCallExecutionEvent: _on_tool_results,
+        Response: _on_response,
+        RunFinished: _on_run_finished,
+        ThoughtEvent: _on_thought,
+    }
+
     def _replace(self, stream: _Stream, widget: widgets.Widget) -> None:
         stream.coalescer.close()
         self.body.children = tuple(widget if child is stream.box else child for child in self.body.children)
@@ -460,6 +474,22 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
             if call.result is not None:
                 total = total + call.result.usage
         return total
+
+    @property
+    def status_html(self) -> str:
+        """The header's status line as HTML: the status (with the current move while running, how the
+        run ended otherwise), the element ``nba-status-text`` with ``data-status``."""
+        return str(self._status_html.value)
+
+    @property
+    def footer_html(self) -> str:
+        """The footer as HTML: the run's totals, one ``data-metric``/``data-value`` pair each."""
+        return str(self._footer.value)
+
+    def flush(self) -> None:
+        """Show now the streamed text still held back (the coalescers send it within ``interval`` otherwise)."""
+        for stream in self._streams.values():
+            stream.coalescer.flush()
 
     @property
     def elapsed_s(self) -> float | None:
@@ -636,7 +666,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
 
     def to_text(self) -> str:
         """A plain-text summary: status, answer and totals."""
-        lines = [f"{self._agent_name()} · {self.status}" + (f" ({self.detail})" if self.detail else "")]
+        lines = [f"{self.agent_name} · {self.status}" + (f" ({self.detail})" if self.detail else "")]
         if self.response is not None:
             answer = self.response.chat_message.to_text()
             lines.append(answer if len(answer) <= 500 else answer[:500] + "…")
@@ -652,7 +682,9 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         lines.append(" · ".join(totals))
         return "\n".join(lines)
 
-    def _agent_name(self) -> str:
+    @property
+    def agent_name(self) -> str:
+        """The name of the agent whose run the view shows (its title before the run has started)."""
         return self._started.agent if self._started is not None else (self._title_text or "agent")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
@@ -704,9 +736,10 @@ def _static(widget: widgets.Widget) -> Markup:
     if isinstance(widget, widgets.HTML):
         return Markup(widget.value)
     if isinstance(widget, widgets.Box):
-        classes = " ".join(widget._dom_classes)
+        names = widget._dom_classes  # noqa: SLF001 ipywidgets' CSS classes trait (no public reader)
+        classes = " ".join(names)
         inner = _joined(_static(child) for child in widget.children)
-        if "nba-tool-group" in widget._dom_classes:
+        if "nba-tool-group" in names:
             return el("div", inner, class_=classes, data_count=len(widget.children[1].children))
         return el("div", inner, class_=classes)
     return EMPTY  # buttons
@@ -723,21 +756,6 @@ def _joined(parts: Iterator[Markup]) -> Markup:
 
 def _name(source: AssistantAgent | AgentRun | AutoGenRunnable) -> str:
     return source.agent.name if isinstance(source, AgentRun) else source.name
-
-
-# What the view does with the items that change its state or what it shows already (the others it
-# adds as the renderer draws them).
-_ON_ITEM: dict[type, Callable[[AgentRunView, Any], None]] = {
-    Move: AgentRunView._on_move,
-    RunStarted: AgentRunView._on_run_started,
-    LLMCall: AgentRunView._on_llm_call,
-    ToolExecution: AgentRunView._on_tool_execution,
-    ToolCallRequestEvent: AgentRunView._on_tool_request,
-    ToolCallExecutionEvent: AgentRunView._on_tool_results,
-    Response: AgentRunView._on_response,
-    RunFinished: AgentRunView._on_run_finished,
-    ThoughtEvent: AgentRunView._on_thought,
-}
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:
