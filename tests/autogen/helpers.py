@@ -9,7 +9,7 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
 from autogen_agentchat.teams import RoundRobinGroupChat, Swarm
 from autogen_core import FunctionCall
-from autogen_core.models import CreateResult, ModelInfo, RequestUsage
+from autogen_core.models import ChatCompletionClient, CreateResult, ModelInfo, RequestUsage
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
 INFO = ModelInfo(vision=False, function_calling=True, json_output=False, family="unknown", structured_output=False)
@@ -27,6 +27,12 @@ def calls(*specs: tuple[str, str, str], prompt: int = 10, completion: int = 5) -
 
 def replay(*answers: str | CreateResult) -> ReplayChatCompletionClient:
     return ReplayChatCompletionClient(list(answers), model_info=INFO)
+
+
+def model_client(agent: AssistantAgent) -> ChatCompletionClient:
+    """The model client ``agent`` calls now: nbagent puts its recording client there for a run and
+    puts the agent's own back after it (docs/contract.md), which the tests check."""
+    return agent._model_client  # noqa: SLF001 AutoGen's agent has no public accessor of its client
 
 
 def weather(city: str) -> str:

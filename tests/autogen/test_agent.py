@@ -19,7 +19,7 @@ from nbagent import Trace
 from nbagent.autogen.client import RecordingClient
 from nbagent.records import LLMCall, RunFinished, RunStarted, ToolExecution
 
-from .helpers import replay, tool_agent
+from .helpers import model_client, replay, tool_agent
 
 CHUNK = "ModelClientStreamingChunkEvent"
 
@@ -156,13 +156,13 @@ async def test_exports_work_unchanged(tmp_path: Path) -> None:
 
 async def test_the_agents_own_client_and_context_are_back_after_the_run() -> None:
     agent = tool_agent()
-    client, context = agent._model_client, agent.model_context
+    client, context = model_client(agent), agent.model_context
     run = na.iter(agent, "Weather?", trace=Trace())
     async for item in run:
         if isinstance(item, LLMCall):  # during the run: the recording ones
-            assert isinstance(agent._model_client, RecordingClient)
-            assert agent._model_client.inner is client
-    assert agent._model_client is client and agent.model_context is context
+            assert isinstance(model_client(agent), RecordingClient)
+            assert model_client(agent).inner is client
+    assert model_client(agent) is client and agent.model_context is context
 
 
 async def test_an_unstreamed_agent_and_a_second_run_into_the_same_trace() -> None:
@@ -199,7 +199,7 @@ async def test_iter_yields_nbagent_items_and_the_default_trace() -> None:
 
 async def test_step_mode_waits_before_each_model_call_until_the_next_item_is_asked_for() -> None:
     agent = tool_agent(stream=False)
-    inner = agent._model_client
+    inner = model_client(agent)
     run = na.iter(agent, "Weather?", trace=Trace(), step=True)
     seen = []
     async for item in run:

@@ -14,7 +14,7 @@ import nbagent.autogen as na
 from nbagent.autogen.stepper import AutoGenStepper
 from nbagent.notebook.view import AgentRunView
 
-from .helpers import SlowReplay, swarm, tool_agent
+from .helpers import SlowReplay, model_client, swarm, tool_agent
 
 
 def test_nbagent_run_gives_autogens_task_result_and_records_into_its_trace() -> None:
@@ -39,7 +39,7 @@ async def test_the_live_view_shows_a_swarm_turn_by_turn_with_the_handoff() -> No
     response = await view.run(team, "Weather in Oslo?")
     assert view.status == "ok"
     assert response is not None and response.chat_message.source == "specialist"
-    classes = [child._dom_classes for child in view.body.children]
+    classes = [child._dom_classes for child in view.body.children]  # noqa: SLF001 ipywidgets' CSS classes
     kinds = [next(c for c in names if c.startswith("nba-item-")) for names in classes]
     assert kinds == [
         "nba-item-user",  # the task
@@ -75,7 +75,7 @@ async def test_stop_cancels_autogens_run_with_its_own_token() -> None:
     assert await asyncio.wait_for(task, 10) is None
     assert view.status == "cancelled"
     assert list(na.trace_of(agent).runs_df()["status"]) == ["cancelled"]
-    assert agent._model_client is slow
+    assert model_client(agent) is slow
 
 
 async def test_an_autogen_run_can_be_shown_as_it_is() -> None:

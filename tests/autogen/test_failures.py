@@ -15,12 +15,12 @@ import nbagent.autogen as na
 from nbagent import Trace
 from nbagent.records import LLMCall, ToolExecution
 
-from .helpers import SlowReplay, calls, replay, round_robin
+from .helpers import SlowReplay, calls, model_client, replay, round_robin
 
 
 async def test_an_agent_whose_model_call_fails() -> None:
     agent = AssistantAgent("broken", replay())  # no answer to give
-    client = agent._model_client
+    client = model_client(agent)
     trace = Trace()
     with pytest.raises(ValueError, match="No more mock responses"):
         await na.run(agent, "Hello?", trace=trace)
@@ -29,12 +29,12 @@ async def test_an_agent_whose_model_call_fails() -> None:
     llm = trace.llm_calls_df()
     assert (llm["status"].iloc[0], llm["error"].iloc[0]) == ("error", "ValueError: No more mock responses available")
     assert not pd.isna(llm["duration_s"].iloc[0])
-    assert agent._model_client is client  # put back however the run ends
+    assert model_client(agent) is client  # put back however the run ends
 
 
 async def test_a_team_whose_agent_fails_at_its_second_turn() -> None:
     team, writer, critic = round_robin()
-    writer._model_client.chat_completions.pop()  # type: ignore[attr-defined]  # its second turn has no answer
+    model_client(writer).chat_completions.pop()  # type: ignore[attr-defined]  # its second turn has no answer
     trace = Trace()
     with pytest.raises(RuntimeError, match="No more mock responses"):
         await na.run(team, "Write a haiku.", trace=trace)
@@ -45,7 +45,8 @@ async def test_a_team_whose_agent_fails_at_its_second_turn() -> None:
     assert runs["error"].iloc[3] == "ValueError: No more mock responses available"
     assert runs["error"].iloc[0].startswith("RuntimeError: ValueError: No more mock responses available")
     assert list(trace.llm_calls_df()["status"]) == ["ok", "ok", "error"]
-    assert not team._is_running  # type: ignore[attr-defined]  # AutoGen's team can run again
+    # AutoGen's team can run again (it has no public reader of this flag).
+    assert not team._is_running  # type: ignore[attr-defined]  # noqa: SLF001 AutoGen's team internals
 
 
 async def test_a_tool_that_raises_gives_an_error_result() -> None:
@@ -73,7 +74,7 @@ async def test_an_agent_cancelled_with_autogens_token_during_a_tool() -> None:
         return city
 
     agent = AssistantAgent("slowpoke", replay(calls(("c1", "slow", '{"city": "Oslo"}'))), tools=[slow])
-    client, context = agent._model_client, agent.model_context
+    client, context = model_client(agent), agent.model_context
     token = CancellationToken()
     trace = Trace()
     task = asyncio.ensure_future(na.run(agent, "Weather?", trace=trace, cancellation_token=token))
@@ -86,7 +87,7 @@ async def test_an_agent_cancelled_with_autogens_token_during_a_tool() -> None:
     tools = trace.tool_calls_df()
     assert tools["tool_name"].iloc[0] == "slow" and pd.isna(tools["is_error"].iloc[0])  # it never ended
     assert list(trace.llm_calls_df()["status"]) == ["ok"]
-    assert agent._model_client is client and agent.model_context is context
+    assert model_client(agent) is client and agent.model_context is context
 
 
 async def test_a_team_cancelled_with_autogens_token_during_a_model_call() -> None:
@@ -128,7 +129,7 @@ async def test_stop_from_another_task_cancels_the_run_and_waits_for_its_end() ->
     assert run.status == "cancelled" and run.token.is_cancelled()
     assert any(isinstance(item, LLMCall) for item in seen)
     assert list(trace.runs_df()["status"]) == ["cancelled"]
-    assert agent._model_client is slow
+    assert model_client(agent) is slow
 
 
 async def test_a_consumer_that_stops_reading_ends_the_run_cancelled() -> None:
@@ -143,7 +144,7 @@ async def test_a_consumer_that_stops_reading_ends_the_run_cancelled() -> None:
     await run.aclose()
     assert run.status == "cancelled"
     assert list(trace.runs_df()["status"]) == ["cancelled"]
-    assert not isinstance(agent._model_client, na.RecordingClient)
+    assert not isinstance(model_client(agent), na.RecordingClient)
 
 
 def slow_tool_team(seconds: float) -> tuple[RoundRobinGroupChat, AssistantAgent, asyncio.Event]:
@@ -162,7 +163,7 @@ def slow_tool_team(seconds: float) -> tuple[RoundRobinGroupChat, AssistantAgent,
 
 async def test_a_team_cancelled_during_a_tool_call_ends_within_the_teardown() -> None:
     team, agent, started = slow_tool_team(8)
-    client, context = agent._model_client, agent.model_context
+    client, context = model_client(agent), agent.model_context
     token = CancellationToken()
     trace = Trace()
     run = na.iter(team, "Where is order 42?", trace=trace, cancellation_token=token)
@@ -184,7 +185,7 @@ async def test_a_team_cancelled_during_a_tool_call_ends_within_the_teardown() ->
     assert list(zip(trace.runs_df()["agent"], trace.runs_df()["status"])) == [
         ("RoundRobinGroupChat", "cancelled"), ("billing", "cancelled"),
     ]  # fmt: skip
-    assert agent._model_client is client and agent.model_context is context  # restored
+    assert model_client(agent) is client and agent.model_context is context  # restored
     # The context the OpenAI API accepts: the cancelled tool call has an error result.
     held = await context.get_messages()
     assert [type(message).__name__ for message in held] == [
@@ -200,7 +201,7 @@ async def test_stop_of_a_team_in_a_tool_call_ends_the_view() -> None:
     import nbagent
 
     team, agent, started = slow_tool_team(8)
-    client = agent._model_client
+    client = model_client(agent)
     view = nbagent.start(team, "Where is order 42?")
     await asyncio.wait_for(started.wait(), 10)
     await asyncio.sleep(0.5)  # the tool well under way (AutoGen's own __anext__ then never returns)
@@ -212,7 +213,7 @@ async def test_stop_of_a_team_in_a_tool_call_ends_the_view() -> None:
         await asyncio.sleep(0.05)
     assert view.status == "cancelled"
     assert asyncio.get_running_loop().time() - began < 5.0 + 1  # AutoGenRun's default teardown
-    assert agent._model_client is client
+    assert model_client(agent) is client
 
 
 async def test_breaking_out_of_a_run_puts_the_agent_back() -> None:
@@ -227,7 +228,7 @@ async def test_breaking_out_of_a_run_puts_the_agent_back() -> None:
     for _ in range(5):
         gc.collect()
         await asyncio.sleep(0.05)
-    assert agent._model_client is client and agent._model_context is context
+    assert model_client(agent) is client and agent.model_context is context
     result = await agent.run(task="again")  # a plain AutoGen run after it
     assert result.messages[-1].to_text() == "b"
 
@@ -245,13 +246,13 @@ async def test_a_second_run_of_a_running_agent_is_refused() -> None:
     team = RoundRobinGroupChat([agent], termination_condition=MaxMessageTermination(2))
     with pytest.raises(AgentBusyError, match="'shared' is running"):  # nor a team it is in
         await na.run(team, "three", trace=Trace())
-    assert isinstance(agent._model_client, na.RecordingClient)  # the first run's, still running
+    assert isinstance(model_client(agent), na.RecordingClient)  # the first run's, still running
     slow.release.set()
     result = await asyncio.wait_for(first, 10)
     assert result.messages[-1].to_text() == "one"
-    assert agent._model_client is slow and agent._model_context is context
+    assert model_client(agent) is slow and agent.model_context is context
     await na.run(agent, "four", trace=Trace())  # free again
-    assert agent._model_client is slow and agent._model_context is context
+    assert model_client(agent) is slow and agent.model_context is context
 
 
 async def test_an_agent_without_a_model_client_is_warned_of() -> None:

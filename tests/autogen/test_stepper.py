@@ -10,12 +10,12 @@ from nbagent.autogen.show import AgentTurn
 from nbagent.autogen.stepper import AutoGenStepper, StepperFinished
 from nbagent.records import LLMCall
 
-from .helpers import swarm, tool_agent
+from .helpers import model_client, swarm, tool_agent
 
 
 async def test_an_agent_step_by_step() -> None:
     agent = tool_agent()
-    inner = agent._model_client
+    inner = model_client(agent)
     trace = Trace()
     stepper = AutoGenStepper(agent, "Weather in Paris and Rome?", trace=trace)
     kinds = []
@@ -39,7 +39,7 @@ async def test_an_agent_step_by_step() -> None:
     ]  # fmt: skip
     assert steps[4].context_df()["kind"].tolist() == ["user", "assistant", "tool_result"]
     assert stepper.status == "finished" and stepper.result is not None
-    assert not isinstance(agent._model_client, RecordingClient)  # the run ended: the agent is as it was
+    assert not isinstance(model_client(agent), RecordingClient)  # the run ended: the agent is as it was
     assert len(trace.runs_df()) == 1
     with pytest.raises(StepperFinished):
         await stepper.next()
@@ -73,7 +73,7 @@ async def test_stop_ends_the_run_cancelled() -> None:
     await stepper.aclose()
     assert stepper.status == "cancelled" and stepper.done
     assert list(trace.runs_df()["status"]) == ["cancelled"]
-    assert not isinstance(agent._model_client, RecordingClient)
+    assert not isinstance(model_client(agent), RecordingClient)
 
 
 async def test_the_widget_buttons_are_enabled_again_after_each_step() -> None:
@@ -83,7 +83,8 @@ async def test_the_widget_buttons_are_enabled_again_after_each_step() -> None:
     stepper = NotebookAutoGenStepper(team, "Weather in Oslo?", trace=Trace())
     widget = stepper.widget()
     for expected in ("RunStarted", "AgentTurn", "LLMCall"):
-        task = widget.click(widget._next)
+        widget.next_button.click()
+        task = widget.task
         assert task is not None and widget.next_button.disabled  # busy while the step is made
         await task
         assert not widget.next_button.disabled

@@ -15,7 +15,7 @@ import nbagent.autogen as na
 from nbagent import HandoffMessage, Trace
 from nbagent.records import LLMCall, RunStarted
 
-from .helpers import replay, round_robin, swarm
+from .helpers import model_client, replay, round_robin, swarm
 
 
 async def test_round_robin_one_run_per_turn_in_order_under_the_team_run() -> None:
@@ -116,15 +116,15 @@ async def test_a_team_run_again_continues_into_the_same_trace() -> None:
     ]  # fmt: skip
     # After team.reset() the agents start afresh, and so do the messages they are given.
     await team.reset()
-    writer._model_client.chat_completions.extend(["Draft 5.", "Draft 6."])  # type: ignore[attr-defined]
-    critic._model_client.chat_completions.append("Fine.")  # type: ignore[attr-defined]
+    model_client(writer).chat_completions.extend(["Draft 5.", "Draft 6."])  # type: ignore[attr-defined]
+    model_client(critic).chat_completions.append("Fine.")  # type: ignore[attr-defined]
     await na.run(team, "Anew.", trace=trace)
     assert list(trace.runs_df()["task"][-3:]) == ["Anew.", "Anew.\nDraft 5.", "Fine."]
 
 
 async def test_step_mode_in_a_team_holds_each_agent_before_its_model_call() -> None:
     team, writer, critic = round_robin()
-    clients = {"writer": writer._model_client, "critic": critic._model_client}
+    clients = {"writer": model_client(writer), "critic": model_client(critic)}
     run = na.iter(team, "Write a haiku.", trace=Trace(), step=True)
     sent_before: list[int] = []
     started: list[str] = []

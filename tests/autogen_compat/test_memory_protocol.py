@@ -104,7 +104,7 @@ async def test_a_single_memory_and_nbagents_two_argument_signature_are_accepted(
 async def test_nbagents_own_memories_are_used_as_they_are() -> None:
     store = ListMemory(memory_contents=[MemoryContent(content="prefers short answers")])
     agent = AssistantAgent("host", ReplayChatCompletionClient(["Ok.", "Ok."]), memory=[store])
-    assert agent._memory == [store]
+    assert agent.memory == [store]
     await agent.run(task="one")
     await agent.run(task="two")
     memory_messages = [m for m in agent.model_context.messages if isinstance(m, SystemMessage)]
@@ -156,7 +156,7 @@ async def test_autogens_own_list_memory_works_on_nbagent() -> None:
     await memory.add(core.MemoryContent(content="The user likes tea", mime_type=core.MemoryMimeType.TEXT))
     model = ReplayChatCompletionClient(["Tea it is.", "Still tea."])
     agent = AssistantAgent("host", model, memory=[memory])
-    [adapter] = agent._memory
+    [adapter] = agent.memory
     assert isinstance(adapter, MemoryAdapter) and adapter.memory is memory
 
     result = await agent.run(task="What should I drink?")

@@ -12,6 +12,8 @@ import asyncio
 import statistics
 import time
 
+import openai
+
 from nbagent import UserMessage
 from nbagent.demo import DEMO_TASK, demo_agent
 from nbagent.models import ModelRequest
@@ -28,17 +30,25 @@ async def main() -> None:
         client = OpenAIChatCompletionClient(
             "gpt-4o", base_url=server.base_url, api_key="sk-bench-000000000", max_retries=0
         )
+        # The raw SDK, built as the client builds its own (same arguments, a plain HTTP client).
+        sdk = openai.AsyncOpenAI(
+            api_key="sk-bench-000000000",
+            base_url=server.base_url,
+            timeout=60.0,
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(),
+        )
         messages = [UserMessage(content="hello", source="user")]
         raw_request = client.build_request(ModelRequest(messages, [], "auto", None))
 
         server.script(*[Reply.text("hi")] * (2 * CALLS + 20))
         for _ in range(10):  # warm the connection pool
             await client.create(messages)
-            await client._client.chat.completions.create(**raw_request)
+            await sdk.chat.completions.create(**raw_request)
         raw, wrapped = [], []
         for _ in range(CALLS):
             start = time.perf_counter()
-            await client._client.chat.completions.create(**raw_request)
+            await sdk.chat.completions.create(**raw_request)
             raw.append(time.perf_counter() - start)
             start = time.perf_counter()
             await client.create(messages)
@@ -53,7 +63,7 @@ async def main() -> None:
             server.script(Reply.text("hello", pieces=1), Reply.text("hello", pieces=1))
             start = time.perf_counter()
             first = 0.0
-            async for chunk in await client._client.chat.completions.create(**raw_stream):
+            async for chunk in await sdk.chat.completions.create(**raw_stream):
                 if not first and chunk.choices and chunk.choices[0].delta.content:
                     first = time.perf_counter() - start
             figures["raw ttft"].append(first)
@@ -64,7 +74,7 @@ async def main() -> None:
 
             server.script(Reply.text("x" * STREAM_PIECES, pieces=1), Reply.text("x" * STREAM_PIECES, pieces=1))
             start = time.perf_counter()
-            async for _chunk in await client._client.chat.completions.create(**raw_stream):
+            async for _chunk in await sdk.chat.completions.create(**raw_stream):
                 pass
             figures["raw rate"].append(STREAM_PIECES / (time.perf_counter() - start))
             start = time.perf_counter()
@@ -78,6 +88,7 @@ async def main() -> None:
             f"(medians of 10: 5-piece streams for the first token, {STREAM_PIECES} one-character pieces for the rate)"
         )
         await client.close()
+        await sdk.close()
 
     runs = []
     for _ in range(50):

@@ -262,7 +262,7 @@ async def test_displayed_as_its_static_copy_then_the_widget_the_copy_following_e
         assert set(copy) == {"text/html", "text/plain"} and copy_options.get("transient")
         assert 'class="nba-stepper nba-static-copy"' in str(copy["text/html"])
         assert set(live) == {"application/vnd.jupyter.widget-view+json", "text/plain"} and live["text/plain"] == ""
-        assert "nba-stepper-live" in stepper.widget()._dom_classes
+        assert "nba-stepper-live" in stepper.widget()._dom_classes  # noqa: SLF001 ipywidgets' CSS classes
         await stepper.next()
         data, options = shown[-1]
         assert options.get("update") is True and set(data) == {"text/html", "text/plain"}
