@@ -25,7 +25,7 @@ from ..autogen.stepper import AutoGenStep, AutoGenStepper, StepperFinished
 from ..context import message_text
 from ..render import STYLE, Markup, concat, el, label, muted, streamed_chunks, to_html, to_text, value
 from ..trace.context import message_kind
-from .static_display import display_static_then_widget, update_static_copy
+from .static_display import StaticCopyDisplay
 
 
 def messages_table(messages: Sequence[nb.LLMMessage], css: str) -> Markup:
@@ -185,37 +185,12 @@ class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]
             self.history.value = history_html(stepper)
 
 
-class NotebookAutoGenStepper(AutoGenStepper):
+class NotebookAutoGenStepper(StaticCopyDisplay[AutoGenStepperWidget], AutoGenStepper):
     """An :class:`AutoGenStepper` that shows its widget when displayed and refreshes it after every
     step (what ``nbagent.step`` gives for an AutoGen agent or team)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._widget: AutoGenStepperWidget | None = None
-        self._display_ids: list[str] = []
+    def _make_widget(self) -> AutoGenStepperWidget:
+        return AutoGenStepperWidget(self)
 
-    def widget(self) -> AutoGenStepperWidget:
-        """The widget of this stepper (one per stepper, made on first use)."""
-        if self._widget is None:
-            self._widget = AutoGenStepperWidget(self)
-        return self._widget
-
-    def changed(self) -> None:
-        """After each step and at the end: the widget and the static copy show the new state."""
-        if self._widget is None:
-            return
-        self._widget.refresh()
-        update_static_copy(self._display_ids, self.static_bundle())
-
-    def static_bundle(self) -> dict[str, str]:
-        """The static copy alone: ``text/html`` of the last state and ``text/plain``."""
-        return {"text/html": static_html(self), "text/plain": repr(self)}
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        data = self.widget()._repr_mimebundle_(**kwargs) or {}
-        data.update(self.static_bundle())
-        return data
-
-    def _ipython_display_(self) -> None:
-        """Display the static copy (updated after every step), then the widget."""
-        display_static_then_widget(self._display_ids, self.static_bundle(), self.widget())
+    def _static_html(self) -> str:
+        return static_html(self)

@@ -1,37 +1,93 @@
 """How a stepper (nbagent's and AutoGen's) is displayed: its static copy, then its live widget.
 
 The static copy is displayed with a display id, so each later state replaces it
-(:func:`update_static_copy`): a saved notebook shows the last state where widgets do not render.
-The widget's own output holds no copy (an empty ``text/plain``), so nothing shows twice; the
-stylesheet hides the copy while a connected live widget follows it.
+(:meth:`StaticCopyDisplay.changed`): a saved notebook shows the last state where widgets do not
+render. The widget's own output holds no copy (an empty ``text/plain``), so nothing shows twice;
+the stylesheet hides the copy while a connected live widget follows it.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from abc import ABC, abstractmethod
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["display_static_then_widget", "update_static_copy"]
-
-
-def display_static_then_widget(display_ids: list[str], static: Mapping[str, str], widget: Any) -> None:
-    """Display ``static`` (its display id appended to ``display_ids``) and then ``widget``."""
-    from IPython.display import display
-
-    display_id = uuid.uuid4().hex
-    display_ids.append(display_id)
-    display(dict(static), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
-    live = widget._repr_mimebundle_() or {}
-    live["text/plain"] = ""
-    display(live, raw=True)  # type: ignore[no-untyped-call]
+__all__ = ["LiveWidget", "StaticCopyDisplay"]
 
 
-def update_static_copy(display_ids: list[str], static: Mapping[str, str]) -> None:
-    """Replace every displayed static copy by ``static``."""
-    if not display_ids:
-        return
-    from IPython.display import update_display
+class LiveWidget(Protocol):
+    """What :class:`StaticCopyDisplay` needs of a stepper's widget."""
 
-    for display_id in display_ids:
-        update_display(dict(static), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+    def refresh(self) -> None:
+        """Show the stepper's current state."""
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+        """The widget's own output (its widget view)."""
+
+
+W = TypeVar("W", bound=LiveWidget)
+
+
+class StaticCopyDisplay(ABC, Generic[W]):
+    """A stepper that shows its widget when displayed, after its static copy, and refreshes both on
+    :meth:`changed`.
+
+    Mixed in before the stepper class; the subclass says how to make its widget
+    (:meth:`_make_widget`) and how its state reads as static HTML (:meth:`_static_html`).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._widget: W | None = None
+        self._display_ids: list[str] = []
+
+    @abstractmethod
+    def _make_widget(self) -> W:
+        """A new widget of this stepper."""
+
+    @abstractmethod
+    def _static_html(self) -> str:
+        """The stepper's current state as static HTML (no buttons): its static copy."""
+
+    def widget(self) -> W:
+        """The widget of this stepper (one per stepper, made on first use)."""
+        if self._widget is None:
+            self._widget = self._make_widget()
+        return self._widget
+
+    def changed(self) -> None:
+        """After each move and at the end: the widget and the static copy show the new state."""
+        if self._widget is None:
+            return
+        self._widget.refresh()
+        if not self._display_ids:
+            return
+        from IPython.display import update_display
+
+        static = self.static_bundle()
+        for display_id in self._display_ids:
+            update_display(static, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+
+    def static_bundle(self) -> dict[str, str]:
+        """The static copy alone: ``text/html`` of the last state and ``text/plain``."""
+        return {"text/html": self._static_html(), "text/plain": repr(self)}
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        data = self.widget()._repr_mimebundle_(**kwargs) or {}
+        data.update(self.static_bundle())
+        return data
+
+    def _ipython_display_(self) -> None:
+        """Display the static copy (with a display id, so later moves update it) and then the widget.
+
+        The widget's output holds no copy of its own (an empty ``text/plain``): where widgets do
+        not render, the static copy before it is what shows.
+        """
+        from IPython.display import display
+
+        display_id = uuid.uuid4().hex
+        self._display_ids.append(display_id)
+        display(self.static_bundle(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+        live = self.widget()._repr_mimebundle_() or {}
+        live["text/plain"] = ""
+        display(live, raw=True)  # type: ignore[no-untyped-call]

@@ -42,7 +42,7 @@ from ..messages import ModelClientStreamingChunkEvent
 from ..records import MOVES
 from ..render import EMPTY, STYLE, Markup, Options, concat, el, label, muted, pipeline, streamed_chunks, to_html, value
 from ..stepper import Stepper, StepResult
-from .static_display import display_static_then_widget, update_static_copy
+from .static_display import StaticCopyDisplay
 
 if TYPE_CHECKING:
     from ..autogen import AgentOrTeam, AutoGenStepper
@@ -326,60 +326,35 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             self.panel.value = move_html(stepper)
 
 
-class NotebookStepper(Stepper):
+class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
     """A :class:`Stepper` that shows its widget when displayed and refreshes it after every move."""
 
     def __init__(self, agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None) -> None:
         super().__init__(agent, task, cancellation_token)
-        self._widget: StepperWidget | None = None
-        self._display_ids: list[str] = []
 
-    def widget(self) -> StepperWidget:
-        """The widget of this stepper (one per stepper, made on first use)."""
-        if self._widget is None:
-            self._widget = StepperWidget(self)
-        return self._widget
+    def _make_widget(self) -> StepperWidget:
+        return StepperWidget(self)
+
+    def _static_html(self) -> str:
+        return stepper_html(self)
 
     async def next(self) -> StepResult:
         try:
             return await super().next()
         finally:
-            self._refresh()
+            self.changed()
 
     async def aclose(self) -> None:
         try:
             await super().aclose()
         finally:
-            self._refresh()
+            self.changed()
 
     async def reset(self) -> None:
         try:
             await super().reset()
         finally:
-            self._refresh()
-
-    def _refresh(self) -> None:
-        if self._widget is None:
-            return
-        self._widget.refresh()
-        update_static_copy(self._display_ids, self.static_bundle())
-
-    def static_bundle(self) -> dict[str, str]:
-        """The static copy alone: ``text/html`` of the last state and ``text/plain``."""
-        return {"text/html": stepper_html(self), "text/plain": repr(self)}
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        data = self.widget()._repr_mimebundle_(**kwargs) or {}
-        data.update(self.static_bundle())
-        return data
-
-    def _ipython_display_(self) -> None:
-        """Display the static copy (with a display id, so later moves update it) and then the widget.
-
-        The widget's output holds no copy of its own (an empty ``text/plain``): where widgets do
-        not render, the static copy before it is what shows.
-        """
-        display_static_then_widget(self._display_ids, self.static_bundle(), self.widget())
+            self.changed()
 
 
 def step(
