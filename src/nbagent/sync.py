@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import TypeVar
 
-__all__ = ["DrivingHook", "register_driving_hook", "run_coroutine"]
+__all__ = ["DrivingHook", "driving_hooks", "register_driving_hook", "run_coroutine", "unregister_driving_hook"]
 
 T = TypeVar("T")
 
@@ -64,6 +64,17 @@ def register_driving_hook(hook: DrivingHook) -> None:
     registered by ``nbagent`` at import. A hook registered twice is entered once."""
     if hook not in _DRIVING_HOOKS:
         _DRIVING_HOOKS.append(hook)
+
+
+def unregister_driving_hook(hook: DrivingHook) -> None:
+    """Stop entering ``hook``; a hook that is not registered is ignored."""
+    if hook in _DRIVING_HOOKS:
+        _DRIVING_HOOKS.remove(hook)
+
+
+def driving_hooks() -> tuple[DrivingHook, ...]:
+    """The registered driving hooks, in the order they are entered."""
+    return tuple(_DRIVING_HOOKS)
 
 
 @contextmanager

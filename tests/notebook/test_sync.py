@@ -60,9 +60,9 @@ def test_run_coroutine_enters_the_registered_driving_hooks_in_a_running_loop() -
         assert asyncio.run(outer()) == 7
         assert run_coroutine(inner) == 7  # no running loop: no hook
     finally:
-        sync._DRIVING_HOOKS.remove(hook)  # noqa: SLF001 - undo this test's registration
+        sync.unregister_driving_hook(hook)
     assert len(entered) == 1
     # nbagent registers the kernel pump (a no-op outside ipykernel) at import
-    assert any(h.__module__ == "nbagent" and h.__name__ == "_kernel_comms" for h in sync._DRIVING_HOOKS)  # noqa: SLF001
+    assert any(h.__module__ == "nbagent" and h.__name__ == "_kernel_comms" for h in sync.driving_hooks())
     with kernel.comms_meanwhile(asyncio.new_event_loop()):
         pass
