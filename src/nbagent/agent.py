@@ -13,7 +13,6 @@ import warnings
 from array import array
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
-from copy import copy as shallow_copy
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
@@ -353,20 +352,27 @@ class AssistantAgent(Component):
         The copy has the same name, model client, tools and workbenches, memory stores, handoffs,
         system message and settings (the same objects), and a new model context of the same kind
         (:meth:`ChatCompletionContext.fresh`: its initial messages, none of this one's conversation).
-        Its runs, failed run and trace are its own: it runs while this one runs.
+        Its runs, failed run and trace are its own: it runs while this one runs. It is made by the
+        constructor of this agent's class (a subclass with another signature overrides ``copy``).
         """
-        new = shallow_copy(self)
-        new.metadata = dict(self.metadata)
-        new._system_messages = list(self._system_messages)
-        new._memory = list(self._memory)
-        new._workbench = list(self._workbench)
-        new._handoffs = dict(self._handoffs)
-        new._handoff_tools = list(self._handoff_tools)
-        new._model_context = self._model_context.fresh()
-        new._slot = _RunSlot(self.name)
-        new.trace = Trace(owner=new)
-        new.recorders = [new.trace]
-        return new
+        return type(self)(
+            self.name,
+            self._model_client,
+            workbench=list(self._workbench) or None,
+            handoffs=list(self._handoffs.values()) or None,
+            model_context=self._model_context.fresh(),
+            description=self.description,
+            system_message=self._system_messages[0].content if self._system_messages else None,
+            model_client_stream=self._model_client_stream,
+            reflect_on_tool_use=self._reflect_on_tool_use,
+            max_tool_iterations=self._max_tool_iterations,
+            tool_call_summary_format=self._tool_call_summary_format,
+            tool_call_summary_formatter=self._tool_call_summary_formatter,
+            output_content_type=self._output_content_type,
+            output_content_type_format=self._output_content_type_format,
+            memory=list(self._memory) or None,
+            metadata=self.metadata or None,
+        )
 
     # ------------------------------------------------------------------ public properties
 

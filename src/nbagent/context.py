@@ -143,8 +143,12 @@ class ChatCompletionContext(Component):
         more state than its messages overrides it.
         """
         new = copy.copy(self)
-        new._messages = list(self._initial_messages)
+        ChatCompletionContext._start_over(new)
         return new
+
+    def _start_over(self) -> None:
+        """Hold the initial messages only, in a list of its own (a copy's list was its original's)."""
+        self._messages = list(self._initial_messages)
 
     def __len__(self) -> int:
         return len(self._messages)
