@@ -346,18 +346,18 @@ class AssistantAgent(Component):
             return self._static_tools
         return self._index_tools([(wb, await guarded(wb.list_tools(), token)) for wb in self._workbench])
 
-    def copy(self) -> AssistantAgent:
+    def copy(self, *, model_client: ChatCompletionClient | None = None) -> AssistantAgent:
         """A fresh agent with this one's configuration that shares no run state.
 
-        The copy has the same name, model client, tools and workbenches, memory stores, handoffs,
-        system message and settings (the same objects), and a new model context of the same kind
-        (:meth:`ChatCompletionContext.fresh`: its initial messages, none of this one's conversation).
-        Its runs, failed run and trace are its own: it runs while this one runs. It is made by the
-        constructor of this agent's class (a subclass with another signature overrides ``copy``).
+        The copy has the same name, model client (or ``model_client``), tools and workbenches, memory
+        stores, handoffs, system message and settings (the same objects), and a new model context of
+        the same kind (:meth:`ChatCompletionContext.fresh`: its initial messages, none of this one's
+        conversation). Its runs, failed run and trace are its own: it runs while this one runs. It is
+        made by the constructor of this agent's class (a subclass with another signature overrides it).
         """
         return type(self)(
             self.name,
-            self._model_client,
+            self._model_client if model_client is None else model_client,
             workbench=list(self._workbench) or None,
             handoffs=list(self._handoffs.values()) or None,
             model_context=self._model_context.fresh(),
@@ -403,6 +403,11 @@ class AssistantAgent(Component):
         """Every tool the model is offered, handoff tools included, listed from the workbenches (an MCP
         server's too: for static workbenches it is :attr:`tools`)."""
         return list((await self._list_tools())[0])
+
+    @property
+    def workbench(self) -> list[Workbench]:
+        """The workbenches the agent lists and calls tools from, in order (a copy: empty without tools)."""
+        return list(self._workbench)
 
     @property
     def memory(self) -> list[Memory]:

@@ -122,3 +122,23 @@ async def test_copy_keeps_the_context_kind_and_settings() -> None:
         assert len(model_context) == len(expected) + 2
         await fresh.add_message(UserMessage(content="more", source="user"))
         assert len(model_context) == len(expected) + 2
+
+
+async def test_copy_with_another_model_client() -> None:
+    agent = make_agent()
+    client = ReplayChatCompletionClient(["from the other client"])
+    copy = agent.copy(model_client=client)
+    assert copy.model_client is client and agent.model_client is not client
+    assert copy.workbench == agent.workbench and copy.tools == agent.tools
+    assert (await copy.run(task="hi")).messages[-1].content == "from the other client"
+    with pytest.raises(TypeError, match="model_client must be a ChatCompletionClient"):
+        agent.copy(model_client="gpt-4o")  # type: ignore[arg-type]
+
+
+def test_workbench_is_a_copy_of_the_agents_workbenches() -> None:
+    agent = make_agent()
+    [workbench] = agent.workbench
+    assert [tool.name for tool in workbench.tools] == ["add"]  # type: ignore[attr-defined]
+    agent.workbench.clear()
+    assert len(agent.workbench) == 1
+    assert AssistantAgent("b", ReplayChatCompletionClient(["x"])).workbench == []
