@@ -161,7 +161,7 @@ def test_tool_result_has_autogens_shape() -> None:
 async def test_a_workbench_is_an_async_context_manager_and_the_agent_leaves_foreign_ones_to_their_owner() -> None:
     workbench = AutoGenStyleWorkbench()
     agent = AssistantAgent("a", ReplayChatCompletionClient(["hi"]), workbench=workbench)  # type: ignore[arg-type]
-    [adapter] = agent._workbench
+    [adapter] = agent.workbench
     assert isinstance(adapter, WorkbenchAdapter) and adapter.workbench is workbench
     async with adapter:
         assert workbench.started == 1
