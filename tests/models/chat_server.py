@@ -41,7 +41,8 @@ API:
   (insert ``{"error": {"message": error_message}}`` before that SSE event, as overloaded servers do),
   ``error_event`` (the whole ``error`` object of that event instead, e.g. with a ``code``),
   ``stream_usage=False`` (no usage chunk even when asked, as llama-cpp-python and fakellm do),
-  ``error_body`` (the exact body of an error reply instead of OpenAI's shape),
+  ``error_body`` (the exact body of an error reply instead of OpenAI's shape), ``body`` (the exact
+  body of a 200 non-streamed answer instead of the completion: JSON, or a str sent as it is),
   ``empty_choices`` (``choices: []``), ``headers`` (extra response headers, e.g.
   ``{"retry-after-ms": "1"}``), ``call_ids`` (ids for the calls, default ``call_<n>``).
   Streaming or not follows the request's ``stream`` flag; the usage chunk is sent when the request
@@ -313,6 +314,7 @@ class Reply:
     error_body: Any = None
     error_event: dict[str, Any] | None = None
     stream_usage: bool = True
+    body: Any = None
 
     @classmethod
     def text(cls, text: str, **fields: Any) -> Reply:
@@ -613,6 +615,8 @@ class ChatServer:
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return await self._send_stream(writer, reply, reply.events(body["model"], include_usage))
+        if reply.body is not None:
+            return await self._send_body(writer, received, 200, reply.body, reply.headers)
         await self._send(writer, 200, json.dumps(reply.completion(body["model"])).encode(), reply.headers)
         return True
 
@@ -649,7 +653,7 @@ class ChatServer:
         body: Any,
         headers: dict[str, str] | None = None,
     ) -> bool:
-        """An error answered with exactly this body (JSON, or a str sent as plain text)."""
+        """An answer with exactly this body (JSON, or a str sent as it is)."""
         received.status = status
         payload = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         await self._send(writer, status, payload, headers)

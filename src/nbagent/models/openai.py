@@ -268,10 +268,19 @@ def split_think(text: str) -> tuple[str | None, str]:
 
 
 def _reasoning_of(obj: Any) -> str | None:
-    """The ``reasoning_content`` / ``reasoning`` field compatible servers add to messages and deltas."""
+    """The ``reasoning_content`` / ``reasoning`` field compatible servers add to a stream's deltas."""
     extra = getattr(obj, "model_extra", None) or {}
     for name in _REASONING_FIELDS:
-        value = extra.get(name, getattr(obj, name, None))
+        value = extra[name] if name in extra else getattr(obj, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _reasoning_in(message: dict[str, Any]) -> str | None:
+    """The ``reasoning_content`` / ``reasoning`` field of a completion's message (its JSON)."""
+    for name in _REASONING_FIELDS:
+        value = message.get(name)
         if isinstance(value, str) and value:
             return value
     return None
@@ -292,6 +301,15 @@ def _usage(usage: Any) -> RequestUsage:
     if usage is None:
         return UnreportedUsage()
     return RequestUsage(prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0)
+
+
+def _usage_in(usage: dict[str, Any] | None) -> RequestUsage:
+    """:func:`_usage` of a completion's JSON."""
+    if usage is None:
+        return UnreportedUsage()
+    return RequestUsage(
+        prompt_tokens=usage.get("prompt_tokens") or 0, completion_tokens=usage.get("completion_tokens") or 0
+    )
 
 
 def _kind_for_status(status: int) -> type[ModelError]:
@@ -744,45 +762,53 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     ) -> CreateResult:
         sent = self.build_request(request)
         try:
+            # The SDK's raw response (its status errors, retries and timeouts as for create()): the
+            # completion's JSON is read here as it is, without the SDK's models of it, which cost more
+            # CPU than the rest of the conversion (a batch of short calls is CPU-bound).
             response = await guarded(
-                self._sdk_client().chat.completions.create(**sent, **self._send_args), cancellation_token
+                self._sdk_client().chat.completions.with_raw_response.create(**sent, **self._send_args),
+                cancellation_token,
             )
-            result = self._result(response)
-        except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
+            result = self._result(json.loads(response.http_response.content))
+        except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError, LookupError) as error:
             raise self._error(error) from None
         self._count_usage(result.usage, actual=True)
         return result
 
-    def _result(self, response: Any) -> CreateResult:
-        if not getattr(response, "choices", None):
+    def _result(self, completion: Any) -> CreateResult:
+        """The ``CreateResult`` of a completion's JSON (a shape that is not one raises ``ModelResponseError``)."""
+        choices = completion.get("choices") if isinstance(completion, dict) else None
+        if not choices:
             raise ModelResponseError(
                 f"{self._model} at {self.base_url}: the response has no choices", model=self._model
             )
-        choice = response.choices[0]
-        message = choice.message
-        text = message.content if message.content is not None else (message.refusal or "")
+        choice = choices[0]
+        message = choice["message"]
+        text = message.get("content")
+        if text is None:
+            text = message.get("refusal") or ""
         think, text = split_think(text)
-        thought = _join_thoughts(_reasoning_of(message), think)
-        calls = [
-            self._function_call(
-                call.id, call.function.name if call.function else None, call.function.arguments if call.function else ""
-            )
-            for call in message.tool_calls or []
-        ]
-        response_model, response_id = _answered_by(response)
+        thought = _join_thoughts(_reasoning_in(message), think)
+        calls = []
+        for call in message.get("tool_calls") or ():
+            function = call.get("function")
+            name, arguments = (function.get("name"), function.get("arguments")) if function else (None, "")
+            calls.append(self._function_call(call.get("id"), name, arguments))
+        response_model, response_id = _answered_by_json(completion)
+        usage = _usage_in(completion.get("usage"))
         if calls:
             return CreateResult(
                 finish_reason="function_calls",
                 content=calls,
-                usage=_usage(response.usage),
+                usage=usage,
                 thought=_join_thoughts(thought, text),
                 response_model=response_model,
                 response_id=response_id,
             )
         return CreateResult(
-            finish_reason=_finish_reason(choice.finish_reason, False),
+            finish_reason=_finish_reason(choice.get("finish_reason"), False),
             content=text,
-            usage=_usage(response.usage),
+            usage=usage,
             thought=thought,
             response_model=response_model,
             response_id=response_id,
@@ -870,9 +896,17 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         )
 
 
-def _answered_by(response: Any) -> tuple[str | None, str | None]:
-    """The model and id a server gave its answer (a completion or a stream's chunk), where it gave them."""
-    model, answer_id = getattr(response, "model", None), getattr(response, "id", None)
+def _answered_by(chunk: Any) -> tuple[str | None, str | None]:
+    """The model and id a server gave a stream's chunk, where it gave them."""
+    return _named(getattr(chunk, "model", None), getattr(chunk, "id", None))
+
+
+def _answered_by_json(completion: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The model and id a server gave a completion (its JSON), where it gave them."""
+    return _named(completion.get("model"), completion.get("id"))
+
+
+def _named(model: object, answer_id: object) -> tuple[str | None, str | None]:
     return (
         model if isinstance(model, str) and model else None,
         answer_id if isinstance(answer_id, str) and answer_id else None,
