@@ -50,8 +50,9 @@ from .messages import (
     UserMessage,
     streaming_chunk,
 )
-from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream, ToolChoice
+from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
 from .records import (
+    NOT_EVENT_TYPES,
     NOT_EVENTS,
     LLMCall,
     LLMPurpose,
@@ -485,7 +486,13 @@ class AssistantAgent(Component):
         checked = check_messages(where, messages)
         token = check_token(where, cancellation_token)
         check.boolean(where, "chunk_events", chunk_events)
-        return AgentRun(self, checked, token, chunk_events, self._slot, self._run_steps, self._repair_context)
+        return self._new_run(checked, token, chunk_events)
+
+    def _new_run(
+        self, messages: list[BaseChatMessage], token: CancellationToken | None, chunk_events: bool
+    ) -> AgentRun:
+        """A run of arguments an entry point has checked (each checks its own once)."""
+        return AgentRun(self, messages, token, chunk_events, self._slot, self._run_steps, self._repair_context)
 
     async def on_messages(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
@@ -506,7 +513,7 @@ class AssistantAgent(Component):
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Run on new messages, yielding each event as it happens and the ``Response`` last."""
         where = "AssistantAgent.on_messages_stream"
-        run = self.iter(check_messages(where, messages), check_token(where, cancellation_token))
+        run = self._new_run(check_messages(where, messages), check_token(where, cancellation_token), True)
         try:
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, NOT_EVENTS):
@@ -556,15 +563,13 @@ class AssistantAgent(Component):
     ) -> TaskResult:
         collected: list[BaseAgentEvent | BaseChatMessage] = list(shown)
         # Streamed chunks are not part of the result: no chunk event is built for nobody to see.
-        run = self.iter(messages, token, chunk_events=False)
+        run = self._new_run(messages, token, False)
         try:
             async for item in run:
-                if type(item) is str:  # most items of a streamed run
+                kind = type(item)
+                if kind in NOT_EVENT_TYPES:  # records, and the texts of streamed chunks
                     continue
-                if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
-                    collected.append(item)
-                elif type(item) is Response:
-                    collected.append(item.chat_message)
+                collected.append(item.chat_message if kind is Response else item)  # type: ignore[union-attr,arg-type]
         finally:
             await run.aclose()
         return TaskResult(messages=collected)
@@ -601,7 +606,7 @@ class AssistantAgent(Component):
         collected: list[BaseAgentEvent | BaseChatMessage] = list(shown)
         for message in shown:
             yield message
-        async with self.iter(messages, token) as run:
+        async with self._new_run(messages, token, True) as run:
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent:  # most items of a streamed run
                     yield item
@@ -704,7 +709,7 @@ class AssistantAgent(Component):
     ) -> None:
         """STEP 1. A handoff's context (the calls that came with it) goes in before its message."""
         for message in messages:
-            if isinstance(message, HandoffMessage):
+            if type(message) is not TextMessage and isinstance(message, HandoffMessage):
                 for llm_message in message.context:
                     await model_context.add_message(llm_message)
             await model_context.add_message(message.to_model_message())
@@ -740,17 +745,19 @@ class AssistantAgent(Component):
             tools: list[ToolSchema] = []
             tool_choice = "none"
         else:
-            tools = (await self._list_tools(token))[0]
+            tools = (self._static_tools or await self._list_tools(token))[0]
             tool_choice = "auto"
         json_output = self._output_content_type
         client = self._model_client
         _stop_if_cancelled(token)  # cancelled meanwhile (in the context, a recorder, the consumer): no new call
+        # The request of the record; a snapshot (the agent's tool list is copied), so a client may keep it.
+        request = ModelRequest(llm_messages, list(tools), tool_choice, json_output, _sent_args(client))
         call = LLMCall(
             run.run_id,
             iteration,
             purpose,
             client.model_name,
-            ModelRequest(llm_messages, tools, tool_choice, json_output, _sent_args(client)),
+            request,
             message_id,
             self._model_client_stream,
             client.provider,
@@ -807,7 +814,7 @@ class AssistantAgent(Component):
                 if result is None:
                     raise ModelError(f"the stream of {client.model_name} ended without a final result")
             else:
-                result = await guarded(_create(client, llm_messages, tools, tool_choice, json_output, token), token)
+                result = await guarded(_create(client, request, token), token)
         except CancelledWithResult as stop:  # the model answered as the token fired: its answer is kept
             call.finish(stop.result)
             raise
@@ -852,7 +859,7 @@ class AssistantAgent(Component):
             results = []
             async with aclosing(self._execute_tool_calls(run, calls, iteration, results)) as execution_items:
                 async for item in execution_items:
-                    if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+                    if type(item) is not ToolExecution:  # an event a tool streamed
                         inner.append(item)
                     yield item
             execution = ToolCallExecutionEvent(content=results, source=self.name)
@@ -938,7 +945,8 @@ class AssistantAgent(Component):
         for execution in executions:
             yield execution
         try:
-            _, owners = await self._list_tools(token)  # a dynamic workbench lists them again (cancellable)
+            # A dynamic workbench lists them again (cancellable).
+            _, owners = self._static_tools or await self._list_tools(token)
             streaming = any(owner.streams(call.name) for call in calls if (owner := owners.get(call.name)))
             if len(calls) == 1 and not streaming:
                 values = [await guarded(self._timed_tool_call(executions[0], owners, token, None), token)]
@@ -1181,21 +1189,24 @@ def _sent_args(client: ChatCompletionClient) -> Mapping[str, Any]:
     return args if isinstance(args, Mapping) and args else _NO_ARGS
 
 
-def _create(
-    client: ChatCompletionClient,
-    messages: list[LLMMessage],
-    tools: list[ToolSchema],
-    tool_choice: ToolChoice,
-    json_output: type[BaseModel] | None,
-    token: CancellationToken,
-) -> Awaitable[CreateResult]:
-    """``client.create(...)``; when ``create`` is nbagent's own (not overridden), what it does without
-    the extra call: :meth:`~ChatCompletionClient.complete` on the request it would build."""
+def _create(client: ChatCompletionClient, request: ModelRequest, token: CancellationToken) -> Awaitable[CreateResult]:
+    """``client.create(...)`` for the call whose record has ``request``; when ``create`` is nbagent's own
+    (not overridden), what it does without the extra call: :meth:`~ChatCompletionClient.complete` on
+    that request (the same object when it has no ``create_args``: a call of the loop has no extra ones)."""
     if getattr(client.create, "__func__", None) is _BASE_CREATE:
-        return client.complete(ModelRequest(list(messages), list(tools), tool_choice, json_output, _NO_ARGS), token)
+        if request.extra_create_args is not _NO_ARGS:
+            request = ModelRequest(request.messages, request.tools, request.tool_choice, request.json_output, _NO_ARGS)
+        return client.complete(request, token)
     return client.create(  # overridden (a subclass, an AutoGen client): called as AutoGen's agent does
-        messages, tools=tools, tool_choice=tool_choice, json_output=json_output, cancellation_token=token
+        request.messages,
+        tools=request.tools,
+        tool_choice=request.tool_choice,
+        json_output=request.json_output,
+        cancellation_token=token,
     )
+
+
+_WITHOUT_IMAGES = frozenset({SystemMessage, AssistantMessage, FunctionExecutionResultMessage})
 
 
 def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> list[LLMMessage]:
@@ -1203,8 +1214,15 @@ def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> lis
     images become the text ``<image>``, its parts joined by newlines (AutoGen's ``remove_images``)."""
     if client.model_info.get("vision", False):
         return messages
-    for m in messages:  # a loop, not any(genexpr): this runs before every model call
-        if type(m) is UserMessage and type(m.content) is str:
+    # This runs before every model call, over the whole context: exact types first, as isinstance()
+    # against a pydantic class costs a Python call (its metaclass checks instances).
+    for m in messages:
+        kind = type(m)
+        if kind is UserMessage:
+            if type(m.content) is str:
+                continue
+            break
+        if kind in _WITHOUT_IMAGES:
             continue
         if isinstance(m, UserMessage) and not isinstance(m.content, str):
             break

@@ -337,6 +337,9 @@ RunRecord = Move | LLMCall | ToolExecution | RunStarted | RunFinished
 RunItem = RunRecord | BaseAgentEvent | BaseChatMessage | Response | str
 RECORD_TYPES = (Move, LLMCall, ToolExecution, RunStarted, RunFinished)
 NOT_EVENTS = (*RECORD_TYPES, str)  # the items of a run that are not events (a str: a chunk's text)
+NOT_EVENT_TYPES = frozenset(NOT_EVENTS)
+"""The same, for ``type(item) in NOT_EVENT_TYPES``: a set lookup, where ``isinstance`` against the event
+classes (pydantic's, whose metaclass checks instances in Python) would cost a call each."""
 
 
 class Recorder(Protocol):

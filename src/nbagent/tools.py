@@ -241,12 +241,17 @@ def tool_output_text(value: Any) -> str:
     """How a tool's return value is shown to the model: text as is, objects as JSON."""
     if isinstance(value, str):
         return value
+    if type(value) is int:  # what json.dumps writes for an int, without building an encoder
+        return int.__repr__(value)
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return _JSON.encode(value)
     except (TypeError, ValueError):
         return str(value)
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False)  # json.dumps(value, ensure_ascii=False), its encoder built once
 
 
 def parse_arguments(tool_name: str, raw: str) -> dict[str, Any]:
@@ -387,6 +392,7 @@ class FunctionTool(BaseTool):
         signature = _signature(func)
         self._takes_token = "cancellation_token" in signature.parameters
         self._args_model = self._build_args_model(signature, _docstring_params(doc))
+        self._arg_names = tuple(self._args_model.model_fields)  # read once: pydantic's model_fields is a property
         parameters = self._args_model.model_json_schema()
         parameters.pop("title", None)
         for prop in parameters.get("properties", {}).values():
@@ -426,7 +432,7 @@ class FunctionTool(BaseTool):
                 f"{'.'.join(str(p) for p in item['loc']) or 'arguments'}: {item['msg']}" for item in error.errors()
             )
             raise ToolArgumentsError(f"arguments for tool '{self.name}' do not match its schema: {problems}") from None
-        kwargs = {name: getattr(model, name) for name in type(model).model_fields}
+        kwargs = {name: getattr(model, name) for name in self._arg_names}
         if self._takes_token:
             kwargs["cancellation_token"] = cancellation_token or CancellationToken()
         return kwargs
@@ -638,6 +644,8 @@ class StaticWorkbench(Workbench):
                 raise ValueError(f"Tool names must be unique: {schema['name']!r} is offered twice (tool_overrides)")
             self._exposed[schema["name"]] = tool
             self._schemas.append(schema)
+        # The tools that do not stream, run without the generators of a stream (a few microseconds a call).
+        self._plain = {name: tool for name, tool in self._exposed.items() if _runs_plain(tool)}
 
     @property
     def tools(self) -> list[BaseTool]:
@@ -675,7 +683,10 @@ class StaticWorkbench(Workbench):
         cancellation_token: CancellationToken | None = None,
         call_id: str | None = None,
     ) -> ToolResult:
-        result: ToolResult | None = None
+        tool = self._plain.get(name)
+        if tool is not None:
+            return await _run_plain(tool, name, arguments, cancellation_token)
+        result: ToolResult | None = None  # a tool that streams (its events are dropped), or none of that name
         async for item in self.call_tool_stream(name, arguments, cancellation_token, call_id):
             result = item  # type: ignore[assignment]
         assert isinstance(result, ToolResult)
@@ -692,6 +703,9 @@ class StaticWorkbench(Workbench):
         if tool is None:
             yield tool_not_found(name)
             return
+        if name in self._plain:
+            yield await _run_plain(tool, name, arguments, cancellation_token)
+            return
         try:
             value: Any = None
             async for item in tool.run_json_stream(arguments or {}, cancellation_token):
@@ -706,6 +720,25 @@ class StaticWorkbench(Workbench):
             yield ToolResult(name, error_text(error), is_error=True)
             return
         yield ToolResult(name, text)
+
+
+def _runs_plain(tool: BaseTool) -> bool:
+    """Whether ``tool`` streams nothing: its ``run_json_stream`` yields ``await run_json(...)`` alone."""
+    stream = type(tool).run_json_stream
+    return not tool.streams and (stream is BaseTool.run_json_stream or stream is FunctionTool.run_json_stream)
+
+
+async def _run_plain(
+    tool: BaseTool, name: str, arguments: Mapping[str, Any] | None, cancellation_token: CancellationToken | None
+) -> ToolResult:
+    """A call of a tool that does not stream: what ``StaticWorkbench.call_tool_stream`` yields last."""
+    try:
+        text = tool.return_value_as_string(await tool.run_json(arguments or {}, cancellation_token))
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:  # a tool's failure (or its value's) becomes an error result the model can read
+        return ToolResult(name, error_text(error), is_error=True)
+    return ToolResult(name, text)
 
 
 StaticStreamWorkbench = StaticWorkbench
@@ -771,6 +804,8 @@ def _call(
     call_id: str | None,
 ) -> Any:
     plan = _call_plan(method)
+    if plan.arguments_by_keyword and plan.call_id and plan.token == "keyword":  # AutoGen's signature
+        return method(name, arguments=arguments, cancellation_token=token, call_id=call_id)
     args: list[Any] = [name]
     kwargs: dict[str, Any] = {}
     if plan.arguments_by_keyword:

@@ -4,7 +4,8 @@ The scenarios are the ones the other tests already encode: each test of ``test_e
 per row of docs/contract.md's event-order table), ``test_summary_and_errors.py`` (defaults, summary,
 tool errors) and ``test_fixes.py`` (the nbagent fixes), run as they are, and every scripted scenario of
 ``tests/stepper/scenarios.py``. While they run, each agent's runs are observed through a recorder
-(``AssistantAgent.iter`` is wrapped to add it), and the moves of each run are checked against MOVES:
+(``AgentRun.__init__``, whichever entry point makes the run, is wrapped to add it), and the moves of
+each run are checked against MOVES:
 
 - each move is ``possible`` under the agent's ``loop_settings``, a run starts at ``add_messages``;
 - each transition (two consecutive moves, and the last move -> END when the run ends with a
@@ -18,7 +19,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import warnings
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
@@ -27,8 +28,6 @@ import pytest
 
 from nbagent import (
     AssistantAgent,
-    BaseChatMessage,
-    CancellationToken,
     CreateResult,
     ListMemory,
     MemoryContent,
@@ -137,11 +136,12 @@ def noting_runs(method: str, original: Callable[..., Any], note: Callable[[Any, 
 
 
 def observing(monkeypatch: pytest.MonkeyPatch) -> list[ObservedRun]:
-    """Observe every run started while the test runs: ``iter`` adds a :class:`MoveLog` to the agent's
-    recorders, and each method MOVES names notes which move is current whenever it runs."""
+    """Observe every run started while the test runs: a new ``AgentRun`` (``iter``, ``run``... make one)
+    adds a :class:`MoveLog` to its agent's recorders, and each method MOVES names notes which move is
+    current whenever it runs."""
     runs: list[ObservedRun] = []
     logs: dict[int, MoveLog] = {}
-    original = AssistantAgent.iter
+    original = AgentRun.__init__
 
     def note(agent: Any, method: str) -> None:
         log = logs.get(id(agent))
@@ -153,19 +153,13 @@ def observing(monkeypatch: pytest.MonkeyPatch) -> list[ObservedRun]:
         if callable(function):
             monkeypatch.setattr(AssistantAgent, method, noting_runs(method, function, note))
 
-    def iter_observed(
-        self: AssistantAgent,
-        messages: Sequence[BaseChatMessage],
-        cancellation_token: CancellationToken | None = None,
-        *,
-        chunk_events: bool = True,
-    ) -> AgentRun:
-        log = logs.setdefault(id(self), MoveLog(self, runs))
-        if log not in self.recorders:
-            self.recorders.append(log)
-        return original(self, messages, cancellation_token, chunk_events=chunk_events)
+    def init_observed(self: AgentRun, agent: AssistantAgent, *args: Any) -> None:
+        original(self, agent, *args)
+        log = logs.setdefault(id(agent), MoveLog(agent, runs))
+        if log not in agent.recorders:
+            agent.recorders.append(log)
 
-    monkeypatch.setattr(AssistantAgent, "iter", iter_observed)
+    monkeypatch.setattr(AgentRun, "__init__", init_observed)
     return runs
 
 

@@ -88,8 +88,11 @@ class RowStore:
             elif (type(row) is LLMCall or type(row) is ToolExecution) and row.duration_s is None:
                 if row.run_id in running:
                     running[row.run_id][2].append(row)
-        kept = {id(row) for started, move, calls in running.values() for row in (started, *move, *calls)}
-        rows[:] = [row for row in rows if id(row) in kept]  # in place: the recorders append to this list
+        if running:
+            kept = {id(row) for started, move, calls in running.values() for row in (started, *move, *calls)}
+            rows[:] = [row for row in rows if id(row) in kept]  # in place: the recorders append to this list
+        else:  # no run in progress (the common case): nothing is kept
+            rows.clear()
         self._unnamed.clear()
         self._unnamed_calls.clear()
         self.snapshots.clear()
