@@ -61,6 +61,7 @@ from .records import (
     Recorder,
     RunFinished,
     RunItem,
+    RunIterator,
     RunStarted,
     RunStatus,
     ToolExecution,
@@ -1484,7 +1485,7 @@ def check_agent(where: str, agent: object, task: object = None, *, runs: bool = 
     raise check.wrong_type(where, "agent", expected, agent, hint)
 
 
-class AgentRun:
+class AgentRun(RunIterator):
     """One run of an agent, item by item: ``Move`` boundaries, records, events and the ``Response``.
 
     It marks the agent busy from its first step to its end, feeds every item to the agent's
@@ -1495,7 +1496,7 @@ class AgentRun:
 
     __slots__ = (
         "agent", "messages", "cancellation_token", "chunk_events", "token", "run_id", "status", "response",
-        "llm_call", "_slot", "_loop", "_repair", "_steps", "_record", "_advancing", "_ended", "_items", "__weakref__",
+        "llm_call", "_slot", "_loop", "_repair", "_steps", "_record", "__weakref__",
     )  # fmt: skip
 
     def __init__(
@@ -1532,22 +1533,6 @@ class AgentRun:
         if call is None or call.result is None:
             raise RuntimeError("the run has no ended model call")
         return call.result
-
-    def __aiter__(self) -> AsyncGenerator[RunItem, None]:
-        """The run's items (``async for`` takes them straight from one generator, ``_iterate``)."""
-        if self._items is None:
-            self._items = self._iterate()
-        return self._items
-
-    async def __anext__(self) -> RunItem:
-        return await self.__aiter__().__anext__()
-
-    async def __aenter__(self) -> AgentRun:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        """``async with agent.iter(...) as run:`` closes the run however the block is left."""
-        await self.aclose()
 
     def _start(self) -> RunStarted:
         self._slot.check()
@@ -1642,16 +1627,8 @@ class AgentRun:
         await, which raises ``CancelledError`` in that task, and returns once the run has ended.
         (Called from inside the run, by a tool, the same cancellation ends the tool and the run.)
         """
-        if self.status != "running":
-            return
-        assert self._steps is not None
-        if self._advancing:
-            self.token.cancel()
-            if self._ended is None:
-                self._ended = asyncio.Event()
-            await self._ended.wait()
-            return
-        await self.__aiter__().aclose()
+        if self.status == "running":
+            await self._stop()
 
     def __repr__(self) -> str:
         return f"AgentRun(agent={self.agent.name!r}, run_id={self.run_id!r}, status={self.status!r})"

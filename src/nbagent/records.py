@@ -8,11 +8,12 @@ stepper alike.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
 from ._ids import new_id, utc_now
 from .messages import BaseAgentEvent, BaseChatMessage, CreateResult, FunctionCall, FunctionExecutionResult, Response
@@ -374,3 +375,55 @@ class RunSource(Protocol):
         ...
 
     recorders: list[Recorder]
+
+
+class RunIterator:
+    """The async-iterator protocol of a run (nbagent's ``AgentRun``, ``nbagent.autogen``'s ``AutoGenRun``).
+
+    ``async for`` takes the items straight from one generator, the subclass's ``_iterate()``;
+    ``async with`` closes the run however the block is left. The subclass keeps ``status``
+    (``"running"`` from its first item to its end), ``_advancing`` (true while its loop runs, false
+    while the consumer holds an item), ``_ended`` (set at the end, once made), and the ``token``
+    that cancels it; :meth:`_stop` ends a running run from its ``aclose()``.
+    """
+
+    __slots__ = ("_items", "_advancing", "_ended")  # the subclass's __init__ sets them (None, False, None)
+    status: str
+    token: Any  # nbagent's or AutoGen's CancellationToken: ``cancel()`` ends the run where it awaits
+    _items: AsyncGenerator[RunItem, None] | None
+    _advancing: bool
+    _ended: asyncio.Event | None
+
+    def _iterate(self) -> AsyncGenerator[RunItem, None]:
+        raise NotImplementedError
+
+    def __aiter__(self) -> AsyncGenerator[RunItem, None]:
+        """The run's items: ``_iterate()``, made once."""
+        if self._items is None:
+            self._items = self._iterate()
+        return self._items
+
+    async def __anext__(self) -> RunItem:
+        return await self.__aiter__().__anext__()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """End the run where it is (nothing if it is not running)."""
+        if self.status == "running":
+            await self._stop()
+
+    async def _stop(self) -> None:
+        """End a running run: while its loop runs (the consumer awaits its next item from another task,
+        a Stop button) cancel it at its await and wait for its end; else close its items."""
+        if self._advancing:
+            self.token.cancel()
+            if self._ended is None:
+                self._ended = asyncio.Event()
+            await self._ended.wait()
+            return
+        await self.__aiter__().aclose()

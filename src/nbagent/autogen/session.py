@@ -34,7 +34,7 @@ import time
 import warnings
 import weakref
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,7 +49,7 @@ from .. import messages as nb
 from .._ids import new_id, utc_now
 from ..agent import CANCELLED_TOOL_RESULT, AgentBusyError
 from ..cancellation import CancellationToken as NbCancellationToken
-from ..records import LLMCall, RunFinished, RunItem, RunStarted, RunStatus, ToolExecution
+from ..records import LLMCall, RunFinished, RunItem, RunIterator, RunStarted, RunStatus, ToolExecution
 from ..trace import Trace
 from .client import RecordingClient, error_text
 from .context import ContextView, RecordingContext, stored_messages
@@ -261,7 +261,7 @@ class _Agent:
         return self.source.model_context
 
 
-class AutoGenRun:
+class AutoGenRun(RunIterator):
     """One run of an AutoGen agent or team as an async iterator over nbagent run items, recorded.
 
     ``trace`` receives every item but streamed chunks (as nbagent's own runs feed their recorders).
@@ -338,38 +338,15 @@ class AutoGenRun:
 
     # ------------------------------------------------------------------ iteration
 
-    def __aiter__(self) -> AsyncIterator[RunItem]:
-        if self._items is None:
-            self._items = self._iterate()
-        return self._items
-
-    async def __anext__(self) -> RunItem:
-        return await self.__aiter__().__anext__()
-
-    async def __aenter__(self) -> AutoGenRun:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
     def cancel(self) -> None:
         """Fire the run's AutoGen ``CancellationToken``: the run ends with ``CancelledError``."""
         self.token.cancel()
 
     async def aclose(self) -> None:
         """End the run where it is (from another task, a Stop button: cancel it and wait for its end)."""
-        if self.status != "running":
-            if self._items is not None and self.status == "new":
-                await self._items.aclose()
-            return
-        if self._advancing:
-            self.token.cancel()
-            if self._ended is None:
-                self._ended = asyncio.Event()
-            await self._ended.wait()
-            return
-        assert self._items is not None
-        await self._items.aclose()
+        if self._items is not None and self.status == "new":
+            await self._items.aclose()  # taken and not started: it will not start
+        await super().aclose()
 
     async def _iterate(self) -> AsyncGenerator[RunItem, None]:
         if self.status != "new":
