@@ -487,54 +487,28 @@ def task_text(task: object) -> str:
 
 
 def _agent_copier(template: AssistantAgent) -> Callable[[object], AssistantAgent]:
-    """A factory of copies of ``template``, each with a fresh model context.
+    """A factory of copies of ``template`` (:meth:`AssistantAgent.copy`), each with a fresh model context.
 
     The copies share the template's tools and workbenches, memory stores, output type and summary
     formatter (the same objects), and its model client when the client keeps no state between calls
     (``checkpoint()`` is ``None``: the OpenAI client, whose connections are then shared); a client
-    that keeps state (a replay script's position, a cassette's) and the context are loaded from the
-    template's component config, so each copy starts where the template started.
+    that keeps state (a replay script's position, a cassette's) is loaded from the template client's
+    component config for each copy, so each starts where the template's started.
     """
     client = template.model_client
     try:
-        client_config = client.dump_component(include_secrets=True) if client.checkpoint() is not None else None
-        context_config = template.model_context.dump_component()
-        for config in filter(None, (client_config, context_config)):  # fail now rather than once per task
-            load_component(config)
+        config = client.dump_component(include_secrets=True) if client.checkpoint() is not None else None
+        if config is not None:  # fail now rather than once per task
+            load_component(config, ChatCompletionClient)
     except Exception as error:
         raise TypeError(
             f"Batch: the agent {template.name!r} cannot be copied for each task ({_error_text(error)}); "
             "pass a function that builds a fresh agent for a task instead: "
             "Batch(lambda task: AssistantAgent(...), tasks)"
         ) from error
-    settings = _settings(template)
-
-    def copy(_: object) -> AssistantAgent:
-        model = client if client_config is None else load_component(client_config, ChatCompletionClient)
-        context = load_component(context_config)
-        return AssistantAgent(template.name, model, model_context=context, **settings)
-
-    return copy
-
-
-def _settings(template: AssistantAgent) -> dict[str, Any]:
-    """The constructor arguments of ``template`` but its name, client and context (the same objects)."""
-    system = template._system_messages[0].content if template._system_messages else None
-    return {
-        "workbench": list(template._workbench) or None,
-        "handoffs": list(template.handoffs.values()) or None,
-        "description": template.description,
-        "system_message": system,
-        "model_client_stream": template._model_client_stream,
-        "reflect_on_tool_use": template.reflect_on_tool_use,
-        "max_tool_iterations": template.max_tool_iterations,
-        "tool_call_summary_format": template._tool_call_summary_format,
-        "tool_call_summary_formatter": template._tool_call_summary_formatter,
-        "output_content_type": template._output_content_type,
-        "output_content_type_format": template._output_content_type_format,
-        "memory": template.memory or None,
-        "metadata": dict(template.metadata) or None,
-    }
+    if config is None:
+        return lambda _: template.copy()
+    return lambda _: template.copy(model_client=load_component(config, ChatCompletionClient))
 
 
 # ---------------------------------------------------------------------- rows

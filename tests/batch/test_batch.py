@@ -11,8 +11,17 @@ import pandas as pd
 import pytest
 
 import nbagent
-from nbagent import AssistantAgent, Batch, BatchProgress, ReplayChatCompletionClient, TextMessage, run_many
+from nbagent import (
+    AssistantAgent,
+    Batch,
+    BatchProgress,
+    CreateResult,
+    ReplayChatCompletionClient,
+    TextMessage,
+    run_many,
+)
 from nbagent.batch import RESULT_COLUMNS, STATUSES
+from nbagent.models.base import ChatCompletionClient, ModelInfo, ModelRequest
 
 from .helpers import LOOKUP, Factory, Gauge, contexts_valid, tool_script
 
@@ -162,19 +171,46 @@ async def test_a_template_shares_a_stateless_client_and_the_tool_objects() -> No
     copy = _agent_copier(template)
     first, second = copy("x"), copy("y")
     assert first.model_client is client and second.model_client is client  # its connections are shared
-    assert first._workbench == template._workbench and first.tools == template.tools
+    assert first.workbench == template.workbench and first.tools == template.tools
     assert first.model_context is not second.model_context and first.max_tool_iterations == 3
-    assert first._system_messages[0].content == "Hi."
+    assert first.dump_component().config["system_message"] == "Hi."
     await client.close()
 
 
-async def test_a_template_that_cannot_be_copied_says_what_to_do() -> None:
-    from nbagent import TokenLimitedChatCompletionContext
+async def test_a_template_whose_stateful_client_has_no_config_cannot_be_copied_and_says_what_to_do() -> None:
+    class Counting(ChatCompletionClient):
+        """A client that keeps state (its calls) and has no component config."""
 
-    context = TokenLimitedChatCompletionContext(token_limit=100, count_tokens=lambda messages: 1)
-    template = AssistantAgent("a", ReplayChatCompletionClient(["x"]), model_context=context)
+        model_info = ModelInfo(vision=False, function_calling=True, json_output=False, family="unknown")
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        async def complete(self, request: ModelRequest, cancellation_token: object = None) -> CreateResult:
+            self.calls += 1
+            return CreateResult(finish_reason="stop", content="x")
+
+        def checkpoint(self) -> int:
+            return self.calls
+
+    template = AssistantAgent("a", Counting())
     with pytest.raises(TypeError, match=r"cannot be copied for each task .* pass a function that builds"):
         Batch(template, ["x"])
+
+
+async def test_a_template_copy_shares_its_context_settings_and_loads_a_stateful_client_anew() -> None:
+    from nbagent import TokenLimitedChatCompletionContext
+
+    def count(messages: object) -> int:
+        return 1
+
+    context = TokenLimitedChatCompletionContext(token_limit=100, count_tokens=count)
+    client = ReplayChatCompletionClient(["x"])
+    template = AssistantAgent("a", client, model_context=context)
+    batch = await Batch(template, ["one", "two"], progress=None).run()
+    assert list(batch.results["answer"]) == ["x", "x"] and client.remaining == 1  # each copy had its own script
+    assert template.model_context.messages == []  # the template never ran
 
 
 async def test_concurrency_is_bounded() -> None:
