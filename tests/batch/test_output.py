@@ -27,7 +27,6 @@ async def test_runs_are_written_in_parts_by_table_and_read_back(tmp_path: Path) 
     for table in ("results", "attempts", "events", "llm_calls", "tool_calls", "runs", "context_logs", "snapshots"):
         assert parts(tmp_path, table) == [f"session={session}/part-{n}.parquet" for n in range(3)], table
     assert not list(tmp_path.glob(".writing-*"))
-    assert batch._rows == {} and batch._part is None  # nothing of a finished run is kept
     results = batch.results
     assert list(results["task"]) == tasks and set(results["status"]) == {"ok"}
     assert str(results["started_at"].dtype) == "datetime64[ns, UTC]" and str(results["attempts"].dtype) == "Int64"
