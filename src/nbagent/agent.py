@@ -316,6 +316,9 @@ class AssistantAgent(Component):
             self._static_tools = self._index_tools(
                 [(wb, wb.schemas) for wb in self._workbench]  # type: ignore[attr-defined]
             )
+        # What the loop reads without a call of _list_tools: not when a subclass overrides it.
+        own_listing = getattr(self._list_tools, "__func__", None) is AssistantAgent._list_tools
+        self._listed_tools = self._static_tools if own_listing else None
 
         self._slot = _RunSlot(name)
         self.trace = Trace(owner=self)
@@ -357,6 +360,14 @@ class AssistantAgent(Component):
         conversation). Its runs, failed run and trace are its own: it runs while this one runs. It is
         made by the constructor of this agent's class (a subclass with another signature overrides it).
         """
+        check.optional(
+            "AssistantAgent.copy",
+            "model_client",
+            model_client,
+            ChatCompletionClient,
+            "a ChatCompletionClient",
+            hint=_client_hint(model_client),
+        )
         return type(self)(
             self.name,
             self._model_client if model_client is None else model_client,
@@ -487,12 +498,15 @@ class AssistantAgent(Component):
         checked = check_messages(where, messages)
         token = check_token(where, cancellation_token)
         check.boolean(where, "chunk_events", chunk_events)
-        return self._new_run(checked, token, chunk_events)
+        return AgentRun(self, checked, token, chunk_events, self._slot, self._run_steps, self._repair_context)
 
     def _new_run(
         self, messages: list[BaseChatMessage], token: CancellationToken | None, chunk_events: bool
     ) -> AgentRun:
-        """A run of arguments an entry point has checked (each checks its own once)."""
+        """A run of arguments an entry point has checked (each checks its own once); through
+        :meth:`iter` when a subclass overrides it, as every entry point runs through ``iter``."""
+        if type(self).iter is not AssistantAgent.iter:
+            return self.iter(messages, token, chunk_events=chunk_events)
         return AgentRun(self, messages, token, chunk_events, self._slot, self._run_steps, self._repair_context)
 
     async def on_messages(
@@ -504,7 +518,7 @@ class AssistantAgent(Component):
         response: Response | None = None
         async with aclosing(self.on_messages_stream(checked, token)) as stream:
             async for item in stream:
-                if type(item) is Response:
+                if isinstance(item, Response):  # a subclass too, as AutoGen's on_messages reads it
                     response = item
         assert response is not None, "on_messages_stream ended without a Response"
         return response
@@ -568,9 +582,14 @@ class AssistantAgent(Component):
         try:
             async for item in run:
                 kind = type(item)
-                if kind in NOT_EVENT_TYPES:  # records, and the texts of streamed chunks
+                if kind in NOT_EVENT_TYPES:  # records, and the texts of streamed chunks: exact types first
                     continue
-                collected.append(item.chat_message if kind is Response else item)  # type: ignore[union-attr,arg-type]
+                if kind is Response:
+                    collected.append(item.chat_message)  # type: ignore[union-attr]
+                elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+                    collected.append(item)
+                elif isinstance(item, Response):  # a subclass, read as its base (as AutoGen's run does)
+                    collected.append(item.chat_message)
         finally:
             await run.aclose()
         return TaskResult(messages=collected)
@@ -746,12 +765,12 @@ class AssistantAgent(Component):
             tools: list[ToolSchema] = []
             tool_choice = "none"
         else:
-            tools = (self._static_tools or await self._list_tools(token))[0]
+            tools = (self._listed_tools or await self._list_tools(token))[0]
             tool_choice = "auto"
         json_output = self._output_content_type
         client = self._model_client
         _stop_if_cancelled(token)  # cancelled meanwhile (in the context, a recorder, the consumer): no new call
-        # The request of the record; a snapshot (the agent's tool list is copied), so a client may keep it.
+        # The request of the record; a snapshot (the agent's tool list is copied), so a recorder may keep it.
         request = ModelRequest(llm_messages, list(tools), tool_choice, json_output, _sent_args(client))
         call = LLMCall(
             run.run_id,
@@ -860,8 +879,8 @@ class AssistantAgent(Component):
             results = []
             async with aclosing(self._execute_tool_calls(run, calls, iteration, results)) as execution_items:
                 async for item in execution_items:
-                    if type(item) is not ToolExecution:  # an event a tool streamed
-                        inner.append(item)
+                    if type(item) is not ToolExecution and isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+                        inner.append(item)  # an event a tool streamed
                     yield item
             execution = ToolCallExecutionEvent(content=results, source=self.name)
             inner.append(execution)
@@ -947,7 +966,7 @@ class AssistantAgent(Component):
             yield execution
         try:
             # A dynamic workbench lists them again (cancellable).
-            _, owners = self._static_tools or await self._list_tools(token)
+            _, owners = self._listed_tools or await self._list_tools(token)
             streaming = any(owner.streams(call.name) for call in calls if (owner := owners.get(call.name)))
             if len(calls) == 1 and not streaming:
                 values = [await guarded(self._timed_tool_call(executions[0], owners, token, None), token)]
@@ -1193,11 +1212,11 @@ def _sent_args(client: ChatCompletionClient) -> Mapping[str, Any]:
 def _create(client: ChatCompletionClient, request: ModelRequest, token: CancellationToken) -> Awaitable[CreateResult]:
     """``client.create(...)`` for the call whose record has ``request``; when ``create`` is nbagent's own
     (not overridden), what it does without the extra call: :meth:`~ChatCompletionClient.complete` on
-    that request (the same object when it has no ``create_args``: a call of the loop has no extra ones)."""
+    the request it would build, with lists of its own (a client that edits them leaves the record as
+    it is) and no extra arguments (a call of the loop has none)."""
     if getattr(client.create, "__func__", None) is _BASE_CREATE:
-        if request.extra_create_args is not _NO_ARGS:
-            request = ModelRequest(request.messages, request.tools, request.tool_choice, request.json_output, _NO_ARGS)
-        return client.complete(request, token)
+        messages, tools = list(request.messages), list(request.tools)
+        return client.complete(ModelRequest(messages, tools, request.tool_choice, request.json_output, _NO_ARGS), token)
     return client.create(  # overridden (a subclass, an AutoGen client): called as AutoGen's agent does
         request.messages,
         tools=request.tools,
@@ -1498,6 +1517,7 @@ class AgentRun(RunIterator):
         "agent", "messages", "cancellation_token", "chunk_events", "token", "run_id", "status", "response",
         "llm_call", "_slot", "_loop", "_repair", "_steps", "_record", "__weakref__",
     )  # fmt: skip
+    token: CancellationToken  # the run's own, linked to the caller's ``cancellation_token``
 
     def __init__(
         self,

@@ -683,7 +683,8 @@ class StaticWorkbench(Workbench):
         cancellation_token: CancellationToken | None = None,
         call_id: str | None = None,
     ) -> ToolResult:
-        tool = self._plain.get(name)
+        # A tool that does not stream runs here directly, unless a subclass overrides call_tool_stream.
+        tool = self._plain.get(name) if type(self).call_tool_stream is StaticWorkbench.call_tool_stream else None
         if tool is not None:
             return await _run_plain(tool, name, arguments, cancellation_token)
         result: ToolResult | None = None  # a tool that streams (its events are dropped), or none of that name

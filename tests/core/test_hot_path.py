@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from nbagent import (
     AssistantAgent,
@@ -17,10 +18,12 @@ from nbagent import (
     FunctionTool,
     ReplayChatCompletionClient,
     StaticWorkbench,
+    SystemMessage,
+    TextMessage,
     ToolSchema,
 )
 from nbagent.models.base import ModelRequest
-from nbagent.tools import tool_output_text
+from nbagent.tools import ToolResult, tool_output_text
 
 from .helpers import add, calls
 
@@ -52,6 +55,61 @@ async def test_the_client_gets_the_request_of_the_record_with_the_tools_copied()
     assert first.tools == agent.tools and first.tools is not second.tools  # a snapshot per call
     first.tools.clear()  # a client that changes what it was given changes nothing of the agent's
     assert [tool["name"] for tool in agent.tools] == ["add"]
+    assert [tool["name"] for tool in records[0].request.tools] == ["add"]  # nor of the record's
+
+
+class Prompting(ReplayChatCompletionClient):
+    """A client that puts a prompt of its own before the messages it is given, in place."""
+
+    async def complete(self, request: ModelRequest, cancellation_token: CancellationToken | None = None) -> Any:
+        assert isinstance(request.messages, list)
+        request.messages.insert(0, SystemMessage(content="injected"))
+        return await super().complete(request, cancellation_token)
+
+
+async def test_a_client_that_edits_its_request_leaves_the_record_as_it_was() -> None:
+    client = Prompting([calls(("c1", "add", '{"a": 1, "b": 2}')), "3"])
+    agent = AssistantAgent("a", client, tools=[add], system_message=None)
+    await agent.run(task="1 + 2?")
+    records = [row for row in agent.trace.store.rows if type(row).__name__ == "LLMCall"]
+    assert [type(m).__name__ for m in records[0].request.messages] == ["UserMessage"]
+    assert [type(m).__name__ for m in client.requests[0].messages] == ["SystemMessage", "UserMessage"]
+    assert "injected" not in [m.content for m in agent.model_context.messages]
+
+
+def gives_message() -> TextMessage:
+    return TextMessage(content="hi", source="tool")
+
+
+class Point(BaseModel):
+    x: int
+
+
+def gives_model() -> Point:
+    return Point(x=1)
+
+
+async def test_a_returned_message_or_model_is_the_tools_result_as_json() -> None:
+    """As AutoGen's workbenches: a tool's return value is its result (a pydantic model as JSON), never an
+    event, also when it is a chat message (AutoGen's json.dumps of model_dump() fails on its datetime:
+    nbagent writes the model's own JSON)."""
+    workbench = StaticWorkbench([gives_message, gives_model])
+    for name, expected in [("gives_message", "hi"), ("gives_model", 1)]:
+        result = await workbench.call_tool(name, {})
+        streamed = [item async for item in workbench.call_tool_stream(name, {})]
+        assert [type(item) for item in streamed] == [ToolResult] and not result.is_error
+        value = json.loads(result.content)
+        assert value.get("content", value.get("x")) == expected
+        assert json.loads(streamed[0].content).keys() == value.keys()
+    client = ReplayChatCompletionClient([calls(("c1", "gives_message", "{}")), "done"])
+    result = await AssistantAgent("a", client, tools=[gives_message]).run(task="go")
+    assert [type(m).__name__ for m in result.messages] == [
+        "TextMessage",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "ToolCallSummaryMessage",
+    ]
+    assert json.loads(result.messages[2].content[0].content)["content"] == "hi"
 
 
 async def test_a_tool_that_does_not_stream_gives_the_result_of_its_stream() -> None:
