@@ -139,15 +139,20 @@ class ChatCompletionContext(Component):
     def fresh(self) -> Self:
         """A new context of this kind and settings as it was made: its initial messages, none added since.
 
-        A shallow copy (a model client or ``count_tokens`` it was given is shared); a subclass that keeps
-        more state than its messages overrides it.
+        A copy that shares no container with this one (its lists, dicts and sets are copies), but the
+        objects it was given are the same (a model client, ``count_tokens``, the messages); a subclass
+        that keeps more state than its messages and settings overrides :meth:`_start_over`.
         """
-        new = copy.copy(self)
-        ChatCompletionContext._start_over(new)
+        new: Self = copy.copy(self)
+        new._start_over()
         return new
 
     def _start_over(self) -> None:
-        """Hold the initial messages only, in a list of its own (a copy's list was its original's)."""
+        """A copy made by :meth:`fresh`: containers of its own (a copy's were its original's), and the
+        initial messages only."""
+        for name, value in list(vars(self).items()):
+            if isinstance(value, (list, dict, set)):
+                setattr(self, name, copy.copy(value))
         self._messages = list(self._initial_messages)
 
     def __len__(self) -> int:
@@ -265,6 +270,10 @@ class TokenLimitedChatCompletionContext(ChatCompletionContext):
         self.token_limit = token_limit
         self.tool_schema = [dict(tool) for tool in tools]
         self._count_tokens = count_tokens
+
+    def _start_over(self) -> None:
+        super()._start_over()
+        self.tool_schema = [dict(tool) for tool in self.tool_schema]  # each schema its own, as __init__ makes them
 
     def count_tokens(self, message: LLMMessage) -> int:
         """The tokens one message costs."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import copy as copy_module
 
 import pytest
 
 from nbagent import (
     AssistantAgent,
     BufferedChatCompletionContext,
+    ChatCompletionContext,
     FunctionExecutionResultMessage,
     HeadAndTailChatCompletionContext,
     ListMemory,
@@ -19,6 +21,7 @@ from nbagent import (
     UnboundedChatCompletionContext,
     UserMessage,
 )
+from nbagent.messages import LLMMessage
 
 from .helpers import add, calls, context
 
@@ -131,8 +134,72 @@ async def test_copy_with_another_model_client() -> None:
     assert copy.model_client is client and agent.model_client is not client
     assert copy.workbench == agent.workbench and copy.tools == agent.tools
     assert (await copy.run(task="hi")).messages[-1].content == "from the other client"
-    with pytest.raises(TypeError, match="model_client must be a ChatCompletionClient"):
+    with pytest.raises(TypeError, match=r"^AssistantAgent\.copy: model_client must be a ChatCompletionClient"):
         agent.copy(model_client="gpt-4o")  # type: ignore[arg-type]
+
+
+def containers(model_context: ChatCompletionContext) -> dict[str, object]:
+    """A context's list, dict and set attributes, copied deeply (to compare after a change)."""
+    return {k: copy_module.deepcopy(v) for k, v in vars(model_context).items() if isinstance(v, (list, dict, set))}
+
+
+@pytest.mark.parametrize(
+    "model_context",
+    [
+        UnboundedChatCompletionContext(initial_messages=[UserMessage(content="hello", source="user")]),
+        BufferedChatCompletionContext(3, initial_messages=[UserMessage(content="hello", source="user")]),
+        HeadAndTailChatCompletionContext(2, 4, initial_messages=[UserMessage(content="hello", source="user")]),
+        TokenLimitedChatCompletionContext(
+            token_limit=50,
+            tool_schema=[{"name": "x", "parameters": {}}],
+            initial_messages=[UserMessage(content="hello", source="user")],
+        ),
+    ],
+    ids=["unbounded", "buffered", "head_and_tail", "token_limited"],
+)
+async def test_fresh_shares_no_container_with_its_original(model_context: ChatCompletionContext) -> None:
+    before = containers(model_context)
+    assert before  # each kind has containers to compare (its initial messages at least)
+    fresh = model_context.fresh()
+    assert vars(fresh) == vars(model_context) and fresh.messages == model_context.messages
+    for value in vars(fresh).values():
+        if isinstance(value, list):
+            value.append({"name": "added"})
+            for item in value:
+                if isinstance(item, dict):
+                    item["name"] = "changed"
+    await fresh.add_message(UserMessage(content="more", source="user"))
+    assert containers(model_context) == before
+    assert [m.content for m in model_context.messages] == ["hello"]
+    if isinstance(model_context, TokenLimitedChatCompletionContext):
+        assert model_context.tool_schema == [{"name": "x", "parameters": {}}]
+
+
+class Counting(UnboundedChatCompletionContext):
+    """A subclass with state of its own, which its ``_start_over`` resets in a fresh copy."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+        self.resets = 0
+
+    async def add_message(self, message: LLMMessage) -> None:
+        self.seen.append(str(message.content))
+        await super().add_message(message)
+
+    def _start_over(self) -> None:
+        super()._start_over()
+        self.resets += 1
+
+
+async def test_fresh_calls_a_subclass_start_over_and_copies_its_containers() -> None:
+    original = Counting()
+    await original.add_message(UserMessage(content="hello", source="user"))
+    fresh = original.fresh()
+    assert type(fresh) is Counting and fresh.resets == 1 and original.resets == 0
+    await fresh.add_message(UserMessage(content="other", source="user"))
+    assert original.seen == ["hello"] and fresh.seen == ["hello", "other"]
+    assert original.messages == [UserMessage(content="hello", source="user")] and len(fresh) == 1
 
 
 def test_workbench_is_a_copy_of_the_agents_workbenches() -> None:
