@@ -42,7 +42,7 @@ API:
   ``error_event`` (the whole ``error`` object of that event instead, e.g. with a ``code``),
   ``stream_usage=False`` (no usage chunk even when asked, as llama-cpp-python and fakellm do),
   ``error_body`` (the exact body of an error reply instead of OpenAI's shape), ``body`` (the exact
-  body of a 200 non-streamed answer instead of the completion: JSON, or a str sent as it is),
+  body of a 200 non-streamed answer instead of the completion: JSON, or a str or bytes sent as they are),
   ``empty_choices`` (``choices: []``), ``headers`` (extra response headers, e.g.
   ``{"retry-after-ms": "1"}``), ``call_ids`` (ids for the calls, default ``call_<n>``).
   Streaming or not follows the request's ``stream`` flag; the usage chunk is sent when the request
@@ -653,9 +653,12 @@ class ChatServer:
         body: Any,
         headers: dict[str, str] | None = None,
     ) -> bool:
-        """An answer with exactly this body (JSON, or a str sent as it is)."""
+        """An answer with exactly this body (JSON, or a str or bytes sent as they are)."""
         received.status = status
-        payload = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        if isinstance(body, bytes):
+            payload = body
+        else:
+            payload = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         await self._send(writer, status, payload, headers)
         return True
 

@@ -104,6 +104,56 @@ async def test_what_is_no_completion_is_a_response_error(
     assert caught.value.model == "gpt-4o" and TEST_KEY not in str(caught.value)
 
 
+def tool_call(call_id: object, arguments: object) -> dict[str, Any]:
+    call = {"id": call_id, "type": "function", "function": {"name": "add", "arguments": arguments}}
+    return completion({"content": None, "tool_calls": [call]}, finish="tool_calls")
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("<html>caf\xe9</html>".encode("latin-1"), r"the response is not UTF-8 text \(invalid continuation byte"),
+        ('{"x": "caf\xe9"}'.encode("latin-1"), "the response is not UTF-8 text"),
+        (completion({"content": "hi"}, usage=5), "malformed response: its usage is 5, not an object"),
+        (
+            completion({"content": "hi"}, usage={"prompt_tokens": "x", "completion_tokens": 1}),
+            "malformed response: its usage.prompt_tokens is 'x', not a number of tokens",
+        ),
+        (
+            '{"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": NaN, "completion_tokens": 1}}',
+            "its usage.prompt_tokens is nan, not a number of tokens",
+        ),
+        (
+            completion({"content": "hi"}, usage={"prompt_tokens": 1, "completion_tokens": 2.5}),
+            "its usage.completion_tokens is 2.5, not a number of tokens",
+        ),
+        (tool_call("a", 5), "the arguments of tool call 'add' are 5, not a JSON string"),
+        (tool_call(["a"], "{}"), r"the id of tool call 'add' is \['a'\], not a string"),
+    ],
+)
+async def test_a_malformed_completion_is_a_response_error_saying_what_is_wrong(
+    server: ChatServer, client: OpenAIChatCompletionClient, body: object, said: str
+) -> None:
+    server.script(Reply(body=body))
+    with pytest.raises(ModelResponseError, match=said) as caught:
+        await client.create([USER])
+    assert caught.value.model == "gpt-4o" and str(caught.value).startswith("gpt-4o at ")
+    assert TEST_KEY not in str(caught.value)
+
+
+async def test_arguments_as_an_object_and_an_int_id_are_accepted(
+    server: ChatServer, client: OpenAIChatCompletionClient
+) -> None:
+    """Some compatible servers send a call's arguments as a JSON object, or an int id: read as their text."""
+    server.script(
+        Reply(body=tool_call(7, {"a": 2, "b": "é"})),
+        Reply(body=completion({"content": "hi"}, usage={"prompt_tokens": 3.0, "completion_tokens": 1})),
+    )
+    [call] = (await client.create([USER])).content
+    assert call == FunctionCall(id="7", name="add", arguments='{"a": 2, "b": "é"}')
+    assert (await client.create([USER])).usage.prompt_tokens == 3
+
+
 async def test_the_sdk_still_retries_and_raises_status_errors(server: ChatServer) -> None:
     client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=TEST_KEY, max_retries=1)
     limited = Reply.error(429, "slow down", headers={"retry-after-ms": "1"})
@@ -115,3 +165,11 @@ async def test_the_sdk_still_retries_and_raises_status_errors(server: ChatServer
     assert caught.value.status == 429 and caught.value.retry_after == 0.001
     assert len(server.requests) == 4
     await client.close()
+
+
+async def test_a_streamed_usage_that_is_no_count_is_a_response_error(
+    server: ChatServer, client: OpenAIChatCompletionClient
+) -> None:
+    server.script(Reply(content="hi", usage=(2.5, 1)))  # type: ignore[arg-type]
+    with pytest.raises(ModelResponseError, match="its usage.prompt_tokens is 2.5, not a number of tokens"):
+        [item async for item in client.create_stream([USER])]

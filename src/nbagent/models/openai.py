@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from .. import _check as check
 from .._ids import new_id
@@ -297,19 +297,40 @@ def _finish_reason(reason: str | None, has_calls: bool) -> FinishReason:
     return _FINISH_REASONS.get(reason or "", "unknown")
 
 
+class _MalformedError(ValueError):
+    """A completion (or a stream's part) of a shape it cannot have: what is wrong with it."""
+
+
 def _usage(usage: Any) -> RequestUsage:
     if usage is None:
         return UnreportedUsage()
-    return RequestUsage(prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0)
+    return RequestUsage(
+        prompt_tokens=_tokens("prompt_tokens", usage.prompt_tokens),
+        completion_tokens=_tokens("completion_tokens", usage.completion_tokens),
+    )
 
 
-def _usage_in(usage: dict[str, Any] | None) -> RequestUsage:
+def _usage_in(usage: object) -> RequestUsage:
     """:func:`_usage` of a completion's JSON."""
     if usage is None:
         return UnreportedUsage()
+    if not isinstance(usage, dict):
+        raise _MalformedError(f"its usage is {check.short_repr(usage)}, not an object")
     return RequestUsage(
-        prompt_tokens=usage.get("prompt_tokens") or 0, completion_tokens=usage.get("completion_tokens") or 0
+        prompt_tokens=_tokens("prompt_tokens", usage.get("prompt_tokens")),
+        completion_tokens=_tokens("completion_tokens", usage.get("completion_tokens")),
     )
+
+
+def _tokens(name: str, count: object) -> int:
+    """A usage's token count: an int, or a float that is one (none given: 0)."""
+    if type(count) is int:
+        return count
+    if count is None:
+        return 0
+    if type(count) is float and count.is_integer():
+        return int(count)
+    raise _MalformedError(f"its usage.{name} is {check.short_repr(count)}, not a number of tokens")
 
 
 def _kind_for_status(status: int) -> type[ModelError]:
@@ -752,6 +773,17 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         elif isinstance(error, json.JSONDecodeError):
             kind = ModelResponseError
             message = f"{where}: malformed JSON in the response: {error.msg} in {error.doc[:200]!r}"
+        elif isinstance(error, UnicodeDecodeError):
+            kind = ModelResponseError
+            message = f"{where}: the response is not UTF-8 text ({error.reason} at byte {error.start})"
+        elif isinstance(error, _MalformedError):
+            kind = ModelResponseError
+            message = f"{where}: malformed response: {error}"
+        elif isinstance(error, ValidationError):
+            kind = ModelResponseError
+            first = error.errors()[0]
+            place = ".".join(str(part) for part in first["loc"])
+            message = f"{where}: malformed response: {error.title}.{place}: {first['msg']}"
         else:
             kind = ModelResponseError
             message = f"{where}: unusable response: {type(error).__name__}: {error}"
@@ -770,7 +802,8 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 cancellation_token,
             )
             result = self._result(json.loads(response.http_response.content))
-        except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError, LookupError) as error:
+        except (_sdk().OpenAIError, ValueError, AttributeError, TypeError, LookupError) as error:
+            # ValueError: malformed JSON, a body that is not UTF-8 text, a value the result's models reject
             raise self._error(error) from None
         self._count_usage(result.usage, actual=True)
         return result
@@ -814,10 +847,24 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             response_id=response_id,
         )
 
-    def _function_call(self, call_id: str | None, name: str | None, arguments: str | None) -> FunctionCall:
+    def _function_call(self, call_id: object, name: object, arguments: object) -> FunctionCall:
+        """A tool call as the server gave it: an int id as its text, arguments given as a JSON object
+        (some compatible servers) as their JSON text; a call of another shape is an error."""
         if not name:
             raise ModelResponseError(
                 f"{self._model} at {self.base_url}: a tool call has no function name", model=self._model
+            )
+        if type(name) is not str:
+            raise _MalformedError(f"a tool call's function name is {check.short_repr(name)}, not a string")
+        if type(call_id) is int:
+            call_id = str(call_id)
+        elif call_id is not None and type(call_id) is not str:
+            raise _MalformedError(f"the id of tool call {name!r} is {check.short_repr(call_id)}, not a string")
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        elif arguments is not None and type(arguments) is not str:
+            raise _MalformedError(
+                f"the arguments of tool call {name!r} are {check.short_repr(arguments)}, not a JSON string"
             )
         return FunctionCall(id=call_id or f"call_{new_id()}", name=name, arguments=arguments or "")
 
@@ -858,7 +905,10 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             raise self._error(error) from None
         finally:
             await response.close()
-        result = self._stream_result(assembly)
+        try:
+            result = self._stream_result(assembly)
+        except ValueError as error:  # a usage or a tool call of a shape it cannot have
+            raise self._error(error) from None
         self._count_usage(result.usage, actual=True)
         yield result
 
