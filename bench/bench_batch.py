@@ -12,10 +12,21 @@ final answer. Each of ``--tasks`` tasks (2,000) is one tool call and a final ans
   (``reflect_on_tool_use=True``, one shared ``OpenAIChatCompletionClient``), every run recorded in
   the batch's trace, results built at the end.
 
-The two alternate ``--rounds`` times after a warm-up; each figure is the median. Also: CPU seconds of
-this process per task (the server's are its own process's), the memory a batch keeps per 1,000
-tasks (tracemalloc: results and traces in memory, and with ``output=`` a folder, where it stays
-flat), and the replay model's tasks per second (no HTTP).
+Both sides run the tool the same way. The main figure (the goal's) has the tool ``lookup`` as an
+``async def``: the raw side awaits it between its two requests, nbagent's ``FunctionTool`` awaits it
+inline. The second has it as a plain ``def``: nbagent's ``FunctionTool`` runs a sync function in a
+worker thread (``asyncio.to_thread``, as AutoGen's runs it in the executor, so a blocking tool never
+blocks the loop) and the raw side does the same. Shown too, labelled: the raw side calling the sync
+tool inline (the comparison before, which gives the raw side the cheaper path). Any pause between a
+task's two requests costs CPU in the SDK's connection pool (httpcore2 polls every idle connection's
+socket on each request and release, and more connections sit idle when tasks pause), so a thread
+hop costs both sides the same.
+
+The five runs (raw and nbagent with the async tool, raw and nbagent with the sync tool in a thread,
+raw with the sync tool inline) alternate ``--rounds`` times after a warm-up; each figure is the
+median. Also: CPU seconds of this process per task (the server's are its own process's), the memory
+a batch keeps per 1,000 tasks (tracemalloc: results and traces in memory, and with ``output=`` a
+folder, where it stays flat), and the replay model's tasks per second (no HTTP, the sync tool).
 
     python bench/bench_batch.py [--tasks 2000] [--concurrency 64] [--latency 0.05] [--rounds 3] [--json out.json]
 """
@@ -74,7 +85,12 @@ TOOL_SCHEMA = {
 }
 
 
-def lookup(city: str) -> str:
+async def lookup(city: str) -> str:
+    """The weather of a city."""
+    return f"sunny in {city}"
+
+
+def lookup_sync(city: str) -> str:
     """The weather of a city."""
     return f"sunny in {city}"
 
@@ -104,8 +120,9 @@ class Server:
             self.process.kill()
 
 
-async def raw_sdk(base_url: str, tasks: list[str], concurrency: int) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) for the raw SDK to run every task."""
+async def raw_sdk(base_url: str, tasks: list[str], concurrency: int, tool: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) for the raw SDK to run every task; ``tool``: "async" (``lookup``
+    awaited), "thread" (``lookup_sync`` in ``asyncio.to_thread``) or "inline" (``lookup_sync`` called)."""
     import openai
 
     client = openai.AsyncOpenAI(
@@ -136,7 +153,13 @@ async def raw_sdk(base_url: str, tasks: list[str], concurrency: int) -> tuple[fl
                 }
             )
             for c in calls:
-                result = lookup(**json.loads(c.function.arguments))
+                arguments = json.loads(c.function.arguments)
+                if tool == "async":
+                    result = await lookup(**arguments)
+                elif tool == "thread":
+                    result = await asyncio.to_thread(lookup_sync, **arguments)
+                else:
+                    result = lookup_sync(**arguments)
                 messages.append({"role": "tool", "tool_call_id": c.id, "content": result})
             final = await client.chat.completions.create(model="gpt-4o", messages=messages)
             return final.choices[0].message.content or ""
@@ -149,15 +172,16 @@ async def raw_sdk(base_url: str, tasks: list[str], concurrency: int) -> tuple[fl
     return wall, cpu
 
 
-async def nbagent_batch(base_url: str, tasks: list[str], concurrency: int) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) for nbagent.Batch to run every task and build its results."""
+async def nbagent_batch(base_url: str, tasks: list[str], concurrency: int, tool: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) for nbagent.Batch to run every task and build its results;
+    ``tool``: "async" (``lookup``) or "thread" (``lookup_sync``, which FunctionTool runs in a thread)."""
     from nbagent import AssistantAgent, Batch, FunctionTool, OpenAIChatCompletionClient
 
     client = OpenAIChatCompletionClient("gpt-4o", base_url=base_url, api_key="sk-bench", max_retries=0)
-    tool = FunctionTool(lookup)
+    function_tool = FunctionTool(lookup if tool == "async" else lookup_sync, name="lookup")
 
     def make_agent(task: str) -> AssistantAgent:
-        return AssistantAgent("bench", client, tools=[tool], reflect_on_tool_use=True)
+        return AssistantAgent("bench", client, tools=[function_tool], reflect_on_tool_use=True)
 
     wall, cpu = time.perf_counter(), time.process_time()
     batch = await Batch(make_agent, tasks, concurrency=concurrency, progress=None).run()
@@ -172,7 +196,7 @@ async def nbagent_batch(base_url: str, tasks: list[str], concurrency: int) -> tu
 def replay_factory() -> Any:
     from nbagent import AssistantAgent, CreateResult, FunctionCall, FunctionTool, ReplayChatCompletionClient
 
-    tool = FunctionTool(lookup)
+    tool = FunctionTool(lookup_sync, name="lookup")
     call = CreateResult(
         finish_reason="function_calls", content=[FunctionCall(id="c1", name="lookup", arguments='{"city": "Paris"}')]
     )
@@ -232,22 +256,31 @@ async def memory_per_1000(tasks: int, concurrency: int) -> dict[str, float]:
     }
 
 
+RUNS = {  # run name: (runner, how it runs the tool)
+    "raw": (raw_sdk, "async"),
+    "nbagent": (nbagent_batch, "async"),
+    "raw_thread": (raw_sdk, "thread"),
+    "nbagent_thread": (nbagent_batch, "thread"),
+    "raw_inline": (raw_sdk, "inline"),
+}
+
+
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     server = Server(args.latency)
     try:
         tasks = [f"What is the weather in city {i}?" for i in range(args.tasks)]
         warm = tasks[: min(200, len(tasks))]
-        await raw_sdk(server.base_url, warm, args.concurrency)
-        await nbagent_batch(server.base_url, warm, args.concurrency)
-        raw: list[tuple[float, float]] = []
-        ours: list[tuple[float, float]] = []
+        for runner, tool in RUNS.values():
+            await runner(server.base_url, warm, args.concurrency, tool)
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in RUNS}
         for _ in range(args.rounds):
-            raw.append(await raw_sdk(server.base_url, tasks, args.concurrency))
-            ours.append(await nbagent_batch(server.base_url, tasks, args.concurrency))
+            for name, (runner, tool) in RUNS.items():
+                times[name].append(await runner(server.base_url, tasks, args.concurrency, tool))
     finally:
         server.stop()
-    raw_rate = statistics.median(args.tasks / wall for wall, _ in raw)
-    our_rate = statistics.median(args.tasks / wall for wall, _ in ours)
+    rate = {name: statistics.median(args.tasks / wall for wall, _ in runs) for name, runs in times.items()}
+    cpu = {name: round(statistics.median(c for _, c in runs) / args.tasks * 1000, 3) for name, runs in times.items()}
+    raw_rate, our_rate = rate["raw"], rate["nbagent"]
     ideal = args.concurrency / (2 * args.latency)
     figures: dict[str, Any] = {
         "tasks": args.tasks,
@@ -260,8 +293,16 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "ratio_nbagent_over_raw": round(our_rate / raw_rate, 3),
         "goal_ratio": GOAL,
         "goal_met": our_rate / raw_rate >= GOAL,
-        "raw_sdk_cpu_ms_per_task": round(statistics.median(cpu for _, cpu in raw) / args.tasks * 1000, 3),
-        "nbagent_cpu_ms_per_task": round(statistics.median(cpu for _, cpu in ours) / args.tasks * 1000, 3),
+        "raw_sdk_cpu_ms_per_task": cpu["raw"],
+        "nbagent_cpu_ms_per_task": cpu["nbagent"],
+        "sync_tool_raw_sdk_tasks_per_s": round(rate["raw_thread"], 1),
+        "sync_tool_nbagent_tasks_per_s": round(rate["nbagent_thread"], 1),
+        "sync_tool_ratio_nbagent_over_raw": round(rate["nbagent_thread"] / rate["raw_thread"], 3),
+        "sync_tool_raw_sdk_cpu_ms_per_task": cpu["raw_thread"],
+        "sync_tool_nbagent_cpu_ms_per_task": cpu["nbagent_thread"],
+        "sync_tool_raw_inline_tasks_per_s": round(rate["raw_inline"], 1),
+        "sync_tool_raw_inline_cpu_ms_per_task": cpu["raw_inline"],
+        "sync_tool_ratio_nbagent_over_raw_inline": round(rate["nbagent_thread"] / rate["raw_inline"], 3),
         "replay_tasks_per_s": round(await replay_rate([f"task {i}" for i in range(args.tasks)], args.concurrency), 1),
         **await memory_per_1000(min(args.tasks, 2000), args.concurrency),
         "load_average_1min": round(os.getloadavg()[0], 2),
@@ -272,14 +313,27 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def report(figures: dict[str, Any]) -> str:
     f = figures
+
+    def side(name: str, prefix: str) -> str:
+        return f"  {name:<16} {f[prefix + 'tasks_per_s']:>8} tasks/s   {f[prefix + 'cpu_ms_per_task']:>7} ms CPU/task"
+
+    met = "met" if f["goal_met"] else "NOT met"
     return "\n".join(
         [
             f"{f['tasks']} tasks, 1 tool call + final answer each, concurrency {f['concurrency']}, "
             f"server latency {f['latency_s'] * 1000:.0f} ms (ideal {f['ideal_tasks_per_s']} tasks/s), "
             f"median of {f['rounds']} rounds",
-            f"raw openai SDK   {f['raw_sdk_tasks_per_s']:>8} tasks/s   {f['raw_sdk_cpu_ms_per_task']:>7} ms CPU/task",
-            f"nbagent.Batch    {f['nbagent_tasks_per_s']:>8} tasks/s   {f['nbagent_cpu_ms_per_task']:>7} ms CPU/task",
-            f"ratio {f['ratio_nbagent_over_raw']} (goal >= {f['goal_ratio']}: {'met' if f['goal_met'] else 'NOT met'})",
+            "tool `async def lookup`, awaited inline on both sides (the goal's figure):",
+            side("raw openai SDK", "raw_sdk_"),
+            side("nbagent.Batch", "nbagent_"),
+            f"  ratio {f['ratio_nbagent_over_raw']} (goal >= {f['goal_ratio']}: {met})",
+            "tool `def lookup`, in a worker thread (asyncio.to_thread) on both sides:",
+            side("raw openai SDK", "sync_tool_raw_sdk_"),
+            side("nbagent.Batch", "sync_tool_nbagent_"),
+            f"  ratio {f['sync_tool_ratio_nbagent_over_raw']}",
+            "tool `def lookup`, the raw SDK calling it inline (nbagent in a thread as above; not like with like):",
+            side("raw openai SDK", "sync_tool_raw_inline_"),
+            f"  ratio {f['sync_tool_ratio_nbagent_over_raw_inline']}",
             f"replay model: {f['replay_tasks_per_s']} tasks/s; memory per 1,000 tasks: "
             f"{f['in_memory_kb_per_1000_tasks']} KB in memory, "
             f"{f['output_growth_kb_per_1000_tasks']} KB more with output= (peak {f['output_peak_mb_1000_tasks']} MB "
