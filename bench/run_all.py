@@ -10,6 +10,7 @@ peak memory of a 10,000-event trace is measured here with ``tracemalloc``.
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import json
 import os
@@ -237,6 +238,12 @@ def comparison_table(figures: dict[str, Any]) -> list[str]:
     return lines
 
 
+def summary(script: Path) -> str:
+    """The first line of a benchmark script's docstring: what it measures."""
+    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+    return doc.splitlines()[0] if doc else script.name
+
+
 def write_results(scripts: list[Script], memory: dict[str, float] | str, info: dict[str, str], path: Path) -> None:
     lines = [
         "# Benchmark results",
@@ -287,7 +294,12 @@ def write_results(scripts: list[Script], memory: dict[str, float] | str, info: d
         ]
     lines += ["", "## Other benchmarks", ""]
     for script in scripts[1:]:
-        lines += [f"### `bench/{script.name}`", ""]
+        lines += [
+            f"### `bench/{script.name}`",
+            "",
+            f"{summary(BENCH / script.name)} (how to read it: the script's docstring)",
+            "",
+        ]
         if script.status != "ok":
             lines += [f"{script.status}.", ""]
             continue
