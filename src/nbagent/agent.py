@@ -51,6 +51,8 @@ from .messages import (
     streaming_chunk,
 )
 from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
+from .models.openai import OpenAIChatCompletionClient
+from .models.replay import ReplayChatCompletionClient
 from .records import (
     NOT_EVENT_TYPES,
     NOT_EVENTS,
@@ -1209,12 +1211,19 @@ def _sent_args(client: ChatCompletionClient) -> Mapping[str, Any]:
     return args if isinstance(args, Mapping) and args else _NO_ARGS
 
 
+_READ_ONLY_COMPLETES = frozenset({OpenAIChatCompletionClient.complete, ReplayChatCompletionClient.complete})
+"""``complete`` methods that read their request and change nothing of it (nbagent's own, not overridden)."""
+
+
 def _create(client: ChatCompletionClient, request: ModelRequest, token: CancellationToken) -> Awaitable[CreateResult]:
     """``client.create(...)`` for the call whose record has ``request``; when ``create`` is nbagent's own
     (not overridden), what it does without the extra call: :meth:`~ChatCompletionClient.complete` on
     the request it would build, with lists of its own (a client that edits them leaves the record as
-    it is) and no extra arguments (a call of the loop has none)."""
+    it is) and no extra arguments (a call of the loop has none). A ``complete`` known to change nothing
+    gets the record's request itself when it has no extra arguments (one request built per call)."""
     if getattr(client.create, "__func__", None) is _BASE_CREATE:
+        if request.extra_create_args is _NO_ARGS and type(client).complete in _READ_ONLY_COMPLETES:
+            return client.complete(request, token)
         messages, tools = list(request.messages), list(request.tools)
         return client.complete(ModelRequest(messages, tools, request.tool_choice, request.json_output, _NO_ARGS), token)
     return client.create(  # overridden (a subclass, an AutoGen client): called as AutoGen's agent does

@@ -55,7 +55,6 @@ async def test_the_client_gets_the_request_of_the_record_with_the_tools_copied()
     assert first.tools == agent.tools and first.tools is not second.tools  # a snapshot per call
     first.tools.clear()  # a client that changes what it was given changes nothing of the agent's
     assert [tool["name"] for tool in agent.tools] == ["add"]
-    assert [tool["name"] for tool in records[0].request.tools] == ["add"]  # nor of the record's
 
 
 class Prompting(ReplayChatCompletionClient):
@@ -64,6 +63,7 @@ class Prompting(ReplayChatCompletionClient):
     async def complete(self, request: ModelRequest, cancellation_token: CancellationToken | None = None) -> Any:
         assert isinstance(request.messages, list)
         request.messages.insert(0, SystemMessage(content="injected"))
+        request.tools.clear()
         return await super().complete(request, cancellation_token)
 
 
@@ -74,6 +74,8 @@ async def test_a_client_that_edits_its_request_leaves_the_record_as_it_was() -> 
     records = [row for row in agent.trace.store.rows if type(row).__name__ == "LLMCall"]
     assert [type(m).__name__ for m in records[0].request.messages] == ["UserMessage"]
     assert [type(m).__name__ for m in client.requests[0].messages] == ["SystemMessage", "UserMessage"]
+    assert [tool["name"] for tool in records[0].request.tools] == ["add"] and client.requests[0].tools == []
+    assert [tool["name"] for tool in agent.tools] == ["add"]
     assert "injected" not in [m.content for m in agent.model_context.messages]
 
 
