@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
+from typing import TYPE_CHECKING, Literal, Protocol, Self
 
 from ._ids import new_id, utc_now
 from .messages import BaseAgentEvent, BaseChatMessage, CreateResult, FunctionCall, FunctionExecutionResult, Response
@@ -377,6 +377,12 @@ class RunSource(Protocol):
     recorders: list[Recorder]
 
 
+class Cancellable(Protocol):
+    """What cancels a run: nbagent's or AutoGen's ``CancellationToken``."""
+
+    def cancel(self) -> None: ...
+
+
 class RunIterator:
     """The async-iterator protocol of a run (nbagent's ``AgentRun``, ``nbagent.autogen``'s ``AutoGenRun``).
 
@@ -389,7 +395,7 @@ class RunIterator:
 
     __slots__ = ("_items", "_advancing", "_ended")  # the subclass's __init__ sets them (None, False, None)
     status: str
-    token: Any  # nbagent's or AutoGen's CancellationToken: ``cancel()`` ends the run where it awaits
+    token: Cancellable  # ``cancel()`` ends the run where it awaits
     _items: AsyncGenerator[RunItem, None] | None
     _advancing: bool
     _ended: asyncio.Event | None

@@ -273,6 +273,8 @@ class AutoGenRun(RunIterator):
     exception propagates, as with nbagent's own runs.
     """
 
+    token: CancellationToken  # AutoGen's
+
     def __init__(
         self,
         runnable: ChatAgent | Team,
