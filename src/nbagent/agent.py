@@ -188,11 +188,6 @@ class _RunSlot:
                 stacklevel=2,
             )
 
-    def release(self, run: AgentRun, failed: FailedRun | None) -> None:
-        if self.run is run:
-            self.run = None
-            self.failed = failed
-
 
 DEFAULT_DESCRIPTION = "An agent that provides assistance with ability to use tools."
 
@@ -555,7 +550,8 @@ class AssistantAgent(Component):
         where = "AssistantAgent.run"
         messages = task_messages(task, where)
         token = check_token(where, cancellation_token)
-        check.boolean(where, "output_task_messages", output_task_messages)
+        if type(output_task_messages) is not bool:
+            check.boolean(where, "output_task_messages", output_task_messages)
         return await self._run_task(messages if output_task_messages else [], messages, token)
 
     async def retry(self, *, cancellation_token: CancellationToken | None = None) -> TaskResult:
@@ -584,7 +580,7 @@ class AssistantAgent(Component):
         try:
             async for item in run:
                 kind = type(item)
-                if kind in NOT_EVENT_TYPES:  # records, and the texts of streamed chunks: exact types first
+                if kind is str or kind in NOT_EVENT_TYPES:  # a streamed chunk's text (most items), records
                     continue
                 if kind is Response:
                     collected.append(item.chat_message)  # type: ignore[union-attr]
@@ -623,7 +619,8 @@ class AssistantAgent(Component):
         where = "AssistantAgent.run_stream"
         messages = task_messages(task, where)
         token = check_token(where, cancellation_token)
-        check.boolean(where, "output_task_messages", output_task_messages)
+        if type(output_task_messages) is not bool:
+            check.boolean(where, "output_task_messages", output_task_messages)
         shown = messages if output_task_messages else []
         collected: list[BaseAgentEvent | BaseChatMessage] = list(shown)
         for message in shown:
@@ -731,7 +728,10 @@ class AssistantAgent(Component):
     ) -> None:
         """STEP 1. A handoff's context (the calls that came with it) goes in before its message."""
         for message in messages:
-            if type(message) is not TextMessage and isinstance(message, HandoffMessage):
+            if type(message) is TextMessage:  # the usual task: its to_model_message() made here
+                await model_context.add_message(UserMessage(content=message.content, source=message.source))
+                continue
+            if isinstance(message, HandoffMessage):
                 for llm_message in message.context:
                     await model_context.add_message(llm_message)
             await model_context.add_message(message.to_model_message())
@@ -822,7 +822,7 @@ class AssistantAgent(Component):
                                 else:
                                     yield chunk
                                 if stopped:
-                                    raise asyncio.CancelledError("the cancellation token was cancelled")
+                                    raise asyncio.CancelledError(CANCELLED)
                             elif isinstance(chunk, CreateResult):
                                 result = chunk
                             else:  # as AutoGen's agent does
@@ -924,7 +924,8 @@ class AssistantAgent(Component):
             thought = ThoughtEvent(content=result.thought, source=self.name)
             inner.append(thought)
             yield thought
-        _stop_if_cancelled(run.token)  # cancelled since the model answered: the answer does not enter the context
+        if run.token.is_cancelled():  # cancelled since the model answered: the answer does not enter the context
+            raise asyncio.CancelledError(CANCELLED)
         await self._model_context.add_message(
             AssistantMessage(content=result.content, source=self.name, thought=result.thought)
         )
@@ -1199,6 +1200,7 @@ class AssistantAgent(Component):
 
 
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
+CANCELLED = "the cancellation token was cancelled"  # a cancelled run's CancelledError says it
 _BASE_CREATE = ChatCompletionClient.create
 
 
@@ -1273,13 +1275,13 @@ def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> lis
 def _stop_if_cancelled(token: CancellationToken) -> None:
     """Once its token is cancelled, a run starts no model call and gives no answer: it ends cancelled."""
     if token.is_cancelled():
-        raise asyncio.CancelledError("the cancellation token was cancelled")
+        raise asyncio.CancelledError(CANCELLED)
 
 
 def _cancelled_with(result: CreateResult | None) -> asyncio.CancelledError:
     """How a stream whose token fired ends: cancelled, keeping the model's answer if it came."""
     if result is None:
-        return asyncio.CancelledError("the cancellation token was cancelled")
+        return asyncio.CancelledError(CANCELLED)
     return CancelledWithResult(result)
 
 
@@ -1636,7 +1638,10 @@ class AgentRun(RunIterator):
             previous = self._slot.failed
             task = self.messages or (previous.task if previous is not None else [])  # a retry keeps its task
             failed = FailedRun(self.run_id, status, text, task)  # type: ignore[arg-type]
-        self._slot.release(self, failed)
+        slot = self._slot
+        if slot.run is self:  # released (another run may hold it after an aclose from outside)
+            slot.run = None
+            slot.failed = failed
         if self.cancellation_token is not None:
             remove = getattr(self.cancellation_token, "remove_callback", None)  # AutoGen's token has none
             if remove is not None:

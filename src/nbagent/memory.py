@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -257,11 +257,22 @@ def _with_token(method: Callable[..., Any], args: tuple[Any, ...], token: Cancel
     return method(*args)
 
 
-async def update_memory_context(
+def update_memory_context(
     memory: Any, model_context: ChatCompletionContext, cancellation_token: CancellationToken | None = None
-) -> UpdateContextResult:
+) -> Awaitable[UpdateContextResult]:
     """STEP 2 for one store: its ``update_context`` called with the arguments it takes, and what it
-    returns read as nbagent's :class:`UpdateContextResult` (``None`` meaning no hits)."""
+    returns read as nbagent's :class:`UpdateContextResult` (``None`` meaning no hits).
+
+    nbagent's own ``ListMemory`` (not a subclass) is called directly: it takes the token by keyword
+    and returns nbagent's result, with the contents it holds (each a ``MemoryContent``)."""
+    if type(memory) is ListMemory:
+        return memory.update_context(model_context, cancellation_token)
+    return _converted_update(memory, model_context, cancellation_token)
+
+
+async def _converted_update(
+    memory: Any, model_context: ChatCompletionContext, cancellation_token: CancellationToken | None
+) -> UpdateContextResult:
     value = await _with_token(memory.update_context, (model_context,), cancellation_token)
     return as_update_result(value)
 
