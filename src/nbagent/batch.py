@@ -496,14 +496,22 @@ def _agent_copier(template: AssistantAgent) -> Callable[[object], AssistantAgent
     component config for each copy, so each starts where the template's started.
     """
     client = template.model_client
+    stateful = client.checkpoint() is not None
     try:
-        config = client.dump_component(include_secrets=True) if client.checkpoint() is not None else None
-        if config is not None:  # fail now rather than once per task
-            load_component(config, ChatCompletionClient)
+        config = client.dump_component(include_secrets=True) if stateful else None
+        # Fail now rather than once per task: a copy made (a subclass whose __init__ takes other
+        # arguments cannot make one) and, for a stateful client, a client loaded from its config.
+        template.copy(model_client=load_component(config, ChatCompletionClient) if config is not None else None)
     except Exception as error:
+        why = (
+            f"its model client {type(client).__name__} keeps state between calls (checkpoint() is not None), "
+            "so each copy needs its own, loaded from its component config, which failed"
+            if stateful
+            else f"AssistantAgent.copy() failed on {type(template).__name__}"
+        )
         raise TypeError(
-            f"Batch: the agent {template.name!r} cannot be copied for each task ({_error_text(error)}); "
-            "pass a function that builds a fresh agent for a task instead: "
+            f"Batch: make_agent, the agent {template.name!r}, cannot be copied for each task: {why} "
+            f"({_error_text(error)}); pass a function that builds a fresh agent for a task instead: "
             "Batch(lambda task: AssistantAgent(...), tasks)"
         ) from error
     if config is None:

@@ -195,7 +195,8 @@ async def test_a_template_whose_stateful_client_has_no_config_cannot_be_copied_a
             return self.calls
 
     template = AssistantAgent("a", Counting())
-    with pytest.raises(TypeError, match=r"cannot be copied for each task .* pass a function that builds"):
+    expected = r"make_agent.*cannot be copied for each task: its model client Counting keeps state.* pass a function"
+    with pytest.raises(TypeError, match=expected):
         Batch(template, ["x"])
 
 
@@ -379,3 +380,16 @@ async def test_a_batch_runs_once_at_a_time() -> None:
     with pytest.raises(RuntimeError, match="this batch is running"):
         await batch.run()
     await running
+
+
+def test_a_template_whose_class_cannot_be_copied_fails_at_batch_not_once_per_task() -> None:
+    class Flavoured(AssistantAgent):
+        """A subclass whose __init__ takes other arguments than AssistantAgent's."""
+
+        def __init__(self, client: ChatCompletionClient, flavour: str = "plain") -> None:
+            super().__init__("flavoured", client)
+            self.flavour = flavour
+
+    template = Flavoured(nbagent.OpenAIChatCompletionClient("gpt-4o", base_url="http://127.0.0.1:9/v1", api_key="k"))
+    with pytest.raises(TypeError, match=r"make_agent, the agent 'flavoured', cannot be copied .*Flavoured.*unexpected"):
+        Batch(template, ["x"])
