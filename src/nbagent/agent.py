@@ -549,7 +549,7 @@ class AssistantAgent(Component):
         """
         where = "AssistantAgent.run"
         messages = task_messages(task, where)
-        token = check_token(where, cancellation_token)
+        token = None if cancellation_token is None else check_token(where, cancellation_token)
         if type(output_task_messages) is not bool:
             check.boolean(where, "output_task_messages", output_task_messages)
         return await self._run_task(messages if output_task_messages else [], messages, token)
@@ -618,14 +618,15 @@ class AssistantAgent(Component):
         happens, then the :class:`TaskResult`."""
         where = "AssistantAgent.run_stream"
         messages = task_messages(task, where)
-        token = check_token(where, cancellation_token)
+        token = None if cancellation_token is None else check_token(where, cancellation_token)
         if type(output_task_messages) is not bool:
             check.boolean(where, "output_task_messages", output_task_messages)
         shown = messages if output_task_messages else []
         collected: list[BaseAgentEvent | BaseChatMessage] = list(shown)
         for message in shown:
             yield message
-        async with self._new_run(messages, token, True) as run:
+        run = self._new_run(messages, token, True)
+        try:  # as ``async with run``, without its two extra awaits
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent:  # most items of a streamed run
                     yield item
@@ -635,6 +636,8 @@ class AssistantAgent(Component):
                 elif not isinstance(item, NOT_EVENTS):
                     collected.append(item)
                     yield item
+        finally:
+            await run.aclose()
         yield TaskResult(messages=collected)
 
     async def on_reset(self, cancellation_token: CancellationToken | None = None) -> None:
@@ -1248,12 +1251,7 @@ def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> lis
     # This runs before every model call, over the whole context: exact types first, as isinstance()
     # against a pydantic class costs a Python call (its metaclass checks instances).
     for m in messages:
-        kind = type(m)
-        if kind is UserMessage:
-            if type(m.content) is str:
-                continue
-            break
-        if kind in _WITHOUT_IMAGES:
+        if type(m.content) is str or type(m) in _WITHOUT_IMAGES:  # a text, or a message with no images
             continue
         if isinstance(m, UserMessage) and not isinstance(m.content, str):
             break
@@ -1566,13 +1564,16 @@ class AgentRun(RunIterator):
         return call.result
 
     def _start(self) -> RunStarted:
-        self._slot.check()
+        slot = self._slot
+        if slot.run is not None:
+            slot.check()  # raises: another run holds the slot
         if self.cancellation_token is not None:
             if self.cancellation_token.is_cancelled():
                 raise asyncio.CancelledError("the cancellation token was cancelled before the run started")
             self.cancellation_token.add_callback(self.token.cancel)
-        self._slot.warn_if_repeated(self.messages)
-        self._slot.run = self  # checked above: the slot is free
+        if slot.failed is not None:
+            slot.warn_if_repeated(self.messages)
+        slot.run = self  # checked above: the slot is free
         self._record = [recorder.record for recorder in self.agent.recorders]
         self._steps = self._loop(self)
         self.status = "running"

@@ -109,15 +109,14 @@ class CancelledWithResult(asyncio.CancelledError, Generic[T]):
 
 
 class _Guard:
-    """One :func:`guarded` await: whether its token fired, and whether the task was cancelled for it."""
+    """One :func:`guarded` await: whether its token fired, and whether the task was cancelled for it.
 
-    __slots__ = ("task", "fired", "active", "delivered")
+    The flags start as class attributes (no ``__init__``: made on every model call and tool call)."""
 
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task = task
-        self.fired = False
-        self.active = True
-        self.delivered = False
+    task: asyncio.Task[Any]
+    fired = False
+    active = True
+    delivered = False
 
     def __call__(self) -> None:  # the token's callback, in whatever thread cancelled it
         if not self.fired:
@@ -148,7 +147,8 @@ async def guarded(awaitable: Awaitable[T], token: CancellationToken | None) -> T
         raise asyncio.CancelledError("the cancellation token was cancelled")
     task = asyncio.current_task()
     assert task is not None, "guarded() runs inside a task"
-    guard = _Guard(task)
+    guard = _Guard()
+    guard.task = task
     token.add_callback(guard)
     try:
         result = await awaitable
