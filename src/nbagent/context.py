@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel
@@ -139,9 +139,10 @@ class ChatCompletionContext(Component):
     def fresh(self) -> Self:
         """A new context of this kind and settings as it was made: its initial messages, none added since.
 
-        A copy that shares no container with this one (its lists, dicts and sets are copies), but the
-        objects it was given are the same (a model client, ``count_tokens``, the messages); a subclass
-        that keeps more state than its messages and settings overrides :meth:`_start_over`.
+        A copy that shares no container with this one (its mutable sequences, mappings and sets, a
+        deque or a defaultdict too, are copies), but the objects it was given are the same (a model
+        client, ``count_tokens``, the messages); a subclass that keeps more state than its messages and
+        settings overrides :meth:`_start_over`.
         """
         new: Self = copy.copy(self)
         new._start_over()
@@ -151,7 +152,7 @@ class ChatCompletionContext(Component):
         """A copy made by :meth:`fresh`: containers of its own (a copy's were its original's), and the
         initial messages only."""
         for name, value in list(vars(self).items()):
-            if isinstance(value, (list, dict, set)):
+            if isinstance(value, (MutableSequence, MutableMapping, MutableSet)):
                 setattr(self, name, copy.copy(value))
         self._messages = list(self._initial_messages)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy as copy_module
+from collections import defaultdict, deque
 
 import pytest
 
@@ -200,6 +201,24 @@ async def test_fresh_calls_a_subclass_start_over_and_copies_its_containers() -> 
     await fresh.add_message(UserMessage(content="other", source="user"))
     assert original.seen == ["hello"] and fresh.seen == ["hello", "other"]
     assert original.messages == [UserMessage(content="hello", source="user")] and len(fresh) == 1
+
+
+async def test_fresh_copies_other_mutable_containers_too() -> None:
+    """A deque, a defaultdict or any other mutable sequence, mapping or set is the copy's own."""
+
+    class Windowed(UnboundedChatCompletionContext):
+        def __init__(self) -> None:
+            super().__init__()
+            self.window: deque[str] = deque(maxlen=3)
+            self.counts: defaultdict[str, int] = defaultdict(int)
+
+    original = Windowed()
+    original.window.append("a")
+    first, second = original.fresh(), original.fresh()
+    first.window.append("b")
+    first.counts["b"] += 1
+    assert list(original.window) == ["a"] and list(second.window) == ["a"] and list(first.window) == ["a", "b"]
+    assert first.window.maxlen == 3 and dict(original.counts) == {} and dict(second.counts) == {}
 
 
 def test_workbench_is_a_copy_of_the_agents_workbenches() -> None:

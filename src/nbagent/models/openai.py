@@ -801,8 +801,11 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 self._sdk_client().chat.completions.with_raw_response.create(**sent, **self._send_args),
                 cancellation_token,
             )
+        except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
+            raise self._error(error) from None
+        try:
             result = self._result(json.loads(response.http_response.content))
-        except (_sdk().OpenAIError, ValueError, AttributeError, TypeError, LookupError) as error:
+        except (ValueError, AttributeError, TypeError, LookupError) as error:
             # ValueError: malformed JSON, a body that is not UTF-8 text, a value the result's models reject
             raise self._error(error) from None
         self._count_usage(result.usage, actual=True)
