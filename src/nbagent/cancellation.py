@@ -58,6 +58,48 @@ class CancellationToken:
         except ValueError:
             pass
 
+    async def guard(self, awaitable: Awaitable[T]) -> T:
+        """Await ``awaitable`` so that cancelling this token interrupts it with ``CancelledError``.
+
+        The awaitable runs in the current task (no task is created): cancelling the token cancels the
+        current task once, while it waits, and that request is withdrawn (``uncancel``) before this
+        returns or raises, so the task is left with no pending cancellation. Once the token has fired,
+        this raises ``CancelledError`` however the awaitable ended: :class:`CancelledWithResult`
+        (carrying the result) if it completed, chained from its exception if it raised an ``Exception``
+        (a ``KeyboardInterrupt`` propagates as it is).
+        """
+        if self._cancelled:
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()
+            raise asyncio.CancelledError("the cancellation token was cancelled")
+        task = asyncio.current_task()
+        assert task is not None, "CancellationToken.guard() runs inside a task"
+        guard = _Guard()
+        guard.task = task
+        self._callbacks.append(guard)
+        try:
+            result = await awaitable
+        except BaseException as error:
+            if guard.fired:
+                guard.active = False
+                if guard.delivered:
+                    task.uncancel()
+                if isinstance(error, Exception):  # a failure the cancellation caused, or met: cancelled all the same
+                    raise asyncio.CancelledError("the cancellation token was cancelled") from error
+            raise
+        finally:
+            if not guard.fired:
+                try:
+                    self._callbacks.remove(guard)
+                except ValueError:
+                    pass
+        if guard.fired:  # the awaitable completed (or swallowed the cancellation): the run still ends here
+            guard.active = False
+            if guard.delivered:
+                task.uncancel()
+            raise CancelledWithResult(result)
+        return result
+
     def link_future(self, future: asyncio.Future[Any]) -> asyncio.Future[Any]:
         """Cancel ``future`` when the token is cancelled; returns it.
 
@@ -109,7 +151,7 @@ class CancelledWithResult(asyncio.CancelledError, Generic[T]):
 
 
 class _Guard:
-    """One :func:`guarded` await: whether its token fired, and whether the task was cancelled for it.
+    """One :meth:`CancellationToken.guard` await: whether its token fired, and whether the task was cancelled for it.
 
     The flags start as class attributes (no ``__init__``: made on every model call and tool call)."""
 
@@ -123,49 +165,13 @@ class _Guard:
             self.fired = True
             _from_loop(self.task.get_loop(), self.task, self.deliver)
 
-    def deliver(self) -> None:  # in the loop's thread, while the task waits inside guarded()
+    def deliver(self) -> None:  # in the loop's thread, while the task waits inside guard()
         if self.active:
             self.delivered = True
             self.task.cancel("the cancellation token was cancelled")
 
 
-async def guarded(awaitable: Awaitable[T], token: CancellationToken | None) -> T:
-    """Await ``awaitable`` so that cancelling ``token`` interrupts it with ``CancelledError``.
-
-    The awaitable runs in the current task (no task is created): cancelling the token cancels the
-    current task once, while it waits, and that request is withdrawn (``uncancel``) before this
-    returns or raises, so the task is left with no pending cancellation. Once the token has fired,
-    this raises ``CancelledError`` however the awaitable ended: :class:`CancelledWithResult`
-    (carrying the result) if it completed, chained from its exception if it raised an ``Exception``
-    (a ``KeyboardInterrupt`` propagates as it is).
-    """
-    if token is None:
-        return await awaitable
-    if token.is_cancelled():
-        if inspect.iscoroutine(awaitable):
-            awaitable.close()
-        raise asyncio.CancelledError("the cancellation token was cancelled")
-    task = asyncio.current_task()
-    assert task is not None, "guarded() runs inside a task"
-    guard = _Guard()
-    guard.task = task
-    token.add_callback(guard)
-    try:
-        result = await awaitable
-    except BaseException as error:
-        if guard.fired:
-            guard.active = False
-            if guard.delivered:
-                task.uncancel()
-            if isinstance(error, Exception):  # a failure the cancellation caused, or met: cancelled all the same
-                raise asyncio.CancelledError("the cancellation token was cancelled") from error
-        raise
-    finally:
-        if not guard.fired:
-            token.remove_callback(guard)
-    if guard.fired:  # the awaitable completed (or swallowed the cancellation): the run still ends here
-        guard.active = False
-        if guard.delivered:
-            task.uncancel()
-        raise CancelledWithResult(result)
-    return result
+def guarded(awaitable: Awaitable[T], token: CancellationToken | None) -> Awaitable[T]:
+    """``awaitable`` guarded by ``token`` (:meth:`CancellationToken.guard`), or as it is with no token:
+    ``await guarded(call(), token)``."""
+    return awaitable if token is None else token.guard(awaitable)
