@@ -630,6 +630,8 @@ class AssistantAgent(Component):
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent:  # most items of a streamed run
                     yield item
+                elif type(item) in NOT_EVENT_TYPES:  # records (exact types first: a set lookup)
+                    continue
                 elif isinstance(item, Response):
                     collected.append(item.chat_message)
                     yield item.chat_message
