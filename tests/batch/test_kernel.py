@@ -4,18 +4,17 @@ message, as the browser sends it) ends every run within a second, the contexts v
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
+
+from ..kernels import kernel_dirs as make_kernel_dirs
+from ..kernels import kernel_manager, run_code, running_kernel
 
 pytestmark = pytest.mark.kernel
 
@@ -35,20 +34,7 @@ tasks = [f"<img src=x onerror=alert(1)> {{i}}" for i in range(120)] + [42]
 
 @pytest.fixture(scope="module")
 def kernel_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    folder = tmp_path_factory.mktemp("kernels") / KERNEL
-    folder.mkdir()
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "nbagent batch tests",
-        "language": "python",
-        "env": {"OPENAI_API_KEY": ""},
-    }
-    (folder / "kernel.json").write_text(json.dumps(spec))
-    return [str(folder.parent)]
-
-
-def manager(kernel_dirs: list[str]) -> KernelManager:
-    return KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=kernel_dirs))
+    return make_kernel_dirs(tmp_path_factory, KERNEL, "nbagent batch tests")
 
 
 def test_the_saved_notebook_holds_the_final_summary(kernel_dirs: list[str], tmp_path: Path) -> None:
@@ -60,7 +46,7 @@ def test_the_saved_notebook_holds_the_final_summary(kernel_dirs: list[str], tmp_
         "view = nbagent.batch._DISPLAYS['widget']\nprint(contexts_valid(factory.agents))",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
-    NotebookClient(nb, km=manager(kernel_dirs), timeout=120, store_widget_state=False).execute()
+    NotebookClient(nb, km=kernel_manager(KERNEL, kernel_dirs), timeout=120, store_widget_state=False).execute()
     path = tmp_path / "run.ipynb"
     nbformat.write(nb, path)
     nb = nbformat.read(path, as_version=4)
@@ -86,29 +72,8 @@ def test_the_saved_notebook_holds_the_final_summary(kernel_dirs: list[str], tmp_
 
 @pytest.fixture
 def kernel(kernel_dirs: list[str]) -> Iterator[object]:
-    km = manager(kernel_dirs)
-    km.start_kernel()
-    client = km.client()
-    client.start_channels()
-    client.wait_for_ready(timeout=60)
-    yield client
-    client.stop_channels()
-    km.shutdown_kernel(now=True)
-
-
-def run_code(client: object, code: str) -> str:
-    msg_id = client.execute(code)  # type: ignore[attr-defined]
-    text = []
-    while True:
-        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        if message["msg_type"] == "stream":
-            text.append(message["content"]["text"])
-        if message["msg_type"] == "error":
-            text.append(f"{message['content']['ename']}: {message['content']['evalue']}")
-        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            return "".join(text)
+    with running_kernel(KERNEL, kernel_dirs) as (_, client):
+        yield client
 
 
 SLOW = """

@@ -5,18 +5,18 @@ while the run goes, awaited or driven synchronously (a comm message sent as the 
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
+
+from ..kernels import kernel_dirs as make_kernel_dirs
+from ..kernels import kernel_manager, run_code, running_kernel
 
 pytestmark = pytest.mark.kernel
 
@@ -64,20 +64,7 @@ FAILING = {10, 11, 12}  # the UsageError cells: Run All goes on past them
 
 @pytest.fixture(scope="module")
 def kernel_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    folder = tmp_path_factory.mktemp("kernels") / KERNEL
-    folder.mkdir()
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "nbagent notebook tests",
-        "language": "python",
-        "env": {"OPENAI_API_KEY": ""},
-    }
-    (folder / "kernel.json").write_text(json.dumps(spec))
-    return [str(folder.parent)]
-
-
-def kernel_manager(kernel_dirs: list[str]) -> KernelManager:
-    return KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=kernel_dirs))
+    return make_kernel_dirs(tmp_path_factory, KERNEL, "nbagent notebook tests")
 
 
 def execute(
@@ -92,7 +79,7 @@ def execute(
     # JupyterLab saves no widget state by default; then nbconvert and GitHub use text/html.
     NotebookClient(
         nb,
-        km=kernel_manager(kernel_dirs),
+        km=kernel_manager(KERNEL, kernel_dirs),
         timeout=120,
         store_widget_state=False,
         resources={"metadata": {"path": str(tmp_path)}},
@@ -198,31 +185,10 @@ def wait_idle(client: object, msg_id: str) -> list[str]:
             return errors
 
 
-def run_code(client: object, code: str) -> str:
-    msg_id = client.execute(code)  # type: ignore[attr-defined]
-    text = []
-    while True:
-        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        if message["msg_type"] == "stream":
-            text.append(message["content"]["text"])
-        if message["msg_type"] == "error":
-            text.append(f"{message['content']['ename']}: {message['content']['evalue']}")
-        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            return "".join(text)
-
-
 @pytest.fixture
-def kernel(kernel_dirs: list[str]) -> Iterator[object]:
-    manager = kernel_manager(kernel_dirs)
-    manager.start_kernel()
-    client = manager.client()
-    client.start_channels()
-    client.wait_for_ready(timeout=60)
-    yield manager, client
-    client.stop_channels()
-    manager.shutdown_kernel(now=True)
+def kernel(kernel_dirs: list[str]) -> Iterator[tuple[KernelManager, object]]:
+    with running_kernel(KERNEL, kernel_dirs) as (manager, client):
+        yield manager, client
 
 
 SLOW = """
