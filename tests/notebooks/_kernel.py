@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
@@ -35,11 +36,31 @@ def write_kernelspec(folder: Path, python: str, env: dict[str, str] | None = Non
     return folder / "kernels"
 
 
+def cell_outputs(cell: nbformat.NotebookNode) -> list[dict[str, Any]]:
+    """A cell's outputs as Jupyter shows them: consecutive stream outputs of one stream (stdout,
+    stderr) merged into one. The kernel sends what a cell writes in pieces, flushed on a timer, so
+    one ``print("a:", b)`` can arrive as two outputs, ``"a:"`` then ``" b"`` and the newline, when
+    the kernel's flush falls between its writes (seen on a loaded machine)."""
+    merged: list[dict[str, Any]] = []
+    for output in cell.get("outputs", []):
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and output.get("output_type") == "stream"
+            and last.get("output_type") == "stream"
+            and last.get("name") == output.get("name")
+        ):
+            merged[-1] = {**last, "text": last["text"] + output["text"]}
+        else:
+            merged.append(dict(output))
+    return merged
+
+
 def error_outputs(nb: nbformat.NotebookNode) -> list[str]:
     """Every error output and every stderr traceback of an executed notebook, as readable text."""
     found = []
     for index, cell in enumerate(nb.cells):
-        for output in cell.get("outputs", []):
+        for output in cell_outputs(cell):
             if output.get("output_type") == "error":
                 found.append(f"cell {index}: {output['ename']}: {output['evalue']}")
             elif (
@@ -52,10 +73,11 @@ def error_outputs(nb: nbformat.NotebookNode) -> list[str]:
 
 
 def output_text(nb: nbformat.NotebookNode) -> str:
-    """Everything the notebook printed or displayed as plain text, cell after cell."""
+    """Everything the notebook printed or displayed as plain text, cell after cell (a stream's
+    consecutive pieces joined as they were written, see :func:`cell_outputs`)."""
     parts = []
     for cell in nb.cells:
-        for output in cell.get("outputs", []):
+        for output in cell_outputs(cell):
             if output.get("output_type") == "stream":
                 parts.append(output["text"])
             elif "data" in output:
