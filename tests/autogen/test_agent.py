@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pandas as pd
 import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
+from autogen_agentchat.conditions import MaxMessageTermination
 from autogen_agentchat.messages import TextMessage as AgTextMessage
+from autogen_agentchat.teams import RoundRobinGroupChat
+from autogen_ext.models.replay import ReplayChatCompletionClient
 
 import nbagent
 import nbagent.autogen as na
@@ -19,7 +25,7 @@ from nbagent import Trace
 from nbagent.autogen.client import RecordingClient
 from nbagent.records import LLMCall, RunFinished, RunStarted, ToolExecution
 
-from .helpers import model_client, replay, tool_agent
+from .helpers import INFO, model_client, replay, tool_agent
 
 CHUNK = "ModelClientStreamingChunkEvent"
 
@@ -152,6 +158,31 @@ async def test_exports_work_unchanged(tmp_path: Path) -> None:
         "chat ReplayChatCompletionClient", "chat ReplayChatCompletionClient",
         "execute_tool weather", "execute_tool weather", "invoke_agent forecaster",
     ]  # fmt: skip
+
+
+class _KeyedReplay(ReplayChatCompletionClient):
+    """A replay client whose component config holds an API key (one no secret pattern matches)."""
+
+    def dump_component(self) -> Any:
+        return SimpleNamespace(config={"model": "replay", "api_key": PLAIN_KEY})
+
+
+PLAIN_KEY = "plain" + "-key-value-42"  # made at run time: no key-shaped literal in the source
+
+
+@pytest.mark.parametrize("team", [False, True], ids=["agent", "team"])
+async def test_the_clients_key_stays_masked_once_the_run_and_its_agents_are_gone(team: bool) -> None:
+    agent = AssistantAgent("keeper", _KeyedReplay([f"the key is {PLAIN_KEY}"], model_info=INFO))
+    runnable = RoundRobinGroupChat([agent], termination_condition=MaxMessageTermination(2)) if team else agent
+    trace = Trace()
+    await na.run(runnable, f"say {PLAIN_KEY}", trace=trace)
+    del agent, runnable
+    gc.collect()  # the run's sources, held weakly by the trace, are gone: only what the trace kept masks the key
+    assert any(PLAIN_KEY in str(item) for item in trace.items)  # recorded, unredacted, in the live items
+    runs = trace.runs_df()
+    assert runs["task"].tolist()[-1] == "say [REDACTED]"
+    assert runs["final_text"].dropna().tolist()[-1] == "the key is [REDACTED]"
+    assert not trace.events_df()["text"].str.contains(PLAIN_KEY).any()
 
 
 async def test_the_agents_own_client_and_context_are_back_after_the_run() -> None:

@@ -357,6 +357,7 @@ class AutoGenRun(RunIterator):
         try:
             for agent in self.agents:
                 await agent.wrap()
+            self._attach()
             started = self._start()
             yield started
             self._advancing = True
@@ -474,6 +475,11 @@ class AutoGenRun(RunIterator):
                 agent.spoke = spoke
         self._wake = asyncio.Event()
         self.token.add_callback(_weakly(self.wake))  # a read of the stream that never ends is not waited on
+
+    def _attach(self) -> None:
+        """Attach the sources to the trace once the agents are wrapped: the trace keeps the secrets of
+        their clients from then on (``wrap()`` gives them to the sources), so they stay masked once the
+        run and its agents are gone."""
         for agent in self.agents:
             self.trace.attach(agent.source)
         if self.team_source is not None:
