@@ -48,7 +48,12 @@ from .messages import (
     ToolCallRequestEvent,
     ToolCallSummaryMessage,
     UserMessage,
+    agent_message,
+    assistant_message,
     streaming_chunk,
+    tool_result,
+    tool_results_message,
+    user_message,
 )
 from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
 from .models.openai import OpenAIChatCompletionClient
@@ -734,7 +739,7 @@ class AssistantAgent(Component):
         """STEP 1. A handoff's context (the calls that came with it) goes in before its message."""
         for message in messages:
             if type(message) is TextMessage:  # the usual task: its to_model_message() made here
-                await model_context.add_message(UserMessage(content=message.content, source=message.source))
+                await model_context.add_message(user_message(message.content, message.source))
                 continue
             if isinstance(message, HandoffMessage):
                 for llm_message in message.context:
@@ -875,10 +880,8 @@ class AssistantAgent(Component):
                 thought = ThoughtEvent(content=model_result.thought, source=self.name)
                 inner.append(thought)
                 yield thought
-            await self._model_context.add_message(
-                AssistantMessage(content=calls, source=self.name, thought=model_result.thought)
-            )
-            request = ToolCallRequestEvent(content=calls, source=self.name, models_usage=model_result.usage)
+            await self._model_context.add_message(assistant_message(calls, self.name, model_result.thought))
+            request = agent_message(ToolCallRequestEvent, calls, self.name, model_result.usage)
             inner.append(request)
             yield request
 
@@ -889,7 +892,7 @@ class AssistantAgent(Component):
                     if type(item) is not ToolExecution and isinstance(item, (BaseAgentEvent, BaseChatMessage)):
                         inner.append(item)  # an event a tool streamed
                     yield item
-            execution = ToolCallExecutionEvent(content=results, source=self.name)
+            execution = agent_message(ToolCallExecutionEvent, results, self.name)
             inner.append(execution)
             yield execution
 
@@ -931,15 +934,13 @@ class AssistantAgent(Component):
             yield thought
         if run.token.is_cancelled():  # cancelled since the model answered: the answer does not enter the context
             raise asyncio.CancelledError(CANCELLED)
-        await self._model_context.add_message(
-            AssistantMessage(content=result.content, source=self.name, thought=result.thought)
-        )
+        await self._model_context.add_message(assistant_message(result.content, self.name, result.thought))
         yield Response(chat_message=self._answer(result, message_id), inner_messages=inner)
 
     def _answer(self, result: CreateResult, message_id: str) -> TextMessage | StructuredMessage[BaseModel]:
         assert isinstance(result.content, str)
         if self._output_content_type is None:
-            return TextMessage(id=message_id, content=result.content, source=self.name, models_usage=result.usage)
+            return agent_message(TextMessage, result.content, self.name, result.usage, message_id)
         try:
             content = self._output_content_type.model_validate_json(result.content)
         except ValidationError as error:
@@ -1013,7 +1014,7 @@ class AssistantAgent(Component):
             await self._model_context.add_message(FunctionExecutionResultMessage(content=partial))
             raise
         results.extend(values)
-        await self._model_context.add_message(FunctionExecutionResultMessage(content=results))
+        await self._model_context.add_message(tool_results_message(results))
 
     async def _timed_tool_call(
         self,
@@ -1058,9 +1059,7 @@ class AssistantAgent(Component):
             outcome = ToolResult(call.name, f"Error: {error}", is_error=True)
         except Exception as error:  # a custom workbench that raises: the run goes on with an error result
             outcome = ToolResult(call.name, error_text(error), is_error=True)
-        return FunctionExecutionResult(
-            content=outcome.content, name=call.name, call_id=call.id, is_error=outcome.is_error
-        )
+        return tool_result(outcome.content, call.name, call.id, outcome.is_error)
 
     def _check_and_handle_handoff(
         self,
@@ -1441,6 +1440,8 @@ def task_messages(task: Task, where: str = "AssistantAgent.run") -> list[BaseCha
     """
     if task is None:
         return []
+    if type(task) is str:
+        return [agent_message(TextMessage, task, "user")]
     if isinstance(task, str):
         return [TextMessage(content=task, source="user")]
     if isinstance(task, BaseChatMessage):

@@ -43,10 +43,7 @@ class RequestUsage(BaseModel):
     completion_tokens: int = 0
 
     def __add__(self, other: RequestUsage) -> RequestUsage:
-        return RequestUsage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-        )
+        return usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
 
 
 class FunctionCall(BaseModel):
@@ -290,9 +287,12 @@ class ModelClientStreamingChunkEvent(BaseAgentEvent):
     type: Literal["ModelClientStreamingChunkEvent"] = "ModelClientStreamingChunkEvent"
 
 
-# Every field of a chunk is set, so all chunks share one fields-set: pydantic only ever adds field
-# names to it (a no-op here), and copies it for model_copy.
-_CHUNK_FIELDS = set(ModelClientStreamingChunkEvent.model_fields)
+# The messages the loop builds itself, from values already of their fields' types, are built
+# without validation: faster, and with every field set, so all of a class share one fields-set
+# (pydantic only ever adds field names to it, a no-op here, and copies it for model_copy). A run
+# keeps about fifteen messages in its trace; a set of its own each would make that many more objects
+# for the cyclic garbage collector to scan, which is most of what a batch of runs kept in memory
+# costs beyond its HTTP.
 _new = object.__new__
 _now = datetime.now
 _UTC = UTC
@@ -303,13 +303,107 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 _ID_POOL = ids_pool()
 _take_id = _ID_POOL.pop
+_EVERY_FIELD: dict[type[BaseModel], set[str]] = {}
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def _every_field(cls: type[BaseModel]) -> set[str]:
+    fields = _EVERY_FIELD.get(cls)
+    if fields is None:
+        fields = _EVERY_FIELD[cls] = set(cls.model_fields)
+    return fields
+
+
+def _built(cls: type[ModelT], values: dict[str, Any]) -> ModelT:
+    """``cls`` holding ``values``: every field, in declaration order, each already of its type."""
+    model = _new(cls)
+    _set_dict(model, values)
+    _set_fields_set(model, _EVERY_FIELD.get(cls) or _every_field(cls))
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
+
+
+def share_fields_set(model: ModelT) -> ModelT:
+    """``model`` (validated, of a class with no extra fields) with its class's shared fields-set of
+    every field, as the messages the loop builds have: for a client's answers, which are validated."""
+    _set_fields_set(model, _EVERY_FIELD.get(type(model)) or _every_field(type(model)))
+    return model
+
+
+AgentMessageT = TypeVar("AgentMessageT", TextMessage, ToolCallRequestEvent, ToolCallExecutionEvent, ThoughtEvent)
+
+
+def agent_message(
+    cls: type[AgentMessageT],
+    content: Any,
+    source: str,
+    models_usage: RequestUsage | None = None,
+    message_id: str | None = None,
+) -> AgentMessageT:
+    """``cls(content=..., source=..., models_usage=..., id=...)`` without validation, for the loop's
+    own chat messages and events (``content``: a ``str``, or a list: the message gets a copy)."""
+    return _built(
+        cls,
+        {
+            "id": message_id or (_take_id() if _ID_POOL else new_id()),
+            "source": source,
+            "models_usage": models_usage,
+            "metadata": {},
+            "created_at": _now(_UTC),
+            "content": list(content) if type(content) is list else content,
+            "type": cls.__name__,
+        },
+    )
+
+
+def assistant_message(content: str | Sequence[FunctionCall], source: str, thought: str | None) -> AssistantMessage:
+    """``AssistantMessage(content=..., thought=..., source=...)`` without validation (the loop's own)."""
+    return _built(
+        AssistantMessage,
+        {
+            "content": list(content) if type(content) is list else content,
+            "thought": thought,
+            "source": source,
+            "type": "AssistantMessage",
+        },
+    )
+
+
+def user_message(content: str, source: str) -> UserMessage:
+    """``UserMessage(content=..., source=...)`` of a text, without validation (the loop's own)."""
+    return _built(UserMessage, {"content": content, "source": source, "type": "UserMessage"})
+
+
+def tool_result(content: str, name: str, call_id: str, is_error: bool = False) -> FunctionExecutionResult:
+    """``FunctionExecutionResult(...)`` without validation (the loop's own)."""
+    return _built(FunctionExecutionResult, {"content": content, "name": name, "call_id": call_id, "is_error": is_error})
+
+
+def tool_results_message(results: Sequence[FunctionExecutionResult]) -> FunctionExecutionResultMessage:
+    """``FunctionExecutionResultMessage(content=results)`` (a copy of the list) without validation."""
+    return _built(FunctionExecutionResultMessage, {"content": list(results), "type": "FunctionExecutionResultMessage"})
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> RequestUsage:
+    """``RequestUsage(...)`` of two ints, without validation."""
+    return _built(RequestUsage, {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+
+
+def function_call(call_id: str, name: str, arguments: str) -> FunctionCall:
+    """``FunctionCall(id=..., name=..., arguments=...)`` of three strings, without validation."""
+    return _built(FunctionCall, {"id": call_id, "name": name, "arguments": arguments})
+
+
+_CHUNK_FIELDS = _every_field(ModelClientStreamingChunkEvent)
 
 
 def streaming_chunk(content: str, source: str, full_message_id: str) -> ModelClientStreamingChunkEvent:
     """Build a chunk event without validation: the hot path of streaming, all inputs trusted.
 
     The result is the model ``ModelClientStreamingChunkEvent(...)`` would build (same fields, same
-    dump), in about half the time.
+    dump), in about half the time (:func:`_built` inlined).
     """
     event = _new(ModelClientStreamingChunkEvent)
     _set_dict(

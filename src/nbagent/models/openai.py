@@ -38,7 +38,10 @@ from ..messages import (
     RequestUsage,
     SystemMessage,
     UserMessage,
+    function_call,
+    share_fields_set,
 )
+from ..messages import usage as usage_of
 from ..redact import is_secret_name, known_secrets, redact
 from ..tools import ToolSchema
 from .base import (
@@ -304,9 +307,8 @@ class _MalformedError(ValueError):
 def _usage(usage: Any) -> RequestUsage:
     if usage is None:
         return UnreportedUsage()
-    return RequestUsage(
-        prompt_tokens=_tokens("prompt_tokens", usage.prompt_tokens),
-        completion_tokens=_tokens("completion_tokens", usage.completion_tokens),
+    return usage_of(
+        _tokens("prompt_tokens", usage.prompt_tokens), _tokens("completion_tokens", usage.completion_tokens)
     )
 
 
@@ -316,9 +318,9 @@ def _usage_in(usage: object) -> RequestUsage:
         return UnreportedUsage()
     if not isinstance(usage, dict):
         raise _MalformedError(f"its usage is {check.short_repr(usage)}, not an object")
-    return RequestUsage(
-        prompt_tokens=_tokens("prompt_tokens", usage.get("prompt_tokens")),
-        completion_tokens=_tokens("completion_tokens", usage.get("completion_tokens")),
+    return usage_of(
+        _tokens("prompt_tokens", usage.get("prompt_tokens")),
+        _tokens("completion_tokens", usage.get("completion_tokens")),
     )
 
 
@@ -833,21 +835,25 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         response_model, response_id = _answered_by_json(completion)
         usage = _usage_in(completion.get("usage"))
         if calls:
-            return CreateResult(
-                finish_reason="function_calls",
-                content=calls,
+            return share_fields_set(
+                CreateResult(
+                    finish_reason="function_calls",
+                    content=calls,
+                    usage=usage,
+                    thought=_join_thoughts(thought, text),
+                    response_model=response_model,
+                    response_id=response_id,
+                )
+            )
+        return share_fields_set(
+            CreateResult(
+                finish_reason=_finish_reason(choice.get("finish_reason"), False),
+                content=text,
                 usage=usage,
-                thought=_join_thoughts(thought, text),
+                thought=thought,
                 response_model=response_model,
                 response_id=response_id,
             )
-        return CreateResult(
-            finish_reason=_finish_reason(choice.get("finish_reason"), False),
-            content=text,
-            usage=usage,
-            thought=thought,
-            response_model=response_model,
-            response_id=response_id,
         )
 
     def _function_call(self, call_id: object, name: object, arguments: object) -> FunctionCall:
@@ -869,7 +875,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             raise _MalformedError(
                 f"the arguments of tool call {name!r} are {check.short_repr(arguments)}, not a JSON string"
             )
-        return FunctionCall(id=call_id or f"call_{new_id()}", name=name, arguments=arguments or "")
+        return function_call(call_id or f"call_{new_id()}", name, arguments or "")
 
     async def complete_stream(
         self,

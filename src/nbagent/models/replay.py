@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from .. import _check as check
 from ..cancellation import CancellationToken, guarded
 from ..context import estimate_tokens
-from ..messages import CreateResult, LLMMessage, RequestUsage
+from ..messages import CreateResult, LLMMessage, RequestUsage, share_fields_set, usage
 from .base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, ModelStream
 
 _CHUNK = re.compile(r"\S+\s*|\s+")
@@ -153,10 +153,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         self.requests.append(request)  # create() made it a snapshot
         prompt_tokens = self._prompt_tokens(request.messages)
         if isinstance(item, str):
-            result = CreateResult(
-                finish_reason="stop",
-                content=item,
-                usage=RequestUsage(prompt_tokens=prompt_tokens, completion_tokens=(len(item) + 3) // 4),
+            result = share_fields_set(
+                CreateResult(finish_reason="stop", content=item, usage=usage(prompt_tokens, (len(item) + 3) // 4))
             )
         else:
             result = item

@@ -101,8 +101,10 @@ class Trace(TraceFrames):
     def detach(self, source: RunSource) -> None:
         """Stop recording ``source``'s runs (a run in progress keeps its recorders to its end)."""
         recorder = self._attached.pop(id(source), None)
-        if recorder is not None and recorder in source.recorders:
-            source.recorders.remove(recorder)
+        if recorder is not None:
+            if recorder in source.recorders:
+                source.recorders.remove(recorder)
+            recorder.release()
 
     def recording(self, *sources: RunSource) -> _Recording:
         """A context manager that attaches ``sources`` on entry and detaches them on exit."""

@@ -122,7 +122,7 @@ class AgentRecorder(Generic[T]):
     __slots__ = (
         "_trace", "_source", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
         "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_store",
-        "_add_snapshot", "_add_log", "_key",
+        "_add_snapshot", "_add_log", "_key", "_open",
     )  # fmt: skip
 
     def __init__(self, trace: T, store: RowStore, key: int, source: RunSource | None) -> None:
@@ -139,15 +139,16 @@ class AgentRecorder(Generic[T]):
         self._size = -1  # the context's length at the last checkpoint
         self._store = store
         self._rows = store.rows
-        self._append = store.rows.append
-        # The store's snapshot columns, appended to in step (RowStore.add_snapshot, inlined: a
-        # snapshot is taken at most moves).
-        self._add_snapshot = store.snapshots.append
-        self._add_log = store.logs.append
+        # The store's appenders, bound once by the store for all its recorders (RowStore.add_snapshot
+        # inlined: a snapshot is taken at most moves).
+        self._append = store.append_row
+        self._add_snapshot = store.append_snapshot
+        self._add_log = store.append_log
         # A snapshot names this recorder by its index among the trace's recorders rather than
         # holding it, which would make a cycle.
         self._key = key
         self._run: str | None = None
+        self._open = False  # a run of the source is in progress (started, not finished)
         self._call: LLMCall | None = None  # the last LLM call: its stream goes into rows
         self._flushed = 0  # how many of its chunks have rows
         # The run and name of the move in force (None: outside a run): what adds messages now.
@@ -164,8 +165,8 @@ class AgentRecorder(Generic[T]):
         # The messages shared requests sent before the log (the system message), shared by them.
         self._head: tuple[LLMMessage, ...] = ()
         # (snapshots read, id(log) -> its length read, id(message) -> (message, run_id, step, move)):
-        # origins, computed from the snapshots when asked for.
-        self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]]] = (0, {}, {})
+        # origins, computed from the snapshots when first asked for (None: not yet).
+        self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]]] | None = None
 
     @property
     def trace(self) -> T:
@@ -203,7 +204,13 @@ class AgentRecorder(Generic[T]):
             self._flushed = len(self._call.chunks)
         self._log = self._mirror = None
         self._size = -1
-        self._origins = (0, {}, {})
+        self._origins = None
+
+    def release(self) -> None:
+        """Let go of the source's context once detached, unless a run of it is in progress (a run
+        keeps its recorders to its end): the trace keeps its messages, not the context object."""
+        if not self._open:
+            self._context = None
 
     def record(self, item: RunItem) -> None:
         # ``kind`` is ``type(item)``, so ``kind is X`` means ``item`` is an X; mypy does not narrow
@@ -233,6 +240,7 @@ class AgentRecorder(Generic[T]):
         if kind is RunStarted:
             self._run = item.run_id  # type: ignore[union-attr]
             self._name = item.agent  # type: ignore[union-attr]
+            self._open = True
         context = self._context
         if context is not None:
             if not self._plain:
@@ -251,6 +259,7 @@ class AgentRecorder(Generic[T]):
             return
         if kind is RunFinished:
             self._where_run = self._where = None
+            self._open = False
         elif kind is not RunStarted:  # an event: rows.EventRow
             self._append((self._run, _perf(), item))  # type: ignore[arg-type]
             return
@@ -359,7 +368,7 @@ class AgentRecorder(Generic[T]):
         snapshot was added since the last one (``live``: by the move in force now) or never was.
         """
         snapshots, logs = self._store.snapshots, self._store.logs
-        seen, read, origins = self._origins
+        seen, read, origins = self._origins or (0, {}, {})
         if seen != len(snapshots):
             for (_, _, size, key, run, move), log in zip(snapshots[seen:], logs[seen:]):
                 start = read.get(id(log), 0)

@@ -18,7 +18,16 @@ from .rows import Row, SnapshotRow, named_chunk
 class RowStore:
     """The rows of a trace (one per recorded item) and its context snapshots, in recording order."""
 
-    __slots__ = ("rows", "snapshots", "logs", "_unnamed", "_unnamed_calls")
+    __slots__ = (
+        "rows",
+        "snapshots",
+        "logs",
+        "append_row",
+        "append_snapshot",
+        "append_log",
+        "_unnamed",
+        "_unnamed_calls",
+    )
 
     def __init__(self) -> None:
         self.rows: list[Row] = []
@@ -27,6 +36,11 @@ class RowStore:
         """One row per context snapshot, its log at the same position in :attr:`logs` (appended in step)."""
         self.logs: list[list[LLMMessage]] = []
         """Per snapshot, the message log it is a prefix of (logs are shared between snapshots)."""
+        # The lists' appends, bound once for every recorder of the store (each list is only ever
+        # changed in place, so they stay its own).
+        self.append_row = self.rows.append
+        self.append_snapshot = self.snapshots.append
+        self.append_log = self.logs.append
         # (first row, first chunk, end chunk) of chunk rows whose ids are not drawn yet, and the LLM
         # call that streamed them in ``_unnamed_calls`` (so that the tuple holds plain values only).
         self._unnamed: list[tuple[int, int, int]] = []

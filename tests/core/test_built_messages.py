@@ -1,0 +1,147 @@
+"""The loop's own messages, built without validation: the same objects validation builds, and one
+shared fields-set per class (so a run kept in a trace holds no set per message)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nbagent import (
+    AssistantAgent,
+    FunctionCall,
+    FunctionExecutionResult,
+    FunctionExecutionResultMessage,
+    FunctionTool,
+    ReplayChatCompletionClient,
+    RequestUsage,
+    TextMessage,
+    ThoughtEvent,
+    ToolCallExecutionEvent,
+    ToolCallRequestEvent,
+)
+from nbagent.messages import (
+    AssistantMessage,
+    CreateResult,
+    UserMessage,
+    agent_message,
+    assistant_message,
+    function_call,
+    share_fields_set,
+    tool_result,
+    tool_results_message,
+    usage,
+    user_message,
+)
+
+CALL = FunctionCall(id="c1", name="add", arguments='{"a": 1, "b": 2}')
+RESULT = FunctionExecutionResult(content="3", name="add", call_id="c1")
+USAGE = RequestUsage(prompt_tokens=5, completion_tokens=2)
+
+
+def _shared(cls: type) -> set[str]:
+    """The fields-set every built message of ``cls`` shares (as one more built of it shows)."""
+    return {
+        UserMessage: lambda: user_message("", ""),
+        AssistantMessage: lambda: assistant_message("", "", None),
+        FunctionExecutionResultMessage: lambda: tool_results_message([]),
+        ToolCallRequestEvent: lambda: agent_message(ToolCallRequestEvent, [], ""),
+        ToolCallExecutionEvent: lambda: agent_message(ToolCallExecutionEvent, [], ""),
+        TextMessage: lambda: agent_message(TextMessage, "", ""),
+    }[cls]().model_fields_set
+
+
+def _same(built: object, validated: object) -> None:
+    assert type(built) is type(validated)
+    assert built == validated
+    assert repr(built) == repr(validated)
+    assert built.model_dump() == validated.model_dump()  # type: ignore[attr-defined]
+    assert built.model_dump_json() == validated.model_dump_json()  # type: ignore[attr-defined]
+    assert built.model_fields_set == set(type(built).model_fields)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cls", [TextMessage, ThoughtEvent])
+def test_agent_message_of_text_is_the_validated_message(cls: type) -> None:
+    built = agent_message(cls, "It is sunny.", "bench", USAGE, "m1")
+    _same(built, cls(id="m1", created_at=built.created_at, content="It is sunny.", source="bench", models_usage=USAGE))
+    fresh = agent_message(cls, "x", "bench")
+    assert fresh.id and fresh.id != built.id and fresh.models_usage is None and fresh.metadata == {}
+    assert fresh.created_at.utcoffset() is not None and fresh.created_at.utcoffset().total_seconds() == 0
+
+
+@pytest.mark.parametrize(("cls", "item"), [(ToolCallRequestEvent, CALL), (ToolCallExecutionEvent, RESULT)])
+def test_agent_message_of_a_list_holds_its_own_copy(cls: type, item: object) -> None:
+    items = [item]
+    built = agent_message(cls, items, "bench")
+    _same(built, cls(id=built.id, created_at=built.created_at, content=[item], source="bench"))
+    assert built.content is not items and built.content[0] is item  # as validation: a new list, the same items
+    items.append(item)
+    assert len(built.content) == 1
+
+
+def test_llm_side_builders_are_the_validated_messages() -> None:
+    calls = [CALL]
+    _same(assistant_message(calls, "bench", None), AssistantMessage(content=[CALL], source="bench"))
+    assert assistant_message(calls, "bench", None).content is not calls
+    _same(assistant_message("done", "bench", "why"), AssistantMessage(content="done", thought="why", source="bench"))
+    _same(user_message("go", "user"), UserMessage(content="go", source="user"))
+    _same(tool_result("3", "add", "c1"), RESULT)
+    _same(
+        tool_result("boom", "add", "c1", True),
+        FunctionExecutionResult(content="boom", name="add", call_id="c1", is_error=True),
+    )
+    results = [RESULT]
+    _same(tool_results_message(results), FunctionExecutionResultMessage(content=[RESULT]))
+    assert tool_results_message(results).content is not results
+    _same(usage(5, 2), USAGE)
+    _same(function_call("c1", "add", '{"a": 1, "b": 2}'), CALL)
+    assert USAGE + USAGE == RequestUsage(prompt_tokens=10, completion_tokens=4)
+
+
+def test_built_messages_behave_as_pydantic_models() -> None:
+    message = agent_message(TextMessage, "hi", "bench")
+    other = agent_message(TextMessage, "ho", "bench")
+    message.metadata = {"k": "v"}  # assignment adds a name to the shared set: already there
+    assert other.model_fields_set == set(TextMessage.model_fields)
+    copy = message.model_copy(update={"content": "changed"})
+    assert (copy.content, message.content) == ("changed", "hi")
+    assert copy.model_fields_set is not message.model_fields_set  # model_copy copies the set
+    assert TextMessage.model_validate_json(message.model_dump_json()) == message
+    assert json.loads(message.model_dump_json())["type"] == "TextMessage"
+
+
+def test_share_fields_set_keeps_the_validated_values() -> None:
+    result = CreateResult(finish_reason="function_calls", content=[CALL], usage=USAGE)
+    same = CreateResult(finish_reason="function_calls", content=[CALL], usage=USAGE)
+    assert share_fields_set(result) is result
+    assert result == same and result.model_dump() == same.model_dump()
+    assert result.model_fields_set == set(CreateResult.model_fields)
+    assert share_fields_set(same).model_fields_set is result.model_fields_set
+
+
+async def test_a_run_keeps_no_fields_set_of_its_own() -> None:
+    """Every message a run built (its context, its task, events and answer) shares its class's one
+    fields-set: a run kept in a trace holds no set per message for the garbage collector to scan."""
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    script = [CreateResult(finish_reason="function_calls", content=[CALL]), "3 it is"] * 2
+    agent = AssistantAgent("a", ReplayChatCompletionClient(script), tools=[FunctionTool(add)], reflect_on_tool_use=True)
+    said = []
+    for task in ("add", "again"):
+        said += (await agent.run(task=task)).messages
+    built = [*agent.model_context.messages, *said]
+    kinds = {type(message) for message in built}
+    assert kinds == {
+        UserMessage, AssistantMessage, FunctionExecutionResultMessage, TextMessage, ToolCallRequestEvent,
+        ToolCallExecutionEvent,
+    }  # fmt: skip
+    assert len(built) == 16
+    shared = {kind: _shared(kind) for kind in kinds}
+    for message in built:
+        assert message.model_fields_set is shared[type(message)], message
+    results = [
+        part for message in built if isinstance(message, FunctionExecutionResultMessage) for part in message.content
+    ]
+    assert {id(result.model_fields_set) for result in results} == {id(tool_result("", "", "").model_fields_set)}
