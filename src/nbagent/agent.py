@@ -51,6 +51,7 @@ from .messages import (
     agent_message,
     assistant_message,
     streaming_chunk,
+    system_prompt,
     tool_result,
     tool_results_message,
     user_message,
@@ -274,7 +275,7 @@ class AssistantAgent(Component):
         self.metadata = dict(metadata or {})
         self._model_client = model_client
         self._model_client_stream = model_client_stream
-        self._system_messages = [SystemMessage(content=system_message)] if system_message else []
+        self._system_messages = [system_prompt(str(system_message))] if system_message else []
         self._model_context = model_context if model_context is not None else UnboundedChatCompletionContext()
         self._memory = self._check_memory(memory)
         self._max_tool_iterations = max_tool_iterations

@@ -371,6 +371,11 @@ def assistant_message(content: str | Sequence[FunctionCall], source: str, though
     )
 
 
+def system_prompt(content: str) -> SystemMessage:
+    """``SystemMessage(content=...)`` of a text, without validation (an agent's own)."""
+    return _built(SystemMessage, {"content": content, "type": "SystemMessage"})
+
+
 def user_message(content: str, source: str) -> UserMessage:
     """``UserMessage(content=..., source=...)`` of a text, without validation (the loop's own)."""
     return _built(UserMessage, {"content": content, "source": source, "type": "UserMessage"})

@@ -478,6 +478,8 @@ class Received:
     body: Any
     headers: dict[str, str]
     status: int = 0
+    raw: bytes = b""  # the body's bytes as sent
+    path: str = ""  # the request target (path and query)
 
 
 # --------------------------------------------------------------------------- the server
@@ -583,7 +585,7 @@ class ChatServer:
             body: Any = json.loads(raw) if raw else None
         except json.JSONDecodeError:
             body = raw.decode("utf-8", "replace")
-        received = Received(body, headers)
+        received = Received(body, headers, raw=raw, path=path)
         with self._lock:
             self.requests.append(received)
         if method != "POST" or path.split("?")[0].rstrip("/") != "/v1/chat/completions":
