@@ -382,7 +382,10 @@ def user_message(content: str, source: str) -> UserMessage:
 
 
 def tool_result(content: str, name: str, call_id: str, is_error: bool = False) -> FunctionExecutionResult:
-    """``FunctionExecutionResult(...)`` without validation (the loop's own)."""
+    """``FunctionExecutionResult(...)`` without validation (the loop's own). A tool's text that is no
+    plain str (a StrEnum member a tool returned, say) is validated: made a str, or rejected."""
+    if type(content) is not str:
+        return share_fields_set(FunctionExecutionResult(content=content, name=name, call_id=call_id, is_error=is_error))
     return _built(FunctionExecutionResult, {"content": content, "name": name, "call_id": call_id, "is_error": is_error})
 
 

@@ -4,8 +4,10 @@ shared fields-set per class (so a run kept in a trace holds no set per message).
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 
 import pytest
+from pydantic import ValidationError
 
 from nbagent import (
     AssistantAgent,
@@ -145,3 +147,31 @@ async def test_a_run_keeps_no_fields_set_of_its_own() -> None:
         part for message in built if isinstance(message, FunctionExecutionResultMessage) for part in message.content
     ]
     assert {id(result.model_fields_set) for result in results} == {id(tool_result("", "", "").model_fields_set)}
+
+
+class Color(StrEnum):
+    RED = "red"
+
+
+def test_a_tool_result_of_a_str_subclass_is_a_str_as_validation_makes_it() -> None:
+    """A tool's text may be a str subclass (a StrEnum member, numpy's str_): validation made it a plain
+    str; the built result is the validated one, and content no str is rejected as validation does."""
+    built = tool_result(Color.RED, "pick", "c1")
+    assert type(built.content) is str
+    _same(built, FunctionExecutionResult(content=Color.RED, name="pick", call_id="c1"))
+    with pytest.raises(ValidationError):
+        tool_result(42, "pick", "c1")  # type: ignore[arg-type]
+
+
+async def test_a_tool_returning_a_str_enum_gives_a_plain_str_result() -> None:
+    def pick() -> Color:
+        return Color.RED
+
+    call = FunctionCall(id="c1", name="pick", arguments="{}")
+    script = [CreateResult(finish_reason="function_calls", content=[call]), "red"]
+    agent = AssistantAgent("a", ReplayChatCompletionClient(script), tools=[FunctionTool(pick)])
+    result = await agent.run(task="pick")
+    execution = next(m for m in result.messages if isinstance(m, ToolCallExecutionEvent))
+    assert type(execution.content[0].content) is str
+    assert repr(execution.content[0]) == repr(FunctionExecutionResult(content="red", name="pick", call_id="c1"))
+    assert execution.model_dump()["content"][0]["content"].__class__ is str
