@@ -105,3 +105,21 @@ async def test_status_errors_and_retries_are_the_sdks(server: ChatServer) -> Non
         await client.complete(request)
     assert raised.value.status == 400
     await client.close()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+@pytest.mark.parametrize("name", ["Authorization", "authorization"])
+async def test_a_keyless_client_sends_the_authorization_its_extra_headers_give(
+    server: ChatServer, stream: bool, name: str
+) -> None:
+    """No key, but an Authorization header of the caller's own (a proxy's scheme): it is sent, with
+    the other extra headers, as create() sends extra_headers."""
+    headers = {name: "Basic dXNlcjpwdw==", "X-Trace": "abc"}
+    client = OpenAIChatCompletionClient(
+        "gpt-4o", base_url=server.base_url, api_key="", max_retries=0, extra_headers=headers
+    )
+    sdk = {"base_url": server.base_url, "api_key": "no-key", "max_retries": 0}
+    await _both(server, client, stream, sdk=sdk)
+    ours = server.requests[-2]
+    assert ours.headers["authorization"] == "Basic dXNlcjpwdw==" and ours.headers["x-trace"] == "abc"
+    await client.close()

@@ -805,9 +805,14 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         body: dict[str, Any] = {}
         options: dict[str, Any] = {"security": {"bearer_auth": True}}
         headers: dict[str, Any] = {}
-        for name, value in (*sent.items(), *self._send_args.items()):
+        # The client's own send arguments first: the caller's extra headers win over them (an
+        # Authorization of their own on a keyless client is sent, not omitted), names without case.
+        for name, value in (*self._send_args.items(), *sent.items()):
             if name == "extra_headers":
-                headers.update(value or {})
+                if value:
+                    given = {header.lower() for header in value}
+                    headers = {header: v for header, v in headers.items() if header.lower() not in given}
+                    headers.update(value)
             elif name == "extra_query":
                 if value is not None:
                     options["params"] = value
