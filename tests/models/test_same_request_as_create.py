@@ -123,3 +123,24 @@ async def test_a_keyless_client_sends_the_authorization_its_extra_headers_give(
     ours = server.requests[-2]
     assert ours.headers["authorization"] == "Basic dXNlcjpwdw==" and ours.headers["x-trace"] == "abc"
     await client.close()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+async def test_an_sdk_that_exports_no_omit_works(
+    server: ChatServer, stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """openai 1.40 (the oldest the package allows) has ``Omit`` in ``openai._types`` only: requests,
+    keyless ones too, work without ``openai.Omit``."""
+    monkeypatch.delattr(openai, "Omit")
+    for key in (TEST_KEY, ""):
+        client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=key, max_retries=0, seed=7)
+        server.script(Reply.text("It is sunny."))
+        request = ModelRequest(MESSAGES[:2], [], "auto", None, {})
+        if stream:
+            answer = [piece async for piece in client.complete_stream(request)][-1]
+        else:
+            answer = await client.complete(request)
+        assert answer.content == "It is sunny."  # type: ignore[union-attr]
+        assert server.requests[-1].body["seed"] == 7
+        assert ("authorization" in server.requests[-1].headers) is bool(key)
+        await client.close()

@@ -105,6 +105,14 @@ def _sdk() -> ModuleType:
     return openai
 
 
+def _omit() -> Any:
+    """The SDK's ``Omit`` class (a header or an argument left out): ``openai.Omit`` in recent
+    versions; older ones (1.40, the oldest allowed) have it in ``openai._types`` only."""
+    openai = _sdk()
+    omit = getattr(openai, "Omit", None)
+    return omit if omit is not None else openai._types.Omit  # noqa: SLF001 no public Omit in those
+
+
 class KeyFromEnvironmentWarning(UserWarning):
     """``OPENAI_API_KEY`` from the environment is about to be sent to a server that is not OpenAI's."""
 
@@ -626,7 +634,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             "max_retries": max_retries,
         }
         self._send_args: dict[str, Any] = (
-            {"extra_headers": {"Authorization": _sdk().Omit()}}
+            {"extra_headers": {"Authorization": _omit()()}}
             if self._keyless and not any(name.lower() == "authorization" for name in default_headers or {})
             else {}
         )
@@ -801,7 +809,8 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         call. The SDK's own ``post()`` sends the same request (same body, headers, auth, retries,
         timeouts and errors) without it. As in ``create()``, ``NotGiven``/``Omit`` values are left out.
         """
-        openai = _sdk()
+        not_given = _sdk().NotGiven
+        unset = (not_given, _omit())
         body: dict[str, Any] = {}
         options: dict[str, Any] = {"security": {"bearer_auth": True}}
         headers: dict[str, Any] = {}
@@ -820,9 +829,9 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 if value is not None:
                     options["extra_json"] = value
             elif name == "timeout":
-                if not isinstance(value, openai.NotGiven):
+                if not isinstance(value, not_given):
                     options["timeout"] = value
-            elif not isinstance(value, (openai.NotGiven, openai.Omit)):
+            elif not isinstance(value, unset):
                 body[name] = value
         if headers:
             options["headers"] = headers
