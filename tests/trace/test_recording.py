@@ -23,6 +23,7 @@ from nbagent import (
     ReplayChatCompletionClient,
     Response,
     TextMessage,
+    ToolCallRequestEvent,
     ToolExecution,
     Trace,
     UnboundedChatCompletionContext,
@@ -494,3 +495,21 @@ async def test_an_agent_detached_during_its_run_is_recorded_to_the_runs_end() ->
     assert shared.runs_df()["status"].tolist() == ["ok"]
     assert list(shared.context_df(run_id)["kind"]) == ["user", "assistant", "tool_result", "assistant"]
     assert agent.recorders == [agent.trace]
+
+
+async def test_an_agent_detached_during_its_run_leaves_its_context_at_the_runs_end() -> None:
+    """Detached mid-run, the recorder keeps the context to the run's end only: the trace then keeps
+    the messages, not the context object (as for an agent detached between runs)."""
+    agent = tool_agent("calc", calls(("c1", "add", '{"a": 1, "b": 2}')), "3", reflect_on_tool_use=True)
+    shared = Trace()
+    shared.attach(agent)
+    async for item in agent.run_stream(task="add"):
+        if isinstance(item, ToolCallRequestEvent):
+            shared.detach(agent)
+    context = weakref.ref(agent.model_context)
+    del agent, item
+    gc.collect()
+    assert context() is None
+    assert list(shared.context_df(str(shared.runs_df()["run_id"].iloc[0]))["kind"]) == [
+        "user", "assistant", "tool_result", "assistant",
+    ]  # fmt: skip

@@ -122,7 +122,7 @@ class AgentRecorder(Generic[T]):
     __slots__ = (
         "_trace", "_source", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
         "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_store",
-        "_add_snapshot", "_add_log", "_key", "_open",
+        "_add_snapshot", "_add_log", "_key", "_open", "_released",
     )  # fmt: skip
 
     def __init__(self, trace: T, store: RowStore, key: int, source: RunSource | None) -> None:
@@ -149,6 +149,7 @@ class AgentRecorder(Generic[T]):
         self._key = key
         self._run: str | None = None
         self._open = False  # a run of the source is in progress (started, not finished)
+        self._released = False  # detached: the context is let go of once no run is in progress
         self._call: LLMCall | None = None  # the last LLM call: its stream goes into rows
         self._flushed = 0  # how many of its chunks have rows
         # The run and name of the move in force (None: outside a run): what adds messages now.
@@ -208,7 +209,9 @@ class AgentRecorder(Generic[T]):
 
     def release(self) -> None:
         """Let go of the source's context once detached, unless a run of it is in progress (a run
-        keeps its recorders to its end): the trace keeps its messages, not the context object."""
+        keeps its recorders to its end: then, at its end): the trace keeps its messages, not the
+        context object."""
+        self._released = True
         if not self._open:
             self._context = None
 
@@ -260,6 +263,8 @@ class AgentRecorder(Generic[T]):
         if kind is RunFinished:
             self._where_run = self._where = None
             self._open = False
+            if self._released:  # detached during the run: its end is snapshotted above
+                self._context = None
         elif kind is not RunStarted:  # an event: rows.EventRow
             self._append((self._run, _perf(), item))  # type: ignore[arg-type]
             return
