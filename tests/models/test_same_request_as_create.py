@@ -10,6 +10,7 @@ from typing import Any
 
 import openai
 import pytest
+from pydantic import BaseModel
 
 from nbagent import FunctionCall, SystemMessage, UserMessage
 from nbagent.messages import AssistantMessage, FunctionExecutionResult, FunctionExecutionResultMessage
@@ -144,3 +145,23 @@ async def test_an_sdk_that_exports_no_omit_works(
         assert server.requests[-1].body["seed"] == 7
         assert ("authorization" in server.requests[-1].headers) is bool(key)
         await client.close()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+async def test_a_pydantic_class_as_response_format_is_refused_before_anything_is_sent(
+    server: ChatServer, stream: bool
+) -> None:
+    class Answer(BaseModel):
+        text: str
+
+    client = OpenAIChatCompletionClient(
+        "gpt-4o", base_url=server.base_url, api_key=TEST_KEY, max_retries=0, response_format=Answer
+    )
+    request = ModelRequest(MESSAGES[:2], [], "auto", None, {})
+    with pytest.raises(TypeError, match="response_format is the class Answer, not a response_format dict"):
+        if stream:
+            [item async for item in client.complete_stream(request)]
+        else:
+            await client.complete(request)
+    assert server.requests == []
+    await client.close()

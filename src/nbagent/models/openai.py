@@ -831,6 +831,13 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             elif name == "timeout":
                 if not isinstance(value, not_given):
                     options["timeout"] = value
+            elif name == "response_format" and isinstance(value, type):
+                # create() refuses a class here too ("use parse()"); nbagent builds the schema itself
+                raise TypeError(
+                    f"OpenAIChatCompletionClient: response_format is the class {value.__name__}, not a "
+                    "response_format dict: give the agent output_content_type=..., or the call "
+                    "json_output=..., and nbagent sends its JSON schema"
+                )
             elif not isinstance(value, unset):
                 body[name] = value
         if headers:
