@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from . import _check as check
 from ._ids import new_id
-from .cancellation import CancellationToken, CancelledWithResult, guarded
+from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
 from .context import ChatCompletionContext, UnboundedChatCompletionContext
 from .memory import Memory, as_memories, update_memory_context
@@ -1205,7 +1205,6 @@ class AssistantAgent(Component):
 
 
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
-CANCELLED = "the cancellation token was cancelled"  # a cancelled run's CancelledError says it
 _BASE_CREATE = ChatCompletionClient.create
 
 
@@ -1573,7 +1572,7 @@ class AgentRun(RunIterator):
             slot.check()  # raises: another run holds the slot
         if self.cancellation_token is not None:
             if self.cancellation_token.is_cancelled():
-                raise asyncio.CancelledError("the cancellation token was cancelled before the run started")
+                raise asyncio.CancelledError(f"{CANCELLED} before the run started")
             self.cancellation_token.add_callback(self.token.cancel)
         if slot.failed is not None:
             slot.warn_if_repeated(self.messages)

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+CANCELLED = "the cancellation token was cancelled"
+"""What the ``CancelledError`` of a run or an await that a token cancelled says."""
 
 
 class CancellationToken:
@@ -71,7 +73,7 @@ class CancellationToken:
         if self._cancelled:
             if inspect.iscoroutine(awaitable):
                 awaitable.close()
-            raise asyncio.CancelledError("the cancellation token was cancelled")
+            raise asyncio.CancelledError(CANCELLED)
         task = asyncio.current_task()
         assert task is not None, "CancellationToken.guard() runs inside a task"
         guard = _Guard()
@@ -85,7 +87,7 @@ class CancellationToken:
                 if guard.delivered:
                     task.uncancel()
                 if isinstance(error, Exception):  # a failure the cancellation caused, or met: cancelled all the same
-                    raise asyncio.CancelledError("the cancellation token was cancelled") from error
+                    raise asyncio.CancelledError(CANCELLED) from error
             raise
         finally:
             if not guard.fired:
@@ -146,7 +148,7 @@ class CancelledWithResult(asyncio.CancelledError, Generic[T]):
     """
 
     def __init__(self, result: T) -> None:
-        super().__init__("the cancellation token was cancelled while the awaited call completed")
+        super().__init__(f"{CANCELLED} while the awaited call completed")
         self.result = result
 
 
@@ -168,7 +170,7 @@ class _Guard:
     def deliver(self) -> None:  # in the loop's thread, while the task waits inside guard()
         if self.active:
             self.delivered = True
-            self.task.cancel("the cancellation token was cancelled")
+            self.task.cancel(CANCELLED)
 
 
 def guarded(awaitable: Awaitable[T], token: CancellationToken | None) -> Awaitable[T]:

@@ -303,23 +303,26 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 _ID_POOL = ids_pool()
 _take_id = _ID_POOL.pop
-_EVERY_FIELD: dict[type[BaseModel], set[str]] = {}
+
+
+class _FieldSets(dict[type[BaseModel], set[str]]):
+    """Per model class, the one fields-set of every field its built messages share (made when first asked)."""
+
+    def __missing__(self, cls: type[BaseModel]) -> set[str]:
+        fields = self[cls] = set(cls.model_fields)
+        return fields
+
+
+_EVERY_FIELD = _FieldSets()
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-def _every_field(cls: type[BaseModel]) -> set[str]:
-    fields = _EVERY_FIELD.get(cls)
-    if fields is None:
-        fields = _EVERY_FIELD[cls] = set(cls.model_fields)
-    return fields
 
 
 def _built(cls: type[ModelT], values: dict[str, Any]) -> ModelT:
     """``cls`` holding ``values``: every field, in declaration order, each already of its type."""
     model = _new(cls)
     _set_dict(model, values)
-    _set_fields_set(model, _EVERY_FIELD.get(cls) or _every_field(cls))
+    _set_fields_set(model, _EVERY_FIELD[cls])
     _set_extra(model, None)
     _set_private(model, None)
     return model
@@ -328,7 +331,7 @@ def _built(cls: type[ModelT], values: dict[str, Any]) -> ModelT:
 def share_fields_set(model: ModelT) -> ModelT:
     """``model`` (validated, of a class with no extra fields) with its class's shared fields-set of
     every field, as the messages the loop builds have: for a client's answers, which are validated."""
-    _set_fields_set(model, _EVERY_FIELD.get(type(model)) or _every_field(type(model)))
+    _set_fields_set(model, _EVERY_FIELD[type(model)])
     return model
 
 
@@ -404,7 +407,7 @@ def function_call(call_id: str, name: str, arguments: str) -> FunctionCall:
     return _built(FunctionCall, {"id": call_id, "name": name, "arguments": arguments})
 
 
-_CHUNK_FIELDS = _every_field(ModelClientStreamingChunkEvent)
+_CHUNK_FIELDS = _EVERY_FIELD[ModelClientStreamingChunkEvent]
 
 
 def streaming_chunk(content: str, source: str, full_message_id: str) -> ModelClientStreamingChunkEvent:

@@ -25,6 +25,7 @@ from autogen_core.models import ChatCompletionClient, CreateResult, LLMMessage, 
 from pydantic import BaseModel
 
 from .._ids import new_id, utc_now
+from ..cancellation import CANCELLED
 from ..models.base import ModelRequest
 from ..records import LLMCall
 from .convert import Converter, create_result, tool_choice, tool_schema
@@ -241,7 +242,7 @@ class RecordingClient(ChatCompletionClient):
                         result = chunk
                     yield chunk
                     if cancellation_token is not None and cancellation_token.is_cancelled():
-                        raise asyncio.CancelledError("the cancellation token was cancelled")
+                        raise asyncio.CancelledError(CANCELLED)
             finally:
                 close = getattr(stream, "aclose", None)
                 if close is not None:

@@ -48,6 +48,7 @@ from autogen_core.models import ChatCompletionClient
 from .. import messages as nb
 from .._ids import new_id, utc_now
 from ..agent import CANCELLED_TOOL_RESULT, AgentBusyError
+from ..cancellation import CANCELLED
 from ..cancellation import CancellationToken as NbCancellationToken
 from ..records import LLMCall, RunFinished, RunItem, RunIterator, RunStarted, RunStatus, ToolExecution
 from ..trace import Trace
@@ -508,7 +509,7 @@ class AutoGenRun(RunIterator):
         assert self._wake is not None
         self._contexts.clear()  # the contexts of the last batch's items, read as they were yielded
         if self.token.is_cancelled():
-            raise asyncio.CancelledError("the cancellation token was cancelled")
+            raise asyncio.CancelledError(CANCELLED)
         if self._next is None:
             # Every step of AutoGen's stream in one context: its spans set context variables in one
             # step and reset them in a later one.
@@ -524,7 +525,7 @@ class AutoGenRun(RunIterator):
             # The read was cancelled with the token; AutoGen's stream may take long to end (or never).
             done, _ = await asyncio.wait({self._next}, timeout=self._teardown_left())
             if not done:  # abandoned: _shutdown does not wait for it either
-                raise asyncio.CancelledError("the cancellation token was cancelled")
+                raise asyncio.CancelledError(CANCELLED)
         out: list[RunItem] = []
         if self._next in done:
             future, self._next = self._next, None

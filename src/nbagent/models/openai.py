@@ -856,7 +856,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 self._sdk_client().post("/chat/completions", cast_to=bytes, body=body, options=options),
                 cancellation_token,
             )
-        except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
+        except (_sdk().OpenAIError, AttributeError, TypeError) as error:  # the answer's JSON is read below
             raise self._error(error) from None
         try:
             result = self._result(json.loads(content))
