@@ -9,6 +9,7 @@ from .agent import AgentBusyError, AgentRun, AssistantAgent, FailedRun, Repeated
 from .batch import Batch, BatchProgress, run_many
 from .cancellation import CancellationToken, CancelledWithResult
 from .components import (
+    CommandNotAllowedError,
     Component,
     ComponentModel,
     SourceCodeNotAllowedError,
@@ -200,6 +201,7 @@ __all__ = [
     "CassetteMismatchError",
     "ChatCompletionClient",
     "ChatCompletionContext",
+    "CommandNotAllowedError",
     "Component",
     "ComponentModel",
     "CreateResult",

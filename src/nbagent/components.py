@@ -22,6 +22,9 @@ Two things a config can hold are handled with care:
   source you trust), or from the functions you pass, ``load_component(..., functions=[my_tool])``,
   which runs nothing from the config. A provider that is neither nbagent's nor AutoGen's is looked up
   among the modules already imported: a config never makes nbagent import a module.
+- **Commands.** An ``McpWorkbench`` config over stdio names a program the workbench starts (with the
+  user's rights) on first use. It is loaded only with ``load_component(..., allow_commands=True)``;
+  otherwise :class:`CommandNotAllowedError` names the command line it would have run.
 
 Each class keeps its own ``_to_config`` / ``_from_config`` next to it; this module holds the
 machinery (AutoGen's ``Component`` protocol), and what configs of several classes share.
@@ -49,6 +52,7 @@ from .redact import redact_config_text
 __all__ = [
     "Component",
     "ComponentModel",
+    "CommandNotAllowedError",
     "ComponentType",
     "SourceCodeNotAllowedError",
     "StructuredMessageFactory",
@@ -90,10 +94,15 @@ class SourceCodeNotAllowedError(ValueError):
     """A config holds Python source code (a ``FunctionTool``'s) and loading it was not allowed."""
 
 
+class CommandNotAllowedError(ValueError):
+    """A config names a program to start (a stdio MCP server's command) and loading it was not allowed."""
+
+
 # --------------------------------------------------------------------------- what one dump or load allows
 
 _INCLUDE_SECRETS: ContextVar[bool] = ContextVar("nbagent_include_secrets", default=False)
 _ALLOW_SOURCE: ContextVar[bool] = ContextVar("nbagent_allow_source_code", default=False)
+_ALLOW_COMMANDS: ContextVar[bool] = ContextVar("nbagent_allow_commands", default=False)
 _FUNCTIONS: ContextVar[Mapping[str, Callable[..., Any]] | None] = ContextVar("nbagent_functions", default=None)
 
 
@@ -301,6 +310,7 @@ class Component:
         expected: None = None,
         *,
         allow_source_code: bool | None = None,
+        allow_commands: bool | None = None,
         functions: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     ) -> Self: ...
 
@@ -312,6 +322,7 @@ class Component:
         expected: type[T],
         *,
         allow_source_code: bool | None = None,
+        allow_commands: bool | None = None,
         functions: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     ) -> T: ...
 
@@ -322,6 +333,7 @@ class Component:
         expected: type[Any] | None = None,
         *,
         allow_source_code: bool | None = None,
+        allow_commands: bool | None = None,
         functions: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
     ) -> Any:
         """Build the component a config describes (a :class:`ComponentModel`, its dict or its JSON).
@@ -330,10 +342,17 @@ class Component:
         an instance of it; ``expected`` names another class to check. ``allow_source_code=True``
         lets a ``FunctionTool`` config run its source code; ``functions`` gives the tools' functions
         instead (by tool name, or a list matched by function name), which runs nothing.
+        ``allow_commands=True`` lets an ``McpWorkbench`` config name a stdio server's command (started
+        on the workbench's first use).
         """
         wanted = cls if expected is None else expected
         check.boolean("load_component", "allow_source_code", allow_source_code, none=True)
-        with _set(_ALLOW_SOURCE, allow_source_code), _set(_FUNCTIONS, _function_map(functions)):
+        check.boolean("load_component", "allow_commands", allow_commands, none=True)
+        with (
+            _set(_ALLOW_SOURCE, allow_source_code),
+            _set(_ALLOW_COMMANDS, allow_commands),
+            _set(_FUNCTIONS, _function_map(functions)),
+        ):
             return _load(model, wanted)
 
 
@@ -384,16 +403,22 @@ def load_component(
     expected: type[T] | None = None,
     *,
     allow_source_code: bool = False,
+    allow_commands: bool = False,
     functions: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]] | None = None,
 ) -> Any:
     """Build any component from its config (``ComponentModel``, dict or JSON text): nbagent's or AutoGen's providers.
 
     ``expected`` checks the kind (``load_component(config, ChatCompletionClient)``).
     ``allow_source_code=True`` lets a ``FunctionTool`` config run its source code (trusted configs
-    only); ``functions=[...]`` gives the tools' functions instead.
+    only); ``functions=[...]`` gives the tools' functions instead. ``allow_commands=True`` lets an
+    ``McpWorkbench`` config start the program its stdio server names (trusted configs only).
     """
     return Component.load_component(
-        model, expected or Component, allow_source_code=allow_source_code, functions=functions
+        model,
+        expected or Component,
+        allow_source_code=allow_source_code,
+        allow_commands=allow_commands,
+        functions=functions,
     )
 
 
@@ -417,7 +442,19 @@ def load_nested(model: ComponentModel | Mapping[str, Any], expected: Any) -> Any
     return _load(model, expected)
 
 
-# --------------------------------------------------------------------------- functions from source code
+# --------------------------------------------------------------------------- commands and source code
+
+
+def command_from_config(where: str, command_line: str) -> None:
+    """Refuse a config that would start a program (``command_line``, its secrets masked) unless the
+    load was given ``allow_commands=True``."""
+    if _ALLOW_COMMANDS.get():
+        return
+    raise CommandNotAllowedError(
+        f"{where}: loading this config needs allow_commands=True (only for a config from a source you trust; or "
+        "give the agent a workbench you made yourself, McpWorkbench(StdioServerParams(...))): its stdio MCP "
+        f"server is a program that would run with your rights on the workbench's first use: {command_line}"
+    )
 
 
 def function_source(func: Callable[..., Any], tool_name: str) -> str:

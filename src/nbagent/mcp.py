@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import AsyncIterator, Mapping
@@ -32,7 +33,7 @@ from typing import Annotated, Any, Literal, Self, TextIO
 from pydantic import BaseModel, Field, TypeAdapter
 
 from .cancellation import CancellationToken, guarded
-from .components import ComponentModel, dump_nested, include_secrets, load_nested
+from .components import ComponentModel, command_from_config, dump_nested, include_secrets, load_nested
 from .messages import Image
 from .redact import is_secret_name, redact, redact_args
 from .tools import BaseTool, ImageResultContent, TextResultContent, ToolOverride, ToolResult, ToolSchema, Workbench
@@ -221,6 +222,9 @@ class McpWorkbench(Workbench):
 
     @classmethod
     def _from_config(cls, config: McpWorkbenchConfig) -> Self:
+        params = config.server_params
+        if isinstance(params, StdioServerParams):  # refused unless load_component(..., allow_commands=True)
+            command_from_config("McpWorkbench", shlex.join(redact_args([params.command, *params.args])))
         client = None if config.model_client is None else load_nested(config.model_client, object)
         return cls(config.server_params, tool_overrides=config.tool_overrides, model_client=client)
 

@@ -307,7 +307,7 @@ def test_mcp_workbench_round_trip_without_secrets() -> None:
     )
     config = stdio.dump_component().config
     assert config["server_params"]["env"] == {"TZ": "UTC"}
-    loaded = json_round_trip(stdio)
+    loaded = json_round_trip(stdio, allow_commands=True)
     assert isinstance(loaded, McpWorkbench)
     assert loaded.server_params.command == "uvx" and loaded.tool_overrides["get_current_time"].name == "now"
     http = McpWorkbench(
@@ -723,7 +723,7 @@ async def test_autogen_style_mcp_workbench_config_loads_and_connects() -> None:
             "tool_overrides": {"get_current_time": {"name": "now", "description": "The time now."}},
         },
     }
-    async with load_component(config) as workbench:
+    async with load_component(config, allow_commands=True) as workbench:
         assert isinstance(workbench, McpWorkbench)
         names = [tool["name"] for tool in await workbench.list_tools()]
         assert "now" in names and "convert_time" in names
