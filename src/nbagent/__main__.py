@@ -18,9 +18,14 @@ from typing import TextIO
 from .agent import AssistantAgent
 from .demo import SCRIPTED_TASK, scripted_agent
 from .messages import TextMessage
+from .records import MOVES, Move
 from .render import to_text
 
 WALKTHROUGH = "02_walkthrough_steps_1_5.ipynb"
+DESCRIPTION = (
+    "nbagent: explore an LLM agent's tool-use loop. 'demo' prints a scripted run and its DataFrames in the "
+    "terminal; 'lab' opens JupyterLab on the walkthrough notebook. Both work offline, with no API key."
+)
 
 
 def describe(item: object) -> str | None:
@@ -36,6 +41,8 @@ async def demo(out: TextIO | None = None) -> AssistantAgent:
         f"nbagent demo: offline, on the replay model (no network, no API key)\n\ntask: {SCRIPTED_TASK}\n", file=stream
     )
     async for item in agent.iter([TextMessage(content=SCRIPTED_TASK, source="user")]):
+        if isinstance(item, Move) and item.name == "message_id" and not agent.memory:
+            print(f"-- STEP 2: {MOVES['memory'].title}  skipped: the agent has no memory (memory=None)", file=stream)
         line = describe(item)
         if line is not None:
             print(line, file=stream)
@@ -82,7 +89,10 @@ def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args
         )
         return 2
     if importlib.util.find_spec("jupyterlab") is None:
-        print("nbagent lab: JupyterLab is not installed; install it with: pip install 'nbagent[lab]'", file=sys.stderr)
+        print(
+            "nbagent lab: JupyterLab is not installed; install it with: pip install 'nbagent-loop[lab]'",
+            file=sys.stderr,
+        )
         return 2
     # default_url (not a file argument) makes the URL JupyterLab prints open the walkthrough itself.
     command = [
@@ -104,13 +114,17 @@ def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="nbagent", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="nbagent", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="print a scripted run's events and its DataFrames (offline)")
     lab_parser = commands.add_parser("lab", help="open JupyterLab on the walkthrough notebook")
     lab_parser.add_argument("--dir", type=Path, default=None, help="the notebooks folder (default: the checkout's)")
-    lab_parser.add_argument("--port", type=int, default=None)
-    lab_parser.add_argument("--no-browser", action="store_true")
+    lab_parser.add_argument(
+        "--port", type=int, default=None, help="the port JupyterLab listens on (default: 8888, or the next free one)"
+    )
+    lab_parser.add_argument(
+        "--no-browser", action="store_true", help="do not open a browser; open the URL JupyterLab prints yourself"
+    )
     lab_parser.add_argument(
         "jupyter_args", nargs=argparse.REMAINDER, help="after --: more options for JupyterLab (e.g. -- --allow-root)"
     )

@@ -14,7 +14,7 @@ is closed (``AssistantAgent.close()``) or when it is garbage-collected. A connec
 server exited) or that belongs to an event loop that is gone is opened again on next use.
 
 This module does not import the SDK until a workbench connects: ``import nbagent`` works without
-the ``mcp`` extra (``pip install 'nbagent[mcp]'``).
+the ``mcp`` extra (``pip install 'nbagent-loop[mcp]'``).
 """
 
 from __future__ import annotations
@@ -500,7 +500,7 @@ async def _open_client(
     try:
         from mcp import Client
     except ImportError as error:
-        raise ImportError("McpWorkbench needs the mcp package (version 2): pip install 'nbagent[mcp]'") from error
+        raise ImportError("McpWorkbench needs the mcp package (version 2): pip install 'nbagent-loop[mcp]'") from error
     async with contextlib.AsyncExitStack() as stack:
         transport: Any
         if isinstance(params, StdioServerParams):

@@ -170,5 +170,5 @@ def test_without_pyarrow_output_names_the_extra(monkeypatch: pytest.MonkeyPatch,
         return real(name, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(builtins, "__import__", fake)
-    with pytest.raises(ImportError, match=r"pip install 'nbagent\[parquet\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'nbagent-loop\[parquet\]'"):
         Batch(Factory(), ["x"], output=tmp_path)

@@ -25,6 +25,7 @@ from ._kernel import ROOT
 
 DEMO_LINES = [
     "-- STEP 1: New messages into model_context  [_add_messages_to_context]",
+    "-- STEP 2: Query memory  skipped: the agent has no memory (memory=None)",
     "-- STEP 3: Make a message id  [_run_steps]",
     "-- STEP 4: Call the LLM  [_call_llm]",
     "   LLM call (initial), 2 messages, 2 tools",
@@ -183,3 +184,16 @@ def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None
         cli.main([])
     assert exit_info.value.code == 2
     assert "demo" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["lab", "--help"], ["demo", "--help"]])
+def test_help_is_plain_text_and_documents_every_option(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "``" not in text and "`" not in text  # no reStructuredText markup from a docstring
+    if argv[0] == "lab":
+        for option in ("--port PORT", "--no-browser", "--dir DIR"):
+            line = next(line for line in text.splitlines() if line.strip().startswith(option))
+            assert len(line.strip()) > len(option) + 5, f"{option} has no help: {line!r}"

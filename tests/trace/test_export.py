@@ -349,9 +349,9 @@ async def test_parquet_without_pyarrow_names_the_extra_to_install(
     await agent.run(task="go")
     folder = agent.trace.to_parquet(tmp_path / "pq")
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # what an environment without pyarrow gives
-    with pytest.raises(ImportError, match=r"pip install 'nbagent\[parquet\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'nbagent-loop\[parquet\]'"):
         agent.trace.to_parquet(tmp_path / "again")
-    with pytest.raises(ImportError, match=r"pip install 'nbagent\[parquet\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'nbagent-loop\[parquet\]'"):
         load_parquet(folder)
     assert not (tmp_path / "again").exists()
 

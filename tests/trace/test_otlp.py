@@ -441,7 +441,7 @@ async def test_a_recorder_sends_overlapping_runs_whole(capture: Capture) -> None
 async def test_without_opentelemetry_proto_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     trace = await tool_trace("hi")
     monkeypatch.setitem(sys.modules, "opentelemetry.proto.trace.v1.trace_pb2", None)
-    with pytest.raises(ImportError, match=r"pip install 'nbagent\[otlp\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'nbagent-loop\[otlp\]'"):
         trace.to_otlp_json()
 
 

@@ -73,7 +73,7 @@ def load_parquet(folder: str | Path, session: str | None = None) -> LoadedTrace:
     :data:`~nbagent.trace.COLUMNS` (a trace's id is its rows' ``trace_id``; ``sessions`` lists them).
     A folder of the earlier layout (``folder/<table>.parquet``) loads too, and so does a file written
     before the context tables or a column existed (no context, the column null). Needs pyarrow
-    (``pip install 'nbagent[parquet]'``)."""
+    (``pip install 'nbagent-loop[parquet]'``)."""
     frames, sessions = read_parquet(folder, session)
     return LoadedTrace(frames, sessions[0], sessions)
 

@@ -1,5 +1,5 @@
 """OTLP: a trace as OpenTelemetry spans, built with the official protobuf types (``opentelemetry-proto``,
-``pip install 'nbagent[otlp]'``), written as OTLP-JSON or sent over OTLP/HTTP.
+``pip install 'nbagent-loop[otlp]'``), written as OTLP-JSON or sent over OTLP/HTTP.
 
 One OpenTelemetry trace per run: an ``invoke_agent {agent}`` span (INTERNAL), and under it a
 ``chat {model}`` span per LLM call (CLIENT), an ``execute_tool {tool}`` span per tool call (INTERNAL)
@@ -85,7 +85,7 @@ def require_proto() -> None:
         import opentelemetry.proto.trace.v1.trace_pb2  # noqa: F401
     except ImportError as error:
         raise ImportError(
-            "OTLP export needs opentelemetry-proto: pip install 'nbagent[otlp]'", name="opentelemetry.proto"
+            "OTLP export needs opentelemetry-proto: pip install 'nbagent-loop[otlp]'", name="opentelemetry.proto"
         ) from error
 
 
@@ -709,7 +709,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("nbagent")
+        return version("nbagent-loop")  # the distribution's name (the import name is nbagent)
     except PackageNotFoundError:
         return ""
 

@@ -53,7 +53,7 @@ def require_pyarrow() -> None:
     try:
         import pyarrow  # noqa: F401
     except ImportError as error:
-        raise ImportError("Parquet files need pyarrow: pip install 'nbagent[parquet]'", name="pyarrow") from error
+        raise ImportError("Parquet files need pyarrow: pip install 'nbagent-loop[parquet]'", name="pyarrow") from error
 
 
 def arrow_schema(table: str) -> Any:
