@@ -795,6 +795,7 @@ class AssistantAgent(Component):
             self._model_client_stream,
             client.provider,
         )
+        call.sent = _sent_parameters(client, request, self._model_client_stream)
         run.llm_call = call
         if self._model_client_stream:  # the call keeps its stream: the trace reads chunks from it
             chunk_events = run.chunk_events
@@ -1215,6 +1216,21 @@ def _sent_args(client: ChatCompletionClient) -> Mapping[str, Any]:
     if args is None:  # most clients (and no ABC isinstance check for them)
         return _NO_ARGS
     return args if isinstance(args, Mapping) and args else _NO_ARGS
+
+
+def _sent_parameters(client: ChatCompletionClient, request: ModelRequest, stream: bool) -> Mapping[str, Any] | None:
+    """For the record of a call: what its request puts in the body besides messages and tools, when the
+    client says (nbagent's OpenAI client), as :func:`_create` sends it (the loop's calls have no extra
+    arguments of their own); ``None`` for other clients, or when the request cannot be built (the call
+    itself then raises why)."""
+    if not isinstance(client, OpenAIChatCompletionClient):
+        return None
+    try:
+        return client.request_parameters(
+            ModelRequest((), request.tools, request.tool_choice, request.json_output, _NO_ARGS), stream=stream
+        )
+    except (TypeError, ValueError):
+        return None
 
 
 _READ_ONLY_COMPLETES = frozenset({OpenAIChatCompletionClient.complete, ReplayChatCompletionClient.complete})

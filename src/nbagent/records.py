@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, Protocol, Self
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
 from ._ids import new_id, utc_now
 from .messages import BaseAgentEvent, BaseChatMessage, CreateResult, FunctionCall, FunctionExecutionResult, Response
@@ -266,6 +266,10 @@ class LLMCall:
     # The client's time of the stream's first delta of any kind (a stream of tool calls only has no
     # text chunk): first_token_s falls back on it.
     first_chunk_perf: float | None = None
+    # The request's parameters as the client put them in the body, besides the messages and tools
+    # (``OpenAIChatCompletionClient.request_parameters``); None: the client does not say (the trace
+    # then shows the request's tool_choice and extra_create_args).
+    sent: Mapping[str, Any] | None = None
 
     def finish(self, result: CreateResult | None, error: str | None = None) -> None:
         self.duration_s = time.perf_counter() - self.start_perf

@@ -371,5 +371,6 @@ async def test_response_model_id_and_request_parameters_reach_the_trace() -> Non
             await agent.run(task="hello")
             row = agent.trace.llm_calls_df().iloc[0]
             assert (row["response_model"], row["response_id"]) == ("gpt-4o", "chatcmpl-test")
-            assert row["request_params"] == {"temperature": 0.25, "seed": 7}
+            assert row["request_params"] == {key: v for key, v in server.requests[-1].body.items() if key != "messages"}
+            assert (row["request_params"]["temperature"], row["request_params"]["seed"]) == (0.25, 7)
             await client.close()

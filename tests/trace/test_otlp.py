@@ -248,10 +248,10 @@ class Answer(CreateResult):
 
 def test_request_parameters_response_model_and_id_when_known() -> None:
     trace = Trace()
-    request = ModelRequest(
-        [], [], "auto", True, {"temperature": 0.2, "max_tokens": 64, "stop": "END", "n": 1, "seed": 7}
-    )
-    call = LLMCall("run-1", 0, "initial", "gpt-test", request, "m1", False, "openai")
+    sent = {"model": "gpt-test", "temperature": 0.2, "max_tokens": 64, "stop": "END", "n": 1, "seed": 7,
+            "response_format": {"type": "json_object"}}  # fmt: skip
+    call = LLMCall("run-1", 0, "initial", "gpt-test", ModelRequest([], [], "auto", True), "m1", False, "openai")
+    call.sent = sent
     trace.record(RunStarted("run-1", "solo", []))
     trace.record(call)
     call.finish(Answer(finish_reason="stop", content="ok", usage=RequestUsage(prompt_tokens=3, completion_tokens=1),
@@ -259,8 +259,7 @@ def test_request_parameters_response_model_and_id_when_known() -> None:
     call.duration_s = 0.5
     trace.record(RunFinished("run-1", "solo", "ok"))
     row = trace.llm_calls_df().iloc[0]
-    assert row["request_params"] == {"temperature": 0.2, "max_tokens": 64, "stop_sequences": ["END"],
-                                     "choice_count": 1, "seed": 7, "output_type": "json"}  # fmt: skip
+    assert row["request_params"] == sent and trace.llm_calls_df()["tool_choice"].isna().all()  # none sent
     chat = attrs(spans_in(trace.to_otlp_json())[1])
     assert chat["gen_ai.request.temperature"] == {"doubleValue": 0.2} or chat["gen_ai.request.temperature"] == 0.2
     assert (chat["gen_ai.request.max_tokens"], chat["gen_ai.request.seed"]) == (64, 7)

@@ -755,6 +755,25 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         request.update(call.extra_create_args)
         return request
 
+    def request_parameters(self, call: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The parameters the request for ``call`` puts in the JSON body besides its messages and tool
+        definitions, as the server receives them: ``model``, the client's create args, ``tool_choice``
+        and ``parallel_tool_calls`` as sent, ``response_format``, the stream options and the call's
+        ``extra_create_args``, with an ``extra_body``'s keys merged in (the SDK merges them into the
+        body, where they win). Headers, query parameters and the timeout are not in the body.
+
+        What a trace records of an LLM call (``llm_calls_df``'s ``tool_choice`` and ``request_params``).
+        Raises what :meth:`build_request` raises for a request that cannot be sent.
+        """
+        bare = ModelRequest([], call.tools, call.tool_choice, call.json_output, call.extra_create_args)
+        body, options = self._post_arguments(self.build_request(bare, stream=stream))
+        extra = options.get("extra_json")
+        if isinstance(extra, Mapping):
+            body.update(extra)
+        body.pop("messages", None)
+        body.pop("tools", None)
+        return body
+
     def _error(self, error: BaseException) -> ModelError:
         """The nbagent error for an SDK or decoding error, secrets masked."""
         openai = _sdk()

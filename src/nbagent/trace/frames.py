@@ -7,6 +7,7 @@ pandas (and numpy) are imported only here, when a frame is built.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from operator import itemgetter
@@ -19,7 +20,7 @@ from ..redact import Redactor, keep
 from .recording import STEPS
 from .rows import Row, records_of, split
 from .schema import CHUNK_KIND, COLUMNS, frame
-from .texts import calls_text, event_text, optional_text, parse_arguments, redact_chunks
+from .texts import calls_text, event_text, optional_text, parse_arguments, redact_chunks, redacted_value
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -140,29 +141,31 @@ def events_frame(
     return df if include_chunks else df[df["kind"] != CHUNK_KIND].reset_index(drop=True)
 
 
-# Sampling arguments of a request (``extra_create_args``) -> their gen_ai.request.* short names.
-_PARAMS = {
-    "temperature": "temperature", "max_tokens": "max_tokens", "max_completion_tokens": "max_tokens",
-    "top_p": "top_p", "top_k": "top_k", "seed": "seed", "stop": "stop_sequences",
-    "frequency_penalty": "frequency_penalty", "presence_penalty": "presence_penalty", "n": "choice_count",
-}  # fmt: skip
+_NOT_PARAMETERS = ("messages", "tools")  # the request's content: n_messages, system_instructions, tool_definitions
 
 
-def request_params(request: ModelRequest, red: Redactor) -> dict[str, Any]:
-    """The sampling parameters of a request by their gen_ai.request.* names, and its output type."""
-    out: dict[str, Any] = {}
-    for key, value in request.extra_create_args.items():
-        name = _PARAMS.get(key)
-        if name is None or value is None:
-            continue
-        if name == "stop_sequences":
-            value = [red(str(v)) for v in ([value] if isinstance(value, str) else value)]
-        elif isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        out[name] = value
-    if request.json_output:
-        out["output_type"] = "json"
-    return out
+def request_params(call: LLMCall, red: Redactor) -> dict[str, Any]:
+    """The parameters of a call's request by their names on the wire, redacted: as its client sent
+    them when it says (``LLMCall.sent``: nbagent's OpenAI client, overrides through ``extra_body`` or
+    create args included), else the ``tool_choice`` the client was asked for and its create args."""
+    sent = call.sent
+    if sent is None:
+        request = call.request
+        sent = {"tool_choice": request.tool_choice, **request.extra_create_args}
+    params = {key: value for key, value in sent.items() if key not in _NOT_PARAMETERS}
+    plain: dict[str, Any] = redacted_value(json.loads(json.dumps(params, default=str)), red)  # JSON values
+    return plain
+
+
+def sent_tool_choice(params: dict[str, Any]) -> str | None:
+    """The ``tool_choice`` of request parameters as text: auto, none, required or the forced tool's
+    name (``{"type": "function", "function": {"name": ...}}``); ``None`` when none was sent."""
+    choice = params.get("tool_choice")
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        return name if isinstance(name, str) else json.dumps(choice, sort_keys=True)
+    return None if choice is None else str(choice)
 
 
 def system_instructions(request: ModelRequest, red: Redactor) -> str | None:
@@ -206,6 +209,7 @@ def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Dat
             answer = calls_text(result.content, red)
         index = counters.get(call.run_id, 0)
         counters[call.run_id] = index + 1
+        params = request_params(call, red)
         row = {
             "trace_id": trace_id,
             "run_id": call.run_id,
@@ -220,7 +224,7 @@ def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Dat
             "streaming": call.streaming,
             "n_messages": len(call.request.messages),
             "n_tools": len(call.request.tools),
-            "tool_choice": call.request.tool_choice,
+            "tool_choice": sent_tool_choice(params),
             "started_at": call.started_at,
             "ttft_s": call.first_token_s,
             "duration_s": call.duration_s,
@@ -235,7 +239,7 @@ def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Dat
             "response_text": answer,
             "response_model": None if result is None else getattr(result, "response_model", None),
             "response_id": None if result is None else getattr(result, "response_id", None),
-            "request_params": request_params(call.request, red),
+            "request_params": params,
             "system_instructions": system_instructions(call.request, red),
             "tool_definitions": tool_definitions(call.request, red),
         }

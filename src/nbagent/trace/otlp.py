@@ -58,19 +58,50 @@ _NAMESPACE = uuid.UUID("6f1c9a52-3d4e-4b8f-9a27-5c0e8d71b3a4")  # nbagent's, for
 INTERNAL, CLIENT = 1, 3
 # nbagent's finish reasons -> the conventions' (FinishReason of gen-ai-output-messages.json)
 _FINISH = {"stop": "stop", "function_calls": "tool_call", "length": "length", "content_filter": "content_filter"}
-# request_params keys -> attribute names
+# request_params keys (the names on the wire) -> attribute names; the last three are the names the
+# column used before it held the parameters as sent (files written then still export)
 _REQUEST = {
     "temperature": "gen_ai.request.temperature",
     "max_tokens": "gen_ai.request.max_tokens",
+    "max_completion_tokens": "gen_ai.request.max_tokens",
     "top_p": "gen_ai.request.top_p",
     "top_k": "gen_ai.request.top_k",
     "seed": "gen_ai.request.seed",
-    "stop_sequences": "gen_ai.request.stop_sequences",
+    "stop": "gen_ai.request.stop_sequences",
     "frequency_penalty": "gen_ai.request.frequency_penalty",
     "presence_penalty": "gen_ai.request.presence_penalty",
+    "n": "gen_ai.request.choice.count",
+    "stop_sequences": "gen_ai.request.stop_sequences",
     "choice_count": "gen_ai.request.choice.count",
     "output_type": "gen_ai.output.type",
 }
+# response_format types -> gen_ai.output.type
+_OUTPUT_TYPE = {"json_object": "json", "json_schema": "json", "text": "text"}
+
+
+def request_attributes(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The gen_ai.request.* attributes (and gen_ai.output.type) of an LLM call's request_params."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        name = _REQUEST.get(key)
+        if name is None or value is None:
+            continue
+        if name == "gen_ai.request.stop_sequences":
+            value = [value] if isinstance(value, str) else value
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                continue
+        elif name == "gen_ai.output.type":
+            if not isinstance(value, str):
+                continue
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        elif name == "gen_ai.request.choice.count" and value == 1:
+            continue  # set only when it is not 1
+        out[name] = value
+    response_format = params.get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type") in _OUTPUT_TYPE:
+        out["gen_ai.output.type"] = _OUTPUT_TYPE[response_format["type"]]
+    return out
 
 
 def content_default() -> bool:
@@ -491,10 +522,7 @@ class _Spans:
             }
             params = getattr(call, "request_params", None)
             if isinstance(params, dict):
-                for key, value in params.items():
-                    name = _REQUEST.get(key)
-                    if name is not None and not (key == "choice_count" and value == 1):
-                        attributes[name] = value
+                attributes.update(request_attributes(params))
             if self.content:
                 row = call_rows[position] if position < len(call_rows) else None
                 messages = None if row is None else self.context_at(row, _text(call.agent))

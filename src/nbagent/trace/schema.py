@@ -56,7 +56,11 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "streaming": ("boolean", "whether the call was streamed"),
         "n_messages": ("Int64", "messages sent (system messages included)"),
         "n_tools": ("Int64", "tools offered"),
-        "tool_choice": ("category", "auto, none, required or a tool name"),
+        "tool_choice": (
+            "category",
+            "auto, none, required or the forced tool's name, as sent (null: not sent, as with no tools); "
+            "for a client that does not say what it sent (the replay model, AutoGen's clients), as asked",
+        ),
         "started_at": ("datetime64[ns, UTC]", "when the call started"),
         "ttft_s": ("float64", "seconds to the first streamed chunk (NaN: not streamed, or not measured)"),
         "duration_s": ("float64", "seconds the call took (NaN if it never ended)"),
@@ -73,9 +77,10 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "response_id": ("string", "the server's id of the answer (gen_ai.response.id)"),
         "request_params": (
             "object",
-            "the request's sampling parameters by their gen_ai.request.* names (temperature, max_tokens, top_p, "
-            "top_k, seed, stop_sequences, frequency_penalty, presence_penalty, choice_count) and output_type "
-            "('json' for a JSON or structured output); {} when none",
+            "every parameter of the request besides messages and tools, by its name on the wire and as sent "
+            "(model, temperature, seed, tool_choice, response_format, stream, stream_options..., overrides "
+            "through extra_body or create args included), redacted; for a client that does not say what it "
+            "sent: the tool_choice asked for and the client's create args",
         ),
         "system_instructions": ("string", "the system messages sent before the context, redacted"),
         "tool_definitions": (

@@ -64,6 +64,12 @@ def parse_arguments(raw: str, red: Redactor) -> Any:
         value = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError:
         return red(raw)
+    return redacted_value(value, red)
+
+
+def redacted_value(value: Any, red: Redactor) -> Any:
+    """JSON-like ``value`` with every string redacted (by the default redactor, values of secret-named
+    keys masked too)."""
     if isinstance(red, DefaultRedactor):
         value = redact_data(value, red.secrets)
     return _redact_json(value, red)
