@@ -57,6 +57,7 @@ from .messages import (
     user_message,
 )
 from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
+from .models.bridge import BridgedClient, as_model_client
 from .models.openai import OpenAIChatCompletionClient
 from .models.replay import ReplayChatCompletionClient
 from .records import (
@@ -252,7 +253,7 @@ class AssistantAgent(Component):
         memory: Memory | Sequence[Memory] | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
-        _check_arguments(
+        bridged = _check_arguments(
             name,
             model_client,
             tools,
@@ -273,7 +274,8 @@ class AssistantAgent(Component):
         self.name = name
         self.description = description
         self.metadata = dict(metadata or {})
-        self._model_client = model_client
+        # nbagent's client as it is; AutoGen's (or a duck-typed one) through models.bridge
+        self._model_client = bridged
         self._model_client_stream = model_client_stream
         self._system_messages = [system_prompt(str(system_message))] if system_message else []
         self._model_context = model_context if model_context is not None else UnboundedChatCompletionContext()
@@ -307,7 +309,7 @@ class AssistantAgent(Component):
         self._handoffs = {handoff.name: handoff for handoff in handoff_list}
         self._handoff_tools: list[ToolSchema] = [handoff.schema for handoff in handoff_list]
 
-        if not model_client.model_info.get("function_calling", False):  # AutoGen's messages
+        if not bridged.model_info.get("function_calling", False):  # AutoGen's messages
             if tool_list or workbench is not None:
                 raise ValueError("The model does not support function calling.")
             if handoff_list:
@@ -363,14 +365,8 @@ class AssistantAgent(Component):
         conversation). Its runs, failed run and trace are its own: it runs while this one runs. It is
         made by the constructor of this agent's class (a subclass with another signature overrides it).
         """
-        check.optional(
-            "AssistantAgent.copy",
-            "model_client",
-            model_client,
-            ChatCompletionClient,
-            "a ChatCompletionClient",
-            hint=_client_hint(model_client),
-        )
+        if model_client is not None:
+            as_model_client(model_client, "AssistantAgent.copy", hint=_client_hint(model_client))
         return type(self)(
             self.name,
             self._model_client if model_client is None else model_client,
@@ -1313,11 +1309,6 @@ def _client_hint(value: object) -> str:
         return f"To use the model {value!r}, pass OpenAIChatCompletionClient(model={value!r})"
     if value is None:
         return "nbagent.default_model() gives the model the environment names (offline: a replay model)"
-    if type(value).__module__.startswith("autogen"):
-        return (
-            "This is an AutoGen client: give nbagent's AssistantAgent one of nbagent's clients, or run "
-            "AutoGen's own AssistantAgent with nbagent.autogen.run(agent, task)"
-        )
     return "A model client is an OpenAIChatCompletionClient, a ReplayChatCompletionClient, a cassette client..."
 
 
@@ -1336,21 +1327,23 @@ def _check_arguments(
     output_content_type: object,
     output_content_type_format: object,
     metadata: object,
-) -> None:
+) -> ChatCompletionClient:
     """The constructor's arguments, each of the type (and in the range) it takes; memory, workbench
-    and handoffs are checked where they are read."""
+    and handoffs are checked where they are read. Returns the model client as nbagent's (AutoGen's
+    and duck-typed clients bridged: :func:`~nbagent.models.bridge.as_model_client`)."""
     check.string(_AGENT, "name", name)
     assert isinstance(name, str)
     if not name.isidentifier():
         raise check.wrong_value(_AGENT, "name", "a valid Python identifier (letters, digits and _)", name)
-    check.instance(
-        _AGENT,
-        "model_client",
-        model_client,
-        ChatCompletionClient,
-        "a ChatCompletionClient",
-        hint=_client_hint(model_client),
-    )
+    client = as_model_client(model_client, _AGENT, hint=_client_hint(model_client))
+    if model_client_stream is True and isinstance(client, BridgedClient) and not client.streams:
+        raise check.wrong_value(
+            _AGENT,
+            "model_client_stream",
+            "False for a model client without create_stream()",
+            model_client_stream,
+            f"{type(client.inner).__name__} has no create_stream(): it cannot stream",
+        )
     if tools is not None:
         items = check.sequence(
             _AGENT,
@@ -1386,6 +1379,7 @@ def _check_arguments(
         check.fail_type(_AGENT, "output_content_type", "a pydantic model class or None", output_content_type)
     check.string(_AGENT, "output_content_type_format", output_content_type_format, none=True)
     check.mapping(_AGENT, "metadata", metadata, "a dict of str to str", none=True)
+    return client
 
 
 def _check_tool(param: str, tool: object) -> object:

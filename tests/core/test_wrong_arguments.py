@@ -567,11 +567,17 @@ def test_a_model_name_or_none_is_not_a_client() -> None:
     )
 
 
-def test_an_autogen_client_is_named_as_such() -> None:
+def test_an_autogen_client_is_accepted_and_a_client_missing_a_member_is_named() -> None:
     from autogen_ext.models.replay import ReplayChatCompletionClient as AutoGenReplay
 
-    message = raises(TypeError, lambda: AssistantAgent("a", AutoGenReplay(["x"])))  # type: ignore[arg-type]
-    assert "This is an AutoGen client" in message and "nbagent.autogen.run" in message
+    AssistantAgent("a", AutoGenReplay(["x"]))  # type: ignore[arg-type]  # bridged (issue 27)
+
+    class NoCreate:
+        model_info = {"function_calling": True}
+
+    message = raises(TypeError, lambda: AssistantAgent("a", NoCreate()))  # type: ignore[arg-type]
+    assert message.startswith("AssistantAgent: model_client must be a ChatCompletionClient (or an object with")
+    assert message.endswith("It has model_info but no create(messages, ...) method")
 
 
 def test_tools_a_bare_function_and_bad_settings() -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, Self, TypedDict
 
 from pydantic import BaseModel
 
@@ -142,9 +142,14 @@ class ChatCompletionClient(Component, ABC):
 
     Callers use AutoGen's signatures, :meth:`create` and :meth:`create_stream`. They are written
     here once: each builds one :class:`ModelRequest` and hands it to what a client implements,
-    :meth:`complete` (required) and :meth:`complete_stream` (optional: by default the answer of
+    :meth:`complete` and :meth:`complete_stream` (optional: by default the answer of
     :meth:`complete` as one piece). A client whose calls change its state (a script's position)
     implements :meth:`checkpoint` and :meth:`restore`; one that holds credentials sets ``_secrets``.
+
+    A class written for AutoGen's interface subclasses this one as it subclassed AutoGen's: it
+    implements ``create`` (and ``create_stream`` if it streams) and ``model_info`` instead of
+    :meth:`complete`; the other members AutoGen's interface asks for have defaults here. A class
+    that implements neither ``complete`` nor ``create`` cannot be instantiated.
     """
 
     component_type = "model"
@@ -154,6 +159,17 @@ class ChatCompletionClient(Component, ABC):
     trace records it with every LLM call."""
     _secrets: Sequence[str] = ()
     """Backing store of :attr:`secrets`; a client that holds credentials sets it in ``__init__``."""
+    # Class-level starting counts: a subclass written for AutoGen's interface may not call __init__.
+    _total_usage: RequestUsage = RequestUsage()
+    _actual_usage: RequestUsage = RequestUsage()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        if cls.complete is ChatCompletionClient.complete and cls.create is ChatCompletionClient.create:
+            raise TypeError(
+                f"Can't instantiate {cls.__name__}: a model client implements complete(request, "
+                "cancellation_token) (nbagent's) or create(messages, ...) (AutoGen's interface)"
+            )
+        return super().__new__(cls)
 
     def __init__(self) -> None:
         self._total_usage = RequestUsage()
@@ -195,11 +211,32 @@ class ChatCompletionClient(Component, ABC):
 
     # ------------------------------------------------------------------ what a client implements
 
-    @abstractmethod
     async def complete(
         self, request: ModelRequest, cancellation_token: CancellationToken | None = None
     ) -> CreateResult:
-        """The model's answer to ``request``; counts its usage (:meth:`_count_usage`)."""
+        """The model's answer to ``request``; counts its usage (:meth:`_count_usage`).
+
+        What a client implements. For a class written for AutoGen's interface (it implements
+        ``create``, or only ``create_stream``) this default calls that with the request's fields.
+        """
+        cls = type(self)
+        if cls.create is not ChatCompletionClient.create:
+            return await self.create(request.messages, **_create_kwargs(request, cancellation_token))
+        if cls.create_stream is not ChatCompletionClient.create_stream:
+            result: CreateResult | None = None
+            stream = self.create_stream(request.messages, **_create_kwargs(request, cancellation_token))
+            try:
+                async for item in stream:
+                    if isinstance(item, CreateResult):
+                        result = item
+            finally:
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    await close()
+            if result is None:
+                raise ModelResponseError(f"the stream of {self.model_name} ended without a CreateResult")
+            return result
+        raise NotImplementedError(f"{cls.__name__} implements neither complete() nor create()")
 
     async def complete_stream(
         self,
@@ -210,8 +247,19 @@ class ChatCompletionClient(Component, ABC):
         """Text pieces as they come, then the :class:`CreateResult` last.
 
         ``stream`` is the :class:`ModelStream` the caller reads, on which a client that measures it
-        sets ``first_chunk_perf``. By default: the answer of :meth:`complete`, its text as one piece.
+        sets ``first_chunk_perf``. By default: the answer of :meth:`complete`, its text as one piece
+        (the items of ``create_stream`` for a class written for AutoGen's interface that implements it).
         """
+        if type(self).create_stream is not ChatCompletionClient.create_stream:
+            items = self.create_stream(request.messages, **_create_kwargs(request, cancellation_token))
+            try:
+                async for item in items:
+                    yield item
+            finally:
+                close = getattr(items, "aclose", None)
+                if close is not None:
+                    await close()
+            return
         result = await self.complete(request, cancellation_token)
         if isinstance(result.content, str) and result.content:
             yield result.content
@@ -273,3 +321,22 @@ class ChatCompletionClient(Component, ABC):
 
     async def close(self) -> None:  # noqa: B027 (a client with nothing to release keeps this one)
         """Release connections; nothing by default."""
+
+    @property
+    def capabilities(self) -> ModelInfo:
+        """AutoGen's deprecated name of :attr:`model_info`."""
+        return self.model_info
+
+
+def _create_kwargs(request: ModelRequest, cancellation_token: CancellationToken | None) -> dict[str, Any]:
+    """``request``'s fields as the keywords of AutoGen's ``create``/``create_stream`` (``extra_create_args``
+    only when there are some: a class written for AutoGen's interface may leave it out)."""
+    kwargs: dict[str, Any] = {
+        "tools": request.tools,
+        "tool_choice": request.tool_choice,
+        "json_output": request.json_output,
+        "cancellation_token": cancellation_token,
+    }
+    if request.extra_create_args:
+        kwargs["extra_create_args"] = dict(request.extra_create_args)
+    return kwargs

@@ -1,0 +1,448 @@
+"""Model clients nbagent did not make, used as they are: AutoGen's and duck-typed ones.
+
+:func:`as_model_client` is what ``AssistantAgent(model_client=...)`` does with its argument:
+
+* nbagent's :class:`~nbagent.models.base.ChatCompletionClient` (a subclass written for AutoGen's
+  interface included) is used as it is;
+* an instance of AutoGen's ``autogen_core.models.ChatCompletionClient`` (autogen-ext's OpenAI,
+  Azure, Ollama, Anthropic... clients, its ``ReplayChatCompletionClient``, a user's subclass) is
+  wrapped in a :class:`BridgedClient` that sends it AutoGen's own messages, tool schemas and
+  ``CancellationToken``, and reads its ``CreateResult`` and stream back as nbagent's;
+* any other object that has what AutoGen's agent uses (``create``, and ``create_stream`` when it
+  streams, ``model_info``; ``close`` and the usage methods when it has them), a ``MagicMock`` built as
+  AutoGen's tests build one for instance, is wrapped too: it is called with nbagent's messages
+  (AutoGen's fields and names) and may answer with nbagent's or AutoGen's ``CreateResult``.
+
+Everything nbagent adds around a model call (the trace's ``LLMCall`` with its request, result,
+usage, timing and chunks; cancellation; the live view; the stepper) is the loop's and works the
+same through the bridge. The bridge reads a client's API key from its component config (AutoGen's
+clients keep it there) so that traces and dumps mask it. It imports no AutoGen module: an object
+can only be AutoGen's client if ``autogen_core.models`` was already imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import sys
+import time
+import warnings
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from .. import _check as check
+from ..cancellation import CancellationToken
+from ..components import ComponentModel, dump_nested
+from ..messages import (
+    AssistantMessage,
+    CreateResult,
+    FunctionCall,
+    FunctionExecutionResultMessage,
+    Image,
+    LLMMessage,
+    RequestUsage,
+    SystemMessage,
+    UserMessage,
+)
+from ..redact import redact
+from .base import ChatCompletionClient, ModelInfo, ModelRequest, ModelResponseError, ModelStream
+
+_perf = time.perf_counter
+
+# gen_ai.provider.name of the clients autogen-ext ships, by class name.
+PROVIDERS = {
+    "OpenAIChatCompletionClient": "openai",
+    "AzureOpenAIChatCompletionClient": "azure.ai.openai",
+    "AzureAIChatCompletionClient": "azure.ai.inference",
+    "AnthropicChatCompletionClient": "anthropic",
+    "AnthropicBedrockChatCompletionClient": "aws.bedrock",
+    "OllamaChatCompletionClient": "ollama",
+    "LlamaCppChatCompletionClient": "llama.cpp",
+    "SKChatCompletionAdapter": "semantic_kernel",
+    "ReplayChatCompletionClient": "autogen.replay",
+}
+
+_REASONS = frozenset({"stop", "length", "function_calls", "content_filter", "unknown"})
+
+
+def is_autogen_client(value: object) -> bool:
+    """Whether ``value`` is an instance of AutoGen's ``ChatCompletionClient`` (imports no AutoGen)."""
+    models = sys.modules.get("autogen_core.models")
+    return models is not None and isinstance(value, models.ChatCompletionClient)
+
+
+def client_config(client: object) -> Mapping[str, Any]:
+    """The client's component config (its model, its key), or nothing when it has none."""
+    dump = getattr(client, "dump_component", None)
+    if not callable(dump):
+        return {}
+    try:
+        config = dump().config
+    except Exception:  # a client without a config: no model name or key to read
+        return {}
+    return config if isinstance(config, Mapping) else {}
+
+
+def secret_text(value: Any) -> str | None:
+    """The text of a secret config value (a pydantic ``SecretStr`` or a str), ``None`` if empty."""
+    if value is None:
+        return None
+    reveal = getattr(value, "get_secret_value", None)
+    text = reveal() if callable(reveal) else value
+    return text if isinstance(text, str) and text else None
+
+
+def client_secrets(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The credentials a client's config holds (``api_key``, ``azure_ad_token``)."""
+    found = (secret_text(config.get(key)) for key in ("api_key", "azure_ad_token"))
+    return tuple(secret for secret in found if secret)
+
+
+def as_model_client(value: object, where: str = "AssistantAgent", *, hint: str = "") -> ChatCompletionClient:
+    """``value`` as nbagent's model client: itself, or bridged (see the module); a ``TypeError``
+    naming the parameter and the member it lacks otherwise (``hint`` for a value no client at all)."""
+    if isinstance(value, ChatCompletionClient):
+        return value
+    if is_autogen_client(value):
+        return BridgedClient(value, autogen=True)
+    members = [name for name in ("create", "create_stream", "model_info") if _has(value, name)]
+    if not members:
+        raise check.wrong_type(where, "model_client", "a ChatCompletionClient", value, hint)
+    if not callable(getattr(value, "create", None)):
+        raise check.wrong_type(
+            where,
+            "model_client",
+            "a ChatCompletionClient (or an object with AutoGen's create, create_stream and model_info)",
+            value,
+            f"It has {', '.join(members)} but no create(messages, ...) method",
+        )
+    info = getattr(value, "model_info", None)
+    if info is None:
+        raise check.wrong_type(
+            where,
+            "model_client",
+            "a ChatCompletionClient (or an object with AutoGen's create, create_stream and model_info)",
+            value,
+            "It has no model_info: give it one, e.g. model_info={'function_calling': True, 'vision': False, "
+            "'json_output': False, 'family': 'unknown', 'structured_output': False}",
+        )
+    if not isinstance(info, Mapping):
+        raise check.wrong_type(
+            where,
+            "model_client.model_info",
+            "a ModelInfo dict ({'function_calling': ..., 'vision': ..., 'family': ...})",
+            info,
+        )
+    return BridgedClient(value, autogen=False)
+
+
+def _has(value: object, name: str) -> bool:
+    try:
+        return getattr(value, name, None) is not None
+    except Exception:  # a property that raises: not there
+        return False
+
+
+class BridgedClient(ChatCompletionClient):
+    """An AutoGen (or duck-typed) model client as nbagent's: ``inner`` is called as AutoGen's agent
+    calls it, with the request of each call converted (``autogen=True``: to AutoGen's types).
+
+    ``inner`` stays the user's object: its usage counters, ``close()``, ``create_calls`` (a replay
+    client's) are its own. The stepper's Reset rewinds it only if it has nbagent's
+    ``checkpoint()``/``restore()``; otherwise Reset says (a ``UserWarning``) that its next call
+    continues from where it is.
+    """
+
+    component_type = "model"
+
+    def __init__(self, inner: object, *, autogen: bool) -> None:
+        super().__init__()
+        self.inner = inner
+        self.autogen = autogen
+        config = client_config(inner)
+        model = config.get("model") or config.get("azure_deployment") or getattr(inner, "model", None)
+        self._model_name = model if isinstance(model, str) and model else type(inner).__name__
+        self.provider = PROVIDERS.get(type(inner).__name__, "unknown")
+        self._secrets = client_secrets(config)
+        self._converted: dict[int, tuple[LLMMessage, Any]] = {}
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def model_info(self) -> ModelInfo:  # type: ignore[override]  # read from the client each time, as AutoGen's agent does
+        info = getattr(self.inner, "model_info", None)
+        return info if isinstance(info, Mapping) else {}  # type: ignore[return-value]
+
+    @property
+    def streams(self) -> bool:
+        """Whether the client has a ``create_stream`` (``model_client_stream=True`` needs it)."""
+        return callable(getattr(self.inner, "create_stream", None))
+
+    # ------------------------------------------------------------------ the calls
+
+    def _kwargs(self, request: ModelRequest, cancellation_token: CancellationToken | None) -> dict[str, Any]:
+        """The keywords AutoGen's agent passes: tools (not in a call with ``tool_choice='none'`` and
+        no tools), ``tool_choice`` when not ``auto``, ``json_output``, the token; the extra arguments
+        when there are some."""
+        kwargs: dict[str, Any] = {}
+        if request.tools or request.tool_choice != "none":
+            kwargs["tools"] = list(request.tools)
+        if request.tool_choice != "auto":
+            kwargs["tool_choice"] = request.tool_choice
+        kwargs["json_output"] = request.json_output
+        if request.extra_create_args:
+            kwargs["extra_create_args"] = dict(request.extra_create_args)
+        kwargs["cancellation_token"] = self._token(cancellation_token)
+        return kwargs
+
+    def _token(self, token: CancellationToken | None) -> Any:
+        """AutoGen's own token for an AutoGen client, fired when nbagent's fires; nbagent's (which has
+        AutoGen's methods) for a duck-typed one."""
+        if not self.autogen or token is None:
+            return token
+        from autogen_core import CancellationToken as AgToken
+
+        made = AgToken()
+        if token.is_cancelled():
+            made.cancel()
+        else:
+            token.add_callback(made.cancel)
+        return made
+
+    def _messages(self, messages: Sequence[LLMMessage]) -> list[Any]:
+        """The request's messages as the client takes them: AutoGen's types for an AutoGen client, each
+        converted once while it stays in the context (kept by identity for the next call)."""
+        if not self.autogen:
+            return list(messages)
+        kept, converted = self._converted, {}
+        out = []
+        for message in messages:
+            pair = kept.get(id(message))
+            if pair is None or pair[0] is not message:
+                pair = (message, to_autogen_message(message))
+            converted[id(message)] = pair
+            out.append(pair[1])
+        self._converted = converted
+        return out
+
+    async def complete(
+        self, request: ModelRequest, cancellation_token: CancellationToken | None = None
+    ) -> CreateResult:
+        answer = self.inner.create(  # type: ignore[attr-defined]
+            self._messages(request.messages), **self._kwargs(request, cancellation_token)
+        )
+        if not inspect.isawaitable(answer):
+            raise ModelResponseError(
+                f"{type(self.inner).__name__}.create() returned {type(answer).__name__}, not an awaitable "
+                "(AutoGen's create is async: an AsyncMock, or an async def)"
+            )
+        try:
+            value = await answer
+        except Exception as error:
+            self._scrub(error)
+            raise
+        result = from_autogen_result(value, self.model_name)
+        self._count_usage(result.usage, actual=not result.cached)
+        return result
+
+    def _scrub(self, error: Exception) -> None:
+        """Mask the client's secrets in the text of ``error`` (raised on as it is, its type kept for the
+        caller's ``except``): the trace records it, and a server's error may echo the key (nbagent's own
+        clients mask it where they raise)."""
+        texts = [arg for arg in error.args if isinstance(arg, str)]
+        if self._secrets and texts:
+            error.args = tuple(redact(arg, self._secrets) if isinstance(arg, str) else arg for arg in error.args)
+            message = getattr(error, "message", None)
+            if isinstance(message, str):
+                with contextlib.suppress(AttributeError):
+                    error.message = redact(message, self._secrets)  # type: ignore[attr-defined]
+
+    async def complete_stream(
+        self,
+        request: ModelRequest,
+        cancellation_token: CancellationToken | None = None,
+        stream: ModelStream | None = None,
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        create_stream = getattr(self.inner, "create_stream", None)
+        if not callable(create_stream):
+            raise TypeError(
+                f"{type(self.inner).__name__} has no create_stream(): it cannot stream (use model_client_stream=False)"
+            )
+        items = create_stream(self._messages(request.messages), **self._kwargs(request, cancellation_token))
+        if not isinstance(items, AsyncIterator) and not hasattr(items, "__aiter__"):
+            raise ModelResponseError(
+                f"{type(self.inner).__name__}.create_stream() returned {type(items).__name__}, not an async "
+                "iterator of text pieces and a CreateResult"
+            )
+        try:
+            async for item in items:
+                if stream is not None and stream.first_chunk_perf is None:
+                    stream.first_chunk_perf = _perf()
+                if isinstance(item, str):
+                    yield item
+                elif _looks_like_result(item):
+                    result = from_autogen_result(item, self.model_name)
+                    self._count_usage(result.usage, actual=not result.cached)
+                    yield result
+                else:
+                    yield item  # the loop raises AutoGen's "Invalid chunk type" for it
+        except Exception as error:
+            self._scrub(error)
+            raise
+        finally:
+            close = getattr(items, "aclose", None)
+            if close is not None:
+                await close()
+
+    # ------------------------------------------------------------------ AutoGen's other members
+
+    def total_usage(self) -> RequestUsage:
+        """The client's own count when it keeps one (AutoGen's clients do), else the bridge's."""
+        usage = _call(self.inner, "total_usage")
+        return from_autogen_usage(usage) if usage is not None else super().total_usage()
+
+    def actual_usage(self) -> RequestUsage:
+        usage = _call(self.inner, "actual_usage")
+        return from_autogen_usage(usage) if usage is not None else super().actual_usage()
+
+    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Any] = ()) -> int:
+        count = getattr(self.inner, "count_tokens", None)
+        if callable(count):
+            return int(count(self._messages(messages), tools=list(tools)))
+        return super().count_tokens(messages, tools=tools)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Any] = ()) -> int:
+        """What the client says is left of its model's window (AutoGen's clients know it)."""
+        remaining = getattr(self.inner, "remaining_tokens", None)
+        if not callable(remaining):
+            raise NotImplementedError(f"{type(self.inner).__name__} has no remaining_tokens()")
+        return int(remaining(self._messages(messages), tools=list(tools)))
+
+    async def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            done = close()
+            if inspect.isawaitable(done):
+                await done
+
+    def checkpoint(self) -> object | None:
+        own = getattr(self.inner, "checkpoint", None)
+        return own() if callable(own) else None
+
+    def restore(self, checkpoint: object | None) -> None:
+        """Rewind the client with its own ``restore()``; a client without one cannot be rewound, and
+        a ``UserWarning`` says so (its next call continues from where it is)."""
+        own = getattr(self.inner, "restore", None)
+        if callable(own):
+            own(checkpoint)
+            return
+        warnings.warn(
+            f"the model client {type(self.inner).__name__} cannot rewind (it has no checkpoint()/restore()): "
+            "the context is put back, but the client's next call continues from where it is "
+            "(a replay script's next answer, a real model called again)",
+            UserWarning,
+            stacklevel=2,
+        )
+
+    def dump_component(self, *, include_secrets: bool | None = None) -> ComponentModel:
+        """The client's own component config (AutoGen's ``dump_component()``, as nbagent's
+        ``ComponentModel``: an agent's dump holds its client's AutoGen provider and config)."""
+        return dump_nested(self.inner)
+
+    def __repr__(self) -> str:
+        return f"BridgedClient({self.inner!r})"
+
+
+def _call(inner: object, name: str) -> Any:
+    method = getattr(inner, name, None)
+    if not callable(method):
+        return None
+    value = method()
+    counts = (getattr(value, "prompt_tokens", None), getattr(value, "completion_tokens", None))
+    return value if all(type(count) is int for count in counts) else None  # not a MagicMock's answer
+
+
+# ---------------------------------------------------------------------- conversions
+
+
+def to_autogen_message(message: LLMMessage) -> Any:
+    """nbagent's LLM message as AutoGen's (``autogen_core.models``): the same fields."""
+    from autogen_core import FunctionCall as AgFunctionCall
+    from autogen_core import Image as AgImage
+    from autogen_core import models as agm
+
+    if isinstance(message, SystemMessage):
+        return agm.SystemMessage(content=message.content)
+    if isinstance(message, UserMessage):
+        content = message.content
+        if isinstance(content, str):
+            return agm.UserMessage(content=content, source=message.source)
+        parts: list[str | AgImage] = [
+            AgImage.from_base64(part.data) if isinstance(part, Image) else part for part in content
+        ]
+        return agm.UserMessage(content=parts, source=message.source)
+    if isinstance(message, AssistantMessage):
+        body = message.content
+        return agm.AssistantMessage(
+            content=body
+            if isinstance(body, str)
+            else [AgFunctionCall(id=call.id, name=call.name, arguments=call.arguments) for call in body],
+            thought=message.thought,
+            source=message.source,
+        )
+    if isinstance(message, FunctionExecutionResultMessage):
+        return agm.FunctionExecutionResultMessage(
+            content=[
+                agm.FunctionExecutionResult(
+                    content=result.content, name=result.name, call_id=result.call_id, is_error=result.is_error
+                )
+                for result in message.content
+            ]
+        )
+    raise TypeError(f"not an LLM message: {type(message).__name__}")
+
+
+def from_autogen_usage(value: Any) -> RequestUsage:
+    """A usage with ``prompt_tokens``/``completion_tokens`` (AutoGen's) as nbagent's."""
+    if value is None:
+        return RequestUsage()
+    if type(value) is RequestUsage:
+        return value
+    return RequestUsage(
+        prompt_tokens=int(getattr(value, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(value, "completion_tokens", 0) or 0),
+    )
+
+
+def _looks_like_result(value: object) -> bool:
+    return isinstance(value, CreateResult) or (hasattr(value, "finish_reason") and hasattr(value, "content"))
+
+
+def from_autogen_result(value: Any, model: str = "the model client") -> CreateResult:
+    """AutoGen's ``CreateResult`` (or nbagent's, or any object with its fields) as nbagent's; a
+    :class:`ModelResponseError` naming what came back otherwise."""
+    if type(value) is CreateResult:
+        return value
+    if not _looks_like_result(value):
+        raise ModelResponseError(f"{model} answered {type(value).__name__}, not a CreateResult")
+    content = value.content
+    if not isinstance(content, str):
+        if not isinstance(content, Sequence):
+            raise ModelResponseError(f"{model} answered a CreateResult whose content is {type(content).__name__}")
+        content = [
+            call
+            if isinstance(call, FunctionCall)
+            else FunctionCall(id=str(call.id), name=str(call.name), arguments=str(call.arguments))
+            for call in content
+        ]
+    reason = getattr(value, "finish_reason", "unknown")
+    thought = getattr(value, "thought", None)
+    return CreateResult(
+        finish_reason=reason if reason in _REASONS else "unknown",  # type: ignore[arg-type]  # checked: one of them
+        content=content,
+        usage=from_autogen_usage(getattr(value, "usage", None)),
+        cached=bool(getattr(value, "cached", False)),
+        thought=thought if isinstance(thought, str) else None,
+    )
