@@ -27,23 +27,11 @@ from pydantic import BaseModel
 from .._ids import new_id, utc_now
 from ..cancellation import CANCELLED
 from ..models.base import ModelRequest
+from ..models.bridge import PROVIDERS, client_config, client_secrets
 from ..records import LLMCall
 from .convert import Converter, create_result, tool_choice, tool_schema
 
 _perf = time.perf_counter
-
-# gen_ai.provider.name of the clients autogen-ext ships, by class name.
-_PROVIDERS = {
-    "OpenAIChatCompletionClient": "openai",
-    "AzureOpenAIChatCompletionClient": "azure.ai.openai",
-    "AzureAIChatCompletionClient": "azure.ai.inference",
-    "AnthropicChatCompletionClient": "anthropic",
-    "AnthropicBedrockChatCompletionClient": "aws.bedrock",
-    "OllamaChatCompletionClient": "ollama",
-    "LlamaCppChatCompletionClient": "llama.cpp",
-    "SKChatCompletionAdapter": "semantic_kernel",
-    "ReplayChatCompletionClient": "autogen.replay",
-}
 
 
 class CallSink(Protocol):
@@ -56,23 +44,6 @@ class CallSink(Protocol):
     def call_ended(self, call: LLMCall) -> None:
         """``call`` ended (``call.result`` or ``call.error`` is set)."""
         ...
-
-
-def _config(client: ChatCompletionClient) -> Mapping[str, Any]:
-    """The client's component config (its model, its key), or nothing when it has none."""
-    try:
-        config = client.dump_component().config
-    except Exception:  # a client without a config: no model name or key to read
-        return {}
-    return config if isinstance(config, Mapping) else {}
-
-
-def _secret(value: Any) -> str | None:
-    if value is None:
-        return None
-    reveal = getattr(value, "get_secret_value", None)
-    text = reveal() if callable(reveal) else value
-    return text if isinstance(text, str) and text else None
 
 
 def error_text(error: BaseException) -> str:
@@ -93,12 +64,11 @@ class RecordingClient(ChatCompletionClient):
         self.converter = converter or Converter()
         self._sink: weakref.ref[Any] | None = None
         self.calls: list[LLMCall] = []
-        config = _config(inner)
+        config = client_config(inner)
         model = config.get("model") or config.get("azure_deployment")
         self.model_name = str(model) if model else type(inner).__name__
-        self.provider = _PROVIDERS.get(type(inner).__name__, "unknown")
-        secrets = (_secret(config.get(key)) for key in ("api_key", "azure_ad_token"))
-        self.secrets: tuple[str, ...] = tuple(secret for secret in secrets if secret)
+        self.provider = PROVIDERS.get(type(inner).__name__, "unknown")
+        self.secrets: tuple[str, ...] = client_secrets(config)
 
     @property
     def sink(self) -> CallSink | None:
