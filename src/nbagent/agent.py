@@ -94,6 +94,7 @@ from .tools import (
     tool_not_found,
 )
 from .trace import Trace, context_frame
+from .trace.replay import Replay
 
 DEFAULT_SYSTEM_MESSAGE = (
     "You are a helpful AI assistant. Solve tasks using your tools. "
@@ -386,6 +387,41 @@ class AssistantAgent(Component):
             metadata=self.metadata or None,
         )
 
+    @classmethod
+    def from_replay(cls, replay: Replay) -> AssistantAgent:
+        """An agent that makes the recorded run of ``replay`` (``trace.replay(run_id)``) again, offline.
+
+        Its model client answers the recorded calls, its workbench gives the recorded tool results (no
+        tool runs), its memory the recorded hits; its context starts as the recorded run's did, and its
+        system message, tools, handoffs and loop settings are the recorded ones. Run it on
+        ``replay.task``. What a replay cannot reproduce: :data:`nbagent.trace.replay.LIMITS`.
+        """
+        check.instance("AssistantAgent.from_replay", "replay", replay, Replay, "a Replay (trace.replay(run_id))")
+        lines = dict(replay.summary_lines or {})
+        formatter: SummaryFormatter | None = None
+        if lines:
+
+            def formatter(call: FunctionCall, result: FunctionExecutionResult) -> str:
+                return lines.get(call.id, result.content)
+
+        workbench = replay.workbench()
+        settings = replay.settings
+        return cls(
+            replay.agent,
+            replay.model_client(),
+            workbench=workbench if replay.tools or replay.tool_results else None,
+            handoffs=list(replay.handoffs) or None,
+            model_context=UnboundedChatCompletionContext(list(replay.start_context)),
+            system_message=replay.system_message,
+            model_client_stream=replay.model_client_stream,
+            reflect_on_tool_use=settings.reflect_on_tool_use,
+            max_tool_iterations=settings.max_tool_iterations,
+            tool_call_summary_formatter=formatter,
+            output_content_type=replay.output_content_type,
+            output_content_type_format=replay.output_content_type_format,
+            memory=replay.memories() or None,
+        )
+
     # ------------------------------------------------------------------ public properties
 
     @property
@@ -433,6 +469,11 @@ class AssistantAgent(Component):
     @property
     def max_tool_iterations(self) -> int:
         return self._max_tool_iterations
+
+    @property
+    def output_content_type(self) -> type[BaseModel] | None:
+        """The pydantic class the final answer is parsed into (a ``StructuredMessage``), or ``None``."""
+        return self._output_content_type
 
     @property
     def reflect_on_tool_use(self) -> bool:
@@ -1503,6 +1544,17 @@ def check_token(where: str, token: object) -> CancellationToken | None:
     if callable(getattr(token, "is_cancelled", None)) and callable(getattr(token, "add_callback", None)):
         return token  # type: ignore[return-value]  # AutoGen's CancellationToken, duck-typed
     raise check.wrong_type(where, "cancellation_token", "a CancellationToken or None", token)
+
+
+def replayed(where: str, agent: object, task: object) -> tuple[Any, Any]:
+    """An entry point's ``(agent, task)``: a :class:`Replay` becomes its agent and its recorded task."""
+    if not isinstance(agent, Replay):
+        return agent, task
+    if task is not None:
+        raise check.wrong_value(
+            where, "task", "None with a replay (it runs its recorded task)", task, "Pass the replay alone"
+        )
+    return AssistantAgent.from_replay(agent), list(agent.task)
 
 
 def check_entry(where: str, agent: object, task: object, token: object, *, runs: bool = False) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import _check as check
-from .agent import AssistantAgent, Task, check_entry
+from .agent import AssistantAgent, Task, check_entry, replayed
 from .cancellation import CancellationToken
 from .messages import TaskResult
 from .sync import run_coroutine
@@ -17,10 +17,11 @@ from .sync import run_coroutine
 if TYPE_CHECKING:
     from .autogen import AgentOrTeam, AutoGenTaskResult
     from .notebook.view import AgentRunView
+    from .trace.replay import Replay
 
 
 def run(
-    agent: AssistantAgent | AgentOrTeam,
+    agent: AssistantAgent | AgentOrTeam | Replay,
     task: Task = None,
     *,
     cancellation_token: CancellationToken | None = None,
@@ -35,6 +36,7 @@ def run(
     """
     from . import autogen
 
+    agent, task = replayed("nbagent.run", agent, task)  # a trace's replay: its agent and recorded task
     if autogen.is_autogen(agent):  # AutoGen's own agents and teams: nbagent.autogen (it checks them)
         if not show:
             ran = autogen.run(agent, task, cancellation_token=cancellation_token)  # type: ignore[arg-type]

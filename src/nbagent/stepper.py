@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import _check as check
-from .agent import AgentRun, AssistantAgent, FailedRun, Task, check_agent, check_token, task_messages
+from .agent import AgentRun, AssistantAgent, FailedRun, Task, check_agent, check_token, replayed, task_messages
 from .cancellation import CancellationToken
 from .messages import (
     BaseAgentEvent,
@@ -33,6 +33,7 @@ from .models.base import ModelRequest
 from .records import MOVES, NOT_EVENTS, LLMCall, LoopSettings, Move, MoveInfo, MoveName, RunItem, ToolExecution
 from .records import Condition as MoveCondition
 from .trace import Trace, context_rows
+from .trace.replay import Replay
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -247,9 +248,12 @@ class Stepper:
     (not raised), and the context has been repaired by the run. Cancellation propagates.
     """
 
-    def __init__(self, agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None) -> None:
-        check_agent("Stepper", agent, task)
-        self.agent = agent
+    def __init__(
+        self, agent: AssistantAgent | Replay, task: Task = None, cancellation_token: CancellationToken | None = None
+    ) -> None:
+        resolved, task = replayed("Stepper", agent, task)  # a trace's replay: its agent and recorded task
+        check_agent("Stepper", resolved, task)
+        self.agent: AssistantAgent = resolved
         self.messages: list[BaseChatMessage] = task_messages(task, "Stepper")
         self.cancellation_token = check_token("Stepper", cancellation_token)
         self.history: list[StepResult] = []

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from .. import autogen
-from ..agent import AssistantAgent, Task, check_entry
+from ..agent import AssistantAgent, Task, check_entry, replayed
 from ..cancellation import CancellationToken
 from ..context import message_text
 from ..messages import ModelClientStreamingChunkEvent
@@ -46,6 +46,7 @@ from .static_display import StaticCopyDisplay
 
 if TYPE_CHECKING:
     from ..autogen import AgentOrTeam, AutoGenStepper
+    from ..trace.replay import Replay
 
 
 def pipeline_html(stepper: Stepper) -> Markup:
@@ -358,7 +359,7 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
 
 
 def step(
-    agent: AssistantAgent | AgentOrTeam, task: Task, cancellation_token: CancellationToken | None = None
+    agent: AssistantAgent | AgentOrTeam | Replay, task: Task = None, cancellation_token: CancellationToken | None = None
 ) -> NotebookStepper | AutoGenStepper:
     """Walk one run of ``agent`` on ``task`` move by move; display the result to get the widget.
 
@@ -366,6 +367,7 @@ def step(
     at a breakpoint and ``reset()`` restores the context (and a replay script) to walk it again.
     An AutoGen agent or team is walked item by item of its stream (:mod:`nbagent.autogen.stepper`).
     """
+    agent, task = replayed("nbagent.step", agent, task)  # a trace's replay: its agent and recorded task
     if autogen.is_autogen(agent):  # AutoGen's own agents and teams: nbagent.autogen, with this layer's widget
         return autogen.step(agent, task, cancellation_token=cancellation_token)  # type: ignore[arg-type]
     if TYPE_CHECKING:  # for the type checker: AutoGen's were dispatched above

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import ipywidgets as widgets
 
-from ..agent import AgentRun, AssistantAgent, Task, check_entry, task_messages
+from ..agent import AgentRun, AssistantAgent, Task, check_entry, replayed, task_messages
 from ..autogen import view_run
 from ..cancellation import CancellationToken
 from ..messages import (
@@ -775,6 +775,7 @@ async def show(
 
     ``await nbagent.show(agent, "task")`` blocks the cell until the answer (``view.response``).
     """
+    source, task = replayed("nbagent.show", source, task)  # a trace's replay: its agent and recorded task
     autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     if autogen is None:
         check_entry("nbagent.show", source, task, cancellation_token, runs=True)
@@ -798,6 +799,7 @@ def start(
     The run goes on in the kernel's event loop after the cell has finished; ``await view.wait()``
     gives its ``Response``.
     """
+    source, task = replayed("nbagent.start", source, task)  # a trace's replay: its agent and recorded task
     autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     if autogen is None:
         check_entry("nbagent.start", source, task, cancellation_token, runs=True)

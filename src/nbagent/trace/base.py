@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .replay import Replay
     from .timeline import Timeline
 
 
@@ -47,6 +48,19 @@ class TraceFrames(ABC):
     @abstractmethod
     def context_tables(self) -> dict[str, pd.DataFrame]:
         """The context snapshots as the tables ``context_logs`` and ``snapshots`` (for export)."""
+
+    def replay(self, run_id: str | None = None, *, pace: bool = False) -> Replay:
+        """Run ``run_id`` (the last by default) read back so that the loop makes it again offline.
+
+        ``nbagent.run(replay)``, ``nbagent.step(replay)`` and ``nbagent.show(replay)`` take it as an agent
+        with its task: the recorded model answers (streamed pieces, tool calls, usage, thoughts,
+        structured output), tool and memory results (no tool is called), system message, tool schemas
+        and starting context give the recorded run again, ids and times aside; ``pace=True`` waits the
+        recorded times. What a replay cannot reproduce: :data:`nbagent.trace.replay.LIMITS`.
+        """
+        from .replay import replay_of
+
+        return replay_of(self, run_id, pace=pace)
 
     def summary(self) -> pd.Series:
         """Runs, LLM calls, tokens, tool error rate and p50/p95 latencies at a glance."""

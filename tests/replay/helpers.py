@@ -1,0 +1,45 @@
+"""Comparing two runs' frames, ids and times aside (the replay and fork tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from nbagent import TraceFrames
+
+# Columns that hold ids, times, or what follows from times (which calls overlapped).
+VOLATILE = {
+    "events": ["trace_id", "run_id", "event_id", "message_id", "timestamp", "elapsed_s"],
+    "llm_calls": ["trace_id", "run_id", "llm_call_id", "message_id", "started_at", "ttft_s", "duration_s"],
+    "tool_calls": ["trace_id", "run_id", "llm_call_id", "started_at", "duration_s", "concurrent_with"],
+    "runs": ["trace_id", "run_id", "started_at", "ended_at", "duration_s"],
+}
+
+
+def run_frames(trace: TraceFrames, run_id: str) -> dict[str, pd.DataFrame]:
+    """The four frames of one run and its context at its end, without the volatile columns."""
+    out: dict[str, pd.DataFrame] = {}
+    for table, columns in VOLATILE.items():
+        df = getattr(trace, f"{table}_df")()
+        df = df[df["run_id"].astype("object") == run_id].drop(columns=columns).reset_index(drop=True)
+        out[table] = df.astype({c: "object" for c in df.columns if str(df[c].dtype) == "category"})
+    context = trace.context_df(run_id=run_id)
+    mine = context["run_id"].astype("object") == run_id
+    base = context.drop(columns=["run_id", "step", "move"]).astype({"kind": "object", "source": "object"})
+    out["context"] = base.assign(
+        step=context["step"].where(mine), move=context["move"].astype("object").where(mine), mine=mine
+    )
+    return out
+
+
+def assert_same_run(a: tuple[TraceFrames, str], b: tuple[TraceFrames, str]) -> None:
+    """Run ``a`` and run ``b`` have equal frames and contexts, ids and times aside."""
+    left, right = run_frames(*a), run_frames(*b)
+    for table in left:
+        pd.testing.assert_frame_equal(left[table], right[table], check_dtype=False, obj=table)
+
+
+def last_run(trace: TraceFrames) -> str:
+    runs: Any = trace.runs_df()["run_id"]
+    return str(runs.iloc[-1])
