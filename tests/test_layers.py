@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"nbagent.records"},
     {"nbagent.render"},
     {"nbagent.trace"},
-    {"nbagent.agent", "nbagent.stepper", "nbagent.sync", "nbagent.autogen", "nbagent.batch"},
+    {"nbagent.agent", "nbagent.stepper", "nbagent.sync", "nbagent.autogen", "nbagent.batch", "nbagent.console"},
     {"nbagent.notebook"},
     {"nbagent.demo", "nbagent.entry", "nbagent.__main__", "nbagent"},
 ]

@@ -16,6 +16,7 @@ from .components import (
     StructuredMessageFactory,
     load_component,
 )
+from .console import Console
 from .context import (
     BufferedChatCompletionContext,
     ChatCompletionContext,
@@ -204,6 +205,7 @@ __all__ = [
     "CommandNotAllowedError",
     "Component",
     "ComponentModel",
+    "Console",
     "CreateResult",
     "FailedRun",
     "FunctionCall",

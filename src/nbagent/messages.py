@@ -497,3 +497,20 @@ class TaskResult:
 
     messages: Sequence[BaseAgentEvent | BaseChatMessage]
     stop_reason: str | None = None
+
+    if not TYPE_CHECKING:  # hidden from type checkers: a misspelt attribute stays an error for them
+
+        def __getattr__(self, name: str) -> Any:
+            """Only reached for a missing attribute. AutoGen's ``Console`` reads ``source`` of any item
+            that is not AutoGen's own ``TaskResult``: say which console prints nbagent's streams."""
+            hint = ""
+            if name in _MESSAGE_ATTRIBUTES:
+                hint = (
+                    ": this is nbagent's TaskResult, which AutoGen's Console does not know (it takes it for a "
+                    "message); print nbagent's streams with nbagent.Console, AutoGen's signature: "
+                    "`await nbagent.Console(agent.run_stream(task=...))`"
+                )
+            raise AttributeError(f"'TaskResult' object has no attribute {name!r}{hint}", name=name, obj=self)
+
+
+_MESSAGE_ATTRIBUTES = frozenset({"source", "models_usage", "to_text", "metadata", "id", "created_at"})

@@ -52,7 +52,7 @@ def _agent_turn(item: AgentTurn, options: Options = PLAIN) -> Markup:
 
 
 @to_text.register
-def _agent_turn_line(item: AgentTurn) -> str | None:
+def _agent_turn_line(item: AgentTurn, full: bool = False) -> str | None:
     return f"== {item.to_text()}"
 
 

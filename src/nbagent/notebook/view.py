@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import threading
 import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
 
 import ipywidgets as widgets
 
@@ -80,8 +81,10 @@ from ..render import (
     tool_group_head,
 )
 from ..render import to_html as item_html
+from ..render.textlog import TextLog
 from ..sync import run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
+from .kernel import in_kernel
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -320,6 +323,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         self._display_ids: list[str] = []
         self._shown_in: int | None = None
         self.task: asyncio.Task[Response | None] | None = None
+        self._echo: tuple[TextLog, TextIO] | None = None  # outside a notebook: the run as text (echo_to)
         """The background task when started with :meth:`start`."""
         self._set_status("idle")
 
@@ -328,6 +332,8 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
     def handle(self, item: RunItem) -> None:
         """Show one item of a run (record, event, message or ``Response``)."""
         kind = type(item)
+        if self._echo is not None:
+            self._write_echo(item)
         if kind is str:  # a chunk of the current LLM call's message (a run without chunk events)
             self._stream(self.llm_calls[-1].message_id, item)  # type: ignore[arg-type]
             return
@@ -341,6 +347,23 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):  # shown as the renderer draws it
             self._add(_html(item_html(item, Options(self._move_name())), _KINDS.get(kind, "event")))
         self._update_footer()
+
+    def echo_to(self, out: TextIO) -> None:
+        """Also write the run as text to ``out`` as it goes (``show``/``start`` outside a notebook, where
+        no widget can show): each STEP, event and message, streamed text as it comes, then the totals."""
+        self._echo = TextLog(), out
+
+    def _write_echo(self, item: RunItem) -> None:
+        log, out = self._echo  # type: ignore[misc]
+        if type(item) is str and self.llm_calls:  # a piece of the current call's message
+            call = self.llm_calls[-1]
+            item = ModelClientStreamingChunkEvent(content=item, full_message_id=call.message_id, source=self.agent_name)
+        text = log.text(item)
+        if type(item) is RunFinished:
+            text += log.close() + self.to_text().splitlines()[-1] + "\n"
+        if text:
+            out.write(text)
+            out.flush()
 
     def tick(self) -> None:
         """Refresh the live status (elapsed time, the running call's line) if ``TICK_INTERVAL`` has passed."""
@@ -682,6 +705,13 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         lines.append(" · ".join(totals))
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        """Short, for a script or a log: ipywidgets' own repr spells out every child widget's HTML."""
+        return (
+            f"AgentRunView(agent={self.agent_name!r}, status={self.status!r}, llm_calls={len(self.llm_calls)}, "
+            f"tool_calls={len(self.tool_executions)})"
+        )
+
     @property
     def agent_name(self) -> str:
         """The name of the agent whose run the view shows (its title before the run has started)."""
@@ -779,10 +809,8 @@ async def show(
     autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     if autogen is None:
         check_entry("nbagent.show", source, task, cancellation_token, runs=True)
-    from IPython.display import display
-
     view = _new_view(title or _name(source))
-    display(view)  # type: ignore[no-untyped-call]
+    _display_or_echo(view)
     await view.run(autogen or source, task, cancellation_token=cancellation_token)
     return view
 
@@ -803,12 +831,28 @@ def start(
     autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     if autogen is None:
         check_entry("nbagent.start", source, task, cancellation_token, runs=True)
-    from IPython.display import display
-
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            "nbagent.start runs the agent in the background of a running event loop, a notebook's; in a "
+            "script write `await nbagent.show(agent, task)` inside asyncio.run, or nbagent.run(agent, task)"
+        ) from None
     view = _new_view(title or _name(source))
-    display(view)  # type: ignore[no-untyped-call]
+    _display_or_echo(view)
     view.start(autogen or source, task, cancellation_token=cancellation_token)
     return view
+
+
+def _display_or_echo(view: AgentRunView) -> None:
+    """Display the view in a notebook; anywhere else (a script, a terminal IPython), where a widget
+    cannot show, write the run as text to stdout instead."""
+    if not in_kernel():
+        view.echo_to(sys.stdout)
+        return
+    from IPython.display import display
+
+    display(view)  # type: ignore[no-untyped-call]
 
 
 def show_sync(

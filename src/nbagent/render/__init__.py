@@ -44,7 +44,7 @@ from .blocks import (
     value,
 )
 from .diagram import edge_states, node_states, pipeline
-from .dispatch import PLAIN, Options, short, to_html, to_text
+from .dispatch import PLAIN, Options, heading, short, to_html, to_text
 from .markdown import markdown, sanitize
 from .markup import EMPTY, Child, Markup, concat, el, escape
 from .style import MIXES, PALETTE, STYLE, STYLESHEET, fallback
@@ -71,6 +71,7 @@ __all__ = [
     "fallback",
     "footer",
     "format_duration",
+    "heading",
     "label",
     "markdown",
     "muted",

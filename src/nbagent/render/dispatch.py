@@ -57,7 +57,7 @@ from .blocks import (
 from .markdown import markdown
 from .markup import EMPTY, Markup, concat, el, escape
 
-__all__ = ["PLAIN", "Options", "short", "to_html", "to_text"]
+__all__ = ["PLAIN", "Options", "heading", "short", "to_html", "to_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,64 +283,101 @@ def short(text: str, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+RULE = "-" * 10
+
+
+def heading(title: str) -> str:
+    """The line above an item's whole text in the console (AutoGen's ``Console`` draws the same)."""
+    return f"{RULE} {title} {RULE}"
+
+
 @singledispatch
-def to_text(item: object) -> str | None:
-    """One terminal line for a run item; ``None`` for items not printed (pieces of streamed text)."""
+def to_text(item: object, full: bool = False) -> str | None:
+    """The terminal text of a run item; ``None`` for items not printed (pieces of streamed text).
+
+    By default one line (the demo's); ``full=True`` gives the console's text (:func:`nbagent.Console`,
+    ``show`` outside a notebook): a heading naming the item's type and source, then its whole text.
+    """
     return None
 
 
+def _whole(item: BaseAgentEvent | BaseChatMessage, body: str) -> str:
+    return f"{heading(f'{type(item).__name__} ({item.source})')}\n{body}"
+
+
 @to_text.register
-def _event_line(item: BaseAgentEvent | BaseChatMessage) -> str | None:
+def _event_line(item: BaseAgentEvent | BaseChatMessage, full: bool = False) -> str | None:
+    if full:
+        return _whole(item, item.to_text())
     return f"   {type(item).__name__}  {short(item.to_text())}"
 
 
 @to_text.register
-def _tool_request_line(item: ToolCallRequestEvent) -> str | None:
-    return _content_line(item, item.content)
+def _chunk_text(item: ModelClientStreamingChunkEvent, full: bool = False) -> str | None:
+    return item.content if full else _event_line(item)
 
 
 @to_text.register
-def _tool_results_line(item: ToolCallExecutionEvent) -> str | None:
-    return _content_line(item, item.content)
+def _tool_request_line(item: ToolCallRequestEvent, full: bool = False) -> str | None:
+    return _content_line(item, item.content, full)
 
 
 @to_text.register
-def _memory_line(item: MemoryQueryEvent) -> str | None:
+def _tool_results_line(item: ToolCallExecutionEvent, full: bool = False) -> str | None:
+    return _content_line(item, item.content, full)
+
+
+@to_text.register
+def _memory_line(item: MemoryQueryEvent, full: bool = False) -> str | None:
+    if full:
+        return _whole(item, "\n".join(hit.to_text() for hit in item.content))
     return f"   {type(item).__name__}  {short('; '.join(hit.to_text() for hit in item.content))}"
 
 
-def _content_line(item: BaseAgentEvent, content: list[FunctionCall] | list[FunctionExecutionResult]) -> str | None:
-    parts = (c.to_text() if isinstance(c, FunctionCall) else f"{c.name} -> {c.content}" for c in content)
+def _content_line(
+    item: BaseAgentEvent, content: list[FunctionCall] | list[FunctionExecutionResult], full: bool = False
+) -> str | None:
+    parts = [
+        c.to_text()
+        if isinstance(c, FunctionCall)
+        else f"{c.name} -> {'error: ' if c.is_error and full else ''}{c.content}"
+        for c in content
+    ]
+    if full:
+        return _whole(item, "\n".join(parts))
     return f"   {type(item).__name__}  {short('; '.join(parts))}"
 
 
 @to_text.register
-def _response_line(item: Response) -> str | None:
+def _response_line(item: Response, full: bool = False) -> str | None:
     message = item.chat_message
+    if full:  # on_messages_stream's last item: the answer, under its agent's name (as AutoGen's Console)
+        return f"{heading(message.source)}\n{message.to_text()}"
     return f"   Response: {type(message).__name__}  {short(message.to_text())}"
 
 
 @to_text.register
-def _move_line(item: Move) -> str | None:
+def _move_line(item: Move, full: bool = False) -> str | None:
     info = item.info
     return f"-- STEP {info.step}: {info.title}  [{info.method}]"
 
 
 @to_text.register
-def _llm_call_line(item: LLMCall) -> str | None:
+def _llm_call_line(item: LLMCall, full: bool = False) -> str | None:
     return f"   LLM call ({item.purpose}), {len(item.request.messages)} messages, {len(item.request.tools)} tools"
 
 
 @to_text.register
-def _tool_execution_line(item: ToolExecution) -> str | None:
+def _tool_execution_line(item: ToolExecution, full: bool = False) -> str | None:
     return f"   tool call {item.call.to_text()}"
 
 
 @to_text.register
-def _run_started_line(item: RunStarted) -> str | None:
+def _run_started_line(item: RunStarted, full: bool = False) -> str | None:
     return f"run started  agent={item.agent}  task={short(' | '.join(m.to_text() for m in item.task))}"
 
 
 @to_text.register
-def _run_finished_line(item: RunFinished) -> str | None:
-    return f"run finished  status={item.status}"
+def _run_finished_line(item: RunFinished, full: bool = False) -> str | None:
+    text = f"run finished  status={item.status}"
+    return text if item.error is None or not full else f"{text}  error={item.error}"

@@ -1,0 +1,82 @@
+"""The text view of a run as it goes: what :func:`nbagent.Console` and ``show`` outside a notebook print.
+
+:class:`TextLog` turns each run item into the text to write, through :func:`~nbagent.render.to_text`
+(``full=True``): a heading and the whole text of each event and message, streamed text as it comes
+(one heading, then the pieces on one line), and with ``output_stats`` the tokens of each message and
+a summary at the end, as AutoGen's ``Console`` prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent, RequestUsage, Response
+from .dispatch import heading, to_text
+
+__all__ = ["TextLog"]
+
+
+@dataclass
+class TextLog:
+    """The text of each item of one run's stream, in order (it keeps the state between items)."""
+
+    output_stats: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    _stream_id: str | None = None  # the id of the message being streamed (its chunks printed so far)
+    _streaming: bool = False
+
+    def text(self, item: object) -> str:
+        """What to write for ``item`` (an empty string for nothing); every line ends with a newline,
+        but streamed text, which goes on on the same line until the next item."""
+        if type(item) is str or type(item) is ModelClientStreamingChunkEvent:
+            return self._chunk(item)
+        before = self.close()  # the streamed line ends here
+        message = item.chat_message if isinstance(item, Response) else item
+        if self._stream_id is not None and getattr(message, "id", None) == self._stream_id:
+            return before + self._usage(item)  # the message the chunks built: its text is printed already
+        body = to_text(item, True)
+        if body is None:
+            return before
+        return f"{before}{body}\n{self._usage(item)}"
+
+    def close(self) -> str:
+        """What ends the output: the end of a streamed line still open."""
+        if not self._streaming:
+            return ""
+        self._streaming = False
+        return "\n"
+
+    def _chunk(self, item: str | ModelClientStreamingChunkEvent) -> str:
+        if isinstance(item, str):
+            piece, message_id, head = item, None, "streaming"
+        else:
+            piece, message_id, head = item.content, item.full_message_id, f"{type(item).__name__} ({item.source})"
+        start = ""
+        if not self._streaming or message_id != self._stream_id:
+            start = ("\n" if self._streaming else "") + heading(head) + "\n"
+            self._streaming, self._stream_id = True, message_id
+        return start + piece
+
+    def _usage(self, item: object) -> str:
+        message = item.chat_message if isinstance(item, Response) else item
+        usage = message.models_usage if isinstance(message, (BaseAgentEvent, BaseChatMessage)) else None
+        if not isinstance(usage, RequestUsage):
+            return ""
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        if not self.output_stats:
+            return ""
+        return f"[Prompt tokens: {usage.prompt_tokens}, Completion tokens: {usage.completion_tokens}]\n"
+
+    def summary(self, duration_s: float, *counts: str) -> str:
+        """The closing summary (``output_stats``): ``counts`` (the result's number of messages and finish
+        reason, or the response's number of inner messages), the tokens of the messages printed, the time."""
+        lines = [
+            heading("Summary"),
+            *counts,
+            f"Total prompt tokens: {self.prompt_tokens}",
+            f"Total completion tokens: {self.completion_tokens}",
+            f"Duration: {duration_s:.2f} seconds",
+        ]
+        return "\n".join(lines) + "\n"
