@@ -85,8 +85,6 @@ LIMITS = (
 )
 """What a replay cannot reproduce, as the docstrings and the views say it."""
 
-_PARAMS_BACK = {"stop_sequences": "stop", "choice_count": "n"}  # gen_ai.request.* short names -> create args
-
 
 @dataclass(frozen=True)
 class RecordedAnswer:
@@ -430,11 +428,10 @@ def replay_of(trace: ReplaySource, run_id: str | None = None, *, pace: bool = Fa
     handoff_target = None if pd.isna(run["handoff_target"]) else str(run["handoff_target"])
     handoffs = _handoffs(schemas, results, handoff_target, "handoff_check" in moves)
     structured = final_type is not None and final_type.startswith("StructuredMessage")
-    json_output = any((row.request_params or {}).get("output_type") == "json" for row in calls.itertuples())
-    output_type, output_format = (None, None)
-    if structured or json_output:
-        output_type, output_format = _output_type(trace, run_id, str(run["agent"]), final_text, answers)
-    settings = _settings(trace, str(run["agent"]), events, moves, json_output or structured)
+    output_type, output_format = _output_type(
+        trace, run_id, str(run["agent"]), final_text if structured else None, answers
+    )
+    settings = _settings(trace, str(run["agent"]), events, moves, output_type is not None)
     summary = None
     if final_type == "ToolCallSummaryMessage" and final_text is not None:
         summary = _summary_lines(final_text, tools)
@@ -761,8 +758,9 @@ def _summary_lines(text: str, tools: pd.DataFrame) -> dict[str, str] | None:
 
 
 def _create_args(call: pd.Series | None) -> dict[str, Any]:
-    """The recorded request parameters as the create arguments that send them."""
+    """The recorded request parameters but ``tool_choice`` (the loop's, per call), as the create
+    arguments that give them again."""
     if call is None:
         return {}
     params = call["request_params"] or {}
-    return {_PARAMS_BACK.get(str(key), str(key)): value for key, value in dict(params).items() if key != "output_type"}
+    return {str(key): value for key, value in dict(params).items() if key != "tool_choice"}
