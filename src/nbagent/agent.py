@@ -75,6 +75,7 @@ from .records import (
     RunStatus,
     ToolExecution,
 )
+from .redact import mask_data, process_secrets
 from .sync import run_coroutine
 from .tools import (
     BaseTool,
@@ -692,11 +693,12 @@ class AssistantAgent(Component):
         self._slot.failed = None
 
     async def save_state(self) -> dict[str, Any]:
-        """JSON-serialisable state: the model context's messages."""
+        """JSON-serialisable state: the model context's messages, secrets masked as in the trace (a key
+        the server echoed in an answer or in tool arguments is ``[REDACTED]``)."""
         return {
             "type": "AssistantAgentState",
             "version": "1.0.0",
-            "llm_context": await self._model_context.save_state(),
+            "llm_context": mask_data(await self._model_context.save_state(), process_secrets(self.secrets)),
         }
 
     async def load_state(self, state: Mapping[str, Any]) -> None:

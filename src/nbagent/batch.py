@@ -93,6 +93,7 @@ from .components import load_component
 from .messages import BaseChatMessage, HandoffMessage, Response, ToolCallSummaryMessage
 from .models.base import ChatCompletionClient, ModelRateLimitError, ModelServerError, UnreportedUsage
 from .records import LLMCall, ToolExecution
+from .redact import mask, process_secrets
 from .sync import run_coroutine
 from .trace import Trace
 from .trace.schema import COLUMNS as TRACE_COLUMNS
@@ -549,6 +550,14 @@ class _Row:
         self.run_id: str | None = None
         self.attempts = 0
         self.session = session
+
+    def mask(self, secrets: Sequence[str]) -> None:
+        """Mask secrets in the texts (a key the server echoed in the answer...), as the trace does."""
+        self.task = mask(self.task, secrets)
+        if self.answer is not None:
+            self.answer = mask(self.answer, secrets)
+        if self.error is not None:
+            self.error = mask(self.error, secrets)
 
     def values(self) -> tuple[Any, ...]:
         return (
@@ -1125,6 +1134,7 @@ class Batch:
             if agent is not None:
                 part.trace.detach(agent)
                 agent.recorders[:] = recorders
+            row.mask(process_secrets(agent.secrets if agent is not None else ()))
             self._end_row(row, start, part)
 
     def _ending(self, timed_out: bool) -> str:
@@ -1243,6 +1253,7 @@ class Batch:
             self._completion_tokens += usage.completion_tokens
 
     def _attempt(self, row: _Row, part: _Part, status: str, error: str | None, wait: float) -> None:
+        error = None if error is None else mask(error, process_secrets())
         part.attempts.append((row.position, row.key, row.attempts, row.run_id or "", status, error, wait, self.session))
 
     def _end_row(self, row: _Row, start: float, part: _Part) -> None:

@@ -1,16 +1,21 @@
 """Keep secrets out of what model clients return, raise and record.
 
-:func:`redact` masks API keys and tokens in text; :func:`redact_data` does it through any JSON-like
-structure and also blanks the values of keys named like a secret (``api_key``, ``Authorization``...).
-The clients pass every error message through it and the cassettes every byte they write.
-:class:`DefaultRedactor` is the function a trace passes every stored string through (a
-:data:`Redactor`): it also masks ``Authorization`` values and values given as ``api-key``.
+One rule, :func:`mask`, applies to every artefact nbagent makes (trace frames and exports, views and
+saved notebooks, ``save_state()``, batch results, errors): the secret values known to this process
+(those of its model clients, :func:`hold_secrets`, and the API keys set in the environment), keys and
+tokens of known shapes (``sk-...``, ``Bearer ...``), ``Authorization`` values, values given as
+``api-key``, and the ``user:password@`` of URLs are masked. :func:`redact` is its core (literal values
+and shapes); :func:`redact_data` walks a JSON-like structure and also blanks the values of keys named
+like a secret (``api_key``, ``Authorization``...). :class:`DefaultRedactor` is :func:`mask` as the
+function a trace passes every stored string through (a :data:`Redactor`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
@@ -44,9 +49,24 @@ _SECRET_PATTERNS = re.compile(
         )
     )
 )
+
+
 # Every secret pattern holds one of these (lowercased): a text without any skips the patterns, whose
 # scan costs ~20 us per KB of text.
-_SECRET_MARKS = ("sk-", "bearer", "basic", "akia", "_", "xox", "aiza")
+def _has_marks(lowered: str) -> bool:
+    """Whether a lowered text holds one of the words every secret pattern holds: a text without any
+    skips the patterns, whose scan costs ~20 us per KB of text (``in`` tests cost ~0.1 us per KB)."""
+    return (
+        "_" in lowered
+        or "sk-" in lowered
+        or "bearer" in lowered
+        or "basic" in lowered
+        or "akia" in lowered
+        or "xox" in lowered
+        or "aiza" in lowered
+    )
+
+
 _SECRET_KEY = re.compile(
     r"^(x-)?(api[-_]?key|authorization|proxy-authorization|password|passwd|secret|client[-_]secret|"
     r"access[-_]token|refresh[-_]token|auth[-_]token|openai[-_]api[-_]key)$",
@@ -81,10 +101,43 @@ def is_secret_name(name: str) -> bool:
     return words[-1] in _SECRET_LAST_WORDS and (len(words) > 1 or words[-1] == "token")
 
 
+_MIN_SECRET = 6  # shorter values are not masked literally (they would mask ordinary words)
+_held: dict[str, None] = {}  # the secrets this process's clients hold, in the order they came
+_ENV_RECHECK_S = 0.1
+_fast: tuple[int, float, tuple[str, ...]] = (-1, 0.0, ())
+
+
+def hold_secrets(values: Iterable[str | None]) -> None:
+    """Remember secret values (a model client's key, a secret header's value, a URL's password) so
+    that :func:`mask` masks them in every artefact of this process, whichever object it comes from."""
+    for value in values:
+        if value and len(value) >= _MIN_SECRET:
+            _held[value] = None
+
+
+def process_secrets(extra: Iterable[str | None] = ()) -> tuple[str, ...]:
+    """The secret values every artefact masks: ``extra``, those of :func:`hold_secrets` and the API keys
+    set in the environment now, longest first."""
+    return tuple(known_secrets([*extra, *_held]))
+
+
+def _current_secrets() -> tuple[str, ...]:
+    """:func:`process_secrets` for the views' hot path (every text they escape): made again when a
+    secret is held, and the environment read again at most every ``_ENV_RECHECK_S`` seconds (reading
+    it costs 2-10 us, more than masking a short text). A client holds the environment's key it uses."""
+    global _fast
+    count, checked, values = _fast
+    now = time.monotonic()
+    if count != len(_held) or now - checked > _ENV_RECHECK_S:
+        values = process_secrets()
+        _fast = (len(_held), now, values)
+    return values
+
+
 def known_secrets(extra: Iterable[str | None] = ()) -> list[str]:
     """The secret values to mask literally: ``extra`` plus the API keys set in the environment."""
     values = [*extra, *(os.environ.get(name) for name in _ENV_SECRETS)]
-    return sorted({value for value in values if value and len(value) >= 6}, key=len, reverse=True)
+    return sorted({value for value in values if value and len(value) >= _MIN_SECRET}, key=len, reverse=True)
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -92,8 +145,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    lowered = text.lower()
-    if any(mark in lowered for mark in _SECRET_MARKS):
+    if _has_marks(text.lower()):
         text = _SECRET_PATTERNS.sub(REDACTED, text)
     return text
 
@@ -188,21 +240,72 @@ def _mask_value(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED
 
 
+def _scrub_userinfo(match: re.Match[str]) -> str:
+    url = match.group(0)
+    return _scrub_url(match) if "@" in url else url
+
+
+def mask(text: str, secrets: Iterable[str] | None = None) -> str:
+    """``text`` with every secret masked: the one rule of every artefact (see the module's documentation).
+
+    ``secrets`` are the literal values to mask (``None``: those of :func:`process_secrets`).
+    """
+    lowered = text.lower()  # the patterns only where their words are: a scan costs 25-45 us per KB
+    if "authorization" in lowered:
+        text = _AUTHORIZATION.sub(_mask_value, text)
+    if "key" in lowered and "api" in lowered:
+        text = _API_KEY.sub(_mask_value, text)
+    if "://" in text and "@" in text:  # user:password@ of URLs
+        text = _URL.sub(_scrub_userinfo, text)
+    return redact(text, _current_secrets() if secrets is None else secrets)
+
+
+def mask_data(data: Any, secrets: Iterable[str] | None = None) -> Any:
+    """A copy of JSON-like ``data`` with :func:`mask` applied to every string, secret-named keys' values
+    blanked, and tool arguments (a JSON object's text under ``arguments``) masked as :func:`mask_arguments`."""
+    secret_list = list(_current_secrets() if secrets is None else secrets)
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return mask(value, secret_list)
+        if isinstance(value, dict):
+            return {
+                key: REDACTED
+                if isinstance(key, str) and is_secret_name(key) and item
+                else mask_arguments(item, secret_list)
+                if key == "arguments" and isinstance(item, str)
+                else walk(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [walk(item) for item in value]
+        return value
+
+    return walk(data)
+
+
+def mask_arguments(raw: str, secrets: Iterable[str] | None = None) -> str:
+    """A tool call's JSON arguments with :func:`mask` applied, and the values of secret-named keys
+    blanked (then written again as JSON); text that is no JSON is masked as text."""
+    secret_list = list(_current_secrets() if secrets is None else secrets)
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError):
+        return mask(raw, secret_list)
+    masked = redact_data(value, secret_list)
+    return mask(json.dumps(masked, ensure_ascii=False) if masked != value else raw, secret_list)
+
+
 class DefaultRedactor:
-    """Masks API keys (``sk-...``, the keys set in the environment and those of the recorded agents'
-    clients), bearer tokens, ``Authorization`` values and values given as ``api-key``; in parsed tool
-    arguments also the values of secret-named keys."""
+    """:func:`mask` with the secrets known when it is made plus ``extra`` (those of the recorded
+    agents' clients): keys, bearer tokens, ``Authorization`` values, values given as ``api-key``,
+    URLs' ``user:password@``; in parsed tool arguments also the values of secret-named keys."""
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
-        self.secrets = known_secrets(extra)
+        self.secrets = list(process_secrets(extra))
 
     def __call__(self, text: str) -> str:
-        lowered = text.lower()  # the patterns only where their words are: a scan costs 25-45 us per KB
-        if "authorization" in lowered:
-            text = _AUTHORIZATION.sub(_mask_value, text)
-        if "api" in lowered and "key" in lowered:
-            text = _API_KEY.sub(_mask_value, text)
-        return redact(text, self.secrets)
+        return mask(text, self.secrets)
 
 
 def keep(text: str) -> str:

@@ -328,12 +328,14 @@ def test_no_key_reaches_a_dumped_config_by_any_way_in() -> None:
         "X-Team": "docs",
     }
     client = OpenAIChatCompletionClient(
-        "gpt-4o-mini", api_key="sk-a", default_headers=headers, base_url="https://user:pw-0123@proxy.example.com/v1"
+        "gpt-4o-mini", api_key="sk-a", default_headers=headers, base_url="https://proxy.example.com/v1?v=1"
     )
-    text = client.dump_component().model_dump_json()
-    config = json.loads(text)["config"]
+    # A URL's user:password@ is the client's Basic auth (with no key: api_key="")
+    proxied = OpenAIChatCompletionClient("gpt-4o-mini", api_key="", base_url="https://user:pw-0123@proxy.example.com/v1")
+    text = client.dump_component().model_dump_json() + proxied.dump_component().model_dump_json()
+    config = json.loads(client.dump_component().model_dump_json())["config"]
     assert config["default_headers"] == {"X-Team": "docs"}
-    assert config["base_url"] == "https://proxy.example.com/v1"
+    assert proxied.dump_component().config["base_url"] == "https://proxy.example.com/v1"
     for secret in ("pk-portkey", "goog-0123", "apim-0123", "abc123XYZ", "pw-0123", "user:"):
         assert secret not in text
     assert "pk-portkey" in client.dump_component(include_secrets=True).model_dump_json()  # when asked
@@ -676,7 +678,8 @@ def test_autogen_exported_function_tool_and_workbench_load() -> None:
 
 @pytest.mark.filterwarnings("ignore::nbagent.models.openai.KeyFromEnvironmentWarning")
 def test_autogen_exported_openai_client_loads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """AutoGen writes the key it was given as '**********' in JSON: the loaded client reads the environment."""
+    """AutoGen writes the key it was given as '**********' in JSON: the loaded client reads the environment,
+    only when the environment's key is for the config's host (OPENAI_BASE_URL's; issue 31, point 3)."""
     from autogen_ext.models.openai import OpenAIChatCompletionClient as AutoGenOpenAI
 
     exported = AutoGenOpenAI(
@@ -696,6 +699,10 @@ def test_autogen_exported_openai_client_loads(monkeypatch: pytest.MonkeyPatch) -
     text = exported.model_dump_json()
     assert SECRET not in text and json.loads(text)["config"]["api_key"] == "**********"
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment-0123456789")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ValueError, match=r"masked api_key .* that key is for api\.openai\.com"):
+        load_component(text)  # OpenAI's key is not sent to 127.0.0.1
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")  # the key is that server's
     with pytest.warns(UserWarning, match="masked"):
         client = load_component(text)
     assert isinstance(client, OpenAIChatCompletionClient)

@@ -29,6 +29,7 @@ from ..cancellation import CANCELLED
 from ..models.base import ModelRequest
 from ..models.bridge import PROVIDERS, client_config, client_secrets
 from ..records import LLMCall
+from ..redact import hold_secrets
 from .convert import Converter, create_result, tool_choice, tool_schema
 
 _perf = time.perf_counter
@@ -69,6 +70,7 @@ class RecordingClient(ChatCompletionClient):
         self.model_name = str(model) if model else type(inner).__name__
         self.provider = PROVIDERS.get(type(inner).__name__, "unknown")
         self.secrets: tuple[str, ...] = client_secrets(config)
+        hold_secrets(self.secrets)  # masked in every view and artefact of the process
 
     @property
     def sink(self) -> CallSink | None:

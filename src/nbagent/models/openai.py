@@ -11,6 +11,7 @@ result, error message or recording.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import time
@@ -19,7 +20,7 @@ import weakref
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Self
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
@@ -42,7 +43,7 @@ from ..messages import (
     share_fields_set,
 )
 from ..messages import usage as usage_of
-from ..redact import is_secret_name, known_secrets, redact
+from ..redact import hold_secrets, is_secret_name, known_secrets, redact, redact_config_text
 from ..tools import ToolSchema
 from .base import (
     ChatCompletionClient,
@@ -120,6 +121,75 @@ class KeyFromEnvironmentWarning(UserWarning):
 def _is_openai(base_url: str) -> bool:
     host = urlsplit(base_url).hostname or ""
     return host == "openai.com" or host.endswith(".openai.com")
+
+
+def _url_credentials(
+    base_url: str | None, headers: Mapping[str, str] | None, key: str | None, from_environment: bool
+) -> tuple[str | None, dict[str, str] | None, list[str]]:
+    """``base_url`` without its ``user:password@``, the default headers with the HTTP Basic
+    ``Authorization`` those made (what httpx would make of them, out of sight), and the secret values
+    (password, its Basic token). A URL's credentials and an API key (given, or from the environment)
+    would both be an ``Authorization`` header, and httpx would silently send the URL's instead of the
+    key: that is refused, as is an ``Authorization`` of the caller's own besides the URL's."""
+    own = dict(headers) if headers else None
+    if base_url is None or "@" not in base_url:
+        return base_url, own, []
+    try:
+        parts = urlsplit(base_url)
+        user, password = parts.username, parts.password
+    except ValueError as error:
+        raise ValueError(f"OpenAIChatCompletionClient: base_url is not a URL ({error})") from None
+    if user is None and password is None:
+        return base_url, own, []
+    clean = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    where = f"OpenAIChatCompletionClient: base_url ({clean}) holds a user name and password (HTTP Basic auth)"
+    if key:
+        given = "OPENAI_API_KEY from the environment" if from_environment else "api_key"
+        raise ValueError(
+            f"{where} and {given} gives a key (a Bearer token): a request carries one Authorization header, "
+            "and the URL's would silently replace the key. Pass api_key='' to authenticate with the URL's "
+            "user and password, or take them out of base_url to send the key"
+        )
+    if any(name.lower() == "authorization" for name in own or {}):
+        raise ValueError(f"{where} and default_headers has an Authorization of its own: keep one of them")
+    credential = f"{unquote(user or '')}:{unquote(password or '')}"
+    token = base64.b64encode(credential.encode()).decode()
+    secrets = [unquote(password) if password else unquote(user or ""), credential, token]
+    return clean, {**(own or {}), "Authorization": f"Basic {token}"}, secrets
+
+
+def _check_environment_key(base_url: object, masked: bool) -> None:
+    """Refuse a loaded config without a key whose ``base_url`` names another host than the one the
+    environment's ``OPENAI_API_KEY`` is for (``OPENAI_BASE_URL``'s, else OpenAI's): a config from
+    elsewhere never sends that key to a server of its choosing."""
+    if not os.environ.get("OPENAI_API_KEY") or not isinstance(base_url, str):
+        return
+    home = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    try:
+        host, home_host = urlsplit(base_url).hostname or "", urlsplit(home).hostname or ""
+    except ValueError:
+        host, home_host = base_url, ""
+    if host == home_host or (_is_openai(base_url) and _is_openai(home)):
+        return
+    how = "holds a masked api_key ('**********')" if masked else "has no api_key"
+    where = redact_config_text(base_url)
+    raise ValueError(
+        f"OpenAIChatCompletionClient config: it {how} and names base_url {where}, so OPENAI_API_KEY from the "
+        f"environment would be sent there, but that key is for {home_host} (OPENAI_BASE_URL, else OpenAI's): a "
+        "loaded config never sends it to another host. Put that server's key in the config's api_key (or \"\" "
+        "to send none), or make the client in code with api_key=..."
+    )
+
+
+def _secret_values(headers: object) -> list[str]:
+    """The values of the secret-named headers of ``extra_headers`` (a create argument)."""
+    if not isinstance(headers, Mapping):
+        return []
+    return [
+        value
+        for name, value in headers.items()
+        if isinstance(name, str) and is_secret_name(name) and isinstance(value, str)
+    ]
 
 
 def model_info_for(model: str) -> ModelInfo:
@@ -588,6 +658,8 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         check.mapping(where, "model_info", model_info, "a ModelInfo dict", none=True)
         check.boolean(where, "parallel_tool_calls", parallel_tool_calls, none=True)
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        given_url = base_url
+        base_url, sdk_headers, url_secrets = _url_credentials(base_url, default_headers, key, api_key is None)
         if api_key is None and key and base_url is not None and not _is_openai(base_url):
             warnings.warn(
                 f"OPENAI_API_KEY from the environment is sent to {base_url}, which is not OpenAI's API: "
@@ -609,7 +681,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         self._model = model
         self._config_args: dict[str, Any] = {  # what the constructor was given, for dump_component
             "model": model,
-            "base_url": base_url,
+            "base_url": given_url,
             "organization": organization,
             "default_headers": dict(default_headers) if default_headers else None,
             "timeout": None if timeout == 60.0 else timeout,
@@ -619,23 +691,25 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             **create_args,
         }
         self._key_given = api_key is not None
-        self._secrets = known_secrets(
-            [
-                None if self._keyless else key,
-                *(value for name, value in (default_headers or {}).items() if is_secret_name(name)),
-            ]
-        )
+        own_secrets = [
+            None if self._keyless else key,
+            *url_secrets,
+            *(value for name, value in (default_headers or {}).items() if is_secret_name(name)),
+            *_secret_values(create_args.get("extra_headers")),
+        ]
+        hold_secrets(own_secrets)  # masked in every artefact of the process, wherever they turn up
+        self._secrets = known_secrets(own_secrets)
         self._client_args: dict[str, Any] = {
             "api_key": key,
-            "base_url": base_url,
+            "base_url": base_url,  # the URL's user:password@ never reaches the SDK (see _url_credentials)
             "organization": organization,
-            "default_headers": dict(default_headers) if default_headers else None,
+            "default_headers": sdk_headers,
             "timeout": timeout,
             "max_retries": max_retries,
         }
         self._send_args: dict[str, Any] = (
             {"extra_headers": {"Authorization": _omit()()}}
-            if self._keyless and not any(name.lower() == "authorization" for name in default_headers or {})
+            if self._keyless and not any(name.lower() == "authorization" for name in sdk_headers or {})
             else {}
         )
         self._client = self._new_sdk_client()
@@ -677,14 +751,18 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         args = config.model_dump(exclude_none=True)
         args.pop("api_key", None)
         key = config.api_key.get_secret_value() if config.api_key is not None else None
-        if key == MASKED_SECRET:
+        masked = key == MASKED_SECRET
+        if masked:
+            key = None
+        if key is None:
+            _check_environment_key(args.get("base_url"), masked)
+        if masked:
             warnings.warn(
                 "the config's api_key is masked ('**********', as a JSON export writes a SecretStr): "
                 "the key is read from OPENAI_API_KEY instead",
                 UserWarning,
                 stacklevel=3,
             )
-            key = None
         capabilities = args.pop("model_capabilities", None)
         if capabilities:
             args["model_info"] = {**capabilities, **args.get("model_info", {})}

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from ..messages import FunctionCall, FunctionExecutionResult, RequestUsage
 from ..records import MOVES, MoveName
+from ..redact import mask, redact_data
 from .markup import EMPTY, Child, Markup, el, escape
 
 __all__ = [
@@ -53,7 +54,10 @@ def truncate(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
 
 
 def value(text: str, *, limit: int = PREVIEW_CHARS, max_chars: int = MAX_CHARS, css: str = "nba-value") -> Markup:
-    """``text`` in a ``<pre>``; past ``limit`` a "show all" ``<details>`` reveals up to ``max_chars``."""
+    """``text`` in a ``<pre>``; past ``limit`` a "show all" ``<details>`` reveals up to ``max_chars``.
+
+    Secrets are masked before the text is cut (a cut never leaves part of a key)."""
+    text = mask(text)
     head, cut = truncate(text, limit)
     if not cut:
         return el("pre", text, class_=css)
@@ -68,10 +72,11 @@ def value(text: str, *, limit: int = PREVIEW_CHARS, max_chars: int = MAX_CHARS, 
 
 
 def pretty_arguments(arguments: str) -> str:
-    """A tool call's JSON arguments indented for reading; invalid JSON is returned as it is."""
+    """A tool call's JSON arguments indented for reading, the values of secret-named keys masked (as
+    in the trace); invalid JSON is returned as it is."""
     try:
-        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
-    except (TypeError, ValueError):
+        return json.dumps(redact_data(json.loads(arguments)), indent=2, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
         return arguments
 
 
@@ -194,8 +199,9 @@ def stream_head(badge: Markup = EMPTY, *, discarded: bool = False) -> Markup:
 
 
 def stream_segment(escaped: Markup) -> Markup:
-    """Streamed text still arriving, escaped once by the caller as it came (the hot path); not yet Markdown."""
-    return Markup("".join((_SEGMENT_OPEN, escape(escaped), _SEGMENT_CLOSE)))
+    """Streamed text still arriving, escaped once by the caller as it came (the hot path); not yet
+    Markdown. Secrets are masked in the whole segment again: a key split over chunks is caught too."""
+    return Markup("".join((_SEGMENT_OPEN, mask(escape(escaped)), _SEGMENT_CLOSE)))
 
 
 _SEGMENT_OPEN = Markup('<span class="nba-stream-text">')

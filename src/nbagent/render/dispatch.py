@@ -41,6 +41,7 @@ from ..messages import (
 )
 from ..records import LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExecution
 from .blocks import (
+    MAX_CHARS,
     block,
     error_block,
     expand_toggle,
@@ -52,6 +53,7 @@ from .blocks import (
     stream_segment,
     tool_card,
     tool_group,
+    truncate,
     value,
 )
 from .markdown import markdown
@@ -115,7 +117,11 @@ def _answer(message: BaseChatMessage, options: Options, kind: str = "text", *bod
     if not body:
         text = message.to_text()
         toggle = expand_toggle() if len(text) >= LONG_ANSWER else None
-        body = (toggle, el("div", markdown(text), class_="nba-markdown"))  # type: ignore[assignment]
+        # Capped as a tool output is: a saved notebook stays small; the trace keeps the whole answer.
+        shown, capped = truncate(text, MAX_CHARS)
+        rest = len(text) - MAX_CHARS
+        note = el("div", f"… {rest:,} more characters in the trace", class_="nba-muted nba-capped") if capped else None
+        body = (toggle, el("div", markdown(shown), class_="nba-markdown"), note)  # type: ignore[assignment]
     return block(
         "nba-final",
         *body,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING
 
+from ..redact import mask
 from .markup import Markup
 
 if TYPE_CHECKING:
@@ -52,5 +53,5 @@ def sanitize(fragment: str) -> Markup:
 
 
 def markdown(text: str) -> Markup:
-    """Markdown rendered to HTML (raw HTML in the source stays text), then sanitised."""
-    return sanitize(_parser().render(text))
+    """Markdown rendered to HTML (raw HTML in the source stays text, secrets masked), then sanitised."""
+    return sanitize(_parser().render(mask(text)))

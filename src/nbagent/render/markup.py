@@ -9,6 +9,10 @@ escaped; the worst a mistake can do is show markup twice escaped, as text.
 
 Other ``str`` methods (slicing, ``replace``, f-strings) return a plain ``str``: it is escaped again
 if it is put back into ``Markup``.
+
+The same path masks secrets: every plain text goes through :func:`nbagent.redact.mask` (the keys this
+process's clients hold and those of the environment, tokens, ``Authorization`` values, URLs'
+``user:password@``) as it is escaped, so no view, static copy or saved notebook shows one.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import re
 import string
 from collections.abc import Iterable
 from typing import Any, SupportsIndex
+
+from ..redact import mask
 
 __all__ = ["EMPTY", "Markup", "Child", "el", "escape"]
 
@@ -67,10 +73,11 @@ EMPTY = Markup()
 
 
 def escape(value: object) -> Markup:
-    """``value`` as HTML text: ``Markup`` as it is, anything else ``str()``-ed and escaped (quotes too)."""
+    """``value`` as HTML text: ``Markup`` as it is, anything else ``str()``-ed, its secrets masked and
+    escaped (quotes too)."""
     if isinstance(value, Markup):
         return value
-    return Markup(_html.escape(value if isinstance(value, str) else str(value), quote=True))
+    return Markup(_html.escape(mask(value if isinstance(value, str) else str(value)), quote=True))
 
 
 class _Escaped:
@@ -199,7 +206,7 @@ def el(tag: str, *children: Child, **attributes: object) -> Markup:
         if value is not True:
             # Always escaped, quotes included, whatever the value's type: a Markup value (markup
             # meant for an element's content) would otherwise close the attribute.
-            text = _checked_value(name, str.__str__(value) if isinstance(value, str) else str(value))
+            text = _checked_value(name, mask(str.__str__(value) if isinstance(value, str) else str(value)))
             parts.append('="')
             parts.append(_html.escape(text, quote=True))
             parts.append('"')
