@@ -331,7 +331,9 @@ def test_no_key_reaches_a_dumped_config_by_any_way_in() -> None:
         "gpt-4o-mini", api_key="sk-a", default_headers=headers, base_url="https://proxy.example.com/v1?v=1"
     )
     # A URL's user:password@ is the client's Basic auth (with no key: api_key="")
-    proxied = OpenAIChatCompletionClient("gpt-4o-mini", api_key="", base_url="https://user:pw-0123@proxy.example.com/v1")
+    proxied = OpenAIChatCompletionClient(
+        "gpt-4o-mini", api_key="", base_url="https://user:pw-0123@proxy.example.com/v1"
+    )
     text = client.dump_component().model_dump_json() + proxied.dump_component().model_dump_json()
     config = json.loads(client.dump_component().model_dump_json())["config"]
     assert config["default_headers"] == {"X-Team": "docs"}
