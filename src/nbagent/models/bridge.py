@@ -44,7 +44,7 @@ from ..messages import (
     SystemMessage,
     UserMessage,
 )
-from ..redact import redact
+from ..redact import hold_secrets, redact
 from .base import ChatCompletionClient, ModelInfo, ModelRequest, ModelResponseError, ModelStream
 
 _perf = time.perf_counter
@@ -164,6 +164,7 @@ class BridgedClient(ChatCompletionClient):
         self._model_name = model if isinstance(model, str) and model else type(inner).__name__
         self.provider = PROVIDERS.get(type(inner).__name__, "unknown")
         self._secrets = client_secrets(config)
+        hold_secrets(self._secrets)  # masked in every view and artefact of the process
         self._converted: dict[int, tuple[LLMMessage, Any]] = {}
 
     @property
