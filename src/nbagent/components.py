@@ -41,6 +41,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Self, TypeVar, Union, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, create_model
@@ -478,6 +479,35 @@ def function_source(func: Callable[..., Any], tool_name: str) -> str:
         lines = source.splitlines(keepends=True)
         return "".join(lines[node.lineno - 1 :])
     return source
+
+
+@dataclass(frozen=True)
+class Alias:
+    """``import name as alias`` among a ``FunctionTool``'s ``global_imports`` (AutoGen's ``Alias``)."""
+
+    name: str
+    alias: str
+
+
+@dataclass(frozen=True, init=False)
+class ImportFromModule:
+    """``from module import a, b as c`` among a ``FunctionTool``'s ``global_imports`` (AutoGen's):
+    ``ImportFromModule("os", ["path"])``, ``ImportFromModule("numpy", [Alias("array", "arr")])``."""
+
+    module: str
+    imports: tuple[str | Alias, ...]
+
+    def __init__(self, module: str, imports: Sequence[str | Alias]) -> None:
+        check.string("ImportFromModule", "module", module, empty=False)
+        items = tuple(check.sequence("ImportFromModule", "imports", imports, "a list of names (str or Alias)"))
+        for index, item in enumerate(items):
+            check.instance("ImportFromModule", f"imports[{index}]", item, (str, Alias), "a name (str) or an Alias")
+        object.__setattr__(self, "module", module)
+        object.__setattr__(self, "imports", items)
+
+
+Import = str | ImportFromModule | Alias
+"""One of a ``FunctionTool``'s ``global_imports`` (AutoGen's ``Import``)."""
 
 
 def _getter(item: Any) -> Callable[..., Any]:

@@ -571,8 +571,14 @@ class McpToolAdapter(BaseTool):
         self.name = schema["name"]
         self.description = schema.get("description", "")
 
-    async def run_json(self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None) -> Any:
-        result = await self.workbench.call_tool(self.name, args, cancellation_token)
+    async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
+        """The tool called with the validated arguments (AutoGen's ``run``)."""
+        return await self.run_json(args.model_dump(exclude_unset=True), cancellation_token)
+
+    async def run_json(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
+    ) -> Any:
+        result = await self.workbench.call_tool(self.name, args, cancellation_token, call_id)
         if result.is_error:
             raise RuntimeError(result.to_text())
         return result.to_text()

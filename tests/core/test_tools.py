@@ -54,21 +54,42 @@ def test_schema_from_hints_and_docstring() -> None:
     assert tool.schema["name"] == "weather"
     assert tool.schema["description"] == "Get the weather.\n\nSecond paragraph."
     assert params["required"] == ["city"]
-    assert params["properties"]["city"] == {"type": "string", "description": "the city name"}
-    assert params["properties"]["days"] == {"type": "integer", "default": 3, "description": "how many days ahead"}
-    assert params["properties"]["unit"] == {"type": "string", "enum": ["c", "f"], "default": "c"}
+    # AutoGen's shape: each property's title; a description from Annotated, the docstring, else the name
+    assert params["properties"]["city"] == {"type": "string", "description": "the city name", "title": "City"}
+    assert params["properties"]["days"] == {
+        "type": "integer",
+        "default": 3,
+        "description": "how many days ahead",
+        "title": "Days",
+    }
+    assert params["properties"]["unit"] == {
+        "type": "string",
+        "enum": ["c", "f"],
+        "default": "c",
+        "description": "unit",
+        "title": "Unit",
+    }
     assert params["properties"]["tags"] == {
         "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
         "default": None,
+        "description": "tags",
+        "title": "Tags",
     }
-    assert params["$defs"]["Point"]["properties"]["x"]["type"] == "integer"
+    assert "$defs" not in params  # inlined, as AutoGen's are
+    assert params["properties"]["point"]["anyOf"][0]["properties"]["x"]["type"] == "integer"
+    assert params["additionalProperties"] is False
     assert tool.schema["strict"] is False
 
 
 def test_schema_strict_name_and_description_overrides() -> None:
-    tool = FunctionTool(weather, description="d", name="wx", strict=True)
+    def city_only(city: str) -> str:
+        return city
+
+    tool = FunctionTool(city_only, description="d", name="wx", strict=True)
     assert (tool.schema["name"], tool.schema["description"], tool.schema["strict"]) == ("wx", "d", True)
     assert tool.schema["parameters"]["additionalProperties"] is False
+    with pytest.raises(ValueError, match="Default arguments are not allowed in strict mode"):
+        _ = FunctionTool(weather, strict=True).schema
     with pytest.raises(ValueError, match="must match"):
         FunctionTool(weather, name="bad name")
     with pytest.raises(TypeError):
@@ -80,7 +101,11 @@ async def test_arguments_validated_and_coerced() -> None:
     assert await tool.run_json({"city": "Oslo", "days": "2", "point": {"x": 1}}) == "Oslo:2:c:None:x=1"
     with pytest.raises(ToolArgumentsError, match="unit: Input should be 'c' or 'f'"):
         await tool.run_json({"city": "Oslo", "unit": "k"})
-    strict = FunctionTool(weather, strict=True)
+
+    def city_only(city: str) -> str:
+        return city
+
+    strict = FunctionTool(city_only, strict=True)
     with pytest.raises(ToolArgumentsError, match="extra: Extra inputs are not permitted"):
         await strict.run_json({"city": "Oslo", "extra": 1})
     assert await tool.run_json({"city": "Oslo", "extra": 1}) == "Oslo:3:c:None:None"
@@ -234,7 +259,7 @@ class Unprintable:
         ({1, 2}, "{1, 2}", False),
         ({(1, 2): "tuple key"}, "{(1, 2): 'tuple key'}", False),
         (b"\x00bytes", "b'\\x00bytes'", False),
-        (Point(x=1), '{"x":1}', False),
+        (Point(x=1), '{"x": 1}', False),  # AutoGen's json.dumps(model_dump())
         ({"nested": [1, {"a": None}]}, '{"nested": [1, {"a": null}]}', False),
         (None, "null", False),
         (Unprintable(), "Error: RuntimeError: cannot print me", True),

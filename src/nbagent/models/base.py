@@ -14,7 +14,7 @@ from ..cancellation import CancellationToken
 from ..components import Component
 from ..context import estimate_tokens
 from ..messages import CreateResult, LLMMessage, RequestUsage
-from ..tools import ToolSchema
+from ..tools import Tool, ToolSchema, request_tools
 
 ToolChoice = Literal["auto", "required", "none"] | str
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
@@ -181,23 +181,24 @@ class ChatCompletionClient(Component, ABC):
         self,
         messages: Sequence[LLMMessage],
         *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
+        tools: Sequence[ToolSchema | Tool] = (),
+        tool_choice: ToolChoice | Tool = "auto",
         json_output: bool | type[BaseModel] | None = None,
         extra_create_args: Mapping[str, Any] | None = None,
         cancellation_token: CancellationToken | None = None,
     ) -> CreateResult:
         """One answer for ``messages``: :meth:`complete` on the request they make (a snapshot: the
         lists are copied, so a client may keep it)."""
-        request = ModelRequest(list(messages), list(tools), tool_choice, json_output, extra_create_args or _NO_ARGS)
+        schemas, choice = request_tools(tools, tool_choice)  # AutoGen's: Tool objects or schemas
+        request = ModelRequest(list(messages), schemas, choice, json_output, extra_create_args or _NO_ARGS)
         return await self.complete(request, cancellation_token)
 
     def create_stream(
         self,
         messages: Sequence[LLMMessage],
         *,
-        tools: Sequence[ToolSchema] = (),
-        tool_choice: ToolChoice = "auto",
+        tools: Sequence[ToolSchema | Tool] = (),
+        tool_choice: ToolChoice | Tool = "auto",
         json_output: bool | type[BaseModel] | None = None,
         extra_create_args: Mapping[str, Any] | None = None,
         cancellation_token: CancellationToken | None = None,
@@ -206,7 +207,8 @@ class ChatCompletionClient(Component, ABC):
 
         The iterator is a :class:`ModelStream`, which also tells when the first delta arrived.
         """
-        request = ModelRequest(list(messages), list(tools), tool_choice, json_output, extra_create_args or _NO_ARGS)
+        schemas, choice = request_tools(tools, tool_choice)  # AutoGen's: Tool objects or schemas
+        request = ModelRequest(list(messages), schemas, choice, json_output, extra_create_args or _NO_ARGS)
         return ModelStream(self, request, cancellation_token)
 
     # ------------------------------------------------------------------ what a client implements
