@@ -50,7 +50,10 @@ memory (a part every ``part_size`` tasks), into a dataset of one folder per tabl
     folder/events/session=<id>/part-00000.parquet      # the trace's tables (nbagent.TRACE_COLUMNS)
     folder/llm_calls/...  folder/tool_calls/...  folder/runs/...  folder/context_logs/...  folder/snapshots/...
 
-Running a batch again on the same folder skips the tasks already done (status ``ok``; a task is
+A part (the trace tables, attempts and results of its tasks) is written whole or not at all, its
+results last (see :mod:`nbagent.trace.parquet`): a batch killed while it writes loses only the tasks
+of the part whose files were not all written yet, and a rerun finishes a part left half moved into
+place. Running a batch again on the same folder skips the tasks already done (status ``ok``; a task is
 known by ``key``: by default its position and a hash of its text). ``shard=(i, n)`` runs the tasks
 at positions ``i, i + n, i + 2n, ...``; each shard is a session of its own in the same dataset, so n
 machines make one dataset::
@@ -70,11 +73,12 @@ pandas and pyarrow are imported only when results are built or written.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import random
+import shutil
 import sys
-import tempfile
 import time
 import weakref
 from array import array
@@ -96,8 +100,9 @@ from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
 from .sync import run_coroutine
 from .trace import Trace
+from .trace.parquet import WRITE_ORDER, arrow_table, next_part, pending_sessions, read_table_file, repair, write_part
 from .trace.schema import COLUMNS as TRACE_COLUMNS
-from .trace.schema import CONTEXT_TABLES, JSON_COLUMNS, TABLES
+from .trace.schema import CONTEXT_TABLES, TABLES, tables_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -164,6 +169,8 @@ UPDATES_PER_SECOND = 10
 LIVE_LATENCIES = 2048
 """While a batch runs its p50/p95 are those of the last this many tasks; at the end, of every task."""
 LAST_ERRORS = 5
+PART_TABLES = (*WRITE_ORDER, "attempts", "results")
+"""The tables of a part with output=, in the order its files are moved into place (results last)."""
 PENDING_PARTS = 2
 """With ``output=``: parts waiting to be written before no new task starts (memory stays flat when
 tasks finish faster than parts are written)."""
@@ -650,46 +657,43 @@ class _Dataset:
         self.folder = folder
         self.session = session
         folder.mkdir(parents=True, exist_ok=True)
-        self._parts = count(self._next_part())
+        self.repaired = self._repair()
+        self._parts = count(next_part(folder, session, PART_TABLES))
 
-    def _next_part(self) -> int:
-        found = [
-            int(path.stem.split("-")[-1])
-            for table in ("results", *TABLES)
-            for path in (self.folder / table / f"session={self.session}").glob("part-*.parquet")
-        ]
-        return max(found, default=-1) + 1
+    def _repair(self) -> list[str]:
+        """Finish or remove the parts of every session a killed batch left unfinished (so a rerun never
+        runs a task whose rows are in place, nor finds its rows twice), and remove the scratch folders
+        of earlier versions (``.writing-*``)."""
+        done = []
+        for scratch in self.folder.glob(".writing-*"):
+            if scratch.is_dir():
+                shutil.rmtree(scratch, ignore_errors=True)
+                done.append(f"removed {scratch.name}")
+        sessions = {p.name[len("session=") :] for t in PART_TABLES for p in (self.folder / t).glob("session=*")}
+        for session in sorted(sessions | pending_sessions(self.folder)):
+            with contextlib.suppress(ValueError):  # a stray folder: not a session of a batch
+                done += repair(self.folder, session, PART_TABLES)
+        return done
 
     def new_number(self) -> int:
         return next(self._parts)
 
     def write(self, part: _Part) -> None:
-        """Write a part's trace tables, results and attempts (in a worker thread: no loop object is touched)."""
+        """Write a part's trace tables, attempts and results, whole or not at all (in a worker thread:
+        no loop object is touched). The results file is moved into place last: a task is done (and a
+        rerun skips it) only once every row of its runs is in place."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        name = f"part-{part.number}.parquet"
-        with tempfile.TemporaryDirectory(dir=self.folder, prefix=".writing-") as scratch:
-            written = Path(part.trace.to_parquet(Path(scratch) / "trace"))
-            for table in (*TABLES, *CONTEXT_TABLES):
-                self._place(_exported(written, table), table, name)
-            results = pa.Table.from_pylist(
-                [_result_record(row) for row in part.rows],
-                schema=_arrow_schema(RESULT_COLUMNS, [("task_index", pa.int64())]),
-            )
-            pq.write_table(results, Path(scratch) / "results.parquet")
-            attempts = pa.Table.from_pylist(
-                [dict(zip(ATTEMPT_COLUMNS, attempt)) for attempt in part.attempts],
-                schema=_arrow_schema(ATTEMPT_COLUMNS),
-            )
-            pq.write_table(attempts, Path(scratch) / "attempts.parquet")
-            self._place(Path(scratch) / "attempts.parquet", "attempts", name)
-            self._place(Path(scratch) / "results.parquet", "results", name)  # last: a part is done once it is there
-
-    def _place(self, source: Path, table: str, name: str) -> None:
-        target = self.folder / table / f"session={self.session}"
-        target.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target / name)
+        frames = tables_of(part.trace)
+        tables = {table: arrow_table(frames[table], table, self.session) for table in WRITE_ORDER}
+        tables["attempts"] = pa.Table.from_pylist(
+            [dict(zip(ATTEMPT_COLUMNS, attempt)) for attempt in part.attempts], schema=_arrow_schema(ATTEMPT_COLUMNS)
+        )
+        tables["results"] = pa.Table.from_pylist(
+            [_result_record(row) for row in part.rows],
+            schema=_arrow_schema(RESULT_COLUMNS, [("task_index", pa.int64())]),
+        )
+        write_part(self.folder, self.session, part.number, tables)
 
     # ------------------------------------------------------------------ reading
 
@@ -750,7 +754,7 @@ class _Dataset:
         for _, runs_path in self.files("runs", self.session):
             part = {table: runs_path.parent.parent.parent / table / runs_path.parent.name / runs_path.name
                     for table in pieces}  # fmt: skip
-            frames = {table: _read_trace_part(path, table) if path.exists() else empty(table)
+            frames = {table: read_table_file(path, table) if path.exists() else empty(table)
                       for table, path in part.items()}  # fmt: skip
             snaps, logs = frames["snapshots"], frames["context_logs"]
             frames["snapshots"] = snaps.assign(
@@ -772,31 +776,6 @@ class _Dataset:
                     df[column] = df[column].astype(dtype)
             joined[table] = df
         return LoadedTrace(joined, trace_id)
-
-
-def _exported(folder: Path, table: str) -> Path:
-    """The file ``trace.to_parquet(folder)`` wrote for ``table``: ``<table>/session=<id>/part-0.parquet``
-    (the dataset layout), or ``<table>.parquet`` (the earlier one)."""
-    old = folder / f"{table}.parquet"
-    if old.exists():
-        return old
-    (found,) = sorted((folder / table).glob("session=*/part-*.parquet"))
-    return found
-
-
-def _read_trace_part(path: Path, table: str) -> pd.DataFrame:
-    """One part of a trace table as the frame it was (JSON text decoded, :data:`nbagent.TRACE_COLUMNS`' dtypes)."""
-    import json
-
-    import pandas as pd
-
-    df = pd.read_parquet(path, engine="pyarrow")
-    for column in TRACE_COLUMNS[table].keys() - df.columns:
-        df[column] = pd.Series([None] * len(df), dtype="object")
-    df = df[list(TRACE_COLUMNS[table])]
-    for column in JSON_COLUMNS.get(table, ()):
-        df[column] = pd.Series([json.loads(v) if isinstance(v, str) else None for v in df[column]], dtype="object")
-    return df
 
 
 def _result_record(row: _Row) -> dict[str, Any]:

@@ -147,3 +147,27 @@ async def test_jsonl_tables_are_read_whole_by_duckdb_and_polars(tmp_path: Path, 
         expected = {"events": len(trace), "runs": 2, "llm_calls": 4, "tool_calls": 4}.get(table)
         if expected is not None:
             assert frame.height == expected == len(duck.fetchall()), table
+
+
+async def test_spark_reads_a_dataset_whose_writer_was_killed(tmp_path: Path, spark: Any) -> None:
+    """A Batch SIGKILLed before its first rename, among its renames and after them (tests/trace/
+    test_atomic_writes.py kills it at every file operation, read by DuckDB, pandas and load_parquet):
+    Spark reads every table, and a run it counts in runs/ has its rows in events/."""
+    from tests.trace.test_atomic_writes import BATCH_TABLES, Writer
+
+    writer = Writer("batch")
+    try:
+        ops = writer.operations(tmp_path / "count")
+        replaces = [n for n, op in enumerate(ops, 1) if op.startswith("replace")]
+        for kill_at in (replaces[0] - 1, replaces[0], replaces[3], replaces[-1], len(ops)):
+            root = tmp_path / f"k{kill_at}"
+            code, said = writer.write(root, kill_at)
+            assert code == -9, said
+            tables = [t for t in BATCH_TABLES if (root / t).is_dir()]
+            counts = {t: spark.read.parquet(str(root / t)).count() for t in tables}
+            if "runs" in tables:
+                runs = {r.run_id for r in spark.read.parquet(str(root / "runs")).select("run_id").collect()}
+                events = {r.run_id for r in spark.read.parquet(str(root / "events")).select("run_id").collect()}
+                assert runs <= events and counts["runs"] == 3
+    finally:
+        writer.close()

@@ -12,6 +12,14 @@ glob: ``spark.read.parquet("traces/tool_calls")``, DuckDB's
 column, so a filter on it prunes files. Every file of a table has the same schema (an all-null
 column keeps its type; times are UTC to the microsecond, which Spark reads as TIMESTAMP).
 
+**A part is visible whole or not at all**: its files are written in a hidden folder of the dataset
+(``.pending-<id>-part-<n>``) and then moved into place one rename each, ``runs`` last (a run counted
+in ``runs/`` has its rows in every table). A writer killed among the renames leaves every file whole;
+:func:`read_parquet` skips such a part with a warning, and the next write to that session (a Batch's
+resume) finishes it (or removes one none of whose files was placed). A file of another schema, or a
+column of another type, is refused naming the file and the column; a stray ``session=`` folder whose
+name is no id is skipped with a warning.
+
 :func:`read_parquet` reads a whole dataset, one session of it, or a folder of the earlier layout
 (``folder/<table>.parquet``, one session), into frames with :data:`COLUMNS`' dtypes.
 """
@@ -19,7 +27,11 @@ column keeps its type; times are UTC to the microsecond, which Spark reads as TI
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import warnings
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +57,7 @@ ORDER BY calls DESC, tool_name
 # The trace's id, kept apart from the rows so that a trace with none keeps it: the schema metadata.
 _TRACE_ID_KEY = b"nbagent.trace_id"
 _PART = re.compile(r"part-(\d+)\.parquet")
+_PENDING = re.compile(r"\.pending-(.+)-part-(\d+)")
 _SAFE = re.compile(r"[A-Za-z0-9._-]+")
 
 
@@ -73,13 +86,28 @@ def arrow_schema(table: str) -> Any:
     return pa.schema([(name, types[dtype]) for name, (dtype, _) in COLUMNS[table].items()])
 
 
-def session_folder(root: Path, table: str, session: str) -> Path:
+MAX_ID = 200
+"""The longest session (trace) id: a folder's name is at most 255 bytes on most file systems."""
+
+
+def check_session(session: str) -> str:
+    """``session`` if it can name a folder (letters, digits, '.', '_', '-'; at most :data:`MAX_ID`), else ValueError."""
     if not _SAFE.fullmatch(session) or session in (".", ".."):
-        raise ValueError(f"a session id must be letters, digits, '.', '_' or '-': {session!r}")
-    return root / table / f"session={session}"
+        raise ValueError(f"a session (trace) id must be letters, digits, '.', '_' or '-': {session!r}")
+    if len(session) > MAX_ID:
+        raise ValueError(
+            f"a session (trace) id must be at most {MAX_ID} characters, not {len(session)}: {session[:40]!r}..."
+        )
+    return session
+
+
+def session_folder(root: Path, table: str, session: str) -> Path:
+    """``root/<table>/session=<session>`` (a session id that cannot name a folder: ValueError)."""
+    return root / table / f"session={check_session(session)}"
 
 
 def _parts(folder: Path) -> dict[int, Path]:
+    """The finished parts in ``folder`` by number."""
     found = {}
     if folder.is_dir():
         for path in folder.iterdir():
@@ -87,6 +115,127 @@ def _parts(folder: Path) -> dict[int, Path]:
             if match:
                 found[int(match.group(1))] = path
     return found
+
+
+def part_name(number: int) -> str:
+    """The file name of part ``number``."""
+    return f"part-{number}.parquet"
+
+
+def pending_folder(root: Path, session: str, number: int) -> Path:
+    """Where part ``number`` of ``session`` is written before it is moved into place: a hidden folder of
+    ``root`` (Spark, pyarrow, pandas, DuckDB and polars read a table's folder, never this one) laid out
+    as the dataset is, ``<table>/session=<id>/part-<n>.parquet``."""
+    return root / f".pending-{session}-part-{number}"
+
+
+def _pending_parts(root: Path, session: str) -> dict[int, Path]:
+    """The pending folders of ``session``'s parts by number."""
+    found = {}
+    if root.is_dir():
+        for path in root.glob(f".pending-{session}-part-*"):
+            match = _PENDING.fullmatch(path.name)
+            if match and match.group(1) == session:
+                found[int(match.group(2))] = path
+    return found
+
+
+def pending_sessions(root: Path) -> set[str]:
+    """The sessions some part of which is pending in ``root`` (being written, or left by a killed writer)."""
+    found = set()
+    if root.is_dir():
+        for path in root.glob(".pending-*-part-*"):
+            match = _PENDING.fullmatch(path.name)
+            if match:
+                found.add(match.group(1))
+    return found
+
+
+def next_part(root: Path, session: str, tables: Sequence[str]) -> int:
+    """The next free part number of ``session`` over ``tables``, finished or not."""
+    used = set(_pending_parts(root, session))
+    for table in tables:
+        used.update(_parts(session_folder(root, table, session)))
+    return max(used) + 1 if used else 0
+
+
+def _placed(root: Path, session: str, number: int, tables: Sequence[str]) -> bool:
+    return any((session_folder(root, table, session) / part_name(number)).exists() for table in tables)
+
+
+def _has_files(folder: Path) -> bool:
+    return any(path.is_file() for path in folder.rglob("*"))
+
+
+def unfinished_parts(root: Path, session: str, tables: Sequence[str]) -> set[int]:
+    """The parts of ``session`` some file of which is in place while another is not (a writer died
+    among its renames): :func:`repair` finishes them; readers skip them."""
+    return {
+        number
+        for number, pending in _pending_parts(root, session).items()
+        if _has_files(pending) and _placed(root, session, number, tables)
+    }
+
+
+def _move_into_place(pending: Path, root: Path, table: str, session: str, number: int) -> None:
+    """Move a pending part's ``table`` file into place with one rename: of its table's folder when the
+    dataset has none yet, else of its session's folder when the table has none yet, else of the file
+    (so no reader ever sees an empty folder, which DuckDB's glob refuses)."""
+    relative = Path(table) / f"session={session}" / part_name(number)
+    for depth in (1, 2):
+        source, target = pending / Path(*relative.parts[:depth]), root / Path(*relative.parts[:depth])
+        if not target.exists():
+            try:
+                os.replace(source, target)
+                return
+            except OSError:  # another writer made it meanwhile (a Batch writes parts at once): go in
+                if not target.is_dir():
+                    raise
+    os.replace(pending / relative, root / relative)
+
+
+def write_part(root: Path, session: str, number: int, tables: Mapping[str, Any]) -> None:
+    """Write part ``number`` of ``session``: ``tables`` (name -> pyarrow Table), visible whole or not at all.
+
+    Every table's file is first written whole in the part's :func:`pending_folder`; then each is moved
+    into place with one rename, in the order of ``tables`` (the last one says the part is done). A
+    process killed before the first rename leaves only the hidden folder (:func:`repair` removes it);
+    one killed among the renames leaves every file whole, and :func:`repair` finishes the renames.
+    Readers of nbagent skip a part some files of which are still pending (:func:`unfinished_parts`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pending = pending_folder(root, session, number)
+    root.mkdir(parents=True, exist_ok=True)
+    pending.mkdir()
+    for table, arrow in tables.items():
+        folder = pending / table / f"session={session}"
+        folder.parent.mkdir()
+        folder.mkdir()
+        sink = pa.BufferOutputStream()
+        pq.write_table(arrow, sink)
+        with open(folder / part_name(number), "wb") as file:
+            file.write(sink.getvalue().to_pybytes())
+    for table in tables:
+        _move_into_place(pending, root, table, session, number)
+    shutil.rmtree(pending)
+
+
+def repair(root: Path, session: str, tables: Sequence[str]) -> list[str]:
+    """Finish or undo the parts of ``session`` a killed writer left unfinished (what was done, as text):
+    a part some file of which is in place had all of its files written, so the rest are moved into
+    place (in ``tables``' order); a part none of which is in place is removed."""
+    done: list[str] = []
+    for number, pending in sorted(_pending_parts(root, session).items()):
+        if _has_files(pending) and _placed(root, session, number, tables):
+            for table in tables:
+                if (pending / table / f"session={session}" / part_name(number)).exists():
+                    _move_into_place(pending, root, table, session, number)
+            done.append(f"part {number} of session {session}: finished")
+        elif _has_files(pending):
+            done.append(f"part {number} of session {session}: removed")
+        shutil.rmtree(pending)
+    return done
 
 
 def split_sessions(tables: dict[str, pd.DataFrame], fallback: str) -> dict[str, dict[str, pd.DataFrame]]:
@@ -114,64 +263,94 @@ def split_sessions(tables: dict[str, pd.DataFrame], fallback: str) -> dict[str, 
     return out
 
 
+# The order a part's files are moved into place: ``runs`` last, so that a run listed in ``runs/`` has its
+# rows in every other table, also for a reader that does not know of unfinished parts.
+WRITE_ORDER = ("events", "llm_calls", "tool_calls", "context_logs", "snapshots", "runs")
+
+
+def arrow_table(df: pd.DataFrame, table: str, trace_id: str) -> Any:
+    """``df`` (a frame of ``table``) as a pyarrow Table of :func:`arrow_schema`, JSON-valued columns as
+    JSON text and the trace's id in the schema's metadata."""
+    import pyarrow as pa
+
+    df = df.copy()
+    for column in JSON_COLUMNS.get(table, ()):
+        df[column] = df[column].map(json.dumps).astype("string")
+    arrow = pa.Table.from_pandas(df, schema=arrow_schema(table), preserve_index=False)
+    return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), _TRACE_ID_KEY: trace_id.encode()})
+
+
 def write_parquet(trace: TraceTables, folder: str | Path) -> Path:
     """Write each table as ``folder/<table>/session=<trace id>/part-<n>.parquet`` (``n``: the next
-    free part of that session); JSON-valued columns are stored as JSON text. Returns ``folder``."""
+    free part of that session), each part whole or not at all (:func:`write_part`; a part a killed
+    process left unfinished is finished or removed first); JSON-valued columns are stored as JSON
+    text. Returns ``folder``."""
     require_pyarrow()
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     root = Path(folder)
     for session, tables in split_sessions(tables_of(trace), trace.trace_id).items():
-        folders = {table: session_folder(root, table, session) for table in ALL_TABLES}
-        used = set().union(*(_parts(path).keys() for path in folders.values()))
-        part = max(used) + 1 if used else 0
-        for table, df in tables.items():
-            df = df.copy()
-            for column in JSON_COLUMNS.get(table, ()):
-                df[column] = df[column].map(json.dumps).astype("string")
-            arrow = pa.Table.from_pandas(df, schema=arrow_schema(table), preserve_index=False)
-            metadata = {**(arrow.schema.metadata or {}), _TRACE_ID_KEY: session.encode()}
-            folders[table].mkdir(parents=True, exist_ok=True)
-            pq.write_table(arrow.replace_schema_metadata(metadata), folders[table] / f"part-{part}.parquet")
+        session_folder(root, "runs", session)  # a bad id is refused before anything is written
+        repair(root, session, WRITE_ORDER)
+        part = next_part(root, session, WRITE_ORDER)
+        write_part(root, session, part, {table: arrow_table(tables[table], table, session) for table in WRITE_ORDER})
     return root
 
 
-def write_session(trace: TraceTables, folder: str | Path) -> dict[str, Path]:
-    """Write one trace's tables as ``folder/<table>.parquet`` (the earlier, flat layout, which
-    :func:`read_parquet` still reads); the path of each table's file. For a writer that places the
-    files in a dataset itself (``nbagent.batch``)."""
-    require_pyarrow()
+def _compatible(actual: Any, expected: Any) -> bool:
+    """Whether a file's column of type ``actual`` reads as ``expected`` (a category stored as plain
+    text or the reverse, any integer width, a timestamp's unit, an all-null column: yes)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for table, df in tables_of(trace).items():
-        df = df.copy()
-        for column in JSON_COLUMNS.get(table, ()):
-            df[column] = df[column].map(json.dumps).astype("string")
-        arrow = pa.Table.from_pandas(df, schema=arrow_schema(table), preserve_index=False)
-        metadata = {**(arrow.schema.metadata or {}), _TRACE_ID_KEY: trace.trace_id.encode()}
-        paths[table] = out / f"{table}.parquet"
-        pq.write_table(arrow.replace_schema_metadata(metadata), paths[table])
-    return paths
+    actual = actual.value_type if pa.types.is_dictionary(actual) else actual
+    expected = expected.value_type if pa.types.is_dictionary(expected) else expected
+    if actual == expected or pa.types.is_null(actual):
+        return True
+    kinds = (pa.types.is_string, pa.types.is_large_string), (pa.types.is_integer,), (pa.types.is_timestamp,)
+    if pa.types.is_floating(expected):
+        return bool(pa.types.is_floating(actual) or pa.types.is_integer(actual))
+    return any(any(k(actual) for k in kind) and any(k(expected) for k in kind) for kind in kinds)
 
 
-def _read_table(path: Path, table: str) -> pd.DataFrame:
+def check_schema(path: Path, table: str, schema: Any, expected: Any, known: Collection[str]) -> None:
+    """Refuse a file whose columns are not those of nbagent's ``table`` (ValueError naming the file and
+    the column): a column the table never had, no ``trace_id``, or a column of another type. A column
+    of ``known`` the file lacks is fine (added since it was written)."""
+    for name in schema.names:
+        if name not in known:
+            raise ValueError(
+                f"{path}: column {name!r} is not a column of nbagent's {table!r} table: "
+                "a file of another schema in the dataset? (move it out of the folder)"
+            )
+    if "trace_id" in known and "trace_id" not in schema.names:
+        raise ValueError(f"{path}: no column 'trace_id': not a file of nbagent's {table!r} table")
+    for name in schema.names:
+        actual, wanted = schema.field(name).type, expected.field(name).type
+        if not _compatible(actual, wanted):
+            raise ValueError(f"{path}: column {name!r} is {actual}, where nbagent's {table!r} table has {wanted}")
+
+
+def read_table_file(path: Path, table: str) -> pd.DataFrame:
     """One file of ``table``, with every column of :data:`COLUMNS` (a column added since: null) in
-    order, JSON text decoded; dtypes not cast yet."""
+    order, JSON text decoded; dtypes not cast yet. A file that is not one of nbagent's ``table``
+    (another schema, a column of another type, not Parquet) raises a ValueError naming it."""
     import pandas as pd
+    import pyarrow.parquet as pq
 
     if not path.exists():
         return empty(table)
+    try:
+        schema = pq.read_schema(path)
+    except Exception as error:  # pyarrow.ArrowInvalid and friends: not a whole Parquet file
+        raise ValueError(f"{path}: not a readable Parquet file ({error})") from error
+    check_schema(path, table, schema, arrow_schema(table), COLUMNS[table])
     df = pd.read_parquet(path, engine="pyarrow")
     for column in COLUMNS[table].keys() - df.columns:  # added since the file was written
         df[column] = pd.Series([None] * len(df), dtype="object")
     df = df[list(COLUMNS[table])]
     for column in JSON_COLUMNS.get(table, ()):
-        values = [json.loads(value) if isinstance(value, str) else None for value in df[column]]
+        try:
+            values = [json.loads(value) if isinstance(value, str) else None for value in df[column]]
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: column {column!r} holds text that is not JSON ({error})") from error
         df[column] = pd.Series(values, dtype="object")
     return df
 
@@ -183,10 +362,15 @@ def _cast(df: pd.DataFrame, table: str) -> pd.DataFrame:
     return df
 
 
-def _stored_id(path: Path) -> str | None:
+def _first_part(folder: Path) -> Path | None:
+    parts = _parts(folder)
+    return parts[min(parts)] if parts else None
+
+
+def _stored_id(path: Path | None) -> str | None:
     import pyarrow.parquet as pq
 
-    if not path.exists():
+    if path is None or not path.exists():
         return None
     stored = (pq.read_schema(path).metadata or {}).get(_TRACE_ID_KEY)
     return stored.decode() if stored else None
@@ -194,23 +378,33 @@ def _stored_id(path: Path) -> str | None:
 
 def _read_old(src: Path) -> tuple[dict[str, pd.DataFrame], str]:
     """A folder of the earlier layout: ``folder/<table>.parquet``, one session."""
-    frames = {table: _cast(_read_table(src / f"{table}.parquet", table), table) for table in ALL_TABLES}
+    frames = {table: _cast(read_table_file(src / f"{table}.parquet", table), table) for table in ALL_TABLES}
     return frames, _stored_id(src / "runs.parquet") or trace_id_of(frames, src.name)
 
 
 def sessions_in(root: Path) -> list[str]:
-    """The sessions of a dataset (``root/<table>/session=<id>``), by name."""
+    """The sessions of a dataset (``root/<table>/session=<id>``), by name; a folder whose name is no
+    session id (``session=a b``, one too long) is skipped with a warning."""
     found: set[str] = set()
     for table in ALL_TABLES:
         folder = root / table
         if folder.is_dir():
-            found.update(p.name[len("session=") :] for p in folder.iterdir() if p.name.startswith("session="))
+            for path in folder.iterdir():
+                if not path.name.startswith("session=") or not path.is_dir():
+                    continue
+                name = path.name[len("session=") :]
+                try:
+                    found.add(check_session(name))
+                except ValueError as error:
+                    warnings.warn(f"nbagent: {path} skipped: {error}", stacklevel=3)
     return sorted(found)
 
 
 def _concat(pieces: list[pd.DataFrame], table: str) -> pd.DataFrame:
     import pandas as pd
 
+    if not pieces:
+        return empty(table)
     if len(pieces) == 1:
         return _cast(pieces[0], table)
     objects = [
@@ -235,11 +429,18 @@ def read_parquet(folder: str | Path, session: str | None = None) -> tuple[dict[s
     loaded: list[tuple[Any, str, dict[str, pd.DataFrame]]] = []
     for name in sessions:
         folders = {table: session_folder(src, table, name) for table in ALL_TABLES}
-        if not folders["runs"].is_dir():
+        if session is not None and not any(folder.is_dir() for folder in folders.values()):
             raise FileNotFoundError(f"no session {name!r} in {src}")
-        parts = sorted(set().union(*(_parts(path).keys() for path in folders.values())))
+        unfinished = unfinished_parts(src, name, ALL_TABLES)
+        if unfinished:
+            warnings.warn(
+                f"nbagent: {src}: part(s) {sorted(unfinished)} of session {name!r} skipped: unfinished (a write "
+                "was interrupted; the next write to this session, or a Batch resuming it, finishes or removes them)",
+                stacklevel=3,
+            )
+        parts = sorted(set().union(*(_parts(path).keys() for path in folders.values())) - unfinished)
         for part in parts:
-            tables = {table: _read_table(folders[table] / f"part-{part}.parquet", table) for table in ALL_TABLES}
+            tables = {table: read_table_file(folders[table] / part_name(part), table) for table in ALL_TABLES}
             times = tables["events"]["timestamp"].dropna()
             first = int(times.min().value) if len(times) else 2**63  # an empty part sorts last
             loaded.append(((first, name, part), name, tables))
@@ -265,6 +466,6 @@ def read_parquet(folder: str | Path, session: str | None = None) -> tuple[dict[s
         for table in ALL_TABLES:
             pieces[table].append(tables[table])
     frames = {table: _concat(pieces[table], table) for table in ALL_TABLES}
-    order = list(dict.fromkeys(name for _, name, _ in loaded))
-    ids = [_stored_id(session_folder(src, "runs", name) / "part-0.parquet") or name for name in order]
+    order = list(dict.fromkeys(name for _, name, _ in loaded)) or sessions
+    ids = [_stored_id(_first_part(session_folder(src, "runs", name))) or name for name in order]
     return frames, ids
