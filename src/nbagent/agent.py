@@ -8,6 +8,7 @@ pass the events on; the step-by-step mode pauses at each move; the trace records
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 import warnings
 from array import array
@@ -330,6 +331,8 @@ class AssistantAgent(Component):
         self._slot = _RunSlot(name)
         self.trace = Trace(owner=self)
         self.recorders: list[Recorder] = [self.trace]
+        if "autogen_agentchat.base" in sys.modules:  # AutoGen's teams take the agent as a ChatAgent
+            _join_autogen(type(self))
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -492,6 +495,9 @@ class AssistantAgent(Component):
 
     @property
     def produced_message_types(self) -> tuple[type[BaseChatMessage], ...]:
+        """The chat message types this agent can answer with; ``in`` also finds AutoGen's type of the same
+        name (``HandoffMessage in agent.produced_message_types``, as AutoGen's ``Swarm`` asks of its first
+        participant: the agent answers AutoGen's teams with AutoGen's types)."""
         types: list[type[BaseChatMessage]] = [TextMessage]
         if self._handoffs:
             types.append(HandoffMessage)
@@ -499,7 +505,7 @@ class AssistantAgent(Component):
             types.append(ToolCallSummaryMessage)
         if self._output_content_type is not None:
             types.append(StructuredMessage)
-        return tuple(types)
+        return ProducedTypes(types)
 
     @property
     def is_running(self) -> bool:
@@ -555,27 +561,42 @@ class AssistantAgent(Component):
     ) -> Response:
         """Run on new messages and return the final :class:`Response`."""
         where = "AssistantAgent.on_messages"
+        outgoing = _autogen_caller(messages, cancellation_token)
         checked, token = check_messages(where, messages), check_token(where, cancellation_token)
-        response: Response | None = None
+        response: Any = None
         async with aclosing(self.on_messages_stream(checked, token)) as stream:
             async for item in stream:
-                if isinstance(item, Response):  # a subclass too, as AutoGen's on_messages reads it
+                if isinstance(item, Response) or _is_autogen_response(item):  # a subclass too, as AutoGen reads it
                     response = item
         assert response is not None, "on_messages_stream ended without a Response"
-        return response
+        if outgoing is not None and isinstance(response, Response):
+            return outgoing.item(response)  # type: ignore[no-any-return]  # AutoGen's Response, to AutoGen's caller
+        return response  # type: ignore[no-any-return]
 
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
-        """Run on new messages, yielding each event as it happens and the ``Response`` last."""
+        """Run on new messages, yielding each event as it happens and the ``Response`` last.
+
+        Called with AutoGen's chat messages (or with none and AutoGen's ``CancellationToken``), as
+        AutoGen's teams call a participant, it yields AutoGen's events, messages and ``Response``
+        (:mod:`nbagent.autogen.protocol`); the run itself and its records are nbagent's.
+        """
         where = "AssistantAgent.on_messages_stream"
+        outgoing = _autogen_caller(messages, cancellation_token)
         run = self._new_run(check_messages(where, messages), check_token(where, cancellation_token), True)
         try:
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, NOT_EVENTS):
-                    yield item
+                    yield item if outgoing is None else outgoing.item(item)
         finally:
             await run.aclose()
+
+    async def on_pause(self, cancellation_token: CancellationToken | None = None) -> None:  # noqa: B027
+        """AutoGen's hook, called when a team pauses; nothing to do (a run is stopped by its token)."""
+
+    async def on_resume(self, cancellation_token: CancellationToken | None = None) -> None:  # noqa: B027
+        """AutoGen's hook, called when a team resumes; nothing to do."""
 
     async def run(
         self,
@@ -1499,6 +1520,8 @@ def task_messages(task: Task, where: str = "AssistantAgent.run") -> list[BaseCha
         return [TextMessage(content=task, source="user")]
     if isinstance(task, BaseChatMessage):
         return [task]
+    if _is_autogen_chat(task):  # AutoGen's TextMessage...: converted field by field
+        return _autogen_chats([task])
     items = check.sequence(where, "task", task, TASK_EXPECTED, hint=_llm_message_hint(task))
     return check.each(where, "task", items, partial(_chat_message, where))
 
@@ -1524,10 +1547,65 @@ def check_messages(where: str, messages: object) -> list[BaseChatMessage]:
 def _chat_message(where: str, param: str, message: object) -> BaseChatMessage:
     if isinstance(message, BaseChatMessage):
         return message
+    if _is_autogen_chat(message):  # AutoGen's chat message: converted field by field (ids kept)
+        return _autogen_chats([message])[0]
     # AutoGen raises ValueError for a wrong item of a task list: the error is a ValueError too.
     raise check.ItemTypeError(
         check.message(where, param, "a chat message (TextMessage...)", check.given(message), _llm_message_hint(message))
     )
+
+
+class ProducedTypes(tuple[type[BaseChatMessage], ...]):
+    """nbagent's message types; ``in`` also finds AutoGen's type of the same name (its twin)."""
+
+    __slots__ = ()
+
+    def __contains__(self, value: object) -> bool:
+        if tuple.__contains__(self, value):
+            return True
+        module = getattr(value, "__module__", "")
+        name = getattr(value, "__name__", None)
+        return module == "autogen_agentchat.messages" and any(kind.__name__ == name for kind in self)
+
+
+def _is_autogen_chat(value: object) -> bool:
+    """Whether ``value`` is one of AutoGen's chat messages (imports no AutoGen)."""
+    messages = sys.modules.get("autogen_agentchat.messages")
+    return messages is not None and isinstance(value, messages.BaseChatMessage)
+
+
+def _autogen_chats(messages: list[Any]) -> list[BaseChatMessage]:
+    from .autogen.protocol import chats_in
+
+    return chats_in(messages)
+
+
+def _autogen_caller(messages: object, token: object) -> Any:
+    """For ``on_messages``/``on_messages_stream``: an :class:`~nbagent.autogen.protocol.Outgoing`
+    converter when AutoGen calls (its chat messages, or none and its token: a team's container), else
+    ``None``."""
+    if "autogen_agentchat.messages" not in sys.modules:
+        return None
+    if isinstance(messages, (list, tuple)) and messages:
+        autogen = any(_is_autogen_chat(message) for message in messages)
+    else:
+        autogen = type(token).__module__.startswith("autogen_core")
+    if not autogen:
+        return None
+    from .autogen.protocol import Outgoing
+
+    return Outgoing()
+
+
+def _is_autogen_response(item: object) -> bool:
+    base = sys.modules.get("autogen_agentchat.base")
+    return base is not None and isinstance(item, base.Response)
+
+
+def _join_autogen(cls: type) -> None:
+    from .autogen.protocol import register_chat_agent
+
+    register_chat_agent(cls)
 
 
 def _llm_message_hint(value: object) -> str:

@@ -52,7 +52,10 @@ __all__ = [
 def is_autogen(obj: object) -> bool:
     """Whether ``obj`` is an AutoGen agent (``ChatAgent``) or team (``Team``); imports no AutoGen."""
     base = sys.modules.get("autogen_agentchat.base")
-    return base is not None and isinstance(obj, (base.ChatAgent, base.Team))
+    if base is None or not isinstance(obj, (base.ChatAgent, base.Team)):
+        return False
+    # nbagent's AssistantAgent is a virtual ChatAgent (AutoGen's teams take it): not one of AutoGen's own.
+    return any(cls.__module__.startswith("autogen") for cls in type(obj).__mro__[:-1])
 
 
 def trace_of(agent_or_team: ChatAgent | Team) -> Trace:

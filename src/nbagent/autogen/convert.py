@@ -21,7 +21,7 @@ from autogen_agentchat import messages as ag
 from autogen_core import FunctionCall as AgFunctionCall
 from autogen_core import Image as AgImage
 from autogen_core import models as agm
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, PrivateAttr, create_model
 
 from .. import messages as nb
 from ..tools import ToolSchema
@@ -37,6 +37,12 @@ class ForeignMessage(nb.BaseChatMessage):
     content: str
     autogen_type: str
     type: str = "ForeignMessage"
+    _model_message: nb.UserMessage | None = PrivateAttr(default=None)
+
+    def to_model_message(self) -> nb.UserMessage:
+        """What AutoGen's own ``to_model_message()`` made of the message (a ``MultiModalMessage``'s
+        images included), else its text."""
+        return self._model_message if self._model_message is not None else super().to_model_message()
 
 
 class ForeignEvent(nb.BaseAgentEvent):
@@ -215,7 +221,14 @@ class Converter:
         if type(message) is ag.TextMessage:
             return nb.TextMessage(content=message.content, **common)
         kind = _type_of(message)
-        return foreign_class(ForeignMessage, kind)(content=_text(message), autogen_type=kind, type=kind, **common)
+        foreign = foreign_class(ForeignMessage, kind)(content=_text(message), autogen_type=kind, type=kind, **common)
+        try:
+            model_message = llm_message(message.to_model_message())
+        except Exception:  # noqa: BLE001 (a custom message whose to_model_message fails: its text)
+            model_message = None
+        if isinstance(model_message, nb.UserMessage):
+            foreign._model_message = model_message  # noqa: SLF001 (its own class's private attribute, set as made)
+        return foreign
 
     def event(self, event: ag.BaseAgentEvent) -> nb.BaseAgentEvent:
         """An event as nbagent's (an unknown type as a :class:`ForeignEvent`)."""

@@ -47,7 +47,7 @@ from autogen_core.models import ChatCompletionClient
 
 from .. import messages as nb
 from .._ids import new_id, utc_now
-from ..agent import CANCELLED_TOOL_RESULT, AgentBusyError
+from ..agent import CANCELLED_TOOL_RESULT, AgentBusyError, AssistantAgent
 from ..cancellation import CANCELLED
 from ..cancellation import CancellationToken as NbCancellationToken
 from ..records import LLMCall, RunFinished, RunItem, RunIterator, RunStarted, RunStatus, ToolExecution
@@ -201,6 +201,11 @@ class _Agent:
         # Messages a team gave the agent in earlier runs that it has not answered yet (its buffer).
         self.carried: list[nb.BaseChatMessage] = []
         self.spoke = False  # it held messages at the end of an earlier run of the team
+        # nbagent's own AssistantAgent in an AutoGen team: its runs are nbagent runs, recorded by the
+        # trace attached to it and handed on by a forwarder, not rebuilt from AutoGen's stream.
+        self.own: AssistantAgent | None = agent if isinstance(agent, AssistantAgent) else None
+        self.forwarder: _Forwarder | None = None
+        self.attached = False  # the run's trace recorded the nbagent agent before the run
 
     # ------------------------------------------------------------------ wrapping
 
@@ -212,6 +217,11 @@ class _Agent:
         are put back by :meth:`unwrap` however the run ends.
         """
         agent = self.agent
+        if self.own is not None:
+            self.forwarder = _Forwarder(self.run, self)
+            self.own.recorders.insert(0, self.forwarder)  # first: it marks a turn's RunStarted as the team's
+            self.source.secrets = self.own.secrets
+            return
         client = getattr(agent, "_model_client", None)
         if not isinstance(client, ChatCompletionClient) and not _without_model(agent, client):
             warnings.warn(
@@ -242,6 +252,10 @@ class _Agent:
 
     def unwrap(self) -> None:
         agent = self.agent
+        if self.own is not None and self.forwarder is not None:
+            if self.forwarder in self.own.recorders:
+                self.own.recorders.remove(self.forwarder)
+            self.forwarder = None
         if self.client is not None:
             self.client.sink = None
             if getattr(agent, "_model_client", None) is self.client:
@@ -260,6 +274,38 @@ class _Agent:
     @property
     def view(self) -> ContextView:
         return self.source.model_context
+
+    @property
+    def messages(self) -> list[nb.LLMMessage]:
+        """The agent's context as the run has followed it (an nbagent agent's: as it is)."""
+        if self.own is not None:
+            return list(self.own.model_context.messages)
+        return self.view.messages
+
+
+class _Forwarder:
+    """A recorder on an nbagent agent taking part in the team: hands its run items to the run's
+    consumer (the trace attached to the agent records them itself), a turn's ``RunStarted`` marked
+    as a turn of the team's run."""
+
+    def __init__(self, run: AutoGenRun, agent: _Agent) -> None:
+        self._run = weakref.ref(run)
+        self._agent = agent
+
+    def record(self, item: RunItem) -> None:
+        run = self._run()
+        if run is None or run.status != "running":
+            return
+        if isinstance(item, RunStarted):
+            item.parent_run_id = run.run_id
+            run.turns.append((item.agent, item.run_id))
+            run.turn_started(item)
+        elif isinstance(item, nb.Response):
+            run.last_answer = item.chat_message
+        elif type(item) is LLMCall and item.streaming:
+            self._agent.stream_call = item
+            self._agent.chunks_seen = 0
+        run.forwarded(self._agent, item)
 
 
 class AutoGenRun(RunIterator):
@@ -324,6 +370,9 @@ class AutoGenRun(RunIterator):
         self._task_ids = {message.id for message in self.task or ()}
         self._thread: list[nb.BaseChatMessage] = []  # the chat messages of the run, in order
         self._pending: deque[tuple[_Agent, LLMCall]] = deque()  # calls started, not recorded yet
+        self._forwarded: list[tuple[_Agent, RunItem]] = []  # items of nbagent agents' runs, not yielded yet
+        self._turn_info: dict[int, tuple[int | None, str | None]] = {}  # per forwarded RunStarted: turn, handed from
+        self.last_answer: nb.BaseChatMessage | None = None  # the last answer of an agent's turn, as it was made
         # Per call started and not yet yielded: the context position it was made from, and its gate
         # in the step-by-step mode (kept here, not on the call record, which is nbagent's).
         self._positions: dict[int, int] = {}
@@ -409,7 +458,26 @@ class AutoGenRun(RunIterator):
         """Pass ``item`` on; in the step-by-step mode, with its agent's context at this point."""
         out.append(item)
         if self.step and agent is not None and type(item) is not nb.ModelClientStreamingChunkEvent:
-            self._contexts[id(item)] = (item, agent.view.messages)
+            self._contexts[id(item)] = (item, agent.messages)
+
+    def turn_started(self, started: RunStarted) -> None:
+        """An nbagent agent's turn starts (its items are yielded later): its place and who handed over."""
+        last = self.last_answer
+        handed = last.source if isinstance(last, nb.HandoffMessage) and last.target == started.agent else None
+        self._turn_info[id(started)] = (len(self.turns) - 1, handed)
+
+    def forwarded(self, agent: _Agent, item: RunItem) -> None:
+        """An item of an nbagent agent's run in the team (recorded by the trace attached to it): yielded
+        before the next item of AutoGen's stream, which the agent's item precedes."""
+        kept: list[RunItem] = []
+        self._emit(agent, item, kept)
+        self._forwarded.extend((agent, one) for one in kept)
+        self.wake()
+
+    def _flush(self, out: list[RunItem]) -> None:
+        if self._forwarded:
+            out.extend(item for _, item in self._forwarded)
+            self._forwarded.clear()
 
     def context_at(self, item: RunItem) -> list[nb.LLMMessage] | None:
         """The context of ``item``'s agent when the run recorded it (step-by-step mode; once per item)."""
@@ -419,7 +487,7 @@ class AutoGenRun(RunIterator):
     def context_of(self, agent: str) -> list[nb.LLMMessage]:
         """``agent``'s context as the run has followed it (as it was when the last item was made)."""
         found = self._by_name.get(agent)
-        return [] if found is None else found.view.messages
+        return [] if found is None else found.messages
 
     def _shown(self, item: RunItem) -> RunItem | None:
         """What is yielded for ``item``: with ``markers``, a turn's start as an ``AgentTurn``, its end not."""
@@ -427,9 +495,11 @@ class AutoGenRun(RunIterator):
             return item
         if isinstance(item, RunFinished):
             return None
-        index = len(self.turns) - 1
-        last = self._last_final
-        handed = last.source if isinstance(last, nb.HandoffMessage) and last.target == item.agent else None
+        index, handed = self._turn_info.pop(id(item), (None, None))
+        if index is None:
+            index = len(self.turns) - 1
+            last = self._last_final
+            handed = last.source if isinstance(last, nb.HandoffMessage) and last.target == item.agent else None
         marker = AgentTurn(
             content=item.agent, source=item.agent, turn=index, handed_from=handed, run_id=item.run_id,
             created_at=item.started_at,
@@ -482,14 +552,18 @@ class AutoGenRun(RunIterator):
         their clients from then on (``wrap()`` gives them to the sources), so they stay masked once the
         run and its agents are gone."""
         for agent in self.agents:
-            self.trace.attach(agent.source)
+            if agent.own is not None:  # nbagent's agent: the trace records its runs as its own trace does
+                agent.attached = self.trace.recorder_of(agent.own) is not None
+                self.trace.attach(agent.own)
+            else:
+                self.trace.attach(agent.source)
         if self.team_source is not None:
             self.trace.attach(self.team_source)
 
     def _end(self) -> None:
         if self.is_team:
             _BUFFERS[self.runnable] = {
-                agent.name: ([*agent.carried, *self._thread[agent.seen :]], agent.spoke or bool(agent.view.messages))
+                agent.name: ([*agent.carried, *self._thread[agent.seen :]], agent.spoke or bool(agent.messages))
                 for agent in self.agents
             }
         for agent in self.agents:
@@ -498,7 +572,10 @@ class AutoGenRun(RunIterator):
         self._release()
         self._cancel_gates()
         for agent in self.agents:
-            self.trace.detach(agent.source)
+            if agent.own is None:
+                self.trace.detach(agent.source)
+            elif not agent.attached:  # attached for this run only
+                self.trace.detach(agent.own)
         if self.team_source is not None:
             self.trace.detach(self.team_source)
         if self._ended is not None:
@@ -527,6 +604,7 @@ class AutoGenRun(RunIterator):
             if not done:  # abandoned: _shutdown does not wait for it either
                 raise asyncio.CancelledError(CANCELLED)
         out: list[RunItem] = []
+        self._flush(out)
         if self._next in done:
             future, self._next = self._next, None
             try:
@@ -777,6 +855,9 @@ class AutoGenRun(RunIterator):
             (self.team_source or self._source_of_top()).record(converted)
             out.append(converted)
             return
+        if agent.own is not None:
+            self._take_own(agent, item, out)
+            return
         turn = self._turn_of(agent, out, item.created_at, perf_of(item.created_at))
         if isinstance(item, ag.ModelClientStreamingChunkEvent):
             self._chunk(agent, item, out)
@@ -793,13 +874,29 @@ class AutoGenRun(RunIterator):
                 return
             self._answer(agent, converted, out)
             self._end_turn(agent, "ok", None, out)
-            self._last_final = converted
+            self._last_final = self.last_answer = converted
             return
         self._record_event(agent, converted, out)
         if isinstance(item, ag.ToolCallRequestEvent):
             self._tools_started(agent, turn, item, out)
         elif isinstance(converted, nb.ToolCallExecutionEvent):
             self._tools_ended(turn, item.created_at, converted)
+
+    def _take_own(self, agent: _Agent, item: ag.BaseChatMessage | ag.BaseAgentEvent, out: list[RunItem]) -> None:
+        """An item of an nbagent agent, as AutoGen's stream relays it: its run's items were recorded and
+        handed on already; the run keeps its chat messages (the team's thread) and its streamed chunks
+        (which nbagent's recorders do not get one by one) go to the consumer."""
+        self._flush(out)
+        if isinstance(item, ag.ModelClientStreamingChunkEvent):
+            call = agent.stream_call
+            if call is not None and agent.chunks_seen < len(call.chunks):
+                agent.chunks_seen += 1
+            self._emit(agent, self.converter.event(item), out)
+        elif isinstance(item, ag.BaseChatMessage):
+            converted = self.converter.chat(item)
+            self._thread.append(converted)
+            agent.seen = len(self._thread)
+            self._last_final = converted
 
     def _tools_started(self, agent: _Agent, turn: _Turn, item: ag.ToolCallRequestEvent, out: list[RunItem]) -> None:
         """A ToolCallRequestEvent: one ``ToolExecution`` per call, started when the event was made."""
