@@ -256,6 +256,8 @@ class AssistantAgent(Component):
         memory: Memory | Sequence[Memory] | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
+        if model_context is not None and _is_autogen_context(model_context):  # AutoGen's: its exact twin, or refused
+            model_context = _autogen_context(model_context)
         bridged = _check_arguments(
             name,
             model_client,
@@ -1449,6 +1451,8 @@ def _check_arguments(
 def _check_tool(param: str, tool: object) -> object:
     if isinstance(tool, BaseTool) or callable(tool):  # a callable becomes a FunctionTool, as in AutoGen
         return tool
+    if _is_autogen_tool(tool):  # AutoGen's FunctionTool...: run by itself through an AutoGenTool
+        return tool
     # AutoGen raises ValueError here ("Unsupported tool type"): the error is a ValueError too.
     raise check.ItemTypeError(check.message(_AGENT, param, "a function or a BaseTool", check.given(tool)))
 
@@ -1457,6 +1461,9 @@ def _as_tools(tools: Sequence[Any] | None) -> list[BaseTool]:
     """The ``tools`` argument (checked) as tools: a callable becomes a FunctionTool, or the error names it."""
     found: list[BaseTool] = []
     for index, tool in enumerate(tools or ()):
+        if not isinstance(tool, BaseTool) and _is_autogen_tool(tool):
+            found.append(_autogen_tool(tool))
+            continue
         try:
             found.append(as_tool(tool))
         except (TypeError, ValueError) as error:  # no signature Python can read, a parameter with no JSON schema...
@@ -1595,6 +1602,34 @@ def _autogen_caller(messages: object, token: object) -> Any:
     from .autogen.protocol import Outgoing
 
     return Outgoing()
+
+
+def _is_autogen_tool(value: object) -> bool:
+    if "autogen_core" not in sys.modules:
+        return False
+    from .autogen.edges import is_autogen_tool
+
+    return is_autogen_tool(value)
+
+
+def _autogen_tool(tool: object) -> BaseTool:
+    from .autogen.edges import AutoGenTool
+
+    return AutoGenTool(tool)
+
+
+def _is_autogen_context(value: object) -> bool:
+    if "autogen_core.model_context" not in sys.modules or isinstance(value, ChatCompletionContext):
+        return False
+    from .autogen.edges import is_autogen_context
+
+    return is_autogen_context(value)
+
+
+def _autogen_context(context: object) -> ChatCompletionContext:
+    from .autogen.edges import context_from_autogen
+
+    return context_from_autogen(context, _AGENT)
 
 
 def _is_autogen_response(item: object) -> bool:

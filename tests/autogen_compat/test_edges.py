@@ -1,0 +1,131 @@
+"""AutoGen's objects handed to nbagent's agent at its edges (issue 27): converted exactly or refused
+with an error that says they are AutoGen's and what to pass instead (never "must be X, got X").
+
+From AutoGen 0.7.5's public API: ``autogen_core.tools.FunctionTool(func, description)`` in
+``tools=``, its model contexts (``UnboundedChatCompletionContext``, ``BufferedChatCompletionContext(
+buffer_size, initial_messages)``, ``HeadAndTailChatCompletionContext(head_size, tail_size)``) as
+``model_context``, and its ``TextMessage`` as a task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from autogen_agentchat import messages as ag
+from autogen_core import CancellationToken as AgCancellationToken
+from autogen_core.model_context import (
+    BufferedChatCompletionContext as AgBuffered,
+)
+from autogen_core.model_context import (
+    HeadAndTailChatCompletionContext as AgHeadAndTail,
+)
+from autogen_core.model_context import (
+    UnboundedChatCompletionContext as AgUnbounded,
+)
+from autogen_core.models import AssistantMessage as AgAssistantMessage
+from autogen_core.models import UserMessage as AgUserMessage
+from autogen_core.tools import FunctionTool as AgFunctionTool
+
+import nbagent
+from nbagent import (
+    AssistantAgent,
+    BufferedChatCompletionContext,
+    CreateResult,
+    FunctionCall,
+    HeadAndTailChatCompletionContext,
+    ReplayChatCompletionClient,
+    UnboundedChatCompletionContext,
+    UserMessage,
+)
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def call(name: str, arguments: str) -> CreateResult:
+    return CreateResult(finish_reason="function_calls", content=[FunctionCall(id="c1", name=name, arguments=arguments)])
+
+
+async def test_autogens_function_tool_in_tools_runs_as_itself() -> None:
+    tool = AgFunctionTool(add, description="Add two numbers, exactly.")
+    agent = AssistantAgent("bot", ReplayChatCompletionClient([call("add", '{"a": 2, "b": 3}')]), tools=[tool])
+    assert agent.tools == [tool.schema]  # the schema AutoGen built, as it is
+    result = await agent.run(task="2 + 3")
+    assert result.messages[-1].to_text() == "5"  # ToolCallSummaryMessage, AutoGen's return_value_as_string
+    # Arguments that do not fit are an error result, as for any tool; the run goes on.
+    bad = AssistantAgent("bad", ReplayChatCompletionClient([call("add", '{"a": "x"}')]), tools=[tool])
+    (execution,) = [m for m in (await bad.run(task="?")).messages if type(m).__name__ == "ToolCallExecutionEvent"]
+    assert execution.content[0].is_error
+
+
+async def test_an_autogen_tool_is_cancelled_with_the_run() -> None:
+    started = asyncio.Event()
+
+    async def slow(x: int) -> int:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(30)
+        return x
+
+    agent = AssistantAgent(
+        "bot", ReplayChatCompletionClient([call("slow", '{"x": 1}')]), tools=[AgFunctionTool(slow, description="Wait.")]
+    )
+    token = nbagent.CancellationToken()
+    run = asyncio.ensure_future(agent.run(task="go", cancellation_token=token))
+    await asyncio.wait_for(started.wait(), 5)
+    token.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(run, 5)
+    results = agent.model_context.messages[-1]
+    assert type(results).__name__ == "FunctionExecutionResultMessage" and results.content[0].is_error
+
+
+async def test_autogens_model_contexts_become_their_twins_with_their_messages() -> None:
+    buffered = AgBuffered(buffer_size=2, initial_messages=[AgUserMessage(content="first", source="u")])
+    await buffered.add_message(AgAssistantMessage(content="second", source="bot"))
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(["third"]), model_context=buffered)
+    context = agent.model_context
+    assert type(context) is BufferedChatCompletionContext and context.dump_component().config["buffer_size"] == 2
+    assert [m.content for m in context.messages] == ["first", "second"]
+    await agent.run(task="go")
+    assert [m.content for m in await context.get_messages()] == ["go", "third"]  # the buffer of 2, as AutoGen's
+
+    assert type(AssistantAgent("b", ReplayChatCompletionClient([]), model_context=AgUnbounded()).model_context) is (
+        UnboundedChatCompletionContext
+    )
+    head_tail = AssistantAgent(
+        "c", ReplayChatCompletionClient([]), model_context=AgHeadAndTail(head_size=1, tail_size=2)
+    )
+    assert type(head_tail.model_context) is HeadAndTailChatCompletionContext
+    assert head_tail.model_context.dump_component().config["tail_size"] == 2
+
+
+def test_an_autogen_context_nbagent_cannot_convert_exactly_is_refused_saying_so() -> None:
+    class Mine(AgUnbounded):
+        async def get_messages(self) -> list:  # type: ignore[override,type-arg]
+            return []
+
+    with pytest.raises(TypeError) as refused:
+        AssistantAgent("bot", ReplayChatCompletionClient([]), model_context=Mine())
+    text = str(refused.value)
+    assert text.startswith("AssistantAgent: model_context must be one of nbagent's model contexts, got Mine")
+    assert "This is AutoGen's Mine" in text and "BufferedChatCompletionContext(buffer_size=...)" in text
+
+
+async def test_autogens_text_message_as_a_task_and_in_on_messages() -> None:
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(["one", "two"]))
+    result = await agent.run(task=ag.TextMessage(content="hello", source="user"))
+    assert [m.to_text() for m in result.messages] == ["hello", "one"]
+    response = await agent.on_messages([ag.TextMessage(content="again", source="user")], AgCancellationToken())
+    assert isinstance(response.chat_message, ag.TextMessage) and response.chat_message.content == "two"
+    assert isinstance(agent.model_context.messages[0], UserMessage)
+
+
+def test_an_autogen_event_as_a_task_is_refused_naming_what_to_pass() -> None:
+    event = ag.ToolCallRequestEvent(content=[], source="x")
+    with pytest.raises(TypeError) as refused:
+        asyncio.run(AssistantAgent("bot", ReplayChatCompletionClient([])).run(task=[event]))
+    assert "must be a chat message (TextMessage...), got ToolCallRequestEvent" in str(refused.value)
