@@ -14,6 +14,7 @@ import warnings
 from array import array
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
@@ -22,7 +23,7 @@ from typing import Any, Self
 from pydantic import BaseModel, Field, ValidationError
 
 from . import _check as check
-from ._ids import new_id
+from ._ids import new_id, utc_now
 from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
 from .context import ChatCompletionContext, UnboundedChatCompletionContext
@@ -106,6 +107,13 @@ CANCELLED_TOOL_RESULT = "Error: the run was cancelled before this tool call fini
 
 Task = str | BaseChatMessage | Sequence[BaseChatMessage] | None
 _perf = time.perf_counter
+
+TEAM_CALL_GATE: ContextVar[Callable[[Any, LLMCall], Awaitable[None] | None] | None] = ContextVar(
+    "nbagent_team_call_gate", default=None
+)
+"""Set by a runner of an AutoGen team (``nbagent.autogen``'s step-by-step mode) in the team's context:
+called with the agent and each ``LLMCall`` its run makes in the team, before the call is sent; an
+awaitable it returns is awaited first (the walk pauses there)."""
 SummaryFormatter = Callable[[FunctionCall, FunctionExecutionResult], str]
 
 
@@ -591,8 +599,19 @@ class AssistantAgent(Component):
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, NOT_EVENTS):
                     yield item if outgoing is None else outgoing.item(item)
+                elif outgoing is not None and type(item) is LLMCall:
+                    await self._team_gate(item, run.token)
         finally:
             await run.aclose()
+
+    async def _team_gate(self, call: LLMCall, token: CancellationToken) -> None:
+        """In an AutoGen team run step by step (:data:`TEAM_CALL_GATE`): wait before the call is sent;
+        the call's time starts once it is."""
+        gate = TEAM_CALL_GATE.get()
+        waiting = None if gate is None else gate(self, call)
+        if waiting is not None:
+            await guarded(waiting, token)
+            call.started_at, call.start_perf = utc_now(), _perf()
 
     async def on_pause(self, cancellation_token: CancellationToken | None = None) -> None:  # noqa: B027
         """AutoGen's hook, called when a team pauses; nothing to do (a run is stopped by its token)."""

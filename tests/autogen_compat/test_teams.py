@@ -359,3 +359,24 @@ async def test_a_team_run_with_nbagent_agents_is_cancelled() -> None:
 
     assert validate_context(worker.model_context.messages) == []
     assert "cancelled" in set(trace.runs_df()["status"])
+
+
+async def test_step_mode_holds_an_nbagent_agent_before_its_model_call() -> None:
+    client = replay(add_call(), "It is 3.")
+    calc = AssistantAgent("calc", client, tools=[add], reflect_on_tool_use=True)
+    checker = AgAssistantAgent("checker", AgReplayClient(["Checked."], model_info=INFO))
+    team = RoundRobinGroupChat([calc, checker], termination_condition=MaxMessageTermination(3))
+    stepper = AutoGenStepper(team, "1 + 2?", trace=Trace())
+    paused = 0
+    while not stepper.done:
+        step = await stepper.next()
+        if isinstance(step.item, nbagent.LLMCall) and step.item.run_id in {
+            run for agent, run in stepper.run.turns if agent == "calc"
+        }:
+            # Held before the call is sent: not answered, the client not called for it yet.
+            assert step.item.duration_s is None and len(client.create_calls) == paused
+            paused += 1
+    assert paused == 2
+    assert stepper.status == "finished"
+    durations = stepper.trace.llm_calls_df()["duration_s"]
+    assert durations.notna().all()

@@ -47,7 +47,7 @@ from autogen_core.models import ChatCompletionClient
 
 from .. import messages as nb
 from .._ids import new_id, utc_now
-from ..agent import CANCELLED_TOOL_RESULT, AgentBusyError, AssistantAgent
+from ..agent import CANCELLED_TOOL_RESULT, TEAM_CALL_GATE, AgentBusyError, AssistantAgent
 from ..cancellation import CANCELLED
 from ..cancellation import CancellationToken as NbCancellationToken
 from ..records import LLMCall, RunFinished, RunItem, RunIterator, RunStarted, RunStatus, ToolExecution
@@ -411,6 +411,8 @@ class AutoGenRun(RunIterator):
             started = self._start()
             yield started
             self._advancing = True
+            if self.step:  # nbagent's agents in the team wait before each model call, as AutoGen's do
+                self._context.run(TEAM_CALL_GATE.set, self._gate_own)
             self._stream = self.runnable.run_stream(task=self.task, cancellation_token=self.token)
             while (batch := await self._next_batch()) is not None:
                 for run_item in batch:
@@ -712,6 +714,15 @@ class AutoGenRun(RunIterator):
         self._pending.append((agent, call))
         self.wake()
         if not self.step:
+            return None
+        gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._gates[id(call)] = gate
+        return gate
+
+    def _gate_own(self, agent: object, call: LLMCall) -> asyncio.Future[None] | None:
+        """:data:`~nbagent.agent.TEAM_CALL_GATE` in the step-by-step mode: an nbagent agent of the team
+        waits before sending ``call`` until the consumer has taken it and asks for the next item."""
+        if self.status != "running" or not any(one.own is agent for one in self.agents):
             return None
         gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._gates[id(call)] = gate
