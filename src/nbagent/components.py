@@ -42,23 +42,33 @@ import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Self, TypeVar, Union, cast, overload
+from typing import Any, ClassVar, Generic, Literal, Self, Union, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, create_model
+from typing_extensions import TypeVar
 
 from . import _check as check
 from .messages import StructuredMessage
 from .redact import redact_config_text
 
 __all__ = [
+    "Alias",
     "Component",
+    "ComponentBase",
+    "ComponentFromConfig",
+    "ComponentLoader",
+    "ComponentSchemaType",
+    "ComponentToConfig",
     "ComponentModel",
     "CommandNotAllowedError",
     "ComponentType",
     "SourceCodeNotAllowedError",
     "StructuredMessageFactory",
     "dump_nested",
+    "ImportFromModule",
     "include_secrets",
+    "is_component_class",
+    "is_component_instance",
     "load_component",
     "load_nested",
     "schema_to_model",
@@ -145,7 +155,7 @@ def _function_map(functions: Sequence[Callable[..., Any]] | Mapping[str, Callabl
 
 # --------------------------------------------------------------------------- the registry of providers
 
-_PROVIDERS: dict[str, type[Component]] = {}
+_PROVIDERS: dict[str, type[Any]] = {}
 
 
 def _provider_of(cls: type) -> str:
@@ -160,7 +170,7 @@ def known_providers() -> dict[str, str]:
     return {provider: _provider_of(cls) for provider, cls in sorted(_PROVIDERS.items())}
 
 
-def _resolve(provider: str) -> type[Component]:
+def _resolve(provider: str) -> type[Any]:
     """The class a provider string names: nbagent's (or the AutoGen provider it stands for), else a
     :class:`Component` subclass of a module already imported."""
     found = _PROVIDERS.get(provider)
@@ -184,7 +194,7 @@ def _resolve(provider: str) -> type[Component]:
             "module: import it first if you trust it"
         )
     value = getattr(module, class_name, None)
-    if not (isinstance(value, type) and issubclass(value, Component)):
+    if not (isinstance(value, type) and is_component_class(value)):
         raise TypeError(f"load_component: {provider!r} is not a component class (a subclass of nbagent's Component)")
     return value
 
@@ -193,10 +203,15 @@ def _resolve(provider: str) -> type[Component]:
 
 
 def _description_of(cls: type) -> str | None:
-    doc = inspect.getdoc(cls)
+    """AutoGen's default description: the class's own docstring up to its first blank line (or its
+    ``Args:``/``Parameters:``/``Attributes:`` section)."""
+    doc = cls.__doc__
     if not doc:
         return None
-    return doc.split("\n\n")[0].strip() or None
+    text = doc.strip()
+    for marker in ("\n\nArgs:", "\n\nParameters:", "\n\nAttributes:", "\n\n"):
+        text = text.split(marker)[0]
+    return text.strip()
 
 
 def _reveal(value: Any) -> Any:
@@ -228,15 +243,18 @@ def _is_secret(value: Any) -> bool:
     return isinstance(value, SecretStr) and value.get_secret_value() != ""
 
 
-class Component:
-    """AutoGen's component protocol: a class that dumps itself as a :class:`ComponentModel` and loads from one.
+# The config types of AutoGen's generic classes; by default (a bare ``Component``) any config.
+ConfigT = TypeVar("ConfigT", bound=BaseModel, default=Any)
+FromConfigT = TypeVar("FromConfigT", bound=BaseModel, contravariant=True, default=Any)
+ToConfigT = TypeVar("ToConfigT", bound=BaseModel, covariant=True, default=Any)
 
-    A component class sets ``component_type`` and ``component_config_schema`` (a pydantic model of
-    its config) and implements ``_to_config()`` and the classmethod ``_from_config(config)``.
-    ``component_provider_override`` is its provider string (``nbagent.X``); ``component_aliases`` the
-    other providers it loads (AutoGen's). ``component_version`` is the config format's version: an
-    older config goes to ``_from_config_past_version``.
-    """
+
+class ComponentToConfig(Generic[ToConfigT]):
+    """The dumping half of AutoGen's component protocol: the class variables, ``_to_config()`` and
+    :meth:`dump_component`. ``component_provider_override`` is the class's provider string
+    (``nbagent.X``); ``component_aliases`` the other providers it loads (AutoGen's).
+    ``component_version`` is the config format's version: an older config goes to
+    ``_from_config_past_version``."""
 
     __slots__ = ()  # a mixin: classes with slots of their own (the model contexts) keep them
 
@@ -245,7 +263,6 @@ class Component:
     component_provider_override: ClassVar[str | None] = None
     component_description: ClassVar[str | None] = None
     component_label: ClassVar[str | None] = None
-    component_config_schema: ClassVar[type[BaseModel]]
     component_aliases: ClassVar[tuple[str, ...]] = ()
     """Other provider strings (AutoGen's) whose configs this class loads."""
 
@@ -258,24 +275,9 @@ class Component:
         for alias in own.get("component_aliases", ()):
             _PROVIDERS[alias] = cls
 
-    # ------------------------------------------------------------------ what a component implements
-
-    def _to_config(self) -> BaseModel:
+    def _to_config(self) -> ToConfigT:
         """The config that builds a component like this one."""
         raise NotImplementedError(f"{type(self).__name__} does not support dumping to config")
-
-    @classmethod
-    def _from_config(cls, config: Any) -> Self:
-        """A new component from its validated config."""
-        raise NotImplementedError(f"{cls.__name__} does not support loading from config")
-
-    @classmethod
-    def _from_config_past_version(cls, config: dict[str, Any], version: int) -> Self:
-        """A new component from a config of an older ``component_version``: by default read with the
-        current schema (nbagent's schemas accept the older fields AutoGen's configs had)."""
-        return cls._from_config(cls.component_config_schema.model_validate(config))
-
-    # ------------------------------------------------------------------ AutoGen's methods
 
     def dump_component(self, *, include_secrets: bool | None = None) -> ComponentModel:
         """This component as a :class:`ComponentModel` (``.model_dump_json()`` for its JSON).
@@ -302,6 +304,40 @@ class Component:
             label=self.component_label or cls.__name__,
             config=config,
         )
+
+
+class ComponentFromConfig(Generic[FromConfigT]):
+    """The building half of AutoGen's component protocol: ``_from_config(config)`` and
+    ``_from_config_past_version(config, version)``."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _from_config(cls, config: FromConfigT) -> Self:
+        """A new component from its validated config."""
+        raise NotImplementedError(f"{cls.__name__} does not support loading from config")
+
+    @classmethod
+    def _from_config_past_version(cls, config: dict[str, Any], version: int) -> Self:
+        """A new component from a config of an older ``component_version``: by default read with the
+        current schema (nbagent's schemas accept the older fields AutoGen's configs had)."""
+        schema: type[BaseModel] = getattr(cls, "component_config_schema")  # noqa: B009 (set by the subclass)
+        return cls._from_config(schema.model_validate(config))  # type: ignore[arg-type]
+
+
+class ComponentSchemaType(Generic[ConfigT]):
+    """The class variable ``component_config_schema``: the pydantic model of the config."""
+
+    __slots__ = ()
+
+    component_config_schema: ClassVar[type[BaseModel]]
+    required_class_vars: ClassVar[list[str]] = ["component_config_schema", "component_type"]
+
+
+class ComponentLoader:
+    """AutoGen's ``load_component``, on any class: ``ChatCompletionClient.load_component(config)``."""
+
+    __slots__ = ()
 
     @overload
     @classmethod
@@ -357,6 +393,45 @@ class Component:
             return _load(model, wanted)
 
 
+class ComponentBase(ComponentToConfig[ConfigT], ComponentLoader, Generic[ConfigT]):
+    """AutoGen's ``ComponentBase[Config]``: dumping and loading (the base of abstract component
+    classes: ``class Memory(ABC, ComponentBase[BaseModel])``)."""
+
+    __slots__ = ()
+
+
+class Component(
+    ComponentFromConfig[ConfigT],
+    ComponentSchemaType[ConfigT],
+    ComponentToConfig[ConfigT],
+    ComponentLoader,
+    Generic[ConfigT],
+):
+    """AutoGen's component protocol, whole: a class that dumps itself as a :class:`ComponentModel`
+    and loads from one, ``Component[Config]`` for a config model ``Config``.
+
+    A component class sets ``component_type`` and ``component_config_schema`` (its config model)
+    and implements ``_to_config()`` and the classmethod ``_from_config(config)``. AutoGen's
+    spellings also work: ``class Mine(ComponentBase[Config], Component[Config])``. Its provider is
+    ``module.Class``; loading one looks the class up among the modules already imported.
+    """
+
+    __slots__ = ()
+
+
+def is_component_class(cls: type) -> bool:
+    """Whether ``cls`` is a whole component class (AutoGen's four parts: to and from config, the
+    config schema, the loader)."""
+    return isinstance(cls, type) and all(
+        issubclass(cls, part) for part in (ComponentFromConfig, ComponentToConfig, ComponentSchemaType, ComponentLoader)
+    )
+
+
+def is_component_instance(value: Any) -> bool:
+    """Whether ``value`` is an instance of a whole component class."""
+    return is_component_class(type(value))
+
+
 def _as_model(model: Any) -> ComponentModel:
     if isinstance(model, ComponentModel):
         return model
@@ -379,6 +454,9 @@ def _as_model(model: Any) -> ComponentModel:
 def _load(model: Any, wanted: type[Any]) -> Any:
     loaded = _as_model(model)
     component_class = _resolve(loaded.provider)
+    for name in ("component_config_schema", "component_type"):
+        if not hasattr(component_class, name):
+            raise AttributeError(f"load_component: {component_class.__name__}: {name} not defined")
     if isinstance(wanted, type) and not issubclass(component_class, wanted):
         raise TypeError(
             f"load_component: the config builds a {component_class.__name__} ({loaded.provider}), "
@@ -414,9 +492,9 @@ def load_component(
     only); ``functions=[...]`` gives the tools' functions instead. ``allow_commands=True`` lets an
     ``McpWorkbench`` config start the program its stdio server names (trusted configs only).
     """
-    return Component.load_component(
+    return ComponentLoader.load_component(
         model,
-        expected or Component,
+        expected or object,
         allow_source_code=allow_source_code,
         allow_commands=allow_commands,
         functions=functions,
@@ -429,7 +507,7 @@ def load_component(
 def dump_nested(component: Any) -> ComponentModel:
     """A nested component's :class:`ComponentModel` (an AutoGen object's own dump, converted), with the
     enclosing dump's ``include_secrets``."""
-    if isinstance(component, Component):
+    if isinstance(component, ComponentToConfig):
         return component.dump_component()
     dump = getattr(component, "dump_component", None)
     if callable(dump):  # an AutoGen component handed to nbagent (a memory, a workbench, a client)

@@ -1435,7 +1435,7 @@ def error_text(error: BaseException) -> str:
     return f"Error: {name}: {text}" if text else f"Error: {name}"
 
 
-class Handoff(Component, BaseModel):
+class Handoff(BaseModel, Component):
     """A tool that hands the conversation to another agent.
 
     ``name`` defaults to ``transfer_to_<target>`` made into a valid tool name; ``message`` is the
