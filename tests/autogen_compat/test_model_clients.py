@@ -453,3 +453,40 @@ async def test_a_hanging_autogen_client_is_cancelled_by_its_token() -> None:
     assert seen[0].is_cancelled()  # AutoGen's token handed to the client fired too
     assert agent.trace.llm_calls_df()["error"].str.startswith("CancelledError").tolist() == [True]
     assert agent.trace.runs_df()["status"].tolist() == ["cancelled"]
+
+
+async def test_autogen_ext_openai_client_in_the_live_view_and_the_stepper() -> None:
+    with ChatServer() as server:
+        client = AgOpenAIClient(model="gpt-4o", base_url=server.base_url, api_key=KEY, max_retries=0)
+        agent = AssistantAgent("bot", client, tools=[add], model_client_stream=True)
+        server.script(Reply.call(("add", {"a": 2, "b": 3})), Reply.text("Shown live.", pieces=3))
+        view = AgentRunView(interval=3600)
+        response = await view.run(agent, "2 + 3?")
+        assert response is not None and response.chat_message.to_text() == "5"  # the tool summary
+        assert view.status == "ok" and 'data-metric="llm_calls" data-value="1"' in view.to_html()
+
+        stepper = Stepper(agent, "again")
+        first = await stepper.run_until(move="message_id")
+        assert first.name == "message_id" and stepper.upcoming is not None and stepper.upcoming.name == "call_llm"
+        assert len(server.requests) == 1  # paused before STEP 4: the call is not sent
+        results = await stepper.run_to_end()
+        assert [result.name for result in results][0] == "call_llm" and len(server.requests) == 2
+        assert stepper.response is not None and stepper.response.chat_message.to_text() == "Shown live."
+        with pytest.warns(UserWarning, match="cannot rewind"):
+            await stepper.reset()  # a real model's calls cannot be taken back: Reset says so
+        await client.close()
+
+
+async def test_a_subclass_of_autogens_base_class_in_the_live_view_and_the_stepper() -> None:
+    client = EchoClient(["Seen live.", add_call(), "Stepped to 5."])
+    agent = AssistantAgent("bot", client, tools=[add], reflect_on_tool_use=True, model_client_stream=True)
+    view = AgentRunView(interval=3600)
+    response = await view.run(agent, "hello")
+    assert response is not None and response.chat_message.to_text() == "Seen live." and view.status == "ok"
+    stepper = Stepper(agent, "2 + 3?")
+    results = await stepper.run_to_end()
+    assert [result.name for result in results] == [
+        "add_messages", "message_id", "call_llm", "tool_request", "tool_execution", "reflect",
+    ]  # fmt: skip
+    assert results[2].request is not None and results[2].result is not None  # what was sent, what came back
+    assert stepper.response is not None and stepper.response.chat_message.to_text() == "Stepped to 5."
