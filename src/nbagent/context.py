@@ -20,6 +20,7 @@ from .components import Component, ComponentModel, dump_nested, load_nested
 from .messages import (
     AssistantMessage,
     FunctionCall,
+    FunctionExecutionResult,
     FunctionExecutionResultMessage,
     Image,
     LLMMessage,
@@ -39,9 +40,54 @@ def _initial(where: str, initial_messages: object) -> list[LLMMessage]:
         return []
     expected = "a list of LLM messages (UserMessage...) or None"
     items = check.sequence(where, "initial_messages", initial_messages, expected)
-    for index, item in enumerate(items):
-        check.instance(where, f"initial_messages[{index}]", item, _LLM_MESSAGES, _LLM_EXPECTED)
-    return items
+    return [as_llm_message(where, f"initial_messages[{index}]", item) for index, item in enumerate(items)]
+
+
+def as_llm_message(where: str, param: str, message: object) -> LLMMessage:
+    """An LLM message: nbagent's as it is, AutoGen's (``autogen_core.models``) converted field by field
+    (the same names and fields); anything else a ``TypeError`` naming ``param``."""
+    if isinstance(message, _LLM_MESSAGES):
+        return message
+    converted = _from_autogen(message)
+    if converted is None:
+        check.fail_type(where, param, _LLM_EXPECTED, message)
+    return converted
+
+
+_AUTOGEN_LLM = frozenset({"SystemMessage", "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage"})
+
+
+def _from_autogen(message: Any) -> LLMMessage | None:
+    """AutoGen's LLM message as nbagent's, read by its fields (no AutoGen import); ``None`` if not one."""
+    kind = type(message).__name__
+    if kind not in _AUTOGEN_LLM or not type(message).__module__.startswith("autogen_core"):
+        return None
+    if kind == "SystemMessage":
+        return SystemMessage(content=message.content)
+    if kind == "UserMessage":
+        content = message.content
+        if not isinstance(content, str):
+            content = [part if isinstance(part, str) else _image(part) for part in content]
+        return UserMessage(content=content, source=message.source)
+    if kind == "AssistantMessage":
+        body = message.content
+        calls = (
+            body if isinstance(body, str) else [FunctionCall(id=c.id, name=c.name, arguments=c.arguments) for c in body]
+        )
+        return AssistantMessage(content=calls, thought=message.thought, source=message.source)
+    return FunctionExecutionResultMessage(
+        content=[
+            FunctionExecutionResult(content=r.content, name=r.name, call_id=r.call_id, is_error=bool(r.is_error))
+            for r in message.content
+        ]
+    )
+
+
+def _image(part: Any) -> Image:
+    """AutoGen's ``Image`` (its base64 data and data URI) as nbagent's."""
+    uri = str(getattr(part, "data_uri", ""))
+    mime = uri[5 : uri.index(";")] if uri.startswith("data:") and ";" in uri else "image/png"
+    return Image(data=part.to_base64(), mime_type=mime)
 
 
 def message_text(message: LLMMessage) -> str:
@@ -104,7 +150,7 @@ class ChatCompletionContext(Component):
 
     async def add_message(self, message: LLMMessage) -> None:
         if type(message) not in _LLM_TYPES:  # the loop's own messages pass on a set lookup
-            check.instance(f"{type(self).__name__}.add_message", "message", message, _LLM_MESSAGES, _LLM_EXPECTED)
+            message = as_llm_message(f"{type(self).__name__}.add_message", "message", message)
         self._messages.append(message)
 
     async def get_messages(self) -> list[LLMMessage]:

@@ -129,3 +129,47 @@ def test_an_autogen_event_as_a_task_is_refused_naming_what_to_pass() -> None:
     with pytest.raises(TypeError) as refused:
         asyncio.run(AssistantAgent("bot", ReplayChatCompletionClient([])).run(task=[event]))
     assert "must be a chat message (TextMessage...), got ToolCallRequestEvent" in str(refused.value)
+
+
+async def test_autogens_llm_messages_in_nbagents_contexts_are_converted() -> None:
+    from autogen_core import FunctionCall as AgFunctionCall
+    from autogen_core import Image as AgImage
+    from autogen_core.models import FunctionExecutionResult as AgResult
+    from autogen_core.models import FunctionExecutionResultMessage as AgResults
+    from autogen_core.models import SystemMessage as AgSystemMessage
+
+    pixel = AgImage.from_base64(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    context = UnboundedChatCompletionContext(
+        initial_messages=[AgSystemMessage(content="Be brief."), AgUserMessage(content=["look", pixel], source="u")]
+    )
+    await context.add_message(
+        AgAssistantMessage(content=[AgFunctionCall(id="c1", name="add", arguments="{}")], source="bot", thought="hm")
+    )
+    await context.add_message(AgResults(content=[AgResult(content="3", name="add", call_id="c1", is_error=False)]))
+    system, user, assistant, results = context.messages
+    assert system == nbagent.SystemMessage(content="Be brief.")
+    assert user.content[0] == "look" and user.content[1] == nbagent.Image(data=pixel.to_base64(), mime_type="image/png")
+    assert assistant.content == [FunctionCall(id="c1", name="add", arguments="{}")] and assistant.thought == "hm"
+    assert results.content[0].content == "3" and results.content[0].call_id == "c1"
+    with pytest.raises(TypeError, match=r"message must be an LLM message .*, got str 'text'"):
+        await context.add_message("text")  # type: ignore[arg-type]
+
+
+async def test_autogens_create_result_in_nbagents_replay_script() -> None:
+    from autogen_core.models import CreateResult as AgCreateResult
+    from autogen_core.models import RequestUsage as AgRequestUsage
+
+    script = [
+        AgCreateResult(
+            finish_reason="stop",
+            content="Hi.",
+            usage=AgRequestUsage(prompt_tokens=4, completion_tokens=2),
+            cached=False,
+        )
+    ]
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(script))
+    result = await agent.run(task="hello")
+    assert result.messages[-1].content == "Hi." and result.messages[-1].models_usage.completion_tokens == 2
+    assert isinstance(script[0], AgCreateResult)  # the caller's list is left as it was

@@ -417,6 +417,12 @@ def from_autogen_usage(value: Any) -> RequestUsage:
     )
 
 
+def is_autogen_result(value: object) -> bool:
+    """Whether ``value`` is AutoGen's ``CreateResult`` (imports no AutoGen)."""
+    models = sys.modules.get("autogen_core.models")
+    return models is not None and isinstance(value, models.CreateResult)
+
+
 def _looks_like_result(value: object) -> bool:
     return isinstance(value, CreateResult) or (hasattr(value, "finish_reason") and hasattr(value, "content"))
 
