@@ -1035,8 +1035,15 @@ class StaticWorkbench(Workbench):
         items = check.sequence("StaticWorkbench", "tools", tools, "a list of tools (functions or BaseTool objects)")
         for index, item in enumerate(items):
             if not isinstance(item, BaseTool) and not callable(item):
-                expected, got = "a function or a BaseTool", check.given(item)
-                raise check.ItemTypeError(check.message("StaticWorkbench", f"tools[{index}]", expected, got))
+                expected, got = "a function or one of nbagent's tools (BaseTool)", check.given(item)
+                hint = (
+                    f"This is AutoGen's {type(item).__name__}: give it to AssistantAgent(tools=[...]), which runs "
+                    "it as it is, or to AutoGen's own StaticWorkbench (workbench=...), or wrap its function in "
+                    "nbagent's FunctionTool"
+                    if type(item).__module__.startswith("autogen")
+                    else ""
+                )
+                raise check.ItemTypeError(check.message("StaticWorkbench", f"tools[{index}]", expected, got, hint))
         self._tools: dict[str, BaseTool] = {}
         for tool in map(as_tool, items):
             if tool.name in self._tools:

@@ -173,3 +173,11 @@ async def test_autogens_create_result_in_nbagents_replay_script() -> None:
     result = await agent.run(task="hello")
     assert result.messages[-1].content == "Hi." and result.messages[-1].models_usage.completion_tokens == 2
     assert isinstance(script[0], AgCreateResult)  # the caller's list is left as it was
+
+
+def test_autogens_tool_in_nbagents_static_workbench_is_refused_saying_what_to_do() -> None:
+    with pytest.raises(TypeError) as refused:
+        nbagent.StaticWorkbench([AgFunctionTool(add, description="Add.")])
+    text = str(refused.value)
+    assert "must be a function or one of nbagent's tools (BaseTool), got FunctionTool" in text
+    assert "This is AutoGen's FunctionTool: give it to AssistantAgent(tools=[...])" in text
