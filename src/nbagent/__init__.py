@@ -113,7 +113,7 @@ from .tools import (
     Workbench,
 )
 from .trace import COLUMNS as TRACE_COLUMNS
-from .trace import AgentRecorder, LoadedTrace, Trace, TraceFrames, load_jsonl, load_parquet
+from .trace import AgentRecorder, LoadedTrace, Trace, TraceFrames, concat, load_jsonl, load_parquet
 
 if TYPE_CHECKING:  # the notebook side (ipywidgets) loads on first use, see __getattr__
     from asyncio import AbstractEventLoop
@@ -306,6 +306,7 @@ __all__ = [
     "UserMessage",
     "Workbench",
     "__version__",
+    "concat",
     "default_model",
     "dump_message",
     "last_view",

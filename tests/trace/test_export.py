@@ -80,8 +80,8 @@ async def test_jsonl_round_trip_gives_equal_frames(tmp_path: Path) -> None:
     trace = await mixed_trace()
     folder = trace.to_jsonl(tmp_path / "jsonl")
     assert sorted(p.name for p in folder.iterdir()) == [
-        "context_logs.jsonl", "events.jsonl", "llm_calls.jsonl", "runs.jsonl", "snapshots.jsonl", "tool_calls.jsonl",
-        "trace.json",
+        "context_logs.jsonl", "events.jsonl", "llm_calls.jsonl", "runs.jsonl", "schema.json", "snapshots.jsonl",
+        "tool_calls.jsonl", "trace.json",
     ]  # fmt: skip
     counts = {table: len((folder / f"{table}.jsonl").read_text().splitlines()) for table in TABLES}
     assert counts == {"events": len(trace.events_df()), "llm_calls": 3, "tool_calls": 3, "runs": 2}
@@ -109,11 +109,15 @@ async def test_the_earlier_layouts_still_load(tmp_path: Path) -> None:
     assert load_parquet(old).trace_id == trace.trace_id
     lines = [json.dumps({"table": "trace", "trace_id": trace.trace_id})]
     folder = trace.to_jsonl(tmp_path / "jsonl")
+    moved = json.loads((folder / "trace.json").read_text())["first"]  # the rows each file opens with
     for table in (*TABLES, *CONTEXT_TABLES):
-        for line in (folder / f"{table}.jsonl").read_text().splitlines():
+        written = (folder / f"{table}.jsonl").read_text().splitlines()
+        first = moved[table]
+        positions = [*first, *(i for i in range(len(written)) if i not in first)]
+        for _, line in sorted(zip(positions, written)):  # in the rows' order, as the one-file format was
             row = json.loads(line)
             for column in JSON_COLUMNS.get(table, ()):  # the one-file format held JSON values as they are
-                row[column] = json.loads(row[column])
+                row[column] = None if row[column] is None else json.loads(row[column])
             lines.append(json.dumps({"table": table, **row}))
     (tmp_path / "old.jsonl").write_text("\n".join(lines) + "\n")
     assert_same(trace, load_jsonl(tmp_path / "old.jsonl"))

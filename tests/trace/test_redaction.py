@@ -75,7 +75,8 @@ async def test_no_secret_in_any_export(tmp_path: Path) -> None:
     trace.to_otlp_json(tmp_path / "otlp-content.json", content=True)  # the messages too
     (tmp_path / "trace.html").write_text(trace._repr_html_())
     blobs = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
-    assert len(blobs) == 16  # six Parquet tables (the context ones too), six JSON lines and trace.json, 2 OTLP, HTML
+    assert len(blobs) == 17  # six Parquet tables (the context ones too), six JSON lines, schema.json, trace.json,
+    # 2 OTLP, HTML
     for blob in blobs:
         for secret in SECRETS:
             assert secret.encode() not in blob
@@ -152,7 +153,7 @@ async def test_key_whose_first_chunk_alone_matches_leaves_no_tail_in_chunks_or_e
     agent.trace.to_parquet(tmp_path / "pq")
     agent.trace.to_jsonl(tmp_path / "trace.jsonl")
     blobs = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
-    assert len(blobs) == 13 and not any(KEY[14:].encode() in blob for blob in blobs)
+    assert len(blobs) == 14 and not any(KEY[14:].encode() in blob for blob in blobs)
     assert KEY[14:] not in all_text(load_parquet(tmp_path / "pq").events_df())
 
 
@@ -193,4 +194,4 @@ async def test_a_key_the_model_puts_in_a_tool_name_reaches_no_frame_or_export(tm
     frames = [trace.events_df(), trace.llm_calls_df(), trace.tool_calls_df(), trace.runs_df(), agent.context_df()]
     assert not any(KEY in all_text(df) for df in frames)
     blobs = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
-    assert len(blobs) == 16 and not any(KEY.encode() in blob for blob in blobs)
+    assert len(blobs) == 17 and not any(KEY.encode() in blob for blob in blobs)

@@ -12,18 +12,20 @@ bottom to top (each imports only those before it; pandas, numpy and pyarrow only
 * :mod:`~nbagent.trace.texts`: items as redacted text (redactors: :mod:`nbagent.redact`);
 * :mod:`~nbagent.trace.context`: the context at any point; :mod:`~nbagent.trace.frames`: the four frames;
 * :mod:`~nbagent.trace.summary`, :mod:`~nbagent.trace.timeline`, :mod:`~nbagent.trace.views`: what
-  a trace shows; :mod:`~nbagent.trace.parquet`, :mod:`~nbagent.trace.jsonl`, :mod:`~nbagent.trace.otlp`:
-  the exports, of any ``TraceTables``;
+  a trace shows; :mod:`~nbagent.trace.combine`: several traces' tables as one;
+  :mod:`~nbagent.trace.parquet`, :mod:`~nbagent.trace.jsonl`, :mod:`~nbagent.trace.otlp`: the
+  exports, of any ``TraceTables``;
 * :mod:`~nbagent.trace.base`: ``TraceFrames``, what a live and a loaded trace share;
-  :mod:`~nbagent.trace.loaded`: ``LoadedTrace``, ``load_parquet``, ``load_jsonl``;
+  :mod:`~nbagent.trace.loaded`: ``LoadedTrace``, ``load_parquet``, ``load_jsonl``, ``concat``;
   :mod:`~nbagent.trace.live`: ``Trace``, ``context_frame``.
 """
 
 from ..redact import DefaultRedactor, Redactor
 from .base import TraceFrames
 from .context import context_rows, pick_snapshot
+from .jsonl import jsonl_schema
 from .live import Trace, context_frame
-from .loaded import LoadedTrace, load_jsonl, load_parquet
+from .loaded import LoadedTrace, concat, load_jsonl, load_parquet
 from .otlp import otlp_json
 from .parquet import DUCKDB_EXAMPLE
 from .recording import AgentRecorder, SentMessages
@@ -51,9 +53,11 @@ __all__ = [
     "TraceFrames",
     "TraceTables",
     "TraceView",
+    "concat",
     "context_frame",
     "context_rows",
     "frame",
+    "jsonl_schema",
     "load_jsonl",
     "load_parquet",
     "otlp_json",

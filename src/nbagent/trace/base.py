@@ -88,7 +88,9 @@ class TraceFrames(ABC):
 
     def to_jsonl(self, folder: str | Path) -> Path:
         """Write ``folder/<table>.jsonl`` for each table (the context ones included), one JSON object a
-        row with every column, and ``folder/trace.json``; ``nbagent.load_jsonl(folder)`` reads it back."""
+        row with every column, each file read whole by ``pl.read_ndjson`` and DuckDB's ``read_json_auto``
+        with their defaults (see :mod:`nbagent.trace.jsonl`), with ``folder/schema.json`` and
+        ``folder/trace.json``; ``nbagent.load_jsonl(folder)`` reads it back."""
         from .jsonl import write_jsonl
 
         return write_jsonl(self, folder)

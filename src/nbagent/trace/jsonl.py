@@ -1,33 +1,58 @@
 """JSON lines by table: ``folder/<table>.jsonl`` for each table of a trace, one object a row.
 
-Every row of a table has every column (null included), and the JSON-valued columns (a tool call's
-``arguments``, the context's ``tool_calls``...) hold JSON text, so each file is one table with one
-schema that DuckDB (``read_json('folder/tool_calls.jsonl')``) and polars (``pl.read_ndjson``) read
-whole. Times are ISO 8601 text in UTC to the microsecond. ``folder/trace.json`` holds the trace's id
-(also for a trace with no row). :func:`read_jsonl` reads such a folder back, or a file of the
-earlier format (every table in one file, a ``table`` field per row).
+Every row of a table has every column (null included), each column one JSON type (text, integer,
+number or boolean; times are ISO 8601 text in UTC to the microsecond; the JSON-valued columns, a tool
+call's ``arguments``, the context's ``tool_calls``..., hold JSON text), so each file is one table
+that readers take whole with their defaults: ``pl.read_ndjson(path)``, DuckDB's
+``read_json_auto(path)``.
+
+Those readers infer a column's type from the first lines only (polars from 100, DuckDB from 20,480),
+and a column null in all of them fails later (polars: "got non-null value for NULL-typed column") or
+loses its values (DuckDB reads them as NULL). So each file opens with the rows that show every
+column's type: for each column that has a value, its first row with one is written first (at most
+one row per column, in their order), then the other rows in order. ``folder/trace.json`` holds the
+trace's id and, per table, those rows' positions (``"first"``), so :func:`read_jsonl` gives the rows
+back in their order (readers of the file alone order by ``seq``, ``started_at`` or ``position``).
+
+A column null in every row has no type to show: polars reads it as ``Null``, DuckDB as ``"NULL"``.
+For the same types whatever the rows, ``folder/schema.json`` gives each table's columns with their
+DuckDB type and pandas dtype; :func:`jsonl_schema` turns it into what ``pl.read_ndjson(schema=...)``
+or DuckDB's ``read_json(columns=...)`` take. Each file becomes visible whole (written, then renamed).
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from .schema import COLUMNS, CONTEXT_TABLES, JSON_COLUMNS, TABLES, TraceTables, frame, tables_of, trace_id_of
+from .combine import ALL_TABLES
+from .schema import COLUMNS, JSON_COLUMNS, TraceTables, frame, tables_of, trace_id_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
-ALL_TABLES = (*TABLES, *CONTEXT_TABLES)
 TRACE_FILE = "trace.json"
+SCHEMA_FILE = "schema.json"
+# pandas dtype -> DuckDB type of the column in the JSON lines (JSON-valued columns are JSON text)
+DUCKDB_TYPES = {
+    "category": "VARCHAR",
+    "string": "VARCHAR",
+    "object": "VARCHAR",
+    "Int64": "BIGINT",
+    "float64": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "datetime64[ns, UTC]": "TIMESTAMPTZ",
+}
 
 
 def _plain_column(series: pd.Series, json_text: bool) -> list[Any]:
     """A column as JSON values: null for NA and NaN, times as ISO 8601 text (UTC, to the
-    microsecond), JSON-valued cells as JSON text."""
+    microsecond), JSON-valued cells as JSON text (``None`` as null)."""
     if json_text:
-        return [json.dumps(value, ensure_ascii=False) for value in series.tolist()]
+        return [None if value is None else json.dumps(value, ensure_ascii=False) for value in series.tolist()]
     if str(series.dtype).startswith("datetime64"):
         text = series.dt.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")  # one width for every time
         return [None if value is None or value != value else value for value in text.astype("object").tolist()]
@@ -35,19 +60,78 @@ def _plain_column(series: pd.Series, json_text: bool) -> list[Any]:
     return values
 
 
+def first_rows(columns: Iterable[list[Any]]) -> list[int]:
+    """The rows to write first so that every column with a value shows its type: each column's first
+    row with a value, once each, in order."""
+    found: set[int] = set()
+    for values in columns:
+        index = next((i for i, value in enumerate(values) if value is not None), None)
+        if index is not None:
+            found.add(index)
+    return sorted(found)
+
+
+def _write_whole(path: Path, lines: Iterable[str]) -> None:
+    """Write ``path`` under a temporary name beside it, then rename it: it becomes visible whole."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("w", encoding="utf-8") as handle:
+            handle.writelines(lines)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def schema_document() -> dict[str, Any]:
+    """What ``schema.json`` holds: per table, each column's DuckDB type and pandas dtype, in order."""
+    return {
+        table: {name: {"duckdb": DUCKDB_TYPES[dtype], "pandas": dtype} for name, (dtype, _) in COLUMNS[table].items()}
+        for table in ALL_TABLES
+    }
+
+
 def write_jsonl(trace: TraceTables, folder: str | Path) -> Path:
-    """Write ``folder/<table>.jsonl`` for each table and ``folder/trace.json`` (the trace's id)."""
+    """Write ``folder/<table>.jsonl`` for each table, ``folder/schema.json`` and ``folder/trace.json``
+    (the trace's id and the rows each file opens with)."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    (out / TRACE_FILE).write_text(json.dumps({"trace_id": trace.trace_id}) + "\n", encoding="utf-8")
     dumps = json.JSONEncoder(ensure_ascii=False).encode
+    moved: dict[str, list[int]] = {}
     for table, df in tables_of(trace).items():
         names = list(df.columns)
         as_text = set(JSON_COLUMNS.get(table, ()))
         columns = [_plain_column(df[name], name in as_text) for name in names]
-        with (out / f"{table}.jsonl").open("w", encoding="utf-8") as handle:
-            handle.writelines(dumps(dict(zip(names, values))) + "\n" for values in zip(*columns))
+        first = moved[table] = first_rows(columns)
+        rows = list(zip(*columns))
+        chosen = set(first)
+        order = [*first, *(i for i in range(len(rows)) if i not in chosen)]
+        _write_whole(out / f"{table}.jsonl", (dumps(dict(zip(names, rows[i]))) + "\n" for i in order))
+    _write_whole(out / SCHEMA_FILE, [json.dumps(schema_document(), indent=1) + "\n"])
+    _write_whole(out / TRACE_FILE, [json.dumps({"trace_id": trace.trace_id, "first": moved}) + "\n"])
     return out
+
+
+def jsonl_schema(table: str, engine: Literal["duckdb", "polars"] = "duckdb") -> dict[str, Any]:
+    """The columns of ``table``'s JSON lines file with their types, for a reader that takes them:
+    ``duckdb.read_json(path, columns=jsonl_schema(table))`` or
+    ``pl.read_ndjson(path, schema=jsonl_schema(table, "polars"))`` (times as UTC datetimes, the
+    JSON-valued columns as text), whatever the rows hold. The same as ``schema.json`` in the folder."""
+    if table not in COLUMNS or table == "context":
+        raise ValueError(f"jsonl_schema: table {table!r} is not one of {', '.join(ALL_TABLES)}")
+    if engine == "duckdb":
+        return {name: DUCKDB_TYPES[dtype] for name, (dtype, _) in COLUMNS[table].items()}
+    if engine != "polars":
+        raise ValueError(f"jsonl_schema: engine {engine!r} is neither 'duckdb' nor 'polars'")
+    import polars as pl
+
+    types: dict[str, Any] = {
+        "VARCHAR": pl.String,
+        "BIGINT": pl.Int64,
+        "DOUBLE": pl.Float64,
+        "BOOLEAN": pl.Boolean,
+        "TIMESTAMPTZ": pl.Datetime("us", "UTC"),
+    }
+    return {name: types[DUCKDB_TYPES[dtype]] for name, (dtype, _) in COLUMNS[table].items()}
 
 
 def _decoded(table: str, rows: list[dict[str, Any]], json_text: bool) -> pd.DataFrame:
@@ -69,12 +153,31 @@ def _read_old(path: Path) -> tuple[dict[str, pd.DataFrame], str]:
     return frames, stored[0]["trace_id"] if stored else trace_id_of(frames, path.stem)
 
 
+def _in_order(rows: list[dict[str, Any]], first: list[Any], file: Path) -> list[dict[str, Any]]:
+    """The rows of a file that opens with the rows at positions ``first``, in their order."""
+    if not first:
+        return rows
+    if len(first) > len(rows) or not all(type(i) is int and 0 <= i < len(rows) for i in first):
+        raise ValueError(
+            f"{file}: {TRACE_FILE}'s first rows {first[:5]}... do not fit its {len(rows)} lines "
+            "(was the file changed after it was written?)"
+        )
+    ordered: list[dict[str, Any] | None] = [None] * len(rows)
+    for position, row in zip(first, rows):
+        ordered[position] = row
+    rest = iter(rows[len(first) :])
+    return [row if row is not None else next(rest) for row in ordered]
+
+
 def read_jsonl(path: str | Path) -> tuple[dict[str, pd.DataFrame], str]:
     """The tables of a folder written by ``trace.to_jsonl`` (or of a file of the earlier format; a
-    column added since the file was written reads as null), and the trace's id."""
+    column added since the file was written reads as null), rows in their order, and the trace's id."""
     src = Path(path)
     if src.is_file():
         return _read_old(src)
+    stored = src / TRACE_FILE
+    meta = json.loads(stored.read_text(encoding="utf-8")) if stored.exists() else {}
+    first = meta.get("first") or {}
     frames = {}
     for table in ALL_TABLES:
         file = src / f"{table}.jsonl"
@@ -82,7 +185,5 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, pd.DataFrame], str]:
         if file.exists():
             with file.open(encoding="utf-8") as handle:
                 rows = [json.loads(line) for line in handle if line.strip()]
-        frames[table] = _decoded(table, rows, json_text=True)
-    stored = src / TRACE_FILE
-    trace_id = json.loads(stored.read_text(encoding="utf-8"))["trace_id"] if stored.exists() else None
-    return frames, trace_id or trace_id_of(frames, src.name)
+        frames[table] = _decoded(table, _in_order(rows, list(first.get(table, ())), file), json_text=True)
+    return frames, meta.get("trace_id") or trace_id_of(frames, src.name)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .base import TraceFrames
+from .combine import combine
 from .context import pick_snapshot
 from .jsonl import read_jsonl
 from .parquet import read_parquet
-from .schema import CHUNK_KIND, COLUMNS, CONTEXT_TABLES, frame
+from .schema import CHUNK_KIND, COLUMNS, CONTEXT_TABLES, TraceTables, frame, tables_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,3 +84,28 @@ def load_jsonl(path: str | Path) -> LoadedTrace:
     earlier one-file format, back into the trace's DataFrames (a column added since the file was
     written reads as null)."""
     return LoadedTrace(*read_jsonl(path))
+
+
+def concat(traces: Iterable[TraceTables]) -> LoadedTrace:
+    """One trace of several: loaded ones (``load_jsonl``, ``load_parquet``) or live ones, rows in the
+    order given, with :data:`~nbagent.trace.COLUMNS`' dtypes (a category column's categories are the
+    union of the traces', where ``pd.concat`` of the frames would give ``object``), and every
+    context snapshot still pointing at its rows (``context_df`` of any run works). Its ``sessions``
+    lists the traces' ids in order (once each); its ``trace_id`` is the first's.
+
+    A Parquet dataset holding every session (``trace.to_parquet(folder)`` for each) loads as one
+    trace directly: ``load_parquet(folder)``.
+    """
+    given = list(traces)
+    if not given:
+        raise ValueError("concat: traces is empty: give one trace or more")
+    for position, trace in enumerate(given):
+        if not isinstance(trace, TraceFrames):
+            raise TypeError(
+                f"concat: traces[{position}] is {type(trace).__name__}, not a trace (a Trace or a LoadedTrace)"
+            )
+    sessions: list[str] = []
+    for trace in given:
+        sessions += trace.sessions if isinstance(trace, LoadedTrace) else [trace.trace_id]
+    order = list(dict.fromkeys(sessions))
+    return LoadedTrace(combine([tables_of(trace) for trace in given]), order[0], order)

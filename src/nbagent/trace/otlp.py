@@ -3,14 +3,19 @@
 
 One OpenTelemetry trace per run: an ``invoke_agent {agent}`` span (INTERNAL), and under it a
 ``chat {model}`` span per LLM call (CLIENT), an ``execute_tool {tool}`` span per tool call (INTERNAL)
-and a ``search_memory`` span per memory query (INTERNAL), with the GenAI semantic conventions' names
+and a ``retrieval`` span per memory query (INTERNAL), with the GenAI semantic conventions' names
 (``gen_ai.operation.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
 ``gen_ai.request.stream``, ``gen_ai.request.temperature``..., ``gen_ai.response.model``,
 ``gen_ai.response.id``, ``gen_ai.response.finish_reasons``, ``gen_ai.response.time_to_first_chunk``,
 ``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``, ``gen_ai.conversation.id``,
 ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``...); what they do not name is under
-``nbagent.*``. A run that is a turn of another (``runs.parent_run_id``) is a child of that run's span,
-in its trace; a run a handoff passed the conversation to links to the handing run's span.
+``nbagent.*``. Every ``gen_ai.*`` name is one the opentelemetry-semantic-conventions release
+(0.66b2) defines: a memory query is its ``retrieval`` operation (a framework's retrieval of what is
+relevant to a query), with ``gen_ai.retrieval.query.text``; what the memories gave is nbagent's own
+``nbagent.memory.content`` (the conventions' ``gen_ai.retrieval.documents`` wants each document's id
+and score, which AutoGen's memory results do not have). A run that is a turn of another
+(``runs.parent_run_id``) is a child of that run's span, in its trace; a run a handoff passed the
+conversation to links to the handing run's span.
 
 * **Only ended work**: a run, call or query still running is left out (its children that ended are
   sent, under the span id it will have), so the first a receiver sees of a span is its final form.
@@ -22,7 +27,7 @@ in its trace; a run a handoff passed the conversation to links to the handing ru
   for a trace, ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` for the process):
   ``gen_ai.input.messages``, ``gen_ai.output.messages``, ``gen_ai.system_instructions`` and
   ``gen_ai.tool.definitions`` as JSON in the conventions' shapes (roles and typed parts), the tool
-  calls' arguments and results, the memory query and its records; and on the agent span
+  calls' arguments and results, the memory query and what it gave; and on the agent span
   OpenInference's ``input.value`` / ``output.value`` (the task and the final answer, what Phoenix
   shows as a trace's input and output). Everything comes from the trace's frames: redacted.
 * **Conversation**: ``gen_ai.conversation.id`` is one id per conversation, an agent's context from
@@ -619,19 +624,18 @@ class _Spans:
             if start is None or end is None:
                 continue
             attributes: dict[str, Any] = {
-                "gen_ai.operation.name": "search_memory",
+                "gen_ai.operation.name": "retrieval",
                 "gen_ai.agent.name": _text(agents.get(run_id)),
             }
             if self.content:
-                attributes["gen_ai.memory.query.text"] = _text(tasks.get(run_id))
-                text = _text(self.event_texts[row])
-                attributes["gen_ai.memory.records"] = [] if not text else [{"content": text}]
+                attributes["gen_ai.retrieval.query.text"] = _text(tasks.get(run_id))
+                attributes["nbagent.memory.content"] = _text(self.event_texts[row]) or ""
             self.add(
                 SpanData(
                     t.trace_of(run_id),
                     self.new_id("memory", run_id, str(position)),
                     self.run_span(run_id),
-                    "search_memory",
+                    "retrieval",
                     INTERNAL,
                     start,
                     end,

@@ -35,12 +35,11 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .schema import COLUMNS, CONTEXT_TABLES, JSON_COLUMNS, TABLES, TraceTables, empty, tables_of, trace_id_of
+from .combine import ALL_TABLES, cast, combine
+from .schema import COLUMNS, JSON_COLUMNS, TraceTables, empty, tables_of, trace_id_of
 
 if TYPE_CHECKING:
     import pandas as pd
-
-ALL_TABLES = (*TABLES, *CONTEXT_TABLES)
 
 # Per tool, over every session saved under traces/: calls, sessions, error rate, p95 latency.
 DUCKDB_EXAMPLE = """
@@ -355,13 +354,6 @@ def read_table_file(path: Path, table: str) -> pd.DataFrame:
     return df
 
 
-def _cast(df: pd.DataFrame, table: str) -> pd.DataFrame:
-    for column, (dtype, _) in COLUMNS[table].items():
-        if str(df[column].dtype) != dtype:
-            df[column] = df[column].astype(dtype)
-    return df
-
-
 def _first_part(folder: Path) -> Path | None:
     parts = _parts(folder)
     return parts[min(parts)] if parts else None
@@ -378,7 +370,7 @@ def _stored_id(path: Path | None) -> str | None:
 
 def _read_old(src: Path) -> tuple[dict[str, pd.DataFrame], str]:
     """A folder of the earlier layout: ``folder/<table>.parquet``, one session."""
-    frames = {table: _cast(read_table_file(src / f"{table}.parquet", table), table) for table in ALL_TABLES}
+    frames = {table: cast(read_table_file(src / f"{table}.parquet", table), table) for table in ALL_TABLES}
     return frames, _stored_id(src / "runs.parquet") or trace_id_of(frames, src.name)
 
 
@@ -398,19 +390,6 @@ def sessions_in(root: Path) -> list[str]:
                 except ValueError as error:
                     warnings.warn(f"nbagent: {path} skipped: {error}", stacklevel=3)
     return sorted(found)
-
-
-def _concat(pieces: list[pd.DataFrame], table: str) -> pd.DataFrame:
-    import pandas as pd
-
-    if not pieces:
-        return empty(table)
-    if len(pieces) == 1:
-        return _cast(pieces[0], table)
-    objects = [
-        piece.astype({c: "object" for c, (d, _) in COLUMNS[table].items() if d == "category"}) for piece in pieces
-    ]
-    return _cast(pd.concat(objects, ignore_index=True), table)
 
 
 def read_parquet(folder: str | Path, session: str | None = None) -> tuple[dict[str, pd.DataFrame], list[str]]:
@@ -450,22 +429,7 @@ def read_parquet(folder: str | Path, session: str | None = None) -> tuple[dict[s
         if name not in firsts or key < firsts[name]:
             firsts[name] = key
     loaded.sort(key=lambda item: (firsts[item[1]], item[0][2]))
-    pieces: dict[str, list[pd.DataFrame]] = {table: [] for table in ALL_TABLES}
-    events_seen = 0
-    logs_seen = 0
-    for _, _, tables in loaded:
-        snaps, logs = tables["snapshots"], tables["context_logs"]
-        if events_seen or logs_seen:  # a snapshot's row and log are positions in its part: shift them
-            snaps = snaps.assign(event_row=snaps["event_row"].astype("Int64") + events_seen)
-            snaps = snaps.assign(log=snaps["log"].astype("Int64") + logs_seen)
-            logs = logs.assign(log=logs["log"].astype("Int64") + logs_seen)
-        tables = {**tables, "snapshots": snaps, "context_logs": logs}
-        events_seen += len(tables["events"])
-        known = tables["context_logs"]["log"].dropna()
-        logs_seen = max(logs_seen, int(known.max()) + 1) if len(known) else logs_seen
-        for table in ALL_TABLES:
-            pieces[table].append(tables[table])
-    frames = {table: _concat(pieces[table], table) for table in ALL_TABLES}
+    frames = combine([tables for _, _, tables in loaded])
     order = list(dict.fromkeys(name for _, name, _ in loaded)) or sessions
     ids = [_stored_id(_first_part(session_folder(src, "runs", name))) or name for name in order]
     return frames, ids

@@ -1,0 +1,62 @@
+"""Combining the tables of several traces (sessions, or parts of one) into one set of tables.
+
+``pd.concat`` of separately loaded traces turns every category column whose categories differ into
+``object`` and leaves the context snapshots pointing at the wrong rows. :func:`combine` keeps
+:data:`~nbagent.trace.COLUMNS`' dtypes (categories become the union of the parts') and shifts each
+part's snapshot positions (``snapshots.event_row``) and log ids (``context_logs.log``,
+``snapshots.log``) past those of the parts before it, so the context at any point of any part is
+still found. ``load_parquet`` of a dataset and :func:`nbagent.concat` both use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from .schema import COLUMNS, CONTEXT_TABLES, TABLES, empty
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ALL_TABLES = (*TABLES, *CONTEXT_TABLES)
+
+
+def cast(df: pd.DataFrame, table: str) -> pd.DataFrame:
+    """``df`` with the dtypes of :data:`COLUMNS` (in place where a column differs)."""
+    for column, (dtype, _) in COLUMNS[table].items():
+        if str(df[column].dtype) != dtype:
+            df[column] = df[column].astype(dtype)
+    return df
+
+
+def _stack(pieces: list[pd.DataFrame], table: str) -> pd.DataFrame:
+    import pandas as pd
+
+    if not pieces:
+        return empty(table)
+    if len(pieces) == 1:
+        return cast(pieces[0], table)
+    categories = [column for column, (dtype, _) in COLUMNS[table].items() if dtype == "category"]
+    objects = [piece.astype(dict.fromkeys(categories, "object")) for piece in pieces]
+    return cast(pd.concat(objects, ignore_index=True), table)
+
+
+def combine(parts: Sequence[Mapping[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
+    """One set of tables from ``parts`` (each: every table of :data:`ALL_TABLES`), rows in the parts'
+    order, with :data:`COLUMNS`' dtypes; snapshot rows and log ids shifted to stay right."""
+    pieces: dict[str, list[pd.DataFrame]] = {table: [] for table in ALL_TABLES}
+    events_seen = 0
+    logs_seen = 0
+    for part in parts:
+        snaps, logs = part["snapshots"], part["context_logs"]
+        if events_seen or logs_seen:  # a snapshot's row and log are positions in its part: shift them
+            snaps = snaps.assign(event_row=snaps["event_row"].astype("Int64") + events_seen)
+            snaps = snaps.assign(log=snaps["log"].astype("Int64") + logs_seen)
+            logs = logs.assign(log=logs["log"].astype("Int64") + logs_seen)
+        tables = {**part, "snapshots": snaps, "context_logs": logs}
+        events_seen += len(tables["events"])
+        known = tables["context_logs"]["log"].dropna()
+        logs_seen = max(logs_seen, int(known.max()) + 1) if len(known) else logs_seen
+        for table in ALL_TABLES:
+            pieces[table].append(tables[table])
+    return {table: _stack(pieces[table], table) for table in ALL_TABLES}
