@@ -144,11 +144,12 @@ async def test_without_content_no_message_reaches_the_receiver(phoenix_receiver:
 async def test_a_recorder_streams_each_run_under_one_conversation(receiver: Receiver) -> None:
     script = [asks("Oslo"), "and again", "a third answer"]
     agent = weather_agent(*script)
-    recorder = OTLPRecorder(receiver.otlp_endpoint, receiver.headers, content=True).attach(agent)
+    recorder = OTLPRecorder(receiver.otlp_endpoint, receiver.headers, content=True, timeout=60).attach(agent)
     run_ids = []
     for task in ("Oslo?", "Again?", "Once more?"):
         await agent.run(task=task)
         run_ids.append(str(agent.trace.runs_df()["run_id"].iloc[-1]))
+    assert await asyncio.to_thread(recorder.flush, 180)
     assert recorder.errors == [] and recorder.sent == 3 + 2 + 2  # run, LLM call and tool call; then run and call
     assert len(recorder.trace) < 10  # each run was cleared once sent
     hexes = [trace_hex(r) for r in run_ids]

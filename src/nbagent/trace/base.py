@@ -123,7 +123,10 @@ class TraceFrames(ABC):
     ) -> int:
         """POST the trace's spans (as :meth:`to_otlp_json`) to an OTLP/HTTP ``endpoint`` (a collector's,
         MLflow's or Phoenix's ``.../v1/traces``) as protobuf, with ``headers``; the number of spans
-        sent. An endpoint that answers an error raises ``ConnectionError``."""
+        sent. ``timeout`` bounds the whole send (however slowly an answer trickles); a refused connection,
+        no answer in time or an error status raises an ``OTLPSendError`` (a ``ConnectionError``) naming
+        the endpoint. It blocks its thread: in async code, ``await asyncio.to_thread(trace.to_otlp, ...)``,
+        or an :class:`~nbagent.trace.OTLPRecorder`, which sends from a thread of its own."""
         from .otlp import export_request, post, spans_of
 
         spans = spans_of(self, self._content(content))

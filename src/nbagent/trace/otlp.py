@@ -37,13 +37,16 @@ conversation to links to the handing run's span.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
+import http.client
 import json
 import math
 import os
 import re
-import urllib.error
-import urllib.request
+import socket
+import threading
+import urllib.parse
 import uuid
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -779,18 +782,72 @@ def otlp_json(trace: TraceTables, content: bool = False) -> dict[str, Any]:
     return to_json(export_request(spans_of(trace, content)))
 
 
+class OTLPSendError(ConnectionError):
+    """A send to an OTLP endpoint failed; ``status`` is the HTTP status it answered (``None``: no
+    answer: refused, reset, timed out), ``retry_after`` the seconds its ``Retry-After`` asked for."""
+
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def retriable(self) -> bool:
+        """Whether sending again may succeed: no answer, 429 (rate limited) or a 5xx."""
+        return self.status is None or self.status == 429 or self.status >= 500
+
+
+def shown_endpoint(endpoint: str) -> str:
+    """``endpoint`` as errors show it: without a ``user:password@``."""
+    parts = urllib.parse.urlsplit(endpoint)
+    if "@" not in parts.netloc:
+        return endpoint
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def _abort(connection: http.client.HTTPConnection, fired: threading.Event) -> None:
+    """The deadline passed: cut the connection, so the read blocked on it returns at once."""
+    fired.set()
+    sock = connection.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 def post(endpoint: str, request: Any, headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> int:
-    """POST ``request`` to ``endpoint`` as OTLP/HTTP protobuf; the HTTP status (an error raises)."""
-    body = request.SerializeToString()
-    message = urllib.request.Request(
-        endpoint,
-        data=body,
-        method="POST",
-        headers={"Content-Type": "application/x-protobuf", **(headers or {})},
-    )
+    """POST ``request`` (an ``ExportTraceServiceRequest``, or its bytes) to ``endpoint`` as OTLP/HTTP
+    protobuf; the HTTP status. ``timeout`` bounds the whole send (connecting, sending, the answer
+    however slowly it trickles). Every failure is an :class:`OTLPSendError` that names the endpoint:
+    a refused connection, no answer within ``timeout``, or a status >= 300."""
+    body = request if isinstance(request, bytes) else request.SerializeToString()
+    shown = shown_endpoint(endpoint)
+    url = urllib.parse.urlsplit(endpoint)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ValueError(f"an OTLP endpoint is an http:// or https:// URL, not {shown!r}")
+    kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+    connection = kind(url.hostname, url.port, timeout=timeout)
+    target = (url.path or "/") + (f"?{url.query}" if url.query else "")
+    fired = threading.Event()
+    deadline = threading.Timer(timeout, _abort, (connection, fired))
+    deadline.daemon = True
+    deadline.start()
     try:
-        with urllib.request.urlopen(message, timeout=timeout) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        detail = error.read()[:500].decode("utf-8", "replace")
-        raise ConnectionError(f"OTLP endpoint {endpoint} answered {error.code}: {detail}") from error
+        connection.request("POST", target, body, {"Content-Type": "application/x-protobuf", **(headers or {})})
+        response = connection.getresponse()
+        status = int(response.status)
+        detail = response.read(500) if status >= 300 else b""
+        retry_after = response.getheader("Retry-After")
+    except (OSError, http.client.HTTPException) as error:
+        if fired.is_set() or isinstance(error, TimeoutError):
+            raise OTLPSendError(f"OTLP endpoint {shown} did not answer within {timeout:.3g} s") from error
+        if isinstance(error, ConnectionRefusedError):
+            raise OTLPSendError(f"OTLP endpoint {shown} refused the connection") from error
+        raise OTLPSendError(f"OTLP endpoint {shown}: {type(error).__name__}: {error}") from error
+    finally:
+        deadline.cancel()
+        connection.close()
+    if status >= 300:
+        text = detail.decode("utf-8", "replace")
+        wait = float(retry_after) if retry_after and retry_after.strip().isdigit() else None
+        raise OTLPSendError(f"OTLP endpoint {shown} answered {status}: {text}", status, wait)
+    return status
