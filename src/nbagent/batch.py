@@ -23,8 +23,11 @@ chat message or a list of chat messages; a task of another type is a row with st
 included): past it the run is cancelled, status ``timeout``. A rate limit or a server error
 (:class:`~nbagent.ModelRateLimitError`, :class:`~nbagent.ModelServerError`) is retried up to
 ``retries`` times with exponential backoff (``backoff`` seconds doubled each time, with jitter, at
-most ``max_backoff``), or after the ``Retry-After`` the server sent; then every task waits that long
-before its next model call. A retry goes on from the failed run (``agent.retry()``): the task is
+most ``max_backoff``), or after the ``Retry-After`` the server sent (at most ``max_backoff``, and
+not at all when the wait would pass the task's ``timeout``); then every task waits that long before
+its next model call. The batch's retries are the only ones: inside a batch the OpenAI client sends
+each call once (its SDK's own retries are off), so a task makes at most ``1 + retries`` requests a
+call. A retry goes on from the failed run (``agent.retry()``): the task is
 not added to the context twice and the tools that ran are not run again. Whatever happens to a task
 (the factory raises, a wrong task, a model error, a timeout) it is a row, never the end of the batch.
 :meth:`Batch.stop` (the progress widget's Stop button), or cancelling ``run()``, cancels every run
@@ -96,6 +99,7 @@ from .cancellation import CancellationToken, guarded
 from .components import load_component
 from .messages import BaseChatMessage, HandoffMessage, Response, ToolCallSummaryMessage
 from .models.base import ChatCompletionClient, ModelRateLimitError, ModelServerError, UnreportedUsage
+from .models.retries import OUTER_RETRIES
 from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
 from .sync import run_coroutine
@@ -1087,6 +1091,7 @@ class Batch:
             part.sealed = True  # the next task starts a new part
         agent: AssistantAgent | None = None
         recorders: list[Any] = []
+        outer = OUTER_RETRIES.set(True)  # this batch retries the task's runs: its client sends each call once
         try:
             messages = _task_messages(task)
             agent = self._new_agent(task)
@@ -1107,6 +1112,7 @@ class Batch:
             row.status = "error"
             row.error = _error_text(error)
         finally:
+            OUTER_RETRIES.reset(outer)
             if timer is not None:
                 timer.cancel()
             self._tokens.discard(token)
@@ -1193,8 +1199,8 @@ class Batch:
             return
 
     def _delay(self, attempt: int, error: ModelRateLimitError | ModelServerError) -> float:
-        if error.retry_after is not None:
-            return float(error.retry_after)
+        if error.retry_after is not None:  # the server's wait, at most max_backoff (the task's timeout: below)
+            return min(float(error.retry_after), self.max_backoff)
         base: float = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
         return base * (0.5 + random.random() / 2)
 

@@ -3,6 +3,7 @@ Chat Completions server, for retries on rate limits and server errors with Retry
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import defaultdict
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nbagent import AssistantAgent, Batch, OpenAIChatCompletionClient
+from nbagent import AssistantAgent, Batch, ModelRateLimitError, OpenAIChatCompletionClient
 from tests.models.chat_server import ChatServer, Reply
 
 from .helpers import LOOKUP, contexts_valid
@@ -159,3 +160,38 @@ async def test_many_tasks_over_http_each_with_a_tool_call(server: ChatServer, sc
     assert all(request.status == 200 for request in server.requests) and len(server.requests) == 120
     assert contexts_valid(made) == []
     await client.close()
+
+
+async def test_retries_are_counted_once_across_the_sdk_and_the_batch(server: ChatServer, scripts: Scripts) -> None:
+    """A client left with the SDK's retries (max_retries=2) in a Batch of retries=3, against a server
+    that always answers 429: 4 requests (the batch's tries), not 3 x 4 = 12."""
+    scripts.scripts = {"always": [Reply.error(429, "slow down")]}
+    client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=KEY, max_retries=2)
+    batch = Batch(AssistantAgent("w", client), ["always"], retries=3, backoff=0.01, progress=None)
+    await batch.run()
+    assert scripts.seen["always"] == 4 and list(batch.results["status"]) == ["error"]
+    # Outside a batch the SDK's retries are the client's (2 here): 3 requests.
+    scripts.seen.clear()
+    with pytest.raises(ModelRateLimitError):
+        await AssistantAgent("w", client).run(task="always")
+    assert scripts.seen["always"] == 3
+
+
+async def test_retry_after_is_capped_by_max_backoff_and_by_the_tasks_timeout(
+    server: ChatServer, scripts: Scripts
+) -> None:
+    """Retry-After: 3600 with max_backoff=0.2 waits 0.2 s (not the hour, and not every task of the batch
+    for an hour); with a timeout shorter than the wait, the task is not retried."""
+    scripts.scripts = {"hour": [Reply.error(429, "later", headers={"retry-after": "3600"}), Reply.text("done")]}
+    made: list[AssistantAgent] = []
+    make, _ = agents(server, made)
+    batch = Batch(make, ["hour"], retries=2, max_backoff=0.2, progress=None)
+    await asyncio.wait_for(batch.run(), 60)
+    assert list(batch.results["status"]) == ["ok"]
+    assert batch.attempts_df()["wait_s"].tolist() == [0.0, 0.2]
+    scripts.seen.clear()
+    scripts.scripts = {"short": [Reply.error(429, "later", headers={"retry-after": "3600"}), Reply.text("done")]}
+    batch = Batch(make, ["short"], retries=2, max_backoff=120, timeout=5, progress=None)
+    await asyncio.wait_for(batch.run(), 60)
+    assert list(batch.results["status"]) == ["error"] and "would pass the task's timeout" in batch.results["error"][0]
+    assert scripts.seen["short"] == 1

@@ -315,6 +315,9 @@ class Reply:
     error_event: dict[str, Any] | None = None
     stream_usage: bool = True
     body: Any = None
+    object_arguments: bool = False  # streamed tool arguments as one JSON object, as some servers send them
+    trickle: Literal["comment", "chunk", "body"] | None = None
+    trickle_every: float = 0.5
 
     @classmethod
     def text(cls, text: str, **fields: Any) -> Reply:
@@ -372,6 +375,9 @@ class Reply:
         streams: list[list[dict[str, Any]]] = []
         for index, (call_id, (name, args)) in enumerate(zip(self._ids(), self.calls)):
             head = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+            if self.object_arguments:
+                streams.append([{**head, "function": {"name": name, "arguments": json.loads(args)}}])
+                continue
             streams.append([head] + [{"index": index, "function": {"arguments": p}} for p in _split(args, self.pieces)])
         if self.interleave:
             longest = max((len(s) for s in streams), default=0)
@@ -614,6 +620,12 @@ class ChatServer:
                 return await self._send_body(writer, received, reply.status, reply.error_body, reply.headers)
             return await self._send_error(writer, received, reply.status, reply.error_message, reply.headers)
         received.status = 200
+        return await self._send_answer(writer, received, reply, body)
+
+    async def _send_answer(self, writer: asyncio.StreamWriter, received: Received, reply: Reply, body: Any) -> bool:
+        """A 200 answer: streamed, a body as it is, a completion, or one that trickles for ever."""
+        if reply.trickle is not None:
+            return await self._trickle(writer, reply, body["model"])
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return await self._send_stream(writer, reply, reply.events(body["model"], include_usage))
@@ -688,6 +700,25 @@ class ChatServer:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
+
+    async def _trickle(self, writer: asyncio.StreamWriter, reply: Reply, model: str) -> bool:
+        """An answer that never ends: after its first event, an SSE comment or a "." chunk every
+        ``trickle_every`` seconds (``body``: a JSON body's bytes, one at a time), until the client goes."""
+        if reply.trickle == "body":
+            payload = json.dumps(reply.completion(model)).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % 10**9)
+            for index in range(10**9):
+                await asyncio.sleep(reply.trickle_every)
+                writer.write(b" " if index >= len(payload) else payload[index : index + 1])
+                await writer.drain()
+            return False
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        self._chunk(writer, f"data: {reply.events(model, False)[0]}\n\n")
+        dot = reply.with_(content=".").events(model, False)[1]
+        while True:
+            await asyncio.sleep(reply.trickle_every)
+            self._chunk(writer, ": keep-alive\n\n" if reply.trickle == "comment" else f"data: {dot}\n\n")
+            await writer.drain()
 
     @staticmethod
     def _chunk(writer: asyncio.StreamWriter, text: str) -> None:

@@ -61,6 +61,7 @@ from .base import (
     ModelTimeoutError,
     UnreportedUsage,
 )
+from .retries import OUTER_RETRIES
 
 #: What known models can do; the longest name that prefixes the model's name wins
 #: (``gpt-4o-2024-08-06`` is ``gpt-4o``). Anything else gets :data:`UNKNOWN_MODEL_INFO`.
@@ -615,8 +616,10 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     ``api_key`` defaults to ``OPENAI_API_KEY`` (with a :class:`KeyFromEnvironmentWarning` when
     ``base_url`` names another server); a local server that needs no key only needs ``base_url``,
     and ``api_key=""`` sends no key whatever the environment holds (no ``Authorization`` header).
-    ``timeout`` and ``max_retries`` go to the SDK (it retries 408/409/429/5xx and broken
-    connections with backoff, honouring ``Retry-After``). ``model_info`` overrides the
+    ``timeout`` bounds a whole call, streamed or not (retries, and a stream's every chunk to the
+    last, included): past it the call raises ``ModelTimeoutError``. ``max_retries`` goes to the SDK
+    (it retries 408/409/429/5xx and broken connections with backoff, honouring ``Retry-After``),
+    except inside a :class:`~nbagent.Batch`, which retries runs itself. ``model_info`` overrides the
     table of known models. Extra keyword arguments (``temperature``, ``max_tokens``, ``seed``...)
     are sent with every request. ``last_time_to_first_token`` holds the seconds from the request
     to the first streamed delta of the last stream.
@@ -896,6 +899,12 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             message = f"{where}: unusable response: {type(error).__name__}: {error}"
         return kind(redact(message, self._secrets), status=status, model=self._model, retry_after=retry_after)
 
+    def _overtime(self, streaming: bool = False) -> ModelTimeoutError:
+        """The error of a call that took longer than the client's ``timeout`` in all."""
+        what = "the stream did not end" if streaming else "no answer"
+        message = f"{self._model} at {self.base_url}: {what} within the timeout ({self._timeout} s)"
+        return ModelTimeoutError(redact(message, self._secrets), model=self._model)
+
     def _post_arguments(self, sent: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """The JSON body and the SDK's request options that ``chat.completions.create(**sent)`` (with
         this client's own send arguments) posts to ``/chat/completions``.
@@ -939,6 +948,8 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 body[name] = value
         if headers:
             options["headers"] = headers
+        if OUTER_RETRIES.get():  # a caller that retries itself (a Batch): each of its tries is one request
+            options["max_retries"] = 0
         return body, options
 
     async def complete(
@@ -948,11 +959,15 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         try:
             # The completion's bytes (the SDK's status errors, retries and timeouts as for create()),
             # read here as JSON, without the SDK's models of it, which cost more CPU than the rest of
-            # the conversion (a batch of short calls is CPU-bound).
-            content = await guarded(
-                self._sdk_client().post("/chat/completions", cast_to=bytes, body=body, options=options),
-                cancellation_token,
-            )
+            # the conversion (a batch of short calls is CPU-bound). The timeout bounds the whole call,
+            # however slowly the answer trickles in (the SDK's timeout bounds each read).
+            async with asyncio.timeout(self._timeout):
+                content = await guarded(
+                    self._sdk_client().post("/chat/completions", cast_to=bytes, body=body, options=options),
+                    cancellation_token,
+                )
+        except TimeoutError:
+            raise self._overtime() from None
         except (_sdk().OpenAIError, AttributeError, TypeError) as error:  # the answer's JSON is read below
             raise self._error(error) from None
         try:
@@ -1035,21 +1050,27 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     ) -> AsyncGenerator[str | CreateResult, None]:
         body, options = self._post_arguments(self.build_request(request, stream=True))
         started = time.perf_counter()
+        # The timeout bounds the whole call: the request and every chunk to the last (a stream that
+        # trickles comments or chunks for ever ends with ModelTimeoutError; the SDK's bounds each read).
+        deadline = None if self._timeout is None else asyncio.get_running_loop().time() + self._timeout
         self.last_time_to_first_token = None
         try:
             openai = _sdk()
             chat = openai.types.chat
-            response = await guarded(
-                self._sdk_client().post(
-                    "/chat/completions",
-                    cast_to=chat.ChatCompletion,
-                    body=body,
-                    options=options,
-                    stream=True,
-                    stream_cls=openai.AsyncStream[chat.ChatCompletionChunk],
-                ),
-                cancellation_token,
-            )
+            async with asyncio.timeout_at(deadline):
+                response = await guarded(
+                    self._sdk_client().post(
+                        "/chat/completions",
+                        cast_to=chat.ChatCompletion,
+                        body=body,
+                        options=options,
+                        stream=True,
+                        stream_cls=openai.AsyncStream[chat.ChatCompletionChunk],
+                    ),
+                    cancellation_token,
+                )
+        except TimeoutError:
+            raise self._overtime() from None
         except _sdk().OpenAIError as error:
             raise self._error(error) from None
         chunks = response.__aiter__()
@@ -1057,9 +1078,12 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         try:
             while True:
                 try:
-                    chunk = await guarded(chunks.__anext__(), cancellation_token)
+                    async with asyncio.timeout_at(deadline):
+                        chunk = await guarded(chunks.__anext__(), cancellation_token)
                 except StopAsyncIteration:
                     break
+                except TimeoutError:
+                    raise self._overtime(streaming=True) from None
                 shown = assembly.feed(chunk)
                 if assembly.first_delta_perf is not None and self.last_time_to_first_token is None:
                     self.last_time_to_first_token = assembly.first_delta_perf - started
@@ -1183,8 +1207,11 @@ class _StreamAssembly:
         if call.function is not None:
             if call.function.name:
                 slot["name"] += call.function.name
-            if call.function.arguments:
-                slot["arguments"] += call.function.arguments
+            arguments = call.function.arguments
+            if isinstance(arguments, dict):  # some servers stream the arguments as one JSON object
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            if arguments:
+                slot["arguments"] += arguments
 
     def finish(self) -> str:
         """At the end of the stream: the text still held back."""
