@@ -103,7 +103,7 @@ MOVES: dict[MoveName, MoveInfo] = {
         "The context persists across calls, so each call passes only what is new: passing the whole "
         "history again would put every message in twice. A failed run's task stays in the context too: "
         "agent.retry() goes on from it without adding it again.",
-        (Edge("memory", needs=("memory",)), Edge("message_id", needs=("no_memory",))),
+        (Edge("memory", "memory", ("memory",)), Edge("message_id", "no memory", ("no_memory",))),
     ),
     "memory": MoveInfo(
         2,

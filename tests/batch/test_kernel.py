@@ -57,7 +57,9 @@ def test_the_saved_notebook_holds_the_final_summary(kernel_dirs: list[str], tmp_
         (display,) = displays
         assert set(display.data) == {"text/html", "text/plain"}  # the widget is gone: the summary alone
         html = display.data["text/html"]
-        assert html.startswith('<div class="nba-view nba-batch nba-batch-static nba-state-ok" data-state="done">')
+        assert html.startswith(
+            '<div class="nba-view nba-batch nba-batch-static nba-state-ok" data-state="done" style="'
+        )
         assert "<img" not in html
     html = [o for o in nb.cells[1].outputs if o.output_type == "display_data"][0].data["text/html"]
     assert 'data-metric="done" data-value="121"' in html and 'data-metric="failed" data-value="1"' in html

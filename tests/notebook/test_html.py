@@ -107,9 +107,9 @@ def test_pretty_arguments() -> None:
 
 def test_step_badge() -> None:
     assert step_badge("call_llm") == (
-        '<span class="nba-step" data-step="4" data-move="call_llm" title="Call the LLM">STEP 4</span>'
+        '<span class="nba-step" data-step="4" data-move="call_llm" title="Call the LLM">STEP 4</span> '
     )
-    assert step_badge(step=2) == '<span class="nba-step" data-step="2">STEP 2</span>'
+    assert step_badge(step=2) == '<span class="nba-step" data-step="2">STEP 2</span> '
     assert step_badge() == ""
 
 
@@ -153,7 +153,7 @@ def test_final_html_kinds() -> None:
     )
     assert (
         'data-kind="summary"' in summary
-        and '<span class="nba-label">add</span><pre class="nba-value">&lt;3&gt;' in summary
+        and '<span class="nba-label">add</span> <pre class="nba-value">&lt;3&gt;' in summary
     )
     handoff = final_html(HandoffMessage(content="go", target="<other>", source="bot"))
     assert 'class="nba-event nba-handoff" data-target="&lt;other&gt;"' in handoff

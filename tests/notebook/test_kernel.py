@@ -138,7 +138,7 @@ def test_saved_notebook_holds_the_final_state_of_every_view(run_all: nbformat.No
         # The run has ended: its output is the static copy alone, nothing needs the widget manager.
         assert set(display.data) == {"text/plain", "text/html"}
         html = display.data["text/html"]
-        assert html.startswith('<div class="nba-view nba-state-ok" data-status="ok">')
+        assert html.startswith('<div class="nba-view nba-state-ok" data-status="ok" style="')
         assert "<p>The <strong>answer</strong> is 3.</p>" in html
         assert 'data-metric="llm_calls" data-value="2"' in html
         assert 'data-metric="tool_calls" data-value="1"' in html
@@ -147,7 +147,7 @@ def test_saved_notebook_holds_the_final_state_of_every_view(run_all: nbformat.No
 
 def test_html_export_shows_the_finished_run(run_all: nbformat.NotebookNode) -> None:
     body, _ = HTMLExporter().from_notebook_node(run_all)
-    assert body.count('<div class="nba-view nba-state-ok" data-status="ok">') == 3
+    assert body.count('<div class="nba-view nba-state-ok" data-status="ok" style="') == 3
     assert body.count("<p>The <strong>answer</strong> is 3.</p>") == 3
     assert "<img src=x onerror" not in body and '<img src="x"' not in body
     assert 'data-tool-name="shout"' in body
@@ -169,7 +169,7 @@ def test_saved_size_does_not_grow_with_the_number_of_chunks(kernel_dirs: list[st
         sizes.append(len(display.data["text/html"]))
     text_growth = len(" ".join(f"w{i}" for i in range(5000))) - len(" ".join(f"w{i}" for i in range(1000)))
     # The answer's text grows; the rest differs only by the digits of the token and time figures.
-    assert 0 <= sizes[1] - sizes[0] - text_growth < 40
+    assert abs(sizes[1] - sizes[0] - text_growth) < 40
 
 
 def wait_idle(client: object, msg_id: str) -> list[str]:

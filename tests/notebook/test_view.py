@@ -305,8 +305,8 @@ async def test_consumes_an_agent_run_and_gives_a_mime_bundle() -> None:
     tokens = usage.prompt_tokens + usage.completion_tokens
     assert bundle["text/plain"].splitlines()[2].startswith(f"{tokens} tokens · 1 LLM call · 0 tool calls · ")
     html = bundle["text/html"]
-    assert html.startswith('<div class="nba-view nba-state-ok" data-status="ok"><style>')
-    assert '<span class="nba-title"><b>my run</b></span>' in html
+    assert html.startswith('<div class="nba-view nba-state-ok" data-status="ok" style="') and "><style>" in html[:400]
+    assert '<span class="nba-title" style="font-size:14px;margin-right:2px"><b>my run</b></span>' in html
     assert "<p>Hello &lt;world&gt;</p>" in html
     assert 'data-metric="llm_calls" data-value="1"' in html
 
@@ -452,7 +452,7 @@ async def test_a_finished_view_is_displayed_as_its_static_copy() -> None:
         # The end of the run replaced that output by the static copy alone...
         data, options = shown[-1]
         assert set(data) == {"text/html", "text/plain"} and options.get("update") is True
-        assert str(data["text/html"]).startswith('<div class="nba-view nba-state-ok" data-status="ok">')
+        assert str(data["text/html"]).startswith('<div class="nba-view nba-state-ok" data-status="ok" style="')
         # ...and a finished view displayed again (another cell) is its static copy from the start.
         shell.execution_count += 1
         view._ipython_display_()
@@ -490,6 +490,6 @@ async def test_last_view_is_the_view_show_and_start_made_last() -> None:
 async def test_the_static_copy_keeps_title_and_status_apart() -> None:
     view = AgentRunView("assistant")
     await view.run(AssistantAgent("assistant", ReplayChatCompletionClient(["done"])), "go")
-    header = re.search(r'<div class="nba-header">(.*?)</div>', view.to_html(), re.S)
+    header = re.search(r'<div class="nba-header" style="[^"]*">(.*?)</div>', view.to_html(), re.S)
     assert header is not None
     assert re.search(r'</span>\n<span data-status="ok"|</span>\n<span class="nba-status-text"', header.group(1))

@@ -108,3 +108,43 @@ def test_labels_come_from_moves_and_shared_places_are_drawn_once() -> None:
     assert set(labels) == {edge.label for info in MOVES.values() for edge in info.edges if edge.label}
     assert labels.count("iterations used up") == 2  # four arrows, one label by each box they reach
     assert 'viewBox="0 0 ' in svg and "<script" not in svg
+
+
+def segments(path: str) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    points = corners(path)
+    return list(zip(points, points[1:]))
+
+
+def test_every_arrow_has_its_own_head_and_no_marker() -> None:
+    svg = pipeline(EVERY_SETTING)
+    assert "<marker" not in svg and "url(#" not in svg and " id=" not in svg  # nothing shared between two diagrams
+    groups = re.findall(r'<g class="nba-edge-group"[^>]*>(.*?)</g>', svg)
+    heads = re.findall(r'<path class="nba-arrowhead" d="M([\d.]+),([\d.]+) ', svg)
+    assert len(groups) == len(heads) == sum(len(info.edges) for info in MOVES.values())
+    for (_, _, _, path), (x, y) in zip(EDGE.findall(svg), heads):
+        assert corners(path)[-1] == (float(x), float(y))  # the head's tip is where the arrow ends
+
+
+def test_no_two_arrows_run_along_one_another_and_labels_tell_the_branches() -> None:
+    arrows = {(s, t): segments(p) for s, t, _, p in EDGE.findall(pipeline(EVERY_SETTING))}
+    for (one, first), (other, second) in product(arrows.items(), arrows.items()):
+        if one >= other:
+            continue
+        for (a, b), (c, d) in product(first, second):
+            if a[1] == b[1] == c[1] == d[1]:  # both horizontal on one line: they must not overlap
+                overlap = min(max(a[0], b[0]), max(c[0], d[0])) - max(min(a[0], b[0]), min(c[0], d[0]))
+                assert overlap <= 0, (one, other)
+            if a[0] == b[0] == c[0] == d[0]:
+                overlap = min(max(a[1], b[1]), max(c[1], d[1])) - max(min(a[1], b[1]), min(c[1], d[1]))
+                assert overlap <= 0, (one, other)
+    # Where a move can go two ways, each way says when (or its box does: "handoff?").
+    for name, info in MOVES.items():
+        if len(info.edges) > 1:
+            unlabelled = [edge.target for edge in info.edges if not edge.label and edge.target != "handoff_check"]
+            assert unlabelled == [], name
+
+
+def test_no_text_is_smaller_than_11_px() -> None:
+    svg = pipeline(EVERY_SETTING)
+    assert set(re.findall(r'font-size="(\d+)"', svg)) == {str(diagram.FONT_PX)} and diagram.FONT_PX >= 11
+    assert len(re.findall(r"<text\b", svg)) == len(re.findall(r'<text\b[^>]*font-size="11"', svg))

@@ -143,5 +143,10 @@ def test_el_keeps_safe_urls_and_styles() -> None:
     assert el("a", "x", href="https://e.org/?a=1&b=2") == '<a href="https://e.org/?a=1&amp;b=2">x</a>'
     assert el("a", "x", href="#anchor") == '<a href="#anchor">x</a>'
     assert el("a", "x", href="notes/page.html") == '<a href="notes/page.html">x</a>'
-    assert el("img", src="data:image/png;base64,AAAA") == '<img src="data:image/png;base64,AAAA"></img>'
+    assert el("img", src="data:image/png;base64,AAAA") == '<img src="data:image/png;base64,AAAA"/>'
+    # An <img> runs no script of its SVG (a static copy's picture of a diagram); any other element might.
+    assert el("img", src="data:image/svg+xml,%3Csvg/%3E") == '<img src="data:image/svg+xml,%3Csvg/%3E"/>'
+    for tag, name in (("iframe", "src"), ("embed", "src"), ("a", "href"), ("object", "data")):
+        with pytest.raises(ValueError):
+            el(tag, **{name: "data:image/svg+xml,%3Csvg onload=alert(1)/%3E"})
     assert el("div", style="width:40%;color:var(--nba-fg)") == '<div style="width:40%;color:var(--nba-fg)"></div>'

@@ -23,7 +23,7 @@ import ipywidgets as widgets
 from .. import messages as nb
 from ..autogen.stepper import AutoGenStep, AutoGenStepper, StepperFinished
 from ..context import message_text
-from ..render import STYLE, Markup, concat, el, label, muted, streamed_chunks, to_html, to_text, value
+from ..render import STYLE, Markup, concat, el, label, muted, portable, streamed_chunks, to_html, to_text, value
 from ..trace.context import message_kind
 from .static_display import StaticCopyDisplay
 
@@ -100,7 +100,7 @@ def history_html(stepper: AutoGenStepper) -> Markup:
 def static_html(stepper: AutoGenStepper) -> str:
     """The stepper as static HTML (no buttons), for saved notebooks: its static copy."""
     copy = el("div", step_html(stepper), history_html(stepper), class_="nba-stepper nba-ag-stepper nba-static-copy")
-    return str(STYLE + copy)
+    return str(portable(STYLE + copy))
 
 
 class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..render import EMPTY, STYLE, Markup, el, plural
+from ..render import EMPTY, STYLE, Markup, el, plural, portable
 
 if TYPE_CHECKING:
     from ..batch import Batch, BatchProgress
@@ -114,12 +114,14 @@ def progress_html(progress: BatchProgress, *, live: bool = True) -> Markup:
     body = el("div", head, bar, metrics, errors, class_="nba-batch-body")
     if live:
         return body
-    return el(
-        "div",
-        STYLE,
-        body,
-        class_=f"nba-view nba-batch nba-batch-static nba-state-{_STATE_CLASS[state]}",
-        data_state=state,
+    return portable(
+        el(
+            "div",
+            STYLE,
+            body,
+            class_=f"nba-view nba-batch nba-batch-static nba-state-{_STATE_CLASS[state]}",
+            data_state=state,
+        )
     )
 
 

@@ -40,7 +40,21 @@ from ..cancellation import CancellationToken
 from ..context import message_text
 from ..messages import ModelClientStreamingChunkEvent
 from ..records import MOVES
-from ..render import EMPTY, STYLE, Markup, Options, concat, el, label, muted, pipeline, streamed_chunks, to_html, value
+from ..render import (
+    EMPTY,
+    STYLE,
+    Markup,
+    Options,
+    concat,
+    el,
+    label,
+    muted,
+    pipeline,
+    portable,
+    streamed_chunks,
+    to_html,
+    value,
+)
 from ..stepper import Stepper, StepResult
 from .static_display import StaticCopyDisplay
 
@@ -52,13 +66,14 @@ if TYPE_CHECKING:
 def pipeline_html(stepper: Stepper) -> Markup:
     """The loop as an SVG diagram (drawn from ``MOVES``), the current move highlighted and the next one outlined."""
     upcoming = "add_messages" if stepper.status == "ready" else stepper.upcoming.name if stepper.upcoming else None
-    return pipeline(
+    svg = pipeline(
         [stepper.agent.loop_settings],  # what it makes impossible is drawn unused
         visited=[result.move.name for result in stepper.history],
         current=stepper.current.move.name if stepper.current is not None else None,
         upcoming=upcoming,
         ended=stepper.status == "finished",
     )
+    return el("div", svg, class_="nba-diagram")  # it scrolls in a narrow notebook: its text keeps its size
 
 
 def _events_html(result: StepResult) -> Markup:
@@ -230,7 +245,7 @@ def stepper_html(stepper: Stepper) -> str:
         data_status=stepper.status,
     )
     copy = el("div", status, pipeline_html(stepper), move_html(stepper), class_="nba-stepper nba-static-copy")
-    return str(STYLE + copy)
+    return str(portable(STYLE + copy))
 
 
 class StepperWidget(widgets.VBox):  # type: ignore[misc]

@@ -75,6 +75,7 @@ from ..render import (
     error_block,
     footer,
     plural,
+    portable,
     stream_head,
     stream_segment,
     tool_card,
@@ -685,7 +686,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
     def to_html(self) -> str:
         """Self-contained HTML of the current state (every value already escaped)."""
         inner = _joined(_static(child) for child in self.children)
-        return str(el("div", inner, class_=f"nba-view nba-state-{self.status}", data_status=self.status))
+        return str(portable(el("div", inner, class_=f"nba-view nba-state-{self.status}", data_status=self.status)))
 
     def to_text(self) -> str:
         """A plain-text summary: status, answer and totals."""

@@ -17,6 +17,8 @@ module                 what it holds
                        event blocks, tool cards, footers
 ``dispatch``           :func:`to_html` and :func:`to_text`: one function per run item type
 ``diagram``            :func:`pipeline`: the loop's SVG, drawn from ``records.MOVES``
+``portable``           :func:`portable`: a static copy laid out by ``style`` attributes, its
+                       SVGs also as pictures, so that a sanitizer (an untrusted notebook) keeps it
 =====================  ==================================================================
 """
 
@@ -47,6 +49,7 @@ from .diagram import edge_states, node_states, pipeline
 from .dispatch import PLAIN, Options, heading, short, to_html, to_text
 from .markdown import markdown, sanitize
 from .markup import EMPTY, Child, Markup, concat, el, escape
+from .portable import picture, portable
 from .style import MIXES, PALETTE, STYLE, STYLESHEET, fallback
 
 __all__ = [
@@ -77,7 +80,9 @@ __all__ = [
     "muted",
     "node_states",
     "object_table",
+    "picture",
     "pipeline",
+    "portable",
     "plural",
     "pretty_arguments",
     "sanitize",

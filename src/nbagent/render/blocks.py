@@ -94,14 +94,22 @@ def step_badge(move: MoveName | str | None = None, step: int | None = None) -> M
     """A small badge naming the STEP (and move) that produced an item."""
     if move is not None and move in MOVES:
         info = MOVES[move]
-        return el("span", f"STEP {info.step}", class_="nba-step", data_step=info.step, data_move=move, title=info.title)
+        badge = el(
+            "span", f"STEP {info.step}", class_="nba-step", data_step=info.step, data_move=move, title=info.title
+        )
+        return badge + _SPACE
     if step is not None:
-        return el("span", f"STEP {step}", class_="nba-step", data_step=step)
+        return el("span", f"STEP {step}", class_="nba-step", data_step=step) + _SPACE
     return EMPTY
 
 
+_SPACE = Markup(" ")
+"""After a badge or a label: what keeps it apart from the next text where no stylesheet spaces them
+(an untrusted notebook's sanitized copy, a text reader, copy and paste)."""
+
+
 def label(text: str) -> Markup:
-    return el("span", text, class_="nba-label")
+    return el("span", text, class_="nba-label") + _SPACE
 
 
 def muted(text: str, **attributes: object) -> Markup:
@@ -248,6 +256,7 @@ def footer(
         parts.insert(1, ("streaming_chunks", f"+ {plural(streaming_chunks, 'chunk')} streaming", streaming_chunks))
     if elapsed_s is not None:
         parts.append(("elapsed", f"{elapsed_s:.2f} s", f"{elapsed_s:.3f}"))
-    spans = [el("span", text, data_metric=name, data_value=number) for name, text, number in parts]
-    state = el("span", status, class_="nba-status", data_metric="status", data_value=status) if status else None
-    return el("div", spans, state, class_="nba-footer")
+    spans = [el("span", text, class_="nba-metric", data_metric=name, data_value=number) for name, text, number in parts]
+    if status:
+        spans.append(el("span", status, class_="nba-metric nba-status", data_metric="status", data_value=status))
+    return el("div", _SPACE.join(spans), class_="nba-footer")

@@ -29,7 +29,7 @@ Side = Literal["top", "bottom", "left", "right"]
 
 NODE_W, NODE_H = 120, 46
 _COLUMNS = (10, 150, 290, 430, 640)
-_ROWS = (30, 150, 270)
+_ROWS = (30, 150, 280)
 LAYOUT: dict[MoveName, tuple[int, int]] = {
     # move: (x, y) of its box's top-left corner
     "add_messages": (_COLUMNS[0], _ROWS[0]),
@@ -46,7 +46,10 @@ LAYOUT: dict[MoveName, tuple[int, int]] = {
 }
 END_BOX = (816, _ROWS[0], 76, _ROWS[2] + NODE_H - _ROWS[0])
 """Where runs end (x, y, width, height): one tall box every exit arrow reaches from its left or below."""
-WIDTH, HEIGHT = END_BOX[0] + END_BOX[2] + 8, _ROWS[2] + NODE_H + 36
+WIDTH, HEIGHT = END_BOX[0] + END_BOX[2] + 8, _ROWS[2] + NODE_H + 34
+FONT_PX = 11
+"""The size of every text of the diagram (drawn at its own size: the diagram scrolls, never shrinks)."""
+ARROW_LENGTH, ARROW_HALF_WIDTH = 9.0, 4.5
 
 
 @dataclass(frozen=True)
@@ -67,23 +70,25 @@ class Route:
 
 
 # The four "iterations used up" arrows: one label by each box they reach.
-_USED_UP_REFLECT = (_COLUMNS[2] - 4, _ROWS[2] - 6, "end")
-_USED_UP_SUMMARY = (_COLUMNS[3] + NODE_W + 4, _ROWS[2] - 6, "start")
+_USED_UP_REFLECT = (_COLUMNS[2] - 4, _ROWS[2] - 8, "end")
+_USED_UP_SUMMARY = (_COLUMNS[3] + NODE_W + 4, _ROWS[2] - 8, "start")
 ROUTES: dict[tuple[MoveName, Target], Route] = {
-    ("add_messages", "message_id"): Route("top", "top", lane=14),
+    ("add_messages", "memory"): Route(label_at=(_COLUMNS[1] - 10, _ROWS[0] - 4, "middle")),
+    ("add_messages", "message_id"): Route("top", "top", lane=14, label_at=(_COLUMNS[1] + NODE_W / 2, 10, "middle")),
     ("call_llm", "tool_request"): Route("bottom", "top", lane=100, enter_dx=-20),
-    ("next_llm_call", "tool_request"): Route("top", "top", lane=120, leave_dx=-30, enter_dx=20),
+    ("next_llm_call", "tool_request"): Route("top", "top", lane=118, leave_dx=-30, enter_dx=20),
     ("next_llm_call", "text_exit"): Route("top", "bottom", leave_dx=24, enter_dx=24),
+    # Around "handoff?" by the top, under "tool calls again" and entering left of where it leaves.
     ("tool_execution", "next_llm_call"): Route(
-        "bottom", "bottom", lane=212, leave_dx=40, label_at=(615, 208, "middle")
+        "top", "top", lane=136, leave_dx=40, enter_dx=-45, label_at=(_COLUMNS[3] + NODE_W / 2, 132, "middle")
     ),
     ("tool_execution", "reflect"): Route("bottom", "top", label_at=_USED_UP_REFLECT),
     ("tool_execution", "summarize"): Route(
-        "bottom", "top", lane=240, leave_dx=20, enter_dx=-30, label_at=_USED_UP_SUMMARY
+        "bottom", "top", lane=232, leave_dx=20, enter_dx=-40, label_at=_USED_UP_SUMMARY
     ),
-    ("handoff_check", "end"): Route("bottom", "left", lane=226, leave_dx=40),
+    ("handoff_check", "end"): Route("bottom", "left", lane=222, leave_dx=40, label_at=(720, 218, "middle")),
     ("handoff_check", "reflect"): Route(
-        "bottom", "top", lane=252, leave_dx=-20, enter_dx=30, label_at=_USED_UP_REFLECT
+        "bottom", "top", lane=252, leave_dx=-20, enter_dx=40, label_at=_USED_UP_REFLECT
     ),
     ("handoff_check", "summarize"): Route("bottom", "top", label_at=_USED_UP_SUMMARY),
     ("reflect", "end"): Route("bottom", "bottom", lane=_ROWS[2] + NODE_H + 20),
@@ -162,6 +167,20 @@ def _path(points: list[tuple[float, float]]) -> str:
 _RAISED, _LINE = fallback("raised"), fallback("line")
 
 
+def _arrowhead(points: list[tuple[float, float]]) -> str:
+    """A filled triangle whose tip is the arrow's last point, pointing along its last run.
+
+    Drawn inline with its arrow (no ``<marker>``): an id shared by two diagrams on one page would
+    draw one diagram's heads from the other's marker, which is not drawn when its diagram is hidden.
+    """
+    (ax, ay), (bx, by) = points[-2], points[-1]
+    dx, dy = (bx > ax) - (bx < ax), (by > ay) - (by < ay)
+    base_x, base_y = bx - dx * ARROW_LENGTH, by - dy * ARROW_LENGTH
+    left = (base_x - dy * ARROW_HALF_WIDTH, base_y + dx * ARROW_HALF_WIDTH)
+    right = (base_x + dy * ARROW_HALF_WIDTH, base_y - dx * ARROW_HALF_WIDTH)
+    return f"M{bx:g},{by:g} L{left[0]:g},{left[1]:g} L{right[0]:g},{right[1]:g} z"
+
+
 def _possible(name: MoveName, settings: Sequence[LoopSettings]) -> bool:
     return any(MOVES[name].possible(s) for s in settings)
 
@@ -220,34 +239,15 @@ def pipeline(
     allowed = list(settings)
     nodes = node_states(allowed, visited, current, upcoming)
     edges = edge_states(allowed, visited, ended)
-    arrow = el(
-        "marker",
-        el("path", d="M0,0 L10,5 L0,10 z", fill=fallback("line")),
-        id="nba-stepper-arrow",
-        class_="nba-arrow",
-        viewBox="0 0 10 10",
-        refX=9,
-        refY=5,
-        markerUnits="userSpaceOnUse",
-        markerWidth=9,
-        markerHeight=9,
-        orient="auto-start-reverse",
-    )
-    drawn: list[Markup] = [el("defs", arrow)]
+    drawn: list[Markup] = []
     labels: dict[tuple[str, float, float, str], list[str]] = {}
     for (source, target), state in edges.items():
         points = _points(source, target)
         drawn.append(
             el(
                 "g",
-                el(
-                    "path",
-                    class_="nba-edge",
-                    d=_path(points),
-                    marker_end="url(#nba-stepper-arrow)",
-                    fill="none",
-                    stroke=fallback("line"),
-                ),
+                el("path", class_="nba-edge", d=_path(points), fill="none", stroke=_LINE),
+                el("path", class_="nba-arrowhead", d=_arrowhead(points), fill=_LINE),
                 class_="nba-edge-group",
                 data_from=source,
                 data_to=target,
@@ -267,6 +267,7 @@ def pipeline(
                 x=f"{x:g}",
                 y=f"{y:g}",
                 text_anchor=anchor,
+                font_size=FONT_PX,
                 fill=fallback("muted"),
                 data_state=shown,
             )  # fmt: skip
@@ -288,8 +289,17 @@ def pipeline(
                     fill=fallback("raised"),
                     stroke=fallback("line"),
                 ),
-                el("text", f"STEP {info.step}", class_="nba-node-step", x=cx, y=y + 18, text_anchor="middle"),
-                el("text", info.label, x=cx, y=y + 35, text_anchor="middle"),
+                el(
+                    "text",
+                    f"STEP {info.step}",
+                    class_="nba-node-step",
+                    x=cx,
+                    y=y + 18,
+                    text_anchor="middle",
+                    font_size=FONT_PX,
+                    font_weight=700,
+                ),
+                el("text", info.label, x=cx, y=y + 35, text_anchor="middle", font_size=FONT_PX),
                 class_="nba-node",
                 data_move=name,
                 data_step=info.step,
@@ -302,8 +312,8 @@ def pipeline(
             "g",
             el("title", "The run ends: its Response holds the final message"),
             el("rect", x=x, y=y, width=w, height=h, rx=20, fill=fallback("surface"), stroke=fallback("handoff")),
-            el("text", "Response", x=x + w // 2, y=y + h // 2 - 4, text_anchor="middle"),
-            el("text", "(run ends)", x=x + w // 2, y=y + h // 2 + 12, text_anchor="middle"),
+            el("text", "Response", x=x + w // 2, y=y + h // 2 - 4, text_anchor="middle", font_size=FONT_PX),
+            el("text", "(run ends)", x=x + w // 2, y=y + h // 2 + 12, text_anchor="middle", font_size=FONT_PX),
             class_="nba-end",
             data_move=END,
         )
@@ -312,6 +322,7 @@ def pipeline(
         "svg",
         drawn,
         class_="nba-pipeline",
+        xmlns="http://www.w3.org/2000/svg",
         viewBox=f"0 0 {WIDTH} {HEIGHT}",
         width=WIDTH,
         height=HEIGHT,

@@ -218,6 +218,7 @@ def _move(item: Move, options: Options = PLAIN) -> Markup:
         "div",
         f"STEP {info.step} · {info.title} ",
         el("code", info.method),
+        " ",
         muted(f"{index}{where}") if index or where else None,
         class_="nba-stepper-head",
         data_step=info.step,

@@ -130,7 +130,9 @@ Child = Markup | str | int | float | Iterable["Child"] | None
 iterables of children, ``None`` (nothing)."""
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9:-]*\Z")
-_VOID = frozenset({"br", "hr", "input", "rect", "path", "line", "circle", "polygon", "polyline", "ellipse", "stop"})
+_VOID = frozenset(
+    {"br", "hr", "img", "input", "rect", "path", "line", "circle", "polygon", "polyline", "ellipse", "stop"}
+)
 
 
 def _add_children(parts: list[str], children: Iterable[Child]) -> None:
@@ -158,23 +160,25 @@ _URL_ATTRIBUTES = frozenset(
 _SCHEME = re.compile(r"([a-z][a-z0-9+.\-]*):")
 _SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 _SAFE_DATA = re.compile(r"data:image/(png|jpeg|jpg|gif|webp|bmp|avif)[;,]")
+_SAFE_IMG_DATA = re.compile(r"data:image/svg\+xml[;,]")  # an <img> runs no script of its SVG
 _URL_NOISE = re.compile(r"[\t\n\r]")  # what a browser removes anywhere in a URL
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))  # and what it strips from either end
 _STYLE_UNSAFE = re.compile(r"javascript:|vbscript:|expression\(|-moz-binding|behavior:|url\(|@import")
 
 
-def _checked_value(name: str, value: str) -> str:
-    """``value`` if it is a safe value for attribute ``name``; a ``ValueError`` otherwise.
+def _checked_value(tag: str, name: str, value: str) -> str:
+    """``value`` if it is a safe value for attribute ``name`` of ``tag``; a ``ValueError`` otherwise.
 
     A URL attribute takes a relative URL or an ``http(s)``/``mailto`` URL or a ``data:image/`` of a
-    raster type, never ``javascript:`` and the like; a ``style`` takes no ``url()``, ``expression()``
-    nor script scheme.
+    raster type (an ``<img>``'s ``src`` also an SVG one: an image's SVG runs no script), never
+    ``javascript:`` and the like; a ``style`` takes no ``url()``, ``expression()`` nor script scheme.
     """
     lowered = name.lower()
     if lowered in _URL_ATTRIBUTES:
         url = _URL_NOISE.sub("", value).strip(_C0_AND_SPACE).lower()
         scheme = _SCHEME.match(url)
-        if scheme and scheme.group(1) not in _SAFE_SCHEMES and not _SAFE_DATA.match(url):
+        image = tag.lower() == "img" and lowered == "src" and _SAFE_IMG_DATA.match(url)
+        if scheme and scheme.group(1) not in _SAFE_SCHEMES and not _SAFE_DATA.match(url) and not image:
             raise ValueError(f"el() writes no {scheme.group(1)}: URL in {name}: {value!r}")
     elif lowered == "style":
         css = re.sub(r"[\s\\]|/\*.*?\*/", "", value, flags=re.DOTALL).lower()
@@ -206,7 +210,7 @@ def el(tag: str, *children: Child, **attributes: object) -> Markup:
         if value is not True:
             # Always escaped, quotes included, whatever the value's type: a Markup value (markup
             # meant for an element's content) would otherwise close the attribute.
-            text = _checked_value(name, mask(str.__str__(value) if isinstance(value, str) else str(value)))
+            text = _checked_value(tag, name, mask(str.__str__(value) if isinstance(value, str) else str(value)))
             parts.append('="')
             parts.append(_html.escape(text, quote=True))
             parts.append('"')

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .markup import Markup
 
-__all__ = ["MIXES", "PALETTE", "STYLE", "STYLESHEET", "fallback"]
+__all__ = ["MIXES", "PALETTE", "STATE_COLOURS", "STYLE", "STYLESHEET", "SVG_STYLESHEET", "fallback"]
 
 PALETTE: dict[str, tuple[str, str]] = {
     # name: (JupyterLab theme variable it follows, or "" for a fixed colour; light fallback)
@@ -36,6 +36,8 @@ PALETTE: dict[str, tuple[str, str]] = {
     "interrupted": ("", "#8250df"),
     "thought": ("--jp-ui-font-color3", "#8c959f"),
     "event-bg": ("", "rgba(127,127,127,.06)"),
+    "tint": ("", "rgba(127,127,127,.2)"),
+    "tint-rule": ("", "rgba(127,127,127,.45)"),
     "added-bg": ("", "rgba(46,160,67,.22)"),
     "changed-bg": ("", "rgba(212,167,44,.28)"),
     "visited-bg": ("", "rgba(46,160,67,.18)"),
@@ -89,7 +91,7 @@ _ROOTS = ".nba-view,.nba-stepper,.nba-trace,.nbagent-timeline"
 
 # A view's state (its root's nba-state-<status> class, a status chip's data-status) sets --nba-state:
 # the colour of the view's left border and of the chip's.
-_STATES = {
+STATE_COLOURS = {
     "idle": "rule",
     "running": "user",
     "ok": "ok",
@@ -98,7 +100,8 @@ _STATES = {
     "interrupted": "interrupted",
 }
 _STATE_RULES = "".join(
-    f".nba-state-{state},[data-status={state}]{{--nba-state:var(--nba-{colour})}}" for state, colour in _STATES.items()
+    f".nba-state-{state},[data-status={state}]{{--nba-state:var(--nba-{colour})}}"
+    for state, colour in STATE_COLOURS.items()
 )
 
 STYLESHEET = (
@@ -112,7 +115,7 @@ STYLESHEET = (
   line-height:1.45}
 .nba-view .widget-html,.nba-stepper .widget-html{height:auto;margin:0}
 .nba-view .widget-html>.widget-html-content,.nba-stepper .widget-html>.widget-html-content{line-height:1.45;
-  font-size:13px;height:auto;align-self:auto}
+  font-size:13px;height:auto;align-self:auto;min-width:0;max-width:100%}
 .nba-view a,.nba-stepper a,.nba-trace a{color:var(--nba-link)}
 .nba-view{border-left:3px solid var(--nba-state,var(--nba-rule));padding-left:8px}
 .nba-header{display:flex;flex-wrap:wrap;align-items:center;gap:4px 12px;margin:0 0 4px}
@@ -194,24 +197,29 @@ STYLESHEET = (
   color:var(--nba-button-text)}
 .nba-stepper .jupyter-button.mod-primary:not(:disabled){background:var(--nba-button-primary);
   color:var(--nba-button-text)}
-.nba-pipeline{max-width:100%;height:auto}
+.nba-diagram{overflow-x:auto;max-width:100%;min-width:0;flex:1 1 auto}
+.nba-svg-live{display:block !important;overflow-x:auto;max-width:100%;min-width:0}
+.nba-svg-picture{display:none !important}
+.nba-pipeline{max-width:none;height:auto;display:block}
 .nba-node rect{fill:var(--nba-raised);stroke:var(--nba-line);stroke-width:1.2}
 .nba-node text{font-size:11px;fill:var(--nba-fg);text-anchor:middle}
-.nba-node text.nba-node-step{font-weight:700;font-size:10px;fill:var(--nba-muted)}
+.nba-node text.nba-node-step{font-weight:700;font-size:11px;fill:var(--nba-muted)}
 .nba-node[data-state=visited] rect{fill:var(--nba-visited-bg);stroke:var(--nba-ok)}
 .nba-node[data-state=upcoming] rect{stroke:var(--nba-tool);stroke-width:2;stroke-dasharray:5 3}
 .nba-node[data-state=current] rect{fill:var(--nba-current-bg);stroke:var(--nba-tool);stroke-width:3}
 .nba-node[data-state=current] text{fill:var(--nba-fg);font-weight:700}
 .nba-node[data-state=unused] rect{fill:var(--nba-surface);stroke:var(--nba-rule);stroke-dasharray:2 3}
 .nba-node[data-state=unused] text{fill:var(--nba-muted)}
-.nba-edge-group[data-state=unused] .nba-edge{stroke:var(--nba-rule);stroke-dasharray:2 3}
+.nba-edge-group[data-state=unused] .nba-edge{stroke:var(--nba-line);stroke-dasharray:3 3}
+.nba-edge-group[data-state=unused] .nba-arrowhead{fill:var(--nba-line)}
 .nba-edge-label[data-state=unused]{fill:var(--nba-muted);font-style:italic}
 .nba-end rect{fill:var(--nba-surface);stroke:var(--nba-handoff);stroke-dasharray:3 2}
 .nba-end text{font-size:11px;fill:var(--nba-fg);text-anchor:middle}
 .nba-edge{fill:none;stroke:var(--nba-line);stroke-width:1.3}
 .nba-edge-group[data-state=taken] .nba-edge{stroke:var(--nba-ok);stroke-width:2}
-.nba-arrow path{fill:var(--nba-line)}
-.nba-edge-label{font-size:10px;fill:var(--nba-muted)}
+.nba-arrowhead{fill:var(--nba-line);stroke:none}
+.nba-edge-group[data-state=taken] .nba-arrowhead{fill:var(--nba-ok)}
+.nba-edge-label{font-size:11px;fill:var(--nba-muted)}
 .nba-stepper-head{font-size:15px;font-weight:600;margin:6px 0 2px}
 .nba-stepper-head code{font-size:13px;background:var(--nba-chip);color:var(--nba-fg);padding:0 4px;border-radius:4px}
 .nba-stepper-explanation{margin:2px 0 8px;max-width:60em}
@@ -257,3 +265,22 @@ saved) or rebuilds it from the saved state with no kernel behind it (its widgets
 
 STYLE = Markup("<style>") + Markup(STYLESHEET) + Markup("</style>")
 """The stylesheet as a ``<style>`` element, for a view's HTML."""
+
+_SVG_CLASSES = (
+    ".nba-node",
+    ".nba-edge",
+    ".nba-arrowhead",
+    ".nba-end",
+    ".nba-lane",
+    ".nba-axis",
+    ".nba-bar",
+    ".nba-tick",
+)
+SVG_STYLESHEET = (
+    "svg{"
+    + ";".join(f"--nba-{name}:{fallback(name)}" for name in (*PALETTE, *MIXES))
+    + ";font-family:system-ui,sans-serif}"
+    + "".join(line for line in STYLESHEET.splitlines() if line.startswith(_SVG_CLASSES))
+)
+"""The rules of the loop diagram and the timeline with their light colours: the stylesheet of an SVG
+shown as a picture (an ``<img>``), where neither the page's stylesheet nor its theme reaches."""

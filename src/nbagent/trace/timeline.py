@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..render import STYLE, Markup, el, fallback
+from ..render import STYLE, Markup, el, fallback, portable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -197,7 +197,7 @@ class Timeline:
 
     def to_html(self) -> str:
         """The stylesheet and a titled ``<div>`` holding the SVG; no script, no external resource."""
-        return str(STYLE + self.figure())
+        return str(portable(STYLE + self.figure()))
 
     def _repr_html_(self) -> str:
         return self.to_html()

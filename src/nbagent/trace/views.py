@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..render import STYLE, el
+from ..render import STYLE, el, portable
 from .summary import summarize
 
 if TYPE_CHECKING:
@@ -24,4 +24,4 @@ def summary_html(trace: TraceView) -> str:
     rows = [el("tr", el("th", str(key)), el("td", _figure(value))) for key, value in summary.items()]
     timeline = trace.timeline().figure() if summary["runs"] else None
     table = el("table", rows, class_="nba-table nba-trace-summary")
-    return str(STYLE + el("div", el("b", f"trace {trace.trace_id}"), table, timeline, class_="nba-trace"))
+    return str(portable(STYLE + el("div", el("b", f"trace {trace.trace_id}"), table, timeline, class_="nba-trace")))
