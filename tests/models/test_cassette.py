@@ -248,6 +248,27 @@ def valid_data() -> dict[str, Any]:
             r"not a valid nbagent cassette: interactions.0.result.finish_reason: Input should be",
         ),
         (lambda d: {**d, "pickle": "gASV"}, r"not a valid nbagent cassette: pickle: Extra inputs are not permitted"),
+        # A paced replay of a chunk at t=1e999 slept for ever; 100,000 levels raised a bare RecursionError.
+        (
+            lambda d: json.dumps(
+                {**d, "interactions": [{**d["interactions"][0], "chunks": [{"t": 1, "text": "a"}]}]}
+            ).replace('"t": 1,', '"t": 1e999,'),
+            r"bad.json: not JSON: 1e999 is not a finite number",
+        ),
+        (
+            lambda d: json.dumps({**d, "interactions": [{**d["interactions"][0], "duration_s": 1}]}).replace(
+                '"duration_s": 1', '"duration_s": -1e999'
+            ),
+            r"bad.json: not JSON: -1e999 is not a finite number",
+        ),
+        (
+            lambda d: json.dumps({**d, "model_info": "NEST"}).replace('"NEST"', "[" * 100_000 + "]" * 100_000),
+            r"bad.json: not a valid nbagent cassette: nested too deeply",
+        ),
+        (
+            lambda d: json.dumps({**d, "model_info": "NEST"}).replace('"NEST"', "[" * 500 + "]" * 500),
+            r"bad.json: not a valid nbagent cassette: nested more than 64 levels deep",
+        ),
     ],
 )
 def test_bad_files_raise_clear_errors(tmp_path: Path, change: Any, message: str) -> None:

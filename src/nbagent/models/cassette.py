@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import re
 import time
@@ -50,7 +51,7 @@ class RecordedChunk(BaseModel):
     """One streamed text piece and its time (seconds) since the call started."""
 
     model_config = ConfigDict(extra="forbid")
-    t: float = Field(ge=0)
+    t: float = Field(ge=0, allow_inf_nan=False)
     text: str
 
 
@@ -69,7 +70,7 @@ class Interaction(BaseModel):
     model_config = ConfigDict(extra="forbid")
     request: dict[str, Any]
     stream: bool
-    duration_s: float = Field(ge=0)
+    duration_s: float = Field(ge=0, allow_inf_nan=False)
     chunks: list[RecordedChunk] = Field(default_factory=list)
     result: CreateResult | None = None
     error: RecordedError | None = None
@@ -156,6 +157,33 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: a paced replay would sleep for ever
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+MAX_DEPTH = 64
+"""The deepest nesting of lists and objects a cassette may have (a recorded request is a few levels)."""
+
+
+def _depth(data: Any) -> int:
+    """How deeply ``data`` nests lists and dicts (without recursion)."""
+    deepest = 0
+    stack = [(data, 1)]
+    while stack:
+        node, level = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def load_cassette(path: str | Path) -> Cassette:
     """Read and validate a cassette file; :class:`CassetteError` says what is wrong with a bad one."""
     path = Path(path)
@@ -166,13 +194,17 @@ def load_cassette(path: str | Path) -> Cassette:
     except (OSError, UnicodeDecodeError) as error:
         raise CassetteError(f"{path}: cannot read the cassette: {error}") from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+    except RecursionError:
+        raise CassetteError(f"{path}: not a valid nbagent cassette: nested too deeply") from None
     except json.JSONDecodeError as error:
         raise CassetteError(f"{path}: not JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
     except ValueError as error:
         raise CassetteError(f"{path}: not JSON: {error}") from None
     if not isinstance(data, dict) or data.get("format") != CASSETTE_FORMAT:
         raise CassetteError(f'{path}: not an nbagent cassette (no "format": "{CASSETTE_FORMAT}")')
+    if _depth(data) > MAX_DEPTH:
+        raise CassetteError(f"{path}: not a valid nbagent cassette: nested more than {MAX_DEPTH} levels deep")
     if data.get("version") != CASSETTE_VERSION:
         raise CassetteError(
             f"{path}: cassette version {data.get('version')!r} is not supported (this nbagent reads {CASSETTE_VERSION})"
