@@ -30,6 +30,7 @@ from .context import (
     UnboundedChatCompletionContext,
 )
 from .entry import run  # the sync entry point: nbagent.run(agent, task)
+from .language import get_language, set_language
 from .mcp import (  # no SDK import here
     McpToolAdapter,
     McpWorkbench,
@@ -178,9 +179,23 @@ def _autogen_stepper() -> "type[_AutoGenStepper]":
     return NotebookAutoGenStepper
 
 
+def _notebook_hints() -> None:
+    """In a kernel: ``asyncio.run(...)`` in a cell says in one line what to write instead, and a kernel
+    interrupt of an awaiting cell acts at once."""
+    if _in_kernel():
+        from IPython import get_ipython
+
+        from .notebook.hints import install
+        from .notebook.kernel import wake_on_signals
+
+        install(get_ipython())
+        wake_on_signals()
+
+
 _sync.register_driving_hook(_kernel_comms)
 _batch.register_kernel_check(_in_kernel)
 _autogen.register_notebook_stepper(_autogen_stepper)
+_notebook_hints()
 
 
 def load_ipython_extension(ipython: object) -> None:
@@ -309,6 +324,7 @@ __all__ = [
     "concat",
     "default_model",
     "dump_message",
+    "get_language",
     "last_view",
     "is_component_class",
     "load_component",
@@ -319,6 +335,7 @@ __all__ = [
     "mcp_server_tools",
     "run",
     "run_many",
+    "set_language",
     "show",
     "start",
     "step",

@@ -27,6 +27,7 @@ from ._ids import new_id, utc_now
 from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
 from .context import ChatCompletionContext, UnboundedChatCompletionContext
+from .interrupts import explain_cancellation
 from .memory import Memory, as_memories, update_memory_context
 from .messages import (
     AssistantMessage,
@@ -78,7 +79,7 @@ from .records import (
     ToolExecution,
 )
 from .redact import mask_data, process_secrets
-from .sync import run_coroutine
+from .sync import Pending, run_coroutine
 from .tools import (
     BaseTool,
     Handoff,
@@ -566,10 +567,15 @@ class AssistantAgent(Component):
             return self.iter(messages, token, chunk_events=chunk_events)
         return AgentRun(self, messages, token, chunk_events, self._slot, self._run_steps, self._repair_context)
 
-    async def on_messages(
+    def on_messages(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
+    ) -> Pending[Response]:
+        """Run on new messages and return the final :class:`Response` (awaited)."""
+        return Pending(self._on_messages(messages, cancellation_token), "agent.on_messages(...)", "agent.run_sync(...)")
+
+    async def _on_messages(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None
     ) -> Response:
-        """Run on new messages and return the final :class:`Response`."""
         where = "AssistantAgent.on_messages"
         outgoing = _autogen_caller(messages, cancellation_token)
         checked, token = check_messages(where, messages), check_token(where, cancellation_token)
@@ -619,20 +625,28 @@ class AssistantAgent(Component):
     async def on_resume(self, cancellation_token: CancellationToken | None = None) -> None:  # noqa: B027
         """AutoGen's hook, called when a team resumes; nothing to do."""
 
-    async def run(
+    def run(
         self,
         *,
         task: Task = None,
         cancellation_token: CancellationToken | None = None,
         output_task_messages: bool = True,
-    ) -> TaskResult:
-        """Run a task to the end: the task messages (unless ``output_task_messages=False``), the
-        events and the final message.
+    ) -> Pending[TaskResult]:
+        """Run a task to the end (awaited): the task messages (unless ``output_task_messages=False``),
+        the events and the final message.
 
         A run that fails (a model error, a cancellation) leaves its task in the context, as STEP 1
         put it there: :meth:`retry` (or ``run()`` with no task) goes on from it; running the same
-        task again would put it in twice (a warning says so).
+        task again would put it in twice (a warning says so). Without ``await`` (a script), use
+        :meth:`run_sync`; a forgotten ``await`` says so.
         """
+        return Pending(
+            self._run(task, cancellation_token, output_task_messages), "agent.run(task=...)", "agent.run_sync(task)"
+        )
+
+    async def _run(
+        self, task: Task, cancellation_token: CancellationToken | None, output_task_messages: bool
+    ) -> TaskResult:
         where = "AssistantAgent.run"
         messages = task_messages(task, where)
         token = None if cancellation_token is None else check_token(where, cancellation_token)
@@ -640,7 +654,7 @@ class AssistantAgent(Component):
             check.boolean(where, "output_task_messages", output_task_messages)
         return await self._run_task(messages if output_task_messages else [], messages, token)
 
-    async def retry(self, *, cancellation_token: CancellationToken | None = None) -> TaskResult:
+    def retry(self, *, cancellation_token: CancellationToken | None = None) -> Pending[TaskResult]:
         """Run the last failed run again from where it stopped: the model is called on the context as it is.
 
         The failed run's task is already in the context (STEP 1 added it) and is not added again;
@@ -648,6 +662,9 @@ class AssistantAgent(Component):
         starts with that task's messages, as the failed run's would have. Raises ``RuntimeError``
         when the agent's last run did not fail (see :attr:`failed_run`).
         """
+        return Pending(self._retry(cancellation_token), "agent.retry()", "agent.run_sync()")
+
+    async def _retry(self, cancellation_token: CancellationToken | None) -> TaskResult:
         token = check_token("AssistantAgent.retry", cancellation_token)
         failed = self._slot.failed
         if failed is None:
@@ -691,7 +708,11 @@ class AssistantAgent(Component):
         token = check_token(where, cancellation_token)
         check.boolean(where, "output_task_messages", output_task_messages)
         shown = messages if output_task_messages else []
-        return run_coroutine(lambda: self._run_task(shown, messages, token))
+        return run_coroutine(lambda: self._run_task(shown, messages, token), self._interrupted_text)
+
+    def _interrupted_text(self) -> str:
+        """What an interrupt of this agent's last run, driven without await, says."""
+        return interrupted_text(self.name, "Ctrl-C or a kernel interrupt", self._slot.failed is not None)
 
     async def run_stream(
         self,
@@ -1712,6 +1733,14 @@ def check_agent(where: str, agent: object, task: object = None, *, runs: bool = 
     raise check.wrong_type(where, "agent", expected, agent, hint)
 
 
+def interrupted_text(agent: str, why: str, kept_task: bool) -> str:
+    """What an interrupted run of ``agent`` says: ``why``, and what is left."""
+    left = "its context is valid (every tool call has a result)"
+    if kept_task:
+        left += " and keeps the task: agent.retry() goes on from it"
+    return f"the run of agent {agent!r} was interrupted ({why}); {left}"
+
+
 class AgentRun(RunIterator):
     """One run of an agent, item by item: ``Move`` boundaries, records, events and the ``Response``.
 
@@ -1814,10 +1843,13 @@ class AgentRun(RunIterator):
                 await self._repair()
                 self._finish("cancelled")
             raise
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as error:
             self._advancing = False
             await self._repair()
             self._finish("cancelled")
+            if not self.token.is_cancelled():  # from outside: neither the caller's token nor aclose()
+                why = "the task awaiting it was cancelled: a kernel interrupt, Ctrl-C, task.cancel() or a timeout"
+                explain_cancellation(error, interrupted_text(self.agent.name, why, self._slot.failed is not None))
             raise
         except BaseException as error:
             self._advancing = False

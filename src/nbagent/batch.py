@@ -1024,7 +1024,11 @@ class Batch:
 
     def run_sync(self) -> Batch:
         """:meth:`run` without ``await``: in a script, and inside a notebook cell (the kernel's loop)."""
-        return run_coroutine(self.run)
+        return run_coroutine(
+            self.run,
+            "the batch was interrupted (Ctrl-C or a kernel interrupt); the tasks that ended are in batch.results, "
+            "and batch.run_sync() again runs the others",
+        )
 
     def _worker_count(self) -> int:
         total = self._source.total

@@ -4,7 +4,10 @@ A notebook cell already runs inside the kernel's event loop, where ``asyncio.run
 loop is patched with nest-asyncio2 (nest_asyncio 1.6 loses queued cells under ipykernel 7, so a
 Run All would hang) and the coroutine is driven to its end with ``run_until_complete``. A kernel
 interrupt (``KeyboardInterrupt``) cancels it, waits for it to end (a run leaves its context valid),
-and propagates.
+and raises a one-line ``KeyboardInterrupt`` (:func:`~nbagent.interrupts.run_interrupted`).
+
+:class:`Pending` is the coroutine an entry point returns (``agent.run(...)``): awaited, it is the
+coroutine; used as its result by mistake (a forgotten ``await``), its error says to await it.
 
 While it drives a running loop it enters the registered "while driving" hooks
 (:func:`register_driving_hook`): inside a kernel, the notebook layer's comm pump dispatches the
@@ -17,21 +20,42 @@ A generic driver: it knows no agent. ``AssistantAgent.run_sync`` and ``nbagent.r
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from typing import TypeVar
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-__all__ = ["DrivingHook", "driving_hooks", "register_driving_hook", "run_coroutine", "unregister_driving_hook"]
+from .interrupts import run_interrupted
+
+__all__ = [
+    "DrivingHook",
+    "Pending",
+    "driving_hooks",
+    "register_driving_hook",
+    "run_coroutine",
+    "unregister_driving_hook",
+]
 
 T = TypeVar("T")
 
 
-def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
-    """Drive the awaitable that ``factory`` makes to its end, whether or not a loop is running."""
+INTERRUPTED = "the run was interrupted (Ctrl-C or a kernel interrupt)"
+
+
+def run_coroutine(factory: Callable[[], Awaitable[T]], interrupted: str | Callable[[], str] = INTERRUPTED) -> T:
+    """Drive the awaitable that ``factory`` makes to its end, whether or not a loop is running.
+
+    Ctrl-C or a kernel interrupt cancels it, waits for its end and raises a ``KeyboardInterrupt``
+    (:func:`~nbagent.interrupts.run_interrupted`) saying ``interrupted`` (or what it returns, asked
+    once the run has ended): one line in a notebook and at the end of a script.
+    """
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_as_coroutine(factory))
+        try:
+            return asyncio.run(_as_coroutine(factory))
+        except KeyboardInterrupt:  # asyncio.run cancelled the run, which has ended
+            raise run_interrupted(_text(interrupted)) from None
     import nest_asyncio2
 
     nest_asyncio2.apply(loop)
@@ -45,7 +69,11 @@ def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
                 loop.run_until_complete(task)
             except (asyncio.CancelledError, KeyboardInterrupt):
                 pass
-            raise
+            raise run_interrupted(_text(interrupted)) from None
+
+
+def _text(interrupted: str | Callable[[], str]) -> str:
+    return interrupted if isinstance(interrupted, str) else interrupted()
 
 
 async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
@@ -83,3 +111,55 @@ def _driving(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
         for hook in list(_DRIVING_HOOKS):
             stack.enter_context(hook(loop))
         yield
+
+
+class Pending(Coroutine[Any, Any, T], Generic[T]):
+    """The coroutine of an entry point (``agent.run(...)``), whose mistakes say what to write.
+
+    Awaited, scheduled (``asyncio.create_task``, ``gather``) or driven, it is the coroutine ``coro``.
+    Read as if it were its result (a forgotten ``await``: ``agent.run(task=...).messages``), it
+    raises an ``AttributeError`` naming ``await`` and the sync form; its repr says the same. Never
+    awaited, ``coro`` warns as any coroutine does.
+    """
+
+    __slots__ = ("_coro", "_call", "_sync")
+
+    def __init__(self, coro: Coroutine[Any, Any, T], call: str, sync: str) -> None:
+        self._coro = coro
+        self._call = call
+        self._sync = sync
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._coro.__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._coro.send(value)
+
+    def throw(
+        self,
+        kind: type[BaseException] | BaseException,
+        value: object = None,
+        traceback: TracebackType | None = None,
+    ) -> Any:
+        if value is None and traceback is None:
+            return self._coro.throw(kind)
+        return self._coro.throw(kind, value, traceback)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._coro.close()
+
+    if not TYPE_CHECKING:  # hidden from type checkers: for them a forgotten await stays a type error
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("_"):
+                raise AttributeError(name)
+            raise AttributeError(
+                f"{self._call} gives a coroutine, not its result, so it has no attribute {name!r}: write "
+                f"`result = await {self._call}` in a notebook cell or an async function, or `{self._sync}` "
+                "without await",
+                name=name,
+                obj=self,
+            )
+
+    def __repr__(self) -> str:
+        return f"<coroutine {self._call}, not run: write `await {self._call}`, or `{self._sync}`>"

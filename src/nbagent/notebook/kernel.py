@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import signal
+import socket
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["comms_meanwhile", "in_kernel"]
+__all__ = ["comms_meanwhile", "in_kernel", "wake_on_signals"]
 
 _COMMS = frozenset({"comm_open", "comm_msg", "comm_close"})
 
@@ -73,3 +76,52 @@ def comms_meanwhile(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
         yield
     finally:
         stream.on_recv(original, copy=copy)
+
+
+_WAKER: list[socket.socket] = []  # the socket pair of wake_on_signals, kept open while the kernel lives
+
+
+def wake_on_signals() -> bool:
+    """Wake the kernel's event loop as soon as a signal arrives: a kernel interrupt then acts at once.
+
+    ipykernel 7 turns a kernel interrupt of an awaiting cell into a cancellation of the cell's task,
+    from its SIGINT handler; the handler runs only when the main thread next runs Python code. The
+    signal may reach another of the kernel's threads, and the main thread sleeps in its event loop
+    until a timer or a message wakes it: ``await agent.run(...)`` over a tool that sleeps 60 s took
+    60 s to be interrupted. Here the C-level signal handler writes to a socket the loop watches
+    (``signal.set_wakeup_fd``, what asyncio's own ``add_signal_handler`` does), which wakes the loop.
+    Done once, from the main thread, with a running loop, and only if no wakeup fd is set already;
+    returns whether it is in place.
+    """
+    if _WAKER:
+        return True
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    try:
+        previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        previous = None
+    if previous != -1:  # another wakeup fd is set (or none can be): leave it
+        if previous is not None:
+            signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
+        return False
+    loop.add_reader(reader.fileno(), _drain, reader)
+    _WAKER.extend((reader, writer))
+    return True
+
+
+def _drain(reader: socket.socket) -> None:
+    try:
+        while reader.recv(4096):
+            pass
+    except (BlockingIOError, InterruptedError):
+        pass

@@ -83,7 +83,7 @@ from ..render import (
 )
 from ..render import to_html as item_html
 from ..render.textlog import TextLog
-from ..sync import run_coroutine
+from ..sync import Pending, run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
 from .kernel import in_kernel
 
@@ -795,17 +795,28 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
         task.exception()
 
 
-async def show(
+def show(
     source: AssistantAgent | AgentRun | AutoGenRunnable,
     task: Task = None,
     *,
     cancellation_token: CancellationToken | None = None,
     title: str = "",
-) -> AgentRunView:
-    """Display a live view and run ``task``; returns the view when the run has ended.
+) -> Pending[AgentRunView]:
+    """Display a live view and run ``task``; returns the view when the run has ended (awaited).
 
-    ``await nbagent.show(agent, "task")`` blocks the cell until the answer (``view.response``).
+    ``await nbagent.show(agent, "task")`` blocks the cell until the answer (``view.response``);
+    without ``await``, ``nbagent.run(agent, task, show=True)``. Outside a notebook it prints the run.
     """
+    shown = _show(source, task, cancellation_token, title)
+    return Pending(shown, "nbagent.show(agent, task)", "nbagent.run(agent, task, show=True)")
+
+
+async def _show(
+    source: AssistantAgent | AgentRun | AutoGenRunnable,
+    task: Task,
+    cancellation_token: CancellationToken | None,
+    title: str,
+) -> AgentRunView:
     source, task = replayed("nbagent.show", source, task)  # a trace's replay: its agent and recorded task
     autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     if autogen is None:

@@ -1,0 +1,127 @@
+"""The language of the texts that explain the loop: English, or Chinese in the design description's terms.
+
+``nbagent.set_language("zh")`` puts each move of :data:`nbagent.records.MOVES` (its title, its label,
+its explanation and the labels of its edges) in Chinese, as the design description
+(``docs/design.zh.md``) writes the STEPs and their terms; the stepper, its diagram, the live view's
+STEP headings and the terminal's lines read them from there. ``set_language("en")`` puts English
+back. Names of methods, classes and parameters (``_call_llm``, ``HandoffMessage``,
+``max_tool_iterations``) stay as the code spells them, in both languages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal
+
+from . import _check as check
+from .records import MOVES, MoveName
+
+__all__ = ["LANGUAGES", "Language", "get_language", "set_language"]
+
+Language = Literal["en", "zh"]
+LANGUAGES: tuple[Language, ...] = ("en", "zh")
+
+# title, label, explanation of each move, in the design description's words.
+_ZH: dict[MoveName, tuple[str, str, str]] = {
+    "add_messages": (
+        "新消息进 model_context",
+        "新消息进上下文",
+        "这次调用的新消息被加进 model_context,也就是 agent 的\u201c短期记忆\u201d。model_context 跨多次调用持续存在,"
+        "所以每次只把新消息传进来,别把整段历史重复喂进去:那样每条消息都会进去两次。失败的运行的任务也留在上下文里:"
+        "agent.retry() 从那里接着跑,不会再加一次。",
+    ),
+    "memory": (
+        "查记忆、把命中的塞进上下文",
+        "查记忆",
+        "用上下文查询每个记忆库。上下文里还没有的命中内容作为一条 system message 塞进上下文;每个有命中的记忆库"
+        "吐一个 MemoryQueryEvent,在任何 LLM 事件之前。",
+    ),
+    "message_id": (
+        "生成 message_id",
+        "生成 message_id",
+        "调 LLM 之前先生成 message_id(用于关联流式分片):流式分片在它们组成的消息存在之前,就能用 full_message_id "
+        "指向那条消息。",
+    ),
+    "call_llm": (
+        "第一次调 LLM",
+        "调 LLM",
+        "把 system message + 上下文拼成 llm_messages,收集所有 workbench 的工具 + handoff 工具(每个 handoff 一个),"
+        "按 model_client_stream 走流式或一次性 create。模型回文本或工具调用;流式文本以分片到达,带着 message_id。",
+    ),
+    "text_exit": (
+        "纯文本:直接当最终答案返回",
+        "纯文本 → 答案",
+        "content 是 str:模型不再要工具、给了文本,直接当最终答案返回(TextMessage,设了 output_content_type 时是 "
+        "StructuredMessage),结束。这是循环唯一的\u201c正常出口\u201d,不管还剩几轮。",
+    ),
+    "tool_request": (
+        "有工具调用:吐 ToolCallRequestEvent",
+        "工具调用",
+        "content 是 [FunctionCall]:模型要调工具,进入\u201c工具循环\u201d。带工具调用的 assistant 消息进上下文,"
+        "吐 ToolCallRequestEvent(模型先思考过的话,在 ThoughtEvent 之后)。",
+    ),
+    "tool_execution": (
+        "并发执行所有工具",
+        "执行工具",
+        "所有工具用 asyncio.gather 并发执行,工具执行期间的流式事件实时吐出。一个 ToolCallExecutionEvent 按调用顺序"
+        "带着所有结果,结果进上下文。工具出错、工具不存在或参数不对都给出错误结果,循环继续。",
+    ),
+    "handoff_check": (
+        "是 handoff 调用?",
+        "handoff?",
+        "_check_and_handle_handoff 在工具执行后检查:若有 handoff 调用,产出一个 HandoffMessage(带 target 和上下文)"
+        "并结束,上下文里留着其他调用和结果。多个 handoff 只执行第一个,会告警。",
+    ),
+    "next_llm_call": (
+        "再调一次 LLM,带着工具结果",
+        "再调 LLM",
+        "还没到最后一轮(max_tool_iterations):带着工具结果再调一次 LLM,回到循环顶处理新的结果。",
+    ),
+    "reflect": (
+        "再调一次 LLM 生成自然语言总结 (reflect)",
+        "反思 (LLM)",
+        "循环结束,reflect_on_tool_use 为 True:带着工具结果再调一次 LLM(不给工具,tool_choice='none'),"
+        "产出自然语言/结构化最终答案。",
+    ),
+    "summarize": (
+        "把工具结果格式化成 ToolCallSummaryMessage",
+        "总结",
+        "循环结束,reflect_on_tool_use 为 False:最后一批工具结果按 tool_call_summary_format 直接格式化成 "
+        "ToolCallSummaryMessage 当答案返回。",
+    ),
+}
+# The labels of the edges between moves (an edge whose English label is not here keeps it).
+_ZH_EDGES = {
+    "text": "纯文本",
+    "tool calls": "工具调用",
+    "tool calls again": "又是工具调用",
+    "answer": "答案",
+    "summary": "总结",
+    "handoff": "HandoffMessage",
+    "iterations left": "还没到最后一轮",
+    "iterations used up": "循环结束",
+    "memory": "有记忆",
+    "no memory": "没有记忆",
+}
+
+_ENGLISH = dict(MOVES)
+_current: list[Language] = ["en"]
+
+
+def set_language(language: Language) -> None:
+    """Explain the loop in ``language``: ``"en"`` (English, the default) or ``"zh"`` (Chinese, in the
+    design description's terms). Views drawn after the call use it."""
+    chosen = check.choice("nbagent.set_language", "language", language, LANGUAGES)
+    for name, english in _ENGLISH.items():
+        if chosen == "en":
+            MOVES[name] = english
+            continue
+        title, label, explanation = _ZH[name]
+        edges = tuple(replace(edge, label=_ZH_EDGES.get(edge.label, edge.label)) for edge in english.edges)
+        MOVES[name] = replace(english, title=title, label=label, explanation=explanation, edges=edges)
+    _current[0] = "zh" if chosen == "zh" else "en"
+
+
+def get_language() -> Language:
+    """The language the loop is explained in (``"en"`` unless :func:`set_language` said otherwise)."""
+    return _current[0]

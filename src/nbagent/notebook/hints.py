@@ -1,0 +1,63 @@
+"""What a notebook cell shows for ``asyncio.run(...)``: one line saying what to write instead.
+
+A cell already runs inside the kernel's event loop, so ``asyncio.run(main())`` (the way a script runs
+an agent, pasted into a cell) fails with asyncio's ``RuntimeError: asyncio.run() cannot be called from
+a running event loop`` and a "coroutine was never awaited" warning. :func:`install` (called by
+``nbagent`` when imported in a kernel) gives IPython a handler for that error: one line that says to
+``await`` instead (or to use ``nbagent.run``), and the coroutine handed to ``asyncio.run`` is closed, so
+no warning follows. Every other ``RuntimeError`` is shown exactly as IPython shows it. Nothing is
+installed when another handler of IPython's custom exceptions is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from types import TracebackType
+from typing import Any
+
+__all__ = ["ASYNCIO_RUN_HINT", "install"]
+
+ASYNCIO_RUN_HINT = (
+    "RuntimeError: asyncio.run() cannot be called from a running event loop: a notebook cell already runs "
+    "in one, so write `await main()` (or `result = await agent.run(task=...)`) instead of "
+    "`asyncio.run(main())`; nbagent.run(agent, task) runs an agent without await"
+)
+_RUNNING_LOOP_ERRORS = ("cannot be called from a running event loop", "This event loop is already running")
+
+
+def install(shell: Any) -> bool:
+    """Set the handler on IPython's ``shell``, unless another custom exception handler is set there.
+    Returns whether it is installed."""
+    if id(shell) in _INSTALLED:
+        return True
+    if getattr(shell, "custom_exceptions", ()):
+        return False
+    shell.set_custom_exc((RuntimeError,), _handler)
+    _INSTALLED.add(id(shell))
+    return True
+
+
+_INSTALLED: set[int] = set()  # the shells (IPython has one) the handler is set on
+
+
+def _handler(
+    shell: Any, kind: type[BaseException], error: BaseException, tb: TracebackType | None, tb_offset: Any = None
+) -> None:
+    """Show a ``RuntimeError`` a cell raised (IPython leaves the showing to the handler)."""
+    if any(text in str(error) for text in _RUNNING_LOOP_ERRORS) and _close_main(tb):
+        setattr(error, "_render_traceback_", lambda: [ASYNCIO_RUN_HINT])  # noqa: B010 (IPython's one-line hook)
+    shell.showtraceback((kind, error, tb), tb_offset=tb_offset)
+
+
+def _close_main(tb: TracebackType | None) -> bool:
+    """Close the coroutine the failing ``asyncio.run`` (or ``run_until_complete``) was given, which
+    never ran; whether the error came from there."""
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_filename.endswith(("asyncio/runners.py", "asyncio/base_events.py")):
+            main = frame.f_locals.get("main", frame.f_locals.get("future"))
+            if isinstance(main, Coroutine):
+                main.close()
+            return True
+        tb = tb.tb_next
+    return False

@@ -1,0 +1,195 @@
+"""The mistakes of the first hour say what happened and what to write: a forgotten ``await``, a run
+cancelled from outside, Ctrl-C in a script and in the sync entry points (one line, not a traceback)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+import nbagent
+from nbagent import AssistantAgent, CancellationToken, CreateResult, FunctionCall, ReplayChatCompletionClient
+from nbagent.cancellation import CANCELLED
+from nbagent.interrupts import one_line
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def slow(x: int) -> int:
+    """Takes a minute."""
+    await asyncio.sleep(60)
+    return x
+
+
+def slow_agent(name: str = "calc") -> AssistantAgent:
+    call = FunctionCall(id="c1", name="slow", arguments='{"x": 1}')
+    script = [CreateResult(finish_reason="function_calls", content=[call]), "done"]
+    return AssistantAgent(name, ReplayChatCompletionClient(script), tools=[slow])
+
+
+async def test_a_forgotten_await_says_to_await() -> None:
+    agent = AssistantAgent("calc", ReplayChatCompletionClient(["five", "six"]))
+    pending = agent.run(task="2 + 3?")
+    with pytest.raises(
+        AttributeError, match=r"agent\.run\(task=\.\.\.\) gives a coroutine.*'messages'.*`result = await "
+    ):
+        pending.messages  # noqa: B018
+    assert "write `await agent.run(task=...)`, or `agent.run_sync(task)`" in repr(pending)
+    assert (await pending).messages[-1].to_text() == "five"  # still the run, once awaited
+    responding = agent.on_messages([nbagent.TextMessage(content="3 + 3?", source="user")])
+    with pytest.raises(AttributeError, match=r"agent\.on_messages\(\.\.\.\) gives a coroutine.*'chat_message'"):
+        responding.chat_message  # noqa: B018
+    assert (await responding).chat_message.to_text() == "six"
+    shown = nbagent.show(agent, "x")
+    with pytest.raises(AttributeError, match=r"nbagent\.show\(agent, task\).*'response'.*nbagent\.run\(agent, task"):
+        shown.response  # noqa: B018
+    shown.close()
+    retrying = agent.retry()
+    with pytest.raises(AttributeError, match=r"agent\.retry\(\).*agent\.run_sync\(\)"):
+        retrying.messages  # noqa: B018
+    retrying.close()
+
+
+async def test_the_run_is_a_coroutine_to_asyncio() -> None:
+    agent = AssistantAgent("calc", ReplayChatCompletionClient(["a", "b", "c", "d"]))
+    pending = agent.run(task="zero")
+    assert asyncio.iscoroutine(pending)
+    pending.close()
+    task = asyncio.create_task(agent.run(task="one"))  # create_task takes it (a Coroutine)
+    assert (await task).messages[-1].to_text() == "a"
+    other = AssistantAgent("other", ReplayChatCompletionClient(["e"]))
+    first, second = await asyncio.gather(other.run(task="two"), agent.run(task="three"))
+    assert (first.messages[-1].to_text(), second.messages[-1].to_text()) == ("e", "b")
+    assert (await asyncio.wait_for(agent.run(task="four"), 5)).messages[-1].to_text() == "c"
+
+
+def test_a_run_never_awaited_still_warns() -> None:
+    agent = AssistantAgent("calc", ReplayChatCompletionClient(["five"]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent.run(task="x")
+        gc.collect()
+    assert any("was never awaited" in str(w.message) for w in caught)
+
+
+async def test_a_run_cancelled_from_outside_says_what_happened() -> None:
+    agent = slow_agent()
+    task = asyncio.create_task(agent.run(task="go"))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError) as caught:
+        await task
+    error = caught.value
+    assert type(error) is asyncio.CancelledError  # asyncio's own type: asyncio.timeout tells its own by it
+    text = str(error)
+    assert text.startswith("the run of agent 'calc' was interrupted (the task awaiting it was cancelled: a kernel")
+    assert text.endswith("keeps the task: agent.retry() goes on from it")
+    assert error._render_traceback_() == [f"CancelledError: {text}"]  # one line in IPython
+    assert one_line(error) == f"CancelledError: {text}"
+    assert agent.failed_run is not None and agent.failed_run.status == "cancelled"
+
+    task = asyncio.create_task(slow_agent("named").run(task="go"))
+    await asyncio.sleep(0.2)
+    task.cancel("the user asked")
+    with pytest.raises(asyncio.CancelledError, match=r"was interrupted .*\(cancelled with: the user asked\)$"):
+        await task
+
+
+async def test_timeouts_and_tokens_keep_their_own_errors() -> None:
+    with pytest.raises(TimeoutError):  # asyncio.timeout still turns its cancellation into TimeoutError
+        async with asyncio.timeout(0.2):
+            await slow_agent().run(task="go")
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(slow_agent().run(task="go"), 0.2)
+    token = CancellationToken()
+    asyncio.get_running_loop().call_later(0.2, token.cancel)
+    with pytest.raises(asyncio.CancelledError) as caught:  # the caller's token: the token's own words
+        await slow_agent().run(task="go", cancellation_token=token)
+    assert str(caught.value) == CANCELLED and one_line(caught.value) is None
+
+
+SCRIPT = """
+import asyncio, sys
+import nbagent
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
+
+async def slow(x: int) -> int:
+    "Takes a minute."
+    print("STARTED", flush=True)
+    await asyncio.sleep(60)
+    return x
+
+def make(task=None):
+    call = FunctionCall(id="c1", name="slow", arguments='{"x": 1}')
+    script = [CreateResult(finish_reason="function_calls", content=[call]), "done"]
+    return AssistantAgent("calc", ReplayChatCompletionClient(script), tools=[slow])
+
+mode = sys.argv[1]
+if mode == "run_sync":
+    make().run_sync("go")
+elif mode == "nbagent.run":
+    nbagent.run(make(), "go")
+elif mode == "asyncio.run":
+    async def main():
+        await make().run(task="go")
+    asyncio.run(main())
+elif mode == "batch.run_sync":
+    nbagent.Batch(make, ["a", "b"], concurrency=2, progress=None).run_sync()
+elif mode == "other":  # an interrupt that is no run's: Python's own traceback
+    print("STARTED", flush=True)
+    asyncio.run(asyncio.sleep(60))
+"""
+AGENT_LINE = (
+    "KeyboardInterrupt: the run of agent 'calc' was interrupted ({why}); its context is valid (every tool call "
+    "has a result) and keeps the task: agent.retry() goes on from it"
+)
+EXPECTED = {
+    "run_sync": AGENT_LINE.format(why="Ctrl-C or a kernel interrupt"),
+    "nbagent.run": AGENT_LINE.format(why="Ctrl-C or a kernel interrupt"),
+    "asyncio.run": AGENT_LINE.format(
+        why="the task awaiting it was cancelled: a kernel interrupt, Ctrl-C, task.cancel() or a timeout"
+    ),
+    "batch.run_sync": (
+        "KeyboardInterrupt: the batch was interrupted (Ctrl-C or a kernel interrupt); the tasks that ended are in "
+        "batch.results, and batch.run_sync() again runs the others"
+    ),
+}
+
+
+def interrupt_script(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    env = {**os.environ, "OPENAI_API_KEY": ""}
+    process = subprocess.Popen(
+        [sys.executable, str(script), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "STARTED\n"
+    process.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    out, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+@pytest.mark.parametrize("mode", list(EXPECTED))
+def test_ctrl_c_in_a_script_ends_in_one_line(mode: str, tmp_path: Path) -> None:
+    done = interrupt_script(tmp_path, mode)
+    assert done.stderr.splitlines() == [EXPECTED[mode]]
+    assert done.returncode == -signal.SIGINT  # the exit status of a program Ctrl-C ended
+
+
+def test_an_interrupt_of_no_run_keeps_pythons_traceback(tmp_path: Path) -> None:
+    done = interrupt_script(tmp_path, "other")
+    assert "Traceback (most recent call last)" in done.stderr and done.stderr.rstrip().endswith("KeyboardInterrupt")

@@ -1,0 +1,114 @@
+"""In a real kernel: the first hour's mistakes end in one clear line. ``asyncio.run(...)`` in a cell, a
+kernel interrupt of ``await agent.run(...)`` (at once, though a tool sleeps a minute) and of the sync
+entry points, a forgotten ``await``; any other error is shown as IPython shows it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+from nbagent.notebook.hints import ASYNCIO_RUN_HINT
+
+from ..kernels import kernel_dirs as make_kernel_dirs
+from ..kernels import running_kernel
+
+pytestmark = pytest.mark.kernel
+
+KERNEL = "nbagent-clear-errors-test"
+
+SETUP = """
+import asyncio, nbagent
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
+
+async def slow(x: int) -> int:
+    "Takes a minute."
+    print("STARTED", flush=True)
+    await asyncio.sleep(60)
+    return x
+
+def make(name):
+    call = FunctionCall(id="c1", name="slow", arguments='{"x": 1}')
+    script = [CreateResult(finish_reason="function_calls", content=[call]), "done"]
+    return AssistantAgent(name, ReplayChatCompletionClient(script), tools=[slow])
+"""
+LEFT = "its context is valid (every tool call has a result) and keeps the task: agent.retry() goes on from it"
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KernelManager, Any]]:
+    dirs = make_kernel_dirs(tmp_path_factory, KERNEL, "nbagent clear errors")
+    with running_kernel(KERNEL, dirs) as (manager, client):
+        yield manager, client
+
+
+def run(client: Any, code: str, manager: KernelManager | None = None) -> tuple[str, str, list[tuple[str, list[str]]]]:
+    """(stdout, stderr, errors) of ``code``; with ``manager``, the kernel is interrupted once it printed STARTED.
+    The interrupt's delay (seconds until the cell ended) is printed to stdout as ``DELAY <s>``."""
+    msg_id = client.execute(code)
+    out: list[str] = []
+    err: list[str] = []
+    errors: list[tuple[str, list[str]]] = []
+    interrupted_at = None
+    while True:
+        if manager is not None and interrupted_at is None and "STARTED" in "".join(out):
+            time.sleep(0.3)
+            manager.interrupt_kernel()
+            interrupted_at = time.monotonic()
+        try:
+            message = client.get_iopub_msg(timeout=1)
+        except Exception:  # queue.Empty: wait on
+            continue
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, content = message["msg_type"], message["content"]
+        if kind == "stream":
+            (out if content["name"] == "stdout" else err).append(content["text"])
+        elif kind == "error":
+            errors.append((content["ename"], content["traceback"]))
+        elif kind == "status" and content["execution_state"] == "idle":
+            if interrupted_at is not None:
+                out.append(f"DELAY {time.monotonic() - interrupted_at:.1f}")
+            return "".join(out), "".join(err), errors
+
+
+def test_asyncio_run_in_a_cell_says_to_await(kernel: tuple[KernelManager, Any]) -> None:
+    _, client = kernel
+    assert run(client, SETUP) == ("", "", [])
+    out, err, errors = run(client, "asyncio.run(make('a').run(task='go'))")
+    assert errors == [("RuntimeError", [ASYNCIO_RUN_HINT])]
+    assert "never awaited" not in err  # the coroutine asyncio.run never ran was closed
+    # Any other RuntimeError: IPython's traceback, as before.
+    out, err, errors = run(client, "raise RuntimeError('something else')")
+    assert [name for name, _ in errors] == ["RuntimeError"] and len(errors[0][1]) > 1
+    assert "something else" in errors[0][1][-1]
+
+
+def test_a_forgotten_await_in_a_cell_says_to_await(kernel: tuple[KernelManager, Any]) -> None:
+    _, client = kernel
+    run(client, SETUP)
+    out, err, errors = run(client, "result = make('b').run(task='go')\nresult.messages")
+    assert [name for name, _ in errors] == ["AttributeError"]
+    assert "`result = await agent.run(task=...)`" in errors[0][1][-1]
+    run(client, "result.close()")
+
+
+def test_a_kernel_interrupt_of_an_awaited_run_ends_at_once_in_one_line(kernel: tuple[KernelManager, Any]) -> None:
+    manager, client = kernel
+    run(client, SETUP)
+    out, err, errors = run(client, "await make('awaited').run(task='go')", manager)
+    why = "the task awaiting it was cancelled: a kernel interrupt, Ctrl-C, task.cancel() or a timeout"
+    assert errors == [
+        ("CancelledError", [f"CancelledError: the run of agent 'awaited' was interrupted ({why}); {LEFT}"])
+    ]
+    assert float(out.split("DELAY ")[1]) < 10  # the tool sleeps 60 s: before, the interrupt waited for it
+
+    for code in ("make('synced').run_sync('go')", "nbagent.run(make('synced'), 'go')"):
+        out, err, errors = run(client, code, manager)
+        line = f"KeyboardInterrupt: the run of agent 'synced' was interrupted (Ctrl-C or a kernel interrupt); {LEFT}"
+        assert errors == [("KeyboardInterrupt", [line])], code
+    out, err, errors = run(client, "print('alive')")
+    assert (out, errors) == ("alive\n", [])

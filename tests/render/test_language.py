@@ -1,0 +1,77 @@
+"""nbagent.set_language("zh"): the loop explained in the design description's terms; "en" puts English back."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import nbagent
+from nbagent import MOVES, AssistantAgent, ReplayChatCompletionClient
+from nbagent.records import LoopSettings, Move
+from nbagent.render import pipeline, to_html, to_text
+
+DESIGN = (Path(__file__).resolve().parents[2] / "docs" / "design.zh.md").read_text(encoding="utf-8")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture
+def chinese() -> Iterator[None]:
+    english = dict(MOVES)
+    nbagent.set_language("zh")
+    try:
+        yield
+    finally:
+        nbagent.set_language("en")
+        assert MOVES == english
+
+
+def test_every_move_is_explained_in_chinese_in_the_design_descriptions_terms(chinese: None) -> None:
+    assert nbagent.get_language() == "zh"
+    for name, info in MOVES.items():
+        assert CJK.search(info.explanation) and CJK.search(info.label + info.title), name
+        for part in filter(None, (p.strip() for p in re.split("[:,]", info.title))):
+            assert part in DESIGN, f"{name}: {part!r} is not how the design description says it"
+    assert MOVES["add_messages"].title == "新消息进 model_context"
+    assert MOVES["message_id"].title == "生成 message_id" and MOVES["call_llm"].title == "第一次调 LLM"
+    assert MOVES["call_llm"].method == "_call_llm"  # names of the code stay as the code spells them
+    assert {edge.label for info in MOVES.values() for edge in info.edges} <= {
+        "",
+        "纯文本",
+        "工具调用",
+        "又是工具调用",
+        "答案",
+        "总结",
+        "HandoffMessage",
+        "还没到最后一轮",
+        "循环结束",
+        "有记忆",
+        "没有记忆",
+    }
+
+
+def test_views_and_lines_read_the_language(chinese: None) -> None:
+    move = Move("run", "reflect")
+    assert to_text(move) == "-- STEP 5: 再调一次 LLM 生成自然语言总结 (reflect)  [_reflect_on_tool_use_flow]"
+    html = str(to_html(move))
+    assert "带着工具结果再调一次 LLM" in html and "STEP 5" in html
+    diagram = str(pipeline([LoopSettings(reflect_on_tool_use=True)]))
+    assert "反思 (LLM)" in diagram and "reflect (LLM)" not in diagram
+
+
+async def test_the_stepper_explains_in_chinese(chinese: None) -> None:
+    agent = AssistantAgent("assistant", ReplayChatCompletionClient(["你好"]))
+    stepper = nbagent.Stepper(agent, "hi")
+    first = await stepper.next()
+    assert first.title == "新消息进 model_context"
+    await stepper.run_to_end()
+
+
+def test_english_is_back_and_a_wrong_language_is_refused() -> None:
+    nbagent.set_language("en")
+    assert MOVES["call_llm"].title == "Call the LLM" and nbagent.get_language() == "en"
+    with pytest.raises(ValueError, match=r"nbagent\.set_language: language must be one of 'en', 'zh', got 'fr'"):
+        nbagent.set_language("fr")  # type: ignore[arg-type]
+    assert nbagent.get_language() == "en"
