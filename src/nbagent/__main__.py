@@ -1,7 +1,8 @@
 """``python -m nbagent``: ``demo`` prints a scripted run and its DataFrames; ``lab`` opens the walkthrough.
 
 Both work offline with no API key: ``demo`` runs on the replay model, ``lab`` starts JupyterLab on
-``notebooks/02_walkthrough_steps_1_5.ipynb`` of a source checkout (it installs nothing).
+``notebooks/02_walkthrough_steps_1_5.ipynb`` of a source checkout (it installs nothing), saving the
+shipped notebooks without outputs (:func:`save_without_outputs`), so running them changes no tracked file.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import json
 import os
+import re
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TextIO
+from pathlib import Path, PurePosixPath
+from typing import Any, TextIO
 
 from .agent import AssistantAgent
 from .demo import SCRIPTED_TASK, scripted_agent
@@ -78,6 +81,51 @@ def notebooks_dir() -> Path | None:
     return candidate if (candidate / WALKTHROUGH).is_file() else None
 
 
+SAVE_HOOK = "nbagent.__main__.save_without_outputs"
+SHIPPED = re.compile(r"\d\d_[\w.-]+\.ipynb")
+"""The names of the notebooks the repository ships (``02_walkthrough_steps_1_5.ipynb``)."""
+_RUN_METADATA = ("execution", "scrolled", "collapsed", "jupyter")  # what running and viewing add to a cell
+
+
+def save_without_outputs(model: dict[str, Any], path: str, contents_manager: Any, **kwargs: Any) -> None:
+    """JupyterLab's pre-save hook under ``nbagent lab``: the shipped notebooks are saved as the repository
+    keeps them, so opening and running them leaves ``git status`` clean.
+
+    A notebook at the top of the folder whose name is a shipped one's (``NN_name.ipynb``) is saved
+    without outputs, execution counts, widget state or the metadata running and viewing add (its
+    notebook metadata stays what the file on disk holds); edits to its cells are saved. Any other
+    notebook is saved as it is.
+    """
+    content = model.get("content")
+    name = PurePosixPath(path.strip("/"))
+    if model.get("type") != "notebook" or not isinstance(content, dict) or len(name.parts) != 1:
+        return
+    if not SHIPPED.fullmatch(name.name):
+        return
+    for cell in content.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+        for key in _RUN_METADATA:
+            cell.get("metadata", {}).pop(key, None)
+    kept = _metadata_on_disk(Path(getattr(contents_manager, "root_dir", ".")) / name.name)
+    metadata = content.setdefault("metadata", {})
+    metadata.pop("widgets", None)
+    if kept is not None:
+        content["metadata"] = kept
+
+
+def _metadata_on_disk(path: Path) -> dict[str, Any] | None:
+    """The notebook metadata of the file as it is (before this save), without widget state."""
+    try:
+        metadata = json.loads(path.read_text(encoding="utf-8")).get("metadata")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(metadata, dict):
+        return None
+    metadata.pop("widgets", None)
+    return metadata
+
+
 def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args: Sequence[str] = ()) -> int:
     """Replace this process with JupyterLab opened on the walkthrough (``jupyter_args`` passed on)."""
     folder = directory if directory is not None else notebooks_dir()
@@ -101,6 +149,7 @@ def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args
         "jupyterlab",
         f"--ServerApp.root_dir={folder}",
         f"--LabApp.default_url=/lab/tree/{WALKTHROUGH}",
+        f"--ContentsManager.pre_save_hook={SAVE_HOOK}",
     ]
     if port is not None:
         command.append(f"--ServerApp.port={port}")

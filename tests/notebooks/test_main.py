@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,6 +114,7 @@ def test_lab_opens_jupyterlab_on_the_walkthrough(monkeypatch: pytest.MonkeyPatch
                 "jupyterlab",
                 f"--ServerApp.root_dir={folder}",
                 f"--LabApp.default_url=/lab/tree/{cli.WALKTHROUGH}",
+                "--ContentsManager.pre_save_hook=nbagent.__main__.save_without_outputs",
                 "--ServerApp.port=8899",
                 "--no-browser",
                 "--allow-root",
@@ -197,3 +199,59 @@ def test_help_is_plain_text_and_documents_every_option(argv: list[str], capsys: 
         for option in ("--port PORT", "--no-browser", "--dir DIR"):
             line = next(line for line in text.splitlines() if line.strip().startswith(option))
             assert len(line.strip()) > len(option) + 5, f"{option} has no help: {line!r}"
+
+
+@pytest.mark.timeout(150)
+def test_running_the_shipped_notebooks_in_lab_rewrites_no_tracked_file(tmp_path: Path) -> None:
+    """JupyterLab saves what it ran (outputs, widget state, kernel metadata): under `nbagent lab` a shipped
+    notebook is saved as the repository keeps it, byte for byte; any other notebook keeps its outputs."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    shipped = (ROOT / "notebooks" / cli.WALKTHROUGH).read_bytes()
+    (folder / cli.WALKTHROUGH).write_bytes(shipped)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+    }
+    command = [sys.executable, "-m", "nbagent", "lab", "--dir", str(folder), "--port", str(port), "--no-browser",
+               "--", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}"]  # fmt: skip
+    server = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    base = f"http://127.0.0.1:{port}/api/contents"
+    headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
+
+    def call(method: str, name: str, body: dict[str, object] | None = None) -> dict[str, object]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{base}/{name}", data=data, method=method, headers=headers)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)  # type: ignore[no-any-return]
+
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                model = call("GET", cli.WALKTHROUGH)
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert server.poll() is None and time.monotonic() < deadline, "JupyterLab did not answer"
+                time.sleep(0.5)
+        notebook: dict[str, Any] = model["content"]  # type: ignore[assignment]
+        # What running it in Lab leaves in the model Lab saves:
+        for count, cell in enumerate(c for c in notebook["cells"] if c["cell_type"] == "code"):
+            cell["execution_count"] = count + 1
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "ran\n"}]
+            cell["metadata"]["execution"] = {"iopub.status.idle": "2026-12-01T22:00:00.000Z"}
+        notebook["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+        notebook["metadata"]["language_info"] = {"name": "python", "version": "3.11.7", "mimetype": "text/x-python"}
+        call("PUT", cli.WALKTHROUGH, {"type": "notebook", "format": "json", "content": notebook})
+        call("PUT", "Untitled.ipynb", {"type": "notebook", "format": "json", "content": notebook})
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    assert (folder / cli.WALKTHROUGH).read_bytes() == shipped
+    mine = json.loads((folder / "Untitled.ipynb").read_text())
+    assert mine["cells"][1]["outputs"] and "widgets" in mine["metadata"]

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from ._kernel import NOTEBOOKS, cell_outputs, error_outputs, execute, leftover_tasks, output_text
+from ._kernel import NOTEBOOKS, ROOT, cell_outputs, error_outputs, execute, leftover_tasks, output_text
 
 EXPECTED_NOTEBOOKS = [
     "01_quickstart.ipynb",
     "02_walkthrough_steps_1_5.ipynb",
+    "02_walkthrough_steps_1_5.zh.ipynb",
     "03_tool_loop_lab.ipynb",
     "04_trace_analysis.ipynb",
     "05_live_models.ipynb",
@@ -57,6 +59,16 @@ EXPECTED_OUTPUT = {
         "ValueError: Tools cannot be used with a workbench.",
         'lookup_order({"order_id": "A17"}) -> {"order": "A17", "status": "shipped", "eta_days": 2}',
         "- get_weather done: 12 °C, cloudy",
+        # issue 29: design point 1 with the limit reached, point 2's default running, the handoff's
+        # context, and a HandoffMessage feeding AutoGen's Swarm of nbagent agents.
+        "LLM calls: 2 | scripted answers never asked for: 1",
+        "answer: ToolCallSummaryMessage '18 °C, sunny'",
+        "reflect_on_tool_use defaults to True",
+        "answer: Weather(city='Tokyo', celsius=18) | tool_choice of the reflection call: none",
+        "  context: FunctionExecutionResultMessage [FunctionExecutionResult(content='12 °C, cloudy'",
+        "---------- HandoffMessage (triage) ----------\nTransferred to billing",
+        "---------- TextMessage (billing) ----------\nThe double charge is refunded. TERMINATE",
+        "billing's context: ['UserMessage', 'AssistantMessage', 'FunctionExecutionResultMessage', 'UserMessage',",
     ],
     "03_tool_loop_lab.ipynb": [
         "slow: done after 0.6 s",
@@ -120,6 +132,46 @@ EXPECTED_OUTPUT = {
         "moves in nbagent's trace: 12 | in AutoGen's: 0",
     ],
 }
+
+
+# The Chinese walkthrough prints what the English one prints, but the stepper's STEP lines, which are in
+# the design description's terms (nbagent.set_language("zh")).
+_ZH_STEPS = {
+    "STEP 1: New messages into model_context": "STEP 1: 新消息进 model_context",
+    "STEP 2: Query memory": "STEP 2: 查记忆、把命中的塞进上下文",
+    "STEP 3: Make a message id": "STEP 3: 生成 message_id",
+    "STEP 4: Call the LLM": "STEP 4: 第一次调 LLM",
+    "STEP 5: Reflect on the tool results": "STEP 5: 再调一次 LLM 生成自然语言总结 (reflect)",
+}
+
+
+def _in_chinese(line: str) -> str:
+    for english, chinese in _ZH_STEPS.items():
+        line = line.replace(english, chinese)
+    return line
+
+
+EXPECTED_OUTPUT["02_walkthrough_steps_1_5.zh.ipynb"] = [
+    _in_chinese(line) for line in EXPECTED_OUTPUT["02_walkthrough_steps_1_5.ipynb"]
+]
+
+
+def test_the_chinese_walkthrough_runs_the_english_ones_code() -> None:
+    """Every code cell of the Chinese walkthrough is the English one's, in its order (the English one may
+    hold more); every text cell is in Chinese; it links the design description."""
+    english, chinese = (nbformat.read(ROOT / "notebooks" / name, as_version=4) for name in EXPECTED_NOTEBOOKS[1:3])
+    english_code = [cell.source for cell in english.cells if cell.cell_type == "code"]
+    chinese_code = [cell.source for cell in chinese.cells if cell.cell_type == "code"]
+    assert 'nbagent.set_language("zh")' in chinese_code[0]
+    chinese_code[0] = "\n".join(line for line in chinese_code[0].split("\n") if "set_language" not in line)
+    chinese_code[0] = chinese_code[0].replace("import nbagent\n\n\n", "import nbagent\n\n")
+    rest = iter(english_code)
+    assert all(any(source == other for other in rest) for source in chinese_code)  # in order, each in the English
+    assert len(chinese_code) >= 0.9 * len(english_code)
+    texts = [cell.source for cell in chinese.cells if cell.cell_type == "markdown"]
+    assert all(re.search(r"[\u4e00-\u9fff]", text) for text in texts)
+    for notebook in (english, chinese):
+        assert "](../docs/design.zh.md)" in notebook.cells[0].source
 
 
 def test_the_five_notebooks_are_there() -> None:
