@@ -112,3 +112,14 @@ def test_a_kernel_interrupt_of_an_awaited_run_ends_at_once_in_one_line(kernel: t
         assert errors == [("KeyboardInterrupt", [line])], code
     out, err, errors = run(client, "print('alive')")
     assert (out, errors) == ("alive\n", [])
+
+
+def test_the_offline_notice_is_no_error_box_in_a_notebook(kernel: tuple[KernelManager, Any]) -> None:
+    """default_model()'s offline notice goes to stdout in a notebook (its stderr shows as an error)."""
+    _, client = kernel
+    out, err, errors = run(client, "import nbagent\nmodel = nbagent.default_model()")
+    assert (out, err, errors) == (
+        "nbagent: no OPENAI_API_KEY or NBAGENT_BASE_URL set, using the offline replay model (scripted answers).\n",
+        "",
+        [],
+    )

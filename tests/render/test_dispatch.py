@@ -166,3 +166,19 @@ def test_options_give_the_badge_and_the_number() -> None:
         RunStarted("r", "a", [TextMessage(content="a", source="user"), TextMessage(content="b", source="user")])
     )
     assert task.count('class="nba-event nba-user"') == 2 and task.count('data-move="add_messages"') == 2
+
+
+def test_only_an_answer_that_can_fill_its_box_has_a_resize_grip() -> None:
+    """A one-line answer's card has no resize grip (the box is resizable only when the answer can reach
+    its 32em cap: long, or many lines)."""
+    from nbagent.messages import TextMessage
+    from nbagent.render import STYLESHEET, to_html
+
+    short_card = str(to_html(TextMessage(content="It is 18 °C.", source="assistant")))
+    tall_card = str(to_html(TextMessage(content="\n".join(f"line {i}" for i in range(30)), source="assistant")))
+    long_card = str(to_html(TextMessage(content="word " * 400, source="assistant")))
+    assert 'class="nba-markdown"' in short_card and "nba-resizable" not in short_card
+    assert "nba-markdown nba-resizable" in tall_card and "nba-markdown nba-resizable" in long_card
+    rules = [rule for rule in str(STYLESHEET).replace("\n", "").split("}") if "resize:vertical" in rule]
+    assert not any(rule.strip().startswith(".nba-markdown{") for rule in rules)
+    assert any(rule.strip().startswith(".nba-markdown.nba-resizable{") for rule in rules)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from .base import ChatCompletionClient
 from .cassette import CassetteChatCompletionClient
@@ -53,5 +54,11 @@ def default_model(
         offline = ReplayChatCompletionClient([OFFLINE_ANSWER] * _OFFLINE_ANSWERS)
         what = "using the offline replay model (scripted answers)"
     if notice:
-        print(f"nbagent: no OPENAI_API_KEY or NBAGENT_BASE_URL set, {what}.", file=sys.stderr)
+        print(f"nbagent: no OPENAI_API_KEY or NBAGENT_BASE_URL set, {what}.", file=_notice_stream())
     return offline
+
+
+def _notice_stream() -> TextIO:
+    """Where a notice goes: stderr in a terminal (apart from the program's output); in a notebook, whose
+    stderr shows as an error (a pink box), stdout."""
+    return sys.stdout if type(sys.stderr).__module__.startswith("ipykernel") else sys.stderr

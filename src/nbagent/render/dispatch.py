@@ -110,6 +110,9 @@ def _text_message(item: TextMessage, options: Options = PLAIN) -> Markup:
 
 LONG_ANSWER = 1500
 """Characters of an answer from which its box (of bounded height) gets an "expand" toggle."""
+TALL_ANSWER = 24
+"""Lines of an answer from which its box (32em high at most) may fill it: it gets a resize grip, as a
+long one does (a short answer's box has none)."""
 
 
 def _answer(message: BaseChatMessage, options: Options, kind: str = "text", *body: Markup) -> Markup:
@@ -121,7 +124,9 @@ def _answer(message: BaseChatMessage, options: Options, kind: str = "text", *bod
         shown, capped = truncate(text, MAX_CHARS)
         rest = len(text) - MAX_CHARS
         note = el("div", f"… {rest:,} more characters in the trace", class_="nba-muted nba-capped") if capped else None
-        body = (toggle, el("div", markdown(shown), class_="nba-markdown"), note)  # type: ignore[assignment]
+        tall = len(text) >= LONG_ANSWER or text.count("\n") >= TALL_ANSWER
+        box = el("div", markdown(shown), class_="nba-markdown nba-resizable" if tall else "nba-markdown")
+        body = (toggle, box, note)  # type: ignore[assignment]
     return block(
         "nba-final",
         *body,

@@ -173,7 +173,8 @@ STYLESHEET = (
   text-align:left;vertical-align:top;color:var(--nba-fg);background:none;line-height:1.45}
 :is(.nba-view,.nba-stepper,.nba-trace) .nba-table tr{background:none;text-align:left}
 :is(.nba-view,.nba-stepper,.nba-trace) .nba-table th{background:var(--nba-raised)}
-.nba-markdown{max-height:32em;overflow:auto;resize:vertical}
+.nba-markdown{max-height:32em;overflow:auto}
+.nba-markdown.nba-resizable{resize:vertical}
 .nba-markdown>:first-child{margin-top:0}.nba-markdown>:last-child{margin-bottom:0}
 .nba-markdown p,.nba-markdown ul,.nba-markdown ol,.nba-markdown blockquote,.nba-markdown table,
 .nba-markdown pre{margin:4px 0}
