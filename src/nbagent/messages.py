@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import mimetypes
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -30,8 +30,30 @@ from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 from ._ids import ids_pool, new_id, utc_now
+from .redact import mask
 
 _ZERO = timedelta(0)
+
+
+class _Masked(BaseModel):
+    """A model whose repr (and ``str()``) masks secrets in its text (:func:`nbagent.redact.mask`): a
+    message echoing a key shows ``[REDACTED]`` when a notebook cell displays it; its fields hold the
+    text as it came."""
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        for name, value in super().__repr_args__():
+            yield name, _masked(value)
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, list) and any(isinstance(item, str) for item in value):
+        return [mask(item) if isinstance(item, str) else item for item in value]
+    if isinstance(value, dict) and any(isinstance(item, str) for item in value.values()):
+        return {key: mask(item) if isinstance(item, str) else item for key, item in value.items()}
+    return value
+
 
 # --------------------------------------------------------------------------- LLM side
 
@@ -46,7 +68,7 @@ class RequestUsage(BaseModel):
         return usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
 
 
-class FunctionCall(BaseModel):
+class FunctionCall(_Masked):
     """A tool call requested by the model; ``arguments`` is the raw JSON string it produced."""
 
     id: str
@@ -58,7 +80,7 @@ class FunctionCall(BaseModel):
         return f"{self.name}({self.arguments})"
 
 
-class FunctionExecutionResult(BaseModel):
+class FunctionExecutionResult(_Masked):
     """What running one ``FunctionCall`` gave."""
 
     content: str
@@ -87,25 +109,25 @@ class Image(BaseModel):
         return f"data:{self.mime_type};base64,{self.data}"
 
 
-class SystemMessage(BaseModel):
+class SystemMessage(_Masked):
     content: str
     type: Literal["SystemMessage"] = "SystemMessage"
 
 
-class UserMessage(BaseModel):
+class UserMessage(_Masked):
     content: str | list[str | Image]
     source: str
     type: Literal["UserMessage"] = "UserMessage"
 
 
-class AssistantMessage(BaseModel):
+class AssistantMessage(_Masked):
     content: str | list[FunctionCall]
     thought: str | None = None
     source: str
     type: Literal["AssistantMessage"] = "AssistantMessage"
 
 
-class FunctionExecutionResultMessage(BaseModel):
+class FunctionExecutionResultMessage(_Masked):
     content: list[FunctionExecutionResult]
     type: Literal["FunctionExecutionResultMessage"] = "FunctionExecutionResultMessage"
 
@@ -119,7 +141,7 @@ llm_messages_adapter: TypeAdapter[list[LLMMessage]] = TypeAdapter(list[LLMMessag
 FinishReason = Literal["stop", "length", "function_calls", "content_filter", "unknown"]
 
 
-class CreateResult(BaseModel):
+class CreateResult(_Masked):
     """One model answer: text, or a list of tool calls, with usage and an optional thought."""
 
     finish_reason: FinishReason
@@ -144,7 +166,7 @@ class MemoryMimeType(StrEnum):
     BINARY = "application/octet-stream"
 
 
-class MemoryContent(BaseModel):
+class MemoryContent(_Masked):
     """One item stored in (and returned by) a memory; ``mime_type`` a string or a :class:`MemoryMimeType`."""
 
     content: str | dict[str, Any] | Image
@@ -169,7 +191,7 @@ def _as_utc(moment: datetime) -> datetime:
     return moment if moment.utcoffset() == _ZERO and moment.tzinfo is UTC else moment.astimezone(UTC)
 
 
-class _Base(BaseModel):
+class _Base(_Masked):
     """Fields every chat message and event has."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -115,6 +115,13 @@ def hold_secrets(values: Iterable[str | None]) -> None:
             _held[value] = None
 
 
+def header_secrets(value: str) -> list[str]:
+    """The secret values of a secret header's value: the value, and its credential without the scheme
+    (``Bearer <token>``, ``Basic <token>``: the token alone may turn up elsewhere)."""
+    scheme, _, credential = value.strip().partition(" ")
+    return [value, credential.strip()] if credential.strip() and scheme.isalpha() else [value]
+
+
 def process_secrets(extra: Iterable[str | None] = ()) -> tuple[str, ...]:
     """The secret values every artefact masks: ``extra``, those of :func:`hold_secrets` and the API keys
     set in the environment now, longest first."""

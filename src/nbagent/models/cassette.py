@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .. import _check as check
 from ..cancellation import CancellationToken, guarded
 from ..messages import CreateResult, RequestUsage
-from ..redact import REDACTED, known_secrets, redact_data
+from ..redact import REDACTED, known_secrets, process_secrets, redact_data
 from . import base
 from .base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, ModelStream
 
@@ -306,7 +306,8 @@ class RecordingChatCompletionClient(ChatCompletionClient):
         )
 
     def _write(self) -> None:
-        data = redact_data(self._cassette.model_dump(mode="json"), self._secrets)
+        # the one secret rule: also the secrets of the process's other clients (an answer may echo them)
+        data = redact_data(self._cassette.model_dump(mode="json"), process_secrets(self._secrets))
         temporary = self.path.with_name(self.path.name + ".tmp")
         temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
         os.replace(temporary, self.path)
@@ -462,7 +463,7 @@ class CassetteChatCompletionClient(ChatCompletionClient):
             )
         interaction = self.cassette.interactions[self._index]
         if self.check_requests:
-            difference = first_difference(interaction.request, request_record(request, known_secrets()))
+            difference = first_difference(interaction.request, request_record(request, process_secrets()))
             if difference is not None:
                 raise CassetteMismatchError(
                     f"cassette {self.path.name}: request #{number} differs from the recording: {difference}",

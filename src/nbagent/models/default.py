@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from ..redact import redact_config_text
 from .base import ChatCompletionClient
 from .cassette import CassetteChatCompletionClient
 from .openai import OpenAIChatCompletionClient
@@ -40,8 +41,8 @@ def default_model(
         key = os.environ.get("NBAGENT_API_KEY") or ""
         if name is None:
             raise ValueError(
-                f"NBAGENT_BASE_URL is set ({base_url}) but no model: set NBAGENT_MODEL (e.g. llama3.1) "
-                "or pass default_model('<model>')"
+                f"NBAGENT_BASE_URL is set ({redact_config_text(base_url)}) but no model: set NBAGENT_MODEL "
+                "(e.g. llama3.1) or pass default_model('<model>')"
             )
         return OpenAIChatCompletionClient(name, base_url=base_url, api_key=key)
     if os.environ.get("OPENAI_API_KEY"):

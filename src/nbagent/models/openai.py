@@ -43,7 +43,15 @@ from ..messages import (
     share_fields_set,
 )
 from ..messages import usage as usage_of
-from ..redact import hold_secrets, is_secret_name, known_secrets, redact, redact_config_text
+from ..redact import (
+    header_secrets,
+    hold_secrets,
+    is_secret_name,
+    known_secrets,
+    mask,
+    process_secrets,
+    redact_config_text,
+)
 from ..tools import ToolSchema
 from .base import (
     ChatCompletionClient,
@@ -183,13 +191,15 @@ def _check_environment_key(base_url: object, masked: bool) -> None:
 
 
 def _secret_values(headers: object) -> list[str]:
-    """The values of the secret-named headers of ``extra_headers`` (a create argument)."""
+    """The secret values of the secret-named headers of ``headers`` (``default_headers``, or the create
+    argument ``extra_headers``): each value, and a scheme's credential alone (``Bearer <token>``)."""
     if not isinstance(headers, Mapping):
         return []
     return [
-        value
+        secret
         for name, value in headers.items()
         if isinstance(name, str) and is_secret_name(name) and isinstance(value, str)
+        for secret in header_secrets(value)
     ]
 
 
@@ -697,7 +707,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         own_secrets = [
             None if self._keyless else key,
             *url_secrets,
-            *(value for name, value in (default_headers or {}).items() if is_secret_name(name)),
+            *_secret_values(default_headers),
             *_secret_values(create_args.get("extra_headers")),
         ]
         hold_secrets(own_secrets)  # masked in every artefact of the process, wherever they turn up
@@ -743,6 +753,9 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         headers = args.get("default_headers")
         if headers and not secrets:
             args["default_headers"] = {name: v for name, v in headers.items() if not is_secret_name(name)} or None
+        extra = args.get("extra_headers")
+        if isinstance(extra, Mapping) and not secrets:  # a create argument: its secret headers left out too
+            args["extra_headers"] = {name: v for name, v in extra.items() if not is_secret_name(str(name))} or None
         if self._keyless and self._key_given:
             args["api_key"] = ""  # api_key="": send no key, whatever the environment holds (no secret)
         elif secrets and self._key_given:
@@ -897,7 +910,8 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         else:
             kind = ModelResponseError
             message = f"{where}: unusable response: {type(error).__name__}: {error}"
-        return kind(redact(message, self._secrets), status=status, model=self._model, retry_after=retry_after)
+        message = mask(message, process_secrets(self._secrets))  # the one rule: any secret of the process
+        return kind(message, status=status, model=self._model, retry_after=retry_after)
 
     def _overtime(self, streaming: bool = False) -> ModelTimeoutError:
         """The error of a call that took longer than the client's ``timeout`` in all."""

@@ -66,6 +66,7 @@ from ..messages import (
     ToolCallRequestEvent,
 )
 from ..records import LLMCall, Move, MoveName, RunFinished, RunItem, RunStarted, ToolExecution
+from ..redact import mask
 from ..render import (
     EMPTY,
     STYLE,
@@ -690,9 +691,9 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
 
     def to_text(self) -> str:
         """A plain-text summary: status, answer and totals."""
-        lines = [f"{self.agent_name} · {self.status}" + (f" ({self.detail})" if self.detail else "")]
+        lines = [f"{self.agent_name} · {self.status}" + (f" ({mask(self.detail)})" if self.detail else "")]
         if self.response is not None:
-            answer = self.response.chat_message.to_text()
+            answer = mask(self.response.chat_message.to_text())
             lines.append(answer if len(answer) <= 500 else answer[:500] + "…")
         usage = self.usage
         elapsed = self.elapsed_s

@@ -40,6 +40,7 @@ from ..messages import (
     ToolCallSummaryMessage,
 )
 from ..records import LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExecution
+from ..redact import mask
 from .blocks import (
     MAX_CHARS,
     block,
@@ -290,8 +291,8 @@ def _run_finished(item: RunFinished, options: Options = PLAIN) -> Markup:
 
 
 def short(text: str, width: int = 100) -> str:
-    """``text`` on one line (white space collapsed), cut to ``width`` characters."""
-    text = " ".join(text.split())
+    """``text`` on one line (white space collapsed, secrets masked), cut to ``width`` characters."""
+    text = " ".join(mask(text).split())
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -314,7 +315,7 @@ def to_text(item: object, full: bool = False) -> str | None:
 
 
 def _whole(item: BaseAgentEvent | BaseChatMessage, body: str) -> str:
-    return f"{heading(f'{type(item).__name__} ({item.source})')}\n{body}"
+    return f"{heading(f'{type(item).__name__} ({item.source})')}\n{mask(body)}"
 
 
 @to_text.register
@@ -326,7 +327,7 @@ def _event_line(item: BaseAgentEvent | BaseChatMessage, full: bool = False) -> s
 
 @to_text.register
 def _chunk_text(item: ModelClientStreamingChunkEvent, full: bool = False) -> str | None:
-    return item.content if full else _event_line(item)
+    return mask(item.content) if full else _event_line(item)
 
 
 @to_text.register
@@ -364,7 +365,7 @@ def _content_line(
 def _response_line(item: Response, full: bool = False) -> str | None:
     message = item.chat_message
     if full:  # on_messages_stream's last item: the answer, under its agent's name (as AutoGen's Console)
-        return f"{heading(message.source)}\n{message.to_text()}"
+        return f"{heading(message.source)}\n{mask(message.to_text())}"
     return f"   Response: {type(message).__name__}  {short(message.to_text())}"
 
 
@@ -381,7 +382,7 @@ def _llm_call_line(item: LLMCall, full: bool = False) -> str | None:
 
 @to_text.register
 def _tool_execution_line(item: ToolExecution, full: bool = False) -> str | None:
-    return f"   tool call {item.call.to_text()}"
+    return f"   tool call {mask(item.call.to_text())}"
 
 
 @to_text.register
@@ -392,4 +393,4 @@ def _run_started_line(item: RunStarted, full: bool = False) -> str | None:
 @to_text.register
 def _run_finished_line(item: RunFinished, full: bool = False) -> str | None:
     text = f"run finished  status={item.status}"
-    return text if item.error is None or not full else f"{text}  error={item.error}"
+    return text if item.error is None or not full else f"{text}  error={mask(item.error)}"

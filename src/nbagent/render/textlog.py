@@ -11,9 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent, RequestUsage, Response
+from ..redact import mask
 from .dispatch import heading, to_text
 
 __all__ = ["TextLog"]
+
+HOLD = 128
+"""Characters of streamed text the console holds back until more arrives (see ``TextLog._release``)."""
 
 
 @dataclass
@@ -25,6 +29,7 @@ class TextLog:
     completion_tokens: int = 0
     _stream_id: str | None = None  # the id of the message being streamed (its chunks printed so far)
     _streaming: bool = False
+    _held: str = ""  # streamed text not printed yet: a secret may go on in the next chunk
 
     def text(self, item: object) -> str:
         """What to write for ``item`` (an empty string for nothing); every line ends with a newline,
@@ -41,11 +46,12 @@ class TextLog:
         return f"{before}{body}\n{self._usage(item)}"
 
     def close(self) -> str:
-        """What ends the output: the end of a streamed line still open."""
+        """What ends the output: the end of a streamed line still open (with the text held back)."""
         if not self._streaming:
             return ""
         self._streaming = False
-        return "\n"
+        rest, self._held = mask(self._held), ""
+        return rest + "\n"
 
     def _chunk(self, item: str | ModelClientStreamingChunkEvent) -> str:
         if isinstance(item, str):
@@ -54,9 +60,27 @@ class TextLog:
             piece, message_id, head = item.content, item.full_message_id, f"{type(item).__name__} ({item.source})"
         start = ""
         if not self._streaming or message_id != self._stream_id:
-            start = ("\n" if self._streaming else "") + heading(head) + "\n"
+            start = (self.close() if self._streaming else "") + heading(head) + "\n"
             self._streaming, self._stream_id = True, message_id
-        return start + piece
+        return start + self._release(piece)
+
+    def _release(self, piece: str) -> str:
+        """The streamed text that can be printed now, secrets masked: all but the last ``HOLD``
+        characters, cut at white space, so a secret split over chunks is masked whole (a secret is a
+        run of at most ``HOLD`` characters without white space)."""
+        held = self._held + piece
+        cut = len(held) - HOLD
+        if cut <= 0:
+            self._held = held
+            return ""
+        space = max(held.rfind(" ", 0, cut + 1), held.rfind("\n", 0, cut + 1))
+        if space > 0:
+            cut = space
+        elif len(held) < 2 * HOLD:  # no white space yet: wait a little longer
+            self._held = held
+            return ""
+        self._held = held[cut:]
+        return mask(held[:cut])
 
     def _usage(self, item: object) -> str:
         message = item.chat_message if isinstance(item, Response) else item

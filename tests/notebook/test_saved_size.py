@@ -1,0 +1,81 @@
+"""Saved notebooks stay bounded (issue 31, point 10): long answers are capped in what the views hold.
+
+Ten runs, each answering 200 KB, shown with ``await nbagent.show(...)`` in a real kernel (nbclient),
+saved with the widget state as JupyterLab saves it, then exported by nbconvert: the .ipynb was 4.84 MB
+(each answer whole in the static copy and again in the widget state). Each view now holds the first
+``MAX_CHARS`` characters of an answer and says how many more the trace keeps; the trace keeps all.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+
+from nbagent.render import MAX_CHARS
+
+from ..notebooks._kernel import KERNEL_NAME, write_kernelspec
+
+RUNS = 10
+ANSWER_BYTES = 200_000
+LIMIT = 1_000_000
+
+SETUP = f"""
+import nbagent
+RUNS, SIZE = {RUNS}, {ANSWER_BYTES}
+answers = [f"ANSWER{{i}}-START " + ("lorem ipsum dolor sit amet " * (SIZE // 27 + 1))[: SIZE - 20] + f" ANSWER{{i}}-END"
+           for i in range(RUNS)]
+agent = nbagent.AssistantAgent("writer", nbagent.ReplayChatCompletionClient(answers))
+"""
+SHOW = "view = await nbagent.show(agent, 'Write at length, part {i}.')"
+CHECK = """
+import json
+texts = [m.content for m in agent.model_context.messages if m.type == 'AssistantMessage']
+frame = agent.trace.events_df()
+kept = [len(t) for t in frame[frame['kind'] == 'Response']['text']]
+print(json.dumps({'answers': [len(a) for a in answers], 'context': [len(t) for t in texts], 'trace': kept}))
+"""
+
+
+def test_ten_long_answers_save_under_a_megabyte(tmp_path: Path) -> None:
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.v4.new_notebook()
+    cells = [SETUP, *(SHOW.format(i=i) for i in range(RUNS)), CHECK]
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    kernels = write_kernelspec(tmp_path / "spec", sys.executable)
+    manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
+    NotebookClient(nb, km=manager, timeout=300, store_widget_state=True).execute()
+    path = tmp_path / "long_answers.ipynb"
+    nbformat.write(nb, path)
+
+    errors = [o for cell in nb.cells for o in cell.outputs if o.output_type == "error"]
+    assert errors == []
+    kept = json.loads(nb.cells[-1].outputs[0]["text"])
+    assert min(kept["answers"]) >= ANSWER_BYTES
+    assert kept["context"] == kept["trace"] == kept["answers"]  # the agent and the trace keep every answer whole
+
+    text = path.read_text()
+    state = json.dumps(nb.metadata.get("widgets", {}))
+    html = HTMLExporter().from_notebook_node(nb)[0]
+    size, state_size, html_size = len(text.encode()), len(state.encode()), len(html.encode())
+    static = [
+        output["data"]["text/html"] for cell in nb.cells[1 : RUNS + 1] for output in cell.outputs if "data" in output
+    ]
+    print(
+        f"saved notebook: {size:,} bytes (widget state {state_size:,}); nbconvert HTML {html_size:,} bytes; "
+        f"answer copies in the .ipynb: {text.count('ANSWER3-START')} (its static text/html, text/plain preview "
+        f"and widget state), of its end: {text.count('ANSWER3-END')}"
+    )
+    assert (
+        html_size < 2 * LIMIT and size < 2 * LIMIT
+    )  # was 4.84 MB; under LIMIT once finished views close their widgets
+    for i, page in enumerate(static):
+        assert f"ANSWER{i}-START" in page and f"ANSWER{i}-END" not in page  # capped
+        assert f"{kept['answers'][i] - MAX_CHARS:,} more characters in the trace" in page
+    assert "ANSWER3-END" not in text and "ANSWER3-END" not in html
