@@ -917,7 +917,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         """The error of a call that took longer than the client's ``timeout`` in all."""
         what = "the stream did not end" if streaming else "no answer"
         message = f"{self._model} at {self.base_url}: {what} within the timeout ({self._timeout} s)"
-        return ModelTimeoutError(redact(message, self._secrets), model=self._model)
+        return ModelTimeoutError(mask(message, process_secrets(self._secrets)), model=self._model)
 
     def _post_arguments(self, sent: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """The JSON body and the SDK's request options that ``chat.completions.create(**sent)`` (with
