@@ -16,6 +16,7 @@ state (the .ipynb, its widget state alone, its nbconvert HTML with and without w
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -34,6 +35,7 @@ from nbclient import NotebookClient
 import nbagent
 from nbagent import AssistantAgent, Batch, Console, Trace
 from nbagent.models import ModelError, RecordingChatCompletionClient
+from nbagent.trace import OTLPRecorder
 from nbagent.trace.loaded import load_jsonl, load_parquet
 
 from ..notebooks._kernel import KERNEL_NAME, write_kernelspec
@@ -103,6 +105,7 @@ async def produce(tmp_path: Path, values: dict[str, str], monkeypatch: pytest.Mo
         for agent in agents.values():
             shared.attach(agent)
         main = agents["keyed"]
+        sender = OTLPRecorder(capture.endpoint, content=True, raise_errors=True).attach(main)
         # Runs: a tool round then a streamed answer, a refused request (400), on every client.
         for name, agent in agents.items():
             response = await agent.run(task=f"TOOL please {name}")
@@ -118,6 +121,9 @@ async def produce(tmp_path: Path, values: dict[str, str], monkeypatch: pytest.Mo
             if name != "keyed":  # a recording client is not dumped (loading one would record over the cassette)
                 out.add(f"dump_component agent ({name})", agent.dump_component().model_dump_json())
             out.add(f"dump_component client ({name})", made[name].dump_component().model_dump_json())
+        await asyncio.to_thread(sender.flush)
+        posted = [request.SerializeToString().decode("latin-1") for _, request in capture.requests]
+        out.add("OTLPRecorder requests posted (as the runs ended)", "\n".join(posted))
         out.add("recorder repr", repr(recorder))
         out.add("trace repr", repr(shared))
         with warnings.catch_warnings(record=True) as caught:
@@ -172,6 +178,7 @@ async def produce(tmp_path: Path, values: dict[str, str], monkeypatch: pytest.Mo
             out.add(f"jsonl file {name}", text)
         shared.to_otlp_json(tmp_path / "otlp.json", content=True)
         out.add("OTLP JSON file", (tmp_path / "otlp.json").read_text())
+        sender.detach(main)
         shared.to_otlp(capture.endpoint, content=True)
         out.add("OTLP request posted", capture.requests[-1][1].SerializeToString().decode("latin-1"))
         for label, loaded in (("parquet", load_parquet(parquet)), ("jsonl", load_jsonl(jsonl))):
@@ -252,8 +259,13 @@ async def test_no_secret_reaches_any_artefact(tmp_path: Path, monkeypatch: pytes
     saved = run_notebook(tmp_path, values)
     artefacts.update(notebook_artefacts(saved))
     assert len(artefacts) >= MIN_ARTEFACTS, len(artefacts)
-    # The secrets did reach the artefacts' sources (the control): masked, not absent.
-    assert "[REDACTED]" in artefacts["events_df"] and "[REDACTED]" in artefacts["saved notebook (.ipynb)"]
+    # The control: the echoed secrets did reach these artefacts, masked, not absent.
+    reached = [
+        "events_df", "saved notebook (.ipynb)", "nbconvert HTML (no widget state)", "cassette", "batch results",
+        "OTLPRecorder requests posted (as the runs ended)", "OTLP request posted", "view static HTML (answer)",
+        "view widget state (answer)", "save_state (keyed)", "Console output", "error str (url)", "response repr (env)",
+    ]  # fmt: skip
+    assert [name for name in reached if "[REDACTED]" not in artefacts[name]] == []
     leaks = [
         f"{kind} in {name}"
         for name, text in artefacts.items()
