@@ -276,17 +276,17 @@ def mask_data(data: Any, secrets: Iterable[str] | None = None) -> Any:
         if isinstance(value, str):
             return mask(value, secret_list)
         if isinstance(value, dict):
-            return {
-                key: REDACTED
-                if isinstance(key, str) and is_secret_name(key) and item
-                else mask_arguments(item, secret_list)
-                if key == "arguments" and isinstance(item, str)
-                else walk(item)
-                for key, item in value.items()
-            }
+            return {key: field(key, item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [walk(item) for item in value]
         return value
+
+    def field(key: object, item: Any) -> Any:
+        if isinstance(key, str) and is_secret_name(key) and item:
+            return REDACTED
+        if key == "arguments" and isinstance(item, str):
+            return mask_arguments(item, secret_list)
+        return walk(item)
 
     return walk(data)
 
