@@ -326,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         Script("bench_view.py"),
         Script("bench_import.py"),
         Script("bench_batch.py", ["--rounds", "1", "--tasks", "500"] if args.quick else []),
+        Script("bench_otlp.py", ["--runs", "10"] if args.quick else []),
+        Script("bench_long_session.py", ["--runs", "10000", "--big-runs", "20"] if args.quick else []),
     ]
     for script in scripts:
         if args.only and script.name not in args.only:

@@ -20,9 +20,10 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
+from .. import _check as check
 from .._ids import new_id
 from ..records import LLMCall, RunItem, RunSource
-from ..redact import DefaultRedactor, Redactor, keep
+from ..redact import DefaultRedactor, Redactor, keep, mask
 from .base import TraceFrames
 from .context import context_rows, context_tables, pick_snapshot, snapshot_context
 from .frames import events_frame, llm_calls_frame, run_agents, runs_frame, tool_calls_frame
@@ -39,7 +40,11 @@ class Trace(TraceFrames):
 
     Each agent has one (``agent.trace``, its ``owner``). To gather several agents' runs in one trace,
     use ``trace.attach(agent)`` / ``trace.detach(agent)`` or ``with trace.recording(a, b): ...``.
-    ``redact`` maps every stored string before it reaches a frame or a file (``None``: keep as is).
+    ``redact`` maps every stored string before it reaches a frame or a file (``None``: keep as is;
+    the default redactor masks each long text once, not at every frame built). ``max_runs``: keep
+    at least the last this many finished runs, at most a quarter more (a ring buffer forgetting the
+    oldest runs' rows and context snapshots a quarter at a time: memory stays flat however long the
+    session).
     """
 
     def __init__(
@@ -48,9 +53,13 @@ class Trace(TraceFrames):
         owner: RunSource | None = None,
         redact: Redactor | None | Literal["default"] = "default",
         trace_id: str | None = None,
+        max_runs: int | None = None,
     ) -> None:
+        check.integer("Trace", "max_runs", max_runs, minimum=1, none=True)
         self.trace_id = trace_id or new_id()
         self._store = RowStore()
+        self._store.max_runs = max_runs
+        self._memo: _MemoRedactor | None = None
         # Every recorder this trace made, attached or not: a snapshot names its recorder by index.
         self._recorders: list[AgentRecorder[Trace]] = []
         self._redact = redact
@@ -160,9 +169,13 @@ class Trace(TraceFrames):
         """The function every stored string goes through (the default masks keys found now)."""
         if self._redact == "default":
             sources = (recorder.source for recorder in self._recorders)
-            return DefaultRedactor(
+            fresh = DefaultRedactor(
                 {*self._secrets, *(secret for source in sources if source is not None for secret in source.secrets)}
             )
+            memo = self._memo
+            if memo is None or set(memo.secrets) != set(fresh.secrets) or memo.epoch != self._store.epoch:
+                memo = self._memo = _MemoRedactor(fresh.secrets, self._store.epoch)
+            return memo
         if self._redact is None:
             return keep
         return self._redact
@@ -232,6 +245,30 @@ class Trace(TraceFrames):
 
     def __repr__(self) -> str:
         return f"Trace({len(self)} items, {len(run_agents(self._rows()))} runs)"
+
+
+MEMO_FROM = 256
+"""Texts at least this long are masked once per trace (while its secrets stay the same), not each time
+a frame is built: a session of long tool outputs builds its frames without scanning them again."""
+
+
+class _MemoRedactor(DefaultRedactor):
+    """The default redactor remembering what it made of each long text (by value: the same text
+    reached by another path is not scanned again). Made anew when the secrets change, or rows are
+    forgotten (so it never keeps a forgotten run's texts)."""
+
+    def __init__(self, secrets: list[str], epoch: int) -> None:
+        self.secrets = secrets
+        self.epoch = epoch
+        self._done: dict[str, str] = {}
+
+    def __call__(self, text: str) -> str:
+        if len(text) < MEMO_FROM:
+            return mask(text, self.secrets)
+        done = self._done.get(text)
+        if done is None:
+            done = self._done[text] = mask(text, self.secrets)
+        return done
 
 
 class _Recording:

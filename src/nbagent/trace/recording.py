@@ -167,7 +167,7 @@ class AgentRecorder(Generic[T]):
         self._head: tuple[LLMMessage, ...] = ()
         # (snapshots read, id(log) -> its length read, id(message) -> (message, run_id, step, move)):
         # origins, computed from the snapshots when first asked for (None: not yet).
-        self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]]] | None = None
+        self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]], int] | None = None
 
     @property
     def trace(self) -> T:
@@ -265,7 +265,10 @@ class AgentRecorder(Generic[T]):
             self._open = False
             if self._released:  # detached during the run: its end is snapshotted above
                 self._context = None
-        elif kind is not RunStarted:  # an event: rows.EventRow
+            self._append(item)  # type: ignore[arg-type]
+            self._store.run_ended(item.run_id)  # type: ignore[union-attr]  # Trace(max_runs=) forgets the oldest
+            return
+        if kind is not RunStarted:  # an event: rows.EventRow
             self._append((self._run, _perf(), item))  # type: ignore[arg-type]
             return
         self._append(item)  # type: ignore[arg-type]  # a record: it has its run and time
@@ -373,7 +376,10 @@ class AgentRecorder(Generic[T]):
         snapshot was added since the last one (``live``: by the move in force now) or never was.
         """
         snapshots, logs = self._store.snapshots, self._store.logs
-        seen, read, origins = self._origins or (0, {}, {})
+        epoch = self._store.epoch
+        seen, read, origins, known = self._origins or (0, {}, {}, epoch)
+        if known != epoch:  # snapshots were forgotten since: read them again
+            seen, read, origins = 0, {}, {}
         if seen != len(snapshots):
             for (_, _, size, key, run, move), log in zip(snapshots[seen:], logs[seen:]):
                 start = read.get(id(log), 0)
@@ -385,7 +391,7 @@ class AgentRecorder(Generic[T]):
                     if found is None or found[0] is not held:
                         origins[id(held)] = (held, *origin)
                 read[id(log)] = size
-            self._origins = (len(snapshots), read, origins)
+            self._origins = (len(snapshots), read, origins, epoch)
         found = origins.get(id(message))
         if found is None or found[0] is not message:
             where = self._where

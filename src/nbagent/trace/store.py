@@ -10,6 +10,8 @@ trace reads them.
 
 from __future__ import annotations
 
+from collections import deque
+
 from ..messages import LLMMessage
 from ..records import LLMCall, MoveName, RunFinished, RunStarted, ToolExecution
 from .rows import Row, SnapshotRow, named_chunk
@@ -27,6 +29,9 @@ class RowStore:
         "append_log",
         "_unnamed",
         "_unnamed_calls",
+        "max_runs",
+        "epoch",
+        "_ended",
     )
 
     def __init__(self) -> None:
@@ -45,6 +50,12 @@ class RowStore:
         # call that streamed them in ``_unnamed_calls`` (so that the tuple holds plain values only).
         self._unnamed: list[tuple[int, int, int]] = []
         self._unnamed_calls: list[LLMCall] = []
+        self.max_runs: int | None = None
+        """Keep the rows of at most this many finished runs (the oldest go): ``Trace(max_runs=)``."""
+        self.epoch = 0
+        """Counts the times rows were forgotten (:meth:`clear`, :meth:`drop_runs`): what was derived
+        from the rows before (a recorder's origins, the redactor's memo) is stale once it changes."""
+        self._ended: deque[str] = deque()  # with max_runs: the finished runs kept, oldest first
 
     def add_snapshot(
         self, agent: str, length: int, recorder: int, run_id: str | None, move: MoveName | None, log: list[LLMMessage]
@@ -78,12 +89,42 @@ class RowStore:
                 running.discard(row.run_id)
         return running
 
+    def run_ended(self, run_id: str) -> None:
+        """A run ended (its ``RunFinished`` is the last row): with :attr:`max_runs`, forget the oldest
+        finished runs once a quarter more than that are kept (so the cost is paid now and then)."""
+        if self.max_runs is None:
+            return
+        ended = self._ended
+        ended.append(run_id)
+        if len(ended) > self.max_runs + max(1, self.max_runs // 4):
+            self.drop_runs({ended.popleft() for _ in range(len(ended) - self.max_runs)})
+
     def drop_runs(self, run_ids: set[str]) -> None:
-        """Forget the rows of the finished runs ``run_ids``, keeping every other run's rows whole, and
-        every snapshot and log (a run in progress may share its context's log with them)."""
+        """Forget the rows of the finished runs ``run_ids`` and the context snapshots taken before
+        their rows, keeping every other run's rows and snapshots whole (the snapshots' rows moved to
+        where their rows are now; a log still shared with a kept snapshot stays)."""
         self.name_chunks()  # deferred chunk ids point at row positions, which this shifts
         rows = self.rows
-        rows[:] = [row for row in rows if _run_of(row) not in run_ids]
+        kept: list[Row] = []
+        before = [0] * (len(rows) + 1)  # per old position: how many rows are kept before it
+        dropped = [False] * (len(rows) + 1)
+        for index, row in enumerate(rows):
+            before[index] = len(kept)
+            if _run_of(row) in run_ids:
+                dropped[index] = True
+            else:
+                kept.append(row)
+        before[len(rows)] = len(kept)
+        rows[:] = kept  # in place: the recorders append to this list
+        snapshots: list[SnapshotRow] = []
+        logs: list[list[LLMMessage]] = []
+        for snapshot, log in zip(self.snapshots, self.logs):
+            if not dropped[snapshot[0]]:
+                snapshots.append((before[snapshot[0]], *snapshot[1:]))
+                logs.append(log)
+        self.snapshots[:] = snapshots
+        self.logs[:] = logs
+        self.epoch += 1
 
     def clear(self) -> None:
         """Forget every row and snapshot but what a run in progress still needs to be recorded whole
@@ -111,6 +152,8 @@ class RowStore:
         self._unnamed_calls.clear()
         self.snapshots.clear()
         self.logs.clear()
+        self._ended.clear()
+        self.epoch += 1
 
 
 def _run_of(row: Row) -> str | None:

@@ -1,0 +1,70 @@
+"""Long sessions bounded on request: Trace(max_runs=N) keeps the last runs (a ring buffer) with their
+rows, context snapshots and views whole; the default redactor masks a long text once, not at every
+frame built, and again when the secrets change. Memory over 100,000 runs and the time of the frames
+of 200 runs with 1 MB outputs: bench/bench_long_session.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import nbagent.trace.live
+from nbagent import AssistantAgent, ReplayChatCompletionClient, Trace
+
+from .helpers import KEY, KeyedClient, calls, tool_agent
+
+
+async def test_max_runs_keeps_the_last_runs_whole() -> None:
+    answers = [a for i in range(40) for a in (calls((f"c{i}", "add", f'{{"a": {i}, "b": 1}}')), f"sum {i + 1}")]
+    agent = tool_agent("calc", *answers, reflect_on_tool_use=True)
+    trace = Trace(max_runs=8)
+    trace.attach(agent)
+    for i in range(40):
+        await agent.run(task=f"add {i} and 1")
+    runs = trace.runs_df()
+    assert 8 <= len(runs) <= 10 and list(runs["final_text"])[-1] == "sum 40"
+    kept = set(runs["run_id"].astype(str))
+    for frame in (trace.events_df(), trace.llm_calls_df(), trace.tool_calls_df()):
+        assert set(frame["run_id"].astype(str)) == kept
+    assert list(trace.tool_calls_df()["result"])[-1] == "40"
+    # The context at the end of each kept run ends with its own task, tool call, result and answer.
+    for run_id, final, task in zip(runs["run_id"].astype(str), runs["final_text"], runs["task"]):
+        context = trace.context_df(run_id)
+        assert list(context["text"])[-4] == task and list(context["text"])[-1] == final
+    snapshots = trace.context_tables()["snapshots"]
+    assert snapshots["event_row"].max() < len(trace.events_df())
+    assert len(trace.store.snapshots) <= 4 * 10 + 1  # the forgotten runs' snapshots went with them
+
+
+def test_max_runs_is_checked() -> None:
+    with pytest.raises(ValueError, match="max_runs"):
+        Trace(max_runs=0)
+    with pytest.raises(TypeError, match="max_runs"):
+        Trace(max_runs="10")  # type: ignore[arg-type]
+
+
+async def test_a_long_text_is_masked_once_until_the_secrets_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    long_answer = "x" * 5000 + " the key is " + KEY
+    agent = AssistantAgent("a", ReplayChatCompletionClient([long_answer] * 3))
+    for i in range(3):
+        await agent.run(task=f"task {i}")
+    masked: list[int] = []
+    real = nbagent.trace.live.mask
+
+    def counting(text: str, secrets: Any = None) -> str:
+        if len(text) >= nbagent.trace.live.MEMO_FROM:
+            masked.append(len(text))
+        return real(text, secrets)
+
+    monkeypatch.setattr(nbagent.trace.live, "mask", counting)
+    first = agent.trace.runs_df()
+    assert masked and KEY not in first["final_text"].iloc[0] and "[REDACTED]" in first["final_text"].iloc[0]
+    assert len(masked) == 1  # three runs, one text: masked once
+    agent.trace.llm_calls_df(), agent.trace.events_df(), agent.trace.runs_df()
+    assert len(masked) == 1  # built again: not scanned again
+    # A secret learnt since (a newly attached client's key) is masked in texts scanned before.
+    other = AssistantAgent("b", KeyedClient(["hi"], key="x" * 40))
+    agent.trace.attach(other)
+    assert "x" * 40 not in agent.trace.runs_df()["final_text"].iloc[0]
+    assert len(masked) == 2
