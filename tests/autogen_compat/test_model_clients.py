@@ -330,6 +330,11 @@ async def test_a_magicmock_client_runs_and_is_called_as_autogens_agent_calls_it(
     assert set(first.kwargs) == {"tools", "json_output", "cancellation_token"}
     assert second.kwargs["tool_choice"] == "none"
     assert len(agent.trace.llm_calls_df()) == 2
+    # A mock's total_usage() answers a mock, not counts: the bridge counts what the answers reported.
+    assert agent.model_client.total_usage() == RequestUsage(prompt_tokens=14, completion_tokens=6)
+    client.close = AsyncMock()
+    await agent.close()
+    client.close.assert_awaited_once()
 
 
 async def test_a_magicmock_client_streams_in_the_view_and_steps() -> None:
@@ -490,3 +495,22 @@ async def test_a_subclass_of_autogens_base_class_in_the_live_view_and_the_steppe
     ]  # fmt: skip
     assert results[2].request is not None and results[2].result is not None  # what was sent, what came back
     assert stepper.response is not None and stepper.response.chat_message.to_text() == "Stepped to 5."
+
+
+async def test_nbagents_base_class_takes_a_create_stream_only_subclass() -> None:
+    class StreamOnly(ChatCompletionClient):
+        model_info = INFO  # type: ignore[assignment]
+
+        async def create_stream(self, messages: Sequence[Any], **kwargs: Any) -> AsyncGenerator[Any, None]:  # type: ignore[override]
+            yield "streamed "
+            yield CreateResult(finish_reason="stop", content="streamed answer")
+
+    agent = AssistantAgent("bot", StreamOnly())
+    assert (await agent.run(task="a")).messages[-1].content == "streamed answer"  # create() reads the stream
+    streaming = AssistantAgent("bot2", StreamOnly(), model_client_stream=True)
+    items = [item async for item in streaming.run_stream(task="b")]
+    assert [type(item).__name__ for item in items][1:] == [
+        "ModelClientStreamingChunkEvent",
+        "TextMessage",
+        "TaskResult",
+    ]

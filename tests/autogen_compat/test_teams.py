@@ -380,3 +380,8 @@ async def test_step_mode_holds_an_nbagent_agent_before_its_model_call() -> None:
     assert stepper.status == "finished"
     durations = stepper.trace.llm_calls_df()["duration_s"]
     assert durations.notna().all()
+
+
+async def test_nbagent_autogen_run_refuses_nbagents_own_agent_naming_the_entry_point() -> None:
+    with pytest.raises(TypeError, match=r"nbagent's own AssistantAgent: run it with nbagent.run\(agent, task\)"):
+        await na.run(AssistantAgent("solo", replay("x")), "task")

@@ -333,6 +333,12 @@ class AutoGenRun(RunIterator):
         markers: bool = False,
         settle: float = 0.1,
     ) -> None:
+        if isinstance(runnable, AssistantAgent):  # a virtual ChatAgent (AutoGen's teams take it), not AutoGen's
+            raise TypeError(
+                f"{runnable.name!r} is nbagent's own AssistantAgent: run it with nbagent.run(agent, task) or "
+                "agent.run(task=...); nbagent.autogen runs AutoGen's agents and teams (nbagent's agents may be "
+                "participants of a team)"
+            )
         if not isinstance(runnable, (ChatAgent, Team)):
             raise TypeError(f"not an AutoGen agent or team: {type(runnable).__name__}")
         self.runnable = runnable

@@ -164,10 +164,12 @@ class ChatCompletionClient(Component, ABC):
     _actual_usage: RequestUsage = RequestUsage()
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
-        if cls.complete is ChatCompletionClient.complete and cls.create is ChatCompletionClient.create:
+        base = ChatCompletionClient
+        if cls.complete is base.complete and cls.create is base.create and cls.create_stream is base.create_stream:
             raise TypeError(
                 f"Can't instantiate {cls.__name__}: a model client implements complete(request, "
-                "cancellation_token) (nbagent's) or create(messages, ...) (AutoGen's interface)"
+                "cancellation_token) (nbagent's) or create(messages, ...) and/or create_stream(messages, ...) "
+                "(AutoGen's interface)"
             )
         return super().__new__(cls)
 
