@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 from .cancellation import CancellationToken, guarded
 from .components import ComponentModel, command_from_config, dump_nested, include_secrets, load_nested
 from .messages import Image
-from .redact import is_secret_name, redact, redact_args
+from .redact import header_secrets, hold_secrets, is_secret_name, mask, redact_args
 from .tools import BaseTool, ImageResultContent, TextResultContent, ToolOverride, ToolResult, ToolSchema, Workbench
 
 __all__ = [
@@ -140,6 +140,17 @@ class McpWorkbenchConfig(BaseModel):
     model_client: ComponentModel | dict[str, Any] | None = None
 
 
+def _secret_values(params: StdioServerParams | SseServerParams | StreamableHttpServerParams) -> list[str]:
+    """The values of the secret-named environment variables or headers of a server's parameters."""
+    values = params.env if isinstance(params, StdioServerParams) else params.headers
+    return [
+        secret
+        for name, value in (values or {}).items()
+        if is_secret_name(str(name)) and isinstance(value, str)
+        for secret in header_secrets(value)
+    ]
+
+
 def _without_secrets(values: dict[str, Any] | None) -> dict[str, Any] | None:
     """Environment variables or headers named like a secret left out (``include_secrets=True`` keeps them)."""
     if values is None or include_secrets():
@@ -178,6 +189,7 @@ class McpWorkbench(Workbench):
         model_client: Any = None,
     ) -> None:
         self._server_params = _as_params(server_params)
+        hold_secrets(_secret_values(self._server_params))  # masked in every artefact (an error echoing one)
         self._tool_overrides = {
             name: override if isinstance(override, ToolOverride) else ToolOverride.model_validate(override)
             for name, override in (tool_overrides or {}).items()
@@ -407,10 +419,10 @@ class McpWorkbench(Workbench):
     def __repr__(self) -> str:
         params = self._server_params
         if isinstance(params, StdioServerParams):
-            where = "stdio: " + " ".join([params.command, *params.args])
+            where = "stdio: " + " ".join(redact_args([params.command, *params.args]))  # --api-key <masked>
         else:
             where = f"{'sse' if isinstance(params, SseServerParams) else 'http'}: {params.url}"
-        return f"McpWorkbench({redact(where)})"
+        return f"McpWorkbench({mask(where)})"
 
 
 def call_result(name: str, result: Any) -> ToolResult:
@@ -436,7 +448,7 @@ def _error_text(error: BaseException) -> str:
     """An exception (a group's leaves one a line) as the text of an error result, secrets masked."""
     if isinstance(error, BaseExceptionGroup):
         return "\n".join(_error_text(inner) for inner in error.exceptions)
-    return redact(str(error) or type(error).__name__)
+    return mask(str(error) or type(error).__name__)
 
 
 async def _list_all_tools(client: Any) -> list[Any]:

@@ -112,3 +112,17 @@ def test_allow_commands_is_checked_and_other_transports_need_no_opt_in() -> None
     assert isinstance(load_component(http), McpWorkbench)  # a URL starts no program
     # Made in code, a stdio workbench needs no opt-in: the user wrote the command.
     assert McpWorkbench(StdioServerParams(command="true")).server_params.command == "true"
+
+
+def test_an_mcp_servers_secrets_are_held_for_the_one_rule() -> None:
+    """A token in an MCP server's headers (or a secret environment variable of a stdio server) is
+    masked wherever it turns up later (a tool result or an error echoing it), and never in a repr."""
+    from nbagent.redact import mask
+
+    token, env_secret = "mcp" + "tok-0a1b2c3d4e5f", "db" + "pw-9f8e7d6c5b"
+    McpWorkbench(StreamableHttpServerParams(url="http://127.0.0.1:9/mcp", headers={"Authorization": f"Bearer {token}"}))
+    stdio = McpWorkbench(
+        StdioServerParams(command="server", args=["--api-key", KEY], env={"DB_PASSWORD": env_secret, "TZ": "UTC"})
+    )
+    assert mask(f"the server said {token} and {env_secret}") == "the server said [REDACTED] and [REDACTED]"
+    assert KEY not in repr(stdio) and "--api-key [REDACTED]" in repr(stdio)
