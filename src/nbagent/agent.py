@@ -12,7 +12,7 @@ import sys
 import time
 import warnings
 from array import array
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -79,7 +79,7 @@ from .records import (
     ToolExecution,
 )
 from .redact import mask_data, process_secrets
-from .sync import Pending, run_coroutine
+from .sync import Pending, Stream, run_coroutine
 from .tools import (
     BaseTool,
     Handoff,
@@ -589,7 +589,7 @@ class AssistantAgent(Component):
             return outgoing.item(response)  # type: ignore[no-any-return]  # AutoGen's Response, to AutoGen's caller
         return response  # type: ignore[no-any-return]
 
-    async def on_messages_stream(
+    def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Run on new messages, yielding each event as it happens and the ``Response`` last.
@@ -598,6 +598,11 @@ class AssistantAgent(Component):
         AutoGen's teams call a participant, it yields AutoGen's events, messages and ``Response``
         (:mod:`nbagent.autogen.protocol`); the run itself and its records are nbagent's.
         """
+        return Stream(self._on_messages_stream(messages, cancellation_token), "agent.on_messages_stream(...)")
+
+    async def _on_messages_stream(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         where = "AssistantAgent.on_messages_stream"
         outgoing = _autogen_caller(messages, cancellation_token)
         run = self._new_run(check_messages(where, messages), check_token(where, cancellation_token), True)
@@ -714,15 +719,21 @@ class AssistantAgent(Component):
         """What an interrupt of this agent's last run, driven without await, says."""
         return interrupted_text(self.name, "Ctrl-C or a kernel interrupt", self._slot.failed is not None)
 
-    async def run_stream(
+    def run_stream(
         self,
         *,
         task: Task = None,
         cancellation_token: CancellationToken | None = None,
         output_task_messages: bool = True,
-    ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | TaskResult]:
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
         """The task messages (unless ``output_task_messages=False``), then every event as it
-        happens, then the :class:`TaskResult`."""
+        happens, then the :class:`TaskResult` (``async for``; a plain ``for`` says so)."""
+        stream = self._run_stream(task, cancellation_token, output_task_messages)
+        return Stream(stream, "agent.run_stream(task=...)")
+
+    async def _run_stream(
+        self, task: Task, cancellation_token: CancellationToken | None, output_task_messages: bool
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
         where = "AssistantAgent.run_stream"
         messages = task_messages(task, where)
         token = None if cancellation_token is None else check_token(where, cancellation_token)

@@ -20,7 +20,7 @@ A generic driver: it knows no agent. ``AssistantAgent.run_sync`` and ``nbagent.r
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -30,6 +30,7 @@ from .interrupts import run_interrupted
 __all__ = [
     "DrivingHook",
     "Pending",
+    "Stream",
     "driving_hooks",
     "register_driving_hook",
     "run_coroutine",
@@ -163,3 +164,52 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
 
     def __repr__(self) -> str:
         return f"<coroutine {self._call}, not run: write `await {self._call}`, or `{self._sync}`>"
+
+
+Y = TypeVar("Y")
+
+
+class Stream(AsyncGenerator[Y, None], Generic[Y]):
+    """The async stream of an entry point (``agent.run_stream(...)``), whose mistakes say what to write.
+
+    ``async for`` takes the items straight from the async generator ``agen`` (nothing in between);
+    ``aclose``, ``asend`` and ``athrow`` are its own. Iterated with a plain ``for`` (a forgotten
+    ``async``), it raises a ``TypeError`` naming ``async for`` and ``nbagent.Console``.
+    """
+
+    __slots__ = ("_agen", "_call")
+
+    def __init__(self, agen: AsyncGenerator[Y, None], call: str) -> None:
+        self._agen = agen
+        self._call = call
+
+    def __aiter__(self) -> AsyncGenerator[Y, None]:
+        return self._agen
+
+    def __anext__(self) -> Coroutine[Any, Any, Y]:
+        return self._agen.__anext__()
+
+    def asend(self, value: None) -> Coroutine[Any, Any, Y]:
+        return self._agen.asend(value)
+
+    def athrow(
+        self,
+        kind: type[BaseException] | BaseException,
+        value: object = None,
+        traceback: TracebackType | None = None,
+    ) -> Coroutine[Any, Any, Y]:
+        if value is None and traceback is None:
+            return self._agen.athrow(kind)
+        return self._agen.athrow(kind, value, traceback)  # type: ignore[arg-type]
+
+    def aclose(self) -> Coroutine[Any, Any, None]:
+        return self._agen.aclose()
+
+    def __iter__(self) -> Iterator[Y]:
+        raise TypeError(
+            f"{self._call} is an async stream: write `async for item in {self._call}:` in a notebook cell or "
+            f"an async function, or print it with `await nbagent.Console({self._call})`"
+        )
+
+    def __repr__(self) -> str:
+        return f"<async stream {self._call}: `async for item in ...`, or `await nbagent.Console(...)`>"

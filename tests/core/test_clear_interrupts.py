@@ -193,3 +193,25 @@ def test_ctrl_c_in_a_script_ends_in_one_line(mode: str, tmp_path: Path) -> None:
 def test_an_interrupt_of_no_run_keeps_pythons_traceback(tmp_path: Path) -> None:
     done = interrupt_script(tmp_path, "other")
     assert "Traceback (most recent call last)" in done.stderr and done.stderr.rstrip().endswith("KeyboardInterrupt")
+
+
+async def test_a_stream_iterated_without_async_says_async_for() -> None:
+    agent = AssistantAgent("calc", ReplayChatCompletionClient(["five", "six", "seven"]))
+    stream = agent.run_stream(task="2 + 3?")
+    with pytest.raises(
+        TypeError, match=r"agent\.run_stream\(task=\.\.\.\) is an async stream: write `async for item in"
+    ):
+        for _ in stream:  # type: ignore[attr-defined]
+            pass
+    assert "nbagent.Console" in repr(stream)
+    items = [item async for item in stream]  # still the stream, once iterated with async for
+    assert isinstance(items[-1], nbagent.TaskResult) and items[-1].messages[-1].to_text() == "five"
+    with pytest.raises(TypeError, match=r"agent\.on_messages_stream\(\.\.\.\) is an async stream"):
+        list(agent.on_messages_stream([nbagent.TextMessage(content="x", source="user")]))  # type: ignore[call-overload]
+    from contextlib import aclosing
+
+    async with aclosing(agent.run_stream(task="3 + 3?")) as closing:
+        async for item in closing:
+            if isinstance(item, nbagent.ToolCallRequestEvent | nbagent.TextMessage) and item.source == "calc":
+                break
+    assert not agent.is_running
