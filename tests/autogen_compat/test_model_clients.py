@@ -357,6 +357,8 @@ async def test_a_magicmock_client_streams_in_the_view_and_steps() -> None:
     await stepper.run_to_end()
     assert stepper.response is not None and stepper.response.chat_message.to_text() == "mock stream"
     assert len(agent.trace.llm_calls_df()) == 3
+    with pytest.warns(UserWarning, match="cannot rewind"):  # a mock's made-up checkpoint() is not one
+        await stepper.reset()
 
 
 def test_a_client_missing_a_member_gets_an_error_naming_it() -> None:
@@ -514,3 +516,32 @@ async def test_nbagents_base_class_takes_a_create_stream_only_subclass() -> None
         "TextMessage",
         "TaskResult",
     ]
+
+
+async def test_a_duck_typed_client_with_checkpoint_and_restore_is_rewound_by_reset() -> None:
+    class Scripted:
+        model_info = INFO
+
+        def __init__(self) -> None:
+            self.position = 0
+
+        async def create(self, messages: Sequence[Any], **kwargs: Any) -> agm.CreateResult:
+            self.position += 1
+            return ag_result(f"answer {self.position}")
+
+        def checkpoint(self) -> int:
+            return self.position
+
+        def restore(self, checkpoint: object) -> None:
+            assert isinstance(checkpoint, int)
+            self.position = checkpoint
+
+    client = Scripted()
+    agent = AssistantAgent("bot", client)
+    stepper = Stepper(agent, "go")
+    await stepper.run_to_end()
+    assert stepper.response is not None and stepper.response.chat_message.to_text() == "answer 1"
+    await stepper.reset()  # no warning: the client rewinds itself
+    assert client.position == 0
+    await stepper.run_to_end()
+    assert stepper.response is not None and stepper.response.chat_message.to_text() == "answer 1"

@@ -328,15 +328,19 @@ class BridgedClient(ChatCompletionClient):
             if inspect.isawaitable(done):
                 await done
 
+    def _own(self, name: str) -> Any:
+        """The client's method ``name`` if its class defines one (not an attribute a mock makes up)."""
+        return getattr(self.inner, name) if callable(getattr(type(self.inner), name, None)) else None
+
     def checkpoint(self) -> object | None:
-        own = getattr(self.inner, "checkpoint", None)
-        return own() if callable(own) else None
+        own = self._own("checkpoint")
+        return own() if own is not None else None
 
     def restore(self, checkpoint: object | None) -> None:
         """Rewind the client with its own ``restore()``; a client without one cannot be rewound, and
         a ``UserWarning`` says so (its next call continues from where it is)."""
-        own = getattr(self.inner, "restore", None)
-        if callable(own):
+        own = self._own("restore")
+        if own is not None:
             own(checkpoint)
             return
         warnings.warn(
