@@ -93,7 +93,7 @@ from .models import (
     default_model,
 )
 from .records import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
-from .stepper import Stepper, StepperFinished, StepResult
+from .stepper import Stepper, StepperFinished, StepResult, WalkInterrupted
 from .tools import (
     BaseStreamTool,
     BaseTool,
@@ -293,6 +293,7 @@ __all__ = [
     "StepResult",
     "Stepper",
     "StepperFinished",
+    "WalkInterrupted",
     "StepperWidget",
     "StreamableHttpServerParams",
     "StructuredMessage",

@@ -11,6 +11,7 @@ Core module: it imports nothing from :mod:`nbagent.notebook` (the widget lives t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -58,6 +59,34 @@ def _never(step: object, settings: LoopSettings) -> str:
     if step == 2 and not settings.memory:
         return "STEP 2 (query memory) is made only by an agent with memory"
     return ""
+
+
+PAUSE_GRACE_S = 1.0
+"""After a kernel interrupt, how long the move in progress may take to reach its boundary (the walk
+then pauses there); a move that takes longer is cancelled, and with it the walk."""
+
+
+class WalkInterrupted(asyncio.CancelledError):
+    """``run_to_end`` / ``run_until`` ended by a kernel interrupt (or their task cancelled): the move in
+    progress was finished and the walk is paused after it. One line in a notebook, no traceback.
+
+    It is a ``CancelledError`` (what the interrupt raised), so code that handles cancellation handles it.
+    """
+
+    def __init__(self, stepper: Stepper) -> None:
+        where = f"after move {len(stepper.history)}" if stepper.history else "before its first move"
+        if stepper.status == "cancelled":
+            text = "the move in progress did not end in time: the walk was cancelled; reset() to walk it again"
+        elif stepper.done:
+            text = f"the walk had ended ({stepper.status})"
+        else:
+            text = f"the walk is paused {where}; next() or run_to_end() goes on from there"
+        super().__init__(f"interrupted: {text}")
+        self.stepper = stepper
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of the traceback."""
+        return [f"{type(self).__name__}: {self}"]
 
 
 class StepperFinished(RuntimeError):
@@ -263,6 +292,7 @@ class Stepper:
         self._lead: list[RunItem] = []
         self._snapshot: _Snapshot | None = None
         self._moving = False
+        self._pause_requested = False
         self._seq = 0
 
     # ------------------------------------------------------------------ state
@@ -311,11 +341,23 @@ class Stepper:
         finally:
             self._moving = False
 
+    def pause(self) -> None:
+        """Have ``run_to_end()`` / ``run_until()`` stop after the move being made (the Pause button).
+
+        The walk stays paused at that move's boundary, not cancelled: ``next()`` goes on from there.
+        Nothing happens when no walk of several moves is under way.
+        """
+        self._pause_requested = True
+
     async def run_to_end(self) -> list[StepResult]:
-        """Make every remaining move; returns them (empty if the run is already over)."""
+        """Make every remaining move; returns them (empty if the run is already over).
+
+        :meth:`pause` (or a kernel interrupt: :class:`WalkInterrupted`) stops it after the move in progress.
+        """
         results: list[StepResult] = []
-        while not self.done:
-            results.append(await self.next())
+        self._pause_requested = False
+        while not self.done and not self._pause_requested:
+            results.append(await self._next_or_pause())
         return results
 
     async def run_until(
@@ -334,19 +376,40 @@ class Stepper:
         ``tool`` a tool name requested or run in the move, ``iteration`` a tool-loop iteration,
         ``error=True`` a move where the run raised, a model call failed or a tool gave an error
         result, ``condition`` any predicate on the :class:`StepResult`. Returns the matching move,
-        or ``None`` if the run ended without one. Calling it again goes on from there.
+        or ``None`` if the run ended (or :meth:`pause` stopped it) without one. Calling it again goes
+        on from there. A kernel interrupt pauses it after the move in progress (:class:`WalkInterrupted`).
         """
         criteria = (step, move, tool, iteration, error)
         if condition is None and all(value is None for value in criteria):
             raise ValueError("run_until needs a condition: step=, move=, tool=, iteration=, error= or a callable")
         await self._check_breakpoint(condition, step, move, tool, iteration, error)
-        while not self.done:
-            result = await self.next()
+        self._pause_requested = False
+        while not self.done and not self._pause_requested:
+            result = await self._next_or_pause()
             if result.matches(step=step, move=move, tool=tool, iteration=iteration, error=error) and (
                 condition is None or condition(result)
             ):
                 return result
         return None
+
+    async def _next_or_pause(self) -> StepResult:
+        """``next()``, shielded from the caller's cancellation: a kernel interrupt lets the move end at its
+        boundary (at most :data:`PAUSE_GRACE_S`, else the move is cancelled) and raises :class:`WalkInterrupted`."""
+        move = asyncio.ensure_future(self.next())
+        try:
+            return await asyncio.shield(move)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()  # this cancellation is answered here: the wait below may run
+            self._pause_requested = True
+            done, _ = await asyncio.wait([move], timeout=PAUSE_GRACE_S)
+            if not done:
+                move.cancel()
+                await asyncio.wait([move])
+            if not move.cancelled():
+                move.exception()  # retrieved: the interruption is what the caller gets
+            raise WalkInterrupted(self) from None
 
     async def _check_breakpoint(
         self,

@@ -116,7 +116,10 @@ def test_step_badge() -> None:
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_tool_card_escapes_name_arguments_and_result(payload: str) -> None:
     call = FunctionCall(id=payload, name=payload, arguments=payload)
-    running = tool_card_html(call)
+    requested = tool_card_html(call)  # STEP 5's tool request: the model asked, nothing runs yet
+    assert 'data-state="requested"' in requested and "requested: runs at the next move" in requested
+    assert "running" not in requested.replace(payload, "")
+    running = tool_card_html(call, running=True)  # its batch has started
     assert tags(running) == {"div", "span", "pre"}
     assert 'data-state="running"' in running and "running…" in running
     done = tool_card_html(call, FunctionExecutionResult(content=payload, name=payload, call_id=payload), 0.25)

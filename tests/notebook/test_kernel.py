@@ -287,6 +287,22 @@ def test_kernel_interrupt_cancels_awaited_and_sync_runs(kernel: tuple[KernelMana
     assert run_code(client, "print('still alive')") == "still alive\n"
 
 
+def test_interrupting_a_wait_stops_the_run_it_waits_for(kernel: tuple[KernelManager, object]) -> None:
+    """``await view.wait()`` interrupted: the background run is stopped too (not left streaming with the
+    agent busy), the cell ends in one line, and the agent runs again at once."""
+    manager, client = kernel
+    assert run_code(client, SLOW) == ""
+    started = time.monotonic()
+    errors = interrupt_when_started(manager, client, "waited = make('waited')\nbg = nbagent.start(waited, 'go')\n"
+                                    "await bg.wait()")  # fmt: skip
+    assert time.monotonic() - started < 10
+    assert [(name, len(lines)) for name, lines in errors] == [("RunInterrupted", 1)]
+    assert errors[0][1][0] == "RunInterrupted: the run of 'waited' was interrupted; its view: nbagent.last_view()"
+    assert run_code(client, "print(bg.status, bg.detail, bg.task.done())") == "interrupted kernel interrupt True\n"
+    assert run_code(client, CONTEXT.format(name="waited")) == VALID  # not busy, every tool call answered
+    assert run_code(client, "print(waited.run_sync('again').messages[-1].content)") == "done\n"
+
+
 STOP_CASES = {
     # entry point: (cell that runs it, cell that prints "<name> <status> <time the run ended>")
     "await show": ("v = await nbagent.show(a, 'go')", "print('await show', v.status, ended_at(v))"),
@@ -391,3 +407,23 @@ def test_a_stream_and_its_ticking_status_stay_far_under_the_iopub_limit(
     assert run_code(client, "print(view.status, len(view.response.chat_message.content))") == (
         f"ok {len(' '.join(f'w{i}' for i in range(1500)))}\n"
     )
+
+
+def test_finished_views_close_their_widgets(kernel_dirs: list[str], tmp_path: Path) -> None:
+    """After 100 shown runs (awaited and in the background), the widget models alive in the kernel are
+    those of the views still running: none (each view's, its children's, layouts' and styles')."""
+    count = "import gc, comm\ngc.collect()\nprint(len(comm.get_comm_manager().comms))"
+    cells = [
+        SETUP,
+        count,
+        "for i in range(50):\n    await nbagent.show(make(f'shown{i}', 'done'), 'say it')",
+        "views = [nbagent.start(make(f'bg{i}', 'done'), 'say it') for i in range(50)]\n"
+        "for view in views:\n    await view.wait()\nprint({view.status for view in views})",
+        count,
+        "print(views[0].to_text().splitlines()[0], len(views[0].to_html()) > 1000)",
+    ]
+    nb = execute(cells, kernel_dirs, tmp_path)
+    before, after = (int(nb.cells[index].outputs[-1].text) for index in (1, 4))
+    assert nb.cells[3].outputs[-1].text.strip() == "{'ok'}"
+    assert after - before == 0, (before, after)
+    assert nb.cells[5].outputs[0].text.strip() == "bg0 · ok True"  # what a closed view showed stays readable

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -253,7 +254,8 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
 
     Button callbacks run on the kernel's thread; each schedules the async action on the kernel's
     event loop, so the buttons work after the cell has finished. Clicks while an action runs are
-    ignored (the buttons are disabled meanwhile).
+    ignored (the buttons are disabled meanwhile). Pause, enabled while "Run to end" goes, stops it
+    after the move in progress: the walk is paused there, not cancelled.
     """
 
     def __init__(self, stepper: NotebookStepper) -> None:
@@ -261,6 +263,9 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         self.next_button = widgets.Button(description="Next", icon="step-forward", button_style="primary")
         self.run_button = widgets.Button(description="Run to end", icon="fast-forward")
         self.reset_button = widgets.Button(description="Reset", icon="undo")
+        self.pause_button = widgets.Button(description="Pause", icon="pause", disabled=True)
+        self.pause_button.add_class("nba-pause")
+        self.pause_button.on_click(lambda _: self.pause())
         self.status = widgets.HTML()
         self.status.add_class("nba-stepper-status")
         self.diagram = widgets.HTML()
@@ -268,13 +273,15 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         self.next_button.on_click(lambda _: self.click(self.stepper.next))
         self.run_button.on_click(lambda _: self.click(self.stepper.run_to_end))
         self.reset_button.on_click(lambda _: self.click(self.stepper.reset))
-        bar = widgets.HBox([self.next_button, self.run_button, self.reset_button, self.status])
+        bar = widgets.HBox([self.next_button, self.run_button, self.pause_button, self.reset_button, self.status])
         bar.add_class("nba-stepper-bar")
         super().__init__([widgets.HTML(STYLE), bar, self.diagram, self.panel])
         self.add_class("nba-stepper")
         self.add_class("nba-stepper-live")
         self.task: asyncio.Task[None] | concurrent.futures.Future[None] | None = None
         self.error: str | None = None
+        self.paused_at: float | None = None
+        """When Pause was clicked (``time.perf_counter()``), until the walk has paused."""
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -312,6 +319,13 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         self.refresh()
         return scheduled
 
+    def pause(self) -> None:
+        """Stop "Run to end" after the move in progress (the Pause button)."""
+        if self.busy:
+            self.paused_at = time.perf_counter()
+            self.stepper.pause()
+            self.refresh()
+
     async def _perform(self, action: Callable[[], Awaitable[Any]]) -> None:
         try:
             await action()
@@ -321,6 +335,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             self.error = f"{type(error).__name__}: {error}"
         finally:
             self.task = None
+            self.paused_at = None
             self.refresh()
 
     def refresh(self) -> None:
@@ -328,7 +343,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         stepper = self.stepper
         busy = self.busy or stepper.moving
         if busy:
-            text = "working…"
+            text = "pausing after this move…" if self.paused_at is not None else "working…"
         elif self.error:
             text = self.error
         else:
@@ -337,6 +352,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             self.next_button.disabled = busy or stepper.done
             self.run_button.disabled = busy or stepper.done
             self.reset_button.disabled = busy
+            self.pause_button.disabled = not busy or self.paused_at is not None
             self.status.value = muted(text, data_status=stepper.status, data_busy=str(busy).lower())
             self.diagram.value = pipeline_html(stepper)
             self.panel.value = move_html(stepper)

@@ -104,6 +104,9 @@ TICK_INTERVAL = 0.25
 Each refresh sends at most two widget updates (the footer, the running call's line): with the
 streamed text's coalescer (at most ~22 a second) the browser gets about 30 messages a second, far
 under jupyter_server's iopub limit (1,000 a second)."""
+STOP_GRACE_S = 2.0
+"""How long an interrupted :meth:`AgentRunView.wait` waits for the run to end at its token, and then
+again once its task has been cancelled."""
 ENDED = frozenset({"ok", "error", "cancelled", "interrupted"})
 """The statuses of a view whose run has ended."""
 
@@ -196,6 +199,11 @@ class _ToolCard:
         self.widget = widgets.HTML(tool_card(call))
         self.widget.add_class("nba-tool-card-widget")
 
+    def show_running(self) -> None:
+        """Its batch has started: the call runs."""
+        if not self.done:
+            self.widget.value = tool_card(self.call, running=True)
+
     def show_result(self, cancelled: bool = False) -> None:
         execution = self.execution
         result = execution.result if execution is not None else None
@@ -257,10 +265,8 @@ class _Stream:
 
     def close(self) -> None:
         """Close the segment widgets (the final message replaces them)."""
-        scroll = self.box.children[1]
-        for widget in (*self._body.children, self._body, scroll, self.head):
-            widget.close()
-        self.box.close()
+        for widget in _descendants(self.box):
+            _close(widget)
 
 
 class _LLMRow:
@@ -399,6 +405,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         card = self._cards.get(execution.call.id)
         if card is not None:
             card.execution = execution
+            card.show_running()
 
     def _on_tool_results(self, event: ToolCallExecutionEvent) -> None:
         for result in event.content:
@@ -675,10 +682,33 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
             self.task.cancel()
 
     async def wait(self) -> Response | None:
-        """Wait for a background run; its ``Response``, or ``None`` if it was stopped."""
+        """Wait for a background run; its ``Response``, or ``None`` if it was stopped.
+
+        A kernel interrupt (or the waiting task cancelled) stops the run it waits for, as its Stop
+        button does, and waits for it to end (the agent is free again, its context valid): the cell
+        ends in one line, :class:`RunInterrupted`.
+        """
         if self.task is None:
             raise RuntimeError("this view has no background run: use start() first")
-        response = await asyncio.shield(self.task)
+        task = self.task
+        try:
+            response = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            waiting = asyncio.current_task()
+            if waiting is not None:
+                waiting.uncancel()  # answered here: the waits below may run
+            self._interrupted = True
+            if self._token is not None:
+                self._token.cancel()
+            else:
+                task.cancel()
+            await asyncio.wait([task], timeout=STOP_GRACE_S)
+            if not task.done():  # it did not end at the token: cancelled where it waits
+                task.cancel()
+                await asyncio.wait([task], timeout=STOP_GRACE_S)
+            raise RunInterrupted(self) from None
         self._refresh_displays()
         return response
 
@@ -754,9 +784,38 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
             return
         from IPython.display import update_display
 
-        bundle = self.static_bundle() if self.status in ENDED else self._repr_mimebundle_()
+        ended = self.status in ENDED
+        bundle = self.static_bundle() if ended else self._repr_mimebundle_()
         for display_id in self._display_ids:
             update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+        if ended:
+            self.close_widgets()
+
+    def close_widgets(self) -> None:
+        """Close the view's widgets (their models in the kernel and the browser); what they showed stays
+        readable (:meth:`to_html`, :attr:`status`...).
+
+        Done when a finished run's outputs have been replaced by its static copy: nothing shows the
+        widgets any more, and a saved notebook then holds no widget state for them.
+        """
+        for widget in _descendants(self):
+            _close(widget)
+
+
+def _close(widget: widgets.Widget) -> None:
+    """Close ``widget`` and the widgets made with it (its layout, its style: models of their own)."""
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
+        if isinstance(part, widgets.Widget):
+            part.close()
+    widget.close()
+
+
+def _descendants(widget: widgets.Widget) -> Iterator[widgets.Widget]:
+    """``widget`` and every widget inside it, innermost first."""
+    if isinstance(widget, widgets.Box):
+        for child in widget.children:
+            yield from _descendants(child)
+    yield widget
 
 
 def _static(widget: widgets.Widget) -> Markup:

@@ -127,11 +127,17 @@ def tool_card(
     duration_s: float | None = None,
     *,
     cancelled: bool = False,
+    running: bool = False,
 ) -> Markup:
-    """One tool call: name, pretty arguments, then running / its result or error and duration."""
+    """One tool call: name, pretty arguments, then requested / running / its result or error and duration.
+
+    A call is ``requested`` when the model asked for it (STEP 5's tool request) and ``running`` once
+    its batch has started (the next move, the tool execution).
+    """
     if result is None:
-        state = "cancelled" if cancelled else "running"
-        outcome = el("div", "cancelled" if cancelled else "running…", class_="nba-tool-status nba-muted")
+        state = "cancelled" if cancelled else "running" if running else "requested"
+        text = {"cancelled": "cancelled", "running": "running…", "requested": "requested: runs at the next move"}
+        outcome = el("div", text[state], class_="nba-tool-status nba-muted")
     else:
         state = "error" if result.is_error else "ok"
         outcome = el(

@@ -1,0 +1,122 @@
+"""The stepper widget's Pause and a kernel interrupt (issue 33.2), and a double click on Next (33.5), in
+JupyterLab.
+
+"Run to end" goes through a tool loop whose model calls take 0.3 s each; Pause, clicked mid-walk,
+leaves the walk paused at a move boundary (not cancelled) in under a second, and Next goes on from
+there. A double click on Next makes one move. A cell ``await stepper.run_to_end()`` interrupted from
+the kernel menu ends in one line (``WalkInterrupted``) within a second, the walk paused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from .conftest import LabNotebook
+
+pytestmark = pytest.mark.browser
+
+SETUP = '''
+import nbagent
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+def looper(latency=0.3, rounds=12):
+    calls = [CreateResult(finish_reason="function_calls",
+                          content=[FunctionCall(id=f"c{i}", name="add", arguments='{"a": 1, "b": 2}')])
+             for i in range(rounds)]
+    client = ReplayChatCompletionClient([*calls, "done"], latency=latency)
+    return AssistantAgent("looper", client, tools=[add], max_tool_iterations=rounds + 1)
+'''
+CELLS = [SETUP, "stepper = nbagent.step(looper(), 'Add up.')\nstepper", "second = nbagent.step(looper(), 'Add up.')"]
+
+_STATE_JS = """() => {
+  const view = document.querySelector('.jp-OutputArea .nba-stepper-live');
+  const status = view.querySelector('.nba-stepper-status [data-status]');
+  const button = (name) => [...view.querySelectorAll('.nba-stepper-bar button')]
+    .find(b => b.textContent.trim() === name);
+  return {
+    index: Number(view.querySelector('.nba-stepper-head').dataset.index),
+    status: status.dataset.status, busy: status.dataset.busy, text: status.textContent,
+    next: !button('Next').disabled, pause: !button('Pause').disabled,
+  };
+}"""
+
+# Runs code in the kernel without waiting; interrupts the kernel after `delay` ms; resolves with the
+# reply's error (ename: evalue and the traceback's lines) and the ms from the interrupt to the reply.
+_INTERRUPT_JS = """async ([code, delay]) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const future = kernel.requestExecute({code, store_history: false});
+  let error = null;
+  future.onIOPub = (msg) => {
+    if (msg.header.msg_type === 'error') error = [msg.content.ename, msg.content.evalue, msg.content.traceback];
+  };
+  await new Promise(r => setTimeout(r, delay));
+  const asked = performance.now();
+  await kernel.interrupt();
+  await future.done.catch(() => null);
+  return {error, ms: performance.now() - asked};
+}"""
+
+
+def state(nb: LabNotebook) -> dict[str, object]:
+    return nb.page.evaluate(_STATE_JS)
+
+
+def test_pause_ends_run_to_end_at_a_move_boundary_and_an_interrupt_does_too(
+    run_notebook_in_lab: Callable[..., LabNotebook],
+) -> None:
+    nb = run_notebook_in_lab(CELLS, name="stepper_pause")
+    page = nb.page
+    assert nb.error_outputs() == []
+    bar = ".jp-OutputArea .nba-stepper-live .nba-stepper-bar button"
+    start = state(nb)
+    assert (start["index"], start["next"], start["pause"]) == (0, True, False)
+
+    # A double click on Next: one move.
+    page.locator(bar, has_text="Next").dblclick()
+    page.wait_for_function("() => document.querySelector('.nba-stepper-live .nba-stepper-head').dataset.index === '1'")
+    nb.settle()
+    assert state(nb)["index"] == 1
+
+    # Run to end, then Pause mid-walk.
+    page.locator(bar, has_text="Run to end").click()
+    page.wait_for_function(
+        "() => Number(document.querySelector('.nba-stepper-live .nba-stepper-head').dataset.index) >= 5"
+    )
+    during = state(nb)
+    assert during["busy"] == "true" and during["pause"] and not during["next"]
+    asked = time.perf_counter()
+    page.locator(bar, has_text="Pause").click()
+    page.wait_for_function(
+        "() => document.querySelector('.nba-stepper-live .nba-stepper-status [data-status]').dataset.busy === 'false'",
+        timeout=5_000,
+    )
+    paused_in = time.perf_counter() - asked
+    after = state(nb)
+    assert paused_in < 1.0, paused_in
+    assert after["status"] == "paused" and after["next"] and not after["pause"], after
+    assert 5 <= int(after["index"]) < 20  # type: ignore[call-overload]
+    nb.shot("paused")
+    page.wait_for_timeout(700)  # nothing moves on by itself
+    assert state(nb)["index"] == after["index"]
+    page.locator(bar, has_text="Next").click()
+    page.wait_for_function(
+        "(i) => document.querySelector('.nba-stepper-live .nba-stepper-head').dataset.index === String(i)",
+        arg=int(after["index"]) + 1,  # type: ignore[call-overload]
+    )
+
+    # A kernel interrupt of a cell walking the second stepper.
+    seen = page.evaluate(_INTERRUPT_JS, ["await second.run_to_end()", 2000])
+    assert seen["error"] is not None and seen["error"][0] == "WalkInterrupted", seen
+    assert len(seen["error"][2]) == 1, seen["error"][2]  # one line, no traceback
+    assert seen["ms"] < 1000, seen["ms"]
+    print(f"Pause to paused: {paused_in:.2f} s; kernel interrupt to the cell's reply: {seen['ms'] / 1000:.2f} s")
+    assert nb.execute("print(second.status, len(second.history) > 2, second.moving)").strip() == "paused True False"
+    assert nb.execute("print(stepper.status)").strip() == "paused"
+    assert nb.console_errors == []
