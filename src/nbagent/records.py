@@ -271,6 +271,11 @@ class LLMCall:
     # then shows the request's tool_choice and extra_create_args).
     sent: Mapping[str, Any] | None = None
 
+    @property
+    def cancelled(self) -> bool:
+        """The call was stopped (its run's token, a Stop, an interrupt): its ``error`` is a cancellation."""
+        return self.error is not None and self.error.split(":", 1)[0] in ("CancelledError", "CancelledWithResult")
+
     def finish(self, result: CreateResult | None, error: str | None = None) -> None:
         self.duration_s = time.perf_counter() - self.start_perf
         self.result = result

@@ -227,3 +227,17 @@ def test_the_stream_head_says_whether_its_text_was_discarded() -> None:
     live, gone = stream_head(step_badge("call_llm")), stream_head(step_badge("call_llm"), discarded=True)
     assert "streaming" in live and "expand" in live and "discarded" not in live
     assert "streamed text, discarded" in gone and "never entered the model context" in gone
+
+
+def test_a_stopped_batch_counts_its_cancelled_tasks_apart_from_its_failures() -> None:
+    from nbagent.batch import BatchProgress
+    from nbagent.notebook.batch_view import progress_html
+
+    errors = (("t1", "cancelled", "cancelled"), ("t2", "error", "ValueError: bad"), ("t3", "cancelled", "cancelled"))
+    progress = BatchProgress(
+        total=10, ok=5, error=1, timeout=0, cancelled=2, skipped=0, running=0, prompt_tokens=1, completion_tokens=1,
+        elapsed_s=1.0, p50_s=0.1, p95_s=0.2, state="stopped", last_errors=errors,
+    )  # fmt: skip
+    html = progress_html(progress, live=False)
+    assert "last 1 failure" in html and "ValueError: bad" in html and "<td>t1</td>" not in html
+    assert 'data-metric="cancelled" data-value="2"' in html and 'data-metric="failed" data-value="1"' in html

@@ -278,10 +278,27 @@ async def test_model_error_is_shown_and_raised() -> None:
     with pytest.raises(ModelError):
         await view.run(agent, "hello")
     assert view.status == "error"
-    assert kinds(view) == ["user", "llm", "error"]
+    # The error is shown once: in the line of the call that failed (no block repeating it, the status
+    # says "error"), though the run's end and its exception both report it.
+    assert kinds(view) == ["user", "llm"]
     assert 'data-state="error"' in view.body.children[1].value
-    assert "ReplayExhaustedError" in view.body.children[2].value
     assert view.error is not None and view.error.startswith("ReplayExhaustedError: ")
+    assert view.to_html().count("ReplayExhaustedError") == 1 and view.to_text().count("ReplayExhaustedError") == 1
+    assert ">error</span>" in view.status_html
+
+
+async def test_an_error_outside_a_model_call_is_shown_once_in_a_block() -> None:
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(["done"]))
+    view = AgentRunView()
+
+    async def failing(*_: object, **__: object) -> None:
+        raise RuntimeError("the memory store is down")
+
+    agent.model_context.add_message = failing  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        await view.run(agent, "hello")
+    assert view.status == "error" and kinds(view)[-1] == "error"
+    assert view.to_html().count("the memory store is down") == 1
 
 
 async def test_background_start_and_wait() -> None:

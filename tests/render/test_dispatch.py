@@ -161,7 +161,7 @@ def test_options_give_the_badge_and_the_number() -> None:
     assert 'data-move="reflect"' in html and "LLM call 3 · " in html and "3 + 4 tokens" in html
     head = to_html(Move("r", "tool_execution", 1), Options(number=5))
     assert head.startswith('<div class="nba-stepper-head" data-step="5" data-move="tool_execution" data-index="5">')
-    assert "<code>_execute_tool_calls</code>" in head and " move 5 · iteration 1" in head
+    assert "<code>_execute_tool_calls</code>" in head and " move 5 · tool-loop iteration=1 (2nd)" in head
     task = to_html(
         RunStarted("r", "a", [TextMessage(content="a", source="user"), TextMessage(content="b", source="user")])
     )
@@ -182,3 +182,14 @@ def test_only_an_answer_that_can_fill_its_box_has_a_resize_grip() -> None:
     rules = [rule for rule in str(STYLESHEET).replace("\n", "").split("}") if "resize:vertical" in rule]
     assert not any(rule.strip().startswith(".nba-markdown{") for rule in rules)
     assert any(rule.strip().startswith(".nba-markdown.nba-resizable{") for rule in rules)
+
+
+def test_a_stopped_call_reads_cancelled_and_a_paused_one_paused() -> None:
+    call = _llm_call()
+    call.duration_s, call.result = None, None
+    call.finish(None, "CancelledError: the run was cancelled")
+    html = to_html(call)
+    assert 'data-state="cancelled"' in html and "cancelled after" in html and "failed" not in html
+    waiting = LLMCall("r1", 0, "initial", "m", ModelRequest([], [], "auto", None), "m1", False)
+    paused = to_html(waiting, Options(paused=True))
+    assert 'data-state="paused"' in paused and "paused before it is sent" in paused and "waiting" not in paused

@@ -42,12 +42,12 @@ async def test_pause_stops_run_to_end_after_the_move_in_progress() -> None:
     walk = asyncio.ensure_future(stepper.run_to_end())
     while len(stepper.history) < 4:
         await asyncio.sleep(0.005)
-    asked = time.perf_counter()
+    asked, seen = time.perf_counter(), len(stepper.history)
     stepper.pause()
     made = await asyncio.wait_for(walk, 1.0)
     assert time.perf_counter() - asked < 1.0
     assert stepper.status == "paused" and not stepper.done and stepper.upcoming is not None
-    assert made == stepper.history and 4 <= len(made) <= 5
+    assert made == stepper.history and seen <= len(made) <= seen + 1  # the move in progress, no other
     rest = await stepper.run_to_end()  # goes on from the boundary: the walk is whole
     assert stepper.status == "finished" and stepper.response is not None
     assert [r.index for r in made + rest] == list(range(1, len(made) + len(rest) + 1))

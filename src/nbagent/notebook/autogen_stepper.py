@@ -23,7 +23,21 @@ import ipywidgets as widgets
 from .. import messages as nb
 from ..autogen.stepper import AutoGenStep, AutoGenStepper, StepperFinished
 from ..context import message_text
-from ..render import STYLE, Markup, concat, el, label, muted, portable, streamed_chunks, to_html, to_text, value
+from ..records import LLMCall
+from ..render import (
+    STYLE,
+    Markup,
+    Options,
+    concat,
+    el,
+    label,
+    muted,
+    portable,
+    streamed_chunks,
+    to_html,
+    to_text,
+    value,
+)
 from ..trace.context import message_kind
 from .static_display import StaticCopyDisplay
 
@@ -80,7 +94,7 @@ def step_html(stepper: AutoGenStepper) -> Markup:
         "div",
         head,
         streamed,
-        to_html(step.item),
+        to_html(step.item, Options(paused=isinstance(step.item, LLMCall) and step.item.duration_s is None)),
         passed,
         request_html(step),
         el("h4", f"{step.agent}'s model context now ({len(step.context)} messages)"),
@@ -126,6 +140,7 @@ class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]
         self.run_button.on_click(lambda _: self.click(stepper.run_to_end))
         self.stop_button.on_click(lambda _: self.stop())
         bar = widgets.HBox([self.next_button, self.run_button, self.stop_button, self.status])
+        bar.add_class("nba-stepper-bar")
         super().__init__([widgets.HTML(STYLE), bar, self.panel, self.history])
         self.add_class("nba-stepper")
         self.add_class("nba-ag-stepper")

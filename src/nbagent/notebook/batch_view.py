@@ -103,12 +103,11 @@ def progress_html(progress: BatchProgress, *, live: bool = True) -> Markup:
                 data_value=progress.cancelled,
             )
         )
-    metrics = el("div", *spans, class_="nba-batch-metrics")
+    metrics = el("div", Markup(" ").join(spans), class_="nba-batch-metrics")
     errors = EMPTY
-    if progress.last_errors:
-        rows = [
-            el("tr", el("td", task), el("td", status), el("td", error)) for task, status, error in progress.last_errors
-        ]
+    failures = [(task, status, error) for task, status, error in progress.last_errors if status != "cancelled"]
+    if failures:  # a task the Stop cancelled is counted under "cancelled", not listed as a failure
+        rows = [el("tr", el("td", task), el("td", status), el("td", error)) for task, status, error in failures]
         caption = el("caption", f"last {plural(len(rows), 'failure')}")
         errors = el("table", caption, *rows, class_="nba-table nba-batch-errors")
     body = el("div", head, bar, metrics, errors, class_="nba-batch-body")

@@ -563,14 +563,18 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         for card in self._cards.values():
             if not card.done:
                 card.show_result(cancelled=True)
-        if error is not None and status == "error":
+        if error is not None and status == "error" and self.error is None:
+            # Shown once: in the line of the LLM call that failed with it, else in a block of its own
+            # (the status says "error"; the run's end and its exception both bring it here).
             self.error = error
-            self._add(_html(error_block(error), "error"))
+            if not any(call.error == error for call in self.llm_calls):
+                self._add(_html(error_block(error), "error"))
         if self._finished_perf is None:
             self._finished_perf = time.perf_counter()
         self.stop_button.disabled = True
-        self.detail = None if status == "ok" else error
-        self._set_status(status, self.detail)
+        if self.detail is None:
+            self.detail = None if status == "ok" else error
+        self._set_status(status, None if status == "error" else self.detail)
         self._update_footer()
         self._refresh_displays()
 

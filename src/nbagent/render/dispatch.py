@@ -75,6 +75,8 @@ class Options:
     move: MoveName | None = None
     number: int | None = None
     now: float | None = None
+    paused: bool = False
+    """A step-by-step walk is paused here: a call not yet sent is drawn paused, not waiting."""
 
     @property
     def badge(self) -> Markup:
@@ -218,7 +220,10 @@ def _response(item: Response, options: Options = PLAIN) -> Markup:
 def _move(item: Move, options: Options = PLAIN) -> Markup:
     """The heading of a move: its STEP, title and method, where it is in the walk, its explanation."""
     info = item.info
-    where = "" if item.iteration is None else f" · iteration {item.iteration}"
+    # Counted from 0, as the loop counts it and the trace's moves record it (their column iteration).
+    where = (
+        "" if item.iteration is None else f" · tool-loop iteration={item.iteration} ({_ordinal(item.iteration + 1)})"
+    )
     index = f" move {options.number}" if options.number is not None else ""
     head = el(
         "div",
@@ -234,11 +239,20 @@ def _move(item: Move, options: Options = PLAIN) -> Markup:
     return head + el("p", info.explanation, class_="nba-stepper-explanation")
 
 
+def _ordinal(number: int) -> str:
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
 @to_html.register
 def _llm_call(item: LLMCall, options: Options = PLAIN) -> Markup:
     """The line of one LLM call: running, then its duration and tokens (or its error)."""
-    if item.error is not None:
+    if item.cancelled:
+        state, detail = "cancelled", f"cancelled after {format_duration(item.duration_s)}"
+    elif item.error is not None:
         state, detail = "error", f"failed after {format_duration(item.duration_s)}: {item.error}"
+    elif item.duration_s is None and options.paused:
+        state, detail = "paused", "paused before it is sent: the next step sends it"
     elif item.duration_s is None:
         now = time.perf_counter() if options.now is None else options.now
         elapsed = f"{max(now - item.start_perf, 0.0):.1f} s"

@@ -158,6 +158,8 @@ STYLESHEET = (
 .nba-handoff{border-left-color:var(--nba-handoff);font-weight:600}
 .nba-error{border-left-color:var(--nba-error)}
 .nba-llm-call[data-state=error]{border-left-color:var(--nba-error)}
+.nba-llm-call[data-state=cancelled]{border-left-color:var(--nba-tool)}
+.nba-llm-call[data-state=paused]{border-left-color:var(--nba-line);border-left-style:dashed}
 .nba-llm-call[data-state=streaming],.nba-llm-call[data-state=running]{border-left-color:var(--nba-user)}
 .nba-step{display:inline-block;align-self:flex-start;font-size:10px;font-weight:600;line-height:16px;
   height:16px;padding:0 5px;margin-right:6px;border-radius:8px;background:var(--nba-chip);color:var(--nba-fg);
@@ -226,7 +228,10 @@ STYLESHEET = (
 .nba-stepper-explanation{margin:2px 0 8px;max-width:60em}
 .nba-stepper-next{color:var(--nba-muted);font-size:12px;margin:4px 0}
 .nba-stepper h4{margin:10px 0 4px;font-size:13px;color:var(--nba-fg)}
-.nba-stepper-bar{align-items:center;gap:4px}
+.nba-stepper-bar{align-items:center;gap:4px;flex-wrap:wrap}
+.nba-stepper-bar>.widget-html{align-self:center;margin-top:0;margin-bottom:0}
+:is(.nba-view,.nba-stepper) .jupyter-button:disabled{background:var(--nba-chip);color:var(--nba-muted);opacity:.55;
+  box-shadow:none;cursor:not-allowed}
 .nba-ctx-row[data-change=added] td{background:var(--nba-added-bg)}
 .nba-ctx-row[data-change=changed] td{background:var(--nba-changed-bg)}
 .nba-stepper .nba-table pre{margin:0;white-space:pre-wrap;word-break:break-word;font-size:12px}
