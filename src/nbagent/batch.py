@@ -887,6 +887,7 @@ class Batch:
         self._pause_until = 0.0  # no model call before this (monotonic): a server's Retry-After
         self._reset_counters()
         self._display: ProgressDisplay | None = None
+        self._shown_in: int | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._last_update = float("-inf")
         self._results_cache: Any = None
@@ -1350,6 +1351,7 @@ class Batch:
             self._timer = None
         display, self._display = self._display, None
         if display is not None:
+            self._shown_in = getattr(display, "shown_in", None)  # the cell its view is in (_ipython_display_)
             display.finish(self.progress())
 
     # ------------------------------------------------------------------ results
@@ -1439,6 +1441,18 @@ class Batch:
 
     def __repr__(self) -> str:
         return f"Batch({self.progress().line()})"
+
+    def _ipython_display_(self) -> None:
+        """As a cell's last value (``await batch.run()``): nothing under its progress view shown in that
+        same cell, else its one-line repr."""
+        from IPython import get_ipython
+        from IPython.display import display
+
+        shell = get_ipython()
+        shown_in = getattr(self._display, "shown_in", self._shown_in)
+        if shell is not None and shown_in is not None and shown_in == shell.execution_count:
+            return
+        display({"text/plain": repr(self)}, raw=True)  # type: ignore[no-untyped-call]
 
 
 def _short(text: str, limit: int) -> str:

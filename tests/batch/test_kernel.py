@@ -44,6 +44,8 @@ def test_the_saved_notebook_holds_the_final_summary(kernel_dirs: list[str], tmp_
         "print(batch.state, batch.progress().ok)",
         "b2 = nbagent.Batch(factory, ['Paris', 'Oslo']).run_sync()\nprint('sync', b2.state, b2.progress().ok)",
         "view = nbagent.batch._DISPLAYS['widget']\nprint(contexts_valid(factory.agents))",
+        "await nbagent.Batch(factory, ['Paris']).run()",  # as the last line: no Batch(...) under its view
+        "import comm\nprint(len(comm.get_comm_manager().comms))",  # finished views closed their widgets
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
     NotebookClient(nb, km=kernel_manager(KERNEL, kernel_dirs), timeout=120, store_widget_state=False).execute()
@@ -68,8 +70,10 @@ def test_the_saved_notebook_holds_the_final_summary(kernel_dirs: list[str], tmp_
     text = [o for o in nb.cells[1].outputs if o.output_type == "display_data"][0].data["text/plain"]
     assert "done · 121/121 done · 120 ok · 1 failed" in text
     assert nb.cells[3].outputs[0].text == "[]\n"
+    assert [output.output_type for output in nb.cells[4].outputs] == ["display_data"]
+    assert nb.cells[5].outputs[0].text.strip() == "0"
     body, _ = HTMLExporter().from_notebook_node(nb)
-    assert body.count('class="nba-view nba-batch nba-batch-static nba-state-ok"') == 2
+    assert body.count('class="nba-view nba-batch nba-batch-static nba-state-ok"') == 3
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from ..render import EMPTY, STYLE, Markup, el, plural, portable
+from .static_display import close_widget, descendants
 
 if TYPE_CHECKING:
     from ..batch import Batch, BatchProgress
@@ -142,6 +143,8 @@ class BatchView(widgets.VBox):  # type: ignore[misc]
         self.updates = 0
         """How many times the view was updated (each is one widget message)."""
         self._display_id: str | None = None
+        self.shown_in: int | None = None
+        """The execution count of the cell the view was shown in (``Batch`` shows no repr under it)."""
         if show:
             self._show()
 
@@ -168,6 +171,8 @@ class BatchView(widgets.VBox):  # type: ignore[misc]
             from IPython.display import update_display
 
             update_display(self.static_bundle(), raw=True, display_id=self._display_id)  # type: ignore[no-untyped-call]
+            for widget in descendants(self):  # nothing shows them any more: their models go
+                close_widget(widget)
 
     # ------------------------------------------------------------------ static copy
 
@@ -187,8 +192,11 @@ class BatchView(widgets.VBox):  # type: ignore[misc]
         return data
 
     def _show(self) -> None:
+        from IPython import get_ipython
         from IPython.display import display
 
+        shell = get_ipython()
+        self.shown_in = shell.execution_count if shell is not None else None
         self._display_id = uuid.uuid4().hex
         display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)  # type: ignore[no-untyped-call]
 

@@ -10,9 +10,33 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-__all__ = ["LiveWidget", "StaticCopyDisplay"]
+if TYPE_CHECKING:
+    import ipywidgets
+
+__all__ = ["LiveWidget", "StaticCopyDisplay", "close_widget", "descendants"]
+
+
+def close_widget(widget: ipywidgets.Widget) -> None:
+    """Close ``widget`` and the widgets made with it (its layout, its style: models of their own)."""
+    import ipywidgets
+
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
+        if isinstance(part, ipywidgets.Widget):
+            part.close()
+    widget.close()
+
+
+def descendants(widget: ipywidgets.Widget) -> Iterator[ipywidgets.Widget]:
+    """``widget`` and every widget inside it (a box's children, theirs...), innermost first."""
+    import ipywidgets
+
+    if isinstance(widget, ipywidgets.Box):
+        for child in widget.children:
+            yield from descendants(child)
+    yield widget
 
 
 class LiveWidget(Protocol):

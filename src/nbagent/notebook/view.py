@@ -87,6 +87,7 @@ from ..render.textlog import TextLog
 from ..sync import Pending, run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
 from .kernel import in_kernel
+from .static_display import close_widget, descendants
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -265,8 +266,8 @@ class _Stream:
 
     def close(self) -> None:
         """Close the segment widgets (the final message replaces them)."""
-        for widget in _descendants(self.box):
-            _close(widget)
+        for widget in descendants(self.box):
+            close_widget(widget)
 
 
 class _LLMRow:
@@ -802,24 +803,8 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         Done when a finished run's outputs have been replaced by its static copy: nothing shows the
         widgets any more, and a saved notebook then holds no widget state for them.
         """
-        for widget in _descendants(self):
-            _close(widget)
-
-
-def _close(widget: widgets.Widget) -> None:
-    """Close ``widget`` and the widgets made with it (its layout, its style: models of their own)."""
-    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
-        if isinstance(part, widgets.Widget):
-            part.close()
-    widget.close()
-
-
-def _descendants(widget: widgets.Widget) -> Iterator[widgets.Widget]:
-    """``widget`` and every widget inside it, innermost first."""
-    if isinstance(widget, widgets.Box):
-        for child in widget.children:
-            yield from _descendants(child)
-    yield widget
+        for widget in descendants(self):
+            close_widget(widget)
 
 
 def _static(widget: widgets.Widget) -> Markup:
