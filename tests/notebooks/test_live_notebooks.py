@@ -50,6 +50,9 @@ def test_live_models_notebook_runs_live(server: ChatServer, tmp_path: Path) -> N
         # the weather demo agent: two parallel calls, then the reflection
         Reply.call(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})),
         Reply.text("Live: rain in Paris, sun in Tokyo."),
+        # the real-tool section: the model's call for Paris, then the reflection
+        Reply.call(("get_weather", {"city": "Paris"})),
+        Reply.text("Live: 18 degrees and light rain in Paris."),
         # recording a cassette of the calculator agent
         Reply.call(("multiply", {"a": 6, "b": 7})),
         Reply.text("Live: 42."),
@@ -70,7 +73,12 @@ def test_live_models_notebook_runs_live(server: ChatServer, tmp_path: Path) -> N
         "replayed answer: Live: 42.",
         "same as recorded: True",
         "Live: a model calling tools until it can answer.",
+        'the model called get_weather({"city": "Paris"}) -> Paris: 18 degrees, light rain',
+        "answer: Live: 18 degrees and light rain in Paris.",
     ):
         assert line in text
-    assert [r.status for r in server.requests] == [200] * 5
+    assert [r.status for r in server.requests] == [200] * 7
+    tool_section = server.requests[2].body  # a model that is not SmolLM2 gets no example turns
+    assert [m["role"] for m in tool_section["messages"]] == ["system", "user"]
+    assert (tool_section["temperature"], tool_section["seed"]) == (0, 7)
     assert server.pending == 0

@@ -98,6 +98,8 @@ EXPECTED_OUTPUT = {
         "mode: OFFLINE: recorded cassette and replay model, no network",
         "model: scripted-local-server | CassetteChatCompletionClient",
         "Paris has light rain at 18 °C, while Tokyo is sunny at 24 °C.",
+        'the model called get_weather({"city": "Paris"}) -> Paris: 18 degrees, light rain',
+        "answer: In Paris it is 18 degrees with light rain.",
         "answer: 6 times 7 is 42.",
         "2 model calls recorded in multiply.cassette.json",
         "same as recorded: True",

@@ -1,8 +1,8 @@
 """The ``realserver`` tier: every test here talks to a real server process on 127.0.0.1.
 
-A missing llama-server binary or model skips the llama.cpp tests on a developer's machine (the
-skip says how to build them: ``tests/servers/build_llama_server.sh``) and FAILS them in CI
-(``CI`` set), where ``.ci/run`` builds them first.
+A missing llama-server binary, model or chat template skips the llama.cpp tests on a developer's
+machine (the skip says how to build them: ``tests/servers/build_llama_server.sh``) and FAILS them in
+CI (``CI`` set), where ``.ci/run`` builds them first.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.realserver)
 
 
-def require_llama() -> None:
-    lacking = missing()
+def require_llama(tools: bool = False) -> None:
+    lacking = missing(tools)
     if not lacking:
         return
-    how = "build them with tests/servers/build_llama_server.sh (about 6-10 minutes on 2 cores, once per machine)"
+    how = "build them with tests/servers/build_llama_server.sh (about 7-12 minutes on 2 cores, once per machine)"
     if os.environ.get("CI"):
         pytest.fail(f"realserver tier: {'; '.join(lacking)}: {how}", pytrace=False)
     pytest.skip(f"{'; '.join(lacking)}: {how}")
@@ -43,6 +43,14 @@ def llama(server_logs: Path) -> Iterator[Running]:
     """One llama-server for the session (the tests that kill a server start their own)."""
     require_llama()
     with llama_server(server_logs) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def llama_tools(server_logs: Path) -> Iterator[Running]:
+    """One llama-server on the Qwen2.5 chat template for the session: the model can call tools."""
+    require_llama(tools=True)
+    with llama_server(server_logs, tools=True) as running:
         yield running
 
 
