@@ -104,7 +104,16 @@ from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
 from .sync import run_coroutine
 from .trace import Trace
-from .trace.parquet import WRITE_ORDER, arrow_table, next_part, pending_sessions, read_table_file, repair, write_part
+from .trace.parquet import (
+    WRITE_ORDER,
+    arrow_table,
+    check_schema,
+    next_part,
+    pending_sessions,
+    read_table_file,
+    repair,
+    write_part,
+)
 from .trace.schema import COLUMNS as TRACE_COLUMNS
 from .trace.schema import CONTEXT_TABLES, TABLES, tables_of
 
@@ -717,8 +726,13 @@ class _Dataset:
         import pyarrow.parquet as pq
 
         frames = []
+        import pyarrow as pa
+
+        expected = _arrow_schema(columns, [("task_index", pa.int64())] if table == "results" else [])
         for sid, path in self.files(table, session):
-            df = pq.read_table(path).to_pandas()
+            stored = pq.read_table(path)
+            check_schema(path, table, stored.schema, expected, expected.names)  # a foreign file: named
+            df = stored.to_pandas()
             df["session"] = sid
             frames.append(df)
         if not frames:

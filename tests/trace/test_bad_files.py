@@ -54,3 +54,14 @@ def test_a_long_trace_id_is_a_value_error_before_anything_is_written(tmp_path: P
     with pytest.raises(ValueError, match="letters, digits"):
         Trace(trace_id="a b").to_parquet(tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+async def test_a_foreign_file_among_a_batchs_results_is_refused_naming_it(tmp_path: Path) -> None:
+    from nbagent import Batch
+    from tests.batch.helpers import Factory
+
+    batch = await Batch(Factory(), ["Oslo"], output=tmp_path, progress=None).run()
+    foreign = tmp_path / "results" / f"session={batch.session}" / "part-7.parquet"
+    pq.write_table(pa.table({"task": ["x"], "grade": ["A"]}), foreign)
+    with pytest.raises(ValueError, match=r"part-7\.parquet: column 'grade' is not a column of nbagent's 'results'"):
+        batch.results  # noqa: B018
