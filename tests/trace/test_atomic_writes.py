@@ -125,6 +125,7 @@ def pending(root: Path) -> list[Path]:
     return list(root.glob(".pending-*"))
 
 
+@pytest.mark.timeout(1200)  # some 30 kills, each read by three readers: minutes on a loaded machine
 async def test_a_trace_part_killed_at_every_file_operation(tmp_path: Path, trace_writer: Writer) -> None:
     first = await two_runs("s1")
     first.to_parquet(tmp_path / "count")  # the operations of a second part of a session
@@ -149,6 +150,7 @@ async def test_a_trace_part_killed_at_every_file_operation(tmp_path: Path, trace
         assert len(runs) == (4 if renamed else 2), (kill_at, ops[kill_at - 1])
 
 
+@pytest.mark.timeout(1800)  # some 50 kills, each read, resumed and read again
 async def test_a_batch_killed_at_every_file_operation_resumes_with_each_task_once(
     tmp_path: Path, batch_writer: Writer
 ) -> None:
