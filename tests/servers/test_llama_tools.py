@@ -13,6 +13,7 @@ summary and the reflection, the trace's rows and a second turn on the same conte
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -106,7 +107,9 @@ def assert_one_call_to(items: list[Any], city: str) -> FunctionCall:
     assert len(requests) == 1, [type(item).__name__ for item in items]
     (call,) = requests[0].content
     assert call.name == "get_weather" and json.loads(call.arguments) == {"city": city}
-    assert call.id and not call.id.startswith("example_")  # the server's id for the call
+    # The server's id for the call: llama-server makes 32 random letters and digits (nbagent's own,
+    # for a call that came without one, would be "call_..."); not an example's id either.
+    assert re.fullmatch(r"[A-Za-z0-9]{32}", call.id), call.id
     (execution,) = [item for item in items if isinstance(item, ToolCallExecutionEvent)]
     (result,) = execution.content
     assert (result.call_id, result.content, result.is_error) == (call.id, f"{city}: 18 degrees, light rain", False)
