@@ -161,13 +161,13 @@ def test_saved_size_does_not_grow_with_the_number_of_chunks(kernel_dirs: list[st
         "view = await nbagent.show(agent, 'talk')"
     )
     sizes = []
-    for count in (1000, 3000):  # both answers long enough for the "expand" toggle, shorter than MAX_CHARS
+    for count in (1000, 1800):  # both answers long enough for the "expand" toggle, shorter than ANSWER_CHARS
         nb = execute([cell.format(n=count)], kernel_dirs, tmp_path)
         (display,) = nb.cells[0].outputs
         assert display.output_type == "display_data"
         assert f"w{count - 1}</p>" in display.data["text/html"]
         sizes.append(len(display.data["text/html"]))
-    text_growth = len(" ".join(f"w{i}" for i in range(3000))) - len(" ".join(f"w{i}" for i in range(1000)))
+    text_growth = len(" ".join(f"w{i}" for i in range(1800))) - len(" ".join(f"w{i}" for i in range(1000)))
     # The answer's text grows; the rest differs only by the digits of the token and time figures.
     assert abs(sizes[1] - sizes[0] - text_growth) < 40
 

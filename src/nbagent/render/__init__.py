@@ -23,6 +23,7 @@ module                 what it holds
 """
 
 from .blocks import (
+    ANSWER_CHARS,
     MAX_CHARS,
     PREVIEW_CHARS,
     block,
@@ -54,6 +55,7 @@ from .style import MIXES, PALETTE, STYLE, STYLESHEET, fallback
 
 __all__ = [
     "EMPTY",
+    "ANSWER_CHARS",
     "MAX_CHARS",
     "MIXES",
     "PALETTE",

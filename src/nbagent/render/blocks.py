@@ -22,6 +22,7 @@ from ..redact import mask, redact_data
 from .markup import EMPTY, Child, Markup, el, escape
 
 __all__ = [
+    "ANSWER_CHARS",
     "MAX_CHARS",
     "PREVIEW_CHARS",
     "block",
@@ -44,6 +45,10 @@ PREVIEW_CHARS = 800
 """How much of a long value the views show before "show all"."""
 MAX_CHARS = 20_000
 """The most "show all" reveals; the rest stays in the trace."""
+ANSWER_CHARS = 10_000
+"""The most of an answer the views show (about 1,600 words, in a box with "expand"); the rest stays in
+the trace. A saved notebook holds a finished run's static copy, and its widget state where that is
+saved: ten runs of 200 KB answers make a notebook of about 0.8 MB, not 4.8 MB."""
 
 
 def truncate(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:

@@ -42,7 +42,7 @@ from ..messages import (
 from ..records import LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExecution
 from ..redact import mask
 from .blocks import (
-    MAX_CHARS,
+    ANSWER_CHARS,
     block,
     error_block,
     expand_toggle,
@@ -123,9 +123,9 @@ def _answer(message: BaseChatMessage, options: Options, kind: str = "text", *bod
     if not body:
         text = message.to_text()
         toggle = expand_toggle() if len(text) >= LONG_ANSWER else None
-        # Capped as a tool output is: a saved notebook stays small; the trace keeps the whole answer.
-        shown, capped = truncate(text, MAX_CHARS)
-        rest = len(text) - MAX_CHARS
+        # Capped as a tool output is (ANSWER_CHARS): a saved notebook stays small; the trace keeps it whole.
+        shown, capped = truncate(text, ANSWER_CHARS)
+        rest = len(text) - ANSWER_CHARS
         note = el("div", f"… {rest:,} more characters in the trace", class_="nba-muted nba-capped") if capped else None
         tall = len(text) >= LONG_ANSWER or text.count("\n") >= TALL_ANSWER
         box = el("div", markdown(shown), class_="nba-markdown nba-resizable" if tall else "nba-markdown")
