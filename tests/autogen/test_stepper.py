@@ -90,6 +90,8 @@ async def test_the_widget_buttons_are_enabled_again_after_each_step() -> None:
         assert not widget.next_button.disabled
         assert f'data-kind="{expected}"' in widget.panel.value
     assert "nba-ag-request" in widget.panel.value  # at the model call: the request
+    # Paused before the call is sent: it says so, not a frozen "waiting for the model... 1.7 s".
+    assert 'data-state="paused"' in widget.panel.value and "waiting for the model" not in widget.panel.value
     await widget.click(stepper.run_to_end)  # type: ignore[misc]
     assert widget.next_button.disabled and stepper.status == "finished"
     assert 'data-kind="RunFinished"' in stepper._repr_mimebundle_()["text/html"]

@@ -119,4 +119,16 @@ def test_pause_ends_run_to_end_at_a_move_boundary_and_an_interrupt_does_too(
     print(f"Pause to paused: {paused_in:.2f} s; kernel interrupt to the cell's reply: {seen['ms'] / 1000:.2f} s")
     assert nb.execute("print(second.status, len(second.history) > 2, second.moving)").strip() == "paused True False"
     assert nb.execute("print(stepper.status)").strip() == "paused"
+    # In the dark theme a disabled button is clearly disabled: faded, not the primary button's blue.
+    nb.set_theme("JupyterLab Dark")
+    looks = page.evaluate(
+        """() => [...document.querySelectorAll('.jp-OutputArea .nba-stepper-live .nba-stepper-bar button')]
+             .map(b => [b.textContent.trim(), b.disabled, getComputedStyle(b).opacity,
+                        getComputedStyle(b).backgroundColor])"""
+    )
+    nb.set_theme("JupyterLab Light")
+    by_name = {name: (disabled, float(opacity), background) for name, disabled, opacity, background in looks}
+    assert by_name["Pause"][0] and not by_name["Next"][0], by_name
+    assert by_name["Pause"][1] <= 0.6 < by_name["Next"][1], by_name
+    assert by_name["Pause"][2] != by_name["Next"][2], by_name
     assert nb.console_errors == []

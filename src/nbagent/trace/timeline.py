@@ -155,6 +155,8 @@ class Timeline:
             viewBox=f"0 0 {WIDTH} {height}",
             font_family="sans-serif",
             font_size=11,
+            role="img",
+            aria_label=f"timeline of run {self.run_id} of {self.agent}: its LLM calls and tool calls over time",
         )
 
     @staticmethod
