@@ -30,6 +30,7 @@ from .context import (
     UnboundedChatCompletionContext,
 )
 from .entry import run  # the sync entry point: nbagent.run(agent, task)
+from .interventions import Interventions
 from .language import get_language, set_language
 from .mcp import (  # no SDK import here
     McpToolAdapter,
@@ -92,8 +93,8 @@ from .models import (
     ReplayExhaustedError,
     default_model,
 )
-from .records import MOVES, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
-from .stepper import Stepper, StepperFinished, StepResult, WalkInterrupted
+from .records import MOVES, Intervention, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
+from .stepper import ForkSource, Stepper, StepperFinished, StepResult, WalkInterrupted
 from .tools import (
     BaseStreamTool,
     BaseTool,
@@ -121,12 +122,15 @@ if TYPE_CHECKING:  # the notebook side (ipywidgets) loads on first use, see __ge
     from contextlib import AbstractContextManager
 
     from .autogen.stepper import AutoGenStepper as _AutoGenStepper
+    from .notebook.compare_view import CompareView, compare
     from .notebook.stepper_widget import NotebookStepper, StepperWidget, step
     from .notebook.view import AgentRunView, last_view, show, start
 
 __version__ = "0.1.0"
 
 _NOTEBOOK_NAMES = {
+    "compare": "compare_view",
+    "CompareView": "compare_view",
     "show": "view",
     "start": "view",
     "last_view": "view",
@@ -230,6 +234,7 @@ __all__ = [
     "ChatCompletionClient",
     "ChatCompletionContext",
     "CommandNotAllowedError",
+    "CompareView",
     "Component",
     "ComponentBase",
     "ComponentLoader",
@@ -237,6 +242,7 @@ __all__ = [
     "Console",
     "CreateResult",
     "FailedRun",
+    "ForkSource",
     "FunctionCall",
     "FunctionExecutionResult",
     "FunctionExecutionResultMessage",
@@ -247,6 +253,8 @@ __all__ = [
     "Image",
     "ImportFromModule",
     "ImageResultContent",
+    "Intervention",
+    "Interventions",
     "LLMCall",
     "ListMemory",
     "LoadedTrace",
@@ -322,6 +330,7 @@ __all__ = [
     "UserMessage",
     "Workbench",
     "__version__",
+    "compare",
     "concat",
     "default_model",
     "dump_message",

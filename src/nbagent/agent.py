@@ -28,6 +28,7 @@ from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, gua
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
 from .context import ChatCompletionContext, UnboundedChatCompletionContext
 from .interrupts import explain_cancellation
+from .interventions import GivenAnswerClient, Interventions, LLMCallPlan
 from .memory import Memory, as_memories, update_memory_context
 from .messages import (
     AssistantMessage,
@@ -372,13 +373,15 @@ class AssistantAgent(Component):
             return self._static_tools
         return self._index_tools([(wb, await guarded(wb.list_tools(), token)) for wb in self._workbench])
 
-    def copy(self, *, model_client: ChatCompletionClient | None = None) -> AssistantAgent:
+    def copy(
+        self, *, model_client: ChatCompletionClient | None = None, workbench: Sequence[Workbench] | None = None
+    ) -> AssistantAgent:
         """A fresh agent with this one's configuration that shares no run state.
 
-        The copy has the same name, model client (or ``model_client``), tools and workbenches, memory
-        stores, handoffs, system message and settings (the same objects), and a new model context of
-        the same kind (:meth:`ChatCompletionContext.fresh`: its initial messages, none of this one's
-        conversation). Its runs, failed run and trace are its own: it runs while this one runs. It is
+        The copy has the same name, model client (or ``model_client``), tools and workbenches (or
+        ``workbench``), memory stores, handoffs, system message and settings (the same objects), and a
+        new model context of the same kind (:meth:`ChatCompletionContext.fresh`: its initial messages,
+        none of this one's conversation). Its runs, failed run and trace are its own: it runs while this one runs. It is
         made by the constructor of this agent's class (a subclass with another signature overrides it).
         """
         if model_client is not None:
@@ -386,7 +389,7 @@ class AssistantAgent(Component):
         return type(self)(
             self.name,
             self._model_client if model_client is None else model_client,
-            workbench=list(self._workbench) or None,
+            workbench=list(self._workbench if workbench is None else workbench) or None,
             handoffs=list(self._handoffs.values()) or None,
             model_context=self._model_context.fresh(),
             description=self.description,
@@ -544,19 +547,24 @@ class AssistantAgent(Component):
         cancellation_token: CancellationToken | None = None,
         *,
         chunk_events: bool = True,
+        interventions: Interventions | None = None,
     ) -> AgentRun:
         """One run as an async iterator over every item: moves, records, events, ``Response``.
 
         With ``chunk_events=False`` streamed text comes as plain ``str`` items (the current LLM
         call's ``message_id`` is the message they build) instead of ``ModelClientStreamingChunkEvent``
         objects: for a consumer that only reads the text, as :meth:`run` and the live view do.
-        Recorders get the same data either way.
+        Recorders get the same data either way. ``interventions`` is what a walk changes at move
+        boundaries (the stepper's: see :mod:`nbagent.interventions`).
         """
         where = "AssistantAgent.iter"
         checked = check_messages(where, messages)
         token = check_token(where, cancellation_token)
         check.boolean(where, "chunk_events", chunk_events)
-        return AgentRun(self, checked, token, chunk_events, self._slot, self._run_steps, self._repair_context)
+        check.optional(where, "interventions", interventions, Interventions, "an Interventions or None")
+        return AgentRun(
+            self, checked, token, chunk_events, self._slot, self._run_steps, self._repair_context, interventions
+        )
 
     def _new_run(
         self, messages: list[BaseChatMessage], token: CancellationToken | None, chunk_events: bool
@@ -826,9 +834,16 @@ class AssistantAgent(Component):
         # STEP 2: query memory; hits go into the context, one event per store with hits.
         if self._memory:
             yield Move(run_id, "memory")
-            for event in await self._update_model_context_with_memory(
-                self._memory, self._model_context, self.name, token
-            ):
+            given = None if run.plan is None else run.plan.memory  # the seam: a fork's replayed STEP 2
+            if given is None:
+                events = await self._update_model_context_with_memory(
+                    self._memory, self._model_context, self.name, token
+                )
+            else:
+                for message in given.messages:
+                    await self._model_context.add_message(message)
+                events = [MemoryQueryEvent(content=list(e.content), source=self.name) for e in given.events]
+            for event in events:
                 inner.append(event)
                 yield event
 
@@ -875,6 +890,33 @@ class AssistantAgent(Component):
                 events.append(MemoryQueryEvent(content=update.memories.results, source=agent_name))
         return events
 
+    async def _request_of(
+        self, run: AgentRun, purpose: LLMPurpose
+    ) -> tuple[LLMCallPlan | None, ChatCompletionClient, list[LLMMessage], list[ToolSchema], str]:
+        """What a model call sends, and to which client: the system message, context and tools (a
+        reflection: none), each as the run's ``plan`` (a walk's interventions: the loop's seam) changed
+        it, the context replaced here if asked; the plan is ``None`` when nothing is planned (most runs)."""
+        plan = run.plan
+        edit = None
+        if plan is not None and plan.active:
+            edit = plan.before_llm_call(run.run_id, len(self._model_context.messages))
+            if edit.messages is not None:
+                await self._model_context.clear()
+                for message in edit.messages:
+                    await self._model_context.add_message(message)
+        client = self._model_client if edit is None or edit.model_client is None else edit.model_client
+        system = self._system_messages if edit is None or edit.system_messages is None else edit.system_messages
+        messages = _compatible(client, [*system, *await self._model_context.get_messages()])
+        if edit is not None and edit.answer is not None:  # given: the model is not called
+            client = GivenAnswerClient(edit.answer, client)
+        if purpose == "reflection":
+            return edit, client, messages, [], "none"
+        tools = (self._listed_tools or await self._list_tools(run.token))[0]
+        if edit is None:
+            return edit, client, messages, tools, "auto"
+        tool_choice = "auto" if edit.tool_choice is None else edit.tool_choice
+        return edit, client, messages, (tools if edit.tools is None else edit.tools), tool_choice
+
     async def _call_llm(
         self, run: AgentRun, message_id: str, iteration: int, purpose: LLMPurpose
     ) -> AsyncGenerator[RunItem, None]:
@@ -884,17 +926,10 @@ class AssistantAgent(Component):
         the model answered (each of the loop's three model calls reads it there).
         """
         token = run.token
-        llm_messages = _compatible(
-            self._model_client, [*self._system_messages, *await self._model_context.get_messages()]
-        )
-        if purpose == "reflection":
-            tools: list[ToolSchema] = []
-            tool_choice = "none"
-        else:
-            tools = (self._listed_tools or await self._list_tools(token))[0]
-            tool_choice = "auto"
+        edit, client, llm_messages, tools, tool_choice = await self._request_of(run, purpose)
+        for record in () if edit is None else edit.records:  # what a walk changed, recorded where it takes effect
+            yield record
         json_output = self._output_content_type
-        client = self._model_client
         _stop_if_cancelled(token)  # cancelled meanwhile (in the context, a recorder, the consumer): no new call
         # The request of the record; a snapshot (the agent's tool list is copied), so a recorder may keep it.
         request = ModelRequest(llm_messages, list(tools), tool_choice, json_output, _sent_args(client))
@@ -1085,6 +1120,12 @@ class AssistantAgent(Component):
         result (an error for the unfinished ones), so the context stays valid for the next run.
         """
         token = run.token
+        given: list[FunctionExecutionResult | None] = [None] * len(calls)
+        plan = run.plan
+        if plan is not None and plan.active:  # the seam: results a walk gave instead of calling the tools
+            given, records = plan.tool_results(run.run_id, calls)
+            for record in records:
+                yield record
         executions = [ToolExecution(run.run_id, iteration, call, len(calls)) for call in calls]
         for execution in executions:
             yield execution
@@ -1093,12 +1134,12 @@ class AssistantAgent(Component):
             _, owners = self._listed_tools or await self._list_tools(token)
             streaming = any(owner.streams(call.name) for call in calls if (owner := owners.get(call.name)))
             if len(calls) == 1 and not streaming:
-                values = [await guarded(self._timed_tool_call(executions[0], owners, token, None), token)]
+                values = [await guarded(self._timed_tool_call(executions[0], owners, token, None, given[0]), token)]
             else:
                 queue: asyncio.Queue[Any] | None = asyncio.Queue() if streaming else None
                 tasks = [
-                    asyncio.ensure_future(self._timed_tool_call(execution, owners, token, queue))
-                    for execution in executions
+                    asyncio.ensure_future(self._timed_tool_call(execution, owners, token, queue, result))
+                    for execution, result in zip(executions, given)
                 ]
                 if token is not None:
                     for task in tasks:
@@ -1137,9 +1178,11 @@ class AssistantAgent(Component):
         owners: Mapping[str, Workbench],
         token: CancellationToken | None,
         events: asyncio.Queue[Any] | None,
+        given: FunctionExecutionResult | None = None,
     ) -> FunctionExecutionResult:
-        """Run one call and complete its record when *it* ends (not when its batch does)."""
-        result = await self._execute_tool_call(execution.call, owners, token, events)
+        """Run one call (or take its ``given`` result) and complete its record when *it* ends (not
+        when its batch does)."""
+        result = given if given is not None else await self._execute_tool_call(execution.call, owners, token, events)
         execution.finish(result)
         return result
 
@@ -1763,7 +1806,7 @@ class AgentRun(RunIterator):
 
     __slots__ = (
         "agent", "messages", "cancellation_token", "chunk_events", "token", "run_id", "status", "response",
-        "llm_call", "_slot", "_loop", "_repair", "_steps", "_record", "__weakref__",
+        "llm_call", "plan", "_slot", "_loop", "_repair", "_steps", "_record", "__weakref__",
     )  # fmt: skip
     token: CancellationToken  # the run's own, linked to the caller's ``cancellation_token``
 
@@ -1776,6 +1819,7 @@ class AgentRun(RunIterator):
         slot: _RunSlot,
         steps: Callable[[AgentRun], AsyncGenerator[RunItem, None]],
         repair: Callable[[], Awaitable[None]],
+        plan: Interventions | None = None,
     ) -> None:
         self.agent = agent
         self.messages = messages
@@ -1786,6 +1830,7 @@ class AgentRun(RunIterator):
         self.status: str = "new"
         self.response: Response | None = None
         self.llm_call: LLMCall | None = None  # the run's current (last started) model call
+        self.plan = plan  # what a walk changes at move boundaries: the loop's one seam (interventions.py)
         self._slot = slot
         self._loop = steps
         self._repair = repair
@@ -1816,7 +1861,10 @@ class AgentRun(RunIterator):
         self._record = [recorder.record for recorder in self.agent.recorders]
         self._steps = self._loop(self)
         self.status = "running"
-        return RunStarted(self.run_id, self.agent.name, self.messages)
+        parent = None if self.plan is None else self.plan.parent
+        if parent is None:
+            return RunStarted(self.run_id, self.agent.name, self.messages)
+        return RunStarted(self.run_id, self.agent.name, self.messages, forked_from=parent[0], fork_move=parent[1])
 
     async def _iterate(self) -> AsyncGenerator[RunItem, None]:
         """Start the run, pass every item on (recorded, but streamed chunks), end it however it ends.

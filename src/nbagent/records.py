@@ -326,6 +326,28 @@ class RunStarted:
     start_perf: float = field(default_factory=time.perf_counter)
     parent_run_id: str | None = None
     """The run this run is a turn of (a team's run, recorded by nbagent.autogen); None: a run of its own."""
+    forked_from: str | None = None
+    """The run this run is a fork of (``Stepper.fork``); None: not a fork."""
+    fork_move: int | None = None
+    """How many moves the fork shares with that run: it was forked before move ``fork_move + 1``."""
+
+
+InterventionKind = Literal["request", "answer", "tool_result"]
+
+
+@dataclass(slots=True)
+class Intervention:
+    """A change a walk made to its run at a move boundary (``Stepper.edit_request``, ``give_answer``,
+    ``give_tool_result``), yielded by the loop where it took effect: what changed, before which move."""
+
+    run_id: str
+    move: int
+    """The index (from 1, as ``StepResult.index``) of the move the change was made before."""
+    kind: InterventionKind
+    change: str
+    """What was changed, in words (``"tool result of c1: error 'timeout'"``)."""
+    started_at: datetime = field(default_factory=utc_now)
+    start_perf: float = field(default_factory=time.perf_counter)
 
 
 RunStatus = Literal["ok", "error", "cancelled"]
@@ -341,11 +363,11 @@ class RunFinished:
     end_perf: float = field(default_factory=time.perf_counter)
 
 
-RunRecord = Move | LLMCall | ToolExecution | RunStarted | RunFinished
+RunRecord = Move | LLMCall | ToolExecution | RunStarted | RunFinished | Intervention
 # A ``str`` item is a piece of streamed text of the current LLM call's message: what a run started
 # with ``chunk_events=False`` yields instead of a ``ModelClientStreamingChunkEvent``.
 RunItem = RunRecord | BaseAgentEvent | BaseChatMessage | Response | str
-RECORD_TYPES = (Move, LLMCall, ToolExecution, RunStarted, RunFinished)
+RECORD_TYPES = (Move, LLMCall, ToolExecution, RunStarted, RunFinished, Intervention)
 NOT_EVENTS = (*RECORD_TYPES, str)  # the items of a run that are not events (a str: a chunk's text)
 NOT_EVENT_TYPES = frozenset(NOT_EVENTS)
 """The same, for ``type(item) in NOT_EVENT_TYPES``: a set lookup, where ``isinstance`` against the event

@@ -19,6 +19,15 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from . import _check as check
 from .agent import AgentRun, AssistantAgent, FailedRun, Task, check_agent, check_token, replayed, task_messages
 from .cancellation import CancellationToken
+from .interventions import (
+    TIMEOUT_RESULT,
+    GivenAnswer,
+    GivenMemory,
+    Interventions,
+    RequestEdit,
+    check_context,
+    given_answer,
+)
 from .messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -26,20 +35,25 @@ from .messages import (
     FunctionCall,
     FunctionExecutionResult,
     LLMMessage,
+    MemoryQueryEvent,
     Response,
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
 )
-from .models.base import ModelRequest
+from .models.base import ChatCompletionClient, ModelRequest
+from .models.replay import ReplayChatCompletionClient
 from .records import MOVES, NOT_EVENTS, LLMCall, LoopSettings, Move, MoveInfo, MoveName, RunItem, ToolExecution
 from .records import Condition as MoveCondition
+from .tools import ToolSchema, Workbench
 from .trace import Trace, context_rows
-from .trace.replay import Replay
+from .trace.replay import RecordedChatCompletionClient, RecordedWorkbench, Replay
 
 if TYPE_CHECKING:
     import pandas as pd
 
 StepperStatus = Literal["ready", "paused", "finished", "error", "cancelled"]
+LLM_MOVES = ("call_llm", "next_llm_call", "reflect")
+_KEEP: Any = object()
 Condition = Callable[["StepResult"], bool]
 
 
@@ -258,6 +272,20 @@ class StepResult:
         )
 
 
+@dataclass(frozen=True)
+class ForkSource:
+    """What a fork makes again of its parent walk's first ``moves`` moves: the parent's changes
+    (``changes``), the model's answers, each tool batch's results and STEP 2's hits, as the parent got
+    them; ``run_id`` is the parent's run."""
+
+    changes: Interventions
+    answers: list[GivenAnswer]
+    results: list[list[FunctionExecutionResult | None]]
+    memory: GivenMemory | None
+    run_id: str
+    moves: int
+
+
 @dataclass
 class _Snapshot:
     """What :meth:`Stepper.reset` puts back: the context's state and the model client's checkpoint."""
@@ -294,12 +322,24 @@ class Stepper:
         self._moving = False
         self._pause_requested = False
         self._seq = 0
+        self._plan = Interventions()
+        self.fork_source: ForkSource | None = None
+        """What this walk, a fork, makes again of its parent's moves (``fork()`` sets it)."""
+        self.parent: Stepper | None = None
+        """The walk this one is a fork of (``fork()``), or ``None``."""
 
     # ------------------------------------------------------------------ state
 
     @property
     def done(self) -> bool:
         return self.status in ("finished", "error", "cancelled")
+
+    @property
+    def run_id(self) -> str | None:
+        """The id of the walk's run (``None`` before its first move)."""
+        if self._run is not None:
+            return self._run.run_id
+        return self.history[0].move.run_id if self.history else None
 
     @property
     def upcoming(self) -> Move | None:
@@ -486,13 +526,155 @@ class Stepper:
         self._lead = []
         self.status = "ready"
 
+    # ------------------------------------------------------------------ forks and interventions
+
+    async def fork(self) -> Stepper:
+        """A second walk paused at the same move, on a copy of the agent and its context.
+
+        The copy (:meth:`AssistantAgent.copy`) starts from the context this walk started from and makes
+        the moves this walk made again through the loop's seam (:mod:`nbagent.interventions`): the
+        model's answers, the tools' results and the memory hits are given as this walk got them, so
+        nothing is called again, and this walk's own changes are made again where it made them. This
+        walk is untouched and can go on. The fork has a client and workbench of its own when they keep
+        a position (a replay script, a trace's replay); a real model client, tools and memory stores
+        are shared. Its runs are recorded in its agent's trace, with ``forked_from`` and ``fork_move``.
+        Before going on, change what comes next with :meth:`edit_request`, :meth:`give_answer` and
+        :meth:`give_tool_result`.
+        """
+        where = "Stepper.fork"
+        if self._moving:
+            raise RuntimeError(f"{where}: a move is being made; await it, then fork the walk paused at its next move")
+        if self.done:
+            raise StepperFinished(
+                f"{where}: the walk is over ({self.status}); fork a walk paused before a move, or reset() it first"
+            )
+        agent = self.agent
+        copy = agent.copy(model_client=_client_copy(agent.model_client), workbench=_workbench_copy(agent.workbench))
+        state = self._snapshot.context_state if self._snapshot is not None else await agent.model_context.save_state()
+        await copy.model_context.load_state(state)
+        fork = type(self)(copy, list(self.messages), self.cancellation_token)
+        fork.parent = self
+        if self._run is not None:  # paused: the moves made so far are given as they were made
+            answers, results, memory = _given_of(self.history)
+            fork.fork_source = ForkSource(self._plan, answers, results, memory, self._run.run_id, len(self.history))
+            for _ in self.history:
+                await fork.next()
+        return fork
+
+    def _new_plan(self) -> Interventions:
+        plan = Interventions()
+        source = self.fork_source
+        if source is not None:
+            plan.replay(source.changes, source.answers, source.results, source.moves)
+            plan.memory, plan.parent = source.memory, (source.run_id, source.moves)
+        return plan
+
+    def _check_next(self, where: str, moves: tuple[str, ...], what: str) -> str:
+        """The name of the upcoming move, which must be one of ``moves`` (a change is made before it)."""
+        upcoming = self._upcoming
+        if self._moving or self.status != "paused" or upcoming is None:
+            state = "a move is being made" if self._moving else f"the walk is {self.status}"
+            raise RuntimeError(f"{where}: {state}; {what} is given while the walk is paused before a move")
+        if upcoming.name not in moves:
+            listed = " or ".join(repr(m) for m in moves)
+            raise RuntimeError(
+                f"{where}: the next move is {upcoming.name!r}; {what} is given before a move {listed}: "
+                f"walk to it first (await stepper.run_until(move={moves[0]!r}))"
+            )
+        self._plan.move = len(self.history) + 1
+        return upcoming.name
+
+    def edit_request(
+        self,
+        *,
+        system_message: str | None = _KEEP,
+        messages: Sequence[LLMMessage] | None = None,
+        tools: Sequence[str | ToolSchema] | None = None,
+        tool_choice: str | None = None,
+        model_client: ChatCompletionClient | None = None,
+    ) -> None:
+        """Change the request of the model call the next move makes (the walk must be paused before
+        ``call_llm``, ``next_llm_call`` or ``reflect``).
+
+        ``system_message`` (a text, or ``None`` for none), ``tools`` (names of the agent's tools or
+        tool schemas) and ``model_client`` (e.g. a real model instead of the replay) hold for the rest
+        of the run; ``messages`` replaces the context (every tool call with its result right after
+        it, or a ``ValueError`` naming the message) and ``tool_choice`` (``"auto"``, ``"none"``,
+        ``"required"`` or a tool's name) hold for this call. The change is recorded in the trace as an
+        ``Intervention`` where it takes effect.
+        """
+        where = "Stepper.edit_request"
+        move = self._check_next(where, LLM_MOVES, "a request change")
+        edit = RequestEdit()
+        if system_message is not _KEEP:
+            edit.system_message = check.string(where, "system_message", system_message, none=True)
+        if messages is not None:
+            edit.messages = check_context(where, messages)
+        offered = {schema["name"]: schema for schema in self.agent.tools}
+        if tools is not None:
+            if move == "reflect":
+                raise check.wrong_value(where, "tools", "None at the reflection (it offers no tools)", tools)
+            edit.tools = [_tool_schema(where, index, tool, offered) for index, tool in enumerate(tools)]
+        if tool_choice is not None:
+            if move == "reflect":
+                raise check.wrong_value(
+                    where, "tool_choice", "None at the reflection (its tool_choice is 'none')", tool_choice
+                )
+            names = [schema["name"] for schema in (edit.tools if edit.tools is not None else offered.values())]
+            check.choice(where, "tool_choice", tool_choice, ["auto", "none", "required", *names])
+            edit.tool_choice = tool_choice
+        if model_client is not None:
+            check.instance(where, "model_client", model_client, ChatCompletionClient, "a ChatCompletionClient")
+            edit.model_client = model_client
+        if not edit.describe(0):
+            raise ValueError(
+                f"{where}: nothing to change: give system_message=, messages=, tools=, tool_choice= or model_client="
+            )
+        self._plan.schedule_edit(edit)
+
+    def give_answer(self, answer: str | Sequence[FunctionCall] | CreateResult | BaseException) -> None:
+        """Answer the model call the next move makes instead of the model: a text, tool calls
+        (``FunctionCall`` objects: the tools then run, or get results from :meth:`give_tool_result`),
+        a ``CreateResult``, or an exception (the call fails with it). Recorded as an ``Intervention``."""
+        where = "Stepper.give_answer"
+        move = self._check_next(where, LLM_MOVES, "an answer")
+        given = given_answer(answer)
+        if move == "reflect" and given.result is not None and not isinstance(given.result.content, str):
+            raise check.wrong_value(where, "answer", "a text at the reflection (it offers no tools)", answer)
+        self._plan.schedule_answer(given)
+
+    def give_tool_result(
+        self, call_id: str, content: str | None = None, *, error: str | None = None, timeout: bool = False
+    ) -> None:
+        """Give tool call ``call_id`` of the next move (``tool_execution``) a result instead of calling
+        its tool: ``content``, an ``error`` (its text; an error result), or ``timeout=True`` (the
+        error result of a call that timed out). Recorded as an ``Intervention``."""
+        where = "Stepper.give_tool_result"
+        self._check_next(where, ("tool_execution",), "a tool result")
+        calls = self.current.tool_calls if self.current is not None else []
+        ids = [call.id for call in calls]
+        check.string(where, "call_id", call_id)
+        if call_id not in ids:
+            raise check.wrong_value(where, "call_id", f"the id of a tool call the model asked for ({ids})", call_id)
+        given = [content is not None, error is not None, timeout is True]
+        if sum(given) != 1:
+            raise ValueError(f"{where}: give exactly one of content=, error= or timeout=True (got {sum(given)})")
+        check.string(where, "content", content, none=True)
+        check.string(where, "error", error, none=True)
+        check.boolean(where, "timeout", timeout)
+        name = next(call.name for call in calls if call.id == call_id)
+        text = content if content is not None else error if error is not None else TIMEOUT_RESULT
+        result = FunctionExecutionResult(content=text, name=name, call_id=call_id, is_error=content is None)
+        self._plan.schedule_result(call_id, result)
+
     # ------------------------------------------------------------------ internals
 
     async def _begin(self) -> None:
         """Snapshot what reset restores, start the run and pull up to its first move."""
         agent = self.agent
         snapshot = _Snapshot(await agent.model_context.save_state(), agent.model_client.checkpoint(), agent.failed_run)
-        run = self.agent.iter(self.messages, self.cancellation_token)
+        self._plan = self._new_plan()
+        run = self.agent.iter(self.messages, self.cancellation_token, interventions=self._plan)
         lead: list[RunItem] = []
         item = await run.__anext__()
         while not isinstance(item, Move):
@@ -505,6 +687,7 @@ class Stepper:
     async def _advance(self) -> StepResult:
         assert self._run is not None and self._upcoming is not None
         run, move = self._run, self._upcoming
+        self._plan.move = len(self.history) + 1
         items, self._lead = self._lead, []
         before = self.agent.model_context.messages
         upcoming: Move | None = None
@@ -542,3 +725,58 @@ class Stepper:
     def __repr__(self) -> str:
         where = f", at {self.current.name}" if self.current else ""
         return f"<Stepper agent={self.agent.name!r} status={self.status!r}, {len(self.history)} moves{where}>"
+
+
+def _client_copy(client: ChatCompletionClient) -> ChatCompletionClient:
+    """A fork's model client: its own when the client keeps a position (a replay script at the same
+    answer, a trace's replay), else the same client (a real model's is stateless)."""
+    if isinstance(client, RecordedChatCompletionClient):
+        return client.copy()
+    if type(client) is ReplayChatCompletionClient:
+        twin = ReplayChatCompletionClient(
+            client.chat_completions,
+            model_info=client.model_info,
+            latency=client.latency,
+            chunk_delay=client.chunk_delay,
+        )
+        twin.position = client.position
+        return twin
+    return client
+
+
+def _workbench_copy(workbenches: list[Workbench]) -> list[Workbench]:
+    """A fork's workbenches: a trace's replay gets its own (it gives each result once), others are shared."""
+    return [wb.copy() if isinstance(wb, RecordedWorkbench) else wb for wb in workbenches]
+
+
+def _given_of(
+    history: Sequence[StepResult],
+) -> tuple[list[GivenAnswer], list[list[FunctionExecutionResult | None]], GivenMemory | None]:
+    """What a walk's moves so far got: the model's answers, each tool batch's results, STEP 2's hits."""
+    answers: list[GivenAnswer] = []
+    results: list[list[FunctionExecutionResult | None]] = []
+    memory = None
+    for step in history:
+        for item in step.items:
+            if isinstance(item, LLMCall) and item.result is not None:
+                answers.append(GivenAnswer(item.result, chunks=tuple(item.chunks) if item.streaming else None))
+        executions = step.tool_executions
+        if executions:
+            results.append([execution.result for execution in executions])
+        if step.name == "memory":
+            events = [event for event in step.events if isinstance(event, MemoryQueryEvent)]
+            memory = GivenMemory(events, list(step.context_after[len(step.context_before) :]))
+    return answers, results, memory
+
+
+def _tool_schema(where: str, index: int, tool: object, offered: dict[str, ToolSchema]) -> ToolSchema:
+    """An item of ``edit_request(tools=...)``: the name of a tool the agent offers, or a tool schema."""
+    if isinstance(tool, str):
+        if tool not in offered:
+            raise check.wrong_value(
+                where, f"tools[{index}]", f"the name of a tool of the agent ({list(offered)})", tool
+            )
+        return offered[tool]
+    if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+        return cast(ToolSchema, dict(tool))
+    raise check.wrong_type(where, f"tools[{index}]", "a tool name (str) or a tool schema ({'name': ...})", tool)

@@ -33,9 +33,13 @@ def run_frames(trace: TraceFrames, run_id: str) -> dict[str, pd.DataFrame]:
     return out
 
 
-def assert_same_run(a: tuple[TraceFrames, str], b: tuple[TraceFrames, str]) -> None:
-    """Run ``a`` and run ``b`` have equal frames and contexts, ids and times aside."""
+def assert_same_run(a: tuple[TraceFrames, str], b: tuple[TraceFrames, str], *, forks: bool = True) -> None:
+    """Run ``a`` and run ``b`` have equal frames and contexts, ids and times aside (and which run
+    each was forked from, with ``forks=False``)."""
     left, right = run_frames(*a), run_frames(*b)
+    if not forks:
+        for frames in (left, right):
+            frames["runs"] = frames["runs"].drop(columns=["forked_from", "fork_move"])
     for table in left:
         pd.testing.assert_frame_equal(left[table], right[table], check_dtype=False, obj=table)
 

@@ -57,6 +57,7 @@ from ..render import (
     value,
 )
 from ..stepper import Stepper, StepResult
+from .fork_panel import ForkPanel
 from .static_display import StaticCopyDisplay
 
 if TYPE_CHECKING:
@@ -273,9 +274,19 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         self.next_button.on_click(lambda _: self.click(self.stepper.next))
         self.run_button.on_click(lambda _: self.click(self.stepper.run_to_end))
         self.reset_button.on_click(lambda _: self.click(self.stepper.reset))
-        bar = widgets.HBox([self.next_button, self.run_button, self.pause_button, self.reset_button, self.status])
+        self.fork_panel = ForkPanel(self)  # Fork here, and the changes a walk can make (issue 26)
+        bar = widgets.HBox(
+            [
+                self.next_button,
+                self.run_button,
+                self.pause_button,
+                self.reset_button,
+                self.fork_panel.fork_button,
+                self.status,
+            ]
+        )
         bar.add_class("nba-stepper-bar")
-        super().__init__([widgets.HTML(STYLE), bar, self.diagram, self.panel])
+        super().__init__([widgets.HTML(STYLE), bar, self.diagram, self.panel, self.fork_panel])
         self.add_class("nba-stepper")
         self.add_class("nba-stepper-live")
         self.task: asyncio.Task[None] | concurrent.futures.Future[None] | None = None
@@ -356,6 +367,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             self.status.value = muted(text, data_status=stepper.status, data_busy=str(busy).lower())
             self.diagram.value = pipeline_html(stepper)
             self.panel.value = move_html(stepper)
+            self.fork_panel.refresh(busy)
 
 
 class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):

@@ -39,7 +39,7 @@ from ..messages import (
     ToolCallRequestEvent,
     ToolCallSummaryMessage,
 )
-from ..records import LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExecution
+from ..records import Intervention, LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExecution
 from ..redact import mask
 from .blocks import (
     ANSWER_CHARS,
@@ -301,6 +301,18 @@ def _run_finished(item: RunFinished, options: Options = PLAIN) -> Markup:
     return el("div", f"{item.agent} · {item.status}", class_="nba-run-end nba-muted", data_status=item.status)
 
 
+@to_html.register
+def _intervention(item: Intervention, options: Options = PLAIN) -> Markup:
+    """A change a walk made before a move (a fork's edit): what was changed."""
+    return el(
+        "div",
+        el("strong", f"Changed before move {item.move} ({item.kind}): "),
+        item.change,
+        class_="nba-event nba-intervention",
+        data_kind=item.kind,
+    )
+
+
 # --------------------------------------------------------------------------- text
 
 
@@ -381,6 +393,11 @@ def _response_line(item: Response, full: bool = False) -> str | None:
     if full:  # on_messages_stream's last item: the answer, under its agent's name (as AutoGen's Console)
         return f"{heading(message.source)}\n{mask(message.to_text())}"
     return f"   Response: {type(message).__name__}  {short(message.to_text())}"
+
+
+@to_text.register
+def _intervention_line(item: Intervention, full: bool = False) -> str | None:
+    return f"   Changed before move {item.move} ({item.kind})  {item.change if full else short(item.change)}"
 
 
 @to_text.register

@@ -244,6 +244,9 @@ STYLESHEET = (
 .nba-bar-llm{fill:var(--nba-bar-llm)}.nba-bar-tool{fill:var(--nba-bar-tool)}.nba-bar-error{fill:var(--nba-bar-error)}
 .nba-bar-label{fill:var(--nba-bar-text)}
 .nba-trace-summary th{text-align:left}
+.nba-compare tr[data-diverged=true]>td:first-child{border-left:4px solid var(--nba-error)}
+.nba-compare .nba-table pre{margin:0;white-space:pre-wrap;word-break:break-word;font-size:12px}
+.nba-intervention{border-left-color:var(--nba-handoff)}
 .nba-batch-head{display:flex;flex-wrap:wrap;align-items:center;gap:4px 12px;margin:0 0 4px}
 .nba-batch-bar{height:8px;max-width:40em;border-radius:4px;background:var(--nba-chip);overflow:hidden;margin:4px 0}
 .nba-batch-fill{height:100%;background:var(--nba-state,var(--nba-user))}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..messages import HandoffMessage, Response, SystemMessage
 from ..models.base import ModelRequest, UnreportedUsage
-from ..records import MOVES, LLMCall, RunFinished, RunStarted, ToolExecution
+from ..records import MOVES, Intervention, LLMCall, RunFinished, RunStarted, ToolExecution
 from ..redact import Redactor, keep
 from .recording import STEPS
 from .rows import Row, records_of, split
@@ -90,6 +90,8 @@ def events_frame(
         elif type(record) is RunFinished:
             sources[index] = record.agent
             texts[index] = red(record.status if record.error is None else f"{record.status}: {record.error}")
+        elif type(record) is Intervention:
+            texts[index] = red(f"{record.kind} before move {record.move}: {record.change}")
     for index, (_, _, item) in zip(parts.event_at, parts.events):
         if isinstance(item, Response):
             message = item.chat_message
@@ -305,7 +307,8 @@ def tool_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Da
 
 def _run_row(trace_id: str, run_id: str, start: float) -> dict[str, Any]:
     return {
-        "trace_id": trace_id, "run_id": run_id, "agent": None, "parent_run_id": None, "status": "running",
+        "trace_id": trace_id, "run_id": run_id, "agent": None, "parent_run_id": None, "forked_from": None,
+        "fork_move": None, "status": "running",
         "error": None, "started_at": None, "ended_at": None, "duration_s": None, "task": None, "final_type": None,
         "final_text": None, "n_events": 0, "n_chunks": 0, "n_llm_calls": 0, "n_tool_calls": 0,
         "n_tool_errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "handoff_target": None, "_start": start,
@@ -335,6 +338,7 @@ def runs_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFram
         if type(record) is RunStarted:
             row.update(agent=record.agent, started_at=record.started_at, _start=record.start_perf)
             row["parent_run_id"] = record.parent_run_id
+            row["forked_from"], row["fork_move"] = record.forked_from, record.fork_move
             row["task"] = red("\n".join(message.to_text() for message in record.task))
         elif type(record) is RunFinished:
             row.update(status=record.status, error=optional_text(record.error, red), ended_at=record.ended_at)

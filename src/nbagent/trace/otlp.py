@@ -15,7 +15,8 @@ relevant to a query), with ``gen_ai.retrieval.query.text``; what the memories ga
 ``nbagent.memory.content`` (the conventions' ``gen_ai.retrieval.documents`` wants each document's id
 and score, which AutoGen's memory results do not have). A run that is a turn of another
 (``runs.parent_run_id``) is a child of that run's span, in its trace; a run a handoff passed the
-conversation to links to the handing run's span.
+conversation to links to the handing run's span, and a fork (``runs.forked_from``) links to the span
+of the run it was forked from.
 
 * **Only ended work**: a run, call or query still running is left out (its children that ended are
   sent, under the span id it will have), so the first a receiver sees of a span is its final form.
@@ -496,6 +497,11 @@ class _Spans:
             self.used.add(span.span_id)
             if handed_from is not None:
                 span.links.append((*handed_from, {"nbagent.link": "handoff"}))
+            forked = _text(getattr(run, "forked_from", None))
+            if forked:  # a fork (Stepper.fork) links to the run it was forked from, in that run's trace
+                moves = _number(getattr(run, "fork_move", None))
+                link = {"nbagent.link": "fork", "nbagent.fork_move": int(moves or 0)}
+                span.links.append((t.trace_of(forked), self.run_span(forked), link))
             self.add(span)
 
     def llm_spans(self, call_rows: list[int]) -> None:

@@ -36,7 +36,18 @@ from ..context import (
 )
 from ..messages import LLMMessage
 from ..models.base import ModelRequest
-from ..records import MOVES, LLMCall, Move, MoveName, RunFinished, RunItem, RunSource, RunStarted, ToolExecution
+from ..records import (
+    MOVES,
+    Intervention,
+    LLMCall,
+    Move,
+    MoveName,
+    RunFinished,
+    RunItem,
+    RunSource,
+    RunStarted,
+    ToolExecution,
+)
 from .store import RowStore
 
 T = TypeVar("T")
@@ -232,7 +243,7 @@ class AgentRecorder(Generic[T]):
                 self._share_request(item)  # type: ignore[arg-type]
             self._append(item)  # type: ignore[arg-type]
             return
-        if kind is ToolExecution:
+        if kind is ToolExecution or kind is Intervention:
             self._append(item)  # type: ignore[arg-type]
             return
         # A move, the run's start or end, or an event. A context changes at a move, at the events a

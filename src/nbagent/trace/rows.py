@@ -26,11 +26,11 @@ from datetime import datetime
 from typing import TypeVar
 
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent, Response
-from ..records import LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExecution
+from ..records import Intervention, LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExecution
 
 Event = BaseAgentEvent | BaseChatMessage | Response
 """An item of a run that is neither a record nor a streamed chunk."""
-Record = RunStarted | LLMCall | ToolExecution | RunFinished
+Record = RunStarted | LLMCall | ToolExecution | RunFinished | Intervention
 """A record kept as its own row."""
 
 EventRow = tuple[str | None, float, Event]

@@ -1,0 +1,124 @@
+"""The stepper widget's Fork here button and what a walk can change before its next move.
+
+:class:`ForkPanel` sits under a stepper's widget. *Fork here* makes a fork of the walk
+(:meth:`~nbagent.stepper.Stepper.fork`) and shows the fork's own stepper widget below. While a walk
+is paused before a model call, a text can be given as the model's answer; before the tools run, a
+tool call (chosen by its id) can be given a result, an error or a timeout
+(:meth:`~nbagent.stepper.Stepper.give_answer`, :meth:`~nbagent.stepper.Stepper.give_tool_result`).
+A fork's panel has *Compare with parent*, which shows :func:`nbagent.compare` of the two walks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import ipywidgets as widgets
+
+from ..render import el
+from ..stepper import LLM_MOVES, Stepper
+from .compare_view import compare
+
+
+class Owner(Protocol):
+    """What the panel needs of the stepper widget it sits in."""
+
+    stepper: Stepper
+    error: str | None
+
+    def click(self, action: Callable[[], Awaitable[Any]]) -> object: ...
+
+    def refresh(self) -> None: ...
+
+
+class ForkPanel(widgets.VBox):  # type: ignore[misc]
+    """Forks of a walk, and the changes it can make before its next move (see the module's text)."""
+
+    def __init__(self, owner: Owner) -> None:
+        self.owner = owner
+        self.fork_button = widgets.Button(description="Fork here", icon="code-fork", tooltip="Fork the walk here")
+        self.fork_button.add_class("nba-fork")
+        self.fork_button.on_click(lambda _: owner.click(self.fork))
+        self.call_id = widgets.Dropdown(description="tool call", layout=widgets.Layout(width="16em"))
+        self.value = widgets.Text(placeholder="the tool's result or error", layout=widgets.Layout(width="24em"))
+        self.value.add_class("nba-give-result")
+        self.answer = widgets.Text(placeholder="the model's answer", layout=widgets.Layout(width="24em"))
+        self.answer.add_class("nba-give-answer")
+        self.give_result = widgets.Button(description="Give result")
+        self.give_error = widgets.Button(description="Give error")
+        self.give_timeout = widgets.Button(description="Timeout")
+        self.give_answer = widgets.Button(description="Give answer")
+        self.compare_button = widgets.Button(description="Compare with parent", icon="columns")
+        self.give_result.on_click(lambda _: self._give("result"))
+        self.give_error.on_click(lambda _: self._give("error"))
+        self.give_timeout.on_click(lambda _: self._give("timeout"))
+        self.give_answer.on_click(lambda _: self._give("answer"))
+        self.compare_button.on_click(lambda _: self.show_comparison())
+        self.note = widgets.HTML()
+        self.tool_row = widgets.HBox([self.call_id, self.value, self.give_result, self.give_error, self.give_timeout])
+        self.answer_row = widgets.HBox([self.answer, self.give_answer])
+        self.forks = widgets.VBox()
+        self.comparison = widgets.VBox()
+        self.forks.add_class("nba-forks")
+        super().__init__([self.tool_row, self.answer_row, self.compare_button, self.note, self.comparison, self.forks])
+        self.add_class("nba-fork-panel")
+
+    async def fork(self) -> Stepper:
+        """Fork the walk where it is paused and show the fork's widget below."""
+        fork = await self.owner.stepper.fork()
+        widget = getattr(fork, "widget", None)
+        if widget is not None:
+            self.forks.children = (*self.forks.children, widget())
+        return fork
+
+    def show_comparison(self) -> None:
+        """Show the comparison of this walk (a fork) with its parent."""
+        stepper = self.owner.stepper
+        if stepper.parent is None:
+            return
+        try:
+            view = compare(stepper.parent, stepper, labels=("parent", "fork"))
+        except Exception as error:  # a walk that has not moved yet
+            self.owner.error = f"{type(error).__name__}: {error}"
+        else:
+            self.comparison.children = (view.widget(),)
+        self.owner.refresh()
+
+    def _give(self, kind: str) -> None:
+        stepper = self.owner.stepper
+        text = self.answer.value if kind == "answer" else self.value.value
+        try:
+            if kind == "answer":
+                stepper.give_answer(text)
+                done = f"the model's answer will be {text!r}"
+            else:
+                call_id = str(self.call_id.value)
+                if kind == "result":
+                    stepper.give_tool_result(call_id, text)
+                elif kind == "error":
+                    stepper.give_tool_result(call_id, error=text or "Error")
+                else:
+                    stepper.give_tool_result(call_id, timeout=True)
+                done = f"tool call {call_id} will get: {kind} {text!r}" if kind != "timeout" else f"{call_id} times out"
+        except Exception as error:
+            self.owner.error = f"{type(error).__name__}: {error}"
+        else:
+            self.owner.error = None
+            self.note.value = str(el("span", f"Next move: {done}", class_="nba-muted nba-given"))
+        self.owner.refresh()
+
+    def refresh(self, busy: bool) -> None:
+        """Show the changes the walk can make before its next move."""
+        stepper = self.owner.stepper
+        upcoming = stepper.upcoming.name if stepper.upcoming is not None and stepper.status == "paused" else None
+        calls = stepper.current.tool_calls if upcoming == "tool_execution" and stepper.current is not None else []
+        ids = [call.id for call in calls]
+        if list(self.call_id.options) != ids:
+            self.call_id.options = ids
+            self.call_id.value = ids[0] if ids else None
+        self.fork_button.disabled = busy or stepper.done
+        self.tool_row.layout.display = None if ids and not busy else "none"
+        self.answer_row.layout.display = None if upcoming in LLM_MOVES and not busy else "none"
+        self.compare_button.layout.display = None if stepper.parent is not None else "none"
+        if upcoming is None or busy:
+            self.note.value = ""

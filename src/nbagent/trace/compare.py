@@ -1,0 +1,293 @@
+"""Two recorded runs side by side, aligned move by move: :class:`Comparison`.
+
+Each side is a run of a trace (live or loaded). Its moves (the ``Move`` rows of ``events_df``; a walk
+paused before a move shows it, without items yet) are aligned with the other side's by their names
+(:mod:`difflib`: a fork and its parent
+align on the moves they share, then on the same moves made differently, and a move only one side
+made stands alone). An aligned move *diverges* when the two sides differ in it: the move itself, its
+events (their kinds and texts, interventions included), its tool calls and results, or the context
+after it. :attr:`Comparison.frame` has one row per aligned move; :meth:`Comparison.html` draws the
+same rows through :mod:`nbagent.render` (the widget and the static copy a saved notebook keeps).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..render import STYLE, Markup, el
+from .replay import ReplaySource
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_RECORDS = {"Move", "LLMCall", "ToolExecution", "RunStarted", "RunFinished", "ModelClientStreamingChunkEvent"}
+
+
+@dataclass
+class MoveView:
+    """One side's move: what it did, as the frames recorded it."""
+
+    index: int  # from 1, as StepResult.index
+    name: str
+    step: int | None
+    iteration: int | None
+    events: list[tuple[str, str]] = field(default_factory=list)  # (kind, text)
+    tool_calls: list[tuple[str, str, str, bool]] = field(default_factory=list)  # (name, arguments, result, error)
+    tokens: int | None = None
+    seconds: float | None = None
+    context: list[str] = field(default_factory=list)  # "[kind] text" of each message after the move
+
+    @property
+    def key(self) -> tuple[str, int | None]:
+        return (self.name, self.iteration)
+
+    def signature(self) -> tuple[Any, ...]:
+        return (self.key, self.events, self.tool_calls, self.context)
+
+
+def moves_of(trace: ReplaySource, run_id: str) -> list[MoveView]:
+    """The moves of run ``run_id`` of ``trace``, each with its events, tool calls, tokens, time and context."""
+    import pandas as pd
+
+    events = trace.events_df()
+    events = events[events["run_id"].astype("object") == run_id].reset_index(drop=True)
+    if not len(events):
+        raise KeyError(f"no run {run_id!r} in this trace")
+    calls = trace.llm_calls_df()
+    calls = calls[calls["run_id"].astype("object") == run_id].reset_index(drop=True)
+    tools = trace.tool_calls_df()
+    tools = tools[tools["run_id"].astype("object") == run_id].reset_index(drop=True)
+    moves: list[MoveView] = []
+    ends: list[int] = []  # per move: the seq of its last item
+    n_calls = n_tools = 0
+    for row in events.itertuples():
+        kind = str(row.kind)
+        if kind == "Move":
+            if moves:
+                ends.append(int(row.seq) - 1)
+            step = None if pd.isna(row.step) else int(row.step)
+            iteration = None if pd.isna(row.iteration) else int(row.iteration)
+            moves.append(MoveView(len(moves) + 1, str(row.move), step, iteration))
+            moves[-1].seconds = float(row.elapsed_s)
+            continue
+        if not moves:
+            continue
+        move = moves[-1]
+        if kind == "LLMCall" and n_calls < len(calls):
+            call = calls.iloc[n_calls]
+            n_calls += 1
+            used = [call["prompt_tokens"], call["completion_tokens"]]
+            if not all(pd.isna(value) for value in used):
+                move.tokens = (move.tokens or 0) + sum(int(value) for value in used if not pd.isna(value))
+        elif kind == "ToolExecution" and n_tools < len(tools):
+            tool = tools.iloc[n_tools]
+            n_tools += 1
+            arguments = tool["arguments"]
+            move.tool_calls.append(
+                (str(tool["tool_name"]), _text(arguments), _text(tool["result"]), _flag(tool["is_error"]))
+            )
+        elif kind not in _RECORDS:
+            move.events.append((kind, _text(row.text)))
+    last = events.iloc[-1]
+    ends.append(int(last["seq"]))
+    for index, move in enumerate(moves):  # a move's time: to the next move (the last: to the run's end)
+        start = move.seconds or 0.0
+        following = moves[index + 1].seconds if index + 1 < len(moves) else float(last["elapsed_s"])
+        move.seconds = None if following is None or math.isnan(following) else max(0.0, following - start)
+        end = ends[index]
+        try:
+            frame = trace.context_df(run_id=run_id, seq=None if index + 1 == len(moves) else end)
+        except LookupError:
+            frame = None
+        if frame is not None:
+            move.context = [f"[{kind}] {_text(text)}" for kind, text in zip(frame["kind"], frame["text"])]
+    return moves
+
+
+def _flag(value: object) -> bool:
+    import pandas as pd
+
+    return value is not None and value is not pd.NA and bool(value)
+
+
+def _text(value: object) -> str:
+    import pandas as pd
+
+    if value is None or (not isinstance(value, (list, dict)) and pd.isna(value)):
+        return ""
+    return str(value)
+
+
+@dataclass
+class Row:
+    """One aligned move: a move of each side (``None`` where only the other side made one)."""
+
+    left: MoveView | None
+    right: MoveView | None
+
+    @property
+    def diverged(self) -> bool:
+        if self.left is None or self.right is None:
+            return True
+        return self.left.signature() != self.right.signature()
+
+    def differences(self) -> list[str]:
+        """What differs: ``move``, ``events``, ``tool_calls``, ``context`` (or ``only_left``/``only_right``)."""
+        if self.left is None:
+            return ["only_right"]
+        if self.right is None:
+            return ["only_left"]
+        a, b = self.left, self.right
+        found = []
+        if a.key != b.key:
+            found.append("move")
+        if a.events != b.events:
+            found.append("events")
+        if a.tool_calls != b.tool_calls:
+            found.append("tool_calls")
+        if a.context != b.context:
+            found.append("context")
+        return found
+
+    def context_diff(self) -> str:
+        """The context after the move, left against right, as ``difflib.ndiff`` lines that differ."""
+        left = [] if self.left is None else self.left.context
+        right = [] if self.right is None else self.right.context
+        return "\n".join(line for line in difflib.ndiff(left, right) if line[:1] in "+-")
+
+
+def align(left: Sequence[MoveView], right: Sequence[MoveView]) -> list[Row]:
+    """The moves of two runs aligned by name (a move made at another iteration aligns, and diverges)."""
+    rows: list[Row] = []
+    matcher = difflib.SequenceMatcher(None, [m.name for m in left], [m.name for m in right], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            rows.extend(Row(left[i1 + k], right[j1 + k]) for k in range(i2 - i1))
+            continue
+        a, b = list(left[i1:i2]), list(right[j1:j2])
+        for k in range(max(len(a), len(b))):  # a replaced stretch: side by side, the longer one alone at its end
+            rows.append(Row(a[k] if k < len(a) else None, b[k] if k < len(b) else None))
+    return rows
+
+
+class Comparison:
+    """Two runs aligned move by move (see the module's text); ``frame`` and ``html()`` show it."""
+
+    def __init__(
+        self, left: tuple[ReplaySource, str], right: tuple[ReplaySource, str], labels: tuple[str, str] = ("A", "B")
+    ) -> None:
+        self.left, self.right, self.labels = left, right, labels
+        self.rows: list[Row] = []
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read both runs again (a walk that went on since)."""
+        self.rows = align(moves_of(*self.left), moves_of(*self.right))
+
+    @property
+    def first_divergence(self) -> int | None:
+        """The position (from 1) of the first aligned move where the runs differ; ``None``: they never do."""
+        return next((index for index, row in enumerate(self.rows, 1) if row.diverged), None)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """One row per aligned move: each side's move, STEP, events, tool calls, tokens and seconds,
+        the context diff, what differs and ``diverged``."""
+        import pandas as pd
+
+        a, b = self.labels
+        records = []
+        for position, row in enumerate(self.rows, 1):
+            record: dict[str, Any] = {"position": position}
+            for side, move in ((a, row.left), (b, row.right)):
+                record[f"move_{side}"] = None if move is None else move.name
+                record[f"step_{side}"] = None if move is None else move.step
+                record[f"iteration_{side}"] = None if move is None else move.iteration
+                record[f"events_{side}"] = None if move is None else "\n".join(f"{k}: {t}" for k, t in move.events)
+                record[f"tool_calls_{side}"] = None if move is None else "\n".join(_call(c) for c in move.tool_calls)
+                record[f"tokens_{side}"] = None if move is None else move.tokens
+                record[f"seconds_{side}"] = None if move is None else move.seconds
+                record[f"context_{side}"] = None if move is None else len(move.context)
+            record["context_diff"] = row.context_diff()
+            record["differences"] = ", ".join(row.differences())
+            record["diverged"] = row.diverged
+            records.append(record)
+        frame = pd.DataFrame.from_records(records)
+        if not len(frame):
+            return frame
+        ints = [c for c in frame.columns if c.split("_")[0] in ("step", "iteration", "tokens", "context")]
+        ints = [c for c in ints if c != "context_diff"]
+        return frame.astype({c: "Int64" for c in ints} | {"diverged": "boolean"})
+
+    def html(self) -> str:
+        """The comparison as HTML through the one renderer: a row per aligned move, diverged ones marked."""
+        a, b = self.labels
+        first = self.first_divergence
+        summary = "the runs never diverge" if first is None else f"the runs diverge at aligned move {first}"
+        head = el(
+            "tr",
+            el("th", "#"),
+            el("th", f"{a}: move"),
+            el("th", f"{a}: what it did"),
+            el("th", f"{b}: move"),
+            el("th", f"{b}: what it did"),
+            el("th", "tokens"),
+            el("th", "seconds"),
+        )
+        body = [head]
+        for position, row in enumerate(self.rows, 1):
+            diverged = row.diverged
+            marker = el("strong", "≠ ") if diverged else ""
+            cells = [el("td", marker, str(position))]
+            for move in (row.left, row.right):
+                if move is None:
+                    cells += [el("td", el("span", "(no move)", class_="nba-muted")), el("td", "")]
+                else:
+                    title = f"STEP {move.step} {move.name}" + ("" if move.iteration is None else f" #{move.iteration}")
+                    cells += [el("td", title), el("td", _did(move))]
+            cells.append(el("td", f"{_figure(row.left, 'tokens')} / {_figure(row.right, 'tokens')}"))
+            cells.append(el("td", f"{_figure(row.left, 'seconds')} / {_figure(row.right, 'seconds')}"))
+            body.append(el("tr", *cells, data_diverged="true" if diverged else "false"))
+            if diverged and row.differences() and row.context_diff():
+                detail = el("details", el("summary", "context diff"), el("pre", row.context_diff()))
+                body.append(el("tr", el("td", ""), el("td", detail, colspan="6")))
+        title = el("b", f"{a}: run {self.left[1]}  ·  {b}: run {self.right[1]}")
+        table = el("table", *body, class_="nba-table nba-compare-table")
+        return str(
+            STYLE + el("div", title, el("div", summary, class_="nba-muted"), table, class_="nba-trace nba-compare")
+        )
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def __repr__(self) -> str:
+        first = self.first_divergence
+        where = "never diverge" if first is None else f"diverge at aligned move {first}"
+        return f"<Comparison of run {self.left[1]} and run {self.right[1]}: {len(self.rows)} aligned moves, {where}>"
+
+
+def _call(call: tuple[str, str, str, bool]) -> str:
+    name, arguments, result, error = call
+    return f"{name}({arguments}) -> {'error: ' if error else ''}{result}"
+
+
+def _did(move: MoveView) -> Markup:
+    lines = [el("div", f"{kind}: {_short(text)}") for kind, text in move.events]
+    lines += [el("div", _short(_call(call))) for call in move.tool_calls]
+    return Markup("").join(lines)
+
+
+def _short(text: str, width: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _figure(move: MoveView | None, name: str) -> str:
+    value = None if move is None else getattr(move, name)
+    if value is None:
+        return "–"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)

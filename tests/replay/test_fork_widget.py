@@ -1,0 +1,91 @@
+"""The stepper widget's Fork here button and its fork panel, without a browser."""
+
+from __future__ import annotations
+
+import pytest
+
+import nbagent
+from nbagent import AssistantAgent, ReplayChatCompletionClient
+from nbagent.notebook.stepper_widget import NotebookStepper, StepperWidget
+
+from ..stepper.scenarios import add, calls
+
+TASK = "What is 2 + 3?"
+
+
+async def click(widget: StepperWidget, button: object) -> None:
+    button.click()  # type: ignore[attr-defined]
+    assert widget.task is not None
+    await widget.task
+
+
+def walk() -> NotebookStepper:
+    agent = AssistantAgent(
+        "assistant",
+        ReplayChatCompletionClient([calls(("c1", "add", '{"a": 2, "b": 3}')), "It is 5."]),
+        tools=[add],
+        reflect_on_tool_use=True,
+    )
+    stepper = nbagent.step(agent, TASK)
+    assert isinstance(stepper, NotebookStepper)
+    return stepper
+
+
+async def test_fork_here_shows_the_fork_whose_tool_result_is_edited_then_compared() -> None:
+    stepper = walk()
+    widget = stepper.widget()
+    panel = widget.fork_panel
+    assert panel.fork_button in widget.children[1].children  # in the bar, next to Next / Run to end / Reset
+    for _ in range(4):
+        await click(widget, widget.next_button)  # paused before tool_execution
+    assert panel.tool_row.layout.display is None and list(panel.call_id.options) == ["c1"]
+    await click(widget, panel.fork_button)
+    [fork_widget] = panel.forks.children
+    assert isinstance(fork_widget, StepperWidget)
+    fork = fork_widget.stepper
+    assert fork.parent is stepper and len(fork.history) == 4
+    fork_panel = fork_widget.fork_panel
+    fork_panel.value.value = "Error: <b>service down</b>"
+    fork_panel.give_error.click()
+    assert "c1 will get: error" in fork_panel.note.value and "<b>" not in fork_panel.note.value
+    await click(fork_widget, fork_widget.run_button)
+    assert fork.status == "finished"
+    [result] = fork.history[4].tool_results
+    assert (result.content, result.is_error) == ("Error: <b>service down</b>", True)
+    assert fork_panel.compare_button.layout.display is None
+    fork_panel.compare_button.click()
+    [compare_widget] = fork_panel.comparison.children
+    assert 'data-diverged="true"' in compare_widget.body.value
+    assert stepper.status == "paused" and len(stepper.history) == 4  # the parent is where it was
+    await click(widget, widget.run_button)
+    assert stepper.history[4].tool_results[0].content == "5"
+
+
+async def test_give_an_answer_from_the_panel_and_bad_input_shows_the_error() -> None:
+    stepper = walk()
+    widget = stepper.widget()
+    panel = widget.fork_panel
+    await click(widget, widget.next_button)
+    await click(widget, widget.next_button)  # paused before call_llm
+    assert panel.answer_row.layout.display is None and panel.tool_row.layout.display == "none"
+    panel.answer.value = "No tools needed."
+    panel.give_answer.click()
+    await click(widget, widget.run_button)
+    assert stepper.response is not None and stepper.response.chat_message.to_text() == "No tools needed."
+    assert panel.fork_button.disabled  # a finished walk cannot be forked
+    panel.give_answer.click()  # too late: the error is shown, nothing raises
+    assert widget.error is not None and "finished" in widget.error
+
+
+@pytest.mark.parametrize("button", ["give_result", "give_timeout"])
+async def test_the_tool_buttons_give_results(button: str) -> None:
+    stepper = walk()
+    widget = stepper.widget()
+    for _ in range(4):
+        await click(widget, widget.next_button)
+    panel = widget.fork_panel
+    panel.value.value = "7"
+    getattr(panel, button).click()
+    await click(widget, widget.run_button)
+    [result] = stepper.history[4].tool_results
+    assert result.content == ("7" if button == "give_result" else nbagent.interventions.TIMEOUT_RESULT)
