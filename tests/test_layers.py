@@ -29,7 +29,15 @@ LAYERS: list[set[str]] = [
     {"nbagent.records", "nbagent.language"},
     {"nbagent.render"},
     {"nbagent.trace"},
-    {"nbagent.agent", "nbagent.stepper", "nbagent.sync", "nbagent.autogen", "nbagent.batch", "nbagent.console"},
+    {
+        "nbagent.agent",
+        "nbagent.interventions",
+        "nbagent.stepper",
+        "nbagent.sync",
+        "nbagent.autogen",
+        "nbagent.batch",
+        "nbagent.console",
+    },
     {"nbagent.notebook"},
     {"nbagent.demo", "nbagent.entry", "nbagent.__main__", "nbagent"},
 ]

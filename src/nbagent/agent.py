@@ -64,6 +64,7 @@ from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelSt
 from .models.bridge import BridgedClient, as_model_client
 from .models.openai import OpenAIChatCompletionClient
 from .models.replay import ReplayChatCompletionClient
+from .records import CANCELLED_TOOL_RESULT as CANCELLED_TOOL_RESULT  # re-exported: its name here since issue 10
 from .records import (
     NOT_EVENT_TYPES,
     NOT_EVENTS,
@@ -105,7 +106,6 @@ DEFAULT_SYSTEM_MESSAGE = (
     "You are a helpful AI assistant. Solve tasks using your tools. "
     "Reply with TERMINATE when the task has been completed."
 )
-CANCELLED_TOOL_RESULT = "Error: the run was cancelled before this tool call finished"
 
 Task = str | BaseChatMessage | Sequence[BaseChatMessage] | None
 _perf = time.perf_counter
@@ -341,6 +341,7 @@ class AssistantAgent(Component):
         self._listed_tools = self._static_tools if own_listing else None
 
         self._slot = _RunSlot(name)
+        self._loop_settings: LoopSettings | None = None  # made on first use (loop_settings)
         self.trace = Trace(owner=self)
         self.recorders: list[Recorder] = [self.trace]
         if "autogen_agentchat.base" in sys.modules:  # AutoGen's teams take the agent as a ChatAgent
@@ -500,12 +501,15 @@ class AssistantAgent(Component):
     @property
     def loop_settings(self) -> LoopSettings:
         """The settings that decide which moves and edges of ``records.MOVES`` this agent's runs can make."""
-        return LoopSettings(
-            memory=bool(self._memory),
-            handoffs=bool(self._handoffs),
-            max_tool_iterations=self._max_tool_iterations,
-            reflect_on_tool_use=self._reflect_on_tool_use,
-        )
+        settings = self._loop_settings
+        if settings is None:
+            settings = self._loop_settings = LoopSettings(
+                memory=bool(self._memory),
+                handoffs=bool(self._handoffs),
+                max_tool_iterations=self._max_tool_iterations,
+                reflect_on_tool_use=self._reflect_on_tool_use,
+            )
+        return settings
 
     @property
     def produced_message_types(self) -> tuple[type[BaseChatMessage], ...]:
@@ -1862,9 +1866,17 @@ class AgentRun(RunIterator):
         self._steps = self._loop(self)
         self.status = "running"
         parent = None if self.plan is None else self.plan.parent
+        settings = self.agent.loop_settings
         if parent is None:
-            return RunStarted(self.run_id, self.agent.name, self.messages)
-        return RunStarted(self.run_id, self.agent.name, self.messages, forked_from=parent[0], fork_move=parent[1])
+            return RunStarted(self.run_id, self.agent.name, self.messages, loop_settings=settings)
+        return RunStarted(
+            self.run_id,
+            self.agent.name,
+            self.messages,
+            forked_from=parent[0],
+            fork_move=parent[1],
+            loop_settings=settings,
+        )
 
     async def _iterate(self) -> AsyncGenerator[RunItem, None]:
         """Start the run, pass every item on (recorded, but streamed chunks), end it however it ends.

@@ -330,7 +330,12 @@ class RunStarted:
     """The run this run is a fork of (``Stepper.fork``); None: not a fork."""
     fork_move: int | None = None
     """How many moves the fork shares with that run: it was forked before move ``fork_move + 1``."""
+    loop_settings: LoopSettings | None = None
+    """The settings of the agent that ran it (a replay reads them: a run cut short does not show them)."""
 
+
+CANCELLED_TOOL_RESULT = "Error: the run was cancelled before this tool call finished"
+"""The result the loop gives a tool call that its run's end cut short (the context stays valid)."""
 
 InterventionKind = Literal["request", "answer", "tool_result"]
 

@@ -32,7 +32,7 @@ from nbagent.messages import (
     UserMessage,
 )
 from nbagent.models.base import ModelRequest
-from nbagent.records import LLMCall, Move, RunFinished, RunStarted, ToolExecution
+from nbagent.records import Intervention, LLMCall, Move, RunFinished, RunStarted, ToolExecution
 from nbagent.render import Options, to_html, to_text
 
 X = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
@@ -91,6 +91,7 @@ SAMPLES: dict[type, Callable[[], Any]] = {
     ToolExecution: _tool_execution,
     RunStarted: lambda: RunStarted("r1", X, [TextMessage(content=X, source="user")]),
     RunFinished: lambda: RunFinished("r1", X, "error", X),
+    Intervention: lambda: Intervention("r1", 5, "tool_result", X),
     Response: lambda: Response(chat_message=TextMessage(content=X, source="bot")),
     str: lambda: X,
 }
@@ -110,7 +111,7 @@ def run_item_types() -> list[type]:
 
 def test_every_run_item_type_has_its_own_renderer() -> None:
     types = run_item_types()
-    assert len(types) == 16
+    assert len(types) == 17
     assert [cls.__name__ for cls in types if cls not in to_html.registry] == []
     assert sorted(cls.__name__ for cls in types) == sorted(cls.__name__ for cls in SAMPLES)
 

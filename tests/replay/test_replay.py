@@ -273,3 +273,24 @@ async def test_a_replay_stops_when_cancelled() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert again.trace.runs_df()["status"].tolist() == ["cancelled"]
+
+
+async def test_a_run_cancelled_while_a_tool_ran_replays_cancelled_there(tmp_path: Path) -> None:
+    async def slow(city: str) -> str:
+        """A weather station that does not answer in time."""
+        await asyncio.sleep(5)
+        return "never"
+
+    script = [calls(("c1", "slow", '{"city": "Paris"}')), "sunny"]
+    agent = AssistantAgent("assistant", ReplayChatCompletionClient(script), tools=[slow], reflect_on_tool_use=True)
+    task = asyncio.ensure_future(agent.run(task=TASK))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    run_id = last_run(agent.trace)
+    for source in loaded(agent.trace, tmp_path).values():
+        again = AssistantAgent.from_replay(source.replay(run_id))
+        with pytest.raises(asyncio.CancelledError):
+            await again.run(task=TASK)
+        assert_same_run((agent.trace, run_id), (again.trace, last_run(again.trace)))

@@ -308,7 +308,7 @@ def tool_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Da
 def _run_row(trace_id: str, run_id: str, start: float) -> dict[str, Any]:
     return {
         "trace_id": trace_id, "run_id": run_id, "agent": None, "parent_run_id": None, "forked_from": None,
-        "fork_move": None, "status": "running",
+        "fork_move": None, "max_tool_iterations": None, "reflect_on_tool_use": None, "status": "running",
         "error": None, "started_at": None, "ended_at": None, "duration_s": None, "task": None, "final_type": None,
         "final_text": None, "n_events": 0, "n_chunks": 0, "n_llm_calls": 0, "n_tool_calls": 0,
         "n_tool_errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "handoff_target": None, "_start": start,
@@ -339,6 +339,9 @@ def runs_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFram
             row.update(agent=record.agent, started_at=record.started_at, _start=record.start_perf)
             row["parent_run_id"] = record.parent_run_id
             row["forked_from"], row["fork_move"] = record.forked_from, record.fork_move
+            if record.loop_settings is not None:
+                row["max_tool_iterations"] = record.loop_settings.max_tool_iterations
+                row["reflect_on_tool_use"] = record.loop_settings.reflect_on_tool_use
             row["task"] = red("\n".join(message.to_text() for message in record.task))
         elif type(record) is RunFinished:
             row.update(status=record.status, error=optional_text(record.error, red), ended_at=record.ended_at)

@@ -21,8 +21,8 @@ answers to anything the recording does not hold (after a fork changes the course
 no answer: give one, or a real client), text the trace redacted (it is replayed redacted), a
 context's own policy (a buffered or token-limited context replays as an unbounded one), images (their
 placeholders), the Python class of a structured output read from a file (a model of the same fields
-is made; an answer that failed to parse replays as text), a cancelled run's cancellation, and custom
-summary formatters (the recorded summary lines are given back).
+is made; an answer that failed to parse replays as text), and custom summary formatters (the
+recorded summary lines are given back).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from ..messages import (
 )
 from ..models.base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, ModelStream, UnreportedUsage
 from ..models.replay import ReplayExhaustedError
-from ..records import LoopSettings, RunStarted
+from ..records import CANCELLED_TOOL_RESULT, LoopSettings, RunStarted
 from ..tools import Handoff, ToolResult, ToolSchema, Workbench
 from .schema import CHUNK_KIND, TraceTables
 
@@ -80,7 +80,7 @@ LIMITS = (
     "answer or a real model client), text the trace redacted (replayed redacted), a buffered or "
     "token-limited context's policy (replayed unbounded), images (their placeholders), a structured "
     "output's own class when read from a file (a model of the same fields is made; an answer that failed "
-    "to parse it replays as text), a cancelled run's cancellation (it replays to where it stopped), "
+    "to parse it replays as text), "
     "custom summary formatters (the recorded summary lines are given back)."
 )
 """What a replay cannot reproduce, as the docstrings and the views say it."""
@@ -158,6 +158,7 @@ class Replay:
             [schema for schema in self.tools if schema["name"] not in {h.name for h in self.handoffs}],
             self.tool_results,
             pace=self.pace,
+            cancels=self.status == "cancelled",
         )
 
     def memories(self) -> list[RecordedMemory]:
@@ -306,7 +307,8 @@ def recorded_error(text: str) -> ModelError:
 class RecordedWorkbench(Workbench):
     """Offers the recorded tool schemas and gives each call the recorded result of its call id (in
     order, when a model reused an id); no tool runs. A call the recording does not hold gets an error
-    result saying so."""
+    result saying so; with ``cancels`` (the recorded run was cancelled), a call its cancellation cut
+    short is cancelled again there."""
 
     def __init__(
         self,
@@ -314,8 +316,10 @@ class RecordedWorkbench(Workbench):
         results: Sequence[tuple[str, str, str, bool, float | None]],
         *,
         pace: bool = False,
+        cancels: bool = False,
     ) -> None:
         self._schemas = list(schemas)
+        self.cancels = cancels
         self._results: dict[str, deque[tuple[str, str, bool, float | None]]] = {}
         for call_id, name, content, is_error, duration in results:
             self._results.setdefault(call_id, deque()).append((name, content, is_error, duration))
@@ -323,7 +327,7 @@ class RecordedWorkbench(Workbench):
 
     def copy(self) -> RecordedWorkbench:
         """A workbench with the results not given yet (a fork's)."""
-        twin = RecordedWorkbench(self._schemas, [], pace=self.pace)
+        twin = RecordedWorkbench(self._schemas, [], pace=self.pace, cancels=self.cancels)
         twin._results = {key: deque(queue) for key, queue in self._results.items()}
         return twin
 
@@ -343,6 +347,8 @@ class RecordedWorkbench(Workbench):
         _, content, is_error, duration = queue.popleft()
         if self.pace and duration:
             await guarded(asyncio.sleep(duration), cancellation_token)
+        if self.cancels and content == CANCELLED_TOOL_RESULT:  # where the recorded run was cancelled
+            raise asyncio.CancelledError("the recorded run was cancelled while this tool call ran")
         return ToolResult(name, content, is_error=is_error)
 
 
@@ -431,7 +437,7 @@ def replay_of(trace: ReplaySource, run_id: str | None = None, *, pace: bool = Fa
     output_type, output_format = _output_type(
         trace, run_id, str(run["agent"]), final_text if structured else None, answers
     )
-    settings = _settings(trace, str(run["agent"]), events, moves, output_type is not None)
+    settings = _settings(trace, run, events, moves, output_type is not None)
     summary = None
     if final_type == "ToolCallSummaryMessage" and final_text is not None:
         summary = _summary_lines(final_text, tools)
@@ -717,14 +723,25 @@ def _output_type(
 
 
 def _settings(
-    trace: ReplaySource, agent: str, events: pd.DataFrame, moves: list[str], structured: bool
+    trace: ReplaySource, run: pd.Series, events: pd.DataFrame, moves: list[str], structured: bool
 ) -> LoopSettings:
-    """The loop settings the run's moves show; what they leave open from the live source when it has them."""
+    """The loop settings the run recorded (``runs_df``), else those its moves show and, for what they
+    leave open, the live source's when it has them."""
+    import pandas as pd
+
     iterations = [int(i) for i in events.loc[events["kind"] == "Move", "iteration"].dropna()]
     last = max(iterations, default=0)
+    limit, reflects = run.get("max_tool_iterations"), run.get("reflect_on_tool_use")
+    if limit is not None and not pd.isna(limit) and reflects is not None and not pd.isna(reflects):
+        return LoopSettings(
+            memory="memory" in moves,
+            handoffs="handoff_check" in moves,
+            max_tool_iterations=int(limit),
+            reflect_on_tool_use=bool(reflects),
+        )
     source = getattr(trace, "owner", None)
     known: LoopSettings | None = None
-    if source is not None and getattr(source, "name", None) == agent:
+    if source is not None and getattr(source, "name", None) == run["agent"]:
         known = getattr(source, "loop_settings", None)
     ended_by_limit = bool({"reflect", "summarize"} & set(moves))
     if ended_by_limit:

@@ -119,6 +119,11 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "parent_run_id": ("category", "the run this run is a turn of (a team run), null for a top-level run"),
         "forked_from": ("category", "the run this run is a fork of (Stepper.fork), null when it is not a fork"),
         "fork_move": ("Int64", "moves the fork shares with that run: it was forked before move fork_move + 1"),
+        "max_tool_iterations": ("Int64", "the agent's max_tool_iterations (null: not an nbagent AssistantAgent's run)"),
+        "reflect_on_tool_use": (
+            "boolean",
+            "the agent's reflect_on_tool_use (null: not an nbagent AssistantAgent's run)",
+        ),
         "status": ("category", "ok, error, cancelled or running"),
         "error": ("string", "the error, when the run failed"),
         "started_at": ("datetime64[ns, UTC]", "when the run started"),
