@@ -28,6 +28,7 @@ recorded summary lines are given back).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import re
 from collections import deque
@@ -377,138 +378,171 @@ class RecordedMemory(Memory):
         return UpdateContextResult(await self.query(""), len(self.hit.added))
 
 
-# ---------------------------------------------------------------------- reading a run back from frames
+# ---------------------------------------------------------------------- reading runs back from frames
+
+Row = dict[str, Any]
+"""A frame's row as a dict, its nulls as ``None``."""
+
+
+def _rows(frame: pd.DataFrame, columns: Sequence[str]) -> list[Row]:
+    """The rows of ``frame`` (only ``columns``) as dicts, nulls as ``None``: read once, then plain Python."""
+    import pandas as pd
+
+    lists = []
+    for name in columns:
+        values = frame[name].astype("object").tolist()
+        lists.append([None if not isinstance(v, (list, dict)) and pd.isna(v) else v for v in values])
+    return [dict(zip(columns, values)) for values in zip(*lists)]
+
+
+_EVENT_COLUMNS = ("run_id", "kind", "move", "iteration", "text", "message_id", "elapsed_s")
+_CALL_COLUMNS = (
+    "run_id", "model", "provider", "message_id", "streaming", "purpose", "status", "error", "prompt_tokens",
+    "completion_tokens", "finish_reason", "cached", "has_thought", "n_tool_calls", "response_text", "response_model",
+    "response_id", "duration_s", "ttft_s", "request_params", "system_instructions", "tool_definitions",
+)  # fmt: skip
+_TOOL_COLUMNS = ("run_id", "iteration", "call_id", "tool_name", "result", "is_error", "duration_s")
+_CONTEXT_COLUMNS = ("log", "kind", "source", "text", "tool_calls", "thought", "run_id", "move")
+
+
+class ReplayIndex:
+    """A trace's frames read once, for the replay of any of its runs (:meth:`replay`): each run's
+    rows, model calls and tool calls, and its context at any row through the snapshot tables."""
+
+    def __init__(self, trace: ReplaySource) -> None:
+        self.trace = trace
+        runs = trace.runs_df()
+        self.order = [str(r) for r in runs["run_id"]]
+        self.runs = {str(row["run_id"]): row for row in _rows(runs, list(runs.columns))}
+        self.events: dict[str, list[tuple[int, Row]]] = {}
+        for position, row in enumerate(_rows(trace.events_df(), _EVENT_COLUMNS)):
+            self.events.setdefault(row["run_id"], []).append((position, row))
+        self.calls: dict[str, list[Row]] = {}
+        for row in _rows(trace.llm_calls_df(), _CALL_COLUMNS):
+            self.calls.setdefault(row["run_id"], []).append(row)
+        self.tools: dict[str, list[Row]] = {}
+        self.results: dict[str, str] = {}  # every recorded call id's result, for tool results in a context
+        self.errors: set[str] = set()
+        for row in _rows(trace.tool_calls_df(), _TOOL_COLUMNS):
+            self.tools.setdefault(row["run_id"], []).append(row)
+            self.results[str(row["call_id"])] = _text(row["result"])
+            if row["is_error"]:
+                self.errors.add(str(row["call_id"]))
+        tables = trace.context_tables()
+        self.logs: dict[int, list[Row]] = {}
+        for row in _rows(tables["context_logs"], _CONTEXT_COLUMNS):
+            self.logs.setdefault(int(row["log"]), []).append(row)
+        self.snapshots: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
+        for row in _rows(tables["snapshots"], ("agent", "event_row", "log", "length")):
+            at, where = self.snapshots.setdefault(str(row["agent"]), ([], []))
+            at.append(int(row["event_row"]))
+            where.append((int(row["log"]), int(row["length"])))
+
+    def context(self, agent: str, position: int) -> list[Row] | None:
+        """The context of ``agent`` when row ``position`` was recorded (``None``: none recorded)."""
+        found = self.snapshots.get(agent)
+        if found is None:
+            return None
+        at, where = found
+        index = bisect.bisect_right(at, position) - 1
+        if index < 0:
+            return None
+        log, length = where[index]
+        return self.logs.get(log, [])[:length]
+
+    def replay(self, run_id: str | None = None, *, pace: bool = False) -> Replay:
+        """The :class:`Replay` of run ``run_id`` (the last run by default)."""
+        if not self.order:
+            raise ValueError("trace.replay: the trace holds no run to replay")
+        if run_id is None:
+            run_id = self.order[-1]
+        elif not isinstance(run_id, str):
+            raise TypeError(f"trace.replay: run_id must be a run id (str) or None, got {type(run_id).__name__}")
+        run = self.runs.get(run_id)
+        if run is None:
+            known = ", ".join(repr(r) for r in self.order[-5:])
+            raise wrong_value("trace.replay", "run_id", f"a run of this trace (the last: {known})", run_id)
+        rows = self.events.get(run_id, [])
+        events = [row for _, row in rows]
+        calls = self.calls.get(run_id, [])
+        tools = self.tools.get(run_id, [])
+        agent = str(run["agent"])
+        start = self.context(agent, rows[0][0]) if rows else None
+        end = self.context(agent, rows[-1][0]) if rows else None
+        results = [
+            (str(row["call_id"]), str(row["tool_name"]), _text(row["result"]), bool(row["is_error"]), row["duration_s"])
+            for row in tools
+            if row["is_error"] is not None
+        ]
+        start_messages = _messages(start or [], self.results, self.errors)
+        added = _messages(end or [], self.results, self.errors)
+        mine = [index for index, row in enumerate(end or []) if row["run_id"] == run_id]
+        added_here = [added[index] for index in mine]
+        added_moves = [(end or [])[index]["move"] for index in mine]
+        moves = [str(row["move"]) for row in events if row["kind"] == "Move"]
+        first_tools = next((call for call in calls if call["purpose"] != "reflection"), None)
+        schemas = [_schema(definition) for definition in (first_tools or {}).get("tool_definitions") or []]
+        system = None
+        if calls and calls[0]["system_instructions"] is not None:
+            system = _own_system(str(calls[0]["system_instructions"]), start_messages + added_here)
+        final_type, final_text = run["final_type"], run["final_text"]
+        answers = _answers(events, calls, added_here)
+        structured = final_type is not None and str(final_type).startswith("StructuredMessage")
+        output_type, output_format = _output_type(
+            self.trace, run_id, agent, None if final_text is None or not structured else str(final_text), answers
+        )
+        summary = None
+        if final_type == "ToolCallSummaryMessage" and final_text is not None:
+            summary = _summary_lines(str(final_text), tools)
+        first = calls[0] if calls else None
+        return Replay(
+            run_id=run_id,
+            trace_id=self.trace.trace_id,
+            agent=agent,
+            status=str(run["status"]),
+            task=tuple(_task(events, added_moves, added_here)),
+            start_context=tuple(start_messages),
+            system_message=system,
+            tools=tuple(schemas),
+            handoffs=tuple(_handoffs(schemas, results, run["handoff_target"], "handoff_check" in moves)),
+            answers=tuple(answers),
+            tool_results=tuple(results),
+            memory=_memory(events, added_moves, added_here) if "memory" in moves else None,
+            settings=_settings(self.trace, run, events, moves, output_type is not None),
+            model="replay" if first is None else str(first["model"]),
+            provider="nbagent.replay" if first is None or first["provider"] is None else str(first["provider"]),
+            model_client_stream=bool(first is not None and first["streaming"]),
+            create_args=_create_args(first),
+            output_content_type=output_type,
+            output_content_type_format=output_format,
+            summary_lines=summary,
+            pace=pace,
+        )
 
 
 def replay_of(trace: ReplaySource, run_id: str | None = None, *, pace: bool = False) -> Replay:
     """The :class:`Replay` of run ``run_id`` of ``trace`` (the last run by default)."""
-    import pandas as pd
-
-    runs = trace.runs_df()
-    if not len(runs):
-        raise ValueError("trace.replay: the trace holds no run to replay")
-    if run_id is None:
-        run_id = str(runs["run_id"].iloc[-1])
-    elif not isinstance(run_id, str):
-        raise TypeError(f"trace.replay: run_id must be a run id (str) or None, got {type(run_id).__name__}")
-    picked = runs[runs["run_id"].astype("object") == run_id]
-    if not len(picked):
-        known = ", ".join(repr(str(r)) for r in runs["run_id"].tail(5))
-        raise wrong_value("trace.replay", "run_id", f"a run of this trace (the last: {known})", run_id)
-    run = picked.iloc[0]
-    events = trace.events_df()
-    events = events[events["run_id"].astype("object") == run_id].reset_index(drop=True)
-    calls = trace.llm_calls_df()
-    calls = calls[calls["run_id"].astype("object") == run_id].reset_index(drop=True)
-    tools = trace.tool_calls_df()
-    all_tools = tools
-    tools = tools[tools["run_id"].astype("object") == run_id].reset_index(drop=True)
-    try:
-        start = trace.context_df(run_id=run_id, seq=0)
-        end = trace.context_df(run_id=run_id)
-    except LookupError:  # no context recorded (a source the trace recorded without its context)
-        start = end = None
-    results = [
-        (str(row.call_id), str(row.tool_name), _text(row.result), bool(row.is_error), _float(row.duration_s))
-        for row in tools.itertuples()
-        if not pd.isna(row.is_error)
-    ]
-    by_call_id = {str(row.call_id): _text(row.result) for row in all_tools.itertuples()}
-    by_call_id.update({key: content for key, _, content, _, _ in results})
-    error_ids = {str(row.call_id) for row in all_tools.itertuples() if _flag(row.is_error)}
-    start_messages = _messages(start, by_call_id, error_ids) if start is not None else []
-    mine = None if end is None else end[end["run_id"].astype("object") == run_id]
-    added = _messages(end, by_call_id, error_ids) if end is not None else []
-    added_here = [] if mine is None else [added[i] for i in mine.index]
-    moves = [str(m) for m in events.loc[events["kind"] == "Move", "move"]]
-    task = _task(events, mine, added_here)
-    answers = _answers(events, calls, added_here)
-    memory = _memory(events, mine, added_here) if "memory" in moves else None
-    first_tools = next((row for row in calls.itertuples() if row.purpose != "reflection"), None)
-    schemas = [] if first_tools is None else [_schema(definition) for definition in first_tools.tool_definitions]
-    system = None
-    if len(calls) and not pd.isna(calls["system_instructions"].iloc[0]):
-        system = _own_system(str(calls["system_instructions"].iloc[0]), start_messages + [m for m in added_here])
-    final_type = None if pd.isna(run["final_type"]) else str(run["final_type"])
-    final_text = None if pd.isna(run["final_text"]) else str(run["final_text"])
-    handoff_target = None if pd.isna(run["handoff_target"]) else str(run["handoff_target"])
-    handoffs = _handoffs(schemas, results, handoff_target, "handoff_check" in moves)
-    structured = final_type is not None and final_type.startswith("StructuredMessage")
-    output_type, output_format = _output_type(
-        trace, run_id, str(run["agent"]), final_text if structured else None, answers
-    )
-    settings = _settings(trace, run, events, moves, output_type is not None)
-    summary = None
-    if final_type == "ToolCallSummaryMessage" and final_text is not None:
-        summary = _summary_lines(final_text, tools)
-    first = calls.iloc[0] if len(calls) else None
-    return Replay(
-        run_id=run_id,
-        trace_id=trace.trace_id,
-        agent=str(run["agent"]),
-        status=str(run["status"]),
-        task=tuple(task),
-        start_context=tuple(start_messages),
-        system_message=system,
-        tools=tuple(schemas),
-        handoffs=tuple(handoffs),
-        answers=tuple(answers),
-        tool_results=tuple(results),
-        memory=memory,
-        settings=settings,
-        model="replay" if first is None else str(first["model"]),
-        provider="nbagent.replay" if first is None or pd.isna(first["provider"]) else str(first["provider"]),
-        model_client_stream=bool(first is not None and _flag(first["streaming"])),
-        create_args=_create_args(first),
-        output_content_type=output_type,
-        output_content_type_format=output_format,
-        summary_lines=summary,
-        pace=pace,
-    )
+    return ReplayIndex(trace).replay(run_id, pace=pace)
 
 
 def _text(value: object) -> str:
-    import pandas as pd
-
-    return "" if value is None or value is pd.NA or (isinstance(value, float) and value != value) else str(value)
+    return "" if value is None else str(value)
 
 
-def _flag(value: object) -> bool:
-    """A nullable boolean cell as a bool (null: False)."""
-    import pandas as pd
-
-    return value is not None and value is not pd.NA and bool(value)
-
-
-def _float(value: object) -> float | None:
-    import pandas as pd
-
-    if value is None or value is pd.NA:
-        return None
-    number = float(cast(float, value))
-    return None if number != number else number
-
-
-def _int(value: object) -> int | None:
-    import pandas as pd
-
-    return None if value is None or value is pd.NA else int(cast(int, value))
-
-
-def _messages(frame: pd.DataFrame, results: Mapping[str, str], errors: set[str]) -> list[LLMMessage]:
+def _messages(rows: Sequence[Row], results: Mapping[str, str], errors: set[str]) -> list[LLMMessage]:
     """The context frame's rows as LLM messages (tool results paired with the calls before them)."""
     out: list[LLMMessage] = []
     calls: list[dict[str, Any]] = []
-    for row in frame.itertuples():
-        kind, text, source = str(row.kind), _text(row.text), _text(row.source)
-        thought = None if row.thought is None or row.thought is _na() else str(row.thought)
+    for row in rows:
+        kind, text, source = str(row["kind"]), _text(row["text"]), _text(row["source"])
+        thought = None if row["thought"] is None else str(row["thought"])
         if kind == "system":
             out.append(SystemMessage(content=text))
         elif kind == "user":
             out.append(UserMessage(content=text, source=source))
         elif kind == "assistant":
-            if row.tool_calls is not None and not isinstance(row.tool_calls, float):
-                calls = [dict(call) for call in row.tool_calls]
+            if row["tool_calls"] is not None:
+                calls = [dict(call) for call in row["tool_calls"]]
                 content = [
                     FunctionCall(id=str(c["id"]), name=str(c["name"]), arguments=str(c["arguments"])) for c in calls
                 ]
@@ -537,87 +571,74 @@ def _messages(frame: pd.DataFrame, results: Mapping[str, str], errors: set[str])
     return out
 
 
-def _na() -> object:
-    import pandas as pd
-
-    return pd.NA
-
-
-def _task(events: pd.DataFrame, mine: pd.DataFrame | None, added: list[LLMMessage]) -> list[BaseChatMessage]:
+def _task(events: Sequence[Row], moves: Sequence[str | None], added: Sequence[LLMMessage]) -> list[BaseChatMessage]:
     """The run's new messages: the user messages STEP 1 added, or the ``RunStarted`` text."""
-    if mine is not None and len(mine):
-        steps = list(mine["move"].astype("object"))
-        task = [
-            TextMessage(content=message.content, source=message.source)
-            for message, move in zip(added, steps)
-            if move == "add_messages" and isinstance(message, UserMessage) and isinstance(message.content, str)
-        ]
-        if task or "add_messages" in steps:
-            return list(task)
-    started = events[events["kind"] == "RunStarted"]
-    text = _text(started["text"].iloc[0]) if len(started) else ""
+    task: list[BaseChatMessage] = [
+        TextMessage(content=message.content, source=message.source)
+        for message, move in zip(added, moves)
+        if move == "add_messages" and isinstance(message, UserMessage) and isinstance(message.content, str)
+    ]
+    if task or "add_messages" in moves:
+        return task
+    text = next((_text(row["text"]) for row in events if row["kind"] == "RunStarted"), "")
     return [TextMessage(content=text, source="user")] if text else []
 
 
-def _answers(events: pd.DataFrame, calls: pd.DataFrame, added: list[LLMMessage]) -> list[RecordedAnswer]:
+def _answers(events: Sequence[Row], calls: Sequence[Row], added: Sequence[LLMMessage]) -> list[RecordedAnswer]:
     """Each model call's answer, as recorded."""
-    import pandas as pd
-
-    kinds = list(events["kind"].astype("object"))
-    call_rows = [i for i, kind in enumerate(kinds) if kind == "LLMCall"]
+    starts = [index for index, row in enumerate(events) if row["kind"] == "LLMCall"]
     asked = iter([m for m in added if isinstance(m, AssistantMessage) and not isinstance(m.content, str)])
     answers: list[RecordedAnswer] = []
-    for index, call in enumerate(calls.itertuples()):
-        begin = call_rows[index] if index < len(call_rows) else len(kinds)
-        end = call_rows[index + 1] if index + 1 < len(call_rows) else len(kinds)
-        window = events.iloc[begin:end]
-        thoughts = window[window["kind"] == "ThoughtEvent"]
-        thought = _text(thoughts["text"].iloc[0]) if len(thoughts) and _flag(call.has_thought) else None
-        chunk_rows = window[(window["kind"] == CHUNK_KIND) & (window["message_id"] == call.message_id)]
-        chunks = tuple(_text(t) for t in chunk_rows["text"]) if _flag(call.streaming) else None
+    for index, call in enumerate(calls):
+        begin = starts[index] if index < len(starts) else len(events)
+        end = starts[index + 1] if index + 1 < len(starts) else len(events)
+        window = events[begin:end]
+        thought = None
+        if call["has_thought"]:
+            thought = next((_text(row["text"]) for row in window if row["kind"] == "ThoughtEvent"), None)
+        chunks: tuple[str, ...] | None = None
         gaps: tuple[float, ...] = ()
-        if chunks:
-            times = [float(t) for t in chunk_rows["elapsed_s"]]
-            started = float(window["elapsed_s"].iloc[0])
-            gaps = tuple(max(0.0, b - a) for a, b in zip([started, *times], times))
-        status = str(call.status)
-        if status != "ok":
-            answers.append(RecordedAnswer(None, None if pd.isna(call.error) else str(call.error), chunks, gaps))
+        if call["streaming"]:
+            streamed = [row for row in window if row["kind"] == CHUNK_KIND and row["message_id"] == call["message_id"]]
+            chunks = tuple(_text(row["text"]) for row in streamed)
+            times = [float(row["elapsed_s"]) for row in streamed]
+            began = float(window[0]["elapsed_s"]) if window else 0.0
+            gaps = tuple(max(0.0, b - a) for a, b in zip([began, *times], times))
+        if call["status"] != "ok":
+            answers.append(RecordedAnswer(None, call["error"], chunks, gaps))
             continue
-        prompt, completion = _int(call.prompt_tokens), _int(call.completion_tokens)
+        prompt, completion = call["prompt_tokens"], call["completion_tokens"]
         usage: RequestUsage
         if prompt is None and completion is None:
             usage = UnreportedUsage(prompt_tokens=0, completion_tokens=0)
         else:
-            usage = RequestUsage(prompt_tokens=prompt or 0, completion_tokens=completion or 0)
+            usage = RequestUsage(prompt_tokens=int(prompt or 0), completion_tokens=int(completion or 0))
         content: str | list[FunctionCall]
-        if (_int(call.n_tool_calls) or 0) > 0:
+        if int(call["n_tool_calls"] or 0) > 0:
             message = next(asked, None)
-            if message is not None:
-                content = list(cast(list[FunctionCall], message.content))
-                if thought is None and message.thought is not None and _flag(call.has_thought):
-                    thought = message.thought
-            else:
-                content = []
+            content = [] if message is None else list(cast(list[FunctionCall], message.content))
+            if thought is None and message is not None and message.thought is not None and call["has_thought"]:
+                thought = message.thought
         else:
-            content = _text(call.response_text)
+            content = _text(call["response_text"])
         result = CreateResult(
-            finish_reason=cast(Any, str(call.finish_reason)),
+            finish_reason=cast(Any, str(call["finish_reason"])),
             content=content,
             usage=usage,
-            cached=_flag(call.cached),
+            cached=bool(call["cached"]),
             thought=thought,
-            response_model=None if pd.isna(call.response_model) else str(call.response_model),
-            response_id=None if pd.isna(call.response_id) else str(call.response_id),
+            response_model=call["response_model"],
+            response_id=call["response_id"],
         )
-        answers.append(RecordedAnswer(result, None, chunks, gaps, _float(call.duration_s), _float(call.ttft_s)))
+        answers.append(RecordedAnswer(result, None, chunks, gaps, call["duration_s"], call["ttft_s"]))
     return answers
 
 
-def _memory(events: pd.DataFrame, mine: pd.DataFrame | None, added: list[LLMMessage]) -> tuple[RecordedMemoryHit, ...]:
+def _memory(
+    events: Sequence[Row], moves: Sequence[str | None], added: Sequence[LLMMessage]
+) -> tuple[RecordedMemoryHit, ...]:
     """The recorded memory stores' hits: one per ``MemoryQueryEvent``; the first adds STEP 2's messages."""
-    texts = [_text(text) for text in events.loc[events["kind"] == "MemoryQueryEvent", "text"]]
-    moves = [] if mine is None else list(mine["move"].astype("object"))
+    texts = [_text(row["text"]) for row in events if row["kind"] == "MemoryQueryEvent"]
     messages = tuple(message for message, move in zip(added, moves) if move == "memory")
     if not texts:
         return (RecordedMemoryHit(None, messages),) if messages else ()
@@ -684,16 +705,17 @@ def _output_type(
     """A structured output's class: the recorded one in a live trace (its answer's, else its agent's),
     else a model of the same fields (made from the answer's JSON) and a format string that gives the
     recorded text."""
-    items = getattr(trace, "items", None)  # a live trace holds the events themselves
-    if items is not None:
+    live = hasattr(type(trace), "items")  # a live trace holds the events themselves
+    if live and final_text is not None:  # a structured answer: its class, from the recorded event
         inside = False
-        for item in items:
+        for item in getattr(trace, "items", ()):
             if type(item) is RunStarted:
                 inside = item.run_id == run_id
             elif inside and isinstance(item, Response):
                 content = getattr(item.chat_message, "content", None)
                 if isinstance(content, BaseModel):
                     return type(content), getattr(item.chat_message, "format_string", None)
+    if live:
         owner = getattr(trace, "owner", None)
         if owner is not None and getattr(owner, "name", None) == agent:
             kind = getattr(owner, "output_content_type", None)
@@ -701,6 +723,11 @@ def _output_type(
                 return kind, getattr(owner, "output_content_type_format", None)
     if final_text is None:
         return None, None
+    return _model_of(final_text, answers)
+
+
+def _model_of(final_text: str, answers: list[RecordedAnswer]) -> tuple[type[BaseModel], str | None]:
+    """A model with the fields of the last answer's JSON, and a format string giving ``final_text``."""
     answer = next((a.result for a in reversed(answers) if a.result is not None), None)
     try:
         data = json.loads(answer.content) if answer is not None and isinstance(answer.content, str) else {}
@@ -709,7 +736,7 @@ def _output_type(
     fields: dict[str, Any] = {key: (Any, ...) for key in data} if isinstance(data, dict) else {}
     model = create_model("RecordedOutput", **fields)
     fmt = None
-    if isinstance(data, dict) and final_text is not None and final_text != json.dumps(data):
+    if isinstance(data, dict) and final_text != json.dumps(data):
         fmt = final_text.replace("{", "{{").replace("}", "}}")
         for key, value in sorted(data.items(), key=lambda kv: -len(str(kv[1]))):
             if str(value):
@@ -722,17 +749,13 @@ def _output_type(
     return model, fmt
 
 
-def _settings(
-    trace: ReplaySource, run: pd.Series, events: pd.DataFrame, moves: list[str], structured: bool
-) -> LoopSettings:
+def _settings(trace: ReplaySource, run: Row, events: Sequence[Row], moves: list[str], structured: bool) -> LoopSettings:
     """The loop settings the run recorded (``runs_df``), else those its moves show and, for what they
     leave open, the live source's when it has them."""
-    import pandas as pd
-
-    iterations = [int(i) for i in events.loc[events["kind"] == "Move", "iteration"].dropna()]
+    iterations = [int(row["iteration"]) for row in events if row["kind"] == "Move" and row["iteration"] is not None]
     last = max(iterations, default=0)
     limit, reflects = run.get("max_tool_iterations"), run.get("reflect_on_tool_use")
-    if limit is not None and not pd.isna(limit) and reflects is not None and not pd.isna(reflects):
+    if limit is not None and reflects is not None:
         return LoopSettings(
             memory="memory" in moves,
             handoffs="handoff_check" in moves,
@@ -762,19 +785,20 @@ def _settings(
     )
 
 
-def _summary_lines(text: str, tools: pd.DataFrame) -> dict[str, str] | None:
+def _summary_lines(text: str, tools: Sequence[Row]) -> dict[str, str] | None:
     """The recorded summary's line per call id of the last batch, when the default format does not give it."""
-    if not len(tools):
+    if not tools:
         return None
-    last = tools[tools["iteration"] == tools["iteration"].max()]
-    ids, contents = [str(c) for c in last["call_id"]], [_text(r) for r in last["result"]]
+    last = max(int(row["iteration"] or 0) for row in tools)
+    batch = [row for row in tools if int(row["iteration"] or 0) == last]
+    ids, contents = [str(row["call_id"]) for row in batch], [_text(row["result"]) for row in batch]
     if "\n".join(contents) == text:
         return None
     lines = text.split("\n")
     return dict(zip(ids, lines)) if len(lines) == len(ids) else None
 
 
-def _create_args(call: pd.Series | None) -> dict[str, Any]:
+def _create_args(call: Row | None) -> dict[str, Any]:
     """The recorded request parameters but ``tool_choice`` (the loop's, per call), as the create
     arguments that give them again."""
     if call is None:
