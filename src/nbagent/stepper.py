@@ -288,11 +288,11 @@ class ForkSource:
 
 @dataclass
 class _Snapshot:
-    """What :meth:`Stepper.reset` puts back: the context's state and the model client's checkpoint."""
+    """What :meth:`Stepper.reset` puts back: the context's messages and the model client's checkpoint."""
 
-    context_state: dict[str, Any]
     client_checkpoint: object | None  # ``model_client.checkpoint()``: None for a client that cannot rewind
     failed_run: FailedRun | None  # the agent's mark of a failed run, which the walk replaces
+    messages: list[LLMMessage]  # the context's messages then (immutable: shared, not copied); a fork starts there
 
 
 class Stepper:
@@ -519,7 +519,10 @@ class Stepper:
         await self.aclose()
         snapshot, self._snapshot = self._snapshot, None
         if snapshot is not None:
-            await self.agent.model_context.load_state(snapshot.context_state)
+            context = self.agent.model_context
+            await context.clear()
+            for message in snapshot.messages:
+                await context.add_message(message)
             self.agent.model_client.restore(snapshot.client_checkpoint)
             self.agent.failed_run = snapshot.failed_run
         self.history.clear()
@@ -550,8 +553,10 @@ class Stepper:
             )
         agent = self.agent
         copy = agent.copy(model_client=_client_copy(agent.model_client), workbench=_workbench_copy(agent.workbench))
-        state = self._snapshot.context_state if self._snapshot is not None else await agent.model_context.save_state()
-        await copy.model_context.load_state(state)
+        start = self._snapshot.messages if self._snapshot is not None else agent.model_context.messages
+        await copy.model_context.clear()  # a fresh context holds its initial messages, which start has
+        for message in start:  # messages are immutable: the copy's context shares them
+            await copy.model_context.add_message(message)
         fork = type(self)(copy, list(self.messages), self.cancellation_token)
         fork.parent = self
         if self._run is not None:  # paused: the moves made so far are given as they were made
@@ -672,7 +677,8 @@ class Stepper:
     async def _begin(self) -> None:
         """Snapshot what reset restores, start the run and pull up to its first move."""
         agent = self.agent
-        snapshot = _Snapshot(await agent.model_context.save_state(), agent.model_client.checkpoint(), agent.failed_run)
+        context = agent.model_context
+        snapshot = _Snapshot(agent.model_client.checkpoint(), agent.failed_run, list(context.messages))
         self._plan = self._new_plan()
         run = self.agent.iter(self.messages, self.cancellation_token, interventions=self._plan)
         lead: list[RunItem] = []

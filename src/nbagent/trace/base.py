@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,15 @@ class TraceFrames(ABC):
         from .replay import replay_of
 
         return replay_of(self, run_id, pace=pace)
+
+    def replays(self, run_ids: Iterable[str] | None = None, *, pace: bool = False) -> Iterator[Replay]:
+        """The replay of each run of ``run_ids`` (every run by default, in order), the frames read once
+        for all of them (what a dataset of runs is replayed with: see :meth:`replay`)."""
+        from .replay import ReplayIndex
+
+        index = ReplayIndex(self)
+        for run_id in index.order if run_ids is None else run_ids:
+            yield index.replay(run_id, pace=pace)
 
     def summary(self) -> pd.Series:
         """Runs, LLM calls, tokens, tool error rate and p50/p95 latencies at a glance."""
