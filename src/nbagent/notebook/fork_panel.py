@@ -48,7 +48,9 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.give_error = widgets.Button(description="Give error")
         self.give_timeout = widgets.Button(description="Timeout")
         self.give_answer = widgets.Button(description="Give answer")
-        self.compare_button = widgets.Button(description="Compare with parent", icon="columns")
+        self.compare_button = widgets.Button(
+            description="Compare with parent", icon="columns", layout=widgets.Layout(width="auto")
+        )
         self.give_result.on_click(lambda _: self._give("result"))
         self.give_error.on_click(lambda _: self._give("error"))
         self.give_timeout.on_click(lambda _: self._give("timeout"))

@@ -49,8 +49,12 @@ class MoveView:
         return (self.key, self.events, self.tool_calls, self.context)
 
 
-def moves_of(trace: ReplaySource, run_id: str) -> list[MoveView]:
-    """The moves of run ``run_id`` of ``trace``, each with its events, tool calls, tokens, time and context."""
+def moves_of(trace: ReplaySource, run_id: str, *, by_items: bool = False) -> list[MoveView]:
+    """The moves of run ``run_id`` of ``trace``, each with its events, tool calls, tokens, time and context.
+
+    ``by_items``: a run recorded without its moves (an AutoGen agent's, ``nbagent.autogen``) is cut at
+    each model call and each event instead (``llm_call``, ``ToolCallRequestEvent``...), without context.
+    """
     import pandas as pd
 
     events = trace.events_df()
@@ -66,14 +70,19 @@ def moves_of(trace: ReplaySource, run_id: str) -> list[MoveView]:
     n_calls = n_tools = 0
     for row in events.itertuples():
         kind = str(row.kind)
-        if kind == "Move":
+        if by_items and kind == "Move":
+            continue
+        starts = kind == "Move" or (by_items and kind not in _RECORDS) or (by_items and kind == "LLMCall")
+        if starts:
             if moves:
                 ends.append(int(row.seq) - 1)
-            step = None if pd.isna(row.step) else int(row.step)
-            iteration = None if pd.isna(row.iteration) else int(row.iteration)
-            moves.append(MoveView(len(moves) + 1, str(row.move), step, iteration))
+            step = None if by_items or pd.isna(row.step) else int(row.step)
+            iteration = None if by_items or pd.isna(row.iteration) else int(row.iteration)
+            name = ("llm_call" if kind == "LLMCall" else kind) if by_items else str(row.move)
+            moves.append(MoveView(len(moves) + 1, name, step, iteration))
             moves[-1].seconds = float(row.elapsed_s)
-            continue
+            if kind == "Move":
+                continue
         if not moves:
             continue
         move = moves[-1]
@@ -99,6 +108,8 @@ def moves_of(trace: ReplaySource, run_id: str) -> list[MoveView]:
         following = moves[index + 1].seconds if index + 1 < len(moves) else float(last["elapsed_s"])
         move.seconds = None if following is None or math.isnan(following) else max(0.0, following - start)
         end = ends[index]
+        if by_items:
+            continue
         try:
             frame = trace.context_df(run_id=run_id, seq=None if index + 1 == len(moves) else end)
         except LookupError:
@@ -185,8 +196,12 @@ class Comparison:
         self.refresh()
 
     def refresh(self) -> None:
-        """Read both runs again (a walk that went on since)."""
-        self.rows = align(moves_of(*self.left), moves_of(*self.right))
+        """Read both runs again (a walk that went on since). Runs recorded with their moves align by
+        moves; when one was not (an AutoGen agent's), both are cut at each model call and event."""
+        left, right = moves_of(*self.left), moves_of(*self.right)
+        if not left or not right:
+            left, right = moves_of(*self.left, by_items=True), moves_of(*self.right, by_items=True)
+        self.rows = align(left, right)
 
     @property
     def first_divergence(self) -> int | None:

@@ -401,7 +401,17 @@ _CALL_COLUMNS = (
     "completion_tokens", "finish_reason", "cached", "has_thought", "n_tool_calls", "response_text", "response_model",
     "response_id", "duration_s", "ttft_s", "request_params", "system_instructions", "tool_definitions",
 )  # fmt: skip
-_TOOL_COLUMNS = ("run_id", "iteration", "call_id", "tool_name", "result", "is_error", "duration_s")
+_TOOL_COLUMNS = (
+    "run_id",
+    "llm_call_id",
+    "iteration",
+    "call_id",
+    "tool_name",
+    "arguments",
+    "result",
+    "is_error",
+    "duration_s",
+)
 _CONTEXT_COLUMNS = ("log", "kind", "source", "text", "tool_calls", "thought", "run_id", "move")
 
 
@@ -486,7 +496,7 @@ class ReplayIndex:
         if calls and calls[0]["system_instructions"] is not None:
             system = _own_system(str(calls[0]["system_instructions"]), start_messages + added_here)
         final_type, final_text = run["final_type"], run["final_text"]
-        answers = _answers(events, calls, added_here)
+        answers = _answers(events, calls, added_here, tools)
         structured = final_type is not None and str(final_type).startswith("StructuredMessage")
         output_type, output_format = _output_type(
             self.trace, run_id, agent, None if final_text is None or not structured else str(final_text), answers
@@ -508,7 +518,7 @@ class ReplayIndex:
             answers=tuple(answers),
             tool_results=tuple(results),
             memory=_memory(events, added_moves, added_here) if "memory" in moves else None,
-            settings=_settings(self.trace, run, events, moves, output_type is not None),
+            settings=_settings(self.trace, run, events, moves, output_type is not None, calls),
             model="replay" if first is None else str(first["model"]),
             provider="nbagent.replay" if first is None or first["provider"] is None else str(first["provider"]),
             model_client_stream=bool(first is not None and first["streaming"]),
@@ -584,8 +594,11 @@ def _task(events: Sequence[Row], moves: Sequence[str | None], added: Sequence[LL
     return [TextMessage(content=text, source="user")] if text else []
 
 
-def _answers(events: Sequence[Row], calls: Sequence[Row], added: Sequence[LLMMessage]) -> list[RecordedAnswer]:
-    """Each model call's answer, as recorded."""
+def _answers(
+    events: Sequence[Row], calls: Sequence[Row], added: Sequence[LLMMessage], tools: Sequence[Row]
+) -> list[RecordedAnswer]:
+    """Each model call's answer, as recorded (tool calls as the context has them, their argument text
+    exact; else, for a run recorded without its context, from the tool calls table)."""
     starts = [index for index, row in enumerate(events) if row["kind"] == "LLMCall"]
     asked = iter([m for m in added if isinstance(m, AssistantMessage) and not isinstance(m.content, str)])
     answers: list[RecordedAnswer] = []
@@ -616,7 +629,11 @@ def _answers(events: Sequence[Row], calls: Sequence[Row], added: Sequence[LLMMes
         content: str | list[FunctionCall]
         if int(call["n_tool_calls"] or 0) > 0:
             message = next(asked, None)
-            content = [] if message is None else list(cast(list[FunctionCall], message.content))
+            if message is not None:
+                content = list(cast(list[FunctionCall], message.content))
+            else:
+                asked_by = f"{call['run_id']}/{index}"
+                content = [_call_of(row) for row in tools if row["llm_call_id"] == asked_by]
             if thought is None and message is not None and message.thought is not None and call["has_thought"]:
                 thought = message.thought
         else:
@@ -632,6 +649,13 @@ def _answers(events: Sequence[Row], calls: Sequence[Row], added: Sequence[LLMMes
         )
         answers.append(RecordedAnswer(result, None, chunks, gaps, call["duration_s"], call["ttft_s"]))
     return answers
+
+
+def _call_of(row: Row) -> FunctionCall:
+    """A tool call from its tool calls row (its arguments written back as JSON)."""
+    arguments = row["arguments"]
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return FunctionCall(id=str(row["call_id"]), name=str(row["tool_name"]), arguments=text)
 
 
 def _memory(
@@ -749,7 +773,9 @@ def _model_of(final_text: str, answers: list[RecordedAnswer]) -> tuple[type[Base
     return model, fmt
 
 
-def _settings(trace: ReplaySource, run: Row, events: Sequence[Row], moves: list[str], structured: bool) -> LoopSettings:
+def _settings(
+    trace: ReplaySource, run: Row, events: Sequence[Row], moves: list[str], structured: bool, calls: Sequence[Row]
+) -> LoopSettings:
     """The loop settings the run recorded (``runs_df``), else those its moves show and, for what they
     leave open, the live source's when it has them."""
     iterations = [int(row["iteration"]) for row in events if row["kind"] == "Move" and row["iteration"] is not None]
@@ -767,11 +793,13 @@ def _settings(trace: ReplaySource, run: Row, events: Sequence[Row], moves: list[
     if source is not None and getattr(source, "name", None) == run["agent"]:
         known = getattr(source, "loop_settings", None)
     ended_by_limit = bool({"reflect", "summarize"} & set(moves))
+    if not moves:  # a run recorded without its moves (AutoGen's): one iteration per model call that asked for tools
+        last = max(0, sum(1 for call in calls if call["purpose"] != "reflection" and call["n_tool_calls"]) - 1)
     if ended_by_limit:
         max_iterations = last + 1
     else:
         max_iterations = max(last + 1, known.max_tool_iterations if known is not None else 1)
-    if "reflect" in moves:
+    if "reflect" in moves or any(call["purpose"] == "reflection" for call in calls):  # (a run without moves: AutoGen's)
         reflect = True
     elif "summarize" in moves:
         reflect = False
