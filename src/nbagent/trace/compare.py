@@ -107,16 +107,19 @@ def moves_of(trace: ReplaySource, run_id: str, *, by_items: bool = False) -> lis
         start = move.seconds or 0.0
         following = moves[index + 1].seconds if index + 1 < len(moves) else float(last["elapsed_s"])
         move.seconds = None if following is None or math.isnan(following) else max(0.0, following - start)
-        end = ends[index]
-        if by_items:
-            continue
-        try:
-            frame = trace.context_df(run_id=run_id, seq=None if index + 1 == len(moves) else end)
-        except LookupError:
-            frame = None
-        if frame is not None:
-            move.context = [f"[{kind}] {_text(text)}" for kind, text in zip(frame["kind"], frame["text"])]
+    if not by_items:
+        _add_contexts(trace, run_id, moves, ends)
     return moves
+
+
+def _add_contexts(trace: ReplaySource, run_id: str, moves: list[MoveView], ends: list[int]) -> None:
+    """Each move's context after it: the trace's context at the move's last item (the last move: the run's end)."""
+    for index, move in enumerate(moves):
+        try:
+            frame = trace.context_df(run_id=run_id, seq=None if index + 1 == len(moves) else ends[index])
+        except LookupError:  # no context recorded
+            continue
+        move.context = [f"[{kind}] {_text(text)}" for kind, text in zip(frame["kind"], frame["text"])]
 
 
 def _flag(value: object) -> bool:
