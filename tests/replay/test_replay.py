@@ -294,3 +294,13 @@ async def test_a_run_cancelled_while_a_tool_ran_replays_cancelled_there(tmp_path
         with pytest.raises(asyncio.CancelledError):
             await again.run(task=TASK)
         assert_same_run((agent.trace, run_id), (again.trace, last_run(again.trace)))
+
+
+async def test_show_plays_a_replay_in_the_live_view_titled_as_a_replay() -> None:
+    agent = scripted([calls(("c1", "add", '{"a": 2, "b": 3}')), "It is 5."], tools=[add], reflect_on_tool_use=True)
+    await agent.run(task=TASK)
+    replay = agent.trace.replay()
+    view = await nbagent.show(replay)
+    assert view.response is not None and view.response.chat_message.to_text() == "It is 5."
+    title = view._title.value  # noqa: SLF001 the view shows its title; it has no accessor
+    assert "replay of run" in title and "no model or tool called" in title

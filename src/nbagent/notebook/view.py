@@ -866,6 +866,7 @@ async def _show(
     cancellation_token: CancellationToken | None,
     title: str,
 ) -> AgentRunView:
+    title = title or getattr(source, "title", "")  # a replay says what it is, and what it cannot reproduce
     source, task = replayed("nbagent.show", source, task)  # a trace's replay: its agent and recorded task
     autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     if autogen is None:
@@ -888,6 +889,7 @@ def start(
     The run goes on in the kernel's event loop after the cell has finished; ``await view.wait()``
     gives its ``Response``.
     """
+    title = title or getattr(source, "title", "")  # a replay says what it is, and what it cannot reproduce
     source, task = replayed("nbagent.start", source, task)  # a trace's replay: its agent and recorded task
     autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     if autogen is None:

@@ -142,6 +142,14 @@ class Replay:
     pace: bool = False
     limits: str = LIMITS
 
+    @property
+    def title(self) -> str:
+        """What a view of the replay is titled: the run it replays, and what a replay gives back."""
+        return (
+            f"replay of run {self.run_id} ({self.agent}): recorded answers and tool results, no model or "
+            "tool called (tool side effects are not made again)"
+        )
+
     def model_client(self) -> RecordedChatCompletionClient:
         """A client that answers the recorded calls, in order."""
         return RecordedChatCompletionClient(
