@@ -18,6 +18,7 @@ LAYERS: list[set[str]] = [
     {
         "nbagent._ids",
         "nbagent._check",
+        "nbagent._imports",
         "nbagent.messages",
         "nbagent.cancellation",
         "nbagent.redact",

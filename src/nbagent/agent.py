@@ -17,13 +17,14 @@ from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Any, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
 from . import _check as check
 from ._ids import new_id, utc_now
+from ._imports import when_imported
 from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
 from .context import ChatCompletionContext, UnboundedChatCompletionContext
@@ -344,8 +345,6 @@ class AssistantAgent(Component):
         self._loop_settings: LoopSettings | None = None  # made on first use (loop_settings)
         self.trace = Trace(owner=self)
         self.recorders: list[Recorder] = [self.trace]
-        if "autogen_agentchat.base" in sys.modules:  # AutoGen's teams take the agent as a ChatAgent
-            _join_autogen(type(self))
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -1735,10 +1734,10 @@ def _is_autogen_response(item: object) -> bool:
     return base is not None and isinstance(item, base.Response)
 
 
-def _join_autogen(cls: type) -> None:
-    from .autogen.protocol import register_chat_agent
-
-    register_chat_agent(cls)
+def _join_autogen(base: ModuleType) -> None:
+    """AutoGen's teams take nbagent's agents (and their subclasses) as ``ChatAgent``: registered when
+    ``autogen_agentchat.base`` is imported, before or after the agents are made (imports nothing)."""
+    base.ChatAgent.register(AssistantAgent)
 
 
 def _llm_message_hint(value: object) -> str:
@@ -1969,3 +1968,6 @@ class AgentRun(RunIterator):
 
     def __repr__(self) -> str:
         return f"AgentRun(agent={self.agent.name!r}, run_id={self.run_id!r}, status={self.status!r})"
+
+
+when_imported("autogen_agentchat.base", _join_autogen)

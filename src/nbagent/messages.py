@@ -27,7 +27,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 
 from ._ids import ids_pool, new_id, utc_now
 from .redact import mask
@@ -265,12 +265,32 @@ class ToolCallSummaryMessage(BaseChatMessage):
     type: Literal["ToolCallSummaryMessage"] = "ToolCallSummaryMessage"
 
 
+def _autogen_llm_messages(items: Any) -> Any:
+    """AutoGen's LLM messages (``autogen_core.models``: the same names and fields) as their dumps,
+    which nbagent's types validate exactly (AutoGen's ``is_error=None`` is ``False``)."""
+    if not isinstance(items, list):
+        return items
+    converted: list[Any] = []
+    for item in items:
+        kind = type(item)
+        if isinstance(item, BaseModel) and kind.__module__.startswith("autogen_core") and kind.__name__ in _LLM_NAMES:
+            item = item.model_dump()
+            if item["type"] == "FunctionExecutionResultMessage":
+                item["content"] = [{**result, "is_error": bool(result["is_error"])} for result in item["content"]]
+        converted.append(item)
+    return converted
+
+
+_LLM_NAMES = frozenset({"SystemMessage", "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage"})
+
+
 class HandoffMessage(BaseChatMessage):
-    """Hands the conversation to ``target``; ``context`` holds the other calls of that response."""
+    """Hands the conversation to ``target``; ``context`` holds the other calls of that response
+    (nbagent's LLM messages; AutoGen's are converted)."""
 
     target: str
     content: str
-    context: list[LLMMessage] = Field(default_factory=list)
+    context: Annotated[list[LLMMessage], BeforeValidator(_autogen_llm_messages)] = Field(default_factory=list)
     type: Literal["HandoffMessage"] = "HandoffMessage"
 
 

@@ -157,6 +157,34 @@ async def test_autogens_llm_messages_in_nbagents_contexts_are_converted() -> Non
         await context.add_message("text")  # type: ignore[arg-type]
 
 
+def test_a_handoff_message_built_with_autogens_llm_messages_holds_nbagents_twins() -> None:
+    from autogen_core import FunctionCall as AgFunctionCall
+    from autogen_core import Image as AgImage
+    from autogen_core.models import FunctionExecutionResult as AgResult
+    from autogen_core.models import FunctionExecutionResultMessage as AgResults
+    from autogen_core.models import SystemMessage as AgSystemMessage
+
+    pixel = AgImage.from_base64(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    context = [
+        AgSystemMessage(content="Be brief."),
+        AgUserMessage(content=["look", pixel], source="u"),
+        AgAssistantMessage(content=[AgFunctionCall(id="c1", name="f", arguments="{}")], source="a", thought="hm"),
+        AgResults(content=[AgResult(content="r", name="f", call_id="c1")]),  # AutoGen's is_error=None
+    ]
+    handoff = nbagent.HandoffMessage(target="b", content="over", source="a", context=context)
+    assert handoff.context == [
+        nbagent.SystemMessage(content="Be brief."),
+        UserMessage(content=["look", nbagent.Image(data=pixel.to_base64(), mime_type="image/png")], source="u"),
+        nbagent.AssistantMessage(content=[FunctionCall(id="c1", name="f", arguments="{}")], source="a", thought="hm"),
+        nbagent.FunctionExecutionResultMessage(
+            content=[nbagent.FunctionExecutionResult(content="r", name="f", call_id="c1", is_error=False)]
+        ),
+    ]
+    assert nbagent.HandoffMessage.model_validate(handoff.model_dump()) == handoff  # and it round-trips
+
+
 async def test_autogens_create_result_in_nbagents_replay_script() -> None:
     from autogen_core.models import CreateResult as AgCreateResult
     from autogen_core.models import RequestUsage as AgRequestUsage

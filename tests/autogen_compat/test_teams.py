@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -132,6 +135,44 @@ async def test_autogen_messages_as_a_task_are_converted_exactly() -> None:
     last = agent.model_context.messages[-2]
     assert isinstance(last, UserMessage) and isinstance(last.content, list)
     assert last.content[0] == "see" and isinstance(last.content[1], nbagent.Image)
+
+
+AGENTS_FIRST = """
+import asyncio, sys
+import nbagent
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
+
+assert not [name for name in sys.modules if name.startswith("autogen")]  # nbagent imports no AutoGen
+handoff = CreateResult(
+    finish_reason="function_calls", content=[FunctionCall(id="h1", name="transfer_to_bob", arguments="{}")]
+)
+alice = AssistantAgent("alice", ReplayChatCompletionClient([handoff]), handoffs=["bob"])
+
+class Mine(AssistantAgent):
+    pass
+
+bob = Mine("bob", ReplayChatCompletionClient(["done TERMINATE"]), handoffs=["alice"])
+
+from autogen_agentchat.base import ChatAgent
+from autogen_agentchat.conditions import TextMentionTermination
+from autogen_agentchat.teams import Swarm
+
+assert isinstance(alice, ChatAgent) and isinstance(bob, ChatAgent)
+team = Swarm([alice, bob], termination_condition=TextMentionTermination("TERMINATE"))
+result = asyncio.run(team.run(task="hi"))
+print([(type(m).__name__, m.source) for m in result.messages])
+"""
+
+
+def test_agents_made_before_autogen_is_imported_join_its_teams(tmp_path: Path) -> None:
+    script = tmp_path / "agents_first.py"
+    script.write_text(AGENTS_FIRST)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "[('TextMessage', 'user'), ('ToolCallRequestEvent', 'alice'), ('ToolCallExecutionEvent', 'alice'), "
+        "('HandoffMessage', 'alice'), ('TextMessage', 'bob')]"
+    )
 
 
 # ---------------------------------------------------------------------- RoundRobinGroupChat

@@ -144,8 +144,10 @@ elif mode == "asyncio.run":
 elif mode == "batch.run_sync":
     nbagent.Batch(make, ["a", "b"], concurrency=2, progress=None).run_sync()
 elif mode == "other":  # an interrupt that is no run's: Python's own traceback
-    print("STARTED", flush=True)
-    asyncio.run(asyncio.sleep(60))
+    async def wait():
+        print("STARTED", flush=True)  # once the event loop runs (Ctrl-C while asyncio.run sets it up is another story)
+        await asyncio.sleep(60)
+    asyncio.run(wait())
 """
 AGENT_LINE = (
     "KeyboardInterrupt: the run of agent 'calc' was interrupted ({why}); its context is valid (every tool call "

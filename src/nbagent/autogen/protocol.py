@@ -7,7 +7,8 @@ messages and ``Response`` (it publishes them through a ``MessageFactory`` that k
 types). ``Swarm`` also checks ``isinstance(participant, ChatAgent)``.
 
 So nbagent's ``AssistantAgent`` is registered as a virtual subclass of AutoGen's ``ChatAgent``
-(:func:`register_chat_agent`, done when an agent is made once AutoGen's agentchat is imported), and
+(``nbagent.agent`` does it when ``autogen_agentchat.base`` is imported, before or after the agents are
+made: ``nbagent._imports.when_imported``), and
 its ``on_messages``/``on_messages_stream`` answer in the caller's types: called with AutoGen's
 messages (or, with no message, AutoGen's token), they convert the messages in (:func:`chat_in`,
 exact: every field and id kept) and every item out (:class:`Outgoing`). The loop, its records and
@@ -20,7 +21,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from autogen_agentchat import messages as ag
-from autogen_agentchat.base import ChatAgent
 from autogen_agentchat.base import Response as AgResponse
 from autogen_core import FunctionCall as AgFunctionCall
 from autogen_core import Image as AgImage
@@ -30,15 +30,6 @@ from autogen_core.memory import MemoryContent as AgMemoryContent
 from .. import messages as nb
 from ..models.bridge import to_autogen_message
 from .convert import Converter
-
-_REGISTERED: set[type] = set()
-
-
-def register_chat_agent(cls: type) -> None:
-    """Make ``cls`` a virtual subclass of AutoGen's ``ChatAgent`` (once): AutoGen's teams take it."""
-    if cls not in _REGISTERED:
-        ChatAgent.register(cls)
-        _REGISTERED.add(cls)
 
 
 def is_autogen_message(value: object) -> bool:
