@@ -20,6 +20,7 @@ A generic driver: it knows no agent. ``AssistantAgent.run_sync`` and ``nbagent.r
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
@@ -149,11 +150,19 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
     def close(self) -> None:
         self._coro.close()
 
+    # The coroutine's own introspection, so that a task's repr, ``task.get_stack()``, ``inspect``'s
+    # state functions and debuggers see the run's coroutine, not a wrapper without a name or frame.
+    @property
+    def __name__(self) -> str:  # (asyncio names a coroutine by it: a type's __qualname__ can't be a property)
+        return str(getattr(self._coro, "__qualname__", type(self._coro).__name__))
+
     if not TYPE_CHECKING:  # hidden from type checkers: for them a forgotten await stays a type error
 
         def __getattr__(self, name: str) -> Any:
             if name.startswith("_"):
                 raise AttributeError(name)
+            if name.startswith("cr_"):  # the coroutine's frame, code and state (cr_frame, cr_suspended...)
+                return getattr(self._coro, name)
             raise AttributeError(
                 f"{self._call} gives a coroutine, not its result, so it has no attribute {name!r}: write "
                 f"`result = await {self._call}` in a notebook cell or an async function, or `{self._sync}` "
@@ -163,6 +172,8 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
             )
 
     def __repr__(self) -> str:
+        if inspect.getcoroutinestate(self._coro) != inspect.CORO_CREATED:  # awaited or scheduled: no mistake
+            return repr(self._coro)
         return f"<coroutine {self._call}, not run: write `await {self._call}`, or `{self._sync}`>"
 
 
@@ -204,6 +215,17 @@ class Stream(AsyncGenerator[Y, None], Generic[Y]):
 
     def aclose(self) -> Coroutine[Any, Any, None]:
         return self._agen.aclose()
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("ag_"):  # the generator's frame, code and state, for inspect and debuggers
+                return getattr(self._agen, name)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
+
+    @property
+    def __name__(self) -> str:  # (a type's __qualname__ can't be a property)
+        return str(getattr(self._agen, "__qualname__", type(self._agen).__name__))
 
     def __iter__(self) -> Iterator[Y]:
         raise TypeError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import os
 import signal
 import subprocess
@@ -69,6 +70,26 @@ async def test_the_run_is_a_coroutine_to_asyncio() -> None:
     first, second = await asyncio.gather(other.run(task="two"), agent.run(task="three"))
     assert (first.messages[-1].to_text(), second.messages[-1].to_text()) == ("e", "b")
     assert (await asyncio.wait_for(agent.run(task="four"), 5)).messages[-1].to_text() == "c"
+
+
+async def test_a_scheduled_run_reads_as_its_coroutine() -> None:
+    """A task's repr, its stack and inspect see the run's coroutine (its name, frame and state), and the
+    repr of a run already scheduled no longer says it was not run."""
+    agent = AssistantAgent("calc", ReplayChatCompletionClient(["a", "b"], latency=0.05))
+    pending = agent.run(task="one")
+    assert inspect.getcoroutinestate(pending) == inspect.CORO_CREATED
+    task = asyncio.create_task(pending)
+    await asyncio.sleep(0.01)
+    assert "coro=<AssistantAgent._run() running at" in repr(task)
+    assert [frame.f_code.co_name for frame in task.get_stack()] == ["_run"]
+    assert inspect.getcoroutinestate(pending) == inspect.CORO_SUSPENDED
+    assert repr(pending).startswith("<coroutine object AssistantAgent._run at ")
+    await task
+    stream = agent.run_stream(task="two")
+    assert stream.__name__ == "AssistantAgent._run_stream" and stream.ag_running is False
+    with pytest.raises(AttributeError, match="'Stream' object has no attribute 'nothing'"):
+        stream.nothing  # noqa: B018
+    await stream.aclose()
 
 
 def test_a_run_never_awaited_still_warns() -> None:
@@ -143,6 +164,8 @@ elif mode == "asyncio.run":
     asyncio.run(main())
 elif mode == "batch.run_sync":
     nbagent.Batch(make, ["a", "b"], concurrency=2, progress=None).run_sync()
+elif mode == "await batch.run":
+    asyncio.run(nbagent.Batch(make, ["a", "b"], concurrency=2, progress=None).run())
 elif mode == "other":  # an interrupt that is no run's: Python's own traceback
     async def wait():
         print("STARTED", flush=True)  # once the event loop runs (Ctrl-C while asyncio.run sets it up is another story)
@@ -162,6 +185,11 @@ EXPECTED = {
     "batch.run_sync": (
         "KeyboardInterrupt: the batch was interrupted (Ctrl-C or a kernel interrupt); the tasks that ended are in "
         "batch.results, and batch.run_sync() again runs the others"
+    ),
+    "await batch.run": (
+        "KeyboardInterrupt: the batch was interrupted (the task awaiting it was cancelled: a kernel interrupt, "
+        "Ctrl-C, task.cancel() or a timeout); the tasks that ended are in batch.results, and `await batch.run()` "
+        "again runs the others"
     ),
 }
 
