@@ -97,6 +97,7 @@ from ._ids import new_id
 from .agent import AssistantAgent, task_messages
 from .cancellation import CancellationToken, guarded
 from .components import load_component
+from .interrupts import explain_cancellation
 from .messages import BaseChatMessage, HandoffMessage, Response, ToolCallSummaryMessage
 from .models.base import ChatCompletionClient, ModelRateLimitError, ModelServerError, UnreportedUsage
 from .models.retries import OUTER_RETRIES
@@ -1017,11 +1018,17 @@ class Batch:
                 if failure is not None:
                     self.stop()
                     await asyncio.wait(workers)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as error:
             self.stop()
             if workers:
                 await asyncio.wait(workers)
             self._state = "stopped"
+            explain_cancellation(
+                error,
+                "the batch was interrupted (the task awaiting it was cancelled: a kernel interrupt, Ctrl-C, "
+                "task.cancel() or a timeout); the tasks that ended are in batch.results, and `await batch.run()` "
+                "again runs the others",
+            )
             raise
         except BaseException as error:  # a KeyboardInterrupt in the loop
             failure = error

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from jupyter_client.manager import KernelManager
 
-from nbagent.notebook.hints import ASYNCIO_RUN_HINT
+from nbagent.notebook.hints import ASYNCIO_RUN_HINT, RUN_UNTIL_COMPLETE_HINT
 
 from ..kernels import kernel_dirs as make_kernel_dirs
 from ..kernels import running_kernel
@@ -81,6 +81,10 @@ def test_asyncio_run_in_a_cell_says_to_await(kernel: tuple[KernelManager, Any]) 
     out, err, errors = run(client, "asyncio.run(make('a').run(task='go'))")
     assert errors == [("RuntimeError", [ASYNCIO_RUN_HINT])]
     assert "never awaited" not in err  # the coroutine asyncio.run never ran was closed
+    # The loop's own run_until_complete: its line names it, not asyncio.run.
+    out, err, errors = run(client, "asyncio.get_event_loop().run_until_complete(make('a').run(task='go'))")
+    assert errors == [("RuntimeError", [RUN_UNTIL_COMPLETE_HINT])]
+    assert "never awaited" not in err
     # Any other RuntimeError: IPython's traceback, as before.
     out, err, errors = run(client, "raise RuntimeError('something else')")
     assert [name for name, _ in errors] == ["RuntimeError"] and len(errors[0][1]) > 1

@@ -5,7 +5,8 @@ an agent, pasted into a cell) fails with asyncio's ``RuntimeError: asyncio.run()
 a running event loop`` and a "coroutine was never awaited" warning. :func:`install` (called by
 ``nbagent`` when imported in a kernel) gives IPython a handler for that error: one line that says to
 ``await`` instead (or to use ``nbagent.run``), and the coroutine handed to ``asyncio.run`` is closed, so
-no warning follows. Every other ``RuntimeError`` is shown exactly as IPython shows it. Nothing is
+no warning follows; ``loop.run_until_complete(main())`` (asyncio's "This event loop is already
+running") gets its own line. Every other ``RuntimeError`` is shown exactly as IPython shows it. Nothing is
 installed when another handler of IPython's custom exceptions is set.
 """
 
@@ -15,14 +16,22 @@ from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any
 
-__all__ = ["ASYNCIO_RUN_HINT", "install"]
+__all__ = ["ASYNCIO_RUN_HINT", "RUN_UNTIL_COMPLETE_HINT", "install"]
 
 ASYNCIO_RUN_HINT = (
     "RuntimeError: asyncio.run() cannot be called from a running event loop: a notebook cell already runs "
     "in one, so write `await main()` (or `result = await agent.run(task=...)`) instead of "
     "`asyncio.run(main())`; nbagent.run(agent, task) runs an agent without await"
 )
-_RUNNING_LOOP_ERRORS = ("cannot be called from a running event loop", "This event loop is already running")
+RUN_UNTIL_COMPLETE_HINT = (
+    "RuntimeError: This event loop is already running: a notebook cell runs in the kernel's event loop, so "
+    "write `await main()` (or `result = await agent.run(task=...)`) instead of `loop.run_until_complete(main())`; "
+    "nbagent.run(agent, task) runs an agent without await"
+)
+_HINTS = {
+    "cannot be called from a running event loop": ASYNCIO_RUN_HINT,
+    "This event loop is already running": RUN_UNTIL_COMPLETE_HINT,
+}
 
 
 def install(shell: Any) -> bool:
@@ -44,8 +53,9 @@ def _handler(
     shell: Any, kind: type[BaseException], error: BaseException, tb: TracebackType | None, tb_offset: Any = None
 ) -> None:
     """Show a ``RuntimeError`` a cell raised (IPython leaves the showing to the handler)."""
-    if any(text in str(error) for text in _RUNNING_LOOP_ERRORS) and _close_main(tb):
-        setattr(error, "_render_traceback_", lambda: [ASYNCIO_RUN_HINT])  # noqa: B010 (IPython's one-line hook)
+    hint = next((hint for text, hint in _HINTS.items() if text in str(error)), None)
+    if hint is not None and _close_main(tb):
+        setattr(error, "_render_traceback_", lambda: [hint])  # noqa: B010 (IPython's one-line hook)
     shell.showtraceback((kind, error, tb), tb_offset=tb_offset)
 
 
