@@ -105,6 +105,22 @@ def test_every_install_hint_names_a_package_of_the_project() -> None:
     assert found >= 10  # the scan sees the hints (sources, notebooks 03 and 07, README, bench)
 
 
+STRANGER_EXTRA = re.compile(r"(?<![\w.-])nbagent\[[\w,\s-]*\]")
+
+
+def test_no_extra_is_written_on_the_strangers_name() -> None:
+    """``nbagent[parquet]`` outside an install hint (a docstring, a doc) still names the other project."""
+    found = [
+        f"{where}: {match.group(0)}"
+        for where, text in [*texts(), ("CHANGELOG.md", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"))]
+        for match in STRANGER_EXTRA.finditer(text)
+        if not where.startswith("tests")
+    ]
+    assert not found, "\n".join(found)
+    assert STRANGER_EXTRA.search("needs pyarrow (``nbagent[parquet]``)")
+    assert not STRANGER_EXTRA.search("``nbagent-loop[parquet]``")
+
+
 @pytest.mark.parametrize(
     ("text", "bad"),
     [

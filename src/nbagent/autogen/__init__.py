@@ -1,4 +1,4 @@
-"""AutoGen's own agents and teams, recorded and shown by nbagent (the ``nbagent[autogen]`` extra).
+"""AutoGen's own agents and teams, recorded and shown by nbagent (the ``nbagent-loop[autogen]`` extra).
 
 ``result = await nbagent.autogen.run(agent_or_team, task=..., trace=trace)`` runs AutoGen's own
 ``run_stream`` and returns AutoGen's ``TaskResult``; the trace gets the same rows as for nbagent's

@@ -1,4 +1,4 @@
-"""Parquet: a dataset by table, Hive style (needs pyarrow: ``nbagent[parquet]``).
+"""Parquet: a dataset by table, Hive style (needs pyarrow: ``nbagent-loop[parquet]``).
 
 ``trace.to_parquet("traces")`` writes each table of the trace (``events``, ``llm_calls``,
 ``tool_calls``, ``runs`` and the context snapshots ``context_logs`` and ``snapshots``, see
