@@ -12,7 +12,6 @@ import asyncio
 import importlib.util
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -82,8 +81,20 @@ def notebooks_dir() -> Path | None:
 
 
 SAVE_HOOK = "nbagent.__main__.save_without_outputs"
-SHIPPED = re.compile(r"\d\d_[\w.-]+\.ipynb")
-"""The names of the notebooks the repository ships (``02_walkthrough_steps_1_5.ipynb``)."""
+SHIPPED = frozenset(
+    {
+        "01_quickstart.ipynb",
+        "02_walkthrough_steps_1_5.ipynb",
+        "02_walkthrough_steps_1_5.zh.ipynb",
+        "03_tool_loop_lab.ipynb",
+        "04_trace_analysis.ipynb",
+        "05_live_models.ipynb",
+        "06_batch_runs.ipynb",
+        "07_autogen_teams.ipynb",
+    }
+)
+"""The names of the notebooks the repository ships (tests/notebooks/test_main.py checks the list): only
+these are saved without outputs; a user's own ``08_mine.ipynb`` or ``01_analysis.ipynb`` keeps them."""
 _RUN_METADATA = ("execution", "scrolled", "collapsed", "jupyter")  # what running and viewing add to a cell
 
 
@@ -91,7 +102,7 @@ def save_without_outputs(model: dict[str, Any], path: str, contents_manager: Any
     """JupyterLab's pre-save hook under ``nbagent lab``: the shipped notebooks are saved as the repository
     keeps them, so opening and running them leaves ``git status`` clean.
 
-    A notebook at the top of the folder whose name is a shipped one's (``NN_name.ipynb``) is saved
+    A notebook at the top of the folder whose name is a shipped one's (:data:`SHIPPED`) is saved
     without outputs, execution counts, widget state or the metadata running and viewing add (its
     notebook metadata stays what the file on disk holds); edits to its cells are saved. Any other
     notebook is saved as it is.
@@ -100,7 +111,7 @@ def save_without_outputs(model: dict[str, Any], path: str, contents_manager: Any
     name = PurePosixPath(path.strip("/"))
     if model.get("type") != "notebook" or not isinstance(content, dict) or len(name.parts) != 1:
         return
-    if not SHIPPED.fullmatch(name.name):
+    if name.name not in SHIPPED:
         return
     for cell in content.get("cells", []):
         if cell.get("cell_type") == "code":

@@ -255,3 +255,27 @@ def test_running_the_shipped_notebooks_in_lab_rewrites_no_tracked_file(tmp_path:
     assert (folder / cli.WALKTHROUGH).read_bytes() == shipped
     mine = json.loads((folder / "Untitled.ipynb").read_text())
     assert mine["cells"][1]["outputs"] and "widgets" in mine["metadata"]
+
+
+def test_only_the_shipped_notebooks_are_saved_without_outputs() -> None:
+    """The save hook's list is the repository's notebooks; a user's own notebook named like one (a number,
+    an underscore) keeps its outputs and widget state."""
+    assert {path.name for path in (ROOT / "notebooks").glob("*.ipynb")} == cli.SHIPPED
+
+    def saved(name: str) -> dict[str, Any]:
+        content = {
+            "cells": [{"cell_type": "code", "source": "1", "metadata": {}, "outputs": [{"output_type": "stream"}],
+                       "execution_count": 1}],
+            "metadata": {"widgets": {"state": {}}},
+        }  # fmt: skip
+        model = {"type": "notebook", "content": content}
+        cli.save_without_outputs(model, name, contents_manager=None)
+        return content
+
+    for mine in ("08_mine.ipynb", "01_analysis.ipynb", "sub/01_quickstart.ipynb"):
+        kept = saved(mine)
+        assert kept["cells"][0]["outputs"] and kept["cells"][0]["execution_count"] == 1, mine
+        assert "widgets" in kept["metadata"], mine
+    stripped = saved("01_quickstart.ipynb")
+    assert stripped["cells"][0]["outputs"] == [] and stripped["cells"][0]["execution_count"] is None
+    assert "widgets" not in stripped["metadata"]
