@@ -27,6 +27,7 @@ from nbagent import (
 )
 from nbagent.models import ReplayExhaustedError
 from nbagent.trace import COLUMNS, jsonl_schema
+from nbagent.trace.jsonl import ORDER_KEYS
 
 from .test_export import assert_same
 
@@ -155,9 +156,56 @@ async def test_the_rows_come_back_in_their_order(big: tuple[Trace, Path]) -> Non
 async def test_a_changed_file_is_refused_with_its_name(tmp_path: Path) -> None:
     trace = await late_values_trace(3)
     folder = trace.to_jsonl(tmp_path / "jsonl")
+    written = (folder / "llm_calls.jsonl").read_text()
+    n = len(written.splitlines())
+    (folder / "llm_calls.jsonl").write_text("")
+    with pytest.raises(ValueError, match=rf"llm_calls\.jsonl: 0 lines where trace\.json says {n} were written"):
+        load_jsonl(folder)
+    # Lines added (another export's rows appended with cat): where they go is not known, refused too.
+    (folder / "llm_calls.jsonl").write_text(written + written.splitlines(keepends=True)[-1])
+    with pytest.raises(ValueError, match=rf"llm_calls\.jsonl: {n + 1} lines where trace\.json says {n}"):
+        load_jsonl(folder)
+    # A folder written before trace.json kept the counts still loads (only the first rows' fit is checked).
+    (folder / "llm_calls.jsonl").write_text(written)
+    meta = json.loads((folder / "trace.json").read_text())
+    del meta["rows"]
+    (folder / "trace.json").write_text(json.dumps(meta))
+    assert_same(trace, load_jsonl(folder))
     (folder / "llm_calls.jsonl").write_text("")
     with pytest.raises(ValueError, match=r"llm_calls\.jsonl: trace\.json's first rows"):
         load_jsonl(folder)
+
+
+async def test_readers_of_a_file_alone_put_its_rows_in_order_by_its_order_keys(tmp_path: Path) -> None:
+    """Concurrent runs (a batch) interleave their events: ordering events by seq alone is wrong, by
+    ORDER_KEYS (timestamp, then seq) gives the trace's order back, in every table."""
+    trace = await late_values_trace(30)
+    batch = await nbagent.run_many(
+        lambda task: AssistantAgent("b", ReplayChatCompletionClient([asks("Rome"), f"ans {task}"]), tools=[lookup]),
+        [f"t{i}" for i in range(6)],
+        concurrency=3,
+        progress=None,
+    )
+    both = nbagent.concat([trace, batch.trace])
+    folder = both.to_jsonl(tmp_path / "jsonl")
+    expected = {"events": both.events_df(), "llm_calls": both.llm_calls_df(), "tool_calls": both.tool_calls_df(),
+                "runs": both.runs_df(), **both.context_tables()}  # fmt: skip
+    identity = {
+        "events": ["run_id", "seq"],
+        "llm_calls": ["llm_call_id"],
+        "tool_calls": ["run_id", "call_id"],
+        "runs": ["run_id"],
+        "context_logs": ["log", "position"],
+        "snapshots": ["event_row", "log", "length"],
+    }
+    unsorted = pl.read_ndjson(folder / "events.jsonl")
+    assert (
+        unsorted.sort("seq", maintain_order=True)["run_id"].to_list()[:2] != expected["events"]["run_id"].tolist()[:2]
+    )
+    for table, keys in ORDER_KEYS.items():
+        read = pl.read_ndjson(folder / f"{table}.jsonl").sort(list(keys), maintain_order=True)
+        frame = expected[table][identity[table]].astype(object)
+        assert read.select(identity[table]).rows() == list(frame.itertuples(index=False, name=None)), table
 
 
 async def test_the_schema_sidecar_gives_the_same_types_whatever_the_rows(tmp_path: Path) -> None:
@@ -224,7 +272,15 @@ async def test_concat_of_live_traces_and_bad_input() -> None:
     first, second = await two_sessions()
     both = nbagent.concat([first, second])
     assert len(both.runs_df()) == 3 and both.summary()["runs"] == 3
-    assert nbagent.concat([both, first]).sessions == [first.trace_id, second.trace_id]  # once each
+    assert nbagent.concat([both]).sessions == [first.trace_id, second.trace_id]
+    overlap = first.runs_df()["run_id"].iloc[0]
+    with pytest.raises(ValueError, match=rf"concat: run {overlap} is in traces\[0\] and traces\[1\]"):
+        nbagent.concat([both, first])  # the first session's runs would be counted twice
+    for not_a_list, named in ((first, "Trace"), ("folder", "str"), (Path("folder"), "PosixPath"), (None, "NoneType")):
+        with pytest.raises(TypeError, match=rf"concat: traces is {named}, not a list of traces"):
+            nbagent.concat(not_a_list)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="load_jsonl"):
+        nbagent.concat("folder")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="concat: traces is empty"):
         nbagent.concat([])
     with pytest.raises(TypeError, match=r"concat: traces\[1\] is DataFrame, not a trace"):

@@ -11,8 +11,10 @@ and a column null in all of them fails later (polars: "got non-null value for NU
 loses its values (DuckDB reads them as NULL). So each file opens with the rows that show every
 column's type: for each column that has a value, its first row with one is written first (at most
 one row per column, in their order), then the other rows in order. ``folder/trace.json`` holds the
-trace's id and, per table, those rows' positions (``"first"``), so :func:`read_jsonl` gives the rows
-back in their order (readers of the file alone order by ``seq``, ``started_at`` or ``position``).
+trace's id and, per table, those rows' positions (``"first"``) and the number of lines (``"rows"``),
+so :func:`read_jsonl` gives the rows back in their order and refuses a file with lines added or
+removed. Readers of the file alone order by :data:`ORDER_KEYS` (events by ``timestamp`` then ``seq``:
+``seq`` alone is a position in its run).
 
 A column null in every row has no type to show: polars reads it as ``Null``, DuckDB as ``"NULL"``.
 For the same types whatever the rows, ``folder/schema.json`` gives each table's columns with their
@@ -35,6 +37,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 TRACE_FILE = "trace.json"
+ORDER_KEYS = {
+    "events": ("timestamp", "seq"),
+    "llm_calls": ("started_at", "call_index"),
+    "tool_calls": ("started_at",),
+    "runs": ("started_at",),
+    "context_logs": ("log", "position"),
+    "snapshots": ("event_row",),
+}
+"""Per table, the columns that put the rows of its file back in the trace's order (what readers of
+the file alone sort by; :func:`read_jsonl` uses ``trace.json``)."""
 SCHEMA_FILE = "schema.json"
 # pandas dtype -> DuckDB type of the column in the JSON lines (JSON-valued columns are JSON text)
 DUCKDB_TYPES = {
@@ -97,17 +109,20 @@ def write_jsonl(trace: TraceTables, folder: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     dumps = json.JSONEncoder(ensure_ascii=False).encode
     moved: dict[str, list[int]] = {}
+    counts: dict[str, int] = {}
     for table, df in tables_of(trace).items():
         names = list(df.columns)
         as_text = set(JSON_COLUMNS.get(table, ()))
         columns = [_plain_column(df[name], name in as_text) for name in names]
         first = moved[table] = first_rows(columns)
         rows = list(zip(*columns))
+        counts[table] = len(rows)
         chosen = set(first)
         order = [*first, *(i for i in range(len(rows)) if i not in chosen)]
         _write_whole(out / f"{table}.jsonl", (dumps(dict(zip(names, rows[i]))) + "\n" for i in order))
     _write_whole(out / SCHEMA_FILE, [json.dumps(schema_document(), indent=1) + "\n"])
-    _write_whole(out / TRACE_FILE, [json.dumps({"trace_id": trace.trace_id, "first": moved}) + "\n"])
+    meta = {"trace_id": trace.trace_id, "first": moved, "rows": counts}
+    _write_whole(out / TRACE_FILE, [json.dumps(meta) + "\n"])
     return out
 
 
@@ -153,8 +168,14 @@ def _read_old(path: Path) -> tuple[dict[str, pd.DataFrame], str]:
     return frames, stored[0]["trace_id"] if stored else trace_id_of(frames, path.stem)
 
 
-def _in_order(rows: list[dict[str, Any]], first: list[Any], file: Path) -> list[dict[str, Any]]:
-    """The rows of a file that opens with the rows at positions ``first``, in their order."""
+def _in_order(rows: list[dict[str, Any]], first: list[Any], count: object, file: Path) -> list[dict[str, Any]]:
+    """The rows of a file that opens with the rows at positions ``first``, in their order; ``count``:
+    how many lines it was written with (``None`` in folders written before it was kept)."""
+    if count is not None and count != len(rows):  # lines added or removed: the order is not known
+        raise ValueError(
+            f"{file}: {len(rows)} lines where {TRACE_FILE} says {count} were written "
+            "(was the file changed after it was written?)"
+        )
     if not first:
         return rows
     if len(first) > len(rows) or not all(type(i) is int and 0 <= i < len(rows) for i in first):
@@ -178,6 +199,7 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, pd.DataFrame], str]:
     stored = src / TRACE_FILE
     meta = json.loads(stored.read_text(encoding="utf-8")) if stored.exists() else {}
     first = meta.get("first") or {}
+    counts = meta.get("rows") or {}
     frames = {}
     for table in ALL_TABLES:
         file = src / f"{table}.jsonl"
@@ -185,5 +207,7 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, pd.DataFrame], str]:
         if file.exists():
             with file.open(encoding="utf-8") as handle:
                 rows = [json.loads(line) for line in handle if line.strip()]
-        frames[table] = _decoded(table, _in_order(rows, list(first.get(table, ())), file), json_text=True)
+        frames[table] = _decoded(
+            table, _in_order(rows, list(first.get(table, ())), counts.get(table), file), json_text=True
+        )
     return frames, meta.get("trace_id") or trace_id_of(frames, src.name)

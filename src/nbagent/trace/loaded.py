@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -91,19 +92,34 @@ def concat(traces: Iterable[TraceTables]) -> LoadedTrace:
     order given, with :data:`~nbagent.trace.COLUMNS`' dtypes (a category column's categories are the
     union of the traces', where ``pd.concat`` of the frames would give ``object``), and every
     context snapshot still pointing at its rows (``context_df`` of any run works). Its ``sessions``
-    lists the traces' ids in order (once each); its ``trace_id`` is the first's.
+    lists the traces' ids in order (once each); its ``trace_id`` is the first's. A run found in two
+    of the traces (a trace given with a concat or a later copy of it) is refused: it would count twice.
 
     A Parquet dataset holding every session (``trace.to_parquet(folder)`` for each) loads as one
     trace directly: ``load_parquet(folder)``.
     """
+    if isinstance(traces, (TraceFrames, str, bytes, os.PathLike)) or not isinstance(traces, Iterable):
+        hint = (
+            "load a folder first: load_jsonl(path) or load_parquet(path); "
+            if isinstance(traces, (str, os.PathLike))
+            else ""
+        )
+        raise TypeError(f"concat: traces is {type(traces).__name__}, not a list of traces ({hint}e.g. concat([a, b]))")
     given = list(traces)
     if not given:
         raise ValueError("concat: traces is empty: give one trace or more")
+    owner: dict[str, int] = {}
     for position, trace in enumerate(given):
         if not isinstance(trace, TraceFrames):
             raise TypeError(
                 f"concat: traces[{position}] is {type(trace).__name__}, not a trace (a Trace or a LoadedTrace)"
             )
+        for run_id in trace.runs_df()["run_id"].dropna().unique().tolist():
+            if owner.setdefault(run_id, position) != position:  # its rows would be counted twice
+                raise ValueError(
+                    f"concat: run {run_id} is in traces[{owner[run_id]}] and traces[{position}]: "
+                    "give each run once (a trace and a concat or later copy of it overlap)"
+                )
     sessions: list[str] = []
     for trace in given:
         sessions += trace.sessions if isinstance(trace, LoadedTrace) else [trace.trace_id]
