@@ -1740,10 +1740,16 @@ def _join_autogen(base: ModuleType) -> None:
     base.ChatAgent.register(AssistantAgent)
 
 
+_LLM_KINDS = (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)
+
+
 def _llm_message_hint(value: object) -> str:
-    if isinstance(value, (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)):
+    kind = type(value)
+    autogen = kind.__module__.startswith("autogen_core") and kind.__name__ in {k.__name__ for k in _LLM_KINDS}
+    if isinstance(value, _LLM_KINDS) or autogen:
+        owner = "AutoGen's " if autogen else ""
         return (
-            f"{type(value).__name__} is a message for the model: an agent is sent chat messages, "
+            f"{owner}{kind.__name__} is a message for the model: an agent is sent chat messages, "
             "TextMessage(content=..., source='user')"
         )
     return ""

@@ -27,7 +27,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
 
 from ._ids import ids_pool, new_id, utc_now
 from .redact import mask
@@ -68,12 +68,26 @@ class RequestUsage(BaseModel):
         return usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
 
 
+def _autogen_twin(value: Any, name: str) -> bool:
+    """Whether ``value`` is AutoGen's type called ``name`` (``autogen_core``'s twin of nbagent's)."""
+    kind = type(value)
+    return kind.__name__ == name and kind.__module__.startswith("autogen_core")
+
+
 class FunctionCall(_Masked):
     """A tool call requested by the model; ``arguments`` is the raw JSON string it produced."""
 
     id: str
     name: str
     arguments: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_autogen(cls, value: Any) -> Any:
+        """AutoGen's ``FunctionCall`` (a dataclass of the same fields) taken field by field."""
+        if _autogen_twin(value, "FunctionCall"):
+            return {"id": value.id, "name": value.name, "arguments": value.arguments}
+        return value
 
     def to_text(self) -> str:
         """``name(arguments)``: how nbagent shows a call in text."""
@@ -88,12 +102,29 @@ class FunctionExecutionResult(_Masked):
     call_id: str
     is_error: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_autogen(cls, value: Any) -> Any:
+        """AutoGen's ``FunctionExecutionResult`` taken field by field (its ``is_error=None`` is ``False``)."""
+        if _autogen_twin(value, "FunctionExecutionResult"):
+            fields = ("content", "name", "call_id")
+            return {**{key: getattr(value, key) for key in fields}, "is_error": bool(value.is_error)}
+        return value
+
 
 class Image(BaseModel):
     """An image in a user message, stored as base64."""
 
     data: str
     mime_type: str = "image/png"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_autogen(cls, value: Any) -> Any:
+        """AutoGen's ``Image`` (a PIL image it sends as base64 PNG) taken by its data."""
+        if _autogen_twin(value, "Image"):
+            return {"data": value.to_base64(), "mime_type": "image/png"}
+        return value
 
     @classmethod
     def from_bytes(cls, data: bytes, mime_type: str = "image/png") -> Image:
@@ -172,6 +203,15 @@ class MemoryContent(_Masked):
     content: str | dict[str, Any] | Image
     mime_type: str = "text/plain"
     metadata: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_autogen(cls, value: Any) -> Any:
+        """AutoGen's ``MemoryContent`` taken field by field (its ``MemoryMimeType`` as its string)."""
+        if _autogen_twin(value, "MemoryContent"):
+            mime = value.mime_type
+            return {"content": value.content, "mime_type": getattr(mime, "value", mime), "metadata": value.metadata}
+        return value
 
     def to_text(self) -> str:
         if isinstance(self.content, str):

@@ -185,6 +185,42 @@ def test_a_handoff_message_built_with_autogens_llm_messages_holds_nbagents_twins
     assert nbagent.HandoffMessage.model_validate(handoff.model_dump()) == handoff  # and it round-trips
 
 
+def test_nbagents_messages_built_with_autogens_parts_hold_nbagents_twins() -> None:
+    from autogen_core import FunctionCall as AgFunctionCall
+    from autogen_core import Image as AgImage
+    from autogen_core.memory import MemoryContent as AgMemoryContent
+    from autogen_core.memory import MemoryMimeType as AgMime
+    from autogen_core.models import FunctionExecutionResult as AgResult
+
+    pixel = AgImage.from_base64(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    call, result = AgFunctionCall(id="c1", name="f", arguments="{}"), AgResult(content="r", name="f", call_id="c1")
+    ours_call = FunctionCall(id="c1", name="f", arguments="{}")
+    ours_result = nbagent.FunctionExecutionResult(content="r", name="f", call_id="c1", is_error=False)
+    assert CreateResult(finish_reason="function_calls", content=[call]).content == [ours_call]
+    assert nbagent.AssistantMessage(content=[call], source="a").content == [ours_call]
+    assert nbagent.ToolCallRequestEvent(content=[call], source="a").content == [ours_call]
+    assert nbagent.FunctionExecutionResultMessage(content=[result]).content == [ours_result]
+    summary = nbagent.ToolCallSummaryMessage(content="r", source="a", tool_calls=[call], results=[result])
+    assert (summary.tool_calls, summary.results) == ([ours_call], [ours_result])
+    assert UserMessage(content=["see", pixel], source="u").content == [
+        "see", nbagent.Image(data=pixel.to_base64(), mime_type="image/png")
+    ]  # fmt: skip
+    hit = AgMemoryContent(content="likes tea", mime_type=AgMime.TEXT, metadata={"k": 1})
+    assert nbagent.MemoryQueryEvent(content=[hit], source="a").content == [
+        nbagent.MemoryContent(content="likes tea", mime_type="text/plain", metadata={"k": 1})
+    ]
+
+
+def test_autogens_llm_message_as_a_task_is_refused_saying_it_is_autogens() -> None:
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(["x"]))
+    with pytest.raises(
+        TypeError, match=r"got UserMessage .*AutoGen's UserMessage is a message for the model: an agent"
+    ):
+        agent.run_sync(AgUserMessage(content="hi", source="user"))  # type: ignore[arg-type]
+
+
 async def test_autogens_create_result_in_nbagents_replay_script() -> None:
     from autogen_core.models import CreateResult as AgCreateResult
     from autogen_core.models import RequestUsage as AgRequestUsage
