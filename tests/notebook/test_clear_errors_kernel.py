@@ -85,6 +85,18 @@ def test_asyncio_run_in_a_cell_says_to_await(kernel: tuple[KernelManager, Any]) 
     out, err, errors = run(client, "asyncio.get_event_loop().run_until_complete(make('a').run(task='go'))")
     assert errors == [("RuntimeError", [RUN_UNTIL_COMPLETE_HINT])]
     assert "never awaited" not in err
+    # A library that calls asyncio.run (its own globals, not the notebook's): its traceback, naming it.
+    library = (
+        "import types\nlib = types.ModuleType('somelib')\n"
+        "exec('import asyncio\\ndef sync_api():\\n    async def work(): return 1\\n    return asyncio.run(work())', "
+        "lib.__dict__)\nlib.sync_api()"
+    )
+    out, err, errors = run(client, library)
+    assert [name for name, _ in errors] == ["RuntimeError"] and len(errors[0][1]) > 1
+    assert "sync_api" in "".join(errors[0][1]) and "cannot be called from a running event loop" in errors[0][1][-1]
+    # A function the notebook defined is the notebook's own code: its one line.
+    out, err, errors = run(client, "def main_sync():\n    return asyncio.run(make('c').run(task='go'))\nmain_sync()")
+    assert errors == [("RuntimeError", [ASYNCIO_RUN_HINT])]
     # Any other RuntimeError: IPython's traceback, as before.
     out, err, errors = run(client, "raise RuntimeError('something else')")
     assert [name for name, _ in errors] == ["RuntimeError"] and len(errors[0][1]) > 1

@@ -5,7 +5,8 @@ an agent, pasted into a cell) fails with asyncio's ``RuntimeError: asyncio.run()
 a running event loop`` and a "coroutine was never awaited" warning. :func:`install` (called by
 ``nbagent`` when imported in a kernel) gives IPython a handler for that error: one line that says to
 ``await`` instead (or to use ``nbagent.run``), and the coroutine handed to ``asyncio.run`` is closed, so
-no warning follows; ``loop.run_until_complete(main())`` (asyncio's "This event loop is already
+no warning follows (only when the notebook's own code made the call: a library that calls
+``asyncio.run`` keeps its traceback); ``loop.run_until_complete(main())`` (asyncio's "This event loop is already
 running") gets its own line. Every other ``RuntimeError`` is shown exactly as IPython shows it. Nothing is
 installed when another handler of IPython's custom exceptions is set.
 """
@@ -54,20 +55,24 @@ def _handler(
 ) -> None:
     """Show a ``RuntimeError`` a cell raised (IPython leaves the showing to the handler)."""
     hint = next((hint for text, hint in _HINTS.items() if text in str(error)), None)
-    if hint is not None and _close_main(tb):
+    if hint is not None and _close_main(tb, getattr(shell, "user_ns", None)):
         setattr(error, "_render_traceback_", lambda: [hint])  # noqa: B010 (IPython's one-line hook)
     shell.showtraceback((kind, error, tb), tb_offset=tb_offset)
 
 
-def _close_main(tb: TracebackType | None) -> bool:
-    """Close the coroutine the failing ``asyncio.run`` (or ``run_until_complete``) was given, which
-    never ran; whether the error came from there."""
+def _close_main(tb: TracebackType | None, user_ns: object) -> bool:
+    """Whether the error came from ``asyncio.run`` (or ``run_until_complete``) called by the notebook's own
+    code (a cell, or a function a cell defined: its globals are the notebook's namespace); then the
+    coroutine it was given, which never ran, is closed. A library calling them keeps its traceback."""
+    caller = None
     while tb is not None:
         frame = tb.tb_frame
         if frame.f_code.co_filename.endswith(("asyncio/runners.py", "asyncio/base_events.py")):
+            if caller is None or caller.f_globals is not user_ns:
+                return False
             main = frame.f_locals.get("main", frame.f_locals.get("future"))
             if isinstance(main, Coroutine):
                 main.close()
             return True
-        tb = tb.tb_next
+        caller, tb = frame, tb.tb_next
     return False
