@@ -214,3 +214,31 @@ def test_show_and_start_in_a_script_print_the_run_as_text(tmp_path: Path) -> Non
     assert "AgentRunView(agent='calc', status='ok', llm_calls=2, tool_calls=1)" in lines
     assert any(line.endswith("tool call · " + line.split(" · ")[-1]) for line in lines if "tokens ·" in line)
     assert lines[-1].startswith("RuntimeError: nbagent.start runs the agent in the background of a running event")
+
+
+def test_a_started_run_the_script_does_not_wait_for_says_how_it_ended(tmp_path: Path) -> None:
+    """A script that ends before the run nbagent.start began: the run is cancelled with the program, and its
+    text says so and what to write (it stopped mid-run, silently)."""
+    script = tmp_path / "script.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+            import nbagent
+            from nbagent import AssistantAgent, ReplayChatCompletionClient
+
+            async def main() -> None:
+                agent = AssistantAgent("calc", ReplayChatCompletionClient(["hello"], latency=5))
+                nbagent.start(agent, "hi")
+                await asyncio.sleep(0.2)
+
+            asyncio.run(main())
+            """
+        )
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "run ended  calc · interrupted (task cancelled)" in lines
+    assert lines[-1].startswith("(a run nbagent.start began is cancelled when its program ends: `await view.wait()`")
+    assert lines.count("run ended  calc · interrupted (task cancelled)") == 1

@@ -333,6 +333,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         self._shown_in: int | None = None
         self.task: asyncio.Task[Response | None] | None = None
         self._echo: tuple[TextLog, TextIO] | None = None  # outside a notebook: the run as text (echo_to)
+        self._echo_ended = False  # the echo wrote the run's end
         """The background task when started with :meth:`start`."""
         self._set_status("idle")
 
@@ -369,10 +370,28 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
             item = ModelClientStreamingChunkEvent(content=item, full_message_id=call.message_id, source=self.agent_name)
         text = log.text(item)
         if type(item) is RunFinished:
+            self._echo_ended = True
             text += log.close() + self.to_text().splitlines()[-1] + "\n"
         if text:
             out.write(text)
             out.flush()
+
+    def _end_echo(self) -> None:
+        """The echo's last lines for a run that ended with no ``RunFinished`` (stopped, interrupted, or a
+        background run cancelled because the program ended before it): its status and what to write."""
+        if self._echo is None or self._echo_ended:
+            return
+        self._echo_ended = True
+        log, out = self._echo
+        lines = self.to_text().splitlines()
+        text = log.close() + f"run ended  {lines[0]}\n{lines[-1]}\n"
+        if self.task is not None and self.status == "interrupted" and not self._interrupted:
+            text += (
+                "(a run nbagent.start began is cancelled when its program ends: `await view.wait()` waits for it, "
+                "or write `await nbagent.show(agent, task)`)\n"
+            )
+        out.write(text)
+        out.flush()
 
     def tick(self) -> None:
         """Refresh the live status (elapsed time, the running call's line) if ``TICK_INTERVAL`` has passed."""
@@ -578,6 +597,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         self._set_status(status, None if status == "error" else self.detail)
         self._update_footer()
         self._refresh_displays()
+        self._end_echo()
 
     # ------------------------------------------------------------------ running
 
