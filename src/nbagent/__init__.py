@@ -116,6 +116,7 @@ from .tools import (
 )
 from .trace import COLUMNS as TRACE_COLUMNS
 from .trace import AgentRecorder, LoadedTrace, Trace, TraceFrames, concat, load_jsonl, load_parquet
+from .trace import base as _trace_base
 
 if TYPE_CHECKING:  # the notebook side (ipywidgets) loads on first use, see __getattr__
     from asyncio import AbstractEventLoop
@@ -123,6 +124,7 @@ if TYPE_CHECKING:  # the notebook side (ipywidgets) loads on first use, see __ge
 
     from .autogen.stepper import AutoGenStepper as _AutoGenStepper
     from .notebook.compare_view import CompareView, compare
+    from .notebook.explorer import RunExplorer, explore
     from .notebook.stepper_widget import NotebookStepper, StepperWidget, step
     from .notebook.view import AgentRunView, last_view, show, start
 
@@ -130,6 +132,8 @@ __version__ = "0.1.0"
 
 _NOTEBOOK_NAMES = {
     "compare": "compare_view",
+    "explore": "explorer",
+    "RunExplorer": "explorer",
     "CompareView": "compare_view",
     "show": "view",
     "start": "view",
@@ -161,6 +165,16 @@ def _batch_widget(batch: Batch) -> _batch.ProgressDisplay:
 
 
 _batch.register_progress_display("widget", _batch_widget)
+
+
+def _explorer(trace: TraceFrames, *, page_size: int, live: bool | None) -> "RunExplorer":
+    """``trace.explore()``: the notebook side's run explorer (ipywidgets loads on first use)."""
+    from .notebook.explorer import explore
+
+    return explore(trace, page_size=page_size, live=live)
+
+
+_trace_base.register_explorer(_explorer)
 
 
 # The notebook layer's kernel-specific code, hooked into the loop layer (which imports no IPython):
@@ -331,6 +345,7 @@ __all__ = [
     "Workbench",
     "__version__",
     "compare",
+    "explore",
     "concat",
     "default_model",
     "dump_message",

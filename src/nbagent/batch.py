@@ -1440,9 +1440,10 @@ class Batch:
 
     def _with_tasks(self, frame: pd.DataFrame) -> pd.DataFrame:
         attempts = self.attempts_df()[["run_id", "task_index", "task_key", "attempt"]]
-        merged = frame.merge(attempts, how="left", left_on=frame["run_id"].astype("string"), right_on="run_id")
-        merged = merged.drop(columns=[c for c in merged.columns if c in ("key_0", "run_id_y")])
-        return merged.rename(columns={"run_id_x": "run_id"})
+        keys = attempts.rename(columns={"run_id": "_run"}).astype({"_run": "string"})
+        # one run_id column, the trace's (pandas 3 names a merge key given as an array after the Series)
+        merged = frame.assign(_run=frame["run_id"].astype("string")).merge(keys, how="left", on="_run")
+        return merged.drop(columns="_run")
 
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
         """The trace's events with each row's ``task_index``, ``task_key`` and ``attempt``."""

@@ -254,6 +254,12 @@ STYLESHEET = (
 .nba-batch-metrics b{color:var(--nba-fg);font-weight:600}
 .nba-batch-errors caption{text-align:left;font-size:12px;color:var(--nba-muted)}
 .nba-batch-errors td{max-width:40em;overflow-wrap:anywhere}
+.nba-explorer-table tr.nba-x-selected td{background:var(--nba-tint)}
+.nba-explorer-table tr[data-status=error] td.nba-x-status{color:var(--nba-error)}
+.nba-explorer-table tr[data-status=ok] td.nba-x-status{color:var(--nba-ok)}
+.nba-explorer-table td:is(.nba-x-task,.nba-x-error){max-width:30em;overflow-wrap:anywhere}
+.nba-explorer-query{font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap;
+  background:var(--nba-raised);color:var(--nba-fg);padding:4px 6px;margin:4px 0}
 .jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child .nba-stepper-live):not(
   :has(+.jp-OutputArea-child .jupyter-widgets-disconnected)){display:none}
 .jp-OutputArea-child:has(.nba-static-copy)+.jp-OutputArea-child:not(:has(>.jp-OutputArea-output[data-mime-type])):not(

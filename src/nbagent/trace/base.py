@@ -13,10 +13,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
     from .replay import Replay
     from .timeline import Timeline
+
+
+_explorer: list[Callable[..., Any]] = []
+
+
+def register_explorer(factory: Callable[..., Any]) -> None:
+    """Set what :meth:`TraceFrames.explore` makes (the notebook layer's run explorer registers itself)."""
+    _explorer[:] = [factory]
 
 
 class TraceFrames(ABC):
@@ -70,6 +80,13 @@ class TraceFrames(ABC):
         index = ReplayIndex(self)
         for run_id in index.order if run_ids is None else run_ids:
             yield index.replay(run_id, pace=pace)
+
+    def explore(self, *, page_size: int = 50, live: bool | None = None) -> Any:
+        """A run explorer of this trace's runs (display it): filter, sort, page, open, replay and compare
+        them; ``live`` (a live trace's default) follows new runs. See :mod:`nbagent.notebook.explorer`."""
+        if not _explorer:
+            raise RuntimeError("trace.explore needs the notebook side: import nbagent (and ipywidgets) first")
+        return _explorer[0](self, page_size=page_size, live=live)
 
     def summary(self) -> pd.Series:
         """Runs, LLM calls, tokens, tool error rate and p50/p95 latencies at a glance."""

@@ -1,0 +1,326 @@
+"""The run explorer's table logic: filter, sort and page the runs of a trace, as pandas, no widgets.
+
+:class:`RunTable` holds a trace's ``runs_df()`` (and which tools each run called, from
+``tool_calls_df()``); :meth:`RunTable.select` applies a :class:`Filters` and a sort and gives a
+:class:`Selection`: the positions of the runs kept, in order, their frame (rows of ``runs_df()``), the
+pandas expression that gives that same frame (:meth:`Selection.query`, over ``runs`` and
+``tool_calls``) and pages of the display table (:data:`TABLE_COLUMNS`). Masks are computed once per
+filter value and sorts once per selection, so turning pages costs a slice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .. import _check as check
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+__all__ = ["SORT_KEYS", "TABLE_COLUMNS", "Filters", "RunTable", "Selection"]
+
+#: The explorer's table: column -> what it shows.
+TABLE_COLUMNS: dict[str, str] = {
+    "run_id": "id of the run",
+    "agent": "agent that ran it",
+    "task": "first line of the task",
+    "status": "ok, error, cancelled or running",
+    "error": "the error, when the run failed",
+    "llm_calls": "model calls",
+    "tool_calls": "tool calls",
+    "tokens": "prompt + completion tokens",
+    "latency_s": "seconds the run took",
+    "started_at": "when it started",
+    "parent": "the team run it is a turn of, the run it is a fork of, or its batch task",
+}
+
+#: Table column -> the ``runs_df()`` columns it sorts by (``tokens`` is their sum, made for the sort).
+SORT_KEYS: dict[str, tuple[str, ...]] = {
+    "run_id": ("run_id",),
+    "agent": ("agent",),
+    "task": ("task",),
+    "status": ("status",),
+    "error": ("error",),
+    "llm_calls": ("n_llm_calls",),
+    "tool_calls": ("n_tool_calls",),
+    "tokens": ("tokens",),
+    "latency_s": ("duration_s",),
+    "started_at": ("started_at",),
+    "parent": ("parent_run_id", "forked_from"),
+}
+
+_WHERE = "explore"
+
+
+def _strings(param: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    items = check.sequence(_WHERE, param, value, "a string or a list of strings")
+    return tuple(check.each(_WHERE, param, items, lambda name, item: str(check.string(_WHERE, name, item))))
+
+
+def _time(param: str, value: object) -> pd.Timestamp | None:
+    import pandas as pd
+
+    if value is None:
+        return None
+    if not isinstance(value, str | datetime | pd.Timestamp):
+        raise check.wrong_type(_WHERE, param, "a datetime, a pandas Timestamp or an ISO string", value)
+    try:
+        stamp = pd.Timestamp(value)
+    except ValueError:
+        raise check.wrong_value(_WHERE, param, "an ISO date and time", value) from None
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the explorer keeps: runs with one of ``status`` (any when empty), of one of ``agent``, that
+    called one of ``tool``, whose error contains ``error``, whose task or answer contains ``search``
+    (both case-insensitive), started in ``[since, until]`` (UTC; a naive time is read as UTC)."""
+
+    status: tuple[str, ...] = ()
+    agent: tuple[str, ...] = ()
+    tool: tuple[str, ...] = ()
+    error: str = ""
+    search: str = ""
+    since: pd.Timestamp | None = None
+    until: pd.Timestamp | None = None
+
+    @classmethod
+    def of(cls, **given: Any) -> Filters:
+        """Filters from keyword arguments, checked (a wrong one names its parameter)."""
+        unknown = sorted(set(given) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise check.wrong_value(_WHERE, unknown[0], f"one of {', '.join(cls.__dataclass_fields__)}", unknown[0])
+        fields: dict[str, Any] = {}
+        for name in ("status", "agent", "tool"):
+            if given.get(name) is not None:
+                fields[name] = _strings(name, given[name])
+        for name in ("error", "search"):
+            if given.get(name) is not None:
+                fields[name] = check.string(_WHERE, name, given[name])
+        for name in ("since", "until"):
+            fields[name] = _time(name, given.get(name))
+        return cls(**fields)
+
+    def with_(self, **given: Any) -> Filters:
+        """These filters with the ones given changed (checked as :meth:`of` checks them)."""
+        current = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        current.update(given)
+        return Filters.of(**current)
+
+
+def _literal(value: object) -> str:
+    import pandas as pd
+
+    if isinstance(value, pd.Timestamp):
+        return f"pd.Timestamp({value.isoformat()!r})"
+    return repr(value)
+
+
+def _contains(column: str, text: str) -> str:
+    return f'runs["{column}"].str.contains({text!r}, case=False, regex=False, na=False)'
+
+
+@dataclass
+class Selection:
+    """The runs a :class:`Filters` and a sort keep: ``positions`` (rows of the table's runs, in order)."""
+
+    table: RunTable
+    filters: Filters
+    sort: str | None
+    ascending: bool
+    positions: np.ndarray[Any, Any] = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The runs kept, as rows of ``runs_df()`` (its index and columns), in the selection's order."""
+        return self.table.runs.iloc[self.positions]
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The ids of the runs kept, in order."""
+        return [str(run) for run in self.table.run_ids[self.positions]]
+
+    def pages(self, size: int) -> int:
+        """How many pages of ``size`` rows the selection fills (one when empty)."""
+        return max(1, -(-len(self.positions) // size))
+
+    def page(self, number: int, size: int) -> pd.DataFrame:
+        """Page ``number`` (from 0; past the last: the last) of the display table, ``size`` rows."""
+        check.integer(_WHERE, "size", size, minimum=1)
+        check.integer(_WHERE, "page", number, minimum=0)
+        number = min(number, self.pages(size) - 1)
+        return self.table.display.iloc[self.positions[number * size : (number + 1) * size]]
+
+    def query(self) -> str:
+        """A pandas expression over ``runs`` (``trace.runs_df()``) and ``tool_calls``
+        (``trace.tool_calls_df()``) that gives :attr:`frame` (``pd`` is pandas)."""
+        f = self.filters
+        terms: list[str] = []
+        if f.status:
+            terms.append(f'runs["status"].isin({list(f.status)!r})')
+        if f.agent:
+            terms.append(f'runs["agent"].isin({list(f.agent)!r})')
+        if f.tool:
+            terms.append(
+                f'runs["run_id"].isin(tool_calls.loc[tool_calls["tool_name"].isin({list(f.tool)!r}), "run_id"])'
+            )
+        if f.error:
+            terms.append(_contains("error", f.error))
+        if f.search:
+            terms.append(f"({_contains('task', f.search)} | {_contains('final_text', f.search)})")
+        if f.since is not None:
+            terms.append(f'(runs["started_at"] >= {_literal(f.since)})')
+        if f.until is not None:
+            terms.append(f'(runs["started_at"] <= {_literal(f.until)})')
+        code = "runs[" + " & ".join(terms) + "]" if terms else "runs"
+        if self.sort is None:
+            return code
+        keys = list(SORT_KEYS[self.sort])
+        order = f'.sort_values({keys!r}, ascending={self.ascending}, kind="stable", na_position="last")'
+        if self.sort == "tokens":
+            return (
+                f'{code}.assign(tokens=lambda r: r["prompt_tokens"].fillna(0) + r["completion_tokens"].fillna(0))'
+                f'{order}.drop(columns="tokens")'
+            )
+        return code + order
+
+
+class RunTable:
+    """A trace's runs for the explorer: the ``runs_df()`` frame, its display table, masks and sorts."""
+
+    def __init__(self, runs: pd.DataFrame, tool_calls: pd.DataFrame) -> None:
+
+        #: The runs, as ``runs_df()`` gives them (index kept: the selection's frame is its rows).
+        self.runs = runs
+        self.run_ids: np.ndarray[Any, Any] = runs["run_id"].astype("object").to_numpy()
+        self.display = _display(runs)
+        self._tool_runs = {
+            str(name): set(group.astype("object"))
+            for name, group in tool_calls.groupby("tool_name", observed=True, sort=False)["run_id"]
+        }
+        self._masks: dict[tuple[str, object], np.ndarray[Any, Any]] = {}
+        self._sorted: tuple[Filters, str | None, bool, np.ndarray[Any, Any]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def choices(self, column: str) -> list[str]:
+        """The values a filter of ``column`` (``status``, ``agent``, ``tool``) can take, sorted."""
+        if column == "tool":
+            return sorted(self._tool_runs)
+        values = self.runs[column].dropna().astype("object").unique()
+        return sorted(str(value) for value in values)
+
+    def _mask(self, name: str, value: object) -> np.ndarray[Any, Any]:
+        key = (name, value)
+        cached = self._masks.get(key)
+        if cached is None:
+            cached = self._masks[key] = self._compute(name, value)
+        return cached
+
+    def _compute(self, name: str, value: Any) -> np.ndarray[Any, Any]:
+        import numpy as np
+
+        runs = self.runs
+        if name in ("status", "agent"):
+            return np.asarray(runs[name].isin(list(value)), dtype=bool)
+        if name == "tool":
+            ids: set[str] = set().union(*(self._tool_runs.get(tool, set()) for tool in value))
+            return np.fromiter((run in ids for run in self.run_ids), dtype=bool, count=len(self.run_ids))
+        if name == "error":
+            return _text_mask(runs["error"], value)
+        if name == "search":
+            either: np.ndarray[Any, Any] = _text_mask(runs["task"], value) | _text_mask(runs["final_text"], value)
+            return either
+        started = runs["started_at"]
+        return np.asarray((started >= value if name == "since" else started <= value).fillna(False), dtype=bool)
+
+    def select(self, filters: Filters | None = None, sort: str | None = None, ascending: bool = True) -> Selection:
+        """The runs ``filters`` keep, sorted by the table column ``sort`` (trace order when ``None``;
+        stable, nulls last)."""
+        import numpy as np
+
+        filters = filters or Filters()
+        if sort is not None:
+            check.choice(_WHERE, "sort", sort, SORT_KEYS)
+        check.boolean(_WHERE, "ascending", ascending)
+        cached = self._sorted
+        if cached is not None and cached[:3] == (filters, sort, ascending):
+            return Selection(self, filters, sort, ascending, cached[3])
+        keep = np.ones(len(self.runs), dtype=bool)
+        for name in ("status", "agent", "tool", "error", "search", "since", "until"):
+            value = getattr(filters, name)
+            if value not in ((), "", None):
+                keep &= self._mask(name, value)
+        positions = np.flatnonzero(keep)
+        if sort is not None and len(positions):
+            positions = positions[self._order(positions, sort, ascending)]
+        self._sorted = (filters, sort, ascending, positions)
+        return Selection(self, filters, sort, ascending, positions)
+
+    def _order(self, positions: np.ndarray[Any, Any], sort: str, ascending: bool) -> np.ndarray[Any, Any]:
+        """The order of the runs at ``positions`` (0..n-1) sorted as the selection's query sorts them."""
+        import numpy as np
+
+        if sort == "tokens":
+            frame = self.runs[["prompt_tokens", "completion_tokens"]].iloc[positions].reset_index(drop=True)
+            frame = frame.assign(tokens=frame["prompt_tokens"].fillna(0) + frame["completion_tokens"].fillna(0))
+        else:
+            frame = self.runs[list(SORT_KEYS[sort])].iloc[positions].reset_index(drop=True)
+        ordered = frame.sort_values(list(SORT_KEYS[sort]), ascending=ascending, kind="stable", na_position="last")
+        return np.asarray(ordered.index, dtype=np.int64)
+
+    def refilter(self, selection: Selection, **changes: Any) -> Selection:
+        """``selection`` with the filters given changed (``status=["error"]``, ``search=None``...)."""
+        return self.select(selection.filters.with_(**changes), selection.sort, selection.ascending)
+
+
+def _text_mask(column: pd.Series, text: str) -> np.ndarray[Any, Any]:
+    import numpy as np
+
+    return np.asarray(column.str.contains(text, case=False, regex=False, na=False), dtype=bool)
+
+
+def _first_line(text: object) -> str:
+    if not isinstance(text, str):
+        return ""
+    return text.strip().split("\n", 1)[0]
+
+
+def _display(runs: pd.DataFrame) -> pd.DataFrame:
+    """The explorer's table (:data:`TABLE_COLUMNS`) of ``runs``, on its index."""
+    import pandas as pd
+
+    parent = runs["parent_run_id"].astype("object")
+    fork = runs["forked_from"].astype("object")
+    shown = parent.where(parent.notna(), "fork of " + fork.where(fork.notna(), "").astype(str))
+    shown = shown.where(parent.notna() | fork.notna(), None)
+    if "task_index" in runs.columns:
+        task = "task " + runs["task_index"].astype("object").astype(str)
+        shown = shown.where(shown.notna() | runs["task_index"].isna(), task)
+    tokens = runs["prompt_tokens"].fillna(0) + runs["completion_tokens"].fillna(0)
+    return pd.DataFrame(
+        {
+            "run_id": runs["run_id"].astype("object"),
+            "agent": runs["agent"].astype("object"),
+            "task": runs["task"].astype("object").map(_first_line),
+            "status": runs["status"].astype("object"),
+            "error": runs["error"].astype("object"),
+            "llm_calls": runs["n_llm_calls"],
+            "tool_calls": runs["n_tool_calls"],
+            "tokens": tokens.astype("Int64"),
+            "latency_s": runs["duration_s"],
+            "started_at": runs["started_at"],
+            "parent": shown,
+        },
+        index=runs.index,
+    )

@@ -1,0 +1,183 @@
+"""The run explorer's widget and model over real runs of scripted agents, without a kernel or browser."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import nbagent
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage, Trace
+from nbagent.notebook.explorer import MAX_UPDATES_PER_S, RunExplorer
+from nbagent.notebook.stepper_widget import NotebookStepper
+
+XSS = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def calc(name: str, answer: str) -> AssistantAgent:
+    call = CreateResult(
+        finish_reason="function_calls",
+        content=[FunctionCall(id="c1", name="add", arguments='{"a": 1, "b": 2}')],
+        usage=RequestUsage(prompt_tokens=10, completion_tokens=5),
+    )
+    client = ReplayChatCompletionClient([call, answer])
+    return AssistantAgent(name, client, tools=[add])
+
+
+def chat(name: str, answer: str) -> AssistantAgent:
+    return AssistantAgent(name, ReplayChatCompletionClient([answer]))
+
+
+async def runs_into(trace: Trace) -> None:
+    for i in range(6):
+        agent = calc("calc", f"it is 3 ({i})") if i % 2 else chat("chat", f"hello {XSS} {i}")
+        with trace.recording(agent):
+            await agent.run(task=f"task {i} {XSS}\nmore text")
+
+
+@pytest.fixture
+async def trace() -> Trace:
+    trace = Trace()
+    await runs_into(trace)
+    return trace
+
+
+def ids(explorer: RunExplorer) -> list[str]:
+    return [str(run) for run in explorer.page()["run_id"]]
+
+
+async def test_filters_sort_and_pages_in_the_widget(trace: Trace) -> None:
+    explorer = trace.explore(page_size=2)
+    widget = explorer.widget()
+    assert widget.position.value == "page 1 of 3 · 6 of 6 runs"
+    assert widget.previous.disabled and not widget.next.disabled
+    widget.next.click()
+    assert explorer.page_number == 1 and widget.position.value.startswith("page 2 of 3")
+    widget.tool.value = ("add",)
+    assert len(explorer.selection) == 3 and set(explorer.selection["agent"]) == {"calc"}
+    assert explorer.page_number == 0
+    widget.search.value = "HELLO"  # the answers: none of the calc runs
+    assert len(explorer.selection) == 0 and widget.position.value == "page 1 of 1 · 0 of 6 runs"
+    widget.tool.value = ()
+    assert len(explorer.selection) == 3 and set(explorer.selection["agent"]) == {"chat"}
+    widget.search.value = ""
+    widget.sort.value = "task"
+    widget.descending.value = True
+    tasks = list(explorer.selection["task"])
+    assert tasks == sorted(tasks, reverse=True)
+    rows = re.findall(r'data-run="([^"]+)"', widget.table.value)
+    assert rows == ids(explorer) == [value for _, value in widget.rows.options]
+    widget.since.value = "not a time"
+    assert "since must be an ISO date" in widget.message.value
+    widget.since.value = ""
+    assert widget.message.value == ""
+
+
+async def test_the_query_reproduces_the_selection(trace: Trace) -> None:
+    explorer = trace.explore()
+    explorer.filter(tool="add", status="ok").sort_by("started_at", ascending=False)
+    runs, tool_calls = trace.runs_df(), trace.tool_calls_df()
+    found = eval(explorer.query, {"runs": runs, "tool_calls": tool_calls, "pd": pd})  # noqa: S307
+    pd.testing.assert_frame_equal(found, explorer.selection)
+    namespace: dict[str, object] = {"trace": trace}
+    exec(explorer.code, namespace)  # noqa: S102 the code the explorer gives to paste
+    pd.testing.assert_frame_equal(namespace["selection"], explorer.selection)  # type: ignore[arg-type]
+
+
+async def test_picking_a_run_shows_its_view_escaped_and_replays_it(trace: Trace, tmp_path: Path) -> None:
+    explorer = trace.explore()
+    widget = explorer.widget()
+    run = ids(explorer)[1]  # a calc run: a tool call
+    widget.rows.value = (run,)
+    assert explorer.opening is not None
+    shown = await explorer.opening
+    assert widget.detail.value == shown == explorer.detail_html
+    assert 'class="nba-view nba-state-ok"' in shown and f"run {run} (calc)" in shown
+    assert 'nba-tool-card" data-tool-name="add"' in shown  # the live view's pieces, as a run shows them
+    assert html.escape("task 1 <img src=x") in shown
+    assert "<img" not in shown and "<script>" not in shown and html.escape("<img", quote=False) in shown
+    assert f'data-run="{run}"' in widget.table.value and "nba-x-selected" in widget.table.value
+    assert not widget.replay_button.disabled
+    stepper = explorer.stepper(run)
+    assert isinstance(stepper, NotebookStepper)
+    await stepper.run_to_end()
+    recorded = trace.runs_df().set_index("run_id")["final_text"][run]
+    assert stepper.agent.trace.runs_df()["final_text"].iloc[-1] == recorded == "3"
+    target = explorer.export(run, tmp_path / "run.html")
+    assert target.read_text(encoding="utf-8").endswith(shown)
+    with pytest.raises(ValueError, match="explore: run_id must be the id of a run of the explored trace"):
+        await explorer.open("nope")
+
+
+async def test_picking_two_runs_compares_them(trace: Trace) -> None:
+    explorer = trace.explore()
+    widget = explorer.widget()
+    first, second = ids(explorer)[1], ids(explorer)[3]
+    widget.rows.value = (first, second)
+    comparison = nbagent.compare((trace, first), (trace, second), labels=(first, second))
+    assert widget.detail.value == comparison.html()
+    assert widget.replay_button.disabled
+    with pytest.raises(ValueError, match="explore: run_ids must be one or two runs"):
+        explorer.pick(*ids(explorer)[:3])
+
+
+async def test_the_static_copy_is_the_first_page_and_the_run_shown(trace: Trace) -> None:
+    explorer = trace.explore(page_size=4)
+    explorer.sort_by("agent")
+    run = ids(explorer)[0]
+    await explorer.open(run)
+    bundle = explorer._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    static = bundle["text/html"]
+    assert static.count('class="nba-x-row') == 4 and "Run explorer: 6 of 6 runs, page 1 of 2" in static
+    assert "nba-static-copy" in static and "nba-view nba-state-ok" in static
+    assert "<img" not in static and "<script>alert" not in static
+    assert html.escape(explorer.query) in static
+
+
+async def test_a_live_trace_fills_the_table_at_most_ten_times_a_second() -> None:
+    trace = Trace()
+    explorer = RunExplorer(trace)
+    widget = explorer.widget()
+    assert explorer.live and widget.position.value == "page 1 of 1 · 0 of 0 runs"
+    updates = []
+    for i in range(30):
+        agent = chat("chat", f"answer {i}")
+        with trace.recording(agent):
+            await agent.run(task=f"task {i}")
+        await asyncio.sleep(0.01)
+        updates.append(explorer.updates)
+    deadline = asyncio.get_running_loop().time() + 5
+    while len(explorer.table) < 30 and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    assert len(explorer.table) == 30 and widget.position.value.endswith("30 of 30 runs")
+    elapsed = explorer._last_update  # noqa: SLF001 the time of the last update, to bound the rate
+    assert 1 <= explorer.updates
+    assert explorer.updates <= MAX_UPDATES_PER_S * (0.2 + 30 * 0.02) + 2, (explorer.updates, elapsed)
+    assert "chat" in widget.agent.options
+    explorer.close()
+    assert explorer._timer is None  # noqa: SLF001
+
+
+async def test_a_loaded_trace_and_a_batch(trace: Trace, tmp_path: Path) -> None:
+    loaded = nbagent.load_parquet(trace.to_parquet(tmp_path / "ds"))
+    explorer = loaded.explore()
+    assert not explorer.live and len(explorer.table) == 6
+    shown = await explorer.open(ids(explorer)[1])
+    assert 'data-tool-name="add"' in shown
+    batch = nbagent.Batch(chat("bot", "fine"), ["one", "two", "three"], progress=None)
+    await batch.run()
+    by_batch = nbagent.explore(batch)
+    assert list(by_batch.table.display["parent"]) == ["task 0", "task 1", "task 2"]
+    assert by_batch.code.startswith("import pandas as pd\nruns = batch.runs_df()")
+    with pytest.raises(TypeError, match="explore: source must be a trace"):
+        nbagent.explore("trace")  # type: ignore[arg-type]
