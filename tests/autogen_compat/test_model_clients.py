@@ -177,6 +177,25 @@ async def test_a_subclass_of_autogens_base_class_is_sent_autogens_types_and_answ
     assert isinstance(agent.model_client, BridgedClient) and agent.model_client.inner is client
 
 
+async def test_the_bridge_converts_each_message_once_and_sends_what_the_context_holds() -> None:
+    client = EchoClient(["one", "two", "three", "four"])
+    agent = AssistantAgent("bot", client, model_context=nbagent.BufferedChatCompletionContext(buffer_size=3))
+    for task in ("a", "b", "c", "d"):
+        await agent.run(task=task)
+    sent = [messages for messages, _ in client.received]
+    texts = [[str(m.content) for m in messages[1:]] for messages in sent]  # after the system message
+    assert texts == [["a"], ["a", "one", "b"], ["b", "two", "c"], ["c", "three", "d"]]  # the buffer drops its head
+    assert sent[2][1] is sent[1][3]  # "b" converted once, reused where it moved
+    assert sent[3][0] is sent[0][0]  # the system message too
+    client = EchoClient(["one", "two"])
+    agent = AssistantAgent("bot", client)  # a growing context: its start reused as it is
+    await agent.run(task="a")
+    await agent.run(task="b")
+    first, second = (messages for messages, _ in client.received)
+    assert second[:2] == first and all(x is y for x, y in zip(second, first, strict=False))
+    assert first is not second and len(first) == 2  # each call gets its own list
+
+
 async def test_a_subclass_streams_into_the_trace() -> None:
     client = EchoClient(["one two three"])
     agent = AssistantAgent("bot", client, model_client_stream=True)

@@ -165,7 +165,7 @@ class BridgedClient(ChatCompletionClient):
         self.provider = PROVIDERS.get(type(inner).__name__, "unknown")
         self._secrets = client_secrets(config)
         hold_secrets(self._secrets)  # masked in every view and artefact of the process
-        self._converted: dict[int, tuple[LLMMessage, Any]] = {}
+        self._last: tuple[list[LLMMessage], list[Any]] = ([], [])  # the last call's messages, both ways
 
     @property
     def model_name(self) -> str:
@@ -214,19 +214,24 @@ class BridgedClient(ChatCompletionClient):
 
     def _messages(self, messages: Sequence[LLMMessage]) -> list[Any]:
         """The request's messages as the client takes them: AutoGen's types for an AutoGen client, each
-        converted once while it stays in the context (kept by identity for the next call)."""
+        converted once while it stays in the context: the last call's conversions are reused, those of
+        the common start by position (a growing context), the others by identity."""
         if not self.autogen:
             return list(messages)
-        kept, converted = self._converted, {}
-        out = []
-        for message in messages:
-            pair = kept.get(id(message))
-            if pair is None or pair[0] is not message:
-                pair = (message, to_autogen_message(message))
-            converted[id(message)] = pair
-            out.append(pair[1])
-        self._converted = converted
-        return out
+        last_in, last_out = self._last
+        same = 0
+        for mine, before in zip(messages, last_in, strict=False):
+            if mine is not before:
+                break
+            same += 1
+        out = last_out[:same]
+        if same < len(messages):
+            kept = {id(message): (message, theirs) for message, theirs in zip(last_in[same:], last_out[same:])}
+            for message in messages[same:]:
+                pair = kept.get(id(message))
+                out.append(pair[1] if pair is not None and pair[0] is message else to_autogen_message(message))
+        self._last = (list(messages), out)
+        return list(out)  # the client's own list: what it does with it changes nothing here
 
     async def complete(
         self, request: ModelRequest, cancellation_token: CancellationToken | None = None
