@@ -20,8 +20,8 @@ from typing import Any, TextIO
 from .agent import AssistantAgent
 from .demo import SCRIPTED_TASK, scripted_agent
 from .messages import TextMessage
-from .records import MOVES, Move
-from .render import to_text
+from .records import Move
+from .render import memory_skipped_line, to_text
 
 WALKTHROUGH = "02_walkthrough_steps_1_5.ipynb"
 DESCRIPTION = (
@@ -44,7 +44,7 @@ async def demo(out: TextIO | None = None) -> AssistantAgent:
     )
     async for item in agent.iter([TextMessage(content=SCRIPTED_TASK, source="user")]):
         if isinstance(item, Move) and item.name == "message_id" and not agent.memory:
-            print(f"-- STEP 2: {MOVES['memory'].title}  skipped: the agent has no memory (memory=None)", file=stream)
+            print(memory_skipped_line(), file=stream)
         line = describe(item)
         if line is not None:
             print(line, file=stream)

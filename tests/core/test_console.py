@@ -24,6 +24,7 @@ from nbagent import (
     TaskResult,
     TextMessage,
 )
+from nbagent.render.textlog import TextLog
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -209,6 +210,11 @@ def test_show_and_start_in_a_script_print_the_run_as_text(tmp_path: Path) -> Non
     assert "children=" not in out and "<style>" not in out and len(out) < 3000
     lines = out.splitlines()
     assert "-- STEP 4: Call the LLM  [_call_llm]" in lines
+    # STEP 2 has no move in a run without memory: the text says it was skipped, between STEP 1 and 3 (twice).
+    skipped = "-- STEP 2: Query memory  skipped: the agent has no memory (memory=None)"
+    assert lines.count(skipped) == 2
+    assert lines[lines.index(skipped) - 1].startswith("-- STEP 1:")
+    assert lines[lines.index(skipped) + 1].startswith("-- STEP 3:")
     assert lines.count("add -> 5") == 1 and lines.count("---------- calc ----------") == 2
     assert "2 + 3 = 5" in lines and "3 + 4 = 7" in lines
     assert "AgentRunView(agent='calc', status='ok', llm_calls=2, tool_calls=1)" in lines
@@ -242,3 +248,13 @@ def test_a_started_run_the_script_does_not_wait_for_says_how_it_ended(tmp_path: 
     assert "run ended  calc · interrupted (task cancelled)" in lines
     assert lines[-1].startswith("(a run nbagent.start began is cancelled when its program ends: `await view.wait()`")
     assert lines.count("run ended  calc · interrupted (task cancelled)") == 1
+
+
+async def test_a_run_with_memory_says_no_step_was_skipped() -> None:
+    """With memory, STEP 2 is a move of its own: the text view prints it and no "skipped" line."""
+    memory = nbagent.ListMemory()
+    await memory.add(nbagent.MemoryContent(content="The user lives in Paris.", mime_type="text/plain"))
+    agent = AssistantAgent("calc", ReplayChatCompletionClient(["hi"]), memory=[memory])
+    log = TextLog()
+    text = "".join([log.text(item) async for item in agent.iter([nbagent.TextMessage(content="x", source="user")])])
+    assert "-- STEP 2: Query memory  [_update_model_context_with_memory]" in text and "skipped" not in text

@@ -47,7 +47,7 @@ from .blocks import (
     value,
 )
 from .diagram import edge_states, node_states, pipeline
-from .dispatch import PLAIN, Options, heading, short, to_html, to_text
+from .dispatch import PLAIN, Options, heading, memory_skipped_line, short, to_html, to_text
 from .markdown import markdown, sanitize
 from .markup import EMPTY, Child, Markup, concat, el, escape
 from .portable import picture, portable
@@ -79,6 +79,7 @@ __all__ = [
     "heading",
     "label",
     "markdown",
+    "memory_skipped_line",
     "muted",
     "node_states",
     "object_table",

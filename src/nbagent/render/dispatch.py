@@ -60,7 +60,7 @@ from .blocks import (
 from .markdown import markdown
 from .markup import EMPTY, Markup, concat, el, escape
 
-__all__ = ["PLAIN", "Options", "heading", "short", "to_html", "to_text"]
+__all__ = ["PLAIN", "Options", "heading", "memory_skipped_line", "short", "to_html", "to_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,6 +404,13 @@ def _intervention_line(item: Intervention, full: bool = False) -> str | None:
 def _move_line(item: Move, full: bool = False) -> str | None:
     info = item.info
     return f"-- STEP {info.step}: {info.title}  [{info.method}]"
+
+
+def memory_skipped_line() -> str:
+    """The text line of STEP 2 in a run that has no memory to query (the loop makes no move for it)."""
+    from ..records import MOVES
+
+    return f"-- STEP 2: {MOVES['memory'].title}  skipped: the agent has no memory (memory=None)"
 
 
 @to_text.register

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent, RequestUsage, Response
+from ..records import Move
 from ..redact import mask
-from .dispatch import heading, to_text
+from .dispatch import heading, memory_skipped_line, to_text
 
 __all__ = ["TextLog"]
 
@@ -30,6 +31,7 @@ class TextLog:
     _stream_id: str | None = None  # the id of the message being streamed (its chunks printed so far)
     _streaming: bool = False
     _held: str = ""  # streamed text not printed yet: a secret may go on in the next chunk
+    _last_move: str | None = None  # the name of the last move printed (STEP 1 then STEP 3: STEP 2 skipped)
 
     def text(self, item: object) -> str:
         """What to write for ``item`` (an empty string for nothing); every line ends with a newline,
@@ -41,6 +43,10 @@ class TextLog:
         if self._stream_id is not None and getattr(message, "id", None) == self._stream_id:
             return before + self._usage(item)  # the message the chunks built: its text is printed already
         body = to_text(item, True)
+        if isinstance(item, Move):
+            if item.name == "message_id" and self._last_move == "add_messages" and body is not None:
+                body = f"{memory_skipped_line()}\n{body}"
+            self._last_move = item.name
         if body is None:
             return before
         return f"{before}{body}\n{self._usage(item)}"
