@@ -114,7 +114,13 @@ def wake_on_signals() -> bool:
         reader.close()
         writer.close()
         return False
-    loop.add_reader(reader.fileno(), _drain, reader)
+    try:
+        loop.add_reader(reader.fileno(), _drain, reader)
+    except (NotImplementedError, RuntimeError):  # a loop that watches no file descriptors (Windows' proactor)
+        signal.set_wakeup_fd(-1)
+        reader.close()
+        writer.close()
+        return False
     _WAKER.extend((reader, writer))
     return True
 
