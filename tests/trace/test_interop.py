@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 
 import duckdb
@@ -19,6 +20,7 @@ from nbagent import (
     AssistantAgent,
     CreateResult,
     FunctionCall,
+    LoadedTrace,
     ReplayChatCompletionClient,
     RequestUsage,
     Trace,
@@ -27,7 +29,8 @@ from nbagent import (
 )
 from nbagent.models import ReplayExhaustedError
 from nbagent.trace import COLUMNS, jsonl_schema
-from nbagent.trace.jsonl import ORDER_KEYS
+from nbagent.trace.jsonl import ORDER_KEYS, first_rows
+from nbagent.trace.schema import empty, frame
 
 from .test_export import assert_same
 
@@ -144,7 +147,7 @@ async def test_the_rows_come_back_in_their_order(big: tuple[Trace, Path]) -> Non
     trace, folder = big
     moved = json.loads((folder / "trace.json").read_text())["first"]
     assert moved["llm_calls"] and max(moved["llm_calls"]) >= 150  # rows from the end open the file
-    assert all(len(moved[table]) <= len(COLUMNS[table]) for table in ALL)  # at most one per column
+    assert all(len(moved[table]) <= 2 * len(COLUMNS[table]) for table in ALL)  # at most two per column
     assert_same(trace, load_jsonl(folder))
     assert (
         load_jsonl(folder)
@@ -285,3 +288,47 @@ async def test_concat_of_live_traces_and_bad_input() -> None:
         nbagent.concat([])
     with pytest.raises(TypeError, match=r"concat: traces\[1\] is DataFrame, not a trace"):
         nbagent.concat([first, first.runs_df()])  # type: ignore[list-item]
+
+
+def test_texts_that_look_typed_early_do_not_break_duckdb_later(tmp_path: Path) -> None:
+    """DuckDB reads a text column as UUID (DATE, TIMESTAMP...) when every text of its 20,480-line
+    sample looks so, then fails on a later text that does not ("Could not convert string 'Error: ...'
+    to UUID"): measured with a tool returning new record ids for 20,600 calls, the last one failing.
+    The first text that does not look typed opens the file too."""
+    n = 20_600
+    results = [str(uuid.UUID(int=i)) for i in range(n - 1)] + ["Error: ValueError: quota reached"]
+    days = [f"2026-01-{1 + i % 28:02d}" for i in range(n - 1)] + ["no day"]
+    calls = frame(
+        "tool_calls",
+        {
+            **{name: [None] * n for name in COLUMNS["tool_calls"]},
+            "trace_id": ["t"] * n,
+            "run_id": [str(uuid.UUID(int=1))] * n,
+            "call_id": days,
+            "tool_name": ["new_record"] * n,
+            "result": results,
+            "is_error": [False] * (n - 1) + [True],
+        },
+    )
+    tables = {table: empty(table) for table in ALL}
+    folder = LoadedTrace({**tables, "tool_calls": calls}, "t").to_jsonl(tmp_path / "jsonl")
+    path = folder / "tool_calls.jsonl"
+    ((rows, results_read, errors),) = duckdb.sql(
+        f"SELECT count(*), count(result), count(*) FILTER (WHERE result LIKE 'Error:%') FROM read_json_auto('{path}')"
+    ).fetchall()
+    assert (rows, results_read, errors) == (n, n, 1)
+    assert duckdb.sql(f"SELECT typeof(result), typeof(call_id) FROM read_json_auto('{path}') LIMIT 1").fetchall() == [
+        ("VARCHAR", "VARCHAR")
+    ]
+    assert json.loads((folder / "trace.json").read_text())["first"]["tool_calls"] == [0, n - 1]
+    assert_same(LoadedTrace({**tables, "tool_calls": calls}, "t"), load_jsonl(folder))
+    assert pl.read_ndjson(path).height == n
+
+
+def test_first_rows() -> None:
+    uid = str(uuid.UUID(int=5))
+    assert first_rows([[None, "a", "b"], [1, None, 2]]) == [0, 1]
+    assert first_rows([[uid, uid, "plain", uid]]) == [0, 2]  # a UUID first: the first text that is not
+    assert first_rows([[uid, uid]]) == [0]  # only ids: nothing more
+    assert first_rows([["2026-01-02T03:04:05.000001+00:00", "x"]], [True]) == [0]  # times are skipped
+    assert first_rows([["12:30", "13:00", "lunch"], ["2026-1-2", None, "soon"]]) == [0, 2]

@@ -9,8 +9,10 @@ that readers take whole with their defaults: ``pl.read_ndjson(path)``, DuckDB's
 Those readers infer a column's type from the first lines only (polars from 100, DuckDB from 20,480),
 and a column null in all of them fails later (polars: "got non-null value for NULL-typed column") or
 loses its values (DuckDB reads them as NULL). So each file opens with the rows that show every
-column's type: for each column that has a value, its first row with one is written first (at most
-one row per column, in their order), then the other rows in order. ``folder/trace.json`` holds the
+column's type: for each column that has a value, its first row with one is written first (and, for
+a text column whose first text looks like a UUID, a date or a time, which DuckDB would then read as
+one and fail on a later text that is not, its first text that does not), then the other rows in
+order. ``folder/trace.json`` holds the
 trace's id and, per table, those rows' positions (``"first"``) and the number of lines (``"rows"``),
 so :func:`read_jsonl` gives the rows back in their order and refuses a file with lines added or
 removed. Readers of the file alone order by :data:`ORDER_KEYS` (events by ``timestamp`` then ``seq``:
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -72,14 +75,47 @@ def _plain_column(series: pd.Series, json_text: bool) -> list[Any]:
     return values
 
 
-def first_rows(columns: Iterable[list[Any]]) -> list[int]:
+# A text DuckDB's read_json_auto may read as a UUID, DATE, TIME or TIMESTAMP (generously: a text
+# matched here that DuckDB keeps as text only moves one more row up).
+_TYPED_TEXT = re.compile(
+    r"\{?[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\}?"
+    r"|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\s*(?:Z|[+-]\d{2}(?::?\d{2})?)?)?"
+    r"|\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?",
+)
+
+
+def _first_plain_text(values: list[Any], start: int) -> int | None:
+    """The first row from ``start`` whose text is not one :data:`_TYPED_TEXT` matches."""
+    typed: dict[str, bool] = {}  # ids repeat (trace_id, run_id): match each text once
+    for index in range(start, len(values)):
+        value = values[index]
+        if isinstance(value, str):
+            if value not in typed:
+                typed[value] = _TYPED_TEXT.fullmatch(value.strip()) is not None
+            if not typed[value]:
+                return index
+    return None
+
+
+def first_rows(columns: Iterable[list[Any]], times: Iterable[bool] = ()) -> list[int]:
     """The rows to write first so that every column with a value shows its type: each column's first
-    row with a value, once each, in order."""
+    row with a value, once each, in order. For a text column whose first text looks like a UUID, a
+    date or a time (DuckDB reads a column as such when every text it samples does, then fails on a
+    later text that is not: "Could not convert string ... to UUID"), also its first text that does
+    not, if any. ``times``: per column, whether it holds times (skipped: every text is one)."""
     found: set[int] = set()
-    for values in columns:
+    marks = list(times)
+    for position, values in enumerate(columns):
+        is_time = position < len(marks) and marks[position]
         index = next((i for i, value in enumerate(values) if value is not None), None)
-        if index is not None:
-            found.add(index)
+        if index is None:
+            continue
+        found.add(index)
+        first = values[index]
+        if not is_time and isinstance(first, str) and _TYPED_TEXT.fullmatch(first.strip()):
+            plain = _first_plain_text(values, index + 1)
+            if plain is not None:
+                found.add(plain)
     return sorted(found)
 
 
@@ -114,7 +150,8 @@ def write_jsonl(trace: TraceTables, folder: str | Path) -> Path:
         names = list(df.columns)
         as_text = set(JSON_COLUMNS.get(table, ()))
         columns = [_plain_column(df[name], name in as_text) for name in names]
-        first = moved[table] = first_rows(columns)
+        times = [str(df[name].dtype).startswith("datetime64") for name in names]
+        first = moved[table] = first_rows(columns, times)
         rows = list(zip(*columns))
         counts[table] = len(rows)
         chosen = set(first)
