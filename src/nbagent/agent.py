@@ -345,6 +345,9 @@ class AssistantAgent(Component):
         self._loop_settings: LoopSettings | None = None  # made on first use (loop_settings)
         self.trace = Trace(owner=self)
         self.recorders: list[Recorder] = [self.trace]
+        autogen_base = sys.modules.get("autogen_agentchat.base")
+        if autogen_base is not None:  # registered at its import already, unless another finder loaded it
+            _join_autogen(autogen_base)
 
     # ------------------------------------------------------------------ construction helpers
 

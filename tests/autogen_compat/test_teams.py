@@ -175,6 +175,19 @@ def test_agents_made_before_autogen_is_imported_join_its_teams(tmp_path: Path) -
     )
 
 
+def test_agents_join_when_another_finder_loaded_autogen() -> None:
+    script = (
+        "import sys, nbagent\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path if type(f).__module__ != 'nbagent._imports']\n"
+        "from autogen_agentchat.base import ChatAgent\n"
+        "early = issubclass(nbagent.AssistantAgent, ChatAgent)\n"
+        "agent = nbagent.AssistantAgent('a', nbagent.ReplayChatCompletionClient(['x']))\n"
+        "print(early, isinstance(agent, ChatAgent))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True"], done.stderr  # registered when an agent is made
+
+
 # ---------------------------------------------------------------------- RoundRobinGroupChat
 
 
