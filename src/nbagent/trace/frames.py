@@ -8,6 +8,7 @@ pandas (and numpy) are imported only here, when a frame is built.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from operator import itemgetter
@@ -250,7 +251,7 @@ def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Dat
     return frame("llm_calls", cols)
 
 
-def _concurrency(executions: list[ToolExecution]) -> list[int]:
+def overlaps(executions: list[ToolExecution]) -> list[int]:
     """For each call, how many calls of its run overlapped it in time (itself included)."""
     spans = []
     for execution in executions:
@@ -260,10 +261,17 @@ def _concurrency(executions: list[ToolExecution]) -> list[int]:
     for index, (run_id, _, _) in enumerate(spans):
         by_run.setdefault(run_id, []).append(index)
     counts = [1] * len(spans)
-    for indices in by_run.values():
+    for indices in by_run.values():  # sorted starts and ends: O(n log n) a run, not O(n^2)
+        starts = sorted(spans[j][1] for j in indices)
+        ends = sorted(spans[j][2] for j in indices)
+        instants = Counter(start for _, start, end in (spans[j] for j in indices) if start == end)
         for i in indices:
             _, start, end = spans[i]
-            counts[i] = sum(1 for j in indices if spans[j][1] < end and start < spans[j][2] or j == i)
+            # j overlaps i when start_j < end and start < end_j: those starting before i ends, less those
+            # ended by i's start (each of which started before i ends, but for instants at i's own instant,
+            # which did not); i is among them unless it is an instant, then it counts itself
+            overlapping = bisect_left(starts, end) - bisect_right(ends, start)
+            counts[i] = overlapping + instants[start] + 1 if start == end else overlapping
     return counts
 
 
@@ -280,7 +288,7 @@ def tool_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Da
             executions.append(item)
             count = calls_in_run.get(item.run_id, 0)
             requested_by.append(f"{item.run_id}/{count - 1}" if count else None)
-    concurrent = _concurrency(executions)
+    concurrent = overlaps(executions)
     cols: dict[str, list[Any]] = {name: [] for name in COLUMNS["tool_calls"]}
     for execution, overlap, llm_call_id in zip(executions, concurrent, requested_by):
         result = execution.result
