@@ -141,9 +141,10 @@ def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args
     """Replace this process with JupyterLab opened on the walkthrough (``jupyter_args`` passed on)."""
     folder = directory if directory is not None else notebooks_dir()
     if folder is None or not (folder / WALKTHROUGH).is_file():
+        where = f" in --dir {directory}" if directory is not None else ""
         print(
-            f"nbagent lab: {WALKTHROUGH} not found; run it from a clone of the repository "
-            "(pip install -e '.[lab]') or pass --dir <the notebooks folder>",
+            f"nbagent lab: {WALKTHROUGH} not found{where}; run it from a clone of the repository "
+            "(pip install -e '.[lab]') or pass --dir <the notebooks folder of a clone>",
             file=sys.stderr,
         )
         return 2

@@ -178,7 +178,7 @@ def test_python_m_nbagent_lab_serves_the_walkthrough(tmp_path: Path) -> None:
 
 def test_lab_without_the_walkthrough_says_how_to_get_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["lab", "--dir", str(tmp_path)]) == 2
-    assert "02_walkthrough_steps_1_5.ipynb not found" in capsys.readouterr().err
+    assert f"02_walkthrough_steps_1_5.ipynb not found in --dir {tmp_path};" in capsys.readouterr().err
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
