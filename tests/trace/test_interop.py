@@ -230,6 +230,15 @@ async def test_the_schema_sidecar_gives_the_same_types_whatever_the_rows(tmp_pat
                 assert [str(t) for t in relation.types] == [
                     "TIMESTAMP WITH TIME ZONE" if t == "TIMESTAMPTZ" else t for t in jsonl_schema(table).values()
                 ]
+    # A table with no row is an empty file: polars needs the schema for it (documented), DuckDB does not.
+    empty_file = tmp_path / "empty" / "tool_calls.jsonl"
+    assert empty_file.stat().st_size == 0
+    with pytest.raises(pl.exceptions.ComputeError, match="empty"):
+        pl.read_ndjson(empty_file)
+    assert pl.read_ndjson(empty_file, schema=jsonl_schema("tool_calls", "polars")).columns == list(
+        COLUMNS["tool_calls"]
+    )
+    assert duckdb.sql(f"SELECT count(*) FROM read_json_auto('{empty_file}')").fetchall() == [(0,)]
     assert str(pl.read_ndjson(tmp_path / "busy" / "runs.jsonl", schema=jsonl_schema("runs", "polars"))
                .schema["started_at"]) == "Datetime(time_unit='us', time_zone='UTC')"  # fmt: skip
     with pytest.raises(ValueError, match="jsonl_schema: table 'nope'"):

@@ -19,6 +19,9 @@ removed. Readers of the file alone order by :data:`ORDER_KEYS` (events by ``time
 ``seq`` alone is a position in its run).
 
 A column null in every row has no type to show: polars reads it as ``Null``, DuckDB as ``"NULL"``.
+A table with no row (``tool_calls`` of a trace without tool calls) is an empty file, which DuckDB
+reads as no row and ``pl.read_ndjson`` with its defaults refuses ("Cannot infer NDJSON types on empty
+reader"): JSON lines have no way to say a table's columns without a row.
 For the same types whatever the rows, ``folder/schema.json`` gives each table's columns with their
 DuckDB type and pandas dtype; :func:`jsonl_schema` turns it into what ``pl.read_ndjson(schema=...)``
 or DuckDB's ``read_json(columns=...)`` take. Each file becomes visible whole (written, then renamed).
