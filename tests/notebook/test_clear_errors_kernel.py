@@ -126,6 +126,13 @@ def test_a_kernel_interrupt_of_an_awaited_run_ends_at_once_in_one_line(kernel: t
         out, err, errors = run(client, code, manager)
         line = f"KeyboardInterrupt: the run of agent 'synced' was interrupted (Ctrl-C or a kernel interrupt); {LEFT}"
         assert errors == [("KeyboardInterrupt", [line])], code
+    out, err, errors = run(client, "await nbagent.Batch(make, ['a', 'b'], progress=None).run()", manager)
+    batch = (
+        "CancelledError: the batch was interrupted (the task awaiting it was cancelled: a kernel interrupt, Ctrl-C, "
+        "task.cancel() or a timeout); the tasks that ended are in batch.results, and `await batch.run()` again runs "
+        "the others"
+    )
+    assert errors == [("CancelledError", [batch])]
     out, err, errors = run(client, "print('alive')")
     assert (out, errors) == ("alive\n", [])
 
