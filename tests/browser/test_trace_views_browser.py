@@ -9,8 +9,9 @@ trace is displayed in its own cell: the trace itself (summary table and timeline
 ``timeline()``, the four frames, ``agent.context_df()`` and ``trace.context_df(run_id, seq)``, and
 the same views of the trace saved to Parquet and loaded back.
 
-pandas shortens cells to 50 characters and frames to 60 rows by default; the notebook lifts both
-limits (``display.max_colwidth`` / ``display.max_rows``) so every payload is in the page in full.
+pandas shortens cells to 50 characters, frames to 60 rows and 20 columns by default; the notebook
+lifts these limits (``display.max_colwidth`` / ``display.max_rows`` / ``display.max_columns``) so
+every payload is in the page in full.
 The positive control is a raw ``IPython.display.HTML`` output: the same renderer as the trace
 views, so it proves that unescaped HTML does run there (in JupyterLab and in the nbconvert export).
 """
@@ -42,6 +43,7 @@ from nbagent.models.openai import OpenAIChatCompletionClient
 
 pd.set_option("display.max_colwidth", None)
 pd.set_option("display.max_rows", None)
+pd.set_option("display.max_columns", None)
 """
     + KERNEL_TOOLS
     + '''
