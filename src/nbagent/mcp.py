@@ -599,11 +599,144 @@ class McpToolAdapter(BaseTool):
         return f"McpToolAdapter({self.name!r}, {self.workbench!r})"
 
 
+def _mcp_tool_schema(tool: Any) -> ToolSchema:
+    """An MCP tool (the SDK's ``Tool``: ``name``, ``description``, ``inputSchema``; or its dict) as a
+    tool schema, as :class:`McpWorkbench` lists it."""
+    get = tool.get if isinstance(tool, Mapping) else lambda key, default=None: getattr(tool, key, default)
+    name = get("name")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"an MCP tool must have a name, got {type(tool).__name__}")
+    given = get("inputSchema") or get("input_schema") or get("parameters") or {}
+    given = dict(given) if isinstance(given, Mapping) else {}
+    parameters = {
+        **given,
+        "type": "object",
+        "properties": given.get("properties", {}),
+        "required": given.get("required", []),
+        "additionalProperties": given.get("additionalProperties", False),
+    }
+    return ToolSchema(name=name, description=str(get("description") or ""), parameters=parameters)
+
+
+class _TransportAdapterConfig(BaseModel):
+    """AutoGen's config of a per-transport MCP tool adapter: the server and the MCP tool (its JSON)."""
+
+    tool: dict[str, Any]
+
+
+class StdioMcpToolAdapterConfig(_TransportAdapterConfig):
+    server_params: StdioServerParams
+
+
+class SseMcpToolAdapterConfig(_TransportAdapterConfig):
+    server_params: SseServerParams
+
+
+class StreamableHttpMcpToolAdapterConfig(_TransportAdapterConfig):
+    server_params: StreamableHttpServerParams
+
+
+class _TransportAdapter(McpToolAdapter):
+    """AutoGen's per-transport MCP tool adapter: ``Adapter(server_params, tool)`` for one tool of the
+    server (an MCP ``Tool`` as the SDK lists it, or its dict), or ``await
+    Adapter.from_server_params(server_params, tool_name)``. Its calls go through an
+    :class:`McpWorkbench` of its own (or the one ``workbench=`` shares, as :func:`mcp_server_tools`
+    does), connected on the first call and kept open."""
+
+    _params_type: type[BaseModel]
+
+    def __init__(
+        self,
+        server_params: StdioServerParams | SseServerParams | StreamableHttpServerParams,
+        tool: Any,
+        session: Any = None,
+        *,
+        workbench: McpWorkbench | None = None,
+    ) -> None:
+        where = type(self).__name__
+        if session is not None:
+            raise TypeError(f"{where}(session=...) is not supported: its calls go through an McpWorkbench")
+        if not isinstance(server_params, self._params_type):
+            expected = f"a {self._params_type.__name__}"
+            raise TypeError(f"{where}: server_params must be {expected}, got {type(server_params).__name__}")
+        if workbench is not None and workbench.server_params is not server_params:
+            raise ValueError(f"{where}: workbench= must be a workbench of these server_params")
+        self.server_params = server_params
+        self.tool = tool
+        super().__init__(workbench or McpWorkbench(server_params), _mcp_tool_schema(tool))
+
+    @classmethod
+    async def from_server_params(
+        cls, server_params: StdioServerParams | SseServerParams | StreamableHttpServerParams, tool_name: str
+    ) -> Self:
+        """The adapter of the server's tool ``tool_name`` (the server is asked for its tools)."""
+        workbench = McpWorkbench(server_params)
+        schemas = await workbench.list_tools()
+        schema = next((item for item in schemas if item["name"] == tool_name), None)
+        if schema is None:
+            names = [item["name"] for item in schemas]
+            raise ValueError(f"Tool {tool_name} not found, available tools: {', '.join(names)}")
+        tool = {"name": schema["name"], "description": schema.get("description", ""), **_input_schema(schema)}
+        return cls(server_params, tool, workbench=workbench)
+
+    def _to_config(self) -> _TransportAdapterConfig:
+        params = self.workbench.dump_component().config["server_params"]  # its secrets left out as the workbench's
+        schema = self.schema
+        tool = {"name": schema["name"], "description": schema.get("description", ""), **_input_schema(schema)}
+        return self.component_config_schema.model_validate({"server_params": params, "tool": tool})  # type: ignore[return-value]
+
+    @classmethod
+    def _from_config(cls, config: _TransportAdapterConfig) -> Self:
+        params = getattr(config, "server_params")  # noqa: B009 (each subclass's config has its own type)
+        if isinstance(params, StdioServerParams):  # refused unless load_component(..., allow_commands=True)
+            command_from_config(cls.__name__, shlex.join(redact_args([params.command, *params.args])))
+        return cls(params, config.tool)
+
+
+def _input_schema(schema: ToolSchema) -> dict[str, Any]:
+    return {"inputSchema": dict(schema.get("parameters") or {"type": "object", "properties": {}})}
+
+
+class StdioMcpToolAdapter(_TransportAdapter):
+    """One tool of an MCP server run as a program (stdio), as AutoGen's ``StdioMcpToolAdapter``."""
+
+    _params_type = StdioServerParams
+    component_config_schema = StdioMcpToolAdapterConfig
+    component_provider_override = "nbagent.StdioMcpToolAdapter"
+    component_aliases = ("autogen_ext.tools.mcp.StdioMcpToolAdapter",)
+
+
+class SseMcpToolAdapter(_TransportAdapter):
+    """One tool of an MCP server reached over SSE, as AutoGen's ``SseMcpToolAdapter``."""
+
+    _params_type = SseServerParams
+    component_config_schema = SseMcpToolAdapterConfig
+    component_provider_override = "nbagent.SseMcpToolAdapter"
+    component_aliases = ("autogen_ext.tools.mcp.SseMcpToolAdapter",)
+
+
+class StreamableHttpMcpToolAdapter(_TransportAdapter):
+    """One tool of an MCP server reached over streamable HTTP, as AutoGen's ``StreamableHttpMcpToolAdapter``."""
+
+    _params_type = StreamableHttpServerParams
+    component_config_schema = StreamableHttpMcpToolAdapterConfig
+    component_provider_override = "nbagent.StreamableHttpMcpToolAdapter"
+    component_aliases = ("autogen_ext.tools.mcp.StreamableHttpMcpToolAdapter",)
+
+
+_ADAPTERS: dict[type[BaseModel], type[_TransportAdapter]] = {
+    StdioServerParams: StdioMcpToolAdapter,
+    SseServerParams: SseMcpToolAdapter,
+    StreamableHttpServerParams: StreamableHttpMcpToolAdapter,
+}
+
+
 async def mcp_server_tools(
     server_params: StdioServerParams | SseServerParams | StreamableHttpServerParams, session: Any = None
 ) -> list[McpToolAdapter]:
     """AutoGen's ``mcp_server_tools``: the tools of the MCP server ``server_params`` reaches, one
-    :class:`McpToolAdapter` per tool the server lists, for ``AssistantAgent(tools=...)``.
+    adapter per tool the server lists (:class:`StdioMcpToolAdapter`, :class:`SseMcpToolAdapter` or
+    :class:`StreamableHttpMcpToolAdapter`, as the transport is), for ``AssistantAgent(tools=...)``.
 
     The tools share one :class:`McpWorkbench` (``tools[0].workbench``), connected here to list them
     and kept open for their calls (reconnected if the server went away); ``await
@@ -618,4 +751,8 @@ async def mcp_server_tools(
     if session is not None:
         raise TypeError("mcp_server_tools(session=...) is not supported: the tools share an McpWorkbench of their own")
     workbench = McpWorkbench(server_params)
-    return [McpToolAdapter(workbench, schema) for schema in await workbench.list_tools()]
+    adapter = _ADAPTERS[type(workbench.server_params)]
+    return [
+        adapter(workbench.server_params, {"name": schema["name"], **schema}, workbench=workbench)
+        for schema in await workbench.list_tools()
+    ]

@@ -20,14 +20,23 @@ from __future__ import annotations
 import base64
 import json
 import mimetypes
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    computed_field,
+    model_validator,
+)
 
 from ._ids import ids_pool, new_id, utc_now
 from .redact import mask
@@ -135,9 +144,46 @@ class Image(BaseModel):
         mime = mimetypes.guess_type(str(path))[0] or "application/octet-stream"
         return cls.from_bytes(Path(path).read_bytes(), mime)
 
+    @classmethod
+    def from_base64(cls, base64_str: str) -> Image:
+        """An image from its base64 text (AutoGen's); its type read from its first bytes."""
+        try:
+            head = base64.b64decode(base64_str[:64], validate=False)
+        except ValueError as error:
+            raise ValueError(f"Image.from_base64: not base64 text: {error}") from None
+        return cls(data=base64_str, mime_type=_sniff_image_type(head))
+
+    @classmethod
+    def from_uri(cls, uri: str) -> Image:
+        """An image from a ``data:image/...;base64,`` URI (AutoGen's)."""
+        prefix, _, data = uri.partition(";base64,")
+        if not prefix.startswith("data:image/") or not data:
+            raise ValueError("Invalid URI format. It should be a base64 encoded image URI.")
+        return cls(data=data, mime_type=prefix[len("data:") :])
+
+    def to_base64(self) -> str:
+        """The image's base64 text (AutoGen's)."""
+        return self.data
+
     @property
     def data_uri(self) -> str:
         return f"data:{self.mime_type};base64,{self.data}"
+
+
+_IMAGE_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"BM", "image/bmp"),
+)
+
+
+def _sniff_image_type(head: bytes) -> str:
+    """The MIME type an image's first bytes say (PNG when they say none nbagent knows)."""
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return next((mime for signature, mime in _IMAGE_SIGNATURES if head.startswith(signature)), "image/png")
 
 
 class SystemMessage(_Masked):
@@ -200,7 +246,7 @@ class MemoryMimeType(StrEnum):
 class MemoryContent(_Masked):
     """One item stored in (and returned by) a memory; ``mime_type`` a string or a :class:`MemoryMimeType`."""
 
-    content: str | dict[str, Any] | Image
+    content: str | bytes | dict[str, Any] | Image
     mime_type: str = "text/plain"
     metadata: dict[str, Any] | None = None
 
@@ -218,6 +264,11 @@ class MemoryContent(_Masked):
             return self.content
         if isinstance(self.content, Image):
             return f"[image {self.content.mime_type}]"
+        if isinstance(self.content, bytes):
+            try:
+                return self.content.decode("utf-8")
+            except UnicodeDecodeError:
+                return f"[{len(self.content)} bytes {self.mime_type}]"
         return json.dumps(self.content, ensure_ascii=False, default=str)
 
 
@@ -242,13 +293,24 @@ class _Base(_Masked):
     metadata: dict[str, str] = Field(default_factory=dict)
     created_at: Annotated[datetime, AfterValidator(_as_utc)] = Field(default_factory=utc_now)
     if TYPE_CHECKING:  # for the type checker only: each concrete class declares them as its fields
-        type: str
         content: Any
+
+        @property
+        def type(self) -> str: ...
 
     def to_text(self) -> str:
         """The content as plain text, for display."""
         content = self.content
         return content if isinstance(content, str) else str(content)
+
+    def dump(self) -> Mapping[str, Any]:
+        """The message as JSON-ready data (AutoGen's: ``model_dump(mode="json")``)."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def load(cls, data: Mapping[str, Any]) -> Self:
+        """The message :meth:`dump` gave (AutoGen's: ``model_validate``)."""
+        return cls.model_validate(data)
 
 
 class BaseChatMessage(_Base):
@@ -272,6 +334,48 @@ class TextMessage(BaseChatMessage):
     type: Literal["TextMessage"] = "TextMessage"
 
 
+class MultiModalMessage(BaseChatMessage):
+    """A message of text and images (AutoGen's): ``content`` a list of str and :class:`Image`
+    (AutoGen's ``Image`` is taken too); a model with vision is sent the images."""
+
+    content: list[str | Image]
+    type: Literal["MultiModalMessage"] = "MultiModalMessage"
+
+    def to_model_text(self, image_placeholder: str | None = "[image]") -> str:
+        """The text for a model without images: each image as `` [image]`` (or its base64 with ``None``)."""
+        parts: list[str] = []
+        for part in self.content:
+            if isinstance(part, str):
+                parts.append(part)
+            else:
+                parts.append(f" {image_placeholder if image_placeholder is not None else part.to_base64()}")
+        return "".join(parts)
+
+    def to_text(self, iterm: bool = False) -> str:
+        """The text for display: one line per part, an image as ``<image>`` (iTerm2's inline image
+        protocol with ``iterm=True``), as AutoGen writes it."""
+        lines = []
+        for part in self.content:
+            if isinstance(part, str):
+                lines.append(part)
+            elif iterm:
+                lines.append(f"\033]1337;File=inline=1:{part.to_base64()}\a\n")
+            else:
+                lines.append("<image>")
+        return "\n".join(lines)
+
+    def to_model_message(self) -> UserMessage:
+        """A user message with the text and the images."""
+        return UserMessage(content=list(self.content), source=self.source)
+
+
+class StopMessage(BaseChatMessage):
+    """A message asking to stop the conversation (AutoGen's; termination conditions send it)."""
+
+    content: str
+    type: Literal["StopMessage"] = "StopMessage"
+
+
 StructuredT = TypeVar("StructuredT", bound=BaseModel)
 
 
@@ -280,7 +384,12 @@ class StructuredMessage(BaseChatMessage, Generic[StructuredT]):
 
     content: StructuredT
     format_string: str | None = None
-    type: Literal["StructuredMessage"] = "StructuredMessage"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def type(self) -> str:
+        """``StructuredMessage[<content class>]`` (AutoGen's: the class's name)."""
+        return type(self).__name__
 
     def to_text(self) -> str:
         if self.format_string is not None:
@@ -367,6 +476,88 @@ class ModelClientStreamingChunkEvent(BaseAgentEvent):
     content: str
     full_message_id: str | None = None
     type: Literal["ModelClientStreamingChunkEvent"] = "ModelClientStreamingChunkEvent"
+
+
+class UserInputRequestedEvent(BaseAgentEvent):
+    """A user proxy asked for the user's input (AutoGen's; published before its input callback)."""
+
+    request_id: str
+    content: Literal[""] = ""
+    type: Literal["UserInputRequestedEvent"] = "UserInputRequestedEvent"
+
+
+class SelectSpeakerEvent(BaseAgentEvent):
+    """The speakers a group chat selected (AutoGen's)."""
+
+    content: list[str]
+    type: Literal["SelectSpeakerEvent"] = "SelectSpeakerEvent"
+
+
+class SelectorEvent(BaseAgentEvent):
+    """Something ``SelectorGroupChat`` says (AutoGen's)."""
+
+    content: str
+    type: Literal["SelectorEvent"] = "SelectorEvent"
+
+
+@dataclass
+class CodeBlock:
+    """A block of code found in a message (AutoGen's ``CodeBlock``)."""
+
+    code: str
+    language: str
+
+
+@dataclass
+class CodeResult:
+    """What running code gave (AutoGen's ``CodeResult``)."""
+
+    exit_code: int
+    output: str
+
+
+class CodeGenerationEvent(BaseAgentEvent):
+    """A code executor agent wrote code (AutoGen's); ``retry_attempt`` 0 is the first try."""
+
+    retry_attempt: int
+    content: str
+    code_blocks: list[CodeBlock]
+    type: Literal["CodeGenerationEvent"] = "CodeGenerationEvent"
+
+
+class CodeExecutionEvent(BaseAgentEvent):
+    """A code executor agent ran code (AutoGen's); the text is the run's output."""
+
+    retry_attempt: int
+    result: CodeResult
+    type: Literal["CodeExecutionEvent"] = "CodeExecutionEvent"
+    if TYPE_CHECKING:
+        content: Any
+
+    def to_text(self) -> str:
+        return self.result.output
+
+
+ChatMessage = Annotated[
+    TextMessage | MultiModalMessage | StopMessage | ToolCallSummaryMessage | HandoffMessage,
+    Field(discriminator="type"),
+]
+"""Every built-in chat message type, as one pydantic field type (AutoGen's union; it holds no
+``StructuredMessage``: a structured answer's field type is ``StructuredMessage[Content]``)."""
+
+AgentEvent = Annotated[
+    ToolCallRequestEvent
+    | ToolCallExecutionEvent
+    | MemoryQueryEvent
+    | UserInputRequestedEvent
+    | ModelClientStreamingChunkEvent
+    | ThoughtEvent
+    | SelectSpeakerEvent
+    | CodeGenerationEvent
+    | CodeExecutionEvent,
+    Field(discriminator="type"),
+]
+"""Every built-in event type, as one pydantic field type (AutoGen's union)."""
 
 
 # The messages the loop builds itself, from values already of their fields' types, are built
@@ -518,19 +709,63 @@ def streaming_chunk(content: str, source: str, full_message_id: str) -> ModelCli
     return event
 
 
+_BUILT_IN: tuple[type[BaseChatMessage] | type[BaseAgentEvent], ...] = (
+    TextMessage,
+    MultiModalMessage,
+    StopMessage,
+    ToolCallSummaryMessage,
+    HandoffMessage,
+    ToolCallRequestEvent,
+    ToolCallExecutionEvent,
+    MemoryQueryEvent,
+    UserInputRequestedEvent,
+    ModelClientStreamingChunkEvent,
+    ThoughtEvent,
+    SelectSpeakerEvent,
+    CodeGenerationEvent,
+    CodeExecutionEvent,
+)
+
+
+class MessageFactory:
+    """Messages and events from their JSON-ready data, by their ``type`` (AutoGen's).
+
+    Knows the built-in types; :meth:`register` adds one (a ``StructuredMessage[Content]`` or a
+    user's own ``BaseChatMessage``/``BaseAgentEvent`` subclass), known by its class name.
+    """
+
+    def __init__(self) -> None:
+        self._message_types: dict[str, type[BaseChatMessage] | type[BaseAgentEvent]] = {
+            cls.__name__: cls for cls in _BUILT_IN
+        }
+
+    def is_registered(self, message_type: type[BaseAgentEvent | BaseChatMessage]) -> bool:
+        """Whether a type of this class name is known."""
+        return message_type.__name__ in self._message_types
+
+    def register(self, message_type: type[BaseAgentEvent | BaseChatMessage]) -> None:
+        """Know ``message_type`` by its class name; AutoGen's errors for one already known or not a message."""
+        if self.is_registered(message_type):
+            raise ValueError(f"Message type {message_type} is already registered.")
+        if not (isinstance(message_type, type) and issubclass(message_type, (BaseChatMessage, BaseAgentEvent))):
+            raise ValueError(f"Message type {message_type} must be a subclass of BaseChatMessage or BaseAgentEvent.")
+        self._message_types[message_type.__name__] = message_type
+
+    def create(self, data: Mapping[str, Any]) -> BaseAgentEvent | BaseChatMessage:
+        """The message ``data`` describes (its ``type`` names a known type)."""
+        message_type = data.get("type")
+        if message_type is None:
+            raise ValueError("Field 'type' is required in the message data to recover the message type.")
+        if not isinstance(message_type, str):
+            raise ValueError(f"Message type must be a string, got {type(message_type)}")
+        cls = self._message_types.get(message_type)
+        if cls is None:
+            raise ValueError(f"Unknown message type: {message_type}")
+        return cls.load(data)
+
+
 _MESSAGE_TYPES: dict[str, type[BaseChatMessage] | type[BaseAgentEvent]] = {
-    cls.model_fields["type"].default: cls
-    for cls in (
-        TextMessage,
-        StructuredMessage,
-        ToolCallSummaryMessage,
-        HandoffMessage,
-        ToolCallRequestEvent,
-        ToolCallExecutionEvent,
-        ThoughtEvent,
-        MemoryQueryEvent,
-        ModelClientStreamingChunkEvent,
-    )
+    cls.__name__: cls for cls in (*_BUILT_IN, StructuredMessage)
 }
 
 
@@ -544,20 +779,21 @@ def load_message(
 ) -> BaseChatMessage | BaseAgentEvent:
     """Rebuild a message or event from :func:`dump_message` output (or its JSON text).
 
-    A ``StructuredMessage`` needs ``structured_type`` to get its object back; without it the
-    content must be loadable as a plain pydantic model and an error says so.
+    A ``StructuredMessage`` (type ``StructuredMessage[Content]``) needs ``structured_type`` to get
+    its object back; without it an error says so.
     """
     if isinstance(data, str):
         data = json.loads(data)
     if not isinstance(data, dict):
         raise TypeError(f"a message must be a JSON object, got {type(data).__name__}")
     kind = data.get("type")
-    cls = _MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
+    structured = isinstance(kind, str) and kind.startswith("StructuredMessage")
+    cls = StructuredMessage if structured else _MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown message type {kind!r}; known: {sorted(_MESSAGE_TYPES)}")
     if cls is StructuredMessage:
         if structured_type is None:
-            raise ValueError("loading a StructuredMessage needs structured_type=<its pydantic model>")
+            raise ValueError(f"loading a {kind} needs structured_type=<its pydantic model>")
         cls = StructuredMessage[structured_type]  # type: ignore[valid-type]
     return cls.model_validate(data)
 

@@ -140,7 +140,8 @@ async def test_token_limited_context_takes_autogens_signature() -> None:
 
 async def test_token_limited_context_counts_the_tools() -> None:
     tools = [FunctionTool(add).schema]
-    client = ReplayChatCompletionClient(["x"])
+    # A client whose count_tokens counts the tools (AutoGen's replay client, and so nbagent's, does not)
+    client = OpenAIChatCompletionClient("gpt-4o", api_key=FAKE_KEY)
     plain = TokenLimitedChatCompletionContext(client, token_limit=60)
     with_tools = TokenLimitedChatCompletionContext(client, token_limit=60, tool_schema=tools)
     for ctx in (plain, with_tools):
@@ -149,9 +150,12 @@ async def test_token_limited_context_counts_the_tools() -> None:
     assert len(await with_tools.get_messages()) < len(await plain.get_messages())
 
 
-def test_token_limited_context_without_limit_needs_a_client_that_knows_one() -> None:
+async def test_token_limited_context_without_limit_needs_a_client_that_knows_one() -> None:
     with pytest.raises(ValueError, match="remaining_tokens"):
-        TokenLimitedChatCompletionContext(ReplayChatCompletionClient(["x"]))
+        TokenLimitedChatCompletionContext(OpenAIChatCompletionClient("gpt-4o", api_key=FAKE_KEY))
+    context = TokenLimitedChatCompletionContext(ReplayChatCompletionClient(["x"]))  # AutoGen's replay budget
+    await context.add_message(UserMessage(content="hello", source="user"))
+    assert [m.content for m in await context.get_messages()] == ["hello"]
 
 
 async def test_token_limited_context_with_autogens_client_and_no_limit() -> None:

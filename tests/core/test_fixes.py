@@ -182,7 +182,8 @@ async def test_fix7_replay_calls_functions_by_default_and_is_bounded() -> None:
 
 
 async def test_fix8_streamed_chunks_name_the_message_also_after_a_thought() -> None:
-    client = ReplayChatCompletionClient([calls(ADD_12, thought="T1"), text("gamma delta", thought="T2")])
+    script = [calls(ADD_12, thought="T1"), text("gamma delta", thought="T2")]
+    client = ReplayChatCompletionClient(script, stream_results=True)  # a scripted result's text streamed too
     agent = AssistantAgent("agent", client, tools=[add], model_client_stream=True, max_tool_iterations=2)
     events = [e async for e in agent.run_stream(task="go")]
     assert kinds(events) == [

@@ -22,7 +22,8 @@ API:
   ``responder(body)`` (the parsed JSON) instead of the next scripted reply, so that concurrent
   conversations each get the reply their own messages call for. The ``*_WRONG_KEY``, ``LITELLM_*``,
   ``FASTAPI_*`` and ``EXPRESS_ERROR`` constants hold the answers real servers give. Only
-  ``POST /v1/chat/completions`` exists (anything else is 404).
+  ``POST /v1/chat/completions`` exists, and Azure OpenAI's ``POST /openai/deployments/<deployment>/chat/completions``
+  (its ``api-version`` in the query; ``path`` records it); anything else is 404.
   It runs in its own thread, so it adds no task to the test's event loop.
 * ``server.script(*replies)`` queues replies, one per request, in order. A request with no reply
   left gets 400 "no scripted reply left". ``server.pending`` counts unused replies.
@@ -73,6 +74,8 @@ from typing import Any, Literal
 from nbagent.messages import LLMMessage
 from nbagent.models.openai import to_openai_messages, to_openai_tools
 from nbagent.tools import ToolSchema
+
+_AZURE_ROUTE = re.compile(r"/openai/deployments/[^/]+/chat/completions")
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -594,7 +597,8 @@ class ChatServer:
         received = Received(body, headers, raw=raw, path=path)
         with self._lock:
             self.requests.append(received)
-        if method != "POST" or path.split("?")[0].rstrip("/") != "/v1/chat/completions":
+        route = path.split("?")[0].rstrip("/")
+        if method != "POST" or (route != "/v1/chat/completions" and not _AZURE_ROUTE.fullmatch(route)):
             return await self._send_error(writer, received, 404, f"Unknown request URL: {method} {path}")
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
             status, error_body = self.missing_key if "authorization" not in headers else self.wrong_key

@@ -298,8 +298,8 @@ async def test_environment_key_to_another_server_is_said(server: ChatServer, mon
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         quiet = OpenAIChatCompletionClient("m", base_url=server.base_url, api_key="", max_retries=0)
-        OpenAIChatCompletionClient("m", base_url="https://api.openai.com/v1")
-        OpenAIChatCompletionClient("m")
+        OpenAIChatCompletionClient("gpt-4o", base_url="https://api.openai.com/v1")
+        OpenAIChatCompletionClient("gpt-4o")
     server.script(Reply.text("a"), Reply.text("b"))
     await call(loud, False)
     await call(quiet, False)

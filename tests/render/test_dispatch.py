@@ -14,21 +14,31 @@ from nbagent import messages, records
 from nbagent.messages import (
     BaseAgentEvent,
     BaseChatMessage,
+    CodeBlock,
+    CodeExecutionEvent,
+    CodeGenerationEvent,
+    CodeResult,
     CreateResult,
     FunctionCall,
     FunctionExecutionResult,
     HandoffMessage,
+    Image,
     MemoryContent,
     MemoryQueryEvent,
     ModelClientStreamingChunkEvent,
+    MultiModalMessage,
     RequestUsage,
     Response,
+    SelectorEvent,
+    SelectSpeakerEvent,
+    StopMessage,
     StructuredMessage,
     TextMessage,
     ThoughtEvent,
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
     ToolCallSummaryMessage,
+    UserInputRequestedEvent,
     UserMessage,
 )
 from nbagent.models.base import ModelRequest
@@ -36,6 +46,7 @@ from nbagent.records import Intervention, LLMCall, Move, RunFinished, RunStarted
 from nbagent.render import Options, to_html, to_text
 
 X = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAAABJRU5ErkJggg=="
 ESCAPED = "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&lt;script&gt;alert(2)&lt;/script&gt;"
 
 
@@ -44,10 +55,13 @@ class Tags(HTMLParser):
         super().__init__()
         self.names: set[str] = set()
         self.handlers: list[str] = []
+        self.images: list[str | None] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.names.add(tag)
         self.handlers += [name for name, _ in attrs if name.startswith("on")]
+        if tag == "img":
+            self.images += [value for name, value in attrs if name == "src"]
 
 
 class City(BaseModel):
@@ -94,6 +108,15 @@ SAMPLES: dict[type, Callable[[], Any]] = {
     Intervention: lambda: Intervention("r1", 5, "tool_result", X),
     Response: lambda: Response(chat_message=TextMessage(content=X, source="bot")),
     str: lambda: X,
+    MultiModalMessage: lambda: MultiModalMessage(content=[X, Image(data=PIXEL), Image(data=X, mime_type=X)], source=X),
+    StopMessage: lambda: StopMessage(content=X, source=X),
+    UserInputRequestedEvent: lambda: UserInputRequestedEvent(request_id=X, source=X),
+    SelectSpeakerEvent: lambda: SelectSpeakerEvent(content=[X, X], source=X),
+    SelectorEvent: lambda: SelectorEvent(content=X, source=X),
+    CodeGenerationEvent: lambda: CodeGenerationEvent(
+        retry_attempt=0, content=X, code_blocks=[CodeBlock(code=X, language=X)], source=X
+    ),
+    CodeExecutionEvent: lambda: CodeExecutionEvent(retry_attempt=1, result=CodeResult(exit_code=1, output=X), source=X),
 }
 
 
@@ -111,7 +134,7 @@ def run_item_types() -> list[type]:
 
 def test_every_run_item_type_has_its_own_renderer() -> None:
     types = run_item_types()
-    assert len(types) == 17
+    assert len(types) == 24
     assert [cls.__name__ for cls in types if cls not in to_html.registry] == []
     assert sorted(cls.__name__ for cls in types) == sorted(cls.__name__ for cls in SAMPLES)
 
@@ -122,7 +145,9 @@ def test_each_item_renders_escaped(kind: type) -> None:
     html = to_html(item, Options("call_llm", 2))
     tags = Tags()
     tags.feed(html)
-    assert not {"img", "script"} & tags.names and tags.handlers == []
+    assert "script" not in tags.names and tags.handlers == []
+    # Only a message's own images are shown: a PNG as a data: URI; an image of another type gets a placeholder.
+    assert tags.images == ([f"data:image/png;base64,{PIXEL}"] if kind is MultiModalMessage else [])
     if kind is not Move:
         assert ESCAPED in html or "&lt;img src=x onerror=" in html, html
     line = to_text(item)

@@ -184,6 +184,6 @@ SCENARIOS = [
         lambda: [calls(("c1", "add", '{"a": 20, "b": 1}')), '{"city": "Paris", "degrees": 21}'],
         lambda: {"tools": [add], "output_content_type": Weather, "output_content_type_format": "{city}: {degrees}"},
         [*PRE, *TOOL_ROUND, "reflect"],
-        ["ToolCallRequestEvent", "ToolCallExecutionEvent", "StructuredMessage"],
+        ["ToolCallRequestEvent", "ToolCallExecutionEvent", "StructuredMessage[Weather]"],  # AutoGen's type string
     ),
 ]

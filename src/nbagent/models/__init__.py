@@ -1,5 +1,6 @@
 """Model clients: the protocol, the offline replay model, and the OpenAI-compatible client."""
 
+from .azure import AzureOpenAIChatCompletionClient
 from .base import (
     ChatCompletionClient,
     ModelAuthenticationError,
@@ -25,10 +26,12 @@ from .cassette import (
 )
 from .default import default_model
 from .family import ModelFamily
+from .info import validate_model_info
 from .openai import OpenAIChatCompletionClient
 from .replay import ReplayChatCompletionClient, ReplayExhaustedError
 
 __all__ = [
+    "AzureOpenAIChatCompletionClient",
     "CassetteChatCompletionClient",
     "CassetteError",
     "CassetteExhaustedError",
@@ -53,4 +56,5 @@ __all__ = [
     "ReplayExhaustedError",
     "UnreportedUsage",
     "default_model",
+    "validate_model_info",
 ]

@@ -6,7 +6,7 @@ from abc import ABC
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Self, TypedDict
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel
 
@@ -15,28 +15,10 @@ from ..components import Component
 from ..context import estimate_tokens
 from ..messages import CreateResult, LLMMessage, RequestUsage
 from ..tools import Tool, ToolSchema, request_tools
+from .info import ModelInfo as ModelInfo  # re-exported: imported from here before models/info.py
 
 ToolChoice = Literal["auto", "required", "none"] | str
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
-
-
-class ModelInfo(TypedDict, total=False):
-    """What a model can do (AutoGen's ``ModelInfo``); the agent checks it before offering tools or images.
-
-    Every key is optional here: a client fills the ones not given from what it knows of the model.
-    """
-
-    vision: bool
-    """Whether the model reads images; without it the agent sends an image as the text ``<image>``."""
-    function_calling: bool
-    json_output: bool
-    """JSON mode (``json_output=True``), not structured output."""
-    structured_output: bool
-    """Answers that follow a JSON schema (``output_content_type``)."""
-    family: str
-    """A :class:`~nbagent.models.family.ModelFamily` constant (``ModelFamily.GPT_4O``...) or any string."""
-    multiple_system_messages: bool | None
-    """Whether the model accepts several system messages that are not next to each other."""
 
 
 @dataclass(frozen=True)

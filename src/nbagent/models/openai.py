@@ -89,6 +89,35 @@ MODEL_INFO: dict[str, ModelInfo] = {
         ("o4-mini", True, True, True, True, "o4"),
         ("deepseek-chat", False, True, True, False, "deepseek"),
         ("deepseek-reasoner", False, False, False, False, "r1"),
+        # The other models AutoGen 0.7.5's OpenAI client knows (its table's values)
+        ("gpt-4", False, True, True, False, "gpt-4"),
+        ("gpt-4-32k", False, True, True, False, "gpt-4"),
+        ("gpt-4-turbo", True, True, True, False, "gpt-4"),
+        ("gpt-4.5-preview", True, True, True, True, "gpt-45"),
+        ("gpt-4o-search-preview", False, True, True, True, "gpt-4o"),
+        ("gpt-4o-mini-search-preview", False, True, True, True, "gpt-4o"),
+        ("o1-mini", False, False, False, False, "o1"),
+        ("o1-preview", False, True, False, True, "o1"),
+        ("o3-mini", False, True, True, True, "o3"),
+        ("gemini-1.5-flash", True, True, True, True, "gemini-1.5-flash"),
+        ("gemini-1.5-pro", True, True, True, True, "gemini-1.5-pro"),
+        ("gemini-2.0-flash", True, True, True, True, "gemini-2.0-flash"),
+        ("gemini-2.5-pro", True, True, True, True, "gemini-2.5-pro"),
+        ("gemini-2.5-flash", True, True, True, True, "gemini-2.5-flash"),
+        ("claude-3-haiku", True, True, False, False, "claude-3-haiku"),
+        ("claude-3-sonnet", True, True, False, False, "claude-3-sonnet"),
+        ("claude-3-opus", True, True, False, False, "claude-3-opus"),
+        ("claude-3-5-haiku", True, True, False, False, "claude-3-5-haiku"),
+        ("claude-3-5-sonnet", True, True, False, False, "claude-3-5-sonnet"),
+        ("claude-3-7-sonnet", True, True, False, False, "claude-3-7-sonnet"),
+        ("claude-4-sonnet", True, True, False, False, "claude-4-sonnet"),
+        ("claude-4-opus", True, True, False, False, "claude-4-opus"),
+        ("claude-sonnet-4", True, True, False, False, "claude-4-sonnet"),
+        ("claude-opus-4", True, True, False, False, "claude-4-opus"),
+        ("Llama-3.3-8B-Instruct", False, True, True, False, "llama-3.3-8b"),
+        ("Llama-3.3-70B-Instruct", False, True, True, False, "llama-3.3-70b"),
+        ("Llama-4-Scout-17B-16E-Instruct-FP8", True, True, True, True, "llama-4-scout"),
+        ("Llama-4-Maverick-17B-128E-Instruct-FP8", True, True, True, True, "llama-4-maverick"),
     )
 }
 #: Capabilities assumed for a model not in the table (a local server's model, say): text, tools
@@ -201,6 +230,11 @@ def _secret_values(headers: object) -> list[str]:
         if isinstance(name, str) and is_secret_name(name) and isinstance(value, str)
         for secret in header_secrets(value)
     ]
+
+
+def known_model(model: str) -> bool:
+    """Whether ``model`` is in the table (itself, or a dated version of an entry)."""
+    return any(model == name or model.startswith(name + "-") for name in MODEL_INFO)
 
 
 def model_info_for(model: str) -> ModelInfo:
@@ -685,12 +719,15 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         # (LiteLLM answers 400 "No connected db." instead of its 401).
         self._keyless = not key
         if not key:
-            if base_url is None:
+            if base_url is None and api_key is None:  # api_key="" is taken, as AutoGen does: the server says 401
                 raise ValueError(
                     "no API key: pass api_key=... or set OPENAI_API_KEY (a local server that needs no "
                     "key only needs base_url=...)"
                 )
             key = "no-key"  # the SDK insists on one; it is never sent (see _send_args)
+        if model_info is None and base_url is None and not os.environ.get("OPENAI_BASE_URL") and not known_model(model):
+            # AutoGen's error for a name OpenAI's API does not serve; another server names its models freely.
+            raise ValueError("model_info is required when model name is not a valid OpenAI model")
         self._model = model
         self._config_args: dict[str, Any] = {  # what the constructor was given, for dump_component
             "model": model,

@@ -19,6 +19,8 @@ from .base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, Mod
 from .bridge import from_autogen_result, is_autogen_result
 
 _CHUNK = re.compile(r"\S+\s*|\s+")
+TOTAL_AVAILABLE_TOKENS = 10_000
+"""The replay model's token budget, as AutoGen's (``remaining_tokens``)."""
 
 
 class ReplayExhaustedError(ModelError, ValueError):
@@ -35,13 +37,16 @@ class ReplayChatCompletionClientConfig(BaseModel):
     model_info: dict[str, Any] | None = None
     latency: float | None = None
     chunk_delay: float | None = None
+    stream_results: bool | None = None
     keep_requests: int | None = None
 
 
 class ReplayChatCompletionClient(ChatCompletionClient):
     """Answers each call with the next item of ``chat_completions`` (text or a ``CreateResult``).
 
-    ``create_stream`` yields text word by word, whose concatenation is exact, then the result.
+    ``create_stream`` yields a scripted text word by word, whose concatenation is exact, then the
+    result; a scripted ``CreateResult`` comes whole, as AutoGen's replay client streams it (its text
+    in pieces too with ``stream_results=True``, to stream a scripted thought's answer).
     The last ``keep_requests`` requests are kept in ``requests`` to show what the model was sent.
     ``latency`` (before each answer) and ``chunk_delay`` (between streamed words) slow it down
     for demos and cancellation tests.
@@ -61,6 +66,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         latency: float = 0.0,
         chunk_delay: float = 0.0,
         keep_requests: int = 100,
+        stream_results: bool = False,
     ) -> None:
         super().__init__()
         where = "ReplayChatCompletionClient"
@@ -76,12 +82,14 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         check.number(where, "latency", latency, minimum=0)
         check.number(where, "chunk_delay", chunk_delay, minimum=0)
         check.integer(where, "keep_requests", keep_requests, minimum=0)
+        check.boolean(where, "stream_results", stream_results)
         self.chat_completions = script
         self.model_info = ModelInfo(
             vision=False, function_calling=True, json_output=True, structured_output=True, family="replay"
         ) | (model_info or {})
         self.latency = latency
         self.chunk_delay = chunk_delay
+        self.stream_results = stream_results
         self.requests: deque[ModelRequest] = deque(maxlen=keep_requests)
         self._call_tokens: deque[tuple[ModelRequest, CancellationToken | None]] = deque(maxlen=keep_requests)
         self._index = 0
@@ -189,12 +197,27 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         self._call_tokens.append((request, cancellation_token))
         return result
 
+    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Any] = ()) -> int:
+        """AutoGen's replay count: the words (split on white space) of the messages' text contents;
+        a message whose content is not a text (tool calls, results, images) counts none, nor do ``tools``."""
+        return sum(len(message.content.split()) for message in messages if isinstance(message.content, str))
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Any] = ()) -> int:
+        """AutoGen's replay budget: 10,000 tokens less every token used so far (``total_usage()``),
+        whatever ``messages`` and ``tools`` are."""
+        used = self._total_usage
+        return max(0, TOTAL_AVAILABLE_TOKENS - used.prompt_tokens - used.completion_tokens)
+
     async def complete_stream(
         self,
         request: ModelRequest,
         cancellation_token: CancellationToken | None = None,
         stream: ModelStream | None = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
+        # A scripted text is streamed in pieces; a scripted CreateResult comes whole (AutoGen's rule).
+        scripted_text = self.stream_results or (
+            self._index < len(self.chat_completions) and isinstance(self.chat_completions[self._index], str)
+        )
         # Through create(), as before: a subclass that overrides create() changes streamed answers too.
         result = await self.create(
             request.messages,
@@ -204,7 +227,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             extra_create_args=request.extra_create_args,
             cancellation_token=cancellation_token,
         )
-        if isinstance(result.content, str):
+        if scripted_text and isinstance(result.content, str):
             delay = self.chunk_delay
             if delay:
                 for piece in _CHUNK.findall(result.content):
@@ -221,6 +244,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             model_info=dict(self.model_info),
             latency=self.latency or None,
             chunk_delay=self.chunk_delay or None,
+            stream_results=self.stream_results or None,
             keep_requests=None if self.requests.maxlen == 100 else self.requests.maxlen,
         )
 
@@ -231,6 +255,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             model_info=config.model_info,  # type: ignore[arg-type]
             latency=config.latency or 0.0,
             chunk_delay=config.chunk_delay or 0.0,
+            stream_results=bool(config.stream_results),
             keep_requests=100 if config.keep_requests is None else config.keep_requests,
         )
 

@@ -17,6 +17,7 @@ base class's renderer.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from functools import singledispatch
@@ -25,19 +26,27 @@ from typing import Any
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
+    CodeExecutionEvent,
+    CodeGenerationEvent,
     FunctionCall,
     FunctionExecutionResult,
     HandoffMessage,
+    Image,
     MemoryQueryEvent,
     ModelClientStreamingChunkEvent,
+    MultiModalMessage,
     RequestUsage,
     Response,
+    SelectorEvent,
+    SelectSpeakerEvent,
+    StopMessage,
     StructuredMessage,
     TextMessage,
     ThoughtEvent,
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
     ToolCallSummaryMessage,
+    UserInputRequestedEvent,
 )
 from ..records import Intervention, LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExecution
 from ..redact import mask
@@ -138,6 +147,65 @@ def _answer(message: BaseChatMessage, options: Options, kind: str = "text", *bod
         data_kind=kind,
         data_type=message.type,
     )
+
+
+RASTER_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"})
+"""The image types shown as images (what ``el()`` lets into a ``data:`` URI); others get a placeholder."""
+MAX_IMAGE_CHARS = 2_000_000
+"""The base64 length (about 1.5 MB of image) up to which an image is shown inline; a bigger one gets a
+placeholder, so that a saved notebook stays small (the trace keeps the image)."""
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def image(picture: Image) -> Markup:
+    """An image of a message as ``<img>`` (a raster type, base64 only, not too big), else a placeholder."""
+    data = picture.data
+    if picture.mime_type not in RASTER_IMAGES or len(data) > MAX_IMAGE_CHARS or not _BASE64.fullmatch(data):
+        return el("div", muted(f"[image {picture.mime_type}, {len(data) * 3 // 4:,} bytes, not shown]"))
+    return el("img", src=picture.data_uri, alt="image", class_="nba-image")
+
+
+@to_html.register
+def _multimodal(item: MultiModalMessage, options: Options = PLAIN) -> Markup:
+    """Text and images: each text as it is, each image shown."""
+    parts = [image(part) if isinstance(part, Image) else value(part) for part in item.content]
+    if item.source == "user":
+        return block("nba-user", *parts, badge=options.badge, title=item.source)
+    return _answer(item, options, "multimodal", *parts)
+
+
+@to_html.register
+def _stop(item: StopMessage, options: Options = PLAIN) -> Markup:
+    return block("nba-other", value(item.content), badge=options.badge, title=f"{item.source} · stop")
+
+
+@to_html.register
+def _user_input_requested(item: UserInputRequestedEvent, options: Options = PLAIN) -> Markup:
+    return block("nba-other", muted("waiting for the user's input"), badge=options.badge, title=item.source)
+
+
+@to_html.register
+def _select_speaker(item: SelectSpeakerEvent, options: Options = PLAIN) -> Markup:
+    title = f"{item.source} · next speaker"
+    return block("nba-other", value(", ".join(item.content)), badge=options.badge, title=title)
+
+
+@to_html.register
+def _selector(item: SelectorEvent, options: Options = PLAIN) -> Markup:
+    return block("nba-other", value(item.content), badge=options.badge, title=f"{item.source} · selector")
+
+
+@to_html.register
+def _code_generation(item: CodeGenerationEvent, options: Options = PLAIN) -> Markup:
+    blocks = [el("pre", code.code, class_="nba-value", data_language=code.language) for code in item.code_blocks]
+    title = f"{item.source} · code, attempt {item.retry_attempt + 1}"
+    return block("nba-other", *(blocks or [value(item.content)]), badge=options.badge, title=title)
+
+
+@to_html.register
+def _code_execution(item: CodeExecutionEvent, options: Options = PLAIN) -> Markup:
+    title = f"{item.source} · code run, exit code {item.result.exit_code}"
+    return block("nba-other", value(item.result.output), badge=options.badge, title=title)
 
 
 @to_html.register(StructuredMessage)

@@ -129,6 +129,7 @@ STYLESHEET = (
   background:none;border:0;padding:0;line-height:1.4}
 .nba-event details>summary{cursor:pointer}
 .nba-user{border-left-color:var(--nba-user)}
+.nba-image{display:block;max-width:100%;max-height:24em;margin:.3em 0}
 .nba-text,.nba-final{border-left-color:var(--nba-ok)}
 .nba-stream{display:block !important}
 .nba-stream-head{display:flex;flex-wrap:wrap;align-items:center;gap:2px 8px}

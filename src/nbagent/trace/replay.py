@@ -507,7 +507,12 @@ class ReplayIndex:
         answers = _answers(events, calls, added_here, tools)
         structured = final_type is not None and str(final_type).startswith("StructuredMessage")
         output_type, output_format = _output_type(
-            self.trace, run_id, agent, None if final_text is None or not structured else str(final_text), answers
+            self.trace,
+            run_id,
+            agent,
+            None if final_text is None or not structured else str(final_text),
+            answers,
+            _content_name(str(final_type)) if structured else "RecordedOutput",
         )
         summary = None
         if final_type == "ToolCallSummaryMessage" and final_text is not None:
@@ -732,7 +737,12 @@ def _handoffs(
 
 
 def _output_type(
-    trace: ReplaySource, run_id: str, agent: str, final_text: str | None, answers: list[RecordedAnswer]
+    trace: ReplaySource,
+    run_id: str,
+    agent: str,
+    final_text: str | None,
+    answers: list[RecordedAnswer],
+    content_name: str = "RecordedOutput",
 ) -> tuple[type[BaseModel] | None, str | None]:
     """A structured output's class: the recorded one in a live trace (its answer's, else its agent's),
     else a model of the same fields (made from the answer's JSON) and a format string that gives the
@@ -755,10 +765,19 @@ def _output_type(
                 return kind, getattr(owner, "output_content_type_format", None)
     if final_text is None:
         return None, None
-    return _model_of(final_text, answers)
+    return _model_of(final_text, answers, content_name)
 
 
-def _model_of(final_text: str, answers: list[RecordedAnswer]) -> tuple[type[BaseModel], str | None]:
+def _content_name(final_type: str) -> str:
+    """The content class's name in a ``StructuredMessage[<module.Class>]`` type string (AutoGen's)."""
+    inner = final_type.partition("[")[2].rstrip("]")
+    name = inner.rpartition(".")[2]
+    return name if name.isidentifier() else "RecordedOutput"
+
+
+def _model_of(
+    final_text: str, answers: list[RecordedAnswer], name: str = "RecordedOutput"
+) -> tuple[type[BaseModel], str | None]:
     """A model with the fields of the last answer's JSON, and a format string giving ``final_text``."""
     answer = next((a.result for a in reversed(answers) if a.result is not None), None)
     try:
@@ -766,7 +785,7 @@ def _model_of(final_text: str, answers: list[RecordedAnswer]) -> tuple[type[Base
     except json.JSONDecodeError:
         data = {}
     fields: dict[str, Any] = {key: (Any, ...) for key in data} if isinstance(data, dict) else {}
-    model = create_model("RecordedOutput", **fields)
+    model = create_model(name, **fields)
     fmt = None
     if isinstance(data, dict) and final_text != json.dumps(data):
         fmt = final_text.replace("{", "{{").replace("}", "}}")

@@ -1,0 +1,160 @@
+"""``AzureOpenAIChatCompletionClient``: a model deployed on Azure OpenAI, through the SDK's ``AsyncAzureOpenAI``.
+
+Everything but the connection is :class:`~nbagent.models.openai.OpenAIChatCompletionClient`'s (the
+request, streaming, errors, retries, usage, secrets); the SDK's Azure client builds Azure's URLs
+(``{azure_endpoint}/openai/deployments/{deployment}/chat/completions?api-version=...``) and sends
+the key as Azure's ``api-key`` header, or a Microsoft Entra ID token (``azure_ad_token`` or
+``azure_ad_token_provider``) as a bearer token.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Self
+
+from .. import _check as check
+from ..components import include_secrets
+from .info import ModelInfo
+from .openai import OpenAIChatCompletionClient, OpenAIChatCompletionClientConfig, _sdk, known_model
+
+__all__ = ["AzureOpenAIChatCompletionClient", "AzureOpenAIChatCompletionClientConfig"]
+
+TokenProvider = Callable[[], str | Awaitable[str]]
+
+
+class AzureOpenAIChatCompletionClientConfig(OpenAIChatCompletionClientConfig):
+    """AutoGen's Azure client config: the OpenAI client's, with the endpoint, deployment and API version."""
+
+    azure_endpoint: str
+    azure_deployment: str | None = None
+    api_version: str
+    azure_ad_token: str | None = None
+    azure_ad_token_provider: Any = None
+    """AutoGen dumps its ``AzureTokenProvider`` component here; nbagent loads no code from a config:
+    pass ``azure_ad_token_provider=`` to the constructor instead."""
+
+
+class AzureOpenAIChatCompletionClient(OpenAIChatCompletionClient):
+    """A model deployed on Azure OpenAI (AutoGen's ``AzureOpenAIChatCompletionClient``).
+
+    Args:
+        model: the OpenAI model the deployment serves (``gpt-4o``...): it tells the model's
+            capabilities; another name needs ``model_info``.
+        azure_endpoint: ``https://<resource>.openai.azure.com/``.
+        azure_deployment: the deployment's name; by default ``model``.
+        api_version: Azure's API version (``2024-06-01``...).
+        api_key: the resource's key; by default ``AZURE_OPENAI_API_KEY``. Or, instead of a key,
+        azure_ad_token / azure_ad_token_provider: a Microsoft Entra ID token, or a function
+            (sync or async) that gives a fresh one for each request.
+
+    The other arguments are :class:`OpenAIChatCompletionClient`'s.
+    """
+
+    provider = "azure.ai.openai"
+    component_config_schema = AzureOpenAIChatCompletionClientConfig  # type: ignore[assignment]  # a subclass
+    component_provider_override = "nbagent.AzureOpenAIChatCompletionClient"
+    component_aliases = (
+        "autogen_ext.models.openai.AzureOpenAIChatCompletionClient",
+        "azure_openai_chat_completion_client",  # AutoGen's well-known provider names
+        "AzureOpenAIChatCompletionClient",
+    )
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        azure_endpoint: str,
+        api_version: str,
+        azure_deployment: str | None = None,
+        api_key: str | None = None,
+        azure_ad_token: str | None = None,
+        azure_ad_token_provider: TokenProvider | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        timeout: float | None = 60.0,
+        max_retries: int = 2,
+        model_info: ModelInfo | None = None,
+        parallel_tool_calls: bool | None = None,
+        **create_args: Any,
+    ) -> None:
+        where = "AzureOpenAIChatCompletionClient"
+        check.string(where, "model", model, empty=False)
+        check.string(where, "azure_endpoint", azure_endpoint, empty=False)
+        check.string(where, "api_version", api_version, empty=False)
+        check.string(where, "azure_deployment", azure_deployment, none=True)
+        check.string(where, "azure_ad_token", azure_ad_token, none=True)
+        check.function(where, "azure_ad_token_provider", azure_ad_token_provider, none=True)
+        check.mapping(where, "model_info", model_info, "a ModelInfo dict", none=True)
+        if model_info is None and not known_model(model):
+            raise ValueError("model_info is required when model name is not a valid OpenAI model")
+        key = api_key if api_key is not None else os.environ.get("AZURE_OPENAI_API_KEY")
+        if not key and azure_ad_token is None and azure_ad_token_provider is None:
+            raise ValueError(
+                f"{where}: no credentials: pass api_key=... (or set AZURE_OPENAI_API_KEY), azure_ad_token=... "
+                "or azure_ad_token_provider=..."
+            )
+        self._azure: dict[str, Any] = {
+            "azure_endpoint": azure_endpoint,
+            "azure_deployment": azure_deployment or model,
+            "api_version": api_version,
+            "azure_ad_token": azure_ad_token,
+            "azure_ad_token_provider": azure_ad_token_provider,
+        }
+        self._azure_key = key or None
+        super().__init__(
+            model,
+            api_key=key or "",
+            base_url=azure_endpoint,
+            default_headers=default_headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            model_info=model_info,
+            parallel_tool_calls=parallel_tool_calls,
+            **create_args,
+        )
+        self._send_args = {}  # the SDK's Azure client sends the key or the token itself
+        self._secrets = (*self._secrets, *([azure_ad_token] if azure_ad_token else []))
+        self._config_args.pop("base_url", None)
+
+    def _new_sdk_client(self) -> Any:
+        sdk = _sdk()
+        args = self._client_args
+        return sdk.AsyncAzureOpenAI(
+            **self._azure,
+            api_key=self._azure_key,
+            default_headers=args["default_headers"],
+            timeout=args["timeout"],
+            max_retries=args["max_retries"],
+            http_client=sdk.DefaultAsyncHttpxClient(),
+        )
+
+    def __repr__(self) -> str:
+        endpoint = self._azure["azure_endpoint"]
+        return f"AzureOpenAIChatCompletionClient(model={self.model_name!r}, azure_endpoint={endpoint!r})"
+
+    def _to_config(self) -> AzureOpenAIChatCompletionClientConfig:
+        base = super()._to_config().model_dump(exclude_none=True)
+        base.pop("base_url", None)
+        if self._azure["azure_ad_token_provider"] is not None:
+            raise TypeError(
+                "AzureOpenAIChatCompletionClient with an azure_ad_token_provider cannot be dumped: a function is not "
+                "a config (pass it again when the client is made)"
+            )
+        token = self._azure["azure_ad_token"] if include_secrets() else None
+        return AzureOpenAIChatCompletionClientConfig(
+            **base,
+            azure_endpoint=str(self._azure["azure_endpoint"]),
+            azure_deployment=self._azure["azure_deployment"],
+            api_version=str(self._azure["api_version"]),
+            azure_ad_token=token,
+        )
+
+    @classmethod
+    def _from_config(cls, config: OpenAIChatCompletionClientConfig) -> Self:
+        """The client a config describes (the OpenAI client's rules for its key and fields)."""
+        if getattr(config, "azure_ad_token_provider", None) is not None:
+            raise ValueError(
+                "AzureOpenAIChatCompletionClient config: its azure_ad_token_provider is not loaded (a config runs no "
+                "code); make the client in code with azure_ad_token_provider=..."
+            )
+        return super()._from_config(config)
