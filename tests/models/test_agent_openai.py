@@ -100,24 +100,27 @@ async def test_streaming_reflection_and_thought(server: ChatServer, client: Open
         Reply.text("<think>the tool said 5</think>It is 5.", pieces=3),
     )
     items = [item async for item in agent.run_stream(task="2+3?")]
-    assert kinds(items) == [
+    events = [item for item in items if not isinstance(item, ModelClientStreamingChunkEvent)]
+    assert kinds(events) == [
         "TextMessage",
         "ThoughtEvent",
         "ToolCallRequestEvent",
         "ToolCallExecutionEvent",
-        "ModelClientStreamingChunkEvent",
-        "ModelClientStreamingChunkEvent",
-        "ModelClientStreamingChunkEvent",
         "ThoughtEvent",
         "TextMessage",
         "TaskResult",
     ]
     result = items[-1]
-    assert items[1].content == "I should add"
-    chunks = [m for m in items if isinstance(m, ModelClientStreamingChunkEvent)]
-    assert [c.content for c in chunks] == ["It ", "is ", "5."]
+    assert events[1].content == "I should add"
+    # Each call's reasoning streamed as AutoGen's client streams it, before its thought
+    before, after = items[: items.index(events[1])], items[items.index(events[3]) :]
+    assert "".join(c.content for c in before if isinstance(c, ModelClientStreamingChunkEvent)) == (
+        "<think>I should add</think>"
+    )
+    chunks = [m for m in after if isinstance(m, ModelClientStreamingChunkEvent)]
+    assert "".join(c.content for c in chunks) == "<think>the tool said 5</think>It is 5."
     assert {c.full_message_id for c in chunks} == {result.messages[-1].id}
-    assert items[7].content == "the tool said 5" and result.messages[-1].content == "It is 5."
+    assert events[4].content == "the tool said 5" and result.messages[-1].content == "It is 5."
     reflection = server.requests[1].body
     assert "tools" not in reflection and "tool_choice" not in reflection
     assert reflection["stream_options"] == {"include_usage": True}

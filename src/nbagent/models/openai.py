@@ -1140,8 +1140,8 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                     self.last_time_to_first_token = assembly.first_delta_perf - started
                     if stream is not None:
                         stream.first_chunk_perf = assembly.first_delta_perf
-                if shown:
-                    yield shown
+                for piece in shown:
+                    yield piece
             rest = assembly.finish()
             if rest:
                 yield rest
@@ -1214,6 +1214,7 @@ class _StreamAssembly:
         self.think = _ThinkFilter()
         self.text: list[str] = []
         self.reasoning: list[str] = []
+        self.reasoning_open = False  # a reasoning field's pieces are being streamed inside <think>
         self.calls: dict[int, dict[str, str]] = {}
         self.finish_reason: str | None = None
         self.usage: Any = None
@@ -1222,34 +1223,42 @@ class _StreamAssembly:
         self.response_model: str | None = None
         self.response_id: str | None = None
 
-    def feed(self, chunk: Any) -> str:
-        """Take one chunk; the text to show now (maybe empty)."""
+    def feed(self, chunk: Any) -> tuple[str, ...]:
+        """Take one chunk; the pieces of text to stream now (maybe none), as AutoGen's client streams them: a
+        reasoning field's pieces inside ``<think>``...``</think>`` (closed by the first delta without
+        one), then the text as it comes, a ``<think>`` block in it included. The result's text and
+        thought are assembled apart (the block taken out of the text)."""
         if self.response_id is None:  # every chunk of a stream names the same answer: read the first
             self.response_model, self.response_id = _answered_by(chunk)
         if chunk.usage is not None:
             self.usage = chunk.usage
         if not chunk.choices:
-            return ""
+            return ()
         self.saw_choice = True
         choice = chunk.choices[0]
         if choice.finish_reason is not None:
             self.finish_reason = choice.finish_reason
         delta = choice.delta
         if delta is None:
-            return ""
+            return ()
         reasoning = _reasoning_of(delta)
+        streamed = ""
         if reasoning:
             self.reasoning.append(reasoning)
+            streamed = reasoning if self.reasoning_open else _THINK_OPEN + reasoning
+            self.reasoning_open = True
+        elif reasoning is None and self.reasoning_open:
+            streamed, self.reasoning_open = _THINK_CLOSE, False
         for call in delta.tool_calls or []:
             self._add_call(call)
         if self.first_delta_perf is None and (reasoning or delta.content or delta.tool_calls):
             self.first_delta_perf = time.perf_counter()
         if not delta.content:
-            return ""
-        shown = self.think.feed(delta.content)
-        if shown:
-            self.text.append(shown)
-        return shown
+            return (streamed,) if streamed else ()
+        visible = self.think.feed(delta.content)
+        if visible:
+            self.text.append(visible)
+        return (streamed, delta.content) if streamed else (delta.content,)
 
     def _add_call(self, call: Any) -> None:
         slot = self.calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
@@ -1265,8 +1274,9 @@ class _StreamAssembly:
                 slot["arguments"] += arguments
 
     def finish(self) -> str:
-        """At the end of the stream: the text still held back."""
+        """At the end of the stream: nothing more to stream (every piece went as it came); the text
+        the ``<think>`` filter still held joins the result's."""
         rest = self.think.finish()
         if rest:
             self.text.append(rest)
-        return rest
+        return ""
