@@ -184,6 +184,12 @@ def _batch_widget(batch: Batch) -> _batch.ProgressDisplay:
 _batch.register_progress_display("widget", _batch_widget)
 
 
+def _batch_in_cell(batch: Batch, shown_in: int | None) -> None:
+    from .notebook.batch_view import show_in_cell
+
+    show_in_cell(batch, shown_in)
+
+
 def _explorer(trace: TraceFrames, *, page_size: int, live: bool | None) -> "RunExplorer":
     """``trace.explore()``: the notebook side's run explorer (ipywidgets loads on first use)."""
     from .notebook.explorer import explore
@@ -229,6 +235,7 @@ def _notebook_hints() -> None:
 
 _sync.register_driving_hook(_kernel_comms)
 _batch.register_kernel_check(_in_kernel)
+_batch.register_cell_display(_batch_in_cell)
 _autogen.register_notebook_stepper(_autogen_stepper)
 _notebook_hints()
 

@@ -131,6 +131,7 @@ __all__ = [
     "BatchProgress",
     "ProgressDisplay",
     "TextProgress",
+    "register_cell_display",
     "register_kernel_check",
     "register_progress_display",
     "run_many",
@@ -382,6 +383,17 @@ def register_kernel_check(check: Callable[[], bool]) -> None:
 
 def _in_kernel() -> bool:
     return any(check() for check in _KERNEL_CHECKS)
+
+
+CellDisplay = Callable[["Batch", "int | None"], None]
+"""Shows a batch that is a cell's last value, given the cell its progress view is in (or ``None``)."""
+_CELL_DISPLAYS: list[CellDisplay] = []
+
+
+def register_cell_display(show: CellDisplay) -> None:
+    """``show(batch, shown_in)`` displays a batch that ends a cell (``await batch.run()``): the notebook
+    layer's, registered by ``nbagent`` at import (this layer imports no IPython)."""
+    _CELL_DISPLAYS[:] = [show]
 
 
 # ---------------------------------------------------------------------- tasks
@@ -1466,15 +1478,9 @@ class Batch:
 
     def _ipython_display_(self) -> None:
         """As a cell's last value (``await batch.run()``): nothing under its progress view shown in that
-        same cell, else its one-line repr."""
-        from IPython import get_ipython
-        from IPython.display import display
-
-        shell = get_ipython()
-        shown_in = getattr(self._display, "shown_in", self._shown_in)
-        if shell is not None and shown_in is not None and shown_in == shell.execution_count:
-            return
-        display({"text/plain": repr(self)}, raw=True)  # type: ignore[no-untyped-call]
+        same cell, else its one-line repr (the notebook layer's :func:`register_cell_display`)."""
+        for show in _CELL_DISPLAYS:
+            show(self, getattr(self._display, "shown_in", self._shown_in))
 
 
 def _short(text: str, limit: int) -> str:

@@ -204,3 +204,15 @@ class BatchView(widgets.VBox):  # type: ignore[misc]
 def batch_view(batch: Batch) -> BatchView:
     """The ``"widget"`` progress display: a :class:`BatchView` shown in the current cell."""
     return BatchView(batch)
+
+
+def show_in_cell(batch: Batch, shown_in: int | None) -> None:
+    """A batch that is a cell's last value (``await batch.run()``): nothing under its progress view shown
+    in that same cell, else its one-line repr (registered with ``batch.register_cell_display``)."""
+    from IPython import get_ipython
+    from IPython.display import display
+
+    shell = get_ipython()
+    if shell is not None and shown_in is not None and shown_in == shell.execution_count:
+        return
+    display({"text/plain": repr(batch)}, raw=True)  # type: ignore[no-untyped-call]
