@@ -17,6 +17,7 @@ from nbagent import (
     load_jsonl,
     load_parquet,
 )
+from nbagent.redact import REDACTED, mask, redact
 
 from .helpers import BEARER, KEY, KeyedClient, PiecesClient, calls, tool_agent
 
@@ -195,3 +196,33 @@ async def test_a_key_the_model_puts_in_a_tool_name_reaches_no_frame_or_export(tm
     assert not any(KEY in all_text(df) for df in frames)
     blobs = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
     assert len(blobs) == 17 and not any(KEY.encode() in blob for blob in blobs)
+
+
+def test_token_shapes_are_masked_at_a_words_start_only_whatever_surrounds_them() -> None:
+    """The token shapes start with their literal (the word's start checked after it): each masked at
+    the start of a text, after a space, a quote or a non-ASCII letter's neighbour, never inside a word;
+    a scheme in any case, its credential's case change kept case-sensitive; dotted-capital I (whose
+    lower case is longer) before a bearer token."""
+    tokens = [
+        "Bearer abcDEF123456",
+        "BEARER Zm9vYmFyYmF6",
+        "basic   dXNlcjpwYXNz",
+        "sk-abcdefghij",
+        "AKIAABCDEFGHIJKLMNOP",
+        "ghp_" + "a" * 22,
+        "xoxb-1234567890a",
+        "AIza" + "b" * 35,
+        "hf_" + "c" * 21,
+    ]
+    for token in tokens:
+        for before, after in (("", ""), ("see ", " now"), ('{"v": "', '"}'), ("\u0130 ", " \u0130"), ("_x_ " * 50, "")):
+            assert redact(before + token + after) == before + REDACTED + after, (before, token)
+        assert redact("x" + token) == "x" + token  # inside a word: no token
+        assert redact("\u00e9" + token) == "\u00e9" + token  # a non-ASCII letter is a word character too
+    for text in ("Basic arithmetic", "bearer tokens.", "Bearer abcdefghij", "a basic idea " * 1000):
+        assert redact(text) == text
+    assert redact("Bearer Bearer abcDEF123456") == f"Bearer {REDACTED}"
+    assert (
+        mask("{'api_key': 'abcdefgh12', 'x': 'Basic dXNlcjpwYXNz'}")
+        == f"{{'api_key': '{REDACTED}', 'x': '{REDACTED}'}}"
+    )
