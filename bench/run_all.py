@@ -327,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         Script("bench_import.py"),
         Script("bench_batch.py", ["--rounds", "1", "--tasks", "500"] if args.quick else []),
         Script("bench_replay.py", ["--runs", "200", "--repeats", "1"] if args.quick else []),
+        Script("bench_explorer.py", ["--runs", "20000", "--repeats", "2"] if args.quick else []),
         Script("bench_otlp.py", ["--runs", "10"] if args.quick else []),
         Script("bench_long_session.py", ["--runs", "10000", "--big-runs", "20"] if args.quick else []),
     ]

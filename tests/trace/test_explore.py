@@ -15,7 +15,7 @@ from .explore_data import synthetic
 
 @pytest.fixture(scope="module")
 def data() -> tuple[pd.DataFrame, pd.DataFrame]:
-    return synthetic(3000)
+    return synthetic(1500)
 
 
 @pytest.fixture(scope="module")

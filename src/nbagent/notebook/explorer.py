@@ -57,6 +57,10 @@ _HEADERS = {
 }
 
 
+#: The cells the stylesheet colours or wraps carry a class (the others none: a page draws faster).
+_CLASSES = {"status": "nba-x-status", "task": "nba-x-task", "error": "nba-x-error"}
+
+
 def _cell(column: str, value: Any) -> str:
     import pandas as pd
 
@@ -79,7 +83,7 @@ def table_html(page: pd.DataFrame, selected: frozenset[str] = frozenset()) -> Ma
     for record in page.itertuples(index=False):
         values = dict(zip(TABLE_COLUMNS, record, strict=True))
         run_id = str(values["run_id"])
-        cells = [el("td", _cell(column, values[column]), class_=f"nba-x-{column}") for column in TABLE_COLUMNS]
+        cells = [el("td", _cell(column, values[column]), class_=_CLASSES.get(column)) for column in TABLE_COLUMNS]
         rows.append(
             el(
                 "tr",

@@ -198,16 +198,20 @@ class RunTable:
     """A trace's runs for the explorer: the ``runs_df()`` frame, its display table, masks and sorts."""
 
     def __init__(self, runs: pd.DataFrame, tool_calls: pd.DataFrame) -> None:
+        import pandas as pd
 
         #: The runs, as ``runs_df()`` gives them (index kept: the selection's frame is its rows).
         self.runs = runs
         self.run_ids: np.ndarray[Any, Any] = runs["run_id"].astype("object").to_numpy()
         self.display = _display(runs)
-        self._tool_runs = {
-            str(name): set(group.astype("object"))
-            for name, group in tool_calls.groupby("tool_name", observed=True, sort=False)["run_id"]
+        # each tool's runs as positions in ``runs`` (a call of a run not in it is left out)
+        where = pd.Index(self.run_ids).get_indexer(tool_calls["run_id"].astype("object"))
+        calls = pd.DataFrame({"tool": tool_calls["tool_name"].astype("object"), "at": where})
+        self._tool_runs: dict[str, np.ndarray[Any, Any]] = {
+            str(name): group.unique() for name, group in calls[calls["at"] >= 0].groupby("tool", sort=False)["at"]
         }
         self._masks: dict[tuple[str, object], np.ndarray[Any, Any]] = {}
+        self._choices: dict[str, list[str]] = {}
         self._sorted: tuple[Filters, str | None, bool, np.ndarray[Any, Any]] | None = None
 
     def __len__(self) -> int:
@@ -215,10 +219,15 @@ class RunTable:
 
     def choices(self, column: str) -> list[str]:
         """The values a filter of ``column`` (``status``, ``agent``, ``tool``) can take, sorted."""
-        if column == "tool":
-            return sorted(self._tool_runs)
-        values = self.runs[column].dropna().astype("object").unique()
-        return sorted(str(value) for value in values)
+        check.choice(_WHERE, "column", column, ("status", "agent", "tool"))
+        known = self._choices.get(column)
+        if known is None:
+            if column == "tool":
+                known = sorted(self._tool_runs)
+            else:
+                known = sorted(str(value) for value in self.runs[column].dropna().astype("object").unique())
+            self._choices[column] = known
+        return list(known)
 
     def _mask(self, name: str, value: object) -> np.ndarray[Any, Any]:
         key = (name, value)
@@ -234,8 +243,10 @@ class RunTable:
         if name in ("status", "agent"):
             return np.asarray(runs[name].isin(list(value)), dtype=bool)
         if name == "tool":
-            ids: set[str] = set().union(*(self._tool_runs.get(tool, set()) for tool in value))
-            return np.fromiter((run in ids for run in self.run_ids), dtype=bool, count=len(self.run_ids))
+            used = np.zeros(len(self.run_ids), dtype=bool)
+            for tool in value:
+                used[self._tool_runs.get(tool, [])] = True
+            return used
         if name == "error":
             return _text_mask(runs["error"], value)
         if name == "search":
