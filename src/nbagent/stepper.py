@@ -313,6 +313,8 @@ class Stepper:
         self.agent: AssistantAgent = resolved
         self.messages: list[BaseChatMessage] = task_messages(task, "Stepper")
         self.cancellation_token = check_token("Stepper", cancellation_token)
+        self.replay: Replay | None = agent if isinstance(agent, Replay) else None
+        """The trace's replay this walk plays (its forks keep it), or ``None``; views say what it cannot reproduce."""
         self.history: list[StepResult] = []
         self.status: StepperStatus = "ready"
         self._run: AgentRun | None = None
@@ -558,7 +560,7 @@ class Stepper:
         for message in start:  # messages are immutable: the copy's context shares them
             await copy.model_context.add_message(message)
         fork = type(self)(copy, list(self.messages), self.cancellation_token)
-        fork.parent = self
+        fork.parent, fork.replay = self, self.replay
         if self._run is not None:  # paused: the moves made so far are given as they were made
             answers, results, memory = _given_of(self.history)
             fork.fork_source = ForkSource(self._plan, answers, results, memory, self._run.run_id, len(self.history))

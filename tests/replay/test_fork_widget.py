@@ -6,7 +6,7 @@ import pytest
 
 import nbagent
 from nbagent import AssistantAgent, ReplayChatCompletionClient
-from nbagent.notebook.stepper_widget import NotebookStepper, StepperWidget
+from nbagent.notebook.stepper_widget import NotebookStepper, StepperWidget, stepper_html
 
 from ..stepper.scenarios import add, calls
 
@@ -89,3 +89,25 @@ async def test_the_tool_buttons_give_results(button: str) -> None:
     await click(widget, widget.run_button)
     [result] = stepper.history[4].tool_results
     assert result.content == ("7" if button == "give_result" else nbagent.interventions.TIMEOUT_RESULT)
+
+
+async def test_a_walk_of_a_replay_says_what_a_replay_cannot_reproduce() -> None:
+    recorded = walk()
+    await recorded.run_to_end()
+    run_id = recorded.run_id
+    assert run_id is not None and recorded.replay is None
+    assert "nba-replay" not in recorded.widget().replay_note.value  # a live walk: no replay note
+    replay = recorded.agent.trace.replay(run_id)
+    stepper = nbagent.step(replay)
+    assert isinstance(stepper, NotebookStepper) and stepper.replay is replay
+    widget = stepper.widget()
+    assert widget.replay_note in widget.children
+    note = widget.replay_note.value
+    assert f"replay of run {run_id}" in note and "tool side effects" in note and replay.limits[:40] in note
+    assert replay.limits[:40] in stepper_html(stepper)  # the saved notebook's copy says it too
+    await stepper.run_until(move="tool_execution")
+    fork = await stepper.fork()
+    assert fork.replay is replay  # a fork of a replay keeps saying it
+    assert isinstance(fork, NotebookStepper) and "a fork of the replay of run" in stepper_html(fork)
+    direct = nbagent.Stepper(replay)
+    assert direct.replay is replay

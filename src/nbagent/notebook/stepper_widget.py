@@ -31,7 +31,7 @@ import concurrent.futures
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
@@ -234,6 +234,20 @@ def move_html(stepper: Stepper) -> Markup:
     )
 
 
+def replay_html(stepper: Stepper) -> Markup:
+    """What a walk of a trace's replay plays and cannot reproduce (as the live view's title); else empty."""
+    replay = stepper.replay
+    if replay is None:
+        return EMPTY
+    fork = "a fork of the " if stepper.parent is not None else ""
+    return el(
+        "div",
+        el("div", fork + replay.title, class_="nba-replay-title"),
+        muted(replay.limits),
+        class_="nba-replay",
+    )
+
+
 def _status_text(stepper: Stepper) -> str:
     return f"{stepper.status} · {len(stepper.history)} moves"
 
@@ -246,7 +260,14 @@ def stepper_html(stepper: Stepper) -> str:
         class_="nba-stepper-status",
         data_status=stepper.status,
     )
-    copy = el("div", status, pipeline_html(stepper), move_html(stepper), class_="nba-stepper nba-static-copy")
+    copy = el(
+        "div",
+        status,
+        replay_html(stepper),
+        pipeline_html(stepper),
+        move_html(stepper),
+        class_="nba-stepper nba-static-copy",
+    )
     return str(portable(STYLE + copy))
 
 
@@ -269,6 +290,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         self.pause_button.on_click(lambda _: self.pause())
         self.status = widgets.HTML()
         self.status.add_class("nba-stepper-status")
+        self.replay_note = widgets.HTML()  # a trace's replay: what it plays and cannot reproduce
         self.diagram = widgets.HTML()
         self.panel = widgets.HTML()
         self.next_button.on_click(lambda _: self.click(self.stepper.next))
@@ -286,7 +308,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             ]
         )
         bar.add_class("nba-stepper-bar")
-        super().__init__([widgets.HTML(STYLE), bar, self.diagram, self.panel, self.fork_panel])
+        super().__init__([widgets.HTML(STYLE), bar, self.replay_note, self.diagram, self.panel, self.fork_panel])
         self.add_class("nba-stepper")
         self.add_class("nba-stepper-live")
         self.task: asyncio.Task[None] | concurrent.futures.Future[None] | None = None
@@ -365,6 +387,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             self.reset_button.disabled = busy
             self.pause_button.disabled = not busy or self.paused_at is not None
             self.status.value = muted(text, data_status=stepper.status, data_busy=str(busy).lower())
+            self.replay_note.value = replay_html(stepper)
             self.diagram.value = pipeline_html(stepper)
             self.panel.value = move_html(stepper)
             self.fork_panel.refresh(busy)
@@ -410,10 +433,14 @@ def step(
     at a breakpoint and ``reset()`` restores the context (and a replay script) to walk it again.
     An AutoGen agent or team is walked item by item of its stream (:mod:`nbagent.autogen.stepper`).
     """
+    source = agent
     agent, task = replayed("nbagent.step", agent, task)  # a trace's replay: its agent and recorded task
     if autogen.is_autogen(agent):  # AutoGen's own agents and teams: nbagent.autogen, with this layer's widget
         return autogen.step(agent, task, cancellation_token=cancellation_token)  # type: ignore[arg-type]
     if TYPE_CHECKING:  # for the type checker: AutoGen's were dispatched above
         assert isinstance(agent, AssistantAgent)
     check_entry("nbagent.step", agent, task, cancellation_token)
-    return NotebookStepper(agent, task, cancellation_token)
+    stepper = NotebookStepper(agent, task, cancellation_token)
+    if source is not agent:  # a trace's replay: the widget says what it plays and cannot reproduce
+        stepper.replay = cast("Replay", source)
+    return stepper
