@@ -172,7 +172,9 @@ def test_a_notebook_opened_untrusted_reads_well_and_the_diagram_is_a_picture(
             CONTRAST_JS, [["views", ".jp-OutputArea .nba-view, .jp-OutputArea .nba-stepper, .jp-OutputArea .nba-trace"]]
         )["views"]
         assert contrast["views"] >= 8 and contrast["min"] >= 4.5, (frontend, theme, contrast["worst"])
-        opened.shot(theme.split()[-1].lower())
+        shade = theme.split()[-1].lower()
+        for kind in ("nba-view", "nba-stepper", "nba-batch", "nba-trace"):  # what a reader sees of each
+            opened.shot(f"{shade}-{kind}", f".jp-OutputArea-output .{kind} >> visible=true")
     opened.set_theme("JupyterLab Light")
 
 
@@ -187,7 +189,8 @@ def test_the_live_diagram_has_its_own_arrowheads_and_keeps_its_text_size_at_800_
     for theme in ("JupyterLab Light", "JupyterLab Dark"):
         nb.set_theme(theme)
         seen = page.evaluate(_DIAGRAM_JS)
-        nb.shot(f"800-{theme.split()[-1].lower()}", ".jp-OutputArea .nba-stepper-live")
+        nb.shot(f"800-{theme.split()[-1].lower()}", ".jp-OutputArea .nba-stepper-live .nba-diagram")
+        nb.shot(f"800-{theme.split()[-1].lower()}-bar", ".jp-OutputArea .nba-stepper-live .nba-stepper-bar")
         assert seen["references"] == [] and seen["outside"] == [], theme  # no marker, nothing from another SVG
         assert seen["heads"] == [True] * EDGES, theme
         assert seen["smallest"] >= 11, (theme, seen["smallest"])
