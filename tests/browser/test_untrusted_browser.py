@@ -173,7 +173,7 @@ def test_a_notebook_opened_untrusted_reads_well_and_the_diagram_is_a_picture(
         )["views"]
         assert contrast["views"] >= 8 and contrast["min"] >= 4.5, (frontend, theme, contrast["worst"])
         shade = theme.split()[-1].lower()
-        for kind in ("nba-view", "nba-stepper", "nba-batch", "nba-trace"):  # what a reader sees of each
+        for kind in ("nba-view", "nba-stepper", "nba-svg-picture", "nba-batch", "nba-trace"):  # what a reader sees
             opened.shot(f"{shade}-{kind}", f".jp-OutputArea-output .{kind} >> visible=true")
     opened.set_theme("JupyterLab Light")
 
