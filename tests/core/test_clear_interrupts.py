@@ -166,6 +166,8 @@ elif mode == "batch.run_sync":
     nbagent.Batch(make, ["a", "b"], concurrency=2, progress=None).run_sync()
 elif mode == "await batch.run":
     asyncio.run(nbagent.Batch(make, ["a", "b"], concurrency=2, progress=None).run())
+elif mode == "show":
+    asyncio.run(nbagent.show(make(), "go"))
 elif mode == "other":  # an interrupt that is no run's: Python's own traceback
     async def wait():
         print("STARTED", flush=True)  # once the event loop runs (Ctrl-C while asyncio.run sets it up is another story)
@@ -207,10 +209,13 @@ def interrupt_script(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[s
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
     )
     assert process.stdout is not None
-    assert process.stdout.readline() == "STARTED\n"
+    before = [process.stdout.readline()]  # show's text view prints its lines before the tool's STARTED
+    while before[-1] not in ("STARTED\n", ""):
+        before.append(process.stdout.readline())
+    assert before[-1] == "STARTED\n"
     process.send_signal(signal.SIGINT)  # what Ctrl-C sends
     out, err = process.communicate(timeout=60)
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    return subprocess.CompletedProcess(process.args, process.returncode, "".join(before) + out, err)
 
 
 @pytest.mark.parametrize("mode", list(EXPECTED))
@@ -218,6 +223,14 @@ def test_ctrl_c_in_a_script_ends_in_one_line(mode: str, tmp_path: Path) -> None:
     done = interrupt_script(tmp_path, mode)
     assert done.stderr.splitlines() == [EXPECTED[mode]]
     assert done.returncode == -signal.SIGINT  # the exit status of a program Ctrl-C ended
+
+
+def test_ctrl_c_of_show_in_a_script_says_ctrl_c(tmp_path: Path) -> None:
+    """The text view of a run Ctrl-C ended in a script names Ctrl-C (no kernel is there to interrupt)."""
+    done = interrupt_script(tmp_path, "show")
+    assert "run ended  calc · interrupted (Ctrl-C)" in done.stdout.splitlines()
+    assert done.stderr.splitlines() == [EXPECTED["asyncio.run"]]
+    assert done.returncode == -signal.SIGINT
 
 
 def test_an_interrupt_of_no_run_keeps_pythons_traceback(tmp_path: Path) -> None:

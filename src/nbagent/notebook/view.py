@@ -642,7 +642,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
                 if self._stop_requested:
                     return None
                 raise
-            self._end("interrupted", "kernel interrupt" if self._interrupted else "task cancelled")
+            self._end("interrupted", _interrupt_name() if self._interrupted else "task cancelled")
             if self._interrupted:
                 raise RunInterrupted(self) from None
             raise
@@ -650,7 +650,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
             if self._token is not None:
                 self._token.cancel()
             await run.aclose()
-            self._end("interrupted", "kernel interrupt")
+            self._end("interrupted", _interrupt_name())
             raise
         except Exception as error:
             self._end("error", f"{type(error).__name__}: {error}")
@@ -856,6 +856,11 @@ def _joined(parts: Iterator[Markup]) -> Markup:
 
 def _name(source: AssistantAgent | AgentRun | AutoGenRunnable) -> str:
     return source.agent.name if isinstance(source, AgentRun) else source.name
+
+
+def _interrupt_name() -> str:
+    """What interrupted a run: a kernel interrupt in a notebook, Ctrl-C anywhere else (a script)."""
+    return "kernel interrupt" if in_kernel() else "Ctrl-C"
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:
