@@ -483,6 +483,17 @@ class ReplayIndex:
         rows = self.events.get(run_id, [])
         events = [row for _, row in rows]
         calls = self.calls.get(run_id, [])
+        if not calls:  # a team's run calls no model itself: its participants' runs do (they name it their parent)
+            members = [other for other in self.order if self.runs[other].get("parent_run_id") == run_id]
+            if members:
+                raise wrong_value(
+                    "trace.replay",
+                    "run_id",
+                    "one agent's run (a team's run is not replayed: nbagent replays one agent's loop, not a "
+                    "team's turns, speaker selection and termination)",
+                    run_id,
+                    f"Replay its agents' runs instead: {', '.join(repr(m) for m in members[:5])}",
+                )
         tools = self.tools.get(run_id, [])
         agent = str(run["agent"])
         start = self.context(agent, rows[0][0]) if rows else None
