@@ -74,6 +74,7 @@ async def test_filters_sort_and_pages_in_the_widget(trace: Trace) -> None:
     widget.descending.value = True
     tasks = list(explorer.selection["task"])
     assert tasks == sorted(tasks, reverse=True)
+    assert "&lt;img src=x onerror=&quot;" in widget.table.value and "<img" not in widget.table.value
     rows = re.findall(r'data-run="([^"]+)"', widget.table.value)
     assert rows == ids(explorer) == [value for _, value in widget.rows.options]
     widget.since.value = "not a time"

@@ -76,23 +76,27 @@ def _cell(column: str, value: Any) -> str:
     return str(value)
 
 
+# One row of the table; Markup.format escapes (and masks) every value put in it.
+_ROW = (
+    Markup('<tr class="{}" data-run="{}" data-status="{}">')
+    + Markup("").join(el("td", Markup("{}"), class_=_CLASSES.get(column)) for column in TABLE_COLUMNS)
+    + Markup("</tr>")
+)
+
+
+_RUN, _STATUS = list(TABLE_COLUMNS).index("run_id"), list(TABLE_COLUMNS).index("status")
+
+
 def table_html(page: pd.DataFrame, selected: frozenset[str] = frozenset()) -> Markup:
     """The rows of ``page`` (the display table's columns) as an HTML table, every value escaped."""
     head = el("tr", [el("th", _HEADERS[column], scope="col") for column in TABLE_COLUMNS])
+    columns = [page[column].tolist() for column in TABLE_COLUMNS]
     rows = []
-    for record in page.itertuples(index=False):
-        values = dict(zip(TABLE_COLUMNS, record, strict=True))
-        run_id = str(values["run_id"])
-        cells = [el("td", _cell(column, values[column]), class_=_CLASSES.get(column)) for column in TABLE_COLUMNS]
-        rows.append(
-            el(
-                "tr",
-                cells,
-                class_="nba-x-row nba-x-selected" if run_id in selected else "nba-x-row",
-                data_run=run_id,
-                data_status=str(values["status"]),
-            )
-        )
+    for values in zip(*columns, strict=True):
+        run_id, status = str(values[_RUN]), str(values[_STATUS])
+        row_class = "nba-x-row nba-x-selected" if run_id in selected else "nba-x-row"
+        cells = (_cell(column, value) for column, value in zip(TABLE_COLUMNS, values, strict=True))
+        rows.append(_ROW.format(row_class, run_id, status, *cells))
     return el("table", [el("thead", head), el("tbody", rows)], class_="nba-table nba-explorer-table")
 
 
