@@ -51,6 +51,7 @@ EXPECTED = {
     "Many runs": ["20"],
     "AutoGen's own agents and teams": ["Hello from AutoGen."],
     "Cassettes": ["Hello!"],
+    "Replay, fork and compare": ["[False, False, False, False, True, True]", "True"],
 }
 
 
