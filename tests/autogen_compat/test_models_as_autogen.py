@@ -194,6 +194,27 @@ def test_azure_client_config_loads_from_autogens_and_keeps_no_key(monkeypatch: p
     assert isinstance(again, AzureOpenAIChatCompletionClient) and again.base_url == client.base_url
 
 
+def test_azure_endpoint_with_a_password_is_refused_and_never_shown() -> None:
+    """A user:password in azure_endpoint is refused, naming the parameter, without the password
+    (it would be shown by repr and sent as a second Authorization beside the Entra ID token)."""
+    for credentials in ({"azure_ad_token": FAKE_KEY}, {"api_key": FAKE_KEY}):
+        with pytest.raises(ValueError, match="azure_endpoint") as caught:
+            AzureOpenAIChatCompletionClient(
+                model="gpt-4o",
+                azure_endpoint="https://bob:hunter2pass@x.openai.azure.com/",
+                api_version="v",
+                **credentials,
+            )
+        assert "hunter2pass" not in str(caught.value) and "https://x.openai.azure.com/" in str(caught.value)
+    client = AzureOpenAIChatCompletionClient(
+        model="gpt-4o",
+        azure_endpoint="https://x.openai.azure.com/?api-key=hunter2pass",
+        api_version="v",
+        api_key=FAKE_KEY,
+    )
+    assert "hunter2pass" not in repr(client)
+
+
 def test_azure_client_needs_credentials_and_a_known_model() -> None:
     with pytest.raises(ValueError, match="no credentials"):
         AzureOpenAIChatCompletionClient(model="gpt-4o", azure_endpoint="https://x.openai.azure.com/", api_version="v")

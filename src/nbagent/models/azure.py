@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 from .. import _check as check
 from ..components import include_secrets
+from ..redact import redact_config_text
 from .info import ModelInfo
 from .openai import OpenAIChatCompletionClient, OpenAIChatCompletionClientConfig, _sdk, known_model
 
@@ -80,6 +82,7 @@ class AzureOpenAIChatCompletionClient(OpenAIChatCompletionClient):
         where = "AzureOpenAIChatCompletionClient"
         check.string(where, "model", model, empty=False)
         check.string(where, "azure_endpoint", azure_endpoint, empty=False)
+        _refuse_userinfo(azure_endpoint)
         check.string(where, "api_version", api_version, empty=False)
         check.string(where, "azure_deployment", azure_deployment, none=True)
         check.string(where, "azure_ad_token", azure_ad_token, none=True)
@@ -130,7 +133,10 @@ class AzureOpenAIChatCompletionClient(OpenAIChatCompletionClient):
 
     def __repr__(self) -> str:
         endpoint = self._azure["azure_endpoint"]
-        return f"AzureOpenAIChatCompletionClient(model={self.model_name!r}, azure_endpoint={endpoint!r})"
+        return (
+            f"AzureOpenAIChatCompletionClient(model={self.model_name!r}, "
+            f"azure_endpoint={redact_config_text(endpoint)!r})"
+        )
 
     def _to_config(self) -> AzureOpenAIChatCompletionClientConfig:
         base = super()._to_config().model_dump(exclude_none=True)
@@ -158,3 +164,22 @@ class AzureOpenAIChatCompletionClient(OpenAIChatCompletionClient):
                 "code); make the client in code with azure_ad_token_provider=..."
             )
         return super()._from_config(config)
+
+
+def _refuse_userinfo(azure_endpoint: str) -> None:
+    """Refuse an endpoint with a ``user:password@``: Azure OpenAI authenticates with the ``api-key``
+    header or an Entra ID token, and the URL's credentials would otherwise be shown by ``repr`` and
+    sent as a second ``Authorization`` beside the token."""
+    try:
+        parts = urlsplit(azure_endpoint)
+        has_userinfo = parts.username is not None or parts.password is not None
+    except ValueError as error:
+        raise ValueError(f"AzureOpenAIChatCompletionClient: azure_endpoint is not a URL ({error})") from None
+    if has_userinfo:
+        clean = urlsplit(redact_config_text(azure_endpoint))
+        shown = clean._replace(netloc=clean.netloc.rpartition("@")[2]).geturl()
+        raise ValueError(
+            f"AzureOpenAIChatCompletionClient: azure_endpoint ({shown}) holds a user name or password; Azure "
+            "OpenAI authenticates with api_key (its api-key header) or an Entra ID token (azure_ad_token, "
+            "azure_ad_token_provider): take them out of azure_endpoint"
+        )
