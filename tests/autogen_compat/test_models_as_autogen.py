@@ -194,6 +194,34 @@ def test_azure_client_config_loads_from_autogens_and_keeps_no_key(monkeypatch: p
     assert isinstance(again, AzureOpenAIChatCompletionClient) and again.base_url == client.base_url
 
 
+def test_a_loaded_azure_config_never_sends_the_environments_key_to_another_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    config: dict[str, Any] = {
+        "provider": "autogen_ext.models.openai.AzureOpenAIChatCompletionClient",
+        "component_type": "model",
+        "config": {"model": "gpt-4o", "azure_endpoint": "http://127.0.0.1:9/", "api_version": "v"},
+    }
+    for api_key in (None, "**********"):
+        if api_key is not None:
+            config["config"]["api_key"] = api_key
+        with pytest.raises(ValueError, match="AZURE_OPENAI_API_KEY from the environment would be sent there"):
+            load_component(config)
+    config["config"]["azure_endpoint"] = "https://mine.openai.azure.com/"
+    assert isinstance(load_component(config), AzureOpenAIChatCompletionClient)
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://127.0.0.1:9/")  # the key's own endpoint
+    with pytest.raises(ValueError, match="is for 127.0.0.1"):
+        load_component(config)
+    config["config"]["azure_endpoint"] = "https://127.0.0.1:9/"
+    assert isinstance(load_component(config), AzureOpenAIChatCompletionClient)
+    config["config"]["api_key"] = FAKE_KEY  # a config with its own key goes where it says
+    config["config"]["azure_endpoint"] = "http://127.0.0.1:8/"
+    assert isinstance(load_component(config), AzureOpenAIChatCompletionClient)
+    AzureOpenAIChatCompletionClient(model="gpt-4o", azure_endpoint="http://127.0.0.1:8/", api_version="v")  # in code
+
+
 def test_azure_endpoint_with_a_password_is_refused_and_never_shown() -> None:
     """A user:password in azure_endpoint is refused, naming the parameter, without the password
     (it would be shown by repr and sent as a second Authorization beside the Entra ID token)."""

@@ -15,7 +15,7 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from .. import _check as check
-from ..components import include_secrets
+from ..components import MASKED_SECRET, include_secrets
 from ..redact import redact_config_text
 from .info import ModelInfo
 from .openai import OpenAIChatCompletionClient, OpenAIChatCompletionClientConfig, _sdk, known_model
@@ -163,6 +163,9 @@ class AzureOpenAIChatCompletionClient(OpenAIChatCompletionClient):
                 "AzureOpenAIChatCompletionClient config: its azure_ad_token_provider is not loaded (a config runs no "
                 "code); make the client in code with azure_ad_token_provider=..."
             )
+        key = config.api_key.get_secret_value() if config.api_key is not None else None
+        if key is None or key == MASKED_SECRET:
+            _check_environment_key(getattr(config, "azure_endpoint", None))
         return super()._from_config(config)
 
 
@@ -183,3 +186,30 @@ def _refuse_userinfo(azure_endpoint: str) -> None:
             "OpenAI authenticates with api_key (its api-key header) or an Entra ID token (azure_ad_token, "
             "azure_ad_token_provider): take them out of azure_endpoint"
         )
+
+
+_AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
+
+
+def _check_environment_key(azure_endpoint: object) -> None:
+    """Refuse a loaded config without a key whose ``azure_endpoint`` is not where the environment's
+    ``AZURE_OPENAI_API_KEY`` is for (``AZURE_OPENAI_ENDPOINT``'s host, else an Azure OpenAI host): a
+    config from elsewhere never sends that key to a server of its choosing."""
+    if not os.environ.get("AZURE_OPENAI_API_KEY") or not isinstance(azure_endpoint, str):
+        return
+    home = os.environ.get("AZURE_OPENAI_ENDPOINT")
+    try:
+        host = (urlsplit(azure_endpoint).hostname or "").lower()
+        home_host = (urlsplit(home).hostname or "").lower() if home else ""
+    except ValueError:
+        host, home_host = "", "?"
+    if (host == home_host) if home else host.endswith(_AZURE_HOSTS):
+        return
+    where = redact_config_text(azure_endpoint)
+    raise ValueError(
+        f"AzureOpenAIChatCompletionClient config: it has no api_key and names azure_endpoint {where}, so "
+        "AZURE_OPENAI_API_KEY from the environment would be sent there, but that key is for "
+        f"{home_host or 'an Azure OpenAI host'} (AZURE_OPENAI_ENDPOINT, else *.openai.azure.com): a loaded config "
+        "never sends it to another host. Put that endpoint's key in the config's api_key, or make the client in "
+        "code with api_key=..."
+    )
