@@ -111,3 +111,21 @@ async def test_a_walk_of_a_replay_says_what_a_replay_cannot_reproduce() -> None:
     assert isinstance(fork, NotebookStepper) and "a fork of the replay of run" in stepper_html(fork)
     direct = nbagent.Stepper(replay)
     assert direct.replay is replay
+
+
+async def test_the_static_copy_shows_the_forks_made_with_fork_here() -> None:
+    stepper = walk()
+    widget = stepper.widget()
+    for _ in range(4):
+        await click(widget, widget.next_button)  # paused before tool_execution
+    assert "Fork at move" not in stepper_html(stepper)
+    await click(widget, widget.fork_panel.fork_button)
+    [fork_widget] = widget.fork_panel.forks.children
+    fork = fork_widget.stepper
+    assert stepper.shown_forks == [fork]
+    fork.give_tool_result("c1", error="Error: <b>service down</b>")
+    await click(fork_widget, fork_widget.run_button)
+    copy = stepper_html(stepper)  # the saved notebook's copy of the parent: the fork below it, to its end
+    assert "Fork at move 4" in copy and "service down" in copy and "<b>service down</b>" not in copy
+    assert copy.count('class="nba-stepper nba-static-copy"') == 2
+    assert "Fork at move" not in stepper_html(fork)

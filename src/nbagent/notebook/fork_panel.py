@@ -71,6 +71,10 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         widget = getattr(fork, "widget", None)
         if widget is not None:
             self.forks.children = (*self.forks.children, widget())
+            shown = getattr(self.owner.stepper, "shown_forks", None)
+            if shown is not None:  # the parent's static copy shows it too
+                shown.append(fork)
+                self.owner.stepper.changed()  # type: ignore[attr-defined]
         return fork
 
     def show_comparison(self) -> None:

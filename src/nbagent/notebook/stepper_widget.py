@@ -253,7 +253,16 @@ def _status_text(stepper: Stepper) -> str:
 
 
 def stepper_html(stepper: Stepper) -> str:
-    """The whole widget as static HTML (no buttons), for saved notebooks: its static copy."""
+    """The whole widget as static HTML (no buttons), for saved notebooks: its static copy (with the
+    forks its Fork here button made, each below, as their widgets are)."""
+    return str(portable(STYLE + _stepper_copy(stepper)))
+
+
+def _stepper_copy(stepper: Stepper) -> Markup:
+    forks = [
+        el("div", el("h4", f"Fork at move {len(fork.parent.history) if fork.parent else 0}"), _stepper_copy(fork))
+        for fork in getattr(stepper, "shown_forks", ())
+    ]
     status = el(
         "div",
         muted(f"{stepper.agent.name}: {_status_text(stepper)} (a saved copy: run the cell to step it)"),
@@ -266,9 +275,10 @@ def stepper_html(stepper: Stepper) -> str:
         replay_html(stepper),
         pipeline_html(stepper),
         move_html(stepper),
+        *forks,
         class_="nba-stepper nba-static-copy",
     )
-    return str(portable(STYLE + copy))
+    return copy
 
 
 class StepperWidget(widgets.VBox):  # type: ignore[misc]
@@ -398,6 +408,14 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
 
     def __init__(self, agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None) -> None:
         super().__init__(agent, task, cancellation_token)
+        self.shown_forks: list[NotebookStepper] = []
+        """The forks its widget's Fork here button made: its static copy shows them below, as the widget does."""
+
+    def changed(self) -> None:
+        super().changed()
+        parent = self.parent
+        if isinstance(parent, NotebookStepper) and self in parent.shown_forks:
+            parent.changed()  # the parent's static copy holds this fork's
 
     def _make_widget(self) -> StepperWidget:
         return StepperWidget(self)
