@@ -146,12 +146,15 @@ class Image(BaseModel):
 
     @classmethod
     def from_base64(cls, base64_str: str) -> Image:
-        """An image from its base64 text (AutoGen's); its type read from its first bytes."""
+        """An image from its base64 text (AutoGen's); its type read from its first bytes. Line breaks
+        and spaces (``base64.encodebytes``' lines) are taken out, as AutoGen's decoding ignores them;
+        other text that is not base64 is refused."""
+        data = "".join(base64_str.split()) if isinstance(base64_str, str) else base64_str
         try:
-            head = base64.b64decode(base64_str[:64], validate=False)
-        except ValueError as error:
-            raise ValueError(f"Image.from_base64: not base64 text: {error}") from None
-        return cls(data=base64_str, mime_type=_sniff_image_type(head))
+            head = base64.b64decode(data, validate=True)[:64]
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"Image.from_base64: base64_str is not base64 text: {error}") from None
+        return cls(data=data, mime_type=_sniff_image_type(head))
 
     @classmethod
     def from_uri(cls, uri: str) -> Image:

@@ -219,6 +219,12 @@ def test_image_from_base64_as_autogens() -> None:
     assert image.to_base64() == autogen_core.Image.from_base64(PIXEL).to_base64() == PIXEL
     assert image.mime_type == "image/png" and image.data_uri == f"data:image/png;base64,{PIXEL}"
     assert Image.from_base64(JPEG_HEAD).mime_type == "image/jpeg"
+    # base64.encodebytes' line breaks are ignored, as AutoGen's decoding ignores them: the image is clean base64
+    wrapped = base64.encodebytes(base64.b64decode(PIXEL)).decode()
+    assert "\n" in wrapped and Image.from_base64(wrapped) == image
+    assert autogen_core.Image.from_base64(wrapped).to_base64() == PIXEL
+    with pytest.raises(ValueError, match="base64_str is not base64"):
+        Image.from_base64('"><script>alert(1)</script>')
     assert Image.from_uri(image.data_uri) == image
     with pytest.raises(ValueError, match="Invalid URI format"):
         Image.from_uri("https://example.invalid/x.png")
