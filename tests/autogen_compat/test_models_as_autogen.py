@@ -210,7 +210,8 @@ def test_a_loaded_azure_config_never_sends_the_environments_key_to_another_host(
         with pytest.raises(ValueError, match="AZURE_OPENAI_API_KEY from the environment would be sent there"):
             load_component(config)
     config["config"]["azure_endpoint"] = "https://mine.openai.azure.com/"
-    assert isinstance(load_component(config), AzureOpenAIChatCompletionClient)
+    with pytest.warns(UserWarning, match="the key is read from AZURE_OPENAI_API_KEY instead"):
+        assert isinstance(load_component(config), AzureOpenAIChatCompletionClient)
     monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://127.0.0.1:9/")  # the key's own endpoint
     with pytest.raises(ValueError, match="is for 127.0.0.1"):
         load_component(config)

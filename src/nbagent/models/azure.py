@@ -56,6 +56,7 @@ class AzureOpenAIChatCompletionClient(OpenAIChatCompletionClient):
     provider = "azure.ai.openai"
     component_config_schema = AzureOpenAIChatCompletionClientConfig  # type: ignore[assignment]  # a subclass
     component_provider_override = "nbagent.AzureOpenAIChatCompletionClient"
+    key_variable = "AZURE_OPENAI_API_KEY"
     component_aliases = (
         "autogen_ext.models.openai.AzureOpenAIChatCompletionClient",
         "azure_openai_chat_completion_client",  # AutoGen's well-known provider names

@@ -674,6 +674,8 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     provider = "openai"
     component_config_schema = OpenAIChatCompletionClientConfig
     component_provider_override = "nbagent.OpenAIChatCompletionClient"
+    key_variable = "OPENAI_API_KEY"
+    """The environment variable a config without a key reads its key from."""
     component_aliases = (
         "autogen_ext.models.openai.OpenAIChatCompletionClient",
         "openai_chat_completion_client",  # AutoGen's well-known provider names
@@ -812,7 +814,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         if masked:
             warnings.warn(
                 "the config's api_key is masked ('**********', as a JSON export writes a SecretStr): "
-                "the key is read from OPENAI_API_KEY instead",
+                f"the key is read from {cls.key_variable} instead",
                 UserWarning,
                 stacklevel=3,
             )
