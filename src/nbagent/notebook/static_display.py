@@ -20,13 +20,21 @@ __all__ = ["LiveWidget", "StaticCopyDisplay", "close_widget", "descendants"]
 
 
 def close_widget(widget: ipywidgets.Widget) -> None:
-    """Close ``widget`` and the widgets made with it (its layout, its style: models of their own)."""
+    """Close ``widget`` and the widgets made with it (its layout, its style: models of their own). An
+    HTML widget's frontend is sent an empty value first (a frontend that keeps a closed widget's last
+    state, nbclient or ``nbconvert --execute``, saved its text beside the static copy that replaced it);
+    the kernel's widget keeps its value once closed (static copies are made from it)."""
     import ipywidgets
 
+    value = widget.value if isinstance(widget, ipywidgets.HTML) else ""
+    if value:
+        widget.value = ""
     for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
         if isinstance(part, ipywidgets.Widget):
             part.close()
     widget.close()
+    if value:
+        widget.value = value  # closed: sent nowhere
 
 
 def descendants(widget: ipywidgets.Widget) -> Iterator[ipywidgets.Widget]:
