@@ -10,9 +10,9 @@ sanitized, labels and values are apart (on screen and in the text), each diagram
 ``<img>``) whose SVG holds an arrowhead for every arrow, no SVG text runs on as words, and every text
 has a contrast of at least 4.5:1, in the light and the dark theme.
 
-The live stepper at 800 px: the arrowheads are drawn inside their own SVG (no ``<marker>`` shared
-by two diagrams), the diagram's smallest text is at least 11 px (it scrolls rather than shrinks)
-and every button is inside the output.
+The live stepper at 800 px, in JupyterLab and Notebook 7: the arrowheads are drawn inside their
+own SVG (no ``<marker>`` shared by two diagrams), the diagram's smallest text is at least 11 px (it
+scrolls rather than shrinks) and every button is inside the output.
 """
 
 from __future__ import annotations
@@ -178,19 +178,20 @@ def test_a_notebook_opened_untrusted_reads_well_and_the_diagram_is_a_picture(
     opened.set_theme("JupyterLab Light")
 
 
+@pytest.mark.parametrize("frontend", ["lab", "notebook"])
 def test_the_live_diagram_has_its_own_arrowheads_and_keeps_its_text_size_at_800_px(
-    run_notebook_in_lab: Callable[..., LabNotebook],
+    run_notebook_in_lab: Callable[..., LabNotebook], frontend: str
 ) -> None:
     cells = [CELLS[0], "stepper = nbagent.step(adder('stepped'), 'Sum the pairs.')\nstepper", CELLS[-2]]
-    nb = run_notebook_in_lab(cells, name="diagram_800")
+    nb = run_notebook_in_lab(cells, name=f"diagram_800_{frontend}", frontend=frontend)
     page = nb.page
     page.set_viewport_size({"width": 800, "height": 900})
     nb.settle()
     for theme in ("JupyterLab Light", "JupyterLab Dark"):
         nb.set_theme(theme)
         seen = page.evaluate(_DIAGRAM_JS)
-        nb.shot(f"800-{theme.split()[-1].lower()}", ".jp-OutputArea .nba-stepper-live .nba-diagram")
-        nb.shot(f"800-{theme.split()[-1].lower()}-bar", ".jp-OutputArea .nba-stepper-live .nba-stepper-bar")
+        nb.shot(f"800-{frontend}-{theme.split()[-1].lower()}", ".jp-OutputArea .nba-stepper-live .nba-diagram")
+        nb.shot(f"800-{frontend}-{theme.split()[-1].lower()}-bar", ".jp-OutputArea .nba-stepper-live .nba-stepper-bar")
         assert seen["references"] == [] and seen["outside"] == [], theme  # no marker, nothing from another SVG
         assert seen["heads"] == [True] * EDGES, theme
         assert seen["smallest"] >= 11, (theme, seen["smallest"])
