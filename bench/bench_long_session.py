@@ -8,6 +8,9 @@ runs with long outputs (redaction included).
 * **Redaction**: ``--big-runs`` runs whose tool returns a distinct ``--big-mb`` MB text; seconds to build
   every frame (events, llm_calls, tool_calls, runs, context tables) the first time and again (the
   default redactor masks each long text once), and the seconds of that spent redacting.
+* **Masking**: ms per MB of ``redact.mask`` and of ``mask_unfiltered`` (no prefilter) on a text with no
+  mark, on a pangram (where the prefilter cannot help), on text naming the marks (the patterns run)
+  and on the pangram holding a key.
 
     python bench/bench_long_session.py [--runs 100000] [--keep 1000] [--big-runs 200] [--json out.json]
 """
@@ -88,6 +91,35 @@ async def frames(runs: int, mb: float) -> dict[str, Any]:
     return out
 
 
+def mask_speed(mb: float = 1.0, repeats: int = 5) -> dict[str, Any]:
+    """ms per MB of ``redact.mask`` (its prefilter) and ``redact.mask_unfiltered`` (every check) on a
+    text with no mark (lorem ipsum: no ``k``, ``h``, ``b``, ``-``, ``_``, ``:``), on a pangram (every
+    letter: the prefilter cannot rule a mark out), on text naming the marks (``redact``'s docstring:
+    Authorization, Bearer, api-key..., so the patterns run) and on the pangram holding a key."""
+    import nbagent.redact as redact
+
+    size = int(mb * 1e6)
+
+    def filled(text: str) -> str:
+        return (text * (size // len(text) + 1))[:size]
+
+    docs = (redact.__doc__ or "").replace("sk-", "s k").replace("://", ":/ /")  # its words, no secret, no URL
+    texts = {
+        "plain": filled("lorem ipsum dolor sit amet "),
+        "pangram": filled("the quick brown fox jumps over the lazy dog. "),
+        "marks": filled(docs),
+    }
+    texts["pangram_key"] = texts["pangram"] + " sk-" + "abcdefgh12345678"
+    out: dict[str, Any] = {}
+    for name, text in texts.items():
+        for label, function in (("mask", redact.mask), ("unfiltered", redact.mask_unfiltered)):
+            start = time.perf_counter()
+            for _ in range(repeats):
+                function(text, [])
+            out[f"{label}_{name}_ms_per_mb"] = round((time.perf_counter() - start) / repeats / mb * 1000, 2)
+    return out
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=100_000)
@@ -104,6 +136,8 @@ async def main() -> None:
     for key, value in (await memory(args.unbounded_runs, None)).items():
         results[f"unbounded_{key}"] = value
     print("unbounded", {k: v for k, v in results.items() if k.startswith("unbounded")}, flush=True)
+    results.update(mask_speed())
+    print("mask", {k: v for k, v in results.items() if k.endswith("_per_mb")}, flush=True)
     results.update(await frames(args.big_runs, args.big_mb))
     print("frames", {k: v for k, v in results.items() if k.startswith(("frames", "redact"))}, flush=True)
     if args.json:

@@ -327,9 +327,16 @@ def main(argv: list[str] | None = None) -> int:
         Script("bench_import.py"),
         Script("bench_batch.py", ["--rounds", "1", "--tasks", "500"] if args.quick else []),
         Script("bench_replay.py", ["--runs", "200", "--repeats", "1"] if args.quick else []),
-        Script("bench_explorer.py", ["--runs", "20000", "--repeats", "2"] if args.quick else []),
+        Script(
+            "bench_explorer.py",
+            ["--runs", "20000", "--repeats", "2", "--live-runs", "2000", "--dataset-runs", "20000"]
+            if args.quick
+            else [],
+        ),
+        Script("bench_explorer_batch.py", ["--parts", "50", "--updates", "3"] if args.quick else []),
         Script("bench_otlp.py", ["--runs", "10"] if args.quick else []),
         Script("bench_long_session.py", ["--runs", "10000", "--big-runs", "20"] if args.quick else []),
+        Script("bench_iopub.py", ["--runs", "30"] if args.quick else []),
     ]
     for script in scripts:
         if args.only and script.name not in args.only:

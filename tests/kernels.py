@@ -6,11 +6,14 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
+from jupyter_client.manager import AsyncKernelManager, KernelManager
+from nbclient import NotebookClient
 
 
 def kernel_dirs(tmp_path_factory: pytest.TempPathFactory, name: str, display_name: str) -> list[str]:
@@ -30,6 +33,35 @@ def kernel_dirs(tmp_path_factory: pytest.TempPathFactory, name: str, display_nam
 def kernel_manager(name: str, dirs: list[str]) -> KernelManager:
     """A manager of the kernelspec ``name`` found in ``dirs``."""
     return KernelManager(kernel_name=name, kernel_spec_manager=KernelSpecManager(kernel_dirs=dirs))
+
+
+def execute_notebook(nb: nbformat.NotebookNode, manager: KernelManager, **options: Any) -> nbformat.NotebookNode:
+    """Run every cell of ``nb`` in a new kernel of ``manager``'s kernelspec (``options``: NotebookClient's),
+    then shut that kernel down (nbclient leaves running a kernel whose manager it was given). nbclient is
+    given an asynchronous manager, as it makes itself: with a blocking one its waits for IOPub block
+    its loop and its timeouts never fire (a lost message hung a test until pytest's timeout)."""
+    asynchronous = AsyncKernelManager(kernel_name=manager.kernel_name, kernel_spec_manager=manager.kernel_spec_manager)
+    NotebookClient(nb, km=asynchronous, **options).execute(cleanup_kc=True)
+    return nb
+
+
+def execute_cells(
+    cells: list[str], manager: KernelManager, saved: Path, failing: frozenset[int] = frozenset()
+) -> nbformat.NotebookNode:
+    """A notebook of ``cells`` run in a kernel of ``manager`` (cwd: ``saved``'s folder), as JupyterLab saves it
+    by default (no widget state: nbconvert and GitHub then show text/html), written to ``saved`` and read back.
+    The cells of ``failing`` are tagged ``raises-exception``: Run All goes on past them."""
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(source, metadata={"tags": ["raises-exception"]} if index in failing else {})
+            for index, source in enumerate(cells)
+        ]
+    )
+    execute_notebook(
+        nb, manager, timeout=120, store_widget_state=False, resources={"metadata": {"path": str(saved.parent)}}
+    )
+    nbformat.write(nb, saved)
+    return nbformat.read(saved, as_version=4)
 
 
 @contextmanager

@@ -32,6 +32,7 @@ LAYERS: list[set[str]] = [
     {"nbagent.trace"},
     {
         "nbagent.agent",
+        "nbagent.agent_input",
         "nbagent.interventions",
         "nbagent.stepper",
         "nbagent.sync",

@@ -111,7 +111,7 @@ from .models import (
     validate_model_info,
 )
 from .records import MOVES, Intervention, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
-from .stepper import ForkSource, Stepper, StepperFinished, StepResult, WalkInterrupted
+from .stepper import ForkSource, MoveUndone, Stepper, StepperFinished, StepResult, WalkInterrupted
 from .tools import (
     BaseStreamTool,
     BaseTool,
@@ -132,7 +132,7 @@ from .tools import (
     Workbench,
 )
 from .trace import COLUMNS as TRACE_COLUMNS
-from .trace import AgentRecorder, LoadedTrace, Trace, TraceFrames, concat, load_jsonl, load_parquet
+from .trace import AgentRecorder, LazyTrace, LoadedTrace, Trace, TraceFrames, concat, load_jsonl, load_parquet
 from .trace import base as _trace_base
 
 if TYPE_CHECKING:  # the notebook side (ipywidgets) loads on first use, see __getattr__
@@ -302,6 +302,7 @@ __all__ = [
     "Interventions",
     "LLMCall",
     "ListMemory",
+    "LazyTrace",
     "LoadedTrace",
     "MOVES",
     "McpToolAdapter",
@@ -354,6 +355,7 @@ __all__ = [
     "Stepper",
     "StepperFinished",
     "WalkInterrupted",
+    "MoveUndone",
     "StepperWidget",
     "StreamableHttpMcpToolAdapter",
     "StreamableHttpServerParams",

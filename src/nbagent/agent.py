@@ -25,6 +25,21 @@ from pydantic import BaseModel, Field, ValidationError
 from . import _check as check
 from ._ids import new_id, utc_now
 from ._imports import when_imported
+from .agent_input import (
+    ProducedTypes,
+    Task,
+    as_handoffs,
+    as_tools,
+    autogen_caller,
+    autogen_context,
+    check_arguments,
+    check_messages,
+    check_token,
+    client_hint,
+    is_autogen_context,
+    is_autogen_response,
+    task_messages,
+)
 from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
 from .context import ChatCompletionContext, UnboundedChatCompletionContext
@@ -62,7 +77,7 @@ from .messages import (
     user_message,
 )
 from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
-from .models.bridge import BridgedClient, as_model_client
+from .models.bridge import as_model_client
 from .models.openai import OpenAIChatCompletionClient
 from .models.replay import ReplayChatCompletionClient
 from .records import CANCELLED_TOOL_RESULT as CANCELLED_TOOL_RESULT  # re-exported: its name here since issue 10
@@ -91,7 +106,6 @@ from .tools import (
     ToolResult,
     ToolSchema,
     Workbench,
-    as_tool,
     as_workbenches,
     close_workbenches,
     error_text,
@@ -108,7 +122,6 @@ DEFAULT_SYSTEM_MESSAGE = (
     "Reply with TERMINATE when the task has been completed."
 )
 
-Task = str | BaseChatMessage | Sequence[BaseChatMessage] | None
 _perf = time.perf_counter
 
 TEAM_CALL_GATE: ContextVar[Callable[[Any, LLMCall], Awaitable[None] | None] | None] = ContextVar(
@@ -267,9 +280,9 @@ class AssistantAgent(Component):
         memory: Memory | Sequence[Memory] | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
-        if model_context is not None and _is_autogen_context(model_context):  # AutoGen's: its exact twin, or refused
-            model_context = _autogen_context(model_context)
-        bridged = _check_arguments(
+        if model_context is not None and is_autogen_context(model_context):  # AutoGen's: its exact twin, or refused
+            model_context = autogen_context(model_context)
+        bridged = check_arguments(
             name,
             model_client,
             tools,
@@ -305,7 +318,7 @@ class AssistantAgent(Component):
         self._output_content_type = output_content_type
         self._output_content_type_format = output_content_type_format
 
-        tool_list = _as_tools(tools)
+        tool_list = as_tools(tools)
         tool_names = [tool.name for tool in tool_list]
         if len(set(tool_names)) != len(tool_names):
             raise ValueError(f"Tool names must be unique: {tool_names}")
@@ -314,7 +327,7 @@ class AssistantAgent(Component):
         else:  # AutoGen's Workbench protocol, duck-typed: nbagent's as they are, others wrapped
             self._workbench = as_workbenches(workbench)
 
-        handoff_list = _handoff_list(handoffs)
+        handoff_list = as_handoffs(handoffs)
         handoff_names = [handoff.name for handoff in handoff_list]
         if len(set(handoff_names)) != len(handoff_names):
             raise ValueError(f"Handoff names must be unique: {handoff_names}")
@@ -388,7 +401,7 @@ class AssistantAgent(Component):
         made by the constructor of this agent's class (a subclass with another signature overrides it).
         """
         if model_client is not None:
-            as_model_client(model_client, "AssistantAgent.copy", hint=_client_hint(model_client))
+            as_model_client(model_client, "AssistantAgent.copy", hint=client_hint(model_client))
         return type(self)(
             self.name,
             self._model_client if model_client is None else model_client,
@@ -591,12 +604,12 @@ class AssistantAgent(Component):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None
     ) -> Response:
         where = "AssistantAgent.on_messages"
-        outgoing = _autogen_caller(messages, cancellation_token)
+        outgoing = autogen_caller(messages, cancellation_token)
         checked, token = check_messages(where, messages), check_token(where, cancellation_token)
         response: Any = None
         async with aclosing(self.on_messages_stream(checked, token)) as stream:
             async for item in stream:
-                if isinstance(item, Response) or _is_autogen_response(item):  # a subclass too, as AutoGen reads it
+                if isinstance(item, Response) or is_autogen_response(item):  # a subclass too, as AutoGen reads it
                     response = item
         assert response is not None, "on_messages_stream ended without a Response"
         if outgoing is not None and isinstance(response, Response):
@@ -618,7 +631,7 @@ class AssistantAgent(Component):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         where = "AssistantAgent.on_messages_stream"
-        outgoing = _autogen_caller(messages, cancellation_token)
+        outgoing = autogen_caller(messages, cancellation_token)
         run = self._new_run(check_messages(where, messages), check_token(where, cancellation_token), True)
         try:
             async for item in run:
@@ -1462,309 +1475,10 @@ def _cancelled_with(result: CreateResult | None) -> asyncio.CancelledError:
     return CancelledWithResult(result)
 
 
-# ---------------------------------------------------------------------- argument checks (issue 19)
-
-_AGENT = "AssistantAgent"
-SUMMARY_PLACEHOLDERS = ("tool_name", "arguments", "result", "is_error")
-TASK_EXPECTED = "a str, a chat message (TextMessage...) or a list of chat messages"
-MESSAGES_EXPECTED = "a list of chat messages (TextMessage, HandoffMessage...)"
-
-
-def _client_hint(value: object) -> str:
-    if isinstance(value, str):
-        return f"To use the model {value!r}, pass OpenAIChatCompletionClient(model={value!r})"
-    if value is None:
-        return "nbagent.default_model() gives the model the environment names (offline: a replay model)"
-    return "A model client is an OpenAIChatCompletionClient, a ReplayChatCompletionClient, a cassette client..."
-
-
-def _check_arguments(
-    name: object,
-    model_client: object,
-    tools: object,
-    model_context: object,
-    description: object,
-    system_message: object,
-    model_client_stream: object,
-    reflect_on_tool_use: object,
-    max_tool_iterations: object,
-    tool_call_summary_format: object,
-    tool_call_summary_formatter: object,
-    output_content_type: object,
-    output_content_type_format: object,
-    metadata: object,
-) -> ChatCompletionClient:
-    """The constructor's arguments, each of the type (and in the range) it takes; memory, workbench
-    and handoffs are checked where they are read. Returns the model client as nbagent's (AutoGen's
-    and duck-typed clients bridged: :func:`~nbagent.models.bridge.as_model_client`)."""
-    check.string(_AGENT, "name", name)
-    assert isinstance(name, str)
-    if not name.isidentifier():
-        raise check.wrong_value(_AGENT, "name", "a valid Python identifier (letters, digits and _)", name)
-    client = as_model_client(model_client, _AGENT, hint=_client_hint(model_client))
-    if model_client_stream is True and isinstance(client, BridgedClient) and not client.streams:
-        raise check.wrong_value(
-            _AGENT,
-            "model_client_stream",
-            "False for a model client without create_stream()",
-            model_client_stream,
-            f"{type(client.inner).__name__} has no create_stream(): it cannot stream",
-        )
-    if tools is not None:
-        items = check.sequence(
-            _AGENT,
-            "tools",
-            tools,
-            "a list of tools (functions or BaseTool objects) or None",
-            hint=f"Pass tools=[{getattr(tools, '__name__', '...')}]" if callable(tools) else "",
-        )
-        check.each(_AGENT, "tools", items, _check_tool)
-    check.optional(
-        _AGENT,
-        "model_context",
-        model_context,
-        ChatCompletionContext,
-        "a ChatCompletionContext (UnboundedChatCompletionContext(), BufferedChatCompletionContext(10)...)",
-    )
-    check.string(_AGENT, "description", description)
-    check.string(_AGENT, "system_message", system_message, none=True)
-    check.boolean(_AGENT, "model_client_stream", model_client_stream)
-    check.boolean(_AGENT, "reflect_on_tool_use", reflect_on_tool_use, none=True)
-    check.integer(_AGENT, "max_tool_iterations", max_tool_iterations, minimum=1)
-    _check_summary_format(tool_call_summary_format)
-    check.function(
-        _AGENT,
-        "tool_call_summary_formatter",
-        tool_call_summary_formatter,
-        "a function (call, result) -> str",
-        none=True,
-    )
-    if output_content_type is not None and not (
-        isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
-    ):
-        check.fail_type(_AGENT, "output_content_type", "a pydantic model class or None", output_content_type)
-    check.string(_AGENT, "output_content_type_format", output_content_type_format, none=True)
-    check.mapping(_AGENT, "metadata", metadata, "a dict of str to str", none=True)
-    return client
-
-
-def _check_tool(param: str, tool: object) -> object:
-    if isinstance(tool, BaseTool) or callable(tool):  # a callable becomes a FunctionTool, as in AutoGen
-        return tool
-    if _is_autogen_tool(tool):  # AutoGen's FunctionTool...: run by itself through an AutoGenTool
-        return tool
-    # AutoGen raises ValueError here ("Unsupported tool type"): the error is a ValueError too.
-    raise check.ItemTypeError(check.message(_AGENT, param, "a function or a BaseTool", check.given(tool)))
-
-
-def _as_tools(tools: Sequence[Any] | None) -> list[BaseTool]:
-    """The ``tools`` argument (checked) as tools: a callable becomes a FunctionTool, or the error names it."""
-    found: list[BaseTool] = []
-    for index, tool in enumerate(tools or ()):
-        if not isinstance(tool, BaseTool) and _is_autogen_tool(tool):
-            found.append(_autogen_tool(tool))
-            continue
-        try:
-            found.append(as_tool(tool))
-        except (TypeError, ValueError) as error:  # no signature Python can read, a parameter with no JSON schema...
-            expected = "a function whose parameters make a JSON schema"
-            hint = f"{type(error).__name__}: {error}"
-            raise check.wrong_value(_AGENT, f"tools[{index}]", expected, tool, hint) from None
-    return found
-
-
-def _check_summary_format(value: object) -> None:
-    check.string(_AGENT, "tool_call_summary_format", value)
-    assert isinstance(value, str)
-    try:  # the values a summary line is made of (their types, as the summary passes them)
-        value.format(tool_name="add", arguments="{}", result="3", is_error=False)
-    except (KeyError, IndexError, AttributeError, ValueError, TypeError) as error:
-        listed = ", ".join("{" + name + "}" for name in SUMMARY_PLACEHOLDERS)
-        raise check.wrong_value(
-            _AGENT,
-            "tool_call_summary_format",
-            f"a format string with the placeholders {listed}",
-            value,
-            f"{type(error).__name__}: {error}",
-        ) from None
-
-
-def _handoff_list(handoffs: object) -> list[Handoff]:
-    """The ``handoffs`` argument as Handoff objects: a target name becomes one, as does AutoGen's Handoff."""
-    if handoffs is None:
-        return []
-    items = check.sequence(
-        _AGENT,
-        "handoffs",
-        handoffs,
-        "a list of Handoff objects or target names (str) or None",
-        hint=f"Pass handoffs=[{handoffs!r}]" if isinstance(handoffs, str) else "",
-    )
-    return check.each(_AGENT, "handoffs", items, _as_handoff)
-
-
-def _as_handoff(param: str, handoff: object) -> Handoff:
-    if isinstance(handoff, Handoff):
-        return handoff
-    if isinstance(handoff, str):
-        return Handoff(target=handoff)
-    fields: dict[str, Any] = {key: getattr(handoff, key, None) for key in ("target", "description", "name", "message")}
-    if type(handoff).__module__.startswith("autogen") and all(isinstance(v, str) for v in fields.values()):
-        return Handoff(**fields)  # AutoGen's Handoff (HandoffBase): the same four fields
-    raise check.ItemTypeError(check.message(_AGENT, param, "a Handoff or a target name (str)", check.given(handoff)))
-
-
-def task_messages(task: Task, where: str = "AssistantAgent.run") -> list[BaseChatMessage]:
-    """A task as the list of chat messages it stands for (a string is a user's TextMessage).
-
-    A wrong task raises a ``TypeError`` naming ``where`` (the entry point) before anything runs.
-    """
-    if task is None:
-        return []
-    if type(task) is str:
-        return [agent_message(TextMessage, task, "user")]
-    if isinstance(task, str):
-        return [TextMessage(content=task, source="user")]
-    if isinstance(task, BaseChatMessage):
-        return [task]
-    if _is_autogen_chat(task):  # AutoGen's TextMessage...: converted field by field
-        return _autogen_chats([task])
-    items = check.sequence(where, "task", task, TASK_EXPECTED, hint=_llm_message_hint(task))
-    return check.each(where, "task", items, partial(_chat_message, where))
-
-
-def check_messages(where: str, messages: object) -> list[BaseChatMessage]:
-    """``messages`` of ``on_messages``/``on_messages_stream``/``iter``: a list of chat messages (a copy)."""
-    if type(messages) is list:  # the common case, on every run: no more than the copy iter() always made
-        for message in messages:
-            if not isinstance(message, BaseChatMessage):
-                break
-        else:
-            return list(messages)
-    hint = ""
-    if isinstance(messages, str):
-        text = check.short_repr(messages)
-        hint = f"To send a text, pass [TextMessage(content={text}, source='user')] or use run(task=...)"
-    elif isinstance(messages, BaseChatMessage):
-        hint = "Pass a list: [message]"
-    items = check.sequence(where, "messages", messages, MESSAGES_EXPECTED, hint=hint)
-    return check.each(where, "messages", items, partial(_chat_message, where))
-
-
-def _chat_message(where: str, param: str, message: object) -> BaseChatMessage:
-    if isinstance(message, BaseChatMessage):
-        return message
-    if _is_autogen_chat(message):  # AutoGen's chat message: converted field by field (ids kept)
-        return _autogen_chats([message])[0]
-    # AutoGen raises ValueError for a wrong item of a task list: the error is a ValueError too.
-    raise check.ItemTypeError(
-        check.message(where, param, "a chat message (TextMessage...)", check.given(message), _llm_message_hint(message))
-    )
-
-
-class ProducedTypes(tuple[type[BaseChatMessage], ...]):
-    """nbagent's message types; ``in`` also finds AutoGen's type of the same name (its twin)."""
-
-    __slots__ = ()
-
-    def __contains__(self, value: object) -> bool:
-        if tuple.__contains__(self, value):
-            return True
-        module = getattr(value, "__module__", "")
-        name = getattr(value, "__name__", None)
-        return module == "autogen_agentchat.messages" and any(kind.__name__ == name for kind in self)
-
-
-def _is_autogen_chat(value: object) -> bool:
-    """Whether ``value`` is one of AutoGen's chat messages (imports no AutoGen)."""
-    messages = sys.modules.get("autogen_agentchat.messages")
-    return messages is not None and isinstance(value, messages.BaseChatMessage)
-
-
-def _autogen_chats(messages: list[Any]) -> list[BaseChatMessage]:
-    from .autogen.protocol import chats_in
-
-    return chats_in(messages)
-
-
-def _autogen_caller(messages: object, token: object) -> Any:
-    """For ``on_messages``/``on_messages_stream``: an :class:`~nbagent.autogen.protocol.Outgoing`
-    converter when AutoGen calls (its chat messages, or none and its token: a team's container), else
-    ``None``."""
-    if "autogen_agentchat.messages" not in sys.modules:
-        return None
-    if isinstance(messages, (list, tuple)) and messages:
-        autogen = any(_is_autogen_chat(message) for message in messages)
-    else:
-        autogen = type(token).__module__.startswith("autogen_core")
-    if not autogen:
-        return None
-    from .autogen.protocol import Outgoing
-
-    return Outgoing()
-
-
-def _is_autogen_tool(value: object) -> bool:
-    if "autogen_core" not in sys.modules:
-        return False
-    from .autogen.edges import is_autogen_tool
-
-    return is_autogen_tool(value)
-
-
-def _autogen_tool(tool: object) -> BaseTool:
-    from .autogen.edges import AutoGenTool
-
-    return AutoGenTool(tool)
-
-
-def _is_autogen_context(value: object) -> bool:
-    if "autogen_core.model_context" not in sys.modules or isinstance(value, ChatCompletionContext):
-        return False
-    from .autogen.edges import is_autogen_context
-
-    return is_autogen_context(value)
-
-
-def _autogen_context(context: object) -> ChatCompletionContext:
-    from .autogen.edges import context_from_autogen
-
-    return context_from_autogen(context, _AGENT)
-
-
-def _is_autogen_response(item: object) -> bool:
-    base = sys.modules.get("autogen_agentchat.base")
-    return base is not None and isinstance(item, base.Response)
-
-
 def _join_autogen(base: ModuleType) -> None:
     """AutoGen's teams take nbagent's agents (and their subclasses) as ``ChatAgent``: registered when
     ``autogen_agentchat.base`` is imported, before or after the agents are made (imports nothing)."""
     base.ChatAgent.register(AssistantAgent)
-
-
-_LLM_KINDS = (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)
-
-
-def _llm_message_hint(value: object) -> str:
-    kind = type(value)
-    autogen = kind.__module__.startswith("autogen_core") and kind.__name__ in {k.__name__ for k in _LLM_KINDS}
-    if isinstance(value, _LLM_KINDS) or autogen:
-        owner = "AutoGen's " if autogen else ""
-        return (
-            f"{owner}{kind.__name__} is a message for the model: an agent is sent chat messages, "
-            "TextMessage(content=..., source='user')"
-        )
-    return ""
-
-
-def check_token(where: str, token: object) -> CancellationToken | None:
-    """``cancellation_token``: None, a CancellationToken, or any object with AutoGen's token methods."""
-    if token is None or type(token) is CancellationToken or isinstance(token, CancellationToken):
-        return token
-    if callable(getattr(token, "is_cancelled", None)) and callable(getattr(token, "add_callback", None)):
-        return token  # type: ignore[return-value]  # AutoGen's CancellationToken, duck-typed
-    raise check.wrong_type(where, "cancellation_token", "a CancellationToken or None", token)
 
 
 def replayed(where: str, agent: object, task: object) -> tuple[Any, Any]:

@@ -86,7 +86,7 @@ import time
 import weakref
 from array import array
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -94,7 +94,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from . import _check as check
 from ._ids import new_id
-from .agent import AssistantAgent, task_messages
+from .agent import AssistantAgent
+from .agent_input import task_messages
 from .cancellation import CancellationToken, guarded
 from .components import load_component
 from .interrupts import explain_cancellation
@@ -104,19 +105,25 @@ from .models.retries import OUTER_RETRIES
 from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
 from .sync import run_coroutine
-from .trace import Trace
+from .trace import LazyTrace, Trace, TraceFrames
+from .trace.combine import cast, stack
+from .trace.explore import RunFollower
 from .trace.parquet import (
     WRITE_ORDER,
     arrow_table,
     check_schema,
+    committed_parts,
     next_part,
+    part_name,
     pending_sessions,
     read_table_file,
     repair,
+    session_folder,
     write_part,
 )
 from .trace.schema import COLUMNS as TRACE_COLUMNS
 from .trace.schema import CONTEXT_TABLES, TABLES, tables_of
+from .trace.schema import empty as empty_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,6 +135,7 @@ __all__ = [
     "RESULT_COLUMNS",
     "STATUSES",
     "Batch",
+    "BatchFollower",
     "BatchProgress",
     "ProgressDisplay",
     "TextProgress",
@@ -723,18 +731,28 @@ class _Dataset:
 
     # ------------------------------------------------------------------ reading
 
-    def files(self, table: str, session: str | None = None) -> list[tuple[str, Path]]:
-        """(session, path) of every part of ``table`` (of one session), in session and part order."""
+    def files(
+        self, table: str, session: str | None = None, skip: frozenset[int] = frozenset()
+    ) -> list[tuple[str, Path]]:
+        """(session, path) of every part of ``table`` (of one session; but parts numbered in ``skip``,
+        which are in memory), in session and part order."""
         pattern = f"session={session}" if session is not None else "session=*"
         found = []
         for folder in sorted((self.folder / table).glob(pattern)):
             sid = folder.name.partition("=")[2]
-            parts = folder.glob("part-*.parquet")
-            found += [(sid, path) for path in sorted(parts, key=lambda p: int(p.stem.split("-")[-1]))]
+            numbered = [(int(path.stem.split("-")[-1]), path) for path in folder.glob("part-*.parquet")]
+            found += [(sid, path) for number, path in sorted(numbered) if number not in skip]
         return found
 
-    def read(self, table: str, columns: Mapping[str, tuple[str, str]], session: str | None = None) -> Any:
-        """A table of this module (results, attempts) across sessions, with a ``session`` column."""
+    def read(
+        self,
+        table: str,
+        columns: Mapping[str, tuple[str, str]],
+        session: str | None = None,
+        skip: frozenset[int] = frozenset(),
+    ) -> Any:
+        """A table of this module (results, attempts) across sessions (but the parts numbered in
+        ``skip``), with a ``session`` column."""
         import pandas as pd
         import pyarrow.parquet as pq
 
@@ -742,7 +760,7 @@ class _Dataset:
         import pyarrow as pa
 
         expected = _arrow_schema(columns, [("task_index", pa.int64())] if table == "results" else [])
-        for sid, path in self.files(table, session):
+        for sid, path in self.files(table, session, skip):
             stored = pq.read_table(path)
             check_schema(path, table, stored.schema, expected, expected.names)  # a foreign file: named
             df = stored.to_pandas()
@@ -772,9 +790,10 @@ class _Dataset:
                     keys.add(key)
         return keys
 
-    def load_trace(self, trace_id: str) -> LoadedTrace:
+    def load_trace(self, trace_id: str, live: Mapping[int, Trace] | None = None) -> LoadedTrace:
         """This session's trace tables, every part in order, as one :class:`~nbagent.LoadedTrace`
-        (a snapshot's ``event_row`` and a context log's id shifted past the parts before it)."""
+        (a snapshot's ``event_row`` and a context log's id shifted past the parts before it); the parts
+        ``live`` numbers (parts in memory) are read from its traces instead."""
         import pandas as pd
 
         from .trace import LoadedTrace
@@ -782,11 +801,19 @@ class _Dataset:
 
         pieces: dict[str, list[pd.DataFrame]] = {table: [] for table in (*TABLES, *CONTEXT_TABLES)}
         events_before = logs_before = 0
-        for _, runs_path in self.files("runs", self.session):
-            part = {table: runs_path.parent.parent.parent / table / runs_path.parent.name / runs_path.name
-                    for table in pieces}  # fmt: skip
-            frames = {table: read_table_file(path, table) if path.exists() else empty(table)
-                      for table, path in part.items()}  # fmt: skip
+        live = live or {}
+        stored = [
+            (int(path.stem.split("-")[-1]), path) for _, path in self.files("runs", self.session, frozenset(live))
+        ]
+        parts: list[tuple[int, Path | Trace]] = [*stored, *live.items()]
+        for _, source in sorted(parts, key=lambda numbered: numbered[0]):
+            if isinstance(source, Trace):
+                frames = tables_of(source)
+            else:
+                part = {table: source.parent.parent.parent / table / source.parent.name / source.name
+                        for table in pieces}  # fmt: skip
+                frames = {table: read_table_file(path, table) if path.exists() else empty(table)
+                          for table, path in part.items()}  # fmt: skip
             snaps, logs = frames["snapshots"], frames["context_logs"]
             frames["snapshots"] = snaps.assign(
                 event_row=snaps["event_row"].astype("Int64") + events_before,
@@ -906,6 +933,7 @@ class Batch:
         self._skipped_keys: list[tuple[int, str]] = []
         self._done_keys: set[str] = set()
         self._part: _Part | None = None
+        self._unwritten: list[_Part] = []  # with output=: the parts not in the folder yet (read from memory)
         self._writes: list[asyncio.Future[None]] = []
         self._tokens: set[CancellationToken] = set()
         self._agents: weakref.WeakSet[AssistantAgent] = weakref.WeakSet()
@@ -954,11 +982,22 @@ class Batch:
     @property
     def trace(self) -> Trace | LoadedTrace:
         """Every run of every task: the live :class:`~nbagent.Trace` (one trace, every agent recorded
-        into it); with ``output=`` this session's runs read back from the folder."""
+        into it); with ``output=`` this session's runs read back from the folder (while the batch runs:
+        the runs so far, those of the parts written read back and those of the parts in memory: its
+        ``to_parquet`` leaves out the runs still going, as a live trace's does)."""
         if self._dataset is None:
             return self._trace
-        self._check_not_running("trace")
-        return self._dataset.load_trace(self.session)
+        loaded = self._dataset.load_trace(self.session, {part.number: part.trace for part in self._unwritten})
+        loaded.records_runs = bool(self._unwritten)  # runs in memory: some may still be going
+        return loaded
+
+    @property
+    def recorded(self) -> tuple[int, ...]:
+        """What the batch has recorded so far: it changes whenever a run's rows or a written part do (what a
+        live view of a batch with ``output=`` polls)."""
+        if self._dataset is None:
+            return (self._trace.store.epoch, len(self._trace))
+        return (len(self._writes), *(n for part in self._unwritten for n in (part.number, len(part.trace))))
 
     @property
     def results(self) -> pd.DataFrame:
@@ -1306,6 +1345,7 @@ class Batch:
         part = self._part
         if part is None or part.sealed:
             part = self._part = _Part(self._dataset.new_number(), Trace(trace_id=self.session))
+            self._unwritten.append(part)
         return part
 
     def _write(self, part: _Part) -> None:
@@ -1314,12 +1354,16 @@ class Batch:
         dataset = self._dataset
         assert dataset is not None
         written = asyncio.ensure_future(asyncio.to_thread(dataset.write, part))
-        written.add_done_callback(self._written)
+        written.add_done_callback(lambda done: self._written(done, part))
         self._writes.append(written)
 
-    def _written(self, written: asyncio.Future[None]) -> None:
-        if written in self._writes and not written.cancelled() and written.exception() is None:
-            self._writes.remove(written)  # a failed write stays, and raises at the end of the run
+    def _written(self, written: asyncio.Future[None], part: _Part) -> None:
+        if written.cancelled() or written.exception() is not None:
+            return  # a failed write stays, and raises at the end of the run
+        if written in self._writes:
+            self._writes.remove(written)
+        if part in self._unwritten:  # in the folder now: read from there
+            self._unwritten.remove(part)
 
     async def _wait_for_writes(self) -> None:
         oldest = self._writes[0]
@@ -1443,35 +1487,47 @@ class Batch:
         return order, typed
 
     def attempts_df(self) -> pd.DataFrame:
-        """One row per run of a task (an attempt): its ``run_id``, status, error and the wait before it."""
-        if self._dataset is not None:
-            self._check_not_running("attempts_df")
-            return self._dataset.read("attempts", ATTEMPT_COLUMNS, self.session)
-        data = {name: [a[i] for a in self._memory.attempts] for i, name in enumerate(ATTEMPT_COLUMNS)}
+        """One row per run of a task (an attempt): its ``run_id``, status, error and the wait before it
+        (an attempt is recorded as it ends; with ``output=``, while the batch runs: those of the parts
+        written, read back, and those of the parts in memory)."""
+        if self._dataset is None:
+            attempts = self._memory.attempts
+        else:
+            unwritten = list(self._unwritten)
+            stored = self._dataset.read("attempts", ATTEMPT_COLUMNS, self.session, _numbers(unwritten))
+            attempts = [attempt for part in unwritten for attempt in part.attempts]
+            if not attempts:
+                return stored
+            if len(stored):
+                attempts = [*stored.itertuples(index=False, name=None), *attempts]
+        data = {name: [a[i] for a in attempts] for i, name in enumerate(ATTEMPT_COLUMNS)}
         return _frame(ATTEMPT_COLUMNS, data)
 
-    def _with_tasks(self, frame: pd.DataFrame) -> pd.DataFrame:
-        attempts = self.attempts_df()[["run_id", "task_index", "task_key", "attempt"]]
-        keys = attempts.rename(columns={"run_id": "_run"}).astype({"_run": "string"})
-        # one run_id column, the trace's (pandas 3 names a merge key given as an array after the Series)
-        merged = frame.assign(_run=frame["run_id"].astype("string")).merge(keys, how="left", on="_run")
-        return merged.drop(columns="_run")
+    def with_tasks(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` (rows of the trace's frames) with each row's ``task_index``, ``task_key`` and
+        ``attempt`` (null for a run of no attempt recorded yet: an attempt is recorded as it ends)."""
+        return _with_tasks(frame, self.attempts_df())
+
+    def follow(self) -> BatchFollower:
+        """What a live view of this batch reads at each update: the runs new or changed since the last
+        (with ``output=``, without reading again the parts it has read: :class:`BatchFollower`)."""
+        return BatchFollower(self, self._trace, self._dataset, lambda: list(self._unwritten))
 
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
         """The trace's events with each row's ``task_index``, ``task_key`` and ``attempt``."""
-        return self._with_tasks(self.trace.events_df(include_chunks))
+        return self.with_tasks(self.trace.events_df(include_chunks))
 
     def llm_calls_df(self) -> pd.DataFrame:
         """The trace's LLM calls with each row's ``task_index``, ``task_key`` and ``attempt``."""
-        return self._with_tasks(self.trace.llm_calls_df())
+        return self.with_tasks(self.trace.llm_calls_df())
 
     def tool_calls_df(self) -> pd.DataFrame:
         """The trace's tool calls with each row's ``task_index``, ``task_key`` and ``attempt``."""
-        return self._with_tasks(self.trace.tool_calls_df())
+        return self.with_tasks(self.trace.tool_calls_df())
 
     def runs_df(self) -> pd.DataFrame:
         """The trace's runs with each row's ``task_index``, ``task_key`` and ``attempt``."""
-        return self._with_tasks(self.trace.runs_df())
+        return self.with_tasks(self.trace.runs_df())
 
     def __repr__(self) -> str:
         return f"Batch({self.progress().line()})"
@@ -1481,6 +1537,153 @@ class Batch:
         same cell, else its one-line repr (the notebook layer's :func:`register_cell_display`)."""
         for show in _CELL_DISPLAYS:
             show(self, getattr(self._display, "shown_in", self._shown_in))
+
+
+def _with_tasks(frame: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each row's ``task_index``, ``task_key`` and ``attempt`` from ``attempts`` (rows of
+    :data:`ATTEMPT_COLUMNS`)."""
+    keys = attempts[["run_id", "task_index", "task_key", "attempt"]].rename(columns={"run_id": "_run"})
+    keys = keys.astype({"_run": "string"})
+    # one run_id column, the trace's (pandas 3 names a merge key given as an array after the Series)
+    merged = frame.assign(_run=frame["run_id"].astype("string")).merge(keys, how="left", on="_run")
+    return merged.drop(columns="_run")
+
+
+class BatchFollower:
+    """The runs of a batch new or changed since the last :meth:`changes`, each with its task: what its
+    live run explorer puts in its table. With ``output=``: the runs of the parts in memory are followed
+    row by row (:class:`~nbagent.trace.explore.RunFollower`), a part once written is not read again
+    (its last rows are taken from memory), and a part written before it was seen in memory is read
+    once, its ``runs``, ``tool_calls`` (run and tool name) and ``attempts`` files alone. Without
+    ``output=``: the batch's trace followed row by row. Runs come in the order a reading of the whole
+    batch has them; when a run would come before runs already given (a retry's run in an earlier part
+    than another task's run), :meth:`changes` says to read the whole batch again."""
+
+    def __init__(
+        self, batch: Batch, trace: Trace, dataset: _Dataset | None, unwritten: Callable[[], list[_Part]]
+    ) -> None:
+        # ``trace``: the batch's (without output=); ``unwritten``: its parts in memory now (with output=)
+        self.batch = batch
+        self._trace, self._dataset, self._unwritten = trace, dataset, unwritten
+        self._trace_follower = RunFollower(trace) if dataset is None else None
+        self._read: set[int] = set()  # the parts whose every run has been given, by number
+        self._memory: dict[int, tuple[_Part, RunFollower, int]] = {}  # part, its follower, its attempts taken
+        self._tasks: dict[str, AttemptRow] = {}  # run id -> its attempt (the parts in memory's)
+        self._given: set[str] = set()
+        self._top = -1  # the highest part some run of which has been given
+        self._lazy: LazyTrace | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Count what the batch holds now as given: call it just before reading the whole batch (after
+        :meth:`changes` gave ``None`` too); a run written in between is given again (its row replaced)."""
+        if self._trace_follower is not None:
+            self._trace_follower = RunFollower(self._trace)
+            return
+        self._read = set(self._committed())
+        self._memory, self._tasks, self._given = {}, {}, set()
+        for part in self._unwritten():
+            if part.number not in self._read:
+                self._memory[part.number] = (part, RunFollower(part.trace), len(part.attempts))
+                self._tasks.update((attempt[3], attempt) for attempt in part.attempts)
+                self._given.update(str(run) for run in part.trace.runs_df()["run_id"])  # read with the batch
+        numbers = self._read | {number for number, (part, _, _) in self._memory.items() if len(part.trace)}
+        self._top = max(numbers, default=-1)
+
+    def _committed(self) -> list[int]:
+        assert self._dataset is not None
+        return committed_parts(self._dataset.folder, self._dataset.session)
+
+    def changes(self, also: Collection[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+        """``(runs, tool_calls)``: the rows of ``runs_df()`` (with their task) and the ``run_id`` and
+        ``tool_name`` of ``tool_calls_df()`` of the runs new or changed since the last call (and of the
+        runs ``also`` names, when they are in memory); ``None``: read the whole batch again."""
+        batch = self.batch
+        if self._trace_follower is not None:
+            got = self._trace_follower.changes(also)
+            return None if got is None else (batch.with_tasks(got[0]), got[1][["run_id", "tool_name"]])
+        dataset = self._dataset
+        assert dataset is not None
+        committed = set(self._committed())  # listed before the parts in memory: a part moves from there to here
+        in_memory = {part.number: part for part in self._unwritten()}
+        runs: list[pd.DataFrame] = []
+        tools: list[pd.DataFrame] = []
+        attempts: list[AttemptRow] = []
+        for number in sorted((committed - self._read) | set(in_memory) | set(self._memory)):
+            if number in self._read:
+                continue
+            if number in self._memory:  # followed in memory: its new rows and attempts (all of them once written)
+                part, follower, taken = self._memory[number]
+                fresh = part.attempts[taken:]
+                self._tasks.update((attempt[3], attempt) for attempt in fresh)
+                matched = {attempt[3] for attempt in fresh} | {run for run in also if run in self._tasks}
+                got = follower.changes(matched)
+                if got is None:
+                    return None
+                runs.append(got[0])
+                tools.append(got[1][["run_id", "tool_name"]])
+                self._memory[number] = (part, follower, len(part.attempts))
+                if number in committed:
+                    del self._memory[number]
+                    self._read.add(number)
+            elif number in in_memory:  # a part new in memory: its rows so far, then followed
+                part = in_memory[number]
+                follower = RunFollower(part.trace)
+                runs.append(part.trace.runs_df())
+                tools.append(part.trace.tool_calls_df()[["run_id", "tool_name"]])
+                self._tasks.update((attempt[3], attempt) for attempt in part.attempts)
+                self._memory[number] = (part, follower, len(part.attempts))
+            else:  # written before it was seen in memory: read once
+                files = {table: session_folder(dataset.folder, table, dataset.session) / part_name(number)
+                         for table in ("runs", "tool_calls", "attempts")}  # fmt: skip
+                runs.append(cast(read_table_file(files["runs"], "runs"), "runs"))
+                tools.append(cast(read_table_file(files["tool_calls"], "tool_calls", ["run_id", "tool_name"]),
+                                  "tool_calls", ["run_id", "tool_name"]))  # fmt: skip
+                attempts += _attempt_rows(files["attempts"], dataset.session)
+                self._read.add(number)
+            fresh_runs = [str(run) for run in runs[-1]["run_id"] if str(run) not in self._given]
+            if fresh_runs:
+                if number < self._top:  # it would come before runs of a later part given already
+                    return None
+                self._top = number
+                self._given.update(fresh_runs)
+        if not runs:
+            return empty_frame("runs"), empty_frame("tool_calls")[["run_id", "tool_name"]]
+        all_runs = stack(runs, "runs")
+        found = {attempt[3]: attempt for attempt in attempts}
+        found.update((run, self._tasks[run]) for run in all_runs["run_id"].astype(str) if run in self._tasks)
+        data = {name: [a[i] for a in found.values()] for i, name in enumerate(ATTEMPT_COLUMNS)}
+        return _with_tasks(all_runs, _frame(ATTEMPT_COLUMNS, data)), stack(tools, "tool_calls", ["run_id", "tool_name"])
+
+    def trace_of(self, run_id: str) -> TraceFrames:
+        """A trace holding run ``run_id``'s rows as the whole batch's trace has them: its part's in
+        memory, else the run read alone from the output folder (with ``output=``)."""
+        if self._dataset is None:
+            return self._trace
+        for part in [*self._unwritten(), *(part for part, _, _ in self._memory.values())]:
+            if run_id in part.trace.runs_df()["run_id"].astype(str).tolist():
+                return part.trace
+        if self._lazy is None:
+            self._lazy = LazyTrace(self._dataset.folder, self._dataset.session)
+        else:
+            self._lazy.refresh()
+        return self._lazy.run(run_id)
+
+
+def _attempt_rows(path: Path, session: str) -> list[AttemptRow]:
+    """The attempts of one ``attempts`` file of ``session``, as tuples of :data:`ATTEMPT_COLUMNS` (the
+    file holds all but ``session``: its folder names it)."""
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        return []
+    stored = [name for name in ATTEMPT_COLUMNS if name != "session"]
+    table = pq.read_table(path, columns=stored).to_pydict()
+    return [(*values, session) for values in zip(*(table[name] for name in stored))]
+
+
+def _numbers(parts: Sequence[_Part]) -> frozenset[int]:
+    return frozenset(part.number for part in parts)
 
 
 def _short(text: str, limit: int) -> str:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import _check as check
-from .agent import AssistantAgent, Task, check_entry, replayed
+from .agent import AssistantAgent, check_entry, replayed
+from .agent_input import Task
 from .cancellation import CancellationToken
 from .messages import TaskResult
 from .sync import run_coroutine

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import _check as check
-from .agent import AgentRun, AssistantAgent, FailedRun, Task, check_agent, check_token, replayed, task_messages
-from .cancellation import CancellationToken
+from .agent import AgentRun, AssistantAgent, FailedRun, check_agent, replayed
+from .agent_input import Task, check_token, task_messages
+from .cancellation import CancellationToken, guarded
 from .interventions import (
     TIMEOUT_RESULT,
     GivenAnswer,
@@ -75,9 +76,33 @@ def _never(step: object, settings: LoopSettings) -> str:
     return ""
 
 
-PAUSE_GRACE_S = 1.0
-"""After a kernel interrupt, how long the move in progress may take to reach its boundary (the walk
-then pauses there); a move that takes longer is cancelled, and with it the walk."""
+LIST_TOOLS_TIMEOUT_S = 30.0
+"""How long a walk paused before a model call waits for the agent's workbenches to list their tools
+(what ``edit_request(tools=...)`` and ``tool_choice=`` may name); past it, :attr:`AssistantAgent.tools`."""
+
+PAUSE_GRACE_S = 0.3
+"""After Pause or a kernel interrupt, how long the move in progress may take to reach its boundary (the
+walk then pauses there); a move that takes longer (a slow tool or model call) is cancelled and undone:
+the walk is paused again at the boundary before it (:class:`MoveUndone`)."""
+
+
+class MoveUndone(Exception):
+    """Pause (or a kernel interrupt) cancelled a move that did not reach its boundary within
+    :data:`PAUSE_GRACE_S`: the walk is paused at the boundary before it, and ``next()`` makes it again.
+
+    The interrupted run stays in the agent's trace, ended ``cancelled``; the walk goes on in a new run
+    that made the moves before again from what the interrupted run got (no model or tool called
+    again), recorded as its fork at that move.
+    """
+
+    def __init__(self, stepper: Stepper, move: Move) -> None:
+        info = move.info
+        super().__init__(
+            f"Pause cancelled move {len(stepper.history) + 1} (STEP {info.step} {move.name}), which had not "
+            f"ended after {PAUSE_GRACE_S:g} s: the walk is paused before it again; next() makes it again"
+        )
+        self.stepper = stepper
+        self.move = move
 
 
 class WalkInterrupted(asyncio.CancelledError):
@@ -319,10 +344,13 @@ class Stepper:
         self.status: StepperStatus = "ready"
         self._run: AgentRun | None = None
         self._upcoming: Move | None = None
+        self._offered: list[ToolSchema] | None = None  # the tools listed for the upcoming model call
         self._lead: list[RunItem] = []
         self._snapshot: _Snapshot | None = None
         self._moving = False
         self._pause_requested = False
+        self._move_task: asyncio.Task[StepResult] | None = None  # the move being made (Pause may undo it)
+        self._undoing = False  # Pause cancelled the move being made: undo it rather than end the walk
         self._seq = 0
         self._plan = Interventions()
         self.fork_source: ForkSource | None = None
@@ -379,28 +407,88 @@ class Stepper:
         try:
             if self._run is None:
                 await self._begin()
-            return await self._advance()
+            run, upcoming, done = self._run, self._upcoming, len(self.history)
+            checkpoint = self.agent.model_client.checkpoint()
+            assert run is not None and upcoming is not None
+            self._undoing = False
+            self._move_task = move = asyncio.ensure_future(self._advance())
+            try:
+                result = await move  # the caller's cancellation cancels the move too
+            except asyncio.CancelledError:
+                if not self._undoing or not move.cancelled():
+                    raise
+            else:
+                self._offered = await self._list_offered()
+                return result
+            await self._undo(run, done, checkpoint)
+            self._offered = await self._list_offered()
+            raise MoveUndone(self, upcoming)
         finally:
-            self._moving = False
+            self._moving, self._move_task, self._undoing = False, None, False
 
     def pause(self) -> None:
-        """Have ``run_to_end()`` / ``run_until()`` stop after the move being made (the Pause button).
+        """Stop ``run_to_end()`` / ``run_until()`` at the next move boundary (the Pause button).
 
-        The walk stays paused at that move's boundary, not cancelled: ``next()`` goes on from there.
-        Nothing happens when no walk of several moves is under way.
+        The move in progress may take :data:`PAUSE_GRACE_S` to end, and the walk pauses after it; a
+        slower one (a slow tool or model call, in any walk, a single ``next()`` too) is cancelled and
+        undone: the walk is paused at the boundary before it and ``next()`` raises :class:`MoveUndone`.
+        Either way the walk is paused, not cancelled. Safe to call from any thread.
         """
         self._pause_requested = True
+        move = self._move_task
+        if move is None or move.done():
+            return
+        loop = move.get_loop()
+        loop.call_soon_threadsafe(loop.call_later, PAUSE_GRACE_S, self._undo_move, move)
+
+    def _undo_move(self, move: asyncio.Task[StepResult]) -> None:
+        """Cancel ``move`` if it is still being made; :meth:`next` then undoes it."""
+        if not move.done() and move is self._move_task:
+            self._undoing = True
+            move.cancel()
+
+    async def _undo(self, run: AgentRun, moves: int, checkpoint: object | None) -> None:
+        """The move after ``moves`` was cancelled: walk again to the boundary before it.
+
+        The interrupted run is ended (its context repaired, its trace ended ``cancelled``); the context,
+        the client and the agent's failed-run mark are put back as :meth:`reset` does, and a new run
+        makes the first ``moves`` moves again with what the interrupted run got (as :meth:`fork`
+        does, this walk's changes included); then the model client is put back where it was before
+        the cancelled move, so making it again asks the model what it asked.
+        """
+        if run.status == "running":
+            await run.aclose()
+        answers, results, memory = _given_of(self.history[:moves])
+        source = ForkSource(self._plan, answers, results, memory, run.run_id, moves)
+        own = self.fork_source
+        self._moving = False
+        try:
+            await Stepper.reset(self)  # this class's: a view of the walk is refreshed once, when it is paused again
+        finally:
+            self._moving = True
+        if moves:
+            self.fork_source = source
+            try:
+                await self._begin()
+                for _ in range(moves):
+                    await self._advance()
+            finally:
+                self.fork_source = own
+        self.agent.model_client.restore(checkpoint)
 
     async def run_to_end(self) -> list[StepResult]:
         """Make every remaining move; returns them (empty if the run is already over).
 
         :meth:`pause` (or a kernel interrupt: :class:`WalkInterrupted`) stops it after the move in progress.
         """
-        results: list[StepResult] = []
+        start = len(self.history)
         self._pause_requested = False
         while not self.done and not self._pause_requested:
-            results.append(await self._next_or_pause())
-        return results
+            try:
+                await self._next_or_pause()
+            except MoveUndone:  # Pause undid a slow move: paused before it (the moves before made again)
+                break
+        return self.history[start:]
 
     async def run_until(
         self,
@@ -427,7 +515,10 @@ class Stepper:
         await self._check_breakpoint(condition, step, move, tool, iteration, error)
         self._pause_requested = False
         while not self.done and not self._pause_requested:
-            result = await self._next_or_pause()
+            try:
+                result = await self._next_or_pause()
+            except MoveUndone:  # Pause undid a slow move: paused before it
+                return None
             if result.matches(step=step, move=move, tool=tool, iteration=iteration, error=error) and (
                 condition is None or condition(result)
             ):
@@ -436,7 +527,8 @@ class Stepper:
 
     async def _next_or_pause(self) -> StepResult:
         """``next()``, shielded from the caller's cancellation: a kernel interrupt lets the move end at its
-        boundary (at most :data:`PAUSE_GRACE_S`, else the move is cancelled) and raises :class:`WalkInterrupted`."""
+        boundary (at most :data:`PAUSE_GRACE_S`, else the move is undone, as Pause does) and raises
+        :class:`WalkInterrupted`."""
         move = asyncio.ensure_future(self.next())
         try:
             return await asyncio.shield(move)
@@ -444,9 +536,9 @@ class Stepper:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()  # this cancellation is answered here: the wait below may run
-            self._pause_requested = True
-            done, _ = await asyncio.wait([move], timeout=PAUSE_GRACE_S)
-            if not done:
+            self.pause()
+            done, _ = await asyncio.wait([move], timeout=PAUSE_GRACE_S + 1)  # it ends, or is undone
+            if not done:  # still starting the run (no move to undo yet): the walk is cancelled
                 move.cancel()
                 await asyncio.wait([move])
             if not move.cancelled():
@@ -500,7 +592,7 @@ class Stepper:
         """End the run where it is, without restoring anything: every tool call in the context gets a result."""
         if self._moving:
             raise RuntimeError("a move is being made; await it (or cancel its task) before ending the run")
-        run, self._run = self._run, None
+        run, self._run, self._offered = self._run, None, None
         if run is not None and run.status == "running":
             await run.aclose()
         if run is not None and not self.done:
@@ -568,6 +660,25 @@ class Stepper:
                 await fork.next()
         return fork
 
+    async def _list_offered(self) -> list[ToolSchema] | None:
+        """The tools the agent offers at the upcoming model call, listed from its workbenches (an MCP
+        server's, a trace replay's recorded ones: :attr:`AssistantAgent.tools` holds only static
+        workbenches' tools), or ``None`` when no model call offering tools is next or the listing failed
+        (the call lists them again, and fails with the reason)."""
+        upcoming, token = self._upcoming, self.cancellation_token
+        if upcoming is None or upcoming.name not in ("call_llm", "next_llm_call"):
+            return None
+        if token is not None and token.is_cancelled():
+            return None
+        try:
+            return await asyncio.wait_for(guarded(self.agent.list_tools(), token), LIST_TOOLS_TIMEOUT_S)
+        except asyncio.CancelledError:
+            if token is None or not token.is_cancelled():
+                raise  # the caller's cancellation; the walk's token only ends the listing
+            return None
+        except Exception:  # a workbench that cannot list: edit_request falls back to agent.tools
+            return None
+
     def _new_plan(self) -> Interventions:
         plan = Interventions()
         source = self.fork_source
@@ -603,9 +714,10 @@ class Stepper:
         """Change the request of the model call the next move makes (the walk must be paused before
         ``call_llm``, ``next_llm_call`` or ``reflect``).
 
-        ``system_message`` (a text, or ``None`` for none), ``tools`` (names of the agent's tools or
-        tool schemas) and ``model_client`` (e.g. a real model instead of the replay) hold for the rest
-        of the run; ``messages`` replaces the context (every tool call with its result right after
+        ``system_message`` (a text, or ``None`` for none), ``tools`` (names of tools the agent offers,
+        an MCP server's or a trace replay's included, or tool schemas: a tool the agent lacks is
+        offered by its schema) and ``model_client`` (e.g. a real model instead of the replay) hold for
+        the rest of the run; ``messages`` replaces the context (every tool call with its result right after
         it, or a ``ValueError`` naming the message) and ``tool_choice`` (``"auto"``, ``"none"``,
         ``"required"`` or a tool's name) hold for this call. The change is recorded in the trace as an
         ``Intervention`` where it takes effect.
@@ -617,7 +729,8 @@ class Stepper:
             edit.system_message = check.string(where, "system_message", system_message, none=True)
         if messages is not None:
             edit.messages = check_context(where, messages)
-        offered = {schema["name"]: schema for schema in self.agent.tools}
+        listed = self._offered if self._offered is not None else self.agent.tools
+        offered = {schema["name"]: schema for schema in listed}
         if tools is not None:
             if move == "reflect":
                 raise check.wrong_value(where, "tools", "None at the reflection (it offers no tools)", tools)

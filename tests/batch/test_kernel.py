@@ -10,11 +10,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
+from ..kernels import execute_notebook, kernel_manager, run_code, running_kernel
 from ..kernels import kernel_dirs as make_kernel_dirs
-from ..kernels import kernel_manager, run_code, running_kernel
 
 pytestmark = pytest.mark.kernel
 
@@ -48,7 +47,7 @@ def test_the_saved_notebook_holds_the_final_summary(kernel_dirs: list[str], tmp_
         "import comm\nprint(len(comm.get_comm_manager().comms))",  # finished views closed their widgets
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
-    NotebookClient(nb, km=kernel_manager(KERNEL, kernel_dirs), timeout=120, store_widget_state=False).execute()
+    execute_notebook(nb, kernel_manager(KERNEL, kernel_dirs), timeout=120, store_widget_state=False)
     path = tmp_path / "run.ipynb"
     nbformat.write(nb, path)
     nb = nbformat.read(path, as_version=4)

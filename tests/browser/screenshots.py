@@ -1,7 +1,7 @@
 """Redo the screenshots in docs/, light and dark: ``python -m tests.browser.screenshots``.
 
-It starts the browser tests' JupyterLab server (``conftest._serve``) and Debian's Chromium, runs two
-notebooks with Run All and photographs three views in JupyterLab Light and JupyterLab Dark:
+It starts the browser tests' JupyterLab server (``conftest._serve``) and Debian's Chromium, runs three
+notebooks with Run All and photographs four views in JupyterLab Light and JupyterLab Dark:
 
 =======================  ====================================================================
 ``live_view[_dark].png``  a finished run (``await nbagent.show``): four parallel tool calls, the
@@ -10,6 +10,8 @@ notebooks with Run All and photographs three views in JupyterLab Light and Jupyt
                           the four tool cards, the context
 ``walkthrough[_dark].png`` the walkthrough (notebooks/02) after Run All, its stepper clicked
                           Next four times from the start: STEP 4, the request the model receives
+``explorer[_dark].png``   ``trace.explore()`` over 40 runs of three agents: sorted by latency (its
+                          header clicked twice), a run opened (clicked), the next row highlighted
 =======================  ====================================================================
 
 ``--out DIR`` writes them elsewhere (default: docs/). Offline: the notebooks use the replay model.
@@ -34,6 +36,42 @@ CELLS = [
     "agent = adder('assistant')\nview = await nbagent.show(agent, 'What are 0+1, 1+2, 2+3 and 3+4?')",
     "stepper = nbagent.step(adder('assistant'), 'What are 0+1, 1+2, 2+3 and 3+4?')\nstepper",
     "for _ in range(4):\n    await stepper.next()",
+]
+EXPLORER_CELLS = [
+    SETUP
+    + """
+import json
+from nbagent import Trace
+CITIES = {'Paris': '12 °C', 'Tokyo': '18 °C', 'Lima': '19 °C', 'Oslo': '-2 °C'}
+async def get_weather(city: str) -> str:
+    \"\"\"Current weather of a city.\"\"\"
+    if city not in CITIES:
+        raise LookupError(f'no weather station in {city}')
+    return CITIES[city]
+def weather(cities):
+    calls = [FunctionCall(id=f'c{i}', name='get_weather', arguments=json.dumps({'city': c}))
+             for i, c in enumerate(cities)]
+    usage = RequestUsage(prompt_tokens=120 + 15 * len(cities), completion_tokens=9 * len(cities))
+    script = [CreateResult(finish_reason='function_calls', content=calls, usage=usage),
+              'Here is the weather: ' + ', '.join(cities) + '.']
+    return AssistantAgent('weather', ReplayChatCompletionClient(script), tools=[get_weather])
+trace = Trace()
+names = [*CITIES, 'Atlantis']
+for i in range(40):
+    if i % 9 == 4:
+        agent, task = AssistantAgent('planner', ReplayChatCompletionClient([])), f'Plan trip {i} to {names[i % 5]}'
+    elif i % 3 == 0:
+        agent, task = adder('adder', cards=1 + i % 4), f'Sum the pairs of list {i}'
+    else:
+        cities = [names[(i + k) % 5] for k in range(1 + i % 3)]
+        agent, task = weather(cities), f"Weather in {', '.join(cities)}?"
+    with trace.recording(agent):
+        try:
+            await agent.run(task=task)
+        except Exception:
+            pass
+explorer = trace.explore(page_size=8)
+explorer""",
 ]
 THEMES = (("JupyterLab Light", ""), ("JupyterLab Dark", "_dark"))
 _HEAD_AT_JS = (
@@ -66,7 +104,7 @@ def _walk_four_moves(walk: LabNotebook) -> None:
 
 
 def take(out: Path, server: LabServer | None = None, browser: Browser | None = None) -> list[Path]:
-    """Take the six screenshots into ``out``; the paths written. ``server`` and ``browser``: the
+    """Take the eight screenshots into ``out``; the paths written. ``server`` and ``browser``: the
     ones to use (the browser tests' fixtures), else a server and a Chromium of its own."""
     out.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
@@ -81,31 +119,52 @@ def take(out: Path, server: LabServer | None = None, browser: Browser | None = N
         return _shoot(out, server, context)
 
 
+def _explore(explorer: LabNotebook) -> None:
+    """Sort by latency (the header clicked twice: descending), open the second run, highlight the third."""
+    page = explorer.page
+    grid = ".jp-OutputArea .nba-explorer-live .nba-x-grid"
+    header = page.locator(f"{grid} th[data-column=latency_s]")
+    for order in ("ascending", "descending"):
+        header.click()
+        page.wait_for_function(
+            "([sel, order]) => document.querySelector(sel)?.getAttribute('aria-sort') === order",
+            arg=[f"{grid} th[data-column=latency_s]", order],
+        )
+    page.locator(f"{grid} tr[data-run]").nth(1).click()
+    page.wait_for_selector(".jp-OutputArea .nba-explorer-live .nba-x-detail .nba-view .nba-title", timeout=60_000)
+    page.keyboard.press("ArrowDown")
+    explorer.settle()
+
+
 def _shoot(out: Path, server: LabServer, context: BrowserContext) -> list[Path]:
     written = []
     views = open_notebook(server, context, CELLS, "docs_views")
     walk = open_notebook(server, context, WALKTHROUGH, "docs_walkthrough")
+    explorer = open_notebook(server, context, EXPLORER_CELLS, "docs_explorer")
+    notebooks = (views, walk, explorer)
     try:
         _walk_four_moves(walk)
+        _explore(explorer)
         for theme, suffix in THEMES:
-            for notebook in (views, walk):
+            for notebook in notebooks:
                 notebook.set_theme(theme)
                 notebook.settle()
             shots = [
                 (views, ".jp-RenderedHTMLCommon .nba-view", f"live_view{suffix}.png"),
                 (views, ".jp-OutputArea .nba-stepper-live", f"stepper{suffix}.png"),
                 (walk, ".jp-OutputArea .nba-stepper-live", f"walkthrough{suffix}.png"),
+                (explorer, ".jp-OutputArea .nba-explorer-live", f"explorer{suffix}.png"),
             ]
             for notebook, selector, name in shots:
                 target = out / name
                 notebook.page.locator(selector).first.screenshot(path=str(target))
                 written.append(target)
     finally:
-        for notebook in (views, walk):
+        for notebook in notebooks:
             notebook.set_theme("JupyterLab Light")
             notebook.page.close()
         for session in server.api("GET", "api/sessions") or []:
-            if session["path"] in ("docs_views.ipynb", "docs_walkthrough.ipynb"):
+            if session["path"] in ("docs_views.ipynb", "docs_walkthrough.ipynb", "docs_explorer.ipynb"):
                 server.api("DELETE", f"api/sessions/{session['id']}")
     return written
 

@@ -6,7 +6,9 @@ Run All makes every kind of view (``await show``, ``start`` then ``wait``, ``run
 notebook is saved from the page, the kernels are shut down and the notebook is opened again in a
 new page. Every run shows its static copy (the finished view's output is replaced by it when the
 run ends) and the stepper its last state as static HTML: no "Error displaying widget: model not
-found", no "Loading widget...", no disconnected widget rebuilt from the saved state. Then nbconvert
+found", no "Loading widget...", no disconnected widget rebuilt from the saved state. A stepper walked
+to its end and then closed (``close_widgets``) leaves no widget output: without saved widget state the
+page logs one "widget model not found", for the stepper still mid-walk when saved, and none for it. Then nbconvert
 exports the saved file and the page is opened offline (every request but file: aborted): the same
 views show, with and without saved widget state.
 """
@@ -41,6 +43,8 @@ CELLS = [
     "stepper = nbagent.step(adder('stepped'), 'Sum the pairs.')\nstepper",
     "for _ in range(3):\n    await stepper.next()",
     "shown_agent.trace",
+    "closed = nbagent.step(adder('closed'), 'Sum the pairs.')\nclosed",
+    "await closed.run_to_end()\nclosed.close_widgets()",
 ]
 VIEWS = {"shown": "ok", "background": "ok", "synced": "ok", "magic": "ok", "cutter": "cancelled", "failing": "error"}
 
@@ -60,10 +64,10 @@ _SEEN_JS = """() => {
 }"""
 
 
-def check_page(seen: dict[str, object], where: str) -> None:
+def check_page(seen: dict[str, object], where: str, closed: str) -> None:
     assert dict(seen["views"]) == VIEWS, where  # type: ignore[call-overload]
     assert len(seen["views"]) == len(VIEWS), where  # type: ignore[arg-type]
-    assert seen["copies"] == ["3"], where
+    assert seen["copies"] == ["3", closed], where  # the stepper walked three moves, the closed one's end
     assert (seen["live"], seen["disconnected"]) == (0, 0), where
     assert seen["traces"] == 1 and seen["discarded"] == 1, where
     text = str(seen["text"])
@@ -88,24 +92,46 @@ def test_a_saved_notebook_shows_every_run_when_reopened_and_exported(
         assert nb.error_outputs() == []
         assert nb.page.evaluate(VISIBLE_OUTPUTS_JS)[9].strip().endswith("ReplayExhaustedError")
         live = nb.page.evaluate(_SEEN_JS)
-        assert dict(live["views"]) == VIEWS and live["live"] == 1 and live["copies"] == []
+        # The walked stepper's widget shows (its copy hidden); the closed one's copy shows, at its end.
+        assert dict(live["views"]) == VIEWS and live["live"] == 1 and len(live["copies"]) == 1
+        closed = live["copies"][0]
+        assert int(closed) > 3
         saved = json.loads(nb.save())
         assert ("widgets" in saved["metadata"]) is widget_state
+        widget_outputs = [
+            output
+            for cell in saved["cells"]
+            for output in cell.get("outputs", [])
+            if "application/vnd.jupyter.widget-view+json" in output.get("data", {})
+        ]
+        assert len(widget_outputs) == 1  # the walked stepper's: the closed one's output was emptied
         nb.page.close()
         server.shutdown_kernels()
 
         reopened = run_notebook_in_lab(None, name=name, run_all=False, frontend=frontend)
         reopened.page.wait_for_timeout(2000)  # the widget manager has given up on missing models by now
+        if not widget_state:  # it logs the miss once it has given up (get_model polls for 2 s)
+            for _ in range(40):
+                if reopened.console_errors:
+                    break
+                reopened.page.wait_for_timeout(250)
         reopened.settle()
-        check_page(reopened.page.evaluate(_SEEN_JS), f"reopened in {frontend}")
+        check_page(reopened.page.evaluate(_SEEN_JS), f"reopened in {frontend}", closed)
         reopened.shot()
-        assert reopened.console_errors == [] or not widget_state  # without state: the manager logs the misses
+        if widget_state:
+            assert reopened.console_errors == []
+        else:
+            # The walked stepper's output names a model only the old kernel had: ipywidgets' widget renderer
+            # logs that miss (see nbagent.notebook.stepper_widget); the closed stepper's output names none.
+            print(f"reopened in {frontend} without widget state: console errors {reopened.console_errors}")
+            assert len(reopened.console_errors) == 1, reopened.console_errors
+            assert "widget model not found" in reopened.console_errors[0]
 
         body, _ = HTMLExporter().from_filename(str(nb.path))
         export = tmp_path / f"{name}.html"
         export.write_text(body, encoding="utf-8")
         static = open_static_html(export)
-        check_page(static.page.evaluate(_SEEN_JS), f"nbconvert of {frontend}'s save")
+        check_page(static.page.evaluate(_SEEN_JS), f"nbconvert of {frontend}'s save", closed)
         static.page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
     finally:
         server.save_widget_state(True)

@@ -1,5 +1,5 @@
-"""The docs/ screenshots can be redone: ``python -m tests.browser.screenshots`` writes all six
-(three views, JupyterLab Light and Dark); the committed ones are there."""
+"""The docs/ screenshots can be redone: ``python -m tests.browser.screenshots`` writes all eight
+(four views, JupyterLab Light and Dark); the committed ones are there."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from .screenshots import take
 pytestmark = pytest.mark.browser
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-NAMES = [f"{view}{theme}.png" for theme in ("", "_dark") for view in ("live_view", "stepper", "walkthrough")]
+VIEWS = ("live_view", "stepper", "walkthrough", "explorer")
+NAMES = [f"{view}{theme}.png" for theme in ("", "_dark") for view in VIEWS]
 
 
-def test_the_script_takes_the_six_screenshots(tmp_path: Path, lab: LabServer, browser: Browser) -> None:
+def test_the_script_takes_the_eight_screenshots(tmp_path: Path, lab: LabServer, browser: Browser) -> None:
     written = take(tmp_path, lab, browser)  # the session's server and Chromium (run alone, it starts its own)
     assert [path.name for path in written] == NAMES
     for path in written:

@@ -1,6 +1,9 @@
 """A saved notebook opened untrusted (issue 33.1), in JupyterLab and Notebook 7, and the loop diagram
 in a narrow notebook (issue 29.4).
 
+Each of the seven shipped notebooks, run as ``nbconvert --execute`` runs it (nbclient) and saved, is
+opened untrusted in both frontends too (one server each, one page per notebook): the same checks hold.
+
 Run All makes every kind of view (finished, stopped, failed, a stepper three moves in, a batch, a
 trace with its timeline) and the notebook is saved. Its copy with one metadata field changed no
 longer matches the signature the server keeps, as a notebook from a clone, an email or a download:
@@ -20,13 +23,21 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import unquote
 
+import nbformat
 import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
 
 from nbagent.records import MOVES
 
+from ..kernels import execute_notebook
+from ..notebooks._kernel import KERNEL_NAME, NOTEBOOKS, write_kernelspec
 from .conftest import LabNotebook
 from .measure import CONTRAST_JS
 from .test_reopen_browser import CELLS
@@ -141,7 +152,10 @@ def check_untrusted(page_state: dict[str, object], where: str) -> None:
     for glued in (r"STEP \d[A-Za-z]", r"tokens\d", r"prompt\d", r"completion\d", r"calls?\d", r"\bresult\d"):
         assert not re.search(glued, text), (where, glued)
     pictures = page_state["pictures"]
-    assert len(pictures) == 3, where  # the stepper's diagram, the trace's timeline and the timeline alone
+    # The diagrams of the two steppers (one walked three moves, one walked to its end and closed), the
+    # trace's timeline and the timeline alone.
+    assert len(pictures) == 4, (where, [p["alt"][:90] for p in pictures])
+    assert sum("STEP" in p["alt"] for p in pictures) == 2, where  # type: ignore[index]
     for picture in pictures:  # type: ignore[attr-defined]
         assert picture["complete"] and picture["width"] > 300, where
     diagram = next(p for p in pictures if "STEP" in p["alt"])  # type: ignore[attr-defined]
@@ -198,3 +212,88 @@ def test_the_live_diagram_has_its_own_arrowheads_and_keeps_its_text_size_at_800_
         assert all(inside for _, inside in seen["buttons"]), seen["buttons"]
         assert seen["scrolls"] and not seen["fits"], seen["width"]  # wider than the output: it scrolls
     nb.set_theme("JupyterLab Light")
+
+
+SHIPPED = [path for path in NOTEBOOKS if ".zh." not in path.name]  # the seven (02's translation aside)
+WALKED = {"02_walkthrough_steps_1_5", "06_batch_runs"}  # the notebooks that show nbagent's stepper
+
+_PICTURES_JS = r"""() => [...document.querySelectorAll('.jp-Notebook .nba-svg-picture img')]
+  .filter(img => img.checkVisibility())
+  .map(img => ({complete: img.complete, width: img.naturalWidth, src: img.getAttribute('src'), alt: img.alt}))"""
+
+
+@pytest.fixture(scope="module")
+def executed_notebooks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The seven shipped notebooks run by nbclient (what ``nbconvert --execute`` does: widget state
+    stored) and saved, once for both frontends: a file no server has signed, as one received."""
+    folder = tmp_path_factory.mktemp("executed")
+    kernels = write_kernelspec(folder / "spec", sys.executable)
+    saved: dict[str, Path] = {}
+    for path in SHIPPED:
+        nb = nbformat.read(path, as_version=4)
+        manager = KernelManager(
+            kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
+        )
+        execute_notebook(nb, manager, timeout=300, resources={"metadata": {"path": str(path.parent)}})
+        saved[path.stem] = folder / path.name
+        nbformat.write(nb, saved[path.stem])
+    return saved
+
+
+def check_shipped(page_state: dict[str, object], pictures: list[dict[str, object]], where: str) -> None:
+    """What every untrusted notebook must show: sanitized outputs that still read well."""
+    assert page_state["roots"] >= 1, where  # each notebook shows nbagent views
+    assert (page_state["styles"], page_state["svgs"], page_state["dataAttributes"]) == (0, 0, 0), where
+    assert page_state["liveSvgBoxes"] == 0 and page_state["glued"] == [], (where, page_state["glued"])
+    text = str(page_state["text"])
+    assert "CancelledError" not in text, where
+    for glued in (r"STEP \d[A-Za-z]", r"tokens\d", r"prompt\d", r"completion\d", r"calls?\d", r"\bresult\d"):
+        assert not re.search(glued, text), (where, glued)
+    for picture in pictures:  # a diagram or a timeline: a picture, drawn whole
+        assert picture["complete"] and int(picture["width"]) > 300, (where, picture["alt"])  # type: ignore[call-overload]
+        document = unquote(str(picture["src"]).split(",", 1)[1])
+        edges = document.count('class="nba-edge-group"')
+        assert document.count('class="nba-arrowhead"') == edges, where  # every arrow has its head
+
+
+@pytest.mark.parametrize("frontend", ["lab", "notebook"])
+def test_each_shipped_notebook_opened_untrusted_reads_well(
+    run_notebook_in_lab: Callable[..., LabNotebook],
+    executed_notebooks: dict[str, Path],
+    request: pytest.FixtureRequest,
+    frontend: str,
+) -> None:
+    """Each of the seven notebooks, executed and saved, opened untrusted: its outputs are sanitized
+    (no style, no SVG, no data-*), labels and values stay apart, each diagram is a picture with an
+    arrowhead on every arrow, and every text of the views has a contrast of at least 4.5:1, light and dark."""
+    server = request.getfixturevalue("lab" if frontend == "lab" else "notebook7")
+    started = time.perf_counter()
+    seen: dict[str, tuple[int, int, float]] = {}
+    for stem, path in executed_notebooks.items():
+        name = f"shipped_{frontend}_{stem}"
+        shutil.copyfile(path, server.root / f"{name}.ipynb")
+        opened = run_notebook_in_lab(None, name=name, run_all=False, frontend=frontend)  # open and settled
+        worst = 21.0
+        for theme in ("JupyterLab Light", "JupyterLab Dark"):
+            opened.set_theme(theme)
+            where = f"{stem} in {frontend}, {theme}"
+            state = opened.page.evaluate(_UNTRUSTED_JS)
+            pictures = opened.page.evaluate(_PICTURES_JS)
+            check_shipped(state, pictures, where)
+            if stem in WALKED:  # the stepper's diagram: a picture of the whole loop, every arrow with its head
+                diagram = next(p for p in pictures if "STEP" in p["alt"])
+                document = unquote(diagram["src"].split(",", 1)[1])
+                assert document.count('class="nba-arrowhead"') == EDGES, where
+            contrast = opened.page.evaluate(
+                CONTRAST_JS,
+                [["views", ".jp-OutputArea .nba-view, .jp-OutputArea .nba-stepper, .jp-OutputArea .nba-trace"]],
+            )["views"]
+            assert contrast["min"] >= 4.5, (where, contrast["worst"])
+            worst = min(worst, contrast["min"])
+        opened.set_theme("JupyterLab Light")
+        seen[stem] = (int(state["roots"]), len(pictures), round(worst, 2))  # type: ignore[call-overload]
+        opened.page.close()
+        server.shutdown_kernels()
+    took = time.perf_counter() - started
+    print(f"{frontend}: seven notebooks untrusted in {took:.0f} s (views, pictures, lowest contrast): {seen}")
+    assert len(seen) == 7

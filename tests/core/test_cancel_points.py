@@ -404,11 +404,13 @@ def check_consistent(outcome: Outcome) -> list[str]:
 async def test_cancel_the_callers_token_at_every_point_of_every_scenario() -> None:
     before = asyncio.all_tasks()
     tried: dict[str, int] = {}
-    kinds: set[str] = set()
+    kinds: set[str] = set()  # the kinds of point a cancellation fired at
+    passed: set[str] = set()  # the kinds of point the dry runs passed
     failures: list[str] = []
     for scenario in SCENARIOS:
         dry = await run_once(scenario, None)
         assert not dry.cancelled and dry.stray == [] and check_consistent(dry) == [], scenario.name
+        passed.update(re.sub(r"\d+", "N", name) for name in dry.points.names)
         total = len(dry.points.names)
         for target in range(1, total + 1):
             outcome = await run_once(scenario, target)
@@ -442,7 +444,10 @@ async def test_cancel_the_callers_token_at_every_point_of_every_scenario() -> No
         "context: add UserMessage", "context: add AssistantMessage", "context: add SystemMessage",
         "context: add FunctionExecutionResultMessage",
     }  # fmt: skip
-    assert expected_kinds <= kinds, sorted(expected_kinds - kinds)
+    assert expected_kinds <= passed, sorted(expected_kinds - passed)
+    # Each was also fired at, but the sync tool's point: its worker thread runs beside the loop, so on a
+    # loaded machine the point numbered as it in the dry run can be another one (a CI run missed it once).
+    assert expected_kinds - {"tool mul: in its thread"} <= kinds, sorted(expected_kinds - kinds)
     assert any(kind.startswith("recorder: ") for kind in kinds) and any(kind.startswith("consumer: ") for kind in kinds)
     assert count >= 300
 

@@ -218,7 +218,8 @@ def test_show_and_start_in_a_script_print_the_run_as_text(tmp_path: Path) -> Non
     assert lines.count("add -> 5") == 1 and lines.count("---------- calc ----------") == 2
     assert "2 + 3 = 5" in lines and "3 + 4 = 7" in lines
     assert "AgentRunView(agent='calc', status='ok', llm_calls=2, tool_calls=1)" in lines
-    assert any(line.endswith("tool call · " + line.split(" · ")[-1]) for line in lines if "tokens ·" in line)
+    # The footer counts one tool call in the singular, then the time and the run id.
+    assert any(" · 2 LLM calls · 1 tool call · " in line and " · run " in line for line in lines if "tokens ·" in line)
     assert lines[-1].startswith("RuntimeError: nbagent.start runs the agent in the background of a running event")
 
 

@@ -13,6 +13,10 @@ from nbagent._imports import when_imported
 
 @pytest.fixture
 def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    # nbagent waits for autogen_agentchat.base itself (its agents join AutoGen's protocol): imported, that
+    # wait is over, and the finder is on sys.meta_path only for this test's module.
+    import autogen_agentchat.base  # noqa: F401
+
     (tmp_path / "hooked_pkg").mkdir()
     (tmp_path / "hooked_pkg" / "__init__.py").write_text("")
     (tmp_path / "hooked_pkg" / "base.py").write_text("VALUE = 1\n")

@@ -12,7 +12,7 @@ import pytest
 
 import nbagent
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage, Trace
-from nbagent.notebook.explorer import MAX_UPDATES_PER_S, RunExplorer
+from nbagent.notebook.explorer import COPY_DELAY_S, MAX_UPDATES_PER_S, ExplorerWidget, RunExplorer
 from nbagent.notebook.stepper_widget import NotebookStepper
 
 XSS = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
@@ -51,6 +51,11 @@ async def trace() -> Trace:
     return trace
 
 
+def send(widget: ExplorerWidget, **message: object) -> None:
+    """What the table's front end sends when a header or a row is clicked, or a key pressed."""
+    widget.table._handle_custom_msg(dict(message), [])  # noqa: SLF001 the comm's entry point
+
+
 def ids(explorer: RunExplorer) -> list[str]:
     return [str(run) for run in explorer.page()["run_id"]]
 
@@ -74,9 +79,20 @@ async def test_filters_sort_and_pages_in_the_widget(trace: Trace) -> None:
     widget.descending.value = True
     tasks = list(explorer.selection["task"])
     assert tasks == sorted(tasks, reverse=True)
-    assert "&lt;img src=x onerror=&quot;" in widget.table.value and "<img" not in widget.table.value
-    rows = re.findall(r'data-run="([^"]+)"', widget.table.value)
-    assert rows == ids(explorer) == [value for _, value in widget.rows.options]
+    assert "&lt;img src=x onerror=&quot;" in widget.table.html and "<img" not in widget.table.html
+    rows = re.findall(r'data-run="([^"]+)"', widget.table.html)
+    assert rows == ids(explorer)
+    assert 'data-column="task" aria-sort="descending"' in widget.table.html
+    # a header clicked in the browser: sort by it, ascending; clicked again: descending
+    send(widget, event="sort", column="agent")
+    assert (explorer.current.sort, explorer.current.ascending) == ("agent", True)
+    assert (widget.sort.value, widget.descending.value) == ("agent", False)
+    send(widget, event="sort", column="agent")
+    assert (explorer.current.sort, explorer.current.ascending, widget.descending.value) == ("agent", False, True)
+    send(widget, event="sort", column="no such column")  # ignored
+    assert explorer.current.sort == "agent"
+    send(widget, event="turn", pages=1)  # Page Down, on the last page
+    assert explorer.page_number == 1
     widget.since.value = "not a time"
     assert "since must be an ISO date" in widget.message.value
     widget.since.value = ""
@@ -98,7 +114,8 @@ async def test_picking_a_run_shows_its_view_escaped_and_replays_it(trace: Trace,
     explorer = trace.explore()
     widget = explorer.widget()
     run = ids(explorer)[1]  # a calc run: a tool call
-    widget.rows.value = (run,)
+    widget.table.cursor = run  # Down to it in the browser, then Enter (or a click on it)
+    send(widget, event="open", run=run, add=False)
     assert explorer.opening is not None
     shown = await explorer.opening
     assert widget.detail.value == shown == explorer.detail_html
@@ -106,7 +123,8 @@ async def test_picking_a_run_shows_its_view_escaped_and_replays_it(trace: Trace,
     assert 'nba-tool-card" data-tool-name="add"' in shown  # the live view's pieces, as a run shows them
     assert html.escape("task 1 <img src=x") in shown
     assert "<img" not in shown and "<script>" not in shown and html.escape("<img", quote=False) in shown
-    assert f'data-run="{run}"' in widget.table.value and "nba-x-selected" in widget.table.value
+    assert f'data-run="{run}"' in widget.table.html and "nba-x-selected" in widget.table.html
+    assert widget.table.cursor == run
     assert not widget.replay_button.disabled
     stepper = explorer.stepper(run)
     assert isinstance(stepper, NotebookStepper)
@@ -123,10 +141,19 @@ async def test_picking_two_runs_compares_them(trace: Trace) -> None:
     explorer = trace.explore()
     widget = explorer.widget()
     first, second = ids(explorer)[1], ids(explorer)[3]
-    widget.rows.value = (first, second)
+    send(widget, event="open", run=first, add=False)
+    assert explorer.opening is not None
+    await explorer.opening
+    send(widget, event="open", run=second, add=True)  # Shift-click (or Shift+Enter) on a second run
+    assert explorer.picked == [first, second]
     comparison = nbagent.compare((trace, first), (trace, second), labels=(first, second))
     assert widget.detail.value == comparison.html()
     assert widget.replay_button.disabled
+    send(widget, event="open", run=first, add=True)  # again: dropped from the comparison, the other shown
+    assert explorer.picked == [second] and explorer.opening is not None
+    await explorer.opening
+    send(widget, event="open", run="not a run", add=False)
+    assert widget.message.value == "explore: run must be the id of a run of the explored trace, got 'not a run'"
     with pytest.raises(ValueError, match="explore: run_ids must be one or two runs"):
         explorer.pick(*ids(explorer)[:3])
 
@@ -181,4 +208,54 @@ async def test_a_loaded_trace_and_a_batch(trace: Trace, tmp_path: Path) -> None:
     assert list(by_batch.table.display["parent"]) == ["task 0", "task 1", "task 2"]
     assert by_batch.code.startswith("import pandas as pd\nruns = batch.runs_df()")
     with pytest.raises(TypeError, match="explore: source must be a trace"):
-        nbagent.explore("trace")  # type: ignore[arg-type]
+        nbagent.explore(b"trace")  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError, match="explore: source 'trace' is not a folder"):  # a dataset's
+        nbagent.explore("trace")
+
+
+async def test_changes_made_in_the_browser_reach_the_static_copy_once_they_settle(trace: Trace) -> None:
+    explorer = trace.explore(page_size=1)
+    widget = explorer.widget()
+    copies: list[str] = []
+    explorer.changed = lambda: (copies.append(explorer._static_html()), widget.refresh())  # type: ignore[method-assign]  # noqa: SLF001
+    for page in (2, 3, 4):
+        widget.next.click()  # the widget shows each page at once
+        assert widget.position.value.startswith(f"page {page} of 6")
+    assert copies == []
+    await asyncio.sleep(COPY_DELAY_S + 0.3)
+    assert len(copies) == 1  # the static copy follows once, with the last state
+    explorer.filter(agent="calc")  # from code: at once
+    assert len(copies) == 2 and "3 of 6 runs" in copies[-1]
+    send(widget, event="turn", pages=1)
+    explorer.close()  # a pending copy is brought up to date on close
+    assert len(copies) == 3 and explorer.page_number == 1
+
+
+async def test_a_failed_and_a_cancelled_run_open_as_their_views_showed_them(trace: Trace) -> None:
+    with trace.recording(broken := AssistantAgent("broken", ReplayChatCompletionClient([]))):
+        with pytest.raises(Exception):  # noqa: B017 the scripted model has no reply
+            await broken.run(task="fail")
+    gate = asyncio.Event()
+
+    async def hang() -> str:
+        """Never answers."""
+        gate.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    call = CreateResult(finish_reason="function_calls", content=[FunctionCall(id="h", name="hang", arguments="{}")])
+    stuck = AssistantAgent("stuck", ReplayChatCompletionClient([call, "done"]), tools=[hang])
+    with trace.recording(stuck):
+        running = asyncio.ensure_future(stuck.run(task="hang"))
+        await gate.wait()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    explorer = trace.explore()
+    statuses = explorer.selection.set_index("agent")["status"]
+    assert (statuses["broken"], statuses["stuck"]) == ("error", "cancelled")
+    for agent, state in (("broken", "error"), ("stuck", "interrupted")):
+        run = str(explorer.selection.set_index("agent")["run_id"][agent])
+        shown = await explorer.open(run)
+        assert f"run {run} ({agent})" in shown and f"nba-state-{state}" in shown, shown[:300]
+        assert explorer.detail_html == shown

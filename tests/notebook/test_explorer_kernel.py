@@ -6,12 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
+from ..kernels import execute_cells, kernel_manager
 from ..kernels import kernel_dirs as make_kernel_dirs
-from ..kernels import kernel_manager
 
 pytestmark = pytest.mark.kernel
 
@@ -37,6 +35,8 @@ shown = await explorer.open(explorer.selection["run_id"].iloc[0])
 print("nba-view" in shown, "<img" in shown, explorer.widget().detail.value == shown)
 explorer.changed()
 """,
+    "closed = trace.explore()\nclosed",
+    "closed.close()",
 ]
 
 
@@ -46,17 +46,7 @@ def kernel_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 
 def test_the_explorer_in_a_kernel_and_its_saved_copy(kernel_dirs: list[str], tmp_path: Path) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS])
-    NotebookClient(
-        nb,
-        km=kernel_manager(KERNEL, kernel_dirs),
-        timeout=120,
-        store_widget_state=False,
-        resources={"metadata": {"path": str(tmp_path)}},
-    ).execute()
-    path = tmp_path / "explorer.ipynb"
-    nbformat.write(nb, path)
-    saved = nbformat.read(path, as_version=4)
+    saved = execute_cells(CELLS, kernel_manager(KERNEL, kernel_dirs), tmp_path / "explorer.ipynb")
     errors = [output for cell in saved.cells for output in cell.outputs if output.output_type == "error"]
     assert errors == []
     printed = "".join(output.text for output in saved.cells[2].outputs if output.output_type == "stream")
@@ -70,3 +60,7 @@ def test_the_explorer_in_a_kernel_and_its_saved_copy(kernel_dirs: list[str], tmp
     assert "<img src=x" not in html and re.search(r"<[a-z]+[^>]*onerror", html) is None
     assert 'fine &lt;img src=x onerror="alert(1)"&gt;' in html  # the answer, shown as text
     assert all(src.startswith("data:image/") for src in re.findall(r"<img[^>]* src=\"([^\"]*)\"", html))
+    # closed, an explorer's widget output is emptied: the saved notebook names no model a reopened one misses
+    static, emptied = saved.cells[3].outputs
+    assert "Run explorer: 12 of 12 runs" in static.data["text/html"]
+    assert emptied.data == {"text/plain": ""}

@@ -17,10 +17,10 @@ from pathlib import Path
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
 
 from nbagent.render import ANSWER_CHARS
 
+from ..kernels import execute_notebook
 from ..notebooks._kernel import KERNEL_NAME, write_kernelspec
 
 RUNS = 10
@@ -55,7 +55,7 @@ def test_ten_long_answers_save_under_a_megabyte(tmp_path: Path) -> None:
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     kernels = write_kernelspec(tmp_path / "spec", sys.executable)
     manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
-    NotebookClient(nb, km=manager, timeout=300, store_widget_state=True).execute()
+    execute_notebook(nb, manager, timeout=300, store_widget_state=True)
     path = tmp_path / "long_answers.ipynb"
     nbformat.write(nb, path)
 
@@ -86,6 +86,13 @@ def test_ten_long_answers_save_under_a_megabyte(tmp_path: Path) -> None:
     # (nbclient keeps a closed widget's last state: it held each capped answer a second time, 850,740 bytes).
     assert "ANSWER3-START" not in state
     assert text.count("ANSWER3-START") == 2  # its static copy's text/html and its text/plain preview
+    previews = [
+        output["data"]["text/plain"] for cell in nb.cells[1 : RUNS + 1] for output in cell.outputs if "data" in output
+    ]
+    # The preview is a short summary (status, the answer's first line capped, totals, run id): the answer
+    # is held once, in the static copy (a 500-character preview held it a second time: 616,981 bytes).
+    assert len(previews) == RUNS and max(map(len, previews)) < 400, [len(p) for p in previews]
+    assert all("more characters)" in p and "· run " in p for p in previews), previews[0]
     lab_size = size - len(json.dumps(nb.metadata.get("widgets", {}), indent=1).encode()) + kept["live_widget_state"]
     print(f"as JupyterLab saves it (live widget state): about {lab_size:,} bytes")
     for i, page in enumerate(static):

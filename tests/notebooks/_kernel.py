@@ -11,7 +11,8 @@ from typing import Any
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
+
+from ..kernels import execute_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -113,15 +114,9 @@ def execute(path: Path, kernels_dir: Path, timeout: int = 120) -> nbformat.Noteb
     manager = KernelManager(
         kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels_dir)])
     )
-    client = NotebookClient(
-        nb,
-        km=manager,
-        timeout=timeout,
-        allow_errors=True,
-        resources={"metadata": {"path": str(path.parent)}},
+    return execute_notebook(
+        nb, manager, timeout=timeout, allow_errors=True, resources={"metadata": {"path": str(path.parent)}}
     )
-    client.execute()
-    return nb
 
 
 def this_python() -> str:

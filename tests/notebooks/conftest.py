@@ -1,11 +1,14 @@
-"""Fixtures for running the notebooks: a kernelspec of this interpreter, made once per session."""
+"""Fixtures for running the notebooks: a kernelspec of this interpreter, and one of the README's first
+command's venv, made once per session."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from ._binder import binder_venv_python
 from ._kernel import this_python, write_kernelspec
 
 
@@ -13,3 +16,19 @@ from ._kernel import this_python, write_kernelspec
 def kernels_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A kernels folder whose ``nbagent-test`` kernel runs this Python, offline (no API key)."""
     return write_kernelspec(tmp_path_factory.mktemp("kernelspec"), this_python())
+
+
+@pytest.fixture(scope="session")
+def binder_python() -> Path:
+    """The Python of a venv where only ``pip install -r binder/requirements.txt`` (``-e .[lab]``) was run
+    (:func:`binder_venv_python`). ``NBAGENT_SKIP_BINDER=1`` skips its tests locally; CI (``CI=true``)
+    always builds it."""
+    if os.environ.get("NBAGENT_SKIP_BINDER") == "1" and os.environ.get("CI") != "true":
+        pytest.skip("NBAGENT_SKIP_BINDER=1: the README's lab venv is not built locally")
+    return binder_venv_python()
+
+
+@pytest.fixture(scope="session")
+def binder_kernels(binder_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A kernels folder whose ``nbagent-test`` kernel runs the lab venv's Python, offline."""
+    return write_kernelspec(tmp_path_factory.mktemp("binder-kernelspec"), str(binder_python))

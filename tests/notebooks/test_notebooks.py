@@ -1,8 +1,10 @@
-"""Every notebook runs top to bottom in a real kernel, offline, and is committed without outputs."""
+"""Every notebook runs top to bottom in a real kernel, offline, in the README's first command's venv
+(``binder_python``: ``-e .[lab]`` alone, as mybinder.org builds it too), and is committed without outputs."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -94,6 +96,8 @@ EXPECTED_OUTPUT = {
         "23 runs, 35 LLM calls, 23 tool calls, 277 events",
         "no weather station in Atlantis",
         "the prompt grew on 9 of 9 turns",
+        # the run explorer: the weather runs asked about Atlantis, the selection's query printed
+        "2 of 23 runs kept by: runs[runs[\"agent\"].isin(['weather']) & (runs[\"task\"].str.contains('atlantis'",
         "same runs as recorded: True",
         "dtypes kept over both sessions: True",
         "no OTLP receiver configured: set NBAGENT_OTLP_ENDPOINT (and NBAGENT_OTLP_HEADERS) to send the trace",
@@ -121,6 +125,8 @@ EXPECTED_OUTPUT = {
         "  7 server down  error    after 3 attempt(s): ModelServerError: HTTP 503: overloaded",
         " 13 tool hangs   timeout  after 1 attempt(s): TimeoutError: the task ran past its timeout (1 s)",
         "tokens: 14,592 in all, 76.0 per ok task",
+        # the run explorer over the batch's runs (every attempt): the failed and timed-out ones
+        "24 of 216 runs kept by: runs[runs[\"status\"].isin(['error', 'cancelled'])].sort_values(['duration_s']",
         "model calls by kind (failed attempts count too): {'normal': 368, 'rate limited': 24, 'server down': 12,",
         "       1    initial  error ModelRateLimitError: HTTP 429: rate limit reached",
         "retried after a rate limit: 8 tasks, each ok on attempt 2",
@@ -211,9 +217,25 @@ def test_committed_notebooks_start_with_an_explanation(path: Path) -> None:
 
 
 @pytest.mark.kernel
+@pytest.mark.timeout(900)  # the first builds the lab venv when it is not cached (binder_python)
+def test_lab_venv_is_isolated(binder_python: Path) -> None:
+    """The venv sees nbagent from this checkout, has what the notebooks import, and none of the test tools."""
+    probe = (
+        "import sys, nbagent, duckdb, pyarrow, ipykernel, jupyterlab; "
+        "print(nbagent.__file__); print(sys.prefix != sys.base_prefix); "
+        "import importlib.util as u; print(u.find_spec('pytest') is None)"
+    )
+    lines = subprocess.run([str(binder_python), "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert lines == [str(ROOT / "src" / "nbagent" / "__init__.py"), "True", "True"]
+
+
+@pytest.mark.kernel
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_offline_in_a_kernel(path: Path, kernels_dir: Path) -> None:
-    nb = execute(path, kernels_dir)
+def test_notebook_runs_offline_in_the_lab_venv(path: Path, binder_kernels: Path) -> None:
+    """Each notebook runs top to bottom where a user runs it: the venv of the README's first command
+    (``-e .[lab]`` alone: a package the notebooks import and the lab extra lacks fails here)."""
+    nb = execute(path, binder_kernels)
     assert error_outputs(nb) == []
     assert leftover_tasks(nb) == "leftover tasks: []", "the notebook leaves background tasks running"
     text = output_text(nb)

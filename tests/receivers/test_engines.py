@@ -149,11 +149,20 @@ async def test_jsonl_tables_are_read_whole_by_duckdb_and_polars(tmp_path: Path, 
             assert frame.height == expected == len(duck.fetchall()), table
 
 
+@pytest.mark.timeout(1200)  # five kills, each read by Spark table by table: minutes on a loaded machine
 async def test_spark_reads_a_dataset_whose_writer_was_killed(tmp_path: Path, spark: Any) -> None:
     """A Batch SIGKILLed before its first rename, among its renames and after them (tests/trace/
     test_atomic_writes.py kills it at every file operation, read by DuckDB, pandas and load_parquet):
-    Spark reads every table, and a run it counts in runs/ has its rows in events/."""
+    Spark reads every table, and a run it counts in runs/ has its rows in events/. Spark reading only
+    the committed files (``committed_files``, ``basePath`` keeping the ``session`` partition column)
+    has the runs load_parquet has, each once, and in each table the same rows by run and session."""
+    from nbagent import load_parquet
+    from nbagent.trace import committed_files
     from tests.trace.test_atomic_writes import BATCH_TABLES, Writer
+
+    def committed(root: Path, table: str) -> Any:
+        files = [str(path) for path in committed_files(root, table)]
+        return spark.read.option("basePath", str(root / table)).parquet(*files) if files else None
 
     writer = Writer("batch")
     try:
@@ -169,5 +178,22 @@ async def test_spark_reads_a_dataset_whose_writer_was_killed(tmp_path: Path, spa
                 runs = {r.run_id for r in spark.read.parquet(str(root / "runs")).select("run_id").collect()}
                 events = {r.run_id for r in spark.read.parquet(str(root / "events")).select("run_id").collect()}
                 assert runs <= events and counts["runs"] == 3
+            loaded = load_parquet(root) if (root / "runs").is_dir() else None
+            frames = {} if loaded is None else {
+                "runs": loaded.runs_df(), "events": loaded.events_df(), "llm_calls": loaded.llm_calls_df(),
+                "tool_calls": loaded.tool_calls_df(),
+            }  # fmt: skip
+            for table in ("runs", "events", "llm_calls", "tool_calls"):
+                read = committed(root, table) if (root / table).is_dir() else None
+                rows = [] if read is None else read.select("run_id", "session").collect()
+                expected = frames[table] if table in frames else None
+                want = (
+                    []
+                    if expected is None
+                    else list(zip(expected["run_id"].astype(str), expected["trace_id"].astype(str)))
+                )
+                assert sorted((str(r.run_id), str(r.session)) for r in rows) == sorted(want), (kill_at, table)
+                if table == "runs":  # each committed run once
+                    assert len({r.run_id for r in rows}) == len(rows), kill_at
     finally:
         writer.close()

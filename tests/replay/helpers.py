@@ -33,10 +33,14 @@ def run_frames(trace: TraceFrames, run_id: str) -> dict[str, pd.DataFrame]:
     return out
 
 
-def assert_same_run(a: tuple[TraceFrames, str], b: tuple[TraceFrames, str], *, forks: bool = True) -> None:
+Run = tuple[TraceFrames, str] | dict[str, pd.DataFrame]
+"""A run: its trace and id, or its frames (``run_frames``, made once for a run compared many times)."""
+
+
+def assert_same_run(a: Run, b: Run, *, forks: bool = True) -> None:
     """Run ``a`` and run ``b`` have equal frames and contexts, ids and times aside (and which run
     each was forked from, with ``forks=False``)."""
-    left, right = run_frames(*a), run_frames(*b)
+    left, right = (dict(run) if isinstance(run, dict) else run_frames(*run) for run in (a, b))
     if not forks:
         for frames in (left, right):
             frames["runs"] = frames["runs"].drop(columns=["forked_from", "fork_move"])

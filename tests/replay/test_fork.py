@@ -9,12 +9,14 @@ property test makes random changes at random moves and checks the context stays 
 from __future__ import annotations
 
 import asyncio
+import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nbagent import (
@@ -22,20 +24,25 @@ from nbagent import (
     AssistantMessage,
     FunctionCall,
     FunctionExecutionResultMessage,
+    FunctionTool,
     Intervention,
     ReplayChatCompletionClient,
     Stepper,
     StepperFinished,
     SystemMessage,
+    ToolResult,
     UserMessage,
+    Workbench,
     load_parquet,
 )
+from nbagent import stepper as stepper_module
 from nbagent.interventions import TIMEOUT_RESULT
 from nbagent.models.base import ModelError
+from nbagent.tools import ToolSchema
 from nbagent.trace.otlp import span_hex, trace_hex
 
 from ..stepper.scenarios import SCENARIOS, Scenario, add, calls, mul
-from .helpers import assert_same_run, last_run
+from .helpers import assert_same_run, last_run, run_frames
 
 pytestmark = pytest.mark.filterwarnings("ignore:Multiple handoffs detected")
 TASK = "What is 2 + 3?"
@@ -63,6 +70,7 @@ def context_is_valid(messages: list[Any], *, open_calls: bool = False) -> bool:
 async def test_a_fork_at_any_move_without_changes_makes_the_same_run(scenario: Scenario) -> None:
     plain = scenario.agent()
     await Stepper(plain, TASK).run_to_end()
+    expected = run_frames(plain.trace, last_run(plain.trace))  # made once, compared with every walk
     for moves in range(1, len(scenario.moves)):
         parent = Stepper(scenario.agent(), TASK)
         for _ in range(moves):
@@ -76,9 +84,7 @@ async def test_a_fork_at_any_move_without_changes_makes_the_same_run(scenario: S
         await fork.run_to_end()
         await parent.run_to_end()
         for walk in (fork, parent):  # the fork makes the run again; its parent is as if never forked
-            assert_same_run(
-                (plain.trace, last_run(plain.trace)), (walk.agent.trace, last_run(walk.agent.trace)), forks=False
-            )
+            assert_same_run(expected, (walk.agent.trace, last_run(walk.agent.trace)), forks=False)
         runs = fork.agent.trace.runs_df()
         assert runs["forked_from"].tolist() == [last_run(parent.agent.trace)]
         assert runs["fork_move"].tolist() == [moves]
@@ -255,6 +261,94 @@ async def test_fork_a_replay_and_ask_another_model() -> None:
     assert replayed.response is not None and replayed.response.chat_message.to_text() == "5"
 
 
+async def test_a_tool_less_agent_is_offered_a_tool_by_schema_never_by_an_unknown_name() -> None:
+    """The case Hypothesis found (plain text run, fork at move 1, a tools change): naming a tool the
+    agent lacks is refused and changes nothing; its schema offers it, and the context stays valid."""
+    parent = Stepper(SCENARIO["plain_text"].agent(), TASK)
+    await parent.next()  # paused before message_id (move 2)
+    fork = await parent.fork()
+    await fork.next()  # paused before call_llm
+    with pytest.raises(ValueError, match=r"tools\[0\] must be the name of a tool of the agent \(\[\]\), got 'add'"):
+        fork.edit_request(tools=["add"])
+    with pytest.raises(ValueError, match="tool_choice"):
+        fork.edit_request(tool_choice="add")
+    fork.edit_request(tools=[ADD_SCHEMA], tool_choice="add")
+    step = await fork.next()
+    assert step.request is not None and step.request.tools == [ADD_SCHEMA] and step.request.tool_choice == "add"
+    assert [(r.kind, r.change) for r in interventions(fork)] == [("request", "tools offered: add; tool_choice 'add'")]
+    await fork.run_to_end()
+    assert fork.status == "finished" and context_is_valid(fork.agent.model_context.messages)
+    await parent.run_to_end()
+    assert parent.response is not None and parent.response.chat_message.to_text() == "Hello there."
+    assert interventions(parent) == []
+
+
+async def test_a_walk_on_a_replay_names_the_tools_its_recording_offers() -> None:
+    """A replay's tools come from its recorded workbench (listed, not static): a walk and its fork
+    paused before a model call take their names for ``tools`` and ``tool_choice``."""
+    agent = tool_agent([calls(ADD_2_3), "5"], reflect_on_tool_use=True)
+    await agent.run(task=TASK)
+    replayed = Stepper(agent.trace.replay())
+    await replayed.run_until(move="message_id")  # paused before call_llm
+    fork = await replayed.fork()
+    for walk in (replayed, fork):
+        with pytest.raises(
+            ValueError, match=r"tools\[0\] must be the name of a tool of the agent \(\['add', 'mul'\]\), got 'divide'"
+        ):
+            walk.edit_request(tools=["divide"])
+    fork.edit_request(tools=["mul"], tool_choice="mul")
+    step = await fork.next()
+    assert step.request is not None and [t["name"] for t in step.request.tools] == ["mul"]
+    assert step.request.tool_choice == "mul"
+    await fork.run_to_end()
+    await replayed.run_to_end()
+    assert fork.status == "finished" and context_is_valid(fork.agent.model_context.messages)
+    assert replayed.response is not None and replayed.response.chat_message.to_text() == "5"
+
+
+class ListedWorkbench(Workbench):
+    """Tools listed on each call, as an MCP server's (not a static workbench); the listing may hang."""
+
+    def __init__(self, *, hang: bool = False) -> None:
+        self.hang = hang
+
+    async def list_tools(self) -> list[ToolSchema]:
+        if self.hang:
+            await asyncio.Event().wait()
+        return [FunctionTool(add).schema, FunctionTool(mul).schema]
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any
+    ) -> ToolResult:
+        return ToolResult(name, str({"add": add, "mul": mul}[name](**(arguments or {}))))
+
+
+async def test_a_walk_names_a_listed_workbench_s_tools_and_a_hanging_listing_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = ReplayChatCompletionClient([calls(("c1", "mul", '{"a": 2, "b": 3}'))])
+    walk = await paused_at(AssistantAgent("assistant", client, workbench=ListedWorkbench()), "call_llm")
+    assert walk.agent.tools == []  # only static workbenches' tools are known without listing
+    walk.edit_request(tools=["mul"], tool_choice="mul")
+    await walk.run_to_end()
+    assert walk.status == "finished" and walk.response is not None
+    assert walk.response.chat_message.to_text() == "6"
+
+    monkeypatch.setattr(stepper_module, "LIST_TOOLS_TIMEOUT_S", 0.2)
+    hanging = Stepper(
+        AssistantAgent("assistant", ReplayChatCompletionClient(["6"]), workbench=ListedWorkbench(hang=True))
+    )
+    await hanging.next()
+    started = time.monotonic()
+    await hanging.next()  # paused before call_llm: the listing gives up after LIST_TOOLS_TIMEOUT_S
+    assert time.monotonic() - started < 5 and hanging.upcoming is not None
+    assert hanging.upcoming.name == "call_llm"
+    with pytest.raises(ValueError, match=r"tools\[0\] must be the name of a tool of the agent \(\[\]\)"):
+        hanging.edit_request(tools=["mul"])
+    await hanging.aclose()
+    assert hanging.status == "cancelled"
+
+
 async def test_cancelling_a_forked_walk_leaves_both_walks_valid() -> None:
     client = ReplayChatCompletionClient([calls(ADD_2_3), "5"], latency=0.5)
     agent = AssistantAgent("assistant", client, tools=[add], reflect_on_tool_use=True)
@@ -363,6 +457,10 @@ EDITS = st.sampled_from(
 )
 
 
+ADD_SCHEMA = FunctionTool(add).schema
+SCENARIO = {scenario.name: scenario for scenario in SCENARIOS}
+
+
 def apply(stepper: Stepper, edit: str, index: int) -> None:
     """Make change ``edit`` if it applies before the upcoming move (else nothing)."""
     move = stepper.upcoming.name if stepper.upcoming else None
@@ -374,8 +472,9 @@ def apply(stepper: Stepper, edit: str, index: int) -> None:
             stepper.edit_request(messages=[UserMessage(content=f"fresh {index}", source="user")])
         elif edit == "keep_context":
             stepper.edit_request(messages=list(stepper.agent.model_context.messages))
-        elif edit == "tools" and tools:
-            stepper.edit_request(tools=["add"])
+        elif edit == "tools" and tools:  # by name where the agent has the tool, else by its schema
+            offered = [schema["name"] for schema in stepper.agent.tools]
+            stepper.edit_request(tools=["add"] if "add" in offered else [ADD_SCHEMA])
         elif edit == "choice" and tools:
             stepper.edit_request(tool_choice="required")
         elif edit == "text":
@@ -395,6 +494,8 @@ def apply(stepper: Stepper, edit: str, index: int) -> None:
 
 
 @settings(max_examples=60, deadline=None)
+@example(scenario=SCENARIO["plain_text"], fork_at=1, edits=["tools"])  # a tool-less agent gets tools by schema
+@example(scenario=SCENARIO["two_handoffs"], fork_at=2, edits=["tools"])  # handoffs only: add by schema
 @given(
     scenario=st.sampled_from(SCENARIOS),
     fork_at=st.integers(min_value=1, max_value=8),

@@ -29,10 +29,11 @@ from nbagent import (
 from nbagent.messages import ModelClientStreamingChunkEvent
 from nbagent.models.base import UnreportedUsage
 from nbagent.models.replay import ReplayExhaustedError
+from nbagent.trace import LazyTrace
 from nbagent.trace.replay import LIMITS, Replay
 
 from ..stepper.scenarios import SCENARIOS, Scenario, Weather, add, calls, fail
-from .helpers import assert_same_run, last_run
+from .helpers import assert_same_run, last_run, run_frames
 
 pytestmark = pytest.mark.filterwarnings("ignore:Multiple handoffs detected")
 TASK = "What is 2 + 3?"
@@ -68,10 +69,11 @@ async def test_every_contract_scenario_replays_equal_through_parquet_and_jsonl(
     agent = scenario.agent()
     await agent.run(task=TASK)
     run_id = last_run(agent.trace)
+    expected = run_frames(agent.trace, run_id)  # made once, compared with each source's replay
     for name, source in loaded(agent.trace, tmp_path).items():
         again, error = await replayed_run(source, run_id)
         assert error is None, name
-        assert_same_run((agent.trace, run_id), (again.trace, last_run(again.trace)))
+        assert_same_run(expected, (again.trace, last_run(again.trace)))
         assert again.model_context.messages == agent.model_context.messages, name
 
 
@@ -138,10 +140,11 @@ async def test_failures_and_odd_answers_replay_equal(case: str, tmp_path: Path) 
     agent = FAILURES[case]()
     error = await run_quietly(agent, TASK)
     run_id = last_run(agent.trace)
+    expected = run_frames(agent.trace, run_id)
     for name, source in loaded(agent.trace, tmp_path).items():
         again, replay_error = await replayed_run(source, run_id)
         assert (type(error).__name__, str(error)) == (type(replay_error).__name__, str(replay_error)), name
-        assert_same_run((agent.trace, run_id), (again.trace, last_run(again.trace)))
+        assert_same_run(expected, (again.trace, last_run(again.trace)))
 
 
 async def test_a_second_turn_replays_from_the_context_it_started_with(tmp_path: Path) -> None:
@@ -153,14 +156,38 @@ async def test_a_second_turn_replays_from_the_context_it_started_with(tmp_path: 
     await agent.run(task=TASK)
     await agent.run(task="And plus one?")
     run_id = last_run(agent.trace)
+    expected = run_frames(agent.trace, run_id)
     for source in loaded(agent.trace, tmp_path).values():
         replay = source.replay(run_id)
         assert [m.to_text() for m in replay.task] == ["And plus one?"]
         assert len(replay.start_context) == 4  # the first turn: task, tool calls, results, answer
         again, error = await replayed_run(source, run_id)
         assert error is None
-        assert_same_run((agent.trace, run_id), (again.trace, last_run(again.trace)))
+        assert_same_run(expected, (again.trace, last_run(again.trace)))
         assert again.model_context.messages == agent.model_context.messages
+
+
+async def test_runs_whose_tool_calls_share_an_id_each_replay_their_own_results(tmp_path: Path) -> None:
+    agent = scripted(  # the replay model and many servers number calls per answer: "call_1" in both runs
+        [calls(("call_1", "add", '{"a": 2, "b": 3}')), "5", calls(("call_1", "add", '{"a": 40, "b": 2}')), "42"],
+        tools=[add],
+        reflect_on_tool_use=True,
+    )
+    await agent.run(task=TASK)
+    after_first = list(agent.model_context.messages)
+    await agent.run(task="And 40 + 2?")
+    first, second = (str(run) for run in agent.trace.runs_df()["run_id"])
+    sources = loaded(agent.trace, tmp_path)
+    sources["lazy"] = LazyTrace(agent.trace.to_parquet(tmp_path / "lazy"))
+    expected = {run_id: run_frames(agent.trace, run_id) for run_id in (first, second)}
+    for name, source in sources.items():
+        for run_id, before, context in ((first, [], after_first), (second, after_first, agent.model_context.messages)):
+            replay = source.replay(run_id)
+            assert list(replay.start_context) == before, (name, run_id)  # the first run's result, "5"
+            again, error = await replayed_run(source, run_id)
+            assert error is None, name
+            assert_same_run(expected[run_id], (again.trace, last_run(again.trace)))
+            assert again.model_context.messages[len(before) :] == context[len(before) :], (name, run_id)
 
 
 async def test_structured_output_from_a_file_gets_a_model_of_the_same_fields(tmp_path: Path) -> None:
@@ -289,11 +316,12 @@ async def test_a_run_cancelled_while_a_tool_ran_replays_cancelled_there(tmp_path
     with pytest.raises(asyncio.CancelledError):
         await task
     run_id = last_run(agent.trace)
+    expected = run_frames(agent.trace, run_id)
     for source in loaded(agent.trace, tmp_path).values():
         again = AssistantAgent.from_replay(source.replay(run_id))
         with pytest.raises(asyncio.CancelledError):
             await again.run(task=TASK)
-        assert_same_run((agent.trace, run_id), (again.trace, last_run(again.trace)))
+        assert_same_run(expected, (again.trace, last_run(again.trace)))
 
 
 async def test_show_plays_a_replay_in_the_live_view_titled_as_a_replay() -> None:

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
-from nbagent.stepper import PAUSE_GRACE_S, Stepper, WalkInterrupted
+from nbagent.stepper import PAUSE_GRACE_S, MoveUndone, Stepper, WalkInterrupted
 
 
 def add(a: int, b: int) -> int:
@@ -18,9 +18,13 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+DELAYS: list[float] = []
+"""How long each call of ``sleepy`` sleeps: the last value (a test sets it)."""
+
+
 async def sleepy(seconds: float) -> str:
     """Sleep, then answer."""
-    await asyncio.sleep(seconds)
+    await asyncio.sleep(DELAYS[-1] if DELAYS else seconds)
     return "slept"
 
 
@@ -88,20 +92,83 @@ async def test_an_interrupt_pauses_the_walk_at_a_move_boundary(method: str) -> N
     assert stepper.status == "finished" and stepper.response is not None
 
 
-async def test_an_interrupt_during_a_move_longer_than_the_grace_cancels_the_walk() -> None:
-    call = FunctionCall(id="s", name="sleepy", arguments='{"seconds": 30}')
+def sleeper(tool_seconds: float = 30, latency: float = 0.0) -> AssistantAgent:
+    """One call of ``sleepy`` (``tool_seconds``), then the answer; model calls take ``latency``."""
+    call = FunctionCall(id="s", name="sleepy", arguments=f'{{"seconds": {tool_seconds}}}')
     script = [CreateResult(finish_reason="function_calls", content=[call]), "done"]
-    agent = AssistantAgent("sleeper", ReplayChatCompletionClient(script), tools=[sleepy])
-    stepper = Stepper(agent, "go")
-    walk = asyncio.ensure_future(stepper.run_to_end())
-    while not (stepper.current is not None and stepper.current.name == "tool_request" and stepper.moving):
+    return AssistantAgent("sleeper", ReplayChatCompletionClient(script, latency=latency), tools=[sleepy])
+
+
+async def until_moving(stepper: Stepper, after: str) -> None:
+    """Wait until the move after ``after`` is being made (and has started its slow part)."""
+    while not (stepper.current is not None and stepper.current.name == after and stepper.moving):
         await asyncio.sleep(0.005)
     await asyncio.sleep(0.05)
+
+
+def ends_like_a_whole_walk(stepper: Stepper) -> None:
+    """The walk, after the undone move was made again, is one walk of the run: every move once, the
+    tool's result and the answer in the context, a valid run in the trace."""
+    assert stepper.status == "finished" and stepper.response is not None
+    assert stepper.response.chat_message.to_text() in ("done", "slept")
+    names = [r.name for r in stepper.history]
+    assert [r.index for r in stepper.history] == list(range(1, len(names) + 1))
+    assert names.count("tool_execution") == 1 and names.count("call_llm") == 1, names
+    kinds = [m.type for m in stepper.agent.model_context.messages]
+    assert kinds.count("FunctionExecutionResultMessage") == 1 and kinds.count("AssistantMessage") == 1, kinds
+
+
+@pytest.mark.parametrize("how", ["pause", "interrupt"])
+async def test_pause_during_a_slow_tool_undoes_the_move_and_next_makes_it_again(how: str) -> None:
+    """A 30 s tool: Pause (or a kernel interrupt) pauses the walk within a second, at the boundary
+    before the tool's move (undone, not cancelled); Next makes that move again, and the walk ends well."""
+    DELAYS[:] = [30]
+    stepper = Stepper(sleeper(), "go")
+    walk = asyncio.ensure_future(stepper.run_to_end())
+    await until_moving(stepper, "tool_request")
     asked = time.perf_counter()
-    walk.cancel()
-    with pytest.raises(WalkInterrupted, match="did not end in time"):
-        await walk
-    assert PAUSE_GRACE_S <= time.perf_counter() - asked < PAUSE_GRACE_S + 1.0
-    assert stepper.status == "cancelled"
-    await stepper.reset()  # the context is valid: walked again from the start
-    assert stepper.status == "ready"
+    if how == "pause":
+        stepper.pause()
+        assert await asyncio.wait_for(walk, 2.0) == stepper.history
+    else:
+        walk.cancel()
+        with pytest.raises(WalkInterrupted, match="paused after move 4"):
+            await walk
+    took = time.perf_counter() - asked
+    assert PAUSE_GRACE_S <= took < 1.0, took
+    assert stepper.status == "paused" and not stepper.moving
+    assert [r.name for r in stepper.history][-1] == "tool_request" and len(stepper.history) == 4
+    assert stepper.upcoming is not None and stepper.upcoming.name == "tool_execution"
+    runs = stepper.agent.trace.runs_df()
+    assert list(runs["status"])[:1] == ["cancelled"] and len(runs) == 2  # the interrupted run, then the walk's
+    assert runs["forked_from"].iloc[-1] == runs["run_id"].iloc[0]
+    print(f"{how}: paused {took:.2f} s after it was asked, at move {len(stepper.history)}")
+    # Made again: the tool runs again (quick this time) and the walk goes on from the boundary.
+    DELAYS.append(0)
+    again = await stepper.next()
+    assert again.name == "tool_execution" and [r.content for r in again.tool_results] == ["slept"]
+    await stepper.run_to_end()
+    ends_like_a_whole_walk(stepper)
+    assert list(stepper.agent.trace.runs_df()["status"]) == ["cancelled", "ok"]
+
+
+async def test_pause_during_a_slow_model_call_of_a_single_next() -> None:
+    """A single Next whose model call takes 30 s: Pause undoes it within a second (``MoveUndone``), the
+    client put back before that call; Next asks the model again and gets the same answer."""
+    DELAYS[:] = [0]
+    stepper = Stepper(sleeper(latency=30), "go")
+    await stepper.run_until(move="message_id")
+    move = asyncio.ensure_future(stepper.next())  # call_llm: 30 s
+    await asyncio.sleep(0.1)
+    asked = time.perf_counter()
+    stepper.pause()
+    with pytest.raises(MoveUndone, match=r"move 3 \(STEP 4 call_llm\).*next\(\) makes it again"):
+        await move
+    took = time.perf_counter() - asked
+    assert PAUSE_GRACE_S <= took < 1.0, took
+    assert stepper.status == "paused" and [r.name for r in stepper.history] == ["add_messages", "message_id"]
+    client = stepper.agent.model_client
+    assert isinstance(client, ReplayChatCompletionClient) and client.position == 0  # as before the call
+    client.latency = 0
+    await stepper.run_to_end()
+    ends_like_a_whole_walk(stepper)

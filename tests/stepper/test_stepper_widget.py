@@ -279,3 +279,22 @@ async def test_displayed_as_its_static_copy_then_the_widget_the_copy_following_e
     finally:
         shell.display_pub.publish = published  # type: ignore[method-assign]
         InteractiveShell.clear_instance()
+
+
+async def test_a_click_made_against_a_state_already_moved_past_is_ignored() -> None:
+    """The second click of a double click: the browser flipped the button it showed pressed back
+    (``value`` False, what the kernel already has), so no second move; a new click is one."""
+    agent = AssistantAgent("assistant", ReplayChatCompletionClient(["a"]))
+    stepper = nbagent.step(agent, "task")
+    widget = stepper.widget()
+    button = widget.next_button
+    button.set_state({"value": True})  # the first click, as the browser sends it
+    assert widget.task is not None and button.value is False  # taken, and shown off again
+    await widget.task
+    assert len(stepper.history) == 1 and widget.task is None and not button.disabled
+    button.set_state({"value": False})  # the second click, made before the browser saw the first taken
+    assert widget.task is None and len(stepper.history) == 1
+    button.set_state({"value": True})  # a new click, against the state the browser now shows
+    assert widget.task is not None
+    await widget.task
+    assert len(stepper.history) == 2

@@ -130,9 +130,13 @@ def _write(mode: str, root: Path, trace: Any) -> None:
 
 def main() -> None:
     """Read ``<kill_at> <root>`` lines; for each, fork a writer and print ``STATUS <wait status>``."""
-    import pyarrow.parquet  # noqa: F401  (imported once, before the forks)
+    import pyarrow.pandas_compat  # noqa: F401  (imported once, before the forks: a fork pays no import)
+    import pyarrow.parquet  # noqa: F401
 
     mode = sys.argv[1]
+    if mode == "batch":
+        import nbagent  # noqa: F401
+        import tests.batch.helpers  # noqa: F401
     trace = None
     if mode == "trace":
         from tests.trace.test_atomic_writes import two_runs

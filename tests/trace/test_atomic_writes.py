@@ -6,6 +6,7 @@ Batch's resume) finishes or removes the part: no run is lost whole, none is coun
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -17,6 +18,7 @@ import pandas as pd
 import pytest
 
 from nbagent import AssistantAgent, Batch, ReplayChatCompletionClient, Trace, load_parquet
+from nbagent.trace import committed_files, duckdb_source
 from tests.batch.helpers import Factory
 
 from .helpers import calls, text
@@ -99,12 +101,26 @@ def duck_runs(root: Path, table: str) -> list[str]:
 
 def read_everywhere(root: Path, tables: tuple[str, ...]) -> tuple[pd.DataFrame, list[str]]:
     """Read the dataset with DuckDB, pandas and load_parquet (none may fail); check that a run counted
-    in runs/ has its rows in the other tables (DuckDB) and that load_parquet has each run once, whole.
-    load_parquet's runs and its warnings."""
+    in runs/ has its rows in the other tables (DuckDB) and that load_parquet has each run once, whole;
+    and that the committed files (``committed_files``, read by pandas and by DuckDB through
+    ``duckdb_source``) hold those runs, whole, and no row of another run. load_parquet's runs and its
+    warnings."""
+    committed: dict[str, list[str]] = {}
     for table in tables:
         if (root / table).is_dir():
             duckdb.sql(f"SELECT count(*) FROM read_parquet('{root}/{table}/**/*.parquet', hive_partitioning=true)")
             pd.read_parquet(root / table)
+            files = committed_files(root, table)
+            if files and table in ("runs", "events", "llm_calls", "tool_calls"):
+                from_pandas = pd.read_parquet(files)["run_id"].astype(str).tolist()
+                rows = duckdb.sql(f"SELECT run_id FROM {duckdb_source(root, table)}").fetchall()
+                assert sorted(from_pandas) == sorted(str(run) for (run,) in rows), table
+                committed[table] = from_pandas
+    whole = committed.get("runs", [])
+    assert len(whole) == len(set(whole))
+    for table in ("events", "llm_calls"):  # every committed run has its rows; none of another run
+        assert set(committed.get(table, [])) == set(whole), table
+    assert set(committed.get("tool_calls", [])) <= set(whole)
     ducked = duck_runs(root, "runs")
     assert len(ducked) == len(set(ducked))
     assert set(ducked) <= set(duck_runs(root, "events")) and set(ducked) <= set(duck_runs(root, "llm_calls"))
@@ -118,7 +134,10 @@ def read_everywhere(root: Path, tables: tuple[str, ...]) -> tuple[pd.DataFrame, 
     assert len(ids) == len(set(ids))
     for frame in (loaded.events_df(), loaded.llm_calls_df(), loaded.tool_calls_df()):
         assert set(frame["run_id"].astype(str)) == set(ids)
-    return runs, [str(w.message) for w in caught]
+    assert sorted(ids) == sorted(whole)  # the committed parts are the parts load_parquet reads
+    # What load_parquet said; not a ResourceWarning of another test's object collected meanwhile (under
+    # xdist a worker also runs kernel tests whose zmq sockets may be garbage-collected here).
+    return runs, [str(w.message) for w in caught if not issubclass(w.category, ResourceWarning)]
 
 
 def pending(root: Path) -> list[Path]:
@@ -129,11 +148,12 @@ def pending(root: Path) -> list[Path]:
 async def test_a_trace_part_killed_at_every_file_operation(tmp_path: Path, trace_writer: Writer) -> None:
     first = await two_runs("s1")
     first.to_parquet(tmp_path / "count")  # the operations of a second part of a session
+    shutil.copytree(tmp_path / "count", tmp_path / "first")  # the session's first part, copied before each kill
     ops = trace_writer.operations(tmp_path / "count")
     assert sum(op.startswith("replace") for op in ops) == 6 and len(ops) >= 18  # 6 tables: open, write, replace
     for kill_at in range(1, len(ops) + 1):
         root = tmp_path / f"k{kill_at}"
-        first.to_parquet(root)
+        shutil.copytree(tmp_path / "first", root)
         code, said = trace_writer.write(root, kill_at)
         assert code == -9, (kill_at, ops[kill_at - 1], said)
         runs, said = read_everywhere(root, TRACE_TABLES)
@@ -194,3 +214,18 @@ async def test_a_stray_session_folder_is_skipped_with_a_warning(tmp_path: Path, 
     with pytest.warns(UserWarning, match="skipped"):
         loaded = load_parquet(tmp_path)
     assert len(loaded.runs_df()) == 2 and loaded.sessions == ["s1"]
+
+
+async def test_committed_files_in_a_folder_whose_name_has_a_quote(tmp_path: Path) -> None:
+    root = tmp_path / "it's"
+    with pytest.raises(FileNotFoundError, match="no committed part of table 'runs'"):
+        duckdb_source(root, "runs")
+    (await two_runs("s1")).to_parquet(root)
+    (await two_runs("s2")).to_parquet(root)
+    assert [path.relative_to(root).as_posix() for path in committed_files(root, "tool_calls")] == [
+        "tool_calls/session=s1/part-0.parquet",
+        "tool_calls/session=s2/part-0.parquet",
+    ]
+    rows = duckdb.sql(f"SELECT session, count(*) FROM {duckdb_source(root, 'runs')} GROUP BY ALL ORDER BY 1")
+    assert rows.fetchall() == [("s1", 2), ("s2", 2)]
+    assert committed_files(root, "runs", session="s2") == [root / "runs" / "session=s2" / "part-0.parquet"]

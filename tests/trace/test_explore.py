@@ -119,6 +119,10 @@ def test_bad_filters_name_their_parameter(table: RunTable) -> None:
         Filters.of(colour="red")
     with pytest.raises(TypeError, match="explore: status must be"):
         Filters.of(status=3)
+    expected = r"explore: status must be a run status \(ok, error, cancelled, running\), got 'eror'"
+    with pytest.raises(ValueError, match=expected):
+        table.select(Filters.of(status=["ok", "eror"]))
+    assert len(table.select(Filters.of(status=["cancelled", "running"])))
     with pytest.raises(ValueError, match="explore: since must be an ISO date"):
         Filters.of(since="yesterday-ish")
     with pytest.raises(TypeError, match="explore: until must be a datetime"):
@@ -139,3 +143,54 @@ def test_100k_runs_build_and_page() -> None:
     page = selection.page(3, 50)
     assert len(page) == 50
     assert built < 60  # a bound against a hang only: the figures are bench/bench_explorer.py's
+
+
+def test_an_update_with_new_and_changed_runs_equals_a_table_made_anew(
+    data: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    runs, calls = data
+    first = runs.iloc[:1000].reset_index(drop=True)
+    # runs 990-999 were still running when the table was made: no status, error, answer or tool call yet
+    first.loc[990:, ["status", "error", "final_text"]] = ["running", None, None]
+    first["status"] = first["status"].astype("object").astype("category")
+    early = calls[calls["run_id"].astype("object").isin(set(first["run_id"].astype("object")[:990]))]
+    table = RunTable(first, early)
+    for filters in (Filters.of(tool="add"), Filters.of(status="ok"), Filters.of(search="tokyo")):
+        table.select(filters)  # masks cached before the update: grown and recomputed where rows changed
+    changed = runs.iloc[990:].reset_index(drop=True)  # 10 finished, 500 new
+    table.update(changed, calls[calls["run_id"].astype("object").isin(set(changed["run_id"].astype("object")))])
+    fresh = RunTable(runs, calls)
+    pd.testing.assert_frame_equal(table.runs, fresh.runs)
+    pd.testing.assert_frame_equal(table.display, fresh.display)
+    assert list(table.run_ids) == list(fresh.run_ids) and "r001499" in table and "r009999" not in table
+    for column in ("status", "agent", "tool"):
+        assert table.choices(column) == fresh.choices(column)
+    for filters, sort in itertools.product(FILTERS, [None, "tokens", "status", "parent"]):
+        pd.testing.assert_frame_equal(table.select(filters, sort).frame, fresh.select(filters, sort).frame)
+    table.update(runs.iloc[:0], calls.iloc[:0])  # nothing new: nothing changes
+    pd.testing.assert_frame_equal(table.runs, fresh.runs)
+
+
+async def test_the_follower_gives_the_runs_with_new_rows_alone() -> None:
+    from nbagent import Trace
+    from nbagent.trace.explore import RunFollower, run_table
+
+    from .explore_data import record_runs
+
+    trace = Trace()
+    await record_runs(trace, 0, 4)
+    follower = RunFollower(trace)
+    table = run_table(trace)
+    assert follower.changes() is not None and len(follower.changes()[0]) == 0  # type: ignore[index]
+    await record_runs(trace, 1, 4)  # 5 runs: one agent runs twice
+    changes = follower.changes()
+    assert changes is not None
+    runs, tool_calls = changes
+    assert len(runs) == 5 and set(runs["run_id"].astype(str)).isdisjoint(table.run_ids)
+    table.update(runs, tool_calls)
+    fresh = run_table(trace)
+    pd.testing.assert_frame_equal(table.runs, fresh.runs)
+    pd.testing.assert_frame_equal(table.display, fresh.display)
+    assert table.choices("tool") == fresh.choices("tool") == ["add", "fail"]
+    trace.clear()
+    assert follower.changes() is None  # rows forgotten: read the whole trace again

@@ -8,6 +8,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas.testing as pdt
@@ -344,6 +345,65 @@ async def test_export_then_clear_keeps_every_run_in_the_folder(tmp_path: Path, m
     assert loaded.runs_df()["final_text"].tolist() == [f"answer {i}" for i in range(6)]
     third = str(loaded.runs_df()["run_id"].iloc[2])  # the first run of part 1: its context from its own part
     assert list(loaded.context_df(third, 0)["text"]) == ["part 0", "answer 0", "part 0", "answer 1"]
+
+
+async def test_exporting_again_without_clear_writes_only_the_new_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: ``to_parquet`` twice into one folder, no clear() between, counted the first runs twice."""
+    agent = tool_agent("calc", calls(("c1", "add", '{"a": 1, "b": 2}')), "three", "four", "five")
+    await agent.run(task="first")  # a tool call: its context has a tool result
+    await agent.run(task="second")
+    agent.trace.to_parquet(tmp_path / "traces")
+    await agent.run(task="third")
+    agent.trace.to_parquet(tmp_path / "traces")  # part-1: the third run only
+    agent.trace.to_parquet(tmp_path / "traces")  # nothing new: no part
+    session = f"session={agent.trace.trace_id}"
+    for table in TABLES + CONTEXT_TABLES:
+        assert sorted(p.name for p in (tmp_path / "traces" / table / session).iterdir()) == [
+            "part-0.parquet",
+            "part-1.parquet",
+        ], table
+    monkeypatch.chdir(tmp_path)
+    keys = {
+        "runs": "run_id",
+        "llm_calls": "run_id, call_index",
+        "tool_calls": "run_id, call_id",
+        "events": "run_id, seq",
+    }
+    for table, key in keys.items():
+        rows = duckdb.sql(f"SELECT {key}, count(*) FROM read_parquet('traces/{table}/**/*.parquet') GROUP BY ALL")
+        assert {row[-1] for row in rows.fetchall()} == {1}, table  # each row once
+    loaded = load_parquet(tmp_path / "traces")
+    assert loaded.runs_df()["task"].tolist() == ["first", "second", "third"]
+    assert_same(agent.trace, loaded)
+    for run in agent.trace.runs_df()["run_id"].astype(str):  # the context at every item, as live
+        for seq in range(len(agent.trace.events_df().query("run_id == @run"))):
+            pdt.assert_frame_equal(loaded.context_df(run, seq), agent.trace.context_df(run, seq))
+
+
+async def test_each_export_reads_only_the_runs_files_it_has_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session exported again and again (every minute, say) reads the new runs file of each export,
+    not every part's: the ended runs of a file read before, unchanged since, are remembered."""
+    import pyarrow.parquet as pq
+
+    real = pq.read_table
+    read: list[str] = []
+
+    def counted(source: Any, *args: Any, **kwargs: Any) -> Any:
+        read.append(Path(source).name)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "read_table", counted)
+    agent = tool_agent("calc", *[f"answer {i}" for i in range(6)])
+    for export in range(6):
+        await agent.run(task=f"task {export}")
+        read.clear()
+        agent.trace.to_parquet(tmp_path / "traces")
+        assert read == ([f"part-{export - 1}.parquet"] if export else []), export
+    assert load_parquet(tmp_path / "traces").runs_df()["task"].tolist() == [f"task {i}" for i in range(6)]
 
 
 async def test_parquet_without_pyarrow_names_the_extra_to_install(

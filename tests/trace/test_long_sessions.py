@@ -68,3 +68,46 @@ async def test_a_long_text_is_masked_once_until_the_secrets_change(monkeypatch: 
     agent.trace.attach(other)
     assert "x" * 40 not in agent.trace.runs_df()["final_text"].iloc[0]
     assert len(masked) == 2
+
+
+async def test_the_frames_share_one_arrow_copy_of_each_long_text() -> None:
+    """A long tool output is in events, tool_calls and context_logs: the three columns hold one Arrow
+    copy of it (the same buffer), with the dtype, the values and the masking of a column built the
+    plain way; a trace with another redactor builds its columns the plain way."""
+    import pandas as pd
+
+    from nbagent.trace.schema import LONG_TEXT
+
+    output = "a line of the output, é\n" * (LONG_TEXT // 20) + "key " + KEY
+
+    def fetch(n: int) -> str:
+        """A long text."""
+        return f"{n}: {output}"
+
+    answers = [calls(("c1", "fetch", '{"n": 1}')), "done", calls(("c2", "fetch", '{"n": 2}')), "done again"]
+    agent = AssistantAgent("a", ReplayChatCompletionClient(answers), tools=[fetch], reflect_on_tool_use=True)
+    plain = Trace(redact=lambda text: text.replace(KEY, "[REDACTED]"))
+    plain.attach(agent)
+    for i in range(2):
+        await agent.run(task=f"task {i}")
+    trace = agent.trace
+    columns = {
+        "events": trace.events_df()["text"],
+        "tool_calls": trace.tool_calls_df()["result"],
+        "context_logs": trace.context_tables()["context_logs"]["text"],
+    }
+    addresses: dict[str, set[int]] = {}
+    for name, column in columns.items():
+        assert column.dtype == pd.StringDtype("pyarrow") == "string", name
+        assert column.tolist() == pd.Series(column.tolist(), dtype="string").tolist()
+        longs = [text for text in column.dropna() if len(text) >= LONG_TEXT]
+        assert len(longs) == 2 and all(KEY not in text and text.endswith("key [REDACTED]") for text in longs)
+        chunks = column.array.__arrow_array__().chunks
+        addresses[name] = {
+            chunk.buffers()[2].address
+            for chunk in chunks
+            if len(chunk) == 1 and len(chunk[0].as_py() or "") >= LONG_TEXT
+        }
+    assert len(addresses["events"]) == 2 and addresses["events"] == addresses["tool_calls"] == addresses["context_logs"]
+    assert trace.tool_calls_df()["result"].tolist() == plain.tool_calls_df()["result"].tolist()
+    assert plain.tool_calls_df()["result"].array.__arrow_array__().num_chunks == 1

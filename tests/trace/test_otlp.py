@@ -12,6 +12,7 @@ import base64
 import json
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -476,3 +477,78 @@ async def test_every_gen_ai_name_is_in_the_registry() -> None:
     assert others <= {"error.type", *openinference}, others
     assert {attrs(span)["gen_ai.operation.name"] for span in spans} <= operations
     assert {"gen_ai.input.messages", "gen_ai.retrieval.query.text", "gen_ai.response.time_to_first_chunk"} <= used
+
+
+async def test_spans_from_the_rows_equal_spans_from_the_frames() -> None:
+    """A live trace builds its spans from its rows (``Trace.span_tables``: the sender does not build
+    frames); they equal those built from its frames and from its Parquet copy, every field, content
+    on and off: tools in parallel with an error and streaming, a failure, a cancellation, a memory
+    query, a handoff, a run still going, a secret echoed by the model."""
+    import tempfile
+
+    from nbagent import concat, load_parquet
+    from nbagent.trace.otlp import span_tables
+
+    from .test_export import mixed_trace
+
+    memory = ListMemory(memory_contents=[MemoryContent(content="The user likes tea.")])
+    host = AssistantAgent("host", ReplayChatCompletionClient(["Tea it is.", f"your key is {KEY}"]), memory=[memory])
+    triage = AssistantAgent(
+        "triage", ReplayChatCompletionClient([calls(("h", "transfer_to_billing", "{}"))]), handoffs=["billing"]
+    )
+    billing = AssistantAgent("billing", KeyedClient(["Your invoice is paid."], KEY))
+    shared = Trace()
+    with shared.recording(host, triage, billing):
+        await host.run(task="What should I drink?")
+        await host.run(task="and my key?")
+        result = await triage.run(task="my invoice?")
+        await billing.run(task=result.messages[-1])
+    going = Trace()
+    going.record(RunStarted(run_id="r1", agent="a", task=[]))
+    traces = [await mixed_trace(), shared, going]
+    with tempfile.TemporaryDirectory() as folder:
+        for trace in traces:
+            # a live trace's run still going is not exported (it is once it ends): its loaded copy's is
+            source = concat([trace]) if trace is going else trace
+            with warnings.catch_warnings():  # the copy's run recorded running: written as it is, with a warning
+                warnings.simplefilter("ignore", RuntimeWarning)
+                copy = load_parquet(source.to_parquet(folder), session=trace.trace_id)
+            for content in (False, True):
+                from_rows = spans_of(trace, content)
+                assert from_rows == spans_of(span_tables(trace), content)
+                assert from_rows == spans_of(copy, content)
+                if trace is shared:
+                    assert len(from_rows) == 11 and any(span.links for span in from_rows)
+                    assert KEY not in repr(from_rows)
+
+
+LONG_OUTPUT = ('a "quoted" line, é ü 漢字, a tab\t and a back\\slash\n' * 9000) + "end"
+
+
+def long_tool(x: str) -> str:
+    """A tool whose output is ~0.5 MB of text with characters JSON escapes and non-ASCII ones."""
+    return LONG_OUTPUT + x
+
+
+async def test_a_long_output_is_serialized_in_pieces_to_the_same_bytes() -> None:
+    """The sender's request (each span and attribute serialized on its own, long texts escaped,
+    encoded and copied in pieces, in blocks of about SLICE bytes) is byte for byte protobuf's, and
+    the sliced JSON of structured values is json.dumps's."""
+    from nbagent.trace.otlp import SLICE, dumps, request_blocks, serialize_request
+
+    answers = [calls(("c1", "long_tool", '{"x": "' + "y" * 100_000 + '"}')), "done"]
+    agent = AssistantAgent(
+        "calc",
+        ReplayChatCompletionClient(answers),
+        tools=[long_tool],
+        reflect_on_tool_use=True,  # type: ignore[arg-type]
+    )
+    await agent.run(task="go")
+    for content in (False, True):
+        spans = spans_of(agent.trace, content)
+        blocks = request_blocks(spans)
+        assert b"".join(blocks) == serialize_request(spans) == export_request(spans).SerializeToString()
+        assert max(len(block) for block in blocks) <= 4 * SLICE + 64
+    assert len(blocks) > 10  # the tool output is in the tool span and in the second call's input
+    value = {"a": [LONG_OUTPUT, {"b": 'é"\n\x00' * 30_000}], "c": 1.5, "d": None, "e": "\x00nbagent-long-x-0"}
+    assert dumps(value) == json.dumps(value, ensure_ascii=False)

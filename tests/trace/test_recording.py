@@ -361,8 +361,9 @@ async def test_attaching_an_agent_to_its_own_trace_records_each_item_once() -> N
     assert list(events["seq"]) == list(range(8))
 
 
-async def test_clear_while_another_agent_runs_keeps_what_its_run_still_needs() -> None:
-    """The README's bounded service: export and clear() from time to time, while runs go on."""
+async def test_clear_while_another_agent_runs_keeps_its_run_whole() -> None:
+    """The README's bounded service: export and clear() from time to time, while runs go on: a run going
+    at the clear keeps all it recorded; the runs ended before it are forgotten."""
     release = asyncio.Event()
 
     async def wait(note: str) -> str:
@@ -393,13 +394,28 @@ async def test_clear_while_another_agent_runs_keeps_what_its_run_still_needs() -
         ("quick", "hi again", "ok", "again"),
     ]
     assert runs["started_at"].notna().all() and runs["duration_s"].gt(0).all()
-    # The busy run keeps its start, its last move and its tool call, which ended after the clear.
+    # The busy run, going at the clear, keeps all it recorded: its rows are those of the same run recorded
+    # with no clear (what to_parquet writes once it ends), its tool call ended after the clear.
+    alone = Trace()
+    release = asyncio.Event()
+    release.set()
+    again = AssistantAgent(
+        "busy",
+        ReplayChatCompletionClient([calls(("w1", "wait", '{"note": "x"}')), "all done"]),
+        tools=[wait],
+        reflect_on_tool_use=True,
+    )
+    with alone.recording(again):
+        await again.run(task="slow")
     busy_events = trace.events_df().query("agent == 'busy'")
-    assert list(busy_events["kind"])[:3] == ["RunStarted", "Move", "ToolExecution"]
-    assert list(busy_events["move"])[1:3] == ["tool_execution"] * 2
+    assert list(busy_events["kind"]) == list(alone.events_df()["kind"])
+    assert list(busy_events["move"]) == list(alone.events_df()["move"])
     (tool,) = trace.tool_calls_df().itertuples()
     assert (tool.tool_name, tool.result, tool.is_error) == ("wait", "done x", False)
-    assert list(trace.llm_calls_df()["purpose"]) == ["reflection", "initial"]
+    assert list(trace.llm_calls_df()["purpose"]) == ["initial", "reflection", "initial"]
+    assert list(trace.llm_calls_df()["agent"]) == ["busy", "busy", "quick"]
+    # The quick run that ended before the clear is gone, with its snapshots.
+    assert set(trace.runs_df()["task"]) == {"slow", "hi again"}
 
 
 class ScriptedSource:

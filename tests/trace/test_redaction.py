@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nbagent import (
     AssistantAgent,
@@ -17,6 +19,7 @@ from nbagent import (
     load_jsonl,
     load_parquet,
 )
+from nbagent import redact as redact_module
 from nbagent.redact import REDACTED, mask, redact
 
 from .helpers import BEARER, KEY, KeyedClient, PiecesClient, calls, tool_agent
@@ -225,4 +228,134 @@ def test_token_shapes_are_masked_at_a_words_start_only_whatever_surrounds_them()
     assert (
         mask("{'api_key': 'abcdefgh12', 'x': 'Basic dXNlcjpwYXNz'}")
         == f"{{'api_key': '{REDACTED}', 'x': '{REDACTED}'}}"
+    )
+
+
+# Pieces a random text is made of: plain words, each mark a secret pattern starts with (both cases),
+# near misses, whole secrets of every shape, and characters outside ASCII (the prefilter steps aside).
+_PIECES = [
+    "lorem ",
+    "ipsum ",
+    "dolor\n",
+    "sit ",
+    "amet",
+    "0123",
+    " ",
+    "-",
+    "_",
+    ":",
+    "/",
+    "@",
+    "=",
+    '"',
+    "sk-",
+    "SK-",
+    "gh",
+    "ghp_",
+    "hf_",
+    "xox",
+    "xoxb-",
+    "AKIA",
+    "akia",
+    "AIza",
+    "://",
+    "http://u:p@h/x",
+    "Bearer ",
+    "bearer ",
+    "BASIC ",
+    "Basic ",
+    "authorization: ",
+    "AUTHORIZATION=",
+    "api_key=",
+    "Api-Key: ",
+    "apikey ",
+    "X-API-KEY:",
+    "abcdEFGH1234567890",
+    "proxy-",
+    "Proxy-Authorization: token ",
+    "Authorization = ",
+    "x-goog-",
+    "my_",
+    "--",
+    "__",
+    "api",
+    "API",
+    "key",
+    "KEY",
+    "'",
+    ";",
+    "[REDACTED]",
+    "x-api_key: ",
+    "git+ssh://",
+    "a.b-c://",
+    "9://",
+    "://x:y@z",
+    "u:p@",
+    "?api_key=abcdefgh123&x=1",
+    "sk-" + "abcdefgh12345678",
+    "ghp_" + "a1" * 12,
+    "AKIA" + "ABCDEFGHIJKLMNOP",
+    "hunter2-token-value",
+    "é",
+    "\u212a",
+    "İ",
+]
+
+
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), max_size=60),
+    secrets=st.lists(st.sampled_from(["hunter2-token-value", "zzzzzz9", "quux-secret", "ÉÉÉÉÉÉ"]), max_size=3),
+)
+@settings(max_examples=600, deadline=None)
+def test_the_prefilter_changes_no_result(pieces: list[str], secrets: list[str]) -> None:
+    """mask's fast paths (a long ASCII text lacking a character of every mark and secret is given back
+    as it is; Authorization and api-key values looked for only where the words are, URLs where a
+    ``://`` is) give what every
+    check over the whole text gives, on texts of random pieces with embedded secrets."""
+    text = "".join(pieces)
+    for padded in (text, text + " lorem ipsum" * (redact_module.FILTER_FROM // 11 + 1)):
+        assert mask(padded, secrets) == redact_module.mask_unfiltered(padded, secrets)
+
+
+def test_the_prefilter_skips_a_long_text_with_no_mark() -> None:
+    """A 1 MB text with no character of a mark comes back as it is (the same object) at once; one
+    character more and it is scanned (and masked) as before."""
+    plain = ("lorem ipsum dolor sit amet " * 40_000)[:1_000_000]
+    assert mask(plain, ["hunter2-token-value"]) is plain
+    keyed = plain + " sk-" + "abcdefgh12345678"
+    assert mask(keyed, []) == plain + " " + REDACTED
+
+
+@given(
+    pieces=st.lists(
+        st.sampled_from([*_PIECES, "\n", "\t", "  \n ", "Bearer\n", "key\n", "api-key: \n", '"\n']), max_size=80
+    ),
+    secrets=st.lists(st.sampled_from(["hunter2-token-value", "zzzzzz9", "quux-secret", "ÉÉÉÉÉÉ"]), max_size=3),
+    size=st.integers(min_value=1, max_value=40),
+)
+@settings(max_examples=600, deadline=None)
+def test_masking_in_slices_changes_no_result(pieces: list[str], secrets: list[str], size: int) -> None:
+    """A long text is masked in pieces cut where a run of spaces ends and no match can cross (each
+    regular expression a short call): the result is the whole text's, on random texts cut every
+    ``size`` characters (the slice size made small)."""
+    text = "".join(pieces)
+    original = redact_module.SLICE
+    redact_module.SLICE = size
+    try:
+        assert mask(text, secrets) == redact_module.mask_unfiltered(text, secrets)
+    finally:
+        redact_module.SLICE = original
+
+
+def test_a_long_text_is_masked_in_slices() -> None:
+    """A 5 MB text of lines is cut into pieces of about SLICE characters (none much longer), and masked
+    as a whole: a key in it and a bearer token whose credential is on the next line."""
+    line = "the quick brown fox jumps over the high wall 42\n"
+    tail = "abcDEF123456 sk-" + "abcdefgh12345678\n"
+    text = line * (5_000_000 // len(line)) + "Bearer\n" + tail
+    pieces = redact_module._slices(text)  # noqa: SLF001
+    assert "".join(pieces) == text and len(pieces) > 50
+    assert max(len(piece) for piece in pieces) < 3 * redact_module.SLICE
+    assert (
+        mask(text, []) == redact_module.mask_unfiltered(text, []) == text[: -len(tail) - 7] + f"{REDACTED} {REDACTED}\n"
     )

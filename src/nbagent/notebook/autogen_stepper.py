@@ -39,6 +39,7 @@ from ..render import (
     value,
 )
 from ..trace.context import message_kind
+from .click_button import ClickButton
 from .static_display import StaticCopyDisplay
 
 
@@ -126,8 +127,8 @@ class AutoGenStepperWidget(widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, stepper: AutoGenStepper) -> None:
         self.stepper = stepper
-        self.next_button = widgets.Button(description="Next", icon="step-forward", button_style="primary")
-        self.run_button = widgets.Button(description="Run to end", icon="fast-forward")
+        self.next_button = ClickButton(description="Next", icon="step-forward", button_style="primary")
+        self.run_button = ClickButton(description="Run to end", icon="fast-forward")
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger")
         for button, css in ((self.next_button, "nba-ag-next"), (self.run_button, "nba-ag-run")):
             button.add_class(css)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from ..render import EMPTY, STYLE, Markup, el, plural, portable
+from .kernel import in_voila
 from .static_display import close_widget, descendants
 
 if TYPE_CHECKING:
@@ -171,6 +172,8 @@ class BatchView(widgets.VBox):  # type: ignore[misc]
             from IPython.display import update_display
 
             update_display(self.static_bundle(), raw=True, display_id=self._display_id)  # type: ignore[no-untyped-call]
+            if in_voila():  # Voila may not apply the update: the widgets show the end there
+                return
             for widget in descendants(self):  # nothing shows them any more: their models go
                 close_widget(widget)
 

@@ -8,7 +8,9 @@ run shows it in place as its live view draws it (the run replayed offline into a
 the stepper (``nbagent.step(trace.replay(run_id))``, whose Fork button forks it), and to export the
 view; picking two shows ``nbagent.compare`` of them. ``explorer.selection`` is the filtered frame and
 ``explorer.query`` the pandas expression that gives it. A live trace's table follows its runs (at most
-:data:`MAX_UPDATES_PER_S` updates a second); the saved notebook keeps the first page and the run shown.
+:data:`MAX_UPDATES_PER_S` updates a second), and so do a batch's and a dataset folder's (the parts
+committed since: ``LazyTrace.refresh``), each update reading only what is new; the saved notebook keeps
+the first page and the run shown.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,22 +30,27 @@ import ipywidgets as widgets
 from .. import _check as check
 from ..agent import replayed
 from ..render import STYLE, Markup, concat, el, format_duration, portable
-from ..trace import Trace, TraceFrames
-from ..trace.explore import TABLE_COLUMNS, RunTable, Selection
+from ..trace import LazyTrace, Trace, TraceFrames
+from ..trace.explore import TABLE_COLUMNS, RunFollower, RunTable, Selection, tool_uses
+from .explorer_table import ExplorerTable
 from .static_display import StaticCopyDisplay, close_widget, descendants
 from .view import AgentRunView
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..batch import Batch
+    from ..batch import Batch, BatchFollower
     from .compare_view import CompareView
     from .stepper_widget import NotebookStepper
 
-__all__ = ["MAX_UPDATES_PER_S", "ExplorerWidget", "RunExplorer", "explore"]
+__all__ = ["COPY_DELAY_S", "MAX_UPDATES_PER_S", "ExplorerWidget", "RunExplorer", "explore"]
 
 #: At most this many table updates a second while a live trace records runs.
 MAX_UPDATES_PER_S = 10
+#: Seconds after a run opened in place before the widgets of its replayed view are closed.
+CLOSE_AFTER_S = 5.0
+#: Seconds after the last change made in the browser (or by a live update) the static copy follows.
+COPY_DELAY_S = 0.5
 _WHERE = "explore"
 _HEADERS = {
     "run_id": "run",
@@ -56,6 +66,8 @@ _HEADERS = {
     "parent": "parent",
 }
 
+
+_HINT = "click a header to sort, a run to open it, Shift-click a second to compare · keys: Up, Down, Enter, Page Down"
 
 #: The cells the stylesheet colours or wraps carry a class (the others none: a page draws faster).
 _CLASSES = {"status": "nba-x-status", "task": "nba-x-task", "error": "nba-x-error"}
@@ -87,9 +99,19 @@ _ROW = (
 _RUN, _STATUS = list(TABLE_COLUMNS).index("run_id"), list(TABLE_COLUMNS).index("status")
 
 
-def table_html(page: pd.DataFrame, selected: frozenset[str] = frozenset()) -> Markup:
-    """The rows of ``page`` (the display table's columns) as an HTML table, every value escaped."""
-    head = el("tr", [el("th", _HEADERS[column], scope="col") for column in TABLE_COLUMNS])
+def table_html(
+    page: pd.DataFrame, selected: frozenset[str] = frozenset(), sort: str | None = None, ascending: bool = True
+) -> Markup:
+    """The rows of ``page`` (the display table's columns) as an HTML table, every value escaped; the
+    header of the ``sort`` column says its order (``aria-sort``)."""
+    order = "ascending" if ascending else "descending"
+    head = el(
+        "tr",
+        [
+            el("th", _HEADERS[column], scope="col", data_column=column, aria_sort=order if column == sort else None)
+            for column in TABLE_COLUMNS
+        ],
+    )
     columns = [page[column].tolist() for column in TABLE_COLUMNS]
     rows = []
     for values in zip(*columns, strict=True):
@@ -101,7 +123,8 @@ def table_html(page: pd.DataFrame, selected: frozenset[str] = frozenset()) -> Ma
 
 
 class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
-    """Filters, sort, the page's table and a list to pick runs, pager, and the picked run's view."""
+    """Filters, sort, the page's table (:class:`ExplorerTable`: click a header to sort by it, a row to
+    open it, Shift/Ctrl-click a second to compare; or Up, Down and Enter), pager, the picked run's view."""
 
     def __init__(self, explorer: RunExplorer) -> None:
         self.explorer = explorer
@@ -118,22 +141,33 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
         self.sort.description = "sort by"
         self.descending = widgets.ToggleButton(description="descending", value=False, layout=layout)
         self.message = widgets.Label()
-        self.table = widgets.HTML()
-        self.rows = widgets.SelectMultiple(description="open", rows=8, layout=widgets.Layout(width="100%"))
+        self.table = ExplorerTable(self._on_table)
         self.previous = widgets.Button(description="previous", icon="chevron-left", layout=layout)
         self.next = widgets.Button(description="next", icon="chevron-right", layout=layout)
         self.position = widgets.Label()
+        self.hint = widgets.Label(_HINT)
         self.replay_button = widgets.Button(description="Replay in stepper", icon="play", layout=layout)
         self.export_button = widgets.Button(description="Export view", icon="download", layout=layout)
         self.detail = widgets.HTML()
         self.output = widgets.Output()
-        for control in (self.status, self.agent, self.tool, self.error, self.search, self.since, self.until):
+        filter_controls = {
+            "status": self.status,
+            "agent": self.agent,
+            "tool": self.tool,
+            "error": self.error,
+            "search": self.search,
+            "since": self.since,
+            "until": self.until,
+        }
+        for name, control in filter_controls.items():
             control.observe(self._on_filter, names="value")
+            control.add_class(f"nba-x-filter-{name}")  # a handle for the page's scripts and tests
+        self.position.add_class("nba-x-position")
+        self.detail.add_class("nba-x-detail")
         self.sort.observe(self._on_sort, names="value")
         self.descending.observe(self._on_sort, names="value")
-        self.rows.observe(self._on_rows, names="value")
-        self.previous.on_click(lambda _: explorer.turn(-1))
-        self.next.on_click(lambda _: explorer.turn(1))
+        self.previous.on_click(lambda _: self._turn(-1))
+        self.next.on_click(lambda _: self._turn(1))
         self.replay_button.on_click(lambda _: self._replay())
         self.export_button.on_click(lambda _: self._export())
         filters = widgets.HBox([self.status, self.agent, self.tool])
@@ -146,7 +180,7 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
                 widgets.HBox([self.sort, self.descending, self.message]),
                 self.table,
                 widgets.HBox([self.previous, self.position, self.next]),
-                self.rows,
+                self.hint,
                 widgets.HBox([self.replay_button, self.export_button]),
                 self.detail,
                 self.output,
@@ -157,29 +191,55 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
         self._updating = False
         self.refresh()
 
+    def _turn(self, pages: int) -> None:
+        with self.explorer.settling():
+            self.explorer.turn(pages)
+
     def _on_filter(self, _change: object) -> None:
         if self._updating:
             return
         try:
-            self.explorer.filter(
-                status=self.status.value,
-                agent=self.agent.value,
-                tool=self.tool.value,
-                error=self.error.value,
-                search=self.search.value,
-                since=self.since.value or None,
-                until=self.until.value or None,
-            )
+            with self.explorer.settling():
+                self.explorer.filter(
+                    status=self.status.value,
+                    agent=self.agent.value,
+                    tool=self.tool.value,
+                    error=self.error.value,
+                    search=self.search.value,
+                    since=self.since.value or None,
+                    until=self.until.value or None,
+                )
         except (TypeError, ValueError) as error:
             self.message.value = str(error)
 
     def _on_sort(self, _change: object) -> None:
         if not self._updating:
-            self.explorer.sort_by(self.sort.value, ascending=not self.descending.value)
+            with self.explorer.settling():
+                self.explorer.sort_by(self.sort.value, ascending=not self.descending.value)
 
-    def _on_rows(self, change: dict[str, Any]) -> None:
-        if not self._updating:
-            self.explorer.pick(*change["new"])
+    def _on_table(self, message: dict[str, Any]) -> None:
+        """What the table sends: a header clicked (sort by it; again: the other way), a row opened
+        (``add``: picked beside the one shown, to compare; again: dropped), Page Down / Up."""
+        explorer = self.explorer
+        event = message["event"]
+        try:
+            with explorer.settling():
+                if event == "sort" and message.get("column") in TABLE_COLUMNS:
+                    column = message["column"]
+                    same = explorer.current.sort == column
+                    explorer.sort_by(column, ascending=not explorer.current.ascending if same else True)
+                elif event == "open":
+                    run = explorer.check_run("run", message.get("run"))
+                    if not message.get("add"):
+                        explorer.pick(run)
+                    elif run in explorer.picked:
+                        explorer.pick(*(picked for picked in explorer.picked if picked != run))
+                    else:
+                        explorer.pick(*explorer.picked[-1:], run)
+                elif event == "turn" and isinstance(message.get("pages"), int):
+                    explorer.turn(max(-1, min(1, message["pages"])))
+        except (TypeError, ValueError) as error:
+            self.message.value = str(error)
 
     def _replay(self) -> None:
         if self.explorer.picked:
@@ -210,12 +270,13 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
                         control.options = choices
                         control.value = keep
                 self.message.value = "" if not self.message.value.startswith("written") else self.message.value
-                table_view = table_html(page, frozenset(explorer.picked))
-                self.table.value = str(el("div", table_view, class_="nba-trace nba-explorer"))
-                options = [(_option(record), str(record.run_id)) for record in page.itertuples(index=False)]
-                if self.rows.options != tuple(options):
-                    self.rows.options = options
-                self.rows.value = tuple(run for run in explorer.picked if run in {value for _, value in options})
+                current = explorer.current
+                table_view = table_html(page, frozenset(explorer.picked), current.sort, current.ascending)
+                self.table.html = str(el("div", table_view, class_="nba-trace nba-explorer"))
+                on_page = set(page["run_id"].astype(str).tolist())
+                if self.table.cursor not in on_page:
+                    self.table.cursor = next((run for run in explorer.picked if run in on_page), "")
+                self.sort.value, self.descending.value = current.sort, not current.ascending
                 pages = explorer.current.pages(explorer.page_size)
                 self.position.value = (
                     f"page {explorer.page_number + 1} of {pages} · {len(explorer.current):,} of {len(table):,} runs"
@@ -228,11 +289,6 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
                 self._updating = False
 
 
-def _option(record: Any) -> str:
-    task = str(record.task or "")
-    return f"{record.run_id} · {record.agent} · {record.status} · {task[:80]}"
-
-
 class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
     """The runs of ``source`` (a trace, live or loaded, or a ``Batch``), filtered, sorted and paged.
 
@@ -241,10 +297,21 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
     ``runs_df()``), :attr:`query` the pandas expression giving it over ``runs`` and ``tool_calls``.
     """
 
-    def __init__(self, source: TraceFrames | Batch, *, page_size: int = 50, live: bool | None = None) -> None:
+    def __init__(
+        self,
+        source: TraceFrames | Batch | str | os.PathLike[str],
+        *,
+        page_size: int = 50,
+        live: bool | None = None,
+        session: str | None = None,
+    ) -> None:
         super().__init__()
         from ..batch import Batch
 
+        if session is not None and not isinstance(source, str | os.PathLike):
+            raise check.wrong_value(_WHERE, "session", "None unless source is a dataset's folder", session)
+        if isinstance(source, str | os.PathLike):  # a Parquet dataset, read lazily
+            source = LazyTrace(source, session, where=f"{_WHERE}:source")
         if isinstance(source, Batch):
             self.trace: TraceFrames = source.trace
             self.name = "batch"
@@ -252,35 +319,156 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
             self.trace = source
             self.name = "trace"
         else:
-            raise check.wrong_type(_WHERE, "source", "a trace (Trace or LoadedTrace) or a Batch", source)
+            raise check.wrong_type(
+                _WHERE,
+                "source",
+                "a trace (Trace, LoadedTrace, LazyTrace), a Batch or a Parquet dataset's folder",
+                source,
+            )
         self.source = source
         self.page_size = int(check.integer(_WHERE, "page_size", page_size, minimum=1) or 1)
         check.boolean(_WHERE, "live", live, none=True)
-        #: Whether the table follows the trace's new runs (a live trace's, by default).
-        self.live = isinstance(self.trace, Trace) if live is None else bool(live)
+        # a batch writing to a dataset: its runs so far read again (from the folder and its parts in memory)
+        self._rereads = isinstance(source, Batch) and source.output is not None
+        #: Whether the table follows the trace's new runs (a live trace's or a batch's, by default).
+        if live is None:  # a dataset's folder is followed too: a batch or an exporting session adds to it
+            live = isinstance(self.trace, Trace | LazyTrace) or (
+                isinstance(source, Batch) and self._rereads and source.state in ("new", "running")
+            )
+        self.live = bool(live)
         self.page_number = 0
         #: The runs picked (one shown, two compared), by id.
         self.picked: list[str] = []
         #: The HTML shown for the picked runs (their view, or their comparison).
         self.detail_html = ""
         self.opening: asyncio.Task[str] | None = None
-        self._seen: tuple[int, int] | None = None
+        self._seen: tuple[object, ...] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._settling = 0
+        self._copy_due = False
+        self._copy_timer: asyncio.TimerHandle | None = None
         self._min_interval = 1 / MAX_UPDATES_PER_S
         self._last_update = 0.0
         self.updates = 0
+        # a live trace's new rows, read incrementally (a batch's runs not matched to a task yet, again); a
+        # batch writing to a dataset: the parts in memory followed, each written part read once
+        self._follower = RunFollower(self.trace) if self.live and isinstance(self.trace, Trace) else None
+        self._batch: BatchFollower | None = None
+        if self.live and isinstance(source, Batch) and self._rereads:
+            self._batch = source.follow()
+        self._unmatched: set[str] = set()
+        # a dataset's folder: its new parts are read in a worker thread at a live update (one at a time)
+        self._folder_lock = threading.Lock()
+        self._fetching: asyncio.Task[None] | None = None
+        self._dropped = False  # a read's parts were not taken in (its update cancelled): read the whole next
         self.table = self._read()
         self.current: Selection = self.table.select()
 
     # ------------------------------------------------------------------ the frame side
 
-    def _read(self) -> RunTable:
-        self._seen = self._signature()
-        return RunTable(self.source.runs_df(), self.source.tool_calls_df())
+    def _read(self, again: bool = False) -> RunTable:
+        """The table of the whole source (``again``: a batch writing to a dataset read anew)."""
+        from ..batch import Batch
 
-    def _signature(self) -> tuple[int, int] | None:
+        self._seen = self._signature()
+        if isinstance(self.source, Batch):
+            if again and self._rereads:
+                if self._batch is not None:
+                    self._batch.reset()  # then what the batch holds now is read
+                self.trace = self.source.trace  # the runs so far
+            runs = self.source.with_tasks(self.trace.runs_df())
+        else:
+            runs = self.source.runs_df()
+        table = RunTable(runs, tool_uses(self.trace))
+        self._unmatched = self._without_task(table.runs)
+        return table
+
+    def _without_task(self, runs: pd.DataFrame) -> set[str]:
+        """The runs of a batch's not matched to their task yet (their attempt is recorded as it ends)."""
+        if "task_index" not in runs.columns:
+            return set()
+        return {str(run) for run in runs.loc[runs["task_index"].isna(), "run_id"]}
+
+    def _update(self) -> None:
+        """Read what changed in the trace since the last update: the new and changed runs alone."""
+        from ..batch import Batch
+
+        if isinstance(self.trace, LazyTrace) and self.live:  # a dataset: the parts committed since, alone
+            self._seen = self._signature()  # before listing: a part committed meanwhile is seen next time
+            whole, self._dropped = self._dropped, False
+            self._take(self._fetch_parts(whole))
+            return
+        follower = self._batch if self._batch is not None else self._follower
+        changes = None if follower is None else follower.changes(self._unmatched)
+        if changes is None:  # not followed, or rows were forgotten (trace.clear(), max_runs)
+            self.table = self._read(again=True)
+            return
+        self._seen = self._signature()
+        runs, tool_calls = changes
+        if isinstance(self.source, Batch):
+            if self._batch is None:  # a batch's follower gives them with their tasks
+                runs = self.source.with_tasks(runs)
+            self._unmatched = self._without_task(runs)
+        self.table.update(runs, tool_calls)
+
+    def _fetch_parts(self, whole: bool) -> tuple[bool, pd.DataFrame, pd.DataFrame] | None:
+        """The parts of the followed folder committed since the last update, read (from a worker thread
+        too: it touches no widget): ``(whole, runs, tool uses)``, ``whole`` when they are the whole
+        table (a new part went before parts read: a session that started earlier); ``None``: none."""
+        assert isinstance(self.trace, LazyTrace)
+        with self._folder_lock:
+            known = self.trace.parts
+            new = self.trace.refresh()
+            if not whole:  # ``whole``: a read before was not shown (the caller, on the loop, says so)
+                if not new.parts:
+                    return None
+                if self.trace.parts[: len(known)] == known:
+                    return False, new.runs_df(), tool_uses(new)
+            return True, self.trace.runs_df(), tool_uses(self.trace)
+
+    def _take(self, fetched: tuple[bool, pd.DataFrame, pd.DataFrame] | None) -> None:
+        """Put what :meth:`_fetch_parts` read into the table."""
+        if fetched is None:
+            return
+        whole, runs, tools = fetched
+        if whole:
+            self.table = RunTable(runs, tools)
+            self._unmatched = self._without_task(self.table.runs)
+        else:
+            self.table.update(runs, tools)
+
+    async def _poll_folder(self, started: float) -> None:
+        """A live update of a followed folder, its files read in a worker thread (the loop runs on)."""
+        updates = self.updates
+        seen = self._signature()
+        try:
+            whole, self._dropped = self._dropped, False
+            fetched = await asyncio.to_thread(self._fetch_parts, whole)
+        except asyncio.CancelledError:  # closed: the thread's read, if it took parts in, is not shown
+            self._dropped = True
+            raise
+        finally:  # an error (the folder's files) stops the following, as it did on the loop: it is logged
+            self._fetching = None
+        if updates != self.updates and fetched is not None and not fetched[0]:
+            fetched = None  # updated meanwhile from code (refresh()): what was read goes after, read it all
+            self._dropped = True
+            self._seen = None
+        else:
+            self._seen = seen
+        with self.settling():
+            self._take(fetched)
+            self._updated(started)
+        self._schedule()
+
+    def _signature(self) -> tuple[object, ...] | None:
+        from ..batch import Batch
+
+        if self._rereads and isinstance(self.source, Batch):
+            return (self.source.state, *self.source.recorded)
         if isinstance(self.trace, Trace):
             return self.trace.store.epoch, len(self.trace)
+        if isinstance(self.trace, LazyTrace):
+            return _folder_state(self.trace.folder)
         return None
 
     @property
@@ -297,8 +485,15 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
     @property
     def code(self) -> str:
         """:attr:`query` as lines to paste, over the explored trace (or batch) named as ``trace`` (``batch``)."""
+        opening = ""
+        if isinstance(self.trace, LazyTrace):  # the dataset read again, its tool names only
+            session = f", {self.trace.session!r}" if self.trace.session is not None else ""
+            opening = f"import nbagent\ntrace = nbagent.load_parquet({str(self.trace.folder)!r}{session}, lazy=True)\n"
+            tools = 'trace.table("tool_calls", ["run_id", "tool_name"])'
+        else:
+            tools = f"{self.name}.tool_calls_df()"
         return (
-            f"import pandas as pd\nruns = {self.name}.runs_df()\ntool_calls = {self.name}.tool_calls_df()\n"
+            f"{opening}import pandas as pd\nruns = {self.name}.runs_df()\ntool_calls = {tools}\n"
             f"selection = {self.query}"
         )
 
@@ -334,15 +529,16 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
 
     # ------------------------------------------------------------------ picking runs
 
-    def _check_run(self, param: str, run_id: object) -> str:
+    def check_run(self, param: str, run_id: object) -> str:
+        """``run_id`` if it names a run of the explored trace, else a ``ValueError`` naming ``param``."""
         run = str(check.string(_WHERE, param, run_id))
-        if run not in set(self.table.run_ids.tolist()):
+        if run not in self.table:
             raise check.wrong_value(_WHERE, param, "the id of a run of the explored trace", run_id)
         return run
 
     def pick(self, *run_ids: str) -> asyncio.Task[str] | None:
         """Pick runs: one is shown (:meth:`open`, in the background), two are compared, none clears."""
-        runs = [self._check_run(f"run_ids[{i}]", run) for i, run in enumerate(run_ids)]
+        runs = [self.check_run(f"run_ids[{i}]", run) for i, run in enumerate(run_ids)]
         if len(runs) > 2:
             raise check.wrong_value(_WHERE, "run_ids", "one or two runs", run_ids)
         self.picked = runs
@@ -359,24 +555,31 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
     async def open(self, run_id: str) -> str:
         """Show run ``run_id`` in place as its live view draws it: the run replayed offline (no model or
         tool called) into an ``AgentRunView``; its static HTML is returned and shown. A run that cannot
-        be replayed (one still running, an AutoGen agent's) shows its timeline and why."""
-        run = self._check_run("run_id", run_id)
+        be replayed (one still running, an AutoGen agent's) shows its timeline and why. A run that failed
+        or was cancelled fails or is cancelled again in its replay: its view shows how, as it did live."""
+        run = self.check_run("run_id", run_id)
         self.picked = [run]
         self.detail_html = str(el("div", f"opening run {run}…", class_="nba-muted"))
         self._changed()
         try:
-            agent, task = replayed(_WHERE, self.trace.replay(run), None)
+            agent, task = replayed(_WHERE, self._of(run).replay(run), None)
+        except Exception as error:  # the reason is shown, with what the trace still tells
+            timeline = Markup(self._of(run).timeline(run).to_html())
+            note = el("div", f"run {run} cannot be replayed ({type(error).__name__}: {error})", class_="nba-muted")
+            html = str(portable(el("div", concat(note, timeline), class_="nba-explorer-run")))
+        else:
             view = AgentRunView(f"run {run} ({agent.name})")
             try:
                 await view.run(agent, task)
-                html = view.to_html()
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # this open was cancelled, not the replayed run
+            except Exception:  # noqa: S110 the recorded run's own error, shown by its view
+                pass
             finally:
-                for widget in descendants(view):
-                    close_widget(widget)
-        except Exception as error:  # the reason is shown, with what the trace still tells
-            timeline = Markup(self.trace.timeline(run).to_html())
-            note = el("div", f"run {run} cannot be replayed ({type(error).__name__}: {error})", class_="nba-muted")
-            html = str(portable(el("div", concat(note, timeline), class_="nba-explorer-run")))
+                _close_soon(view)
+            html = view.to_html()
         if self.picked == [run]:
             self.detail_html = html
             self._changed()
@@ -387,7 +590,8 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         move by move, fork it where it should have gone otherwise."""
         from .stepper_widget import step
 
-        stepper = step(self.trace.replay(self._check_run("run_id", run_id)))
+        run = self.check_run("run_id", run_id)
+        stepper = step(self._of(run).replay(run))
         return cast("NotebookStepper", stepper)  # a replay is an nbagent agent's run: never AutoGen's stepper
 
     def compare(self, a: str | None = None, b: str | None = None) -> CompareView:
@@ -398,13 +602,20 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
             if len(self.picked) != 2:
                 raise check.wrong_value(_WHERE, "a, b", "two run ids (or two runs picked)", (a, b))
             a, b = self.picked
-        left, right = self._check_run("a", a), self._check_run("b", b)
-        return compare((self.trace, left), (self.trace, right), labels=(left, right))
+        left, right = self.check_run("a", a), self.check_run("b", b)
+        return compare((self._of(left), left), (self._of(right), right), labels=(left, right))
+
+    def _of(self, run: str) -> TraceFrames:
+        """The trace to read run ``run`` from: a lazily read dataset's run alone (its rows only); a
+        followed batch's part in memory holding it, or its run read alone from the batch's folder."""
+        if self._batch is not None:
+            return self._batch.trace_of(run)
+        return self.trace.run(run) if isinstance(self.trace, LazyTrace) else self.trace
 
     def export(self, run_id: str, path: str | Path | None = None) -> Path:
         """Write run ``run_id``'s view (the HTML shown, with the stylesheet) to ``path``
         (``run-<id>.html`` in the working folder by default), whole or not at all."""
-        run = self._check_run("run_id", run_id)
+        run = self.check_run("run_id", run_id)
         html = self.detail_html if self.picked == [run] else ""
         if not html:
             raise check.wrong_value(_WHERE, "run_id", "the run shown", run_id, "await explorer.open(run_id) first")
@@ -416,12 +627,17 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
     # ------------------------------------------------------------------ live updates
 
     def refresh(self) -> None:
-        """Read the trace's runs again (what a live explorer does by itself), keeping filters and sort."""
+        """Read the trace's new and changed runs (what a live explorer does by itself; a trace not
+        followed: all its runs again), keeping filters and sort."""
         started = time.perf_counter()
-        self.table = self._read()
+        self._update()
+        self._updated(started)
+
+    def _updated(self, started: float) -> None:
+        """After an update begun at ``started``: the selection made again, the pace set, the views told."""
         self.current = self.table.select(self.current.filters, self.current.sort, self.current.ascending)
         self.page_number = min(self.page_number, self.current.pages(self.page_size) - 1)
-        self.picked = [run for run in self.picked if run in set(self.table.run_ids.tolist())]
+        self.picked = [run for run in self.picked if run in self.table]
         cost = time.perf_counter() - started
         # at most MAX_UPDATES_PER_S a second, and never more than a fifth of the kernel's time
         self._min_interval = max(1 / MAX_UPDATES_PER_S, 4 * cost)
@@ -430,12 +646,20 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
 
     def poll(self) -> bool:
         """Refresh if the trace has new items and the last update is old enough; whether it did."""
+        if not self._due():
+            return False
+        self.refresh()
+        return True
+
+    def _due(self) -> bool:
+        """Whether an update is due (the trace has new items and the last update is old enough): if so,
+        its time is noted as the last update's."""
         if not self.live or self._signature() == self._seen:
             return False
-        if time.perf_counter() - self._last_update < self._min_interval:
+        now = time.perf_counter()
+        if now - self._last_update < self._min_interval:
             return False
-        self._last_update = time.perf_counter()
-        self.refresh()
+        self._last_update = now
         return True
 
     def _schedule(self) -> None:
@@ -449,19 +673,33 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
 
     def _tick(self) -> None:
         self._timer = None
-        if self._widget is None or not self._widget.comm:
+        if self._widget is None or not self._widget.comm or self._fetching is not None:
             return
-        self.poll()
+        if isinstance(self.trace, LazyTrace) and self.live:  # a folder: its files read off the loop
+            if self._due():
+                self._fetching = asyncio.get_running_loop().create_task(self._poll_folder(self._last_update))
+                return  # it schedules the next tick when done
+            self._schedule()
+            return
+        with self.settling():
+            self.poll()
         self._schedule()
 
     def close(self) -> None:
-        """Stop following the trace and close the widget (its static copy stays)."""
+        """Stop following the trace and close the widget (its static copy stays, brought up to date, and
+        the widget's output is emptied: a notebook saved while the explorer is live names its model, which
+        a reopened notebook without saved widget state logs as "widget model not found" once)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._widget is not None:
-            for widget in descendants(self._widget):
-                close_widget(widget)
+        if self._fetching is not None:
+            self._fetching.cancel()  # its thread ends its read; nothing is taken in
+            self._fetching = None
+        if self._copy_timer is not None:
+            self._copy_timer.cancel()
+            self._copy_timer = None
+            self._copy_settled()
+        self.close_widgets()
 
     # ------------------------------------------------------------------ display
 
@@ -471,8 +709,37 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         self._schedule()
         return widget
 
+    @contextmanager
+    def settling(self) -> Iterator[None]:
+        """Changes made inside (the browser's clicks and keys, a live trace's updates) show in the widget
+        at once and in the static copy once they settle (:data:`COPY_DELAY_S` after the last): a page of
+        the table redrawn is cheap in the browser, its static copy (styles inlined) costs more."""
+        self._settling += 1
+        try:
+            yield
+        finally:
+            self._settling -= 1
+
     def _changed(self) -> None:
-        self.changed()
+        if not self._settling or self._widget is None:
+            self._copy_due = False
+            self.changed()
+            return
+        self._widget.refresh()
+        self._copy_due = True
+        if self._copy_timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.changed()
+                return
+            self._copy_timer = loop.call_later(COPY_DELAY_S, self._copy_settled)
+
+    def _copy_settled(self) -> None:
+        self._copy_timer = None
+        if self._copy_due:
+            self._copy_due = False
+            self.changed()
 
     def _static_html(self) -> str:
         first = self.current.page(0, self.page_size)
@@ -483,16 +750,44 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
             class_="nba-explorer-title",
         )
         query = el("pre", self.query, class_="nba-explorer-query")
-        detail = Markup(self.detail_html)
-        body = el(
-            "div",
-            concat(head, query, table_html(first, frozenset(self.picked)), detail),
-            class_="nba-trace nba-explorer nba-static-copy",
-        )
-        return str(portable(body))
+        # The table's cells keep their classes but no inlined styles (a page's cells would each repeat the
+        # same ~100 characters: 70 kB instead of 20 kB for 50 runs, and JupyterLab's work to show each
+        # new copy grows with it); the frontends' own table styles lay them out where the stylesheet is not.
+        table = table_html(first, frozenset(self.picked))
+        detail = Markup(self.detail_html)  # the run's view, its styles inlined by the view itself
+        parts = concat(portable(concat(head, query)), table, detail)
+        return str(Markup('<div class="nba-trace nba-explorer nba-static-copy">') + parts + Markup("</div>"))
 
     def __repr__(self) -> str:
         return f"RunExplorer({len(self.current):,} of {len(self.table):,} runs, query={self.query!r})"
+
+
+def _folder_state(folder: Path) -> tuple[object, ...]:
+    """What changes when a part is committed to a dataset: the modification times of the folder (a
+    pending folder removed), of ``runs/`` (a session added) and of each ``runs/session=*`` (a part added)."""
+    try:
+        runs = folder / "runs"
+        sessions = sorted((entry.name, entry.stat().st_mtime_ns) for entry in os.scandir(runs) if entry.is_dir())
+        return folder.stat().st_mtime_ns, runs.stat().st_mtime_ns, *sessions
+    except OSError:  # not there (yet, or any more)
+        return ()
+
+
+def _close_soon(view: AgentRunView) -> None:
+    """Close a replay's view (never displayed) :data:`CLOSE_AFTER_S` on, outermost widget first: the
+    frontend builds the models it is told of asynchronously, and a child closed while its parent's model
+    was still being built made JupyterLab log "widget model not found" (seen once in eight runs of the
+    browser test on a loaded machine)."""
+    parts = list(descendants(view))[::-1]
+
+    def close() -> None:
+        for widget in parts:
+            close_widget(widget)
+
+    try:
+        asyncio.get_running_loop().call_later(CLOSE_AFTER_S, close)
+    except RuntimeError:
+        close()
 
 
 def _write_whole(target: Path, text: str) -> None:
@@ -507,6 +802,15 @@ def _write_whole(target: Path, text: str) -> None:
         raise
 
 
-def explore(source: TraceFrames | Batch, *, page_size: int = 50, live: bool | None = None) -> RunExplorer:
-    """A run explorer over ``source``: a trace (live or loaded) or a ``Batch`` (display it)."""
-    return RunExplorer(source, page_size=page_size, live=live)
+def explore(
+    source: TraceFrames | Batch | str | os.PathLike[str],
+    *,
+    page_size: int = 50,
+    live: bool | None = None,
+    session: str | None = None,
+) -> RunExplorer:
+    """A run explorer over ``source`` (display it): a trace (live or loaded), a ``Batch``, or the
+    folder of a Parquet dataset (``trace.to_parquet``'s; every session, or ``session`` only), read
+    lazily: the runs table and the tool names only, then each run's rows when it is opened. ``live``
+    (default: a live trace, a running batch, a dataset's folder) follows the runs added."""
+    return RunExplorer(source, page_size=page_size, live=live, session=session)

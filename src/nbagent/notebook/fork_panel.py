@@ -17,6 +17,7 @@ import ipywidgets as widgets
 
 from ..render import el
 from ..stepper import LLM_MOVES, Stepper
+from .click_button import ClickButton
 from .compare_view import compare
 
 
@@ -36,7 +37,7 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, owner: Owner) -> None:
         self.owner = owner
-        self.fork_button = widgets.Button(description="Fork here", icon="code-fork", tooltip="Fork the walk here")
+        self.fork_button = ClickButton(description="Fork here", icon="code-fork", tooltip="Fork the walk here")
         self.fork_button.add_class("nba-fork")
         self.fork_button.on_click(lambda _: owner.click(self.fork))
         self.call_id = widgets.Dropdown(description="tool call", layout=widgets.Layout(width="16em"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import signal
 import socket
 import sys
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["comms_meanwhile", "in_kernel", "wake_on_signals"]
+__all__ = ["comms_meanwhile", "in_kernel", "in_voila", "wake_on_signals"]
 
 _COMMS = frozenset({"comm_open", "comm_msg", "comm_close"})
 
@@ -29,6 +30,16 @@ def in_kernel() -> bool:
     from IPython import get_ipython
 
     return getattr(get_ipython(), "kernel", None) is not None
+
+
+def in_voila() -> bool:
+    """Whether this kernel serves a Voila page (Voila sets ``VOILA_KERNEL_ID`` in it before any cell runs).
+
+    Voila's page does not apply a display update made after its cell has ended (measured with voila
+    0.5.13, by default and with progressive rendering): a background run's view is never replaced by
+    its static copy there, so it keeps its widgets, which show how the run ended.
+    """
+    return "VOILA_KERNEL_ID" in os.environ
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -29,7 +29,8 @@ def close_widget(widget: ipywidgets.Widget) -> None:
     value = widget.value if isinstance(widget, ipywidgets.HTML) else ""
     if value:
         widget.value = ""
-    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
+    for name in ("layout", "style"):  # made when the widget's model opened: one never opened has none
+        part = getattr(widget, name) if widget.has_trait(name) and widget.trait_has_value(name) else None
         if isinstance(part, ipywidgets.Widget):
             part.close()
     widget.close()
@@ -72,6 +73,7 @@ class StaticCopyDisplay(ABC, Generic[W]):
         super().__init__(*args, **kwargs)
         self._widget: W | None = None
         self._display_ids: list[str] = []
+        self._live_ids: list[str] = []  # the outputs showing the widget
 
     @abstractmethod
     def _make_widget(self) -> W:
@@ -89,9 +91,8 @@ class StaticCopyDisplay(ABC, Generic[W]):
 
     def changed(self) -> None:
         """After each move and at the end: the widget and the static copy show the new state."""
-        if self._widget is None:
-            return
-        self._widget.refresh()
+        if self._widget is not None:
+            self._widget.refresh()
         if not self._display_ids:
             return
         from IPython.display import update_display
@@ -122,4 +123,25 @@ class StaticCopyDisplay(ABC, Generic[W]):
         display(self.static_bundle(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
         live = self.widget()._repr_mimebundle_() or {}
         live["text/plain"] = ""
-        display(live, raw=True)  # type: ignore[no-untyped-call]
+        live_id = uuid.uuid4().hex
+        self._live_ids.append(live_id)
+        display(live, raw=True, display_id=live_id)  # type: ignore[no-untyped-call]
+
+    def close_widgets(self) -> None:
+        """Done with the widget: each output that shows it is emptied (the static copy before it shows the
+        last state, and later moves made in code still update it) and its models are closed.
+
+        A saved notebook then holds no widget output for it: reopened without saved widget state, the
+        widget manager finds no model missing (a live widget's output names a model only the kernel that
+        made it had). Displayed again, the object shows a new widget.
+        """
+        widget, self._widget = self._widget, None
+        if widget is None:
+            return
+        from IPython.display import update_display
+
+        for live_id in self._live_ids:
+            update_display({"text/plain": ""}, raw=True, display_id=live_id)  # type: ignore[no-untyped-call]
+        self._live_ids.clear()
+        for part in descendants(cast("ipywidgets.Widget", widget)):
+            close_widget(part)

@@ -15,7 +15,17 @@ of its last state as HTML, updated after every move) and the live widget (``nba-
 The stylesheet hides the copy while the widget shows, and hides a widget output that shows no
 live stepper (a reopened notebook: the widget manager has no model for it) so the copy shows
 instead: a saved notebook never shows "Error displaying widget: model not found", and nbconvert
-shows the copy, with or without saved widget state.
+shows the copy, with or without saved widget state. Without saved widget state (JupyterLab's
+default), the widget manager of a reopened trusted notebook still logs "widget model not found" once
+in the browser's console for each stepper whose widget was live when it was saved: the output names a
+model only the kernel that made it had, and the widget renderer of ipywidgets' JupyterLab manager
+(``WidgetRenderer.renderModel``, used by Notebook 7 too) looks the model up (``get_model`` waits 2 s,
+then throws) and logs the miss; it never falls back to the output's ``text/html``, and only an
+output whose model id is empty (blanked by the frontend when a widget is closed while a page shows
+it) is skipped. Nothing in the kernel sees the notebook being saved. A walk kept to read is ended
+with :meth:`~.static_display.StaticCopyDisplay.close_widgets`: the widget's output is emptied and
+its models closed, so the saved notebook names none (a finished walk keeps its widget until then:
+its Reset walks it again).
 
 CSS hooks (stable, tests use them): ``nba-node`` per diagram box with ``data-move`` and
 ``data-state`` (``current``, ``visited``, ``upcoming``, ``unused``, ``idle``); ``nba-edge-group``
@@ -36,7 +46,8 @@ from typing import TYPE_CHECKING, Any, cast
 import ipywidgets as widgets
 
 from .. import autogen
-from ..agent import AssistantAgent, Task, check_entry, replayed
+from ..agent import AssistantAgent, check_entry, replayed
+from ..agent_input import Task
 from ..cancellation import CancellationToken
 from ..context import message_text
 from ..messages import ModelClientStreamingChunkEvent
@@ -56,7 +67,8 @@ from ..render import (
     to_html,
     value,
 )
-from ..stepper import Stepper, StepResult
+from ..stepper import MoveUndone, Stepper, StepResult
+from .click_button import ClickButton
 from .fork_panel import ForkPanel
 from .static_display import StaticCopyDisplay
 
@@ -286,15 +298,18 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
 
     Button callbacks run on the kernel's thread; each schedules the async action on the kernel's
     event loop, so the buttons work after the cell has finished. Clicks while an action runs are
-    ignored (the buttons are disabled meanwhile). Pause, enabled while "Run to end" goes, stops it
-    after the move in progress: the walk is paused there, not cancelled.
+    ignored (the buttons are disabled meanwhile), and so is the second click of a double click made
+    before the browser saw the first one taken (:class:`~.click_button.ClickButton`). Pause, enabled
+    while a move is made, pauses the walk at a move boundary within a second (not cancelled): after
+    the move in progress, or before it when it is slow (it is undone: :class:`~nbagent.stepper.MoveUndone`).
     """
 
     def __init__(self, stepper: NotebookStepper) -> None:
         self.stepper = stepper
-        self.next_button = widgets.Button(description="Next", icon="step-forward", button_style="primary")
-        self.run_button = widgets.Button(description="Run to end", icon="fast-forward")
-        self.reset_button = widgets.Button(description="Reset", icon="undo")
+        # A double click makes one move: each click says the state it was made against (ClickButton).
+        self.next_button = ClickButton(description="Next", icon="step-forward", button_style="primary")
+        self.run_button = ClickButton(description="Run to end", icon="fast-forward")
+        self.reset_button = ClickButton(description="Reset", icon="undo")
         self.pause_button = widgets.Button(description="Pause", icon="pause", disabled=True)
         self.pause_button.add_class("nba-pause")
         self.pause_button.on_click(lambda _: self.pause())
@@ -372,6 +387,8 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
     async def _perform(self, action: Callable[[], Awaitable[Any]]) -> None:
         try:
             await action()
+        except MoveUndone as undone:  # Pause cancelled a slow Next: paused before the move, as before it
+            self.error = str(undone)
         except asyncio.CancelledError:
             self.error = "cancelled"
         except Exception as error:
@@ -386,7 +403,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         stepper = self.stepper
         busy = self.busy or stepper.moving
         if busy:
-            text = "pausing after this move…" if self.paused_at is not None else "working…"
+            text = "pausing…" if self.paused_at is not None else "working…"
         elif self.error:
             text = self.error
         else:

@@ -14,6 +14,10 @@ run's cancellation token) and ``interrupted`` (a kernel interrupt, or its task c
 outside); each has its colour. Text that was streaming when a run ended without its message never
 entered the model context: it stays, struck through, under "streamed text, discarded".
 
+A view's widgets open their models (comms, which ipywidgets' registry keeps alive) only when it is
+first displayed, or when a box that shows it asks for its model id: a view built and dropped, or run
+and never displayed, holds none and is collected like any object; a finished view closes them.
+
 A saved notebook shows every finished run as its static copy: when the run ends, the output is
 replaced (through its display id) by the view's HTML alone, so a reopened notebook (JupyterLab,
 Notebook 7; widget state saved or not) and nbconvert show it without the widget manager.
@@ -49,7 +53,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
 
 import ipywidgets as widgets
 
-from ..agent import AgentRun, AssistantAgent, Task, check_entry, replayed, task_messages
+from ..agent import AgentRun, AssistantAgent, check_entry, replayed
+from ..agent_input import Task, task_messages
 from ..autogen import view_run
 from ..cancellation import CancellationToken
 from ..messages import (
@@ -86,7 +91,7 @@ from ..render import to_html as item_html
 from ..render.textlog import TextLog
 from ..sync import Pending, run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
-from .kernel import in_kernel
+from .kernel import in_kernel, in_voila
 from .static_display import close_widget, descendants
 
 if TYPE_CHECKING:
@@ -111,6 +116,8 @@ again once its task has been cancelled."""
 ENDED = frozenset({"ok", "error", "cancelled", "interrupted"})
 """The statuses of a view whose run has ended."""
 
+PREVIEW_CHARS = 120
+"""How much of an answer's first line a view's ``text/plain`` preview holds (its static copy holds more)."""
 _last_view: weakref.ref[AgentRunView] | None = None
 
 
@@ -156,10 +163,54 @@ _KINDS: dict[type, str] = {ThoughtEvent: "thought", MemoryQueryEvent: "memory"}
 
 
 def _html(value: Markup, kind: str) -> widgets.HTML:
-    widget = widgets.HTML(value)
+    widget = _LaterHTML(value)
     widget.add_class("nba-item")
     widget.add_class(f"nba-item-{kind}")
     return widget
+
+
+class _OpenLater(widgets.Widget):  # type: ignore[misc]
+    """Mixed into a widget class: its model opens (a comm, an entry in ipywidgets' registry, which keeps
+    it alive) only when it is first shown (:meth:`open_now`, or a box showing it asks for its
+    ``model_id``), not when it is made: a view built and never displayed holds no widget model and is
+    collected like any object."""
+
+    _may_open = False
+
+    def open(self) -> None:
+        if self._may_open:
+            super().open()
+
+    def open_now(self) -> None:
+        """Open the model (and, through the state it sends, those of the widgets it holds)."""
+        self._may_open = True
+        super().open()
+
+    @property
+    def model_id(self) -> str:
+        if self.comm is None and not self._may_open:  # asked for by a box that shows it
+            self.open_now()
+        return cast(str, super().model_id)
+
+
+class _LaterHTML(_OpenLater, widgets.HTML):  # type: ignore[misc]
+    """An HTML widget whose model opens when first shown."""
+
+
+class _LaterButton(_OpenLater, widgets.Button):  # type: ignore[misc]
+    """A button whose model opens when first shown."""
+
+
+class _LaterBox(_OpenLater, widgets.Box):  # type: ignore[misc]
+    """A Box whose model opens when first shown."""
+
+
+class _LaterHBox(_OpenLater, widgets.HBox):  # type: ignore[misc]
+    """An HBox whose model opens when first shown."""
+
+
+class _LaterVBox(_OpenLater, widgets.VBox):  # type: ignore[misc]
+    """A VBox whose model opens when first shown."""
 
 
 class _Waker:
@@ -197,7 +248,7 @@ class _ToolCard:
         self.call = call
         self.execution: ToolExecution | None = None
         self.done = False
-        self.widget = widgets.HTML(tool_card(call))
+        self.widget = _LaterHTML(tool_card(call))
         self.widget.add_class("nba-tool-card-widget")
 
     def show_running(self) -> None:
@@ -228,15 +279,15 @@ class _Stream:
     def __init__(self, badge: Markup, interval: float, call: LLMCall | None = None) -> None:
         self.call = call
         self._badge = badge
-        self._segment = widgets.HTML()
+        self._segment = _LaterHTML()
         self._escaped = EMPTY
         self._length = 0
-        self.head = widgets.HTML(stream_head(badge))
-        self._body = widgets.Box([self._segment])
+        self.head = _LaterHTML(stream_head(badge))
+        self._body = _LaterBox([self._segment])
         self._body.add_class("nba-stream-body")
-        scroll = widgets.Box([self._body])
+        scroll = _LaterBox([self._body])
         scroll.add_class("nba-scroll")
-        self.box = widgets.Box([self.head, scroll])
+        self.box = _LaterBox([self.head, scroll])
         for name in ("nba-item", "nba-item-stream", "nba-event", "nba-text", "nba-stream"):
             self.box.add_class(name)
         self.coalescer = Coalescer(self._show, interval)
@@ -256,7 +307,7 @@ class _Stream:
             room = SEGMENT_CHARS - self._length
             self._segment.value = stream_segment(self._escaped + new[:room])
             new = new[room:]
-            self._segment = widgets.HTML()
+            self._segment = _LaterHTML()
             self._escaped = EMPTY
             self._length = 0
             self._body.children = (*self._body.children, self._segment)
@@ -286,7 +337,7 @@ class _LLMRow:
         self.widget.value = item_html(self.call, options)
 
 
-class AgentRunView(widgets.VBox):  # type: ignore[misc]
+class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     """A live view of one agent run; call :meth:`run` (or :func:`show` / :func:`start`) to fill it.
 
     :meth:`handle` takes the run's items one by one and is the whole model of the view: it can be
@@ -296,20 +347,20 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, title: str = "", *, interval: float = DEFAULT_INTERVAL) -> None:
         self._interval = interval
-        self._title = widgets.HTML()
+        self._title = _LaterHTML()
         self._set_title(title)
-        self._status_html = widgets.HTML()
+        self._status_html = _LaterHTML()
         self._status_html.add_class("nba-status")
-        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger", disabled=True)
+        self.stop_button = _LaterButton(description="Stop", icon="stop", button_style="danger", disabled=True)
         self.stop_button.add_class("nba-stop")
         self.stop_button.on_click(lambda _: self.stop())
-        header = widgets.HBox([self._title, self._status_html, self.stop_button])
+        header = _LaterHBox([self._title, self._status_html, self.stop_button])
         header.add_class("nba-header")
-        self.body = widgets.VBox()
+        self.body = _LaterVBox()
         self.body.add_class("nba-body")
-        self._footer = widgets.HTML()
+        self._footer = _LaterHTML()
         self._footer.add_class("nba-footer-box")
-        super().__init__([widgets.HTML(STYLE), header, self.body, self._footer])
+        super().__init__([_LaterHTML(STYLE), header, self.body, self._footer])
         self.add_class("nba-view")
 
         self.status = "idle"
@@ -472,10 +523,10 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         cards = [_ToolCard(call) for call in event.content]
         for card in cards:
             self._cards[card.call.id] = card
-        head = widgets.HTML(tool_group_head(len(cards), self._badge()))
-        row = widgets.Box([card.widget for card in cards])
+        head = _LaterHTML(tool_group_head(len(cards), self._badge()))
+        row = _LaterBox([card.widget for card in cards])
         row.add_class("nba-tool-cards")
-        group = widgets.VBox([head, row])
+        group = _LaterVBox([head, row])
         for name in ("nba-item", "nba-item-tools", "nba-event", "nba-tool-group"):
             group.add_class(name)
         self._add(group)
@@ -597,6 +648,8 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         self._set_status(status, None if status == "error" else self.detail)
         self._update_footer()
         self._refresh_displays()
+        if not self._display_ids:  # never shown (a script's echo, a view run by hand): nothing will show
+            self.close_widgets()  # its widgets; displayed later, it shows its static copy
         self._end_echo()
 
     # ------------------------------------------------------------------ running
@@ -745,11 +798,14 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         return str(portable(el("div", inner, class_=f"nba-view nba-state-{self.status}", data_status=self.status)))
 
     def to_text(self) -> str:
-        """A plain-text summary: status, answer and totals."""
+        """A short plain-text summary (the output's ``text/plain`` preview, beside the static copy that
+        holds the answer): status, the answer's first line capped at ``PREVIEW_CHARS``, totals, run id."""
         lines = [f"{self.agent_name} · {self.status}" + (f" ({mask(self.detail)})" if self.detail else "")]
         if self.response is not None:
             answer = mask(self.response.chat_message.to_text())
-            lines.append(answer if len(answer) <= 500 else answer[:500] + "…")
+            first = answer.split("\n", 1)[0][:PREVIEW_CHARS]
+            rest = len(answer) - len(first)
+            lines.append(first + (f" … ({rest:,} more characters)" if rest else ""))
         usage = self.usage
         elapsed = self.elapsed_s
         totals = [
@@ -759,6 +815,8 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         ]
         if elapsed is not None:
             totals.append(f"{elapsed:.2f} s")
+        if self._started is not None:
+            totals.append(f"run {self._started.run_id}")
         lines.append(" · ".join(totals))
         return "\n".join(lines)
 
@@ -775,6 +833,9 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         return self._started.agent if self._started is not None else (self._title_text or "agent")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        if self.comm is None and (self._may_open or self.status in ENDED):
+            return self.static_bundle()  # its widgets closed, or never opened and the run over: the copy alone
+        self.open_now()  # first shown: the widgets' models open now
         data = super()._repr_mimebundle_(**kwargs) or {}
         data.update(self.static_bundle())
         return data
@@ -813,7 +874,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         bundle = self.static_bundle() if ended else self._repr_mimebundle_()
         for display_id in self._display_ids:
             update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
-        if ended:
+        if ended and not in_voila():  # Voila may not apply the update: the widgets show the end there
             self.close_widgets()
 
     def close_widgets(self) -> None:
@@ -825,6 +886,7 @@ class AgentRunView(widgets.VBox):  # type: ignore[misc]
         """
         for widget in descendants(self):
             close_widget(widget)
+        self.__dict__.pop("_repr_mimebundle_", None)  # ipywidgets' close() blanks it: the static copy shows
 
 
 def _static(widget: widgets.Widget) -> Markup:

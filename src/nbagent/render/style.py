@@ -256,8 +256,15 @@ STYLESHEET = (
 .nba-batch-errors caption{text-align:left;font-size:12px;color:var(--nba-muted)}
 .nba-batch-errors td{max-width:40em;overflow-wrap:anywhere}
 .nba-explorer-table tr.nba-x-selected td{background:var(--nba-tint)}
-.nba-explorer-table tr[data-status=error] td.nba-x-status{color:var(--nba-error)}
-.nba-explorer-table tr[data-status=ok] td.nba-x-status{color:var(--nba-ok)}
+.nba-explorer-table th[data-column]{cursor:pointer;user-select:none}
+.nba-explorer-table th[aria-sort=ascending]::after{content:" \\25B2"}
+.nba-explorer-table th[aria-sort=descending]::after{content:" \\25BC"}
+.nba-x-grid{outline:none}.nba-x-grid tr[data-run]{cursor:pointer}
+.nba-x-grid:focus tr.nba-x-cursor{outline:2px solid var(--nba-link);outline-offset:-2px}
+.nba-x-grid tr.nba-x-cursor{outline:1px dashed var(--nba-line);outline-offset:-1px}
+.nba-x-grid:focus .nba-explorer{box-shadow:0 0 0 2px var(--nba-link)}
+.nba-explorer-table td.nba-x-status{box-shadow:inset 4px 0 0 var(--nba-state,transparent);padding-left:8px}
+.nba-explorer-table tr[data-status=error] td.nba-x-status{font-weight:600}
 .nba-explorer-table td:is(.nba-x-task,.nba-x-error){max-width:30em;overflow-wrap:anywhere}
 .nba-explorer-query{font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap;
   background:var(--nba-raised);color:var(--nba-fg);padding:4px 6px;margin:4px 0}

@@ -16,7 +16,8 @@ bottom to top (each imports only those before it; pandas, numpy and pyarrow only
   :mod:`~nbagent.trace.parquet`, :mod:`~nbagent.trace.jsonl`, :mod:`~nbagent.trace.otlp`: the
   exports, of any ``TraceTables``;
 * :mod:`~nbagent.trace.base`: ``TraceFrames``, what a live and a loaded trace share;
-  :mod:`~nbagent.trace.loaded`: ``LoadedTrace``, ``load_parquet``, ``load_jsonl``, ``concat``;
+  :mod:`~nbagent.trace.lazy`: reading a Parquet dataset on demand;
+  :mod:`~nbagent.trace.loaded`: ``LoadedTrace``, ``LazyTrace``, ``load_parquet``, ``load_jsonl``, ``concat``;
   :mod:`~nbagent.trace.live`: ``Trace``, ``context_frame``.
 """
 
@@ -25,9 +26,9 @@ from .base import TraceFrames
 from .context import context_rows, pick_snapshot
 from .jsonl import jsonl_schema
 from .live import Trace, context_frame
-from .loaded import LoadedTrace, concat, load_jsonl, load_parquet
+from .loaded import LazyTrace, LoadedTrace, concat, load_jsonl, load_parquet
 from .otlp import otlp_json
-from .parquet import DUCKDB_EXAMPLE
+from .parquet import DUCKDB_EXAMPLE, committed_files, duckdb_source
 from .recording import AgentRecorder, SentMessages
 from .schema import COLUMNS, CONTEXT_TABLES, JSON_COLUMNS, TABLES, TraceTables, TraceView, frame
 from .sender import OTLPRecorder
@@ -43,6 +44,7 @@ __all__ = [
     "TABLES",
     "AgentRecorder",
     "DefaultRedactor",
+    "LazyTrace",
     "LoadedTrace",
     "OTLPRecorder",
     "Redactor",
@@ -53,9 +55,11 @@ __all__ = [
     "TraceFrames",
     "TraceTables",
     "TraceView",
+    "committed_files",
     "concat",
     "context_frame",
     "context_rows",
+    "duckdb_source",
     "frame",
     "jsonl_schema",
     "load_jsonl",

@@ -104,10 +104,18 @@ class TraceFrames(ABC):
     #: ``None``: as ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says (off when unset).
     otlp_content: bool | None = None
 
+    #: Whether runs still record into this trace (a live :class:`~nbagent.trace.Trace`; a running batch's
+    #: trace read back): ``to_parquet`` leaves its runs still going out (a loaded trace's are written as
+    #: they were recorded).
+    records_runs: bool = False
+
     def to_parquet(self, folder: str | Path) -> Path:
         """Write the tables as a dataset by table, ``folder/<table>/session=<trace id>/part-<n>.parquet``
-        (the four frames and the context snapshots; ``n`` the next free part, so exporting again after
-        ``clear()`` adds a part); ``nbagent.load_parquet(folder)`` reads it back. Returns ``folder``."""
+        (the four frames and the context snapshots; ``n`` the next free part, so exporting again adds a
+        part with the runs not written yet); ``nbagent.load_parquet(folder)`` reads it back. Each run is
+        written once, ended: a run still going is left out (with a warning) and written by the first
+        export after it ends (with what the trace holds of it then: ``clear()`` before that forgets its
+        rows so far). Returns ``folder``."""
         from .parquet import write_parquet
 
         return write_parquet(self, folder)

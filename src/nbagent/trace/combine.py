@@ -21,24 +21,31 @@ if TYPE_CHECKING:
 ALL_TABLES = (*TABLES, *CONTEXT_TABLES)
 
 
-def cast(df: pd.DataFrame, table: str) -> pd.DataFrame:
-    """``df`` with the dtypes of :data:`COLUMNS` (in place where a column differs)."""
+def cast(df: pd.DataFrame, table: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """``df`` (every column of ``table``, or ``columns`` of them) with the dtypes of :data:`COLUMNS`
+    (in place where a column differs)."""
     for column, (dtype, _) in COLUMNS[table].items():
+        if columns is not None and column not in columns:
+            continue
         if str(df[column].dtype) != dtype:
             df[column] = df[column].astype(dtype)
     return df
 
 
-def _stack(pieces: list[pd.DataFrame], table: str) -> pd.DataFrame:
+def stack(pieces: Sequence[pd.DataFrame], table: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """The rows of ``pieces`` (frames of ``table``, or of its ``columns``) as one frame, in order, with
+    :data:`COLUMNS`' dtypes (a category column's categories: the union of the pieces')."""
     import pandas as pd
 
     if not pieces:
-        return empty(table)
+        frame = empty(table)
+        return frame if columns is None else frame[list(columns)]
     if len(pieces) == 1:
-        return cast(pieces[0], table)
-    categories = [column for column, (dtype, _) in COLUMNS[table].items() if dtype == "category"]
+        return cast(pieces[0], table, columns)
+    names = set(pieces[0].columns)
+    categories = [column for column, (dtype, _) in COLUMNS[table].items() if dtype == "category" and column in names]
     objects = [piece.astype(dict.fromkeys(categories, "object")) for piece in pieces]
-    return cast(pd.concat(objects, ignore_index=True), table)
+    return cast(pd.concat(objects, ignore_index=True), table, columns)
 
 
 def combine(parts: Sequence[Mapping[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
@@ -59,4 +66,4 @@ def combine(parts: Sequence[Mapping[str, pd.DataFrame]]) -> dict[str, pd.DataFra
         logs_seen = max(logs_seen, int(known.max()) + 1) if len(known) else logs_seen
         for table in ALL_TABLES:
             pieces[table].append(tables[table])
-    return {table: _stack(pieces[table], table) for table in ALL_TABLES}
+    return {table: stack(pieces[table], table) for table in ALL_TABLES}

@@ -15,7 +15,7 @@ from ..context import estimate_tokens, message_text
 from ..messages import AssistantMessage, FunctionExecutionResultMessage, LLMMessage, SystemMessage
 from ..redact import Redactor
 from .recording import NOWHERE, AgentRecorder
-from .schema import COLUMNS, frame
+from .schema import COLUMNS, frame, shared_texts
 from .store import RowStore
 from .texts import arguments_text, calls_text, optional_text
 
@@ -131,6 +131,14 @@ def context_tables(
 ) -> dict[str, pd.DataFrame]:
     """The snapshots of ``store`` as two tables: ``context_logs``, each message log once (the context
     frame's columns, per log), and ``snapshots``, each snapshot as a prefix of a log."""
+    texts = shared_texts(red)
+    return {name: frame(name, cols, texts) for name, cols in context_columns(store, recorders, red, trace_id).items()}
+
+
+def context_columns(
+    store: RowStore, recorders: Sequence[AgentRecorder[Any]], red: Redactor, trace_id: str
+) -> dict[str, dict[str, list[Any]]]:
+    """The columns of :func:`context_tables` as lists of plain values (no pandas)."""
     logs: dict[tuple[int, int], int] = {}  # (id of the log, recorder) -> log id
     kept: list[tuple[list[LLMMessage], int]] = []  # per log id: the log and its recorder
     lengths: list[int] = []
@@ -148,4 +156,4 @@ def context_tables(
         messages["trace_id"] += [trace_id] * length
         messages["log"] += [log_id] * length
         add_context_rows(messages, log[:length], recorders[key], red)
-    return {"context_logs": frame("context_logs", messages), "snapshots": frame("snapshots", snapshots)}
+    return {"context_logs": messages, "snapshots": snapshots}

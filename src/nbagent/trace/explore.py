@@ -10,17 +10,22 @@ filter value and sorts once per selection, so turning pages costs a slice.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from .. import _check as check
+from ..records import RunStatus
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["SORT_KEYS", "TABLE_COLUMNS", "Filters", "RunTable", "Selection"]
+    from .base import TraceFrames
+    from .live import Trace
+
+__all__ = ["SORT_KEYS", "TABLE_COLUMNS", "Filters", "RunFollower", "RunTable", "Selection", "run_table", "tool_uses"]
 
 #: The explorer's table: column -> what it shows.
 TABLE_COLUMNS: dict[str, str] = {
@@ -53,6 +58,8 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 _WHERE = "explore"
+#: The statuses a run has in ``runs_df()`` (``running``: not ended yet), what the status filter takes.
+RUN_STATUSES: tuple[str, ...] = (*get_args(RunStatus), "running")
 
 
 def _strings(param: str, value: object) -> tuple[str, ...]:
@@ -203,19 +210,64 @@ class RunTable:
         #: The runs, as ``runs_df()`` gives them (index kept: the selection's frame is its rows).
         self.runs = runs
         self.run_ids: np.ndarray[Any, Any] = runs["run_id"].astype("object").to_numpy()
+        self._position = {str(run): at for at, run in enumerate(self.run_ids)}
         self.display = _display(runs)
-        # each tool's runs as positions in ``runs`` (a call of a run not in it is left out)
-        where = pd.Index(self.run_ids).get_indexer(tool_calls["run_id"].astype("object"))
-        calls = pd.DataFrame({"tool": tool_calls["tool_name"].astype("object"), "at": where})
-        self._tool_runs: dict[str, np.ndarray[Any, Any]] = {
-            str(name): group.unique() for name, group in calls[calls["at"] >= 0].groupby("tool", sort=False)["at"]
-        }
+        self._tool_runs: dict[str, np.ndarray[Any, Any]] = {}
+        self._add_tools(pd.Index(self.run_ids).get_indexer(tool_calls["run_id"].astype("object")), tool_calls)
         self._masks: dict[tuple[str, object], np.ndarray[Any, Any]] = {}
         self._choices: dict[str, list[str]] = {}
         self._sorted: tuple[Filters, str | None, bool, np.ndarray[Any, Any]] | None = None
 
+    def _add_tools(self, where: np.ndarray[Any, Any], tool_calls: pd.DataFrame) -> None:
+        """Add each tool's runs (positions in ``runs``; ``where``: each call's, -1 when not in it)."""
+        import numpy as np
+        import pandas as pd
+
+        calls = pd.DataFrame({"tool": tool_calls["tool_name"].astype("object").to_numpy(), "at": where})
+        for name, group in calls[calls["at"] >= 0].groupby("tool", sort=False)["at"]:
+            known = self._tool_runs.get(str(name))
+            found = group.unique()
+            self._tool_runs[str(name)] = found if known is None else np.union1d(known, found)
+
     def __len__(self) -> int:
         return len(self.runs)
+
+    def __contains__(self, run_id: object) -> bool:
+        return isinstance(run_id, str) and run_id in self._position
+
+    def update(self, runs: pd.DataFrame, tool_calls: pd.DataFrame) -> None:
+        """Take in runs new or changed since the table was made: ``runs``, their whole rows of
+        ``runs_df()`` (a known run's replace its row; new runs are added after the known ones, in the
+        order given) and ``tool_calls``, their tool calls (``run_id``, ``tool_name``). The cost is
+        that of the rows given, but for copying the columns (no row of the other runs is rebuilt);
+        the table is then the one a new :class:`RunTable` of the whole trace gives."""
+        import numpy as np
+
+        if not len(runs):
+            return
+        given = runs["run_id"].astype("object").to_numpy()
+        at = np.fromiter((self._position.get(str(run), -1) for run in given), dtype=np.int64, count=len(given))
+        fresh = at < 0
+        at[fresh] = np.arange(len(self.runs), len(self.runs) + int(fresh.sum()))
+        for offset, run in enumerate(given[fresh]):
+            self._position[str(run)] = len(self.runs) + offset
+        self.runs = _patched(self.runs, at, runs.reset_index(drop=True))
+        self.display = _patched(self.display, at, _display(runs).reset_index(drop=True))
+        self.run_ids = self.runs["run_id"].astype("object").to_numpy()
+        where = np.fromiter(
+            (self._position.get(str(run), -1) for run in tool_calls["run_id"].astype("object")),
+            dtype=np.int64,
+            count=len(tool_calls),
+        )
+        self._add_tools(where, tool_calls)
+        self._choices.clear()
+        self._sorted = None
+        sub = self.runs.iloc[at]
+        for key, mask in list(self._masks.items()):
+            grown = np.zeros(len(self.runs), dtype=bool)
+            grown[: len(mask)] = mask
+            grown[at] = self._compute(*key, runs=sub) if key[0] != "tool" else self._compute(*key)[at]
+            self._masks[key] = grown
 
     def choices(self, column: str) -> list[str]:
         """The values a filter of ``column`` (``status``, ``agent``, ``tool``) can take, sorted."""
@@ -236,10 +288,11 @@ class RunTable:
             cached = self._masks[key] = self._compute(name, value)
         return cached
 
-    def _compute(self, name: str, value: Any) -> np.ndarray[Any, Any]:
+    def _compute(self, name: str, value: Any, runs: pd.DataFrame | None = None) -> np.ndarray[Any, Any]:
+        """The mask of filter ``name`` = ``value`` over ``runs`` (default: every run; ``tool``: every run)."""
         import numpy as np
 
-        runs = self.runs
+        runs = self.runs if runs is None else runs
         if name in ("status", "agent"):
             return np.asarray(runs[name].isin(list(value)), dtype=bool)
         if name == "tool":
@@ -261,6 +314,9 @@ class RunTable:
         import numpy as np
 
         filters = filters or Filters()
+        for status in filters.status:  # a misspelt status would keep no run, silently
+            if status not in RUN_STATUSES and status not in self.choices("status"):
+                raise check.wrong_value(_WHERE, "status", f"a run status ({', '.join(RUN_STATUSES)})", status)
         if sort is not None:
             check.choice(_WHERE, "sort", sort, SORT_KEYS)
         check.boolean(_WHERE, "ascending", ascending)
@@ -295,6 +351,31 @@ class RunTable:
         return self.select(selection.filters.with_(**changes), selection.sort, selection.ascending)
 
 
+def _patched(frame: pd.DataFrame, at: np.ndarray[Any, Any], rows: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (index 0..n-1) with ``rows`` put at positions ``at`` (n and on: added), dtypes kept (a
+    category column's categories: the sorted values it holds, as a frame built anew has them)."""
+    import numpy as np
+    import pandas as pd
+
+    size = max(len(frame), int(at.max()) + 1)
+    # every row given is put after the frame's, then one take puts each where it goes
+    order = np.arange(size)
+    order[at] = len(frame) + np.arange(len(rows))
+    categories = [name for name in frame.columns if isinstance(frame[name].dtype, pd.CategoricalDtype)]
+    plain = [name for name in frame.columns if name not in categories]
+    out = pd.concat([frame[plain], rows[plain]], ignore_index=True).take(order).reset_index(drop=True)
+    for name in categories:
+        old, new = frame[name], rows[name]
+        known = old.cat.categories.union(pd.Index(new.dropna().astype("object").unique()))
+        if not known.is_monotonic_increasing:  # a union with no category is not sorted
+            known = known.sort_values()
+        codes = np.concatenate(
+            [pd.Categorical(old, categories=known).codes, pd.Categorical(new, categories=known).codes]
+        )[order]
+        out[name] = pd.Categorical.from_codes(codes, categories=known).remove_unused_categories()
+    return out[list(frame.columns)]
+
+
 def _text_mask(column: pd.Series, text: str) -> np.ndarray[Any, Any]:
     import numpy as np
 
@@ -323,7 +404,7 @@ def _display(runs: pd.DataFrame) -> pd.DataFrame:
         {
             "run_id": runs["run_id"].astype("object"),
             "agent": runs["agent"].astype("object"),
-            "task": runs["task"].astype("object").map(_first_line),
+            "task": runs["task"].astype("object").map(_first_line).astype("object"),
             "status": runs["status"].astype("object"),
             "error": runs["error"].astype("object"),
             "llm_calls": runs["n_llm_calls"],
@@ -335,3 +416,65 @@ def _display(runs: pd.DataFrame) -> pd.DataFrame:
         },
         index=runs.index,
     )
+
+
+class RunFollower:
+    """What changed in a live trace since it was last asked: :meth:`changes` gives the rows of
+    ``runs_df()`` and ``tool_calls_df()`` of the runs with new rows since (their whole rows, built from
+    their rows alone), for :meth:`RunTable.update`. A run's rows are kept as their positions among the
+    trace's rows; when rows were forgotten (``trace.clear()``, ``max_runs``) it says to start over."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self._epoch = trace.store.epoch
+        self._seen = 0
+        self._rows_of: dict[str, list[int]] = {}
+        len(trace)  # the recorders' pending rows flushed
+        self._take()
+
+    def _take(self) -> list[str]:
+        """Index the rows added since the last call; the runs they are of, in order of their first row."""
+        from .rows import split
+
+        rows = self.trace.store.rows
+        start, self._seen = self._seen, len(rows)
+        touched: dict[str, None] = {}
+        for offset, run in enumerate(split(rows[start:]).runs):
+            if run is not None:
+                self._rows_of.setdefault(run, []).append(start + offset)
+                touched[run] = None
+        return list(touched)
+
+    def changes(self, also: Collection[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+        """``(runs, tool_calls)`` of the runs with rows added since the last call (and of the runs
+        ``also`` names), or ``None`` when rows were forgotten since: then read the whole trace."""
+        from .frames import runs_frame, tool_calls_frame
+
+        trace = self.trace
+        len(trace)  # the recorders' pending rows flushed, every chunk's id drawn
+        if trace.store.epoch != self._epoch:
+            self._epoch, self._seen, self._rows_of = trace.store.epoch, 0, {}
+            self._take()
+            return None
+        changed = dict.fromkeys(self._take())
+        changed.update(dict.fromkeys(run for run in also if run in self._rows_of))
+        rows = trace.store.rows
+        positions = sorted(position for run in changed for position in self._rows_of[run])
+        mine = [rows[position] for position in positions]
+        redact = trace.redactor()
+        return runs_frame(mine, trace.trace_id, redact), tool_calls_frame(mine, trace.trace_id, redact)
+
+
+def tool_uses(trace: TraceFrames) -> pd.DataFrame:
+    """The ``run_id`` and ``tool_name`` of each of ``trace``'s tool calls: what the tool filter reads
+    (of a :class:`~nbagent.trace.LazyTrace`, these two columns alone are read)."""
+    from .loaded import LazyTrace
+
+    if isinstance(trace, LazyTrace):
+        return trace.table("tool_calls", ["run_id", "tool_name"])
+    return trace.tool_calls_df()[["run_id", "tool_name"]]
+
+
+def run_table(trace: TraceFrames) -> RunTable:
+    """The explorer's table of ``trace``'s runs."""
+    return RunTable(trace.runs_df(), tool_uses(trace))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ from ..records import MOVES, Intervention, LLMCall, RunFinished, RunStarted, Too
 from ..redact import Redactor, keep
 from .recording import STEPS
 from .rows import Row, records_of, split
-from .schema import CHUNK_KIND, COLUMNS, frame
+from .schema import CHUNK_KIND, COLUMNS, frame, shared_texts
 from .texts import calls_text, event_text, optional_text, parse_arguments, redact_chunks, redacted_value
 
 if TYPE_CHECKING:
@@ -140,8 +141,44 @@ def events_frame(
         "timestamp": timestamps(perf.to_numpy(), anchor),
         "elapsed_s": (perf - perf.groupby(runs, sort=False).transform("first")).to_numpy() if n else [],
     }
-    df = frame("events", data)
+    df = frame("events", data, shared_texts(red))
     return df if include_chunks else df[df["kind"] != CHUNK_KIND].reset_index(drop=True)
+
+
+@dataclass(slots=True)
+class EventColumns:
+    """The columns of :func:`events_frame` an OTLP export reads, as lists of plain values (no pandas): per
+    row its kind, run, time (ns since the epoch, to the microsecond, as the frame has it) and move (a
+    ``Move`` row's name); the text of the rows of the kinds asked for (the others ``None``)."""
+
+    kinds: list[str]
+    runs: list[str | None]
+    times: list[int]
+    moves: list[str | None]
+    texts: list[str | None]
+
+
+def event_columns(rows: Sequence[Row], red: Redactor, anchor: Anchor, text_of: Collection[type]) -> EventColumns:
+    """:class:`EventColumns` of ``rows``; texts of the events of the types ``text_of`` only, as
+    :func:`events_frame` has them."""
+    parts = split(rows)
+    n = len(parts)
+    kinds = [CHUNK_KIND] * n
+    moves: list[str | None] = [None] * n
+    texts: list[str | None] = [None] * n
+    for index, (_, _, name, _) in zip(parts.move_at, parts.moves):
+        kinds[index] = "Move"
+        moves[index] = name
+    for index, record in zip(parts.record_at, parts.records):
+        kinds[index] = type(record).__name__
+    for index, (_, _, item) in zip(parts.event_at, parts.events):
+        kind = type(item)
+        kinds[index] = "Response" if kind is Response else kind.__name__
+        if kind in text_of and not isinstance(item, Response):
+            texts[index] = red(event_text(item, red))
+    wall_ns, perf0 = anchor
+    times = [(ns := wall_ns + int((perf - perf0) * 1e9)) - ns % 1000 for perf in parts.perfs]  # as timestamps()
+    return EventColumns(kinds, parts.runs, times, moves, texts)
 
 
 _NOT_PARAMETERS = ("messages", "tools")  # the request's content: n_messages, system_instructions, tool_definitions
@@ -196,6 +233,11 @@ def tool_definitions(request: ModelRequest, red: Redactor) -> list[dict[str, Any
 
 def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFrame:
     """One row per model call."""
+    return frame("llm_calls", llm_calls_columns(rows, trace_id, red), shared_texts(red))
+
+
+def llm_calls_columns(rows: Sequence[Row], trace_id: str, red: Redactor) -> dict[str, list[Any]]:
+    """The columns of :func:`llm_calls_frame` as lists of plain values (no pandas)."""
     agents = run_agents(rows)
     cols: dict[str, list[Any]] = {name: [] for name in COLUMNS["llm_calls"]}
     counters: dict[str, int] = {}
@@ -248,7 +290,7 @@ def llm_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Dat
         }
         for name, value in row.items():
             cols[name].append(value)
-    return frame("llm_calls", cols)
+    return cols
 
 
 def overlaps(executions: list[ToolExecution]) -> list[int]:
@@ -277,6 +319,11 @@ def overlaps(executions: list[ToolExecution]) -> list[int]:
 
 def tool_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFrame:
     """One row per tool call, with parsed arguments and how many calls ran at once."""
+    return frame("tool_calls", tool_calls_columns(rows, trace_id, red), shared_texts(red))
+
+
+def tool_calls_columns(rows: Sequence[Row], trace_id: str, red: Redactor) -> dict[str, list[Any]]:
+    """The columns of :func:`tool_calls_frame` as lists of plain values (no pandas)."""
     agents = run_agents(rows)
     executions: list[ToolExecution] = []
     requested_by: list[str | None] = []  # the LLM call before each tool call in its run: the one that asked
@@ -310,7 +357,7 @@ def tool_calls_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.Da
         }
         for name, value in row.items():
             cols[name].append(value)
-    return frame("tool_calls", cols)
+    return cols
 
 
 def _run_row(trace_id: str, run_id: str, start: float) -> dict[str, Any]:
@@ -325,6 +372,11 @@ def _run_row(trace_id: str, run_id: str, start: float) -> dict[str, Any]:
 
 def runs_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFrame:
     """One row per run: status, times, counts and tokens."""
+    return frame("runs", runs_columns(rows, trace_id, red), shared_texts(red))
+
+
+def runs_columns(rows: Sequence[Row], trace_id: str, red: Redactor) -> dict[str, list[Any]]:
+    """The columns of :func:`runs_frame` as lists of plain values (no pandas)."""
     parts = split(rows)
     # Per run, from the rows in order: its first row's time (until its RunStarted says), its rows and chunks.
     first_perf = dict(zip(reversed(parts.runs), reversed(parts.perfs)))
@@ -362,5 +414,4 @@ def runs_frame(rows: Sequence[Row], trace_id: str, red: Redactor) -> pd.DataFram
         elif type(record) is ToolExecution:
             row["n_tool_calls"] += 1
             row["n_tool_errors"] += bool(record.result is not None and record.result.is_error)
-    cols = {name: [row[name] for row in runs.values()] for name in COLUMNS["runs"]}
-    return frame("runs", cols)
+    return {name: [row[name] for row in runs.values()] for name in COLUMNS["runs"]}

@@ -18,15 +18,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _check as check
 from .._ids import new_id
+from ..messages import MemoryQueryEvent
 from ..records import LLMCall, RunItem, RunSource
 from ..redact import DefaultRedactor, Redactor, keep, mask
 from .base import TraceFrames
-from .context import context_rows, context_tables, pick_snapshot, snapshot_context
-from .frames import events_frame, llm_calls_frame, run_agents, runs_frame, tool_calls_frame
+from .context import context_columns, context_rows, context_tables, pick_snapshot, snapshot_context
+from .frames import (
+    event_columns,
+    events_frame,
+    llm_calls_columns,
+    llm_calls_frame,
+    run_agents,
+    runs_columns,
+    runs_frame,
+    tool_calls_columns,
+    tool_calls_frame,
+)
+from .otlp import SpanTables
 from .recording import AgentRecorder
 from .rows import Row, as_chunk, as_move, records_of, split
 from .store import RowStore
@@ -46,6 +58,8 @@ class Trace(TraceFrames):
     oldest runs' rows and context snapshots a quarter at a time: memory stays flat however long the
     session).
     """
+
+    records_runs = True
 
     def __init__(
         self,
@@ -158,12 +172,13 @@ class Trace(TraceFrames):
         return len(self._rows())
 
     def clear(self) -> None:
-        """Forget every recorded item and snapshot (and the chunks streamed so far), but what a run in
-        progress still needs to be recorded whole from here on: its ``RunStarted``, its last move and
-        its LLM and tool calls not ended yet (completed in place when they end)."""
-        self._store.clear()
-        for recorder in self._recorders:
-            recorder.restart()
+        """Forget every recorded item and snapshot (and the chunks streamed so far) of the runs that have
+        ended; a run in progress keeps all it recorded, so that it is recorded, and exported by
+        ``to_parquet`` once it ends, whole (a service's export-then-clear loses nothing of a run going
+        on across it)."""
+        if self._store.clear():
+            for recorder in self._recorders:
+                recorder.restart()
 
     def redactor(self) -> Redactor:
         """The function every stored string goes through (the default masks keys found now)."""
@@ -201,6 +216,20 @@ class Trace(TraceFrames):
         """One row per run: status, times, counts and tokens."""
         red = self.redactor()
         return runs_frame(self._rows(), self.trace_id, red)
+
+    def span_tables(self) -> SpanTables:
+        """What the OTLP spans are built from, made from the rows with no frame built (the values
+        the frames hold: ``spans_of`` gives the same spans either way)."""
+        rows = self._rows()
+        red = self.redactor()
+        tables = {
+            "runs": runs_columns(rows, self.trace_id, red),
+            "llm_calls": llm_calls_columns(rows, self.trace_id, red),
+            "tool_calls": tool_calls_columns(rows, self.trace_id, red),
+            **context_columns(self._store, self._recorders, red, self.trace_id),
+        }
+        events = event_columns(rows, red, self._anchor, (MemoryQueryEvent,))
+        return SpanTables(self.trace_id, tables, events)
 
     # ------------------------------------------------------------------ context
 
@@ -261,6 +290,16 @@ class _MemoRedactor(DefaultRedactor):
         self.secrets = secrets
         self.epoch = epoch
         self._done: dict[str, str] = {}
+        self._arrow: dict[str, Any] = {}
+
+    def arrow_text(self, text: str) -> Any:
+        """The one Arrow copy of a long (masked) text the trace's frames share (:func:`.schema.text_column`)."""
+        found = self._arrow.get(text)
+        if found is None:
+            import pyarrow as pa
+
+            found = self._arrow[text] = pa.array([text], type=pa.large_string())
+        return found
 
     def __call__(self, text: str) -> str:
         if len(text) < MEMO_FROM:

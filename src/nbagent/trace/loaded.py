@@ -1,21 +1,29 @@
-"""Loaded traces: a trace read back from Parquet or JSON lines, with the views and exports of a live one."""
+"""Loaded traces: a trace read back from Parquet or JSON lines, with the views and exports of a live one
+(:class:`LoadedTrace`), and a Parquet dataset read on demand (:class:`LazyTrace`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
+from .. import _check as check
 from .base import TraceFrames
 from .combine import combine
 from .context import pick_snapshot
 from .jsonl import read_jsonl
-from .parquet import read_parquet
+from .lazy import open_dataset, read_all, read_run, read_table
+from .parquet import Part, in_order, new_parts, read_parquet, session_id
 from .schema import CHUNK_KIND, COLUMNS, CONTEXT_TABLES, TraceTables, frame, tables_of
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .replay import Replay
+    from .timeline import Timeline
+
+_LOAD = "load_parquet"
 
 
 class LoadedTrace(TraceFrames):
@@ -69,13 +77,170 @@ class LoadedTrace(TraceFrames):
         return f"LoadedTrace({len(self._frames['events'])} items, {len(self._frames['runs'])} runs{sessions})"
 
 
-def load_parquet(folder: str | Path, session: str | None = None) -> LoadedTrace:
+class LazyTrace(TraceFrames):
+    """A Parquet dataset whose tables stay on disk until asked for: ``load_parquet(folder, lazy=True)``.
+
+    Opening it reads the files' metadata only. Each frame is read when asked for (nothing is kept), a
+    table's columns alone with :meth:`table`, and one run's rows alone with :meth:`run`: what the run
+    explorer (``nbagent.explore(folder)``) shows, replays, compares and draws (``replay``,
+    ``timeline`` and ``context_df`` of a run read that run's rows only). Its frames equal
+    ``load_parquet(folder)``'s (rows, order, dtypes); :meth:`load` reads everything into a
+    :class:`LoadedTrace`. ``sessions`` lists the sessions' ids in the order their rows are;
+    ``trace_id`` is the first's. Reading: :mod:`nbagent.trace.lazy`.
+
+    A dataset written to while it is read (a Batch's ``output=``, a session exported now and then):
+    :meth:`refresh` takes in the parts committed since, reading their metadata alone."""
+
+    def __init__(self, folder: str | os.PathLike[str], session: str | None = None, *, where: str = _LOAD) -> None:
+        # ``where`` names who was given the folder in the errors (its parameter after a colon:
+        # ``"explore:source"``; default ``load_parquet``'s ``folder``)
+        name, _, param = where.partition(":")
+        keyed, ids, root = open_dataset(folder, session, name, param or "folder")
+        #: The dataset's folder.
+        self.folder = root
+        #: The session read (``None``: every session).
+        self.session = session
+        names = list(dict.fromkeys(part.session for _, part in keyed))
+        self._ids = dict(zip(names, ids, strict=False))  # session -> its trace id
+        self._keyed = keyed
+        #: The trace ids of the sessions read, in the order their rows are.
+        self.sessions: list[str] = ids
+        self.trace_id = ids[0]
+
+    @property
+    def _parts(self) -> list[Part]:
+        """The parts read, in order (of :attr:`_keyed`, the parts with their sort keys)."""
+        return [part for _, part in self._keyed]
+
+    @property
+    def parts(self) -> list[tuple[str, int]]:
+        """The parts read, in the order their rows are: ``(session, part number)`` each."""
+        return [(part.session, part.number) for part in self._parts]
+
+    def refresh(self) -> LazyTrace:
+        """Take in the parts committed to the dataset since it was opened (or last refreshed): the
+        session folders are listed and the new parts' metadata alone read (no part read before is read
+        again). Returns the new parts as a :class:`LazyTrace` of their own (none new: one of no part,
+        whose frames have no row), to read what is new alone: ``trace.refresh().runs_df()``. Each new
+        part is put where ``load_parquet`` puts it (:attr:`parts` says where), so the frames stay equal
+        to ``load_parquet``'s of the dataset now."""
+        found = new_parts(self.folder, self.session, set(self.parts))
+        for name in dict.fromkeys(part.session for _, part in found):
+            if name not in self._ids:
+                self._ids[name] = session_id(self.folder, name)
+        if found:
+            self._keyed = in_order([*self._keyed, *found])
+            self.sessions = [self._ids[name] for name in dict.fromkeys(part.session for part in self._parts)]
+            self.trace_id = self.sessions[0]
+        added = [part for _, part in in_order(found)]
+        return self._of(added)
+
+    def _of(self, parts: list[Part]) -> LazyTrace:
+        """A lazy trace of ``parts`` (of this dataset, in order) alone."""
+        other = object.__new__(LazyTrace)
+        other.folder, other.session = self.folder, self.session
+        keys = {(part.session, part.number): key for key, part in self._keyed}
+        other._keyed = [(keys[part.session, part.number], part) for part in parts]  # in the order given
+        other._ids = dict(self._ids)
+        other.sessions = [self._ids[name] for name in dict.fromkeys(part.session for part in parts)] or [self.trace_id]
+        other.trace_id = other.sessions[0]
+        return other
+
+    def table(
+        self, name: str, columns: Sequence[str] | None = None, run_ids: Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        """Table ``name`` (``events``, ``llm_calls``, ``tool_calls``, ``runs``, ``context_logs``,
+        ``snapshots``) as :meth:`load`'s, its ``columns`` only (default: all), the rows of ``run_ids``
+        only (default: all; not for the context tables, which have no run). Given ``columns`` or
+        ``run_ids``, a category column's categories are the values of the rows read alone."""
+        return read_table(self._parts, name, columns, run_ids, where="trace.table")
+
+    def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
+        return read_table(self._parts, "events", chunks=include_chunks)
+
+    def llm_calls_df(self) -> pd.DataFrame:
+        return read_table(self._parts, "llm_calls")
+
+    def tool_calls_df(self) -> pd.DataFrame:
+        return read_table(self._parts, "tool_calls")
+
+    def runs_df(self) -> pd.DataFrame:
+        return read_table(self._parts, "runs")
+
+    def context_tables(self) -> dict[str, pd.DataFrame]:
+        return {name: frame for name, frame in read_all(self._parts).items() if name in CONTEXT_TABLES}
+
+    def load(self) -> LoadedTrace:
+        """Every table read into memory: the :class:`LoadedTrace` ``load_parquet(folder)`` gives."""
+        return LoadedTrace(read_all(self._parts), self.trace_id, self.sessions)
+
+    def context_df(self, run_id: str | None = None, seq: int | None = None, agent: str | None = None) -> pd.DataFrame:
+        if run_id is None:
+            return self.load().context_df(None, seq, agent)
+        return self.run(run_id).context_df(run_id, seq, agent)
+
+    def run(self, run_id: str) -> LoadedTrace:
+        """Run ``run_id``'s rows alone, read from the dataset: a :class:`LoadedTrace` whose replay,
+        timeline, context and comparison of that run are those in the whole dataset (what else it
+        holds for them: :func:`nbagent.trace.lazy.read_run`)."""
+        run = str(check.string("trace.run", "run_id", run_id))
+        tables = read_run(self._parts, run)
+        if tables is None:
+            raise check.wrong_value("trace.run", "run_id", f"a run of the dataset {str(self.folder)!r}", run_id)
+        return LoadedTrace(tables, self.trace_id, self.sessions)
+
+    def _last(self, started: bool) -> str:
+        """The last run (the last run started, if ``started``)."""
+        runs = read_table(self._parts, "runs", ["run_id", "started_at"])
+        if not len(runs):
+            raise ValueError(f"the dataset {str(self.folder)!r} holds no run")
+        if started:
+            runs = runs.sort_values("started_at", kind="stable")
+        return str(runs["run_id"].iloc[-1])
+
+    def replay(self, run_id: str | None = None, *, pace: bool = False) -> Replay:
+        """As :meth:`TraceFrames.replay` (the last run by default), reading that run's rows only."""
+        if run_id is not None and not isinstance(run_id, str):
+            raise TypeError(f"trace.replay: run_id must be a run id (str) or None, got {type(run_id).__name__}")
+        run = self._last(started=False) if run_id is None else run_id
+        return self.run(run).replay(run, pace=pace)
+
+    def timeline(self, run_id: str | None = None) -> Timeline:
+        """As :meth:`TraceFrames.timeline` (the last run started by default), reading that run's rows only."""
+        run = self._last(started=True) if run_id is None else run_id
+        return self.run(run).timeline(run)
+
+    def __repr__(self) -> str:
+        sessions = f", {len(self.sessions)} sessions" if len(self.sessions) > 1 else ""
+        return f"LazyTrace({str(self.folder)!r}, {len(self._parts)} parts{sessions})"
+
+
+@overload
+def load_parquet(folder: str | Path, session: str | None = None, *, lazy: Literal[False] = False) -> LoadedTrace: ...
+
+
+@overload
+def load_parquet(folder: str | Path, session: str | None = None, *, lazy: Literal[True]) -> LazyTrace: ...
+
+
+@overload
+def load_parquet(folder: str | Path, session: str | None = None, *, lazy: bool) -> LoadedTrace | LazyTrace: ...
+
+
+def load_parquet(folder: str | Path, session: str | None = None, *, lazy: bool = False) -> LoadedTrace | LazyTrace:
     """Read a dataset written by ``trace.to_parquet`` (``folder/<table>/session=<id>/part-<n>.parquet``)
     back into DataFrames: every session of it, or ``session`` only, with the dtypes of
     :data:`~nbagent.trace.COLUMNS` (a trace's id is its rows' ``trace_id``; ``sessions`` lists them).
     A folder of the earlier layout (``folder/<table>.parquet``) loads too, and so does a file written
     before the context tables or a column existed (no context, the column null). Needs pyarrow
-    (``pip install 'nbagent-loop[parquet]'``)."""
+    (``pip install 'nbagent-loop[parquet]'``).
+
+    ``lazy=True`` reads nothing but the files' metadata yet: a :class:`~nbagent.trace.LazyTrace`
+    whose frames are read when asked for, and a run's rows alone when it is replayed, compared or
+    explored (``nbagent.explore(folder)`` explores a dataset this way)."""
+    check.boolean(_LOAD, "lazy", lazy)
+    if lazy:
+        return LazyTrace(folder, session)
     frames, sessions = read_parquet(folder, session)
     return LoadedTrace(frames, sessions[0], sessions)
 

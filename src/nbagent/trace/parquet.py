@@ -3,9 +3,13 @@
 ``trace.to_parquet("traces")`` writes each table of the trace (``events``, ``llm_calls``,
 ``tool_calls``, ``runs`` and the context snapshots ``context_logs`` and ``snapshots``, see
 :data:`nbagent.trace.COLUMNS`) as ``traces/<table>/session=<trace id>/part-<n>.parquet``; a second
-export of the same trace (after ``trace.clear()``) adds ``part-<n+1>``, and other traces add their
-own ``session=`` folders. So one table of every session is one directory any engine reads with no
-glob: ``spark.read.parquet("traces/tool_calls")``, DuckDB's
+export of the same trace adds ``part-<n+1>`` with the runs the folder does not hold yet (those
+since the last export: a trace exported again, cleared or not, never writes a run twice), and other
+traces add their own ``session=`` folders. **A dataset holds ended runs, each once**: a live trace's
+runs still going are left out with a warning and written by the first export after they end, so
+every reader (``load_parquet``, a lazy trace, DuckDB, Spark, pandas over a glob) sees each run once.
+So one table of every session is one directory any engine reads with no glob:
+``spark.read.parquet("traces/tool_calls")``, DuckDB's
 ``read_parquet('traces/tool_calls/**/*.parquet', hive_partitioning=true)``,
 ``polars.scan_parquet("traces/tool_calls/**/*.parquet", hive_partitioning=True)`` and
 ``pyarrow.dataset.dataset("traces/tool_calls", partitioning="hive")``; ``session`` is the partition
@@ -20,6 +24,14 @@ resume) finishes it (or removes one none of whose files was placed). A file of a
 column of another type, is refused naming the file and the column; a stray ``session=`` folder whose
 name is no id is skipped with a warning.
 
+**Other readers** (DuckDB, Spark, pandas, polars) see a part's files as they are placed: between a crash
+among a part's renames and the next write to that session (or while a writer works), a glob over
+``<table>/**`` sees the part's files placed so far, whole, whose runs are not in ``runs/`` yet. A
+trace part's ``runs`` file is placed after its other tables' (a Batch's before its ``attempts`` and
+``results``): a query over ``runs/`` alone, or joining the other tables from it, never sees a run
+without its rows; to read any table with whole parts only, read :func:`committed_files`
+(``duckdb_source`` gives DuckDB's ``read_parquet`` of them).
+
 :func:`read_parquet` reads a whole dataset, one session of it, or a folder of the earlier layout
 (``folder/<table>.parquet``, one session), into frames with :data:`COLUMNS`' dtypes.
 """
@@ -30,13 +42,17 @@ import json
 import os
 import re
 import shutil
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import _check as check
 from .combine import ALL_TABLES, cast, combine
-from .schema import COLUMNS, JSON_COLUMNS, TraceTables, empty, tables_of, trace_id_of
+from .schema import COLUMNS, JSON_COLUMNS, TABLES, TraceTables, empty, tables_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -163,7 +179,8 @@ def _placed(root: Path, session: str, number: int, tables: Sequence[str]) -> boo
 
 
 def _has_files(folder: Path) -> bool:
-    return any(path.is_file() for path in folder.rglob("*"))
+    """Whether ``folder`` holds a file, however deep (a folder a writer removes meanwhile: what is left)."""
+    return any(files for _, _, files in os.walk(folder))  # os.walk skips what vanishes, where rglob raises
 
 
 def unfinished_parts(root: Path, session: str, tables: Sequence[str]) -> set[int]:
@@ -269,29 +286,182 @@ WRITE_ORDER = ("events", "llm_calls", "tool_calls", "context_logs", "snapshots",
 
 def arrow_table(df: pd.DataFrame, table: str, trace_id: str) -> Any:
     """``df`` (a frame of ``table``) as a pyarrow Table of :func:`arrow_schema`, JSON-valued columns as
-    JSON text and the trace's id in the schema's metadata."""
+    JSON text and the trace's id in the schema's metadata. A category column's dictionary holds the
+    values of ``df``'s rows alone (a part of a trace exported again and again, or one session of a
+    trace of several, would otherwise store every run id of the whole trace in each file)."""
+    import pandas as pd
     import pyarrow as pa
 
     df = df.copy()
     for column in JSON_COLUMNS.get(table, ()):
         df[column] = df[column].map(json.dumps).astype("string")
+    for column in df.columns:
+        if isinstance(df[column].dtype, pd.CategoricalDtype):
+            df[column] = df[column].cat.remove_unused_categories()
     arrow = pa.Table.from_pandas(df, schema=arrow_schema(table), preserve_index=False)
     return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), _TRACE_ID_KEY: trace_id.encode()})
+
+
+_WRITTEN_RUNS: OrderedDict[Path, tuple[tuple[int, int], frozenset[str]]] = OrderedDict()
+"""Per runs file read by :func:`written_runs` (its size and modification time when read): its runs."""
+_WRITTEN_LOCK = threading.Lock()
+WRITTEN_RUNS_KEPT = 10_000
+"""How many runs files :func:`written_runs` remembers (the least recently used go)."""
+
+
+def written_runs(root: Path, session: str) -> set[str]:
+    """The runs of ``session`` the finished parts in ``root`` hold (whatever their status: a run is
+    written once). A file read before and unchanged since is not read again: a session exported every
+    minute reads one new file per export, not all."""
+    import pyarrow.parquet as pq
+
+    found: set[str] = set()
+    for path in _parts(session_folder(root, "runs", session)).values():
+        stat = path.stat()
+        key, version = path.resolve(), (stat.st_size, stat.st_mtime_ns)
+        with _WRITTEN_LOCK:
+            known = _WRITTEN_RUNS.get(key)
+        if known is None or known[0] != version:
+            runs = pq.read_table(path, columns=["run_id"]).column(0).to_pylist()
+            known = (version, frozenset(str(run) for run in runs if run is not None))
+        with _WRITTEN_LOCK:
+            _WRITTEN_RUNS[key] = known
+            _WRITTEN_RUNS.move_to_end(key)
+            if len(_WRITTEN_RUNS) > WRITTEN_RUNS_KEPT:
+                _WRITTEN_RUNS.popitem(last=False)
+        found.update(known[1])
+    return found
+
+
+def going_runs(runs: pd.DataFrame) -> set[str]:
+    """The runs of ``runs`` (a ``runs`` frame) still going: those whose status is ``running`` and the
+    runs under one (a team run's turns, by ``parent_run_id``, however deep), so that a team run and its
+    turns are written in one part."""
+    ids = runs["run_id"].astype("object").tolist()
+    parents = runs["parent_run_id"].astype("object").tolist()
+    going = {str(run) for run, status in zip(ids, runs["status"].astype("object")) if status == "running"}
+    children: dict[str, list[str]] = {}
+    for run, parent in zip(ids, parents):
+        if isinstance(parent, str) and isinstance(run, str):
+            children.setdefault(parent, []).append(run)
+    todo = list(going)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in going:
+                going.add(child)
+                todo.append(child)
+    return going
+
+
+def without_runs(
+    tables: Mapping[str, pd.DataFrame], runs: Collection[str], *, unowned: bool = True
+) -> dict[str, pd.DataFrame]:
+    """The tables of one session without the rows of ``runs`` (nor, when ``unowned``, those of no run:
+    written with the runs before them); the snapshots taken at a row kept moved to its new position,
+    the logs they read renumbered in order, the others left out."""
+    import numpy as np
+    import pandas as pd
+
+    left = list(runs)
+
+    def kept_rows(df: pd.DataFrame) -> Any:
+        ids = df["run_id"].astype("object")
+        kept = ~ids.isin(left).to_numpy()
+        return kept & ids.notna().to_numpy() if unowned else kept
+
+    out = {table: tables[table][kept_rows(tables[table])].reset_index(drop=True) for table in TABLES}
+    keep = kept_rows(tables["events"])
+    before = np.concatenate([[0], np.cumsum(keep)])  # per old position: the rows kept before it
+    keep_at = np.append(keep, bool(keep[-1]) if len(keep) else True)  # a snapshot after the last row
+    snaps = tables["snapshots"]
+    rows = snaps["event_row"].astype("Int64").fillna(-1).to_numpy(dtype="int64")
+    taken = (rows >= 0) & (rows <= len(keep))
+    taken[taken] = keep_at[rows[taken]]
+    snaps = snaps[taken].reset_index(drop=True)
+    logs = snaps["log"].astype("Int64").tolist()
+    renumber = {log: index for index, log in enumerate(dict.fromkeys(logs))}
+    snaps = snaps.assign(
+        event_row=pd.Series(before[rows[taken]], dtype="Int64"),
+        log=pd.Series([renumber[log] for log in logs], dtype="Int64"),
+    )
+    context = tables["context_logs"]
+    context = context[context["log"].astype("Int64").isin(list(renumber)).fillna(False).to_numpy()]
+    context = context.assign(log=context["log"].astype("Int64").map(renumber).astype("Int64")).reset_index(drop=True)
+    return {**out, "snapshots": snaps, "context_logs": context}
+
+
+BATCH_TABLES = ("results", "attempts")
+"""The tables only a Batch's ``output=`` writes: a session holding them is a Batch's."""
 
 
 def write_parquet(trace: TraceTables, folder: str | Path) -> Path:
     """Write each table as ``folder/<table>/session=<trace id>/part-<n>.parquet`` (``n``: the next
     free part of that session), each part whole or not at all (:func:`write_part`; a part a killed
     process left unfinished is finished or removed first); JSON-valued columns are stored as JSON
-    text. Returns ``folder``."""
+    text. Returns ``folder``.
+
+    **A run is in the dataset once, ended**: a run the folder holds already is not written again, so
+    exporting the same trace to the same folder again (without ``trace.clear()`` between) adds only its
+    new runs, and none when there is none; and a live trace's runs still going (status ``running``, and
+    the turns of a team run still going) are left out with a warning: the first export after they have
+    ended writes them (so no reader, DuckDB's or Spark's included, ever sees a run twice, or a run's
+    rows cut short; ``trace.clear()`` keeps a run in progress whole, so an export-then-clear loses none of
+    it). A loaded trace's runs are written
+    as they were recorded, a run recorded as running too (with a warning: it will not be written again
+    once ended). A session that is a Batch's ``output=`` (it has ``results``) is refused: the batch
+    writes its runs itself."""
+    if not isinstance(folder, str | os.PathLike):
+        raise check.wrong_type("to_parquet", "folder", "a str or pathlib.Path", folder)
     require_pyarrow()
     root = Path(folder)
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f"to_parquet: folder {str(root)!r} is a file, not a folder")
+    live = bool(getattr(trace, "records_runs", False))
+    going_total: list[str] = []
+    recorded_going: list[str] = []  # a loaded trace's runs recorded as running, written as they are
     for session, tables in split_sessions(tables_of(trace), trace.trace_id).items():
         session_folder(root, "runs", session)  # a bad id is refused before anything is written
+        for table in BATCH_TABLES:
+            if session_folder(root, table, session).exists():
+                raise ValueError(
+                    f"to_parquet: folder {str(root)!r}: session {session} is a Batch's output (it has {table}/): "
+                    "the batch writes its runs there itself; export the trace to another folder"
+                )
         repair(root, session, WRITE_ORDER)
+        written = written_runs(root, session)
+        going = going_runs(tables["runs"]) - written if live else set()
+        going_total += sorted(going)
+        if written or going:
+            tables = without_runs(tables, written | going, unowned=bool(written))
+            if not any(len(tables[table]) for table in TABLES):
+                continue  # nothing new (or only runs still going) since the last export to this folder
+        if not live:
+            runs = tables["runs"]
+            recorded_going += sorted(str(run) for run in runs.loc[runs["status"] == "running", "run_id"])
         part = next_part(root, session, WRITE_ORDER)
         write_part(root, session, part, {table: arrow_table(tables[table], table, session) for table in WRITE_ORDER})
+    if going_total:
+        warnings.warn(
+            f"nbagent: to_parquet: {len(going_total)} run(s) still going left out of {str(root)!r} "
+            f"({_named(going_total)}): a run is written once it has ended, by the first to_parquet to this "
+            "folder after that (trace.clear() keeps them whole meanwhile)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    if recorded_going:
+        warnings.warn(
+            f"nbagent: to_parquet: {len(recorded_going)} run(s) recorded as running written as recorded to "
+            f"{str(root)!r} ({_named(recorded_going)}): a run is written once, so this folder keeps them "
+            "cut short; if they were still going, export the trace recording them, once they end, instead",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return root
+
+
+def _named(runs: Sequence[str]) -> str:
+    """Up to three of ``runs``, for a warning."""
+    return ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
 
 
 def _compatible(actual: Any, expected: Any) -> bool:
@@ -327,31 +497,67 @@ def check_schema(path: Path, table: str, schema: Any, expected: Any, known: Coll
             raise ValueError(f"{path}: column {name!r} is {actual}, where nbagent's {table!r} table has {wanted}")
 
 
-def read_table_file(path: Path, table: str) -> pd.DataFrame:
-    """One file of ``table``, with every column of :data:`COLUMNS` (a column added since: null) in
-    order, JSON text decoded; dtypes not cast yet. A file that is not one of nbagent's ``table``
+def read_table_file(path: Path, table: str, columns: Sequence[str] | None = None, where: Any = None) -> pd.DataFrame:
+    """One file of ``table``, with every column of :data:`COLUMNS` (or ``columns`` of them; a column
+    added since: null) in order, JSON text decoded; dtypes not cast yet; the rows ``where`` keeps (a
+    pyarrow expression, or a function of the file's pyarrow Table giving the rows kept as a Table,
+    whose category columns then have the values of those rows alone for categories; default: all,
+    read as pandas reads the file). A file that is not one of nbagent's ``table``
     (another schema, a column of another type, not Parquet) raises a ValueError naming it."""
     import pandas as pd
     import pyarrow.parquet as pq
 
+    wanted = list(COLUMNS[table]) if columns is None else list(columns)
     if not path.exists():
-        return empty(table)
+        return empty(table)[wanted]
     try:
         schema = pq.read_schema(path)
     except Exception as error:  # pyarrow.ArrowInvalid and friends: not a whole Parquet file
         raise ValueError(f"{path}: not a readable Parquet file ({error})") from error
     check_schema(path, table, schema, arrow_schema(table), COLUMNS[table])
-    df = pd.read_parquet(path, engine="pyarrow")
-    for column in COLUMNS[table].keys() - df.columns:  # added since the file was written
+    if columns is None and where is None:
+        df = pd.read_parquet(path, engine="pyarrow")
+    else:  # the file read whole (one scan: faster than a filtered dataset scan), then its rows kept
+        present = [name for name in wanted if name in schema.names]
+        arrow = pq.read_table(path, columns=present)
+        if callable(where):  # a few rows: their categories alone (a file's may be every run's)
+            import pyarrow as pa
+
+            arrow = where(arrow)
+            arrow = arrow.cast(pa.schema([_decoded(field) for field in arrow.schema]))
+        elif where is not None:
+            arrow = arrow.filter(where)
+        df = arrow.to_pandas()
+    for column in set(wanted) - set(df.columns):  # added since the file was written
         df[column] = pd.Series([None] * len(df), dtype="object")
-    df = df[list(COLUMNS[table])]
+    df = df[wanted]
     for column in JSON_COLUMNS.get(table, ()):
+        if column not in wanted:
+            continue
         try:
             values = [json.loads(value) if isinstance(value, str) else None for value in df[column]]
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}: column {column!r} holds text that is not JSON ({error})") from error
-        df[column] = pd.Series(values, dtype="object")
+        df[column] = pd.Series(values, dtype="object", index=df.index)
     return df
+
+
+def _decoded(field: Any) -> Any:
+    """A pyarrow field, a dictionary-encoded one as its values' type."""
+    import pyarrow as pa
+
+    return field.with_type(field.type.value_type) if pa.types.is_dictionary(field.type) else field
+
+
+def read_part(part: Part, table: str, columns: Sequence[str] | None = None, where: Any = None) -> pd.DataFrame:
+    """``table`` of ``part`` as :func:`read_table_file` reads it (none: no row), its ``columns`` only
+    (default: all) and the rows the pyarrow expression ``where`` keeps (default: all), with
+    :data:`COLUMNS`' dtypes."""
+    path = part.files.get(table)
+    if path is None:
+        frame = empty(table)
+        return frame if columns is None else frame[list(columns)]
+    return cast(read_table_file(path, table, columns, where), table, columns)
 
 
 def _first_part(folder: Path) -> Path | None:
@@ -366,12 +572,6 @@ def _stored_id(path: Path | None) -> str | None:
         return None
     stored = (pq.read_schema(path).metadata or {}).get(_TRACE_ID_KEY)
     return stored.decode() if stored else None
-
-
-def _read_old(src: Path) -> tuple[dict[str, pd.DataFrame], str]:
-    """A folder of the earlier layout: ``folder/<table>.parquet``, one session."""
-    frames = {table: cast(read_table_file(src / f"{table}.parquet", table), table) for table in ALL_TABLES}
-    return frames, _stored_id(src / "runs.parquet") or trace_id_of(frames, src.name)
 
 
 def sessions_in(root: Path) -> list[str]:
@@ -392,20 +592,128 @@ def sessions_in(root: Path) -> list[str]:
     return sorted(found)
 
 
-def read_parquet(folder: str | Path, session: str | None = None) -> tuple[dict[str, pd.DataFrame], list[str]]:
-    """The tables of a dataset written by ``trace.to_parquet`` (every session, or ``session`` only; a
-    session's parts in order), or of a folder of the earlier layout, with :data:`COLUMNS`' dtypes (a
-    file written before the context tables or a column existed loads with no context and the column
-    null); and the sessions' trace ids, in the order their rows are."""
+def committed_parts(root: Path, session: str) -> list[int]:
+    """The parts of ``session`` every file of which is in place, in order: those whose ``runs`` file is
+    in place and whose pending folder holds no file. A trace part's ``runs`` file is moved into place
+    after all the others (a Batch's: before its ``attempts`` and ``results``, which the pending folder
+    still holds until they are placed). ``runs`` is listed first, then the pending folders: a listing
+    made while a writer works, or after a crash, never takes a part half."""
+    placed = set(_parts(session_folder(root, "runs", session)))
+    pending = {number for number, path in _pending_parts(root, session).items() if _has_files(path)}
+    return sorted(placed - pending)
+
+
+def committed_files(folder: str | Path, table: str, session: str | None = None) -> list[Path]:
+    """The files of ``table`` (``runs``, ``tool_calls``..., a Batch's ``results`` and ``attempts`` too) in
+    the committed parts of a dataset (every session, or ``session``), in session and part order: what
+    another reader (DuckDB, Spark, pandas, polars) reads to see only whole parts. A plain glob over
+    ``<table>/**`` also sees the files of a part a crashed or running writer has not finished placing
+    (whole files, but rows whose run is not in ``runs/`` yet); a query that reads ``runs/`` alone, or joins
+    the other tables from it, never sees such rows. See :func:`duckdb_source`."""
+    root = Path(folder)
+    sessions = [check_session(session)] if session is not None else sessions_in(root)
+    files = []
+    for name in sessions:
+        for number in committed_parts(root, name):  # listed before the table's files: see committed_parts
+            path = session_folder(root, table, name) / part_name(number)
+            if path.is_file():
+                files.append(path)
+    return files
+
+
+def duckdb_source(folder: str | Path, table: str, session: str | None = None) -> str:
+    """A DuckDB ``read_parquet(...)`` of the committed files of ``table`` (:func:`committed_files`), with
+    the ``session`` column, to put after ``FROM``: ``duckdb.sql(f"SELECT count(*) FROM {source}")``.
+    Made again for each query (the list is the parts committed now). No committed file: FileNotFoundError."""
+    files = committed_files(folder, table, session)
+    if not files:
+        raise FileNotFoundError(f"no committed part of table {table!r} in {folder}")
+    listed = ", ".join("'" + str(path).replace("'", "''") + "'" for path in files)
+    return f"read_parquet([{listed}], hive_partitioning = true)"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a dataset: the files of its tables (a table with no file: absent from ``files``)."""
+
+    session: str
+    number: int
+    files: dict[str, Path]
+
+
+def _first_time(path: Path) -> int:
+    """The earliest ``timestamp`` of an events file, in ns (from the file's statistics when it has
+    them, else read); an empty or missing file: 2**63, so that it sorts last."""
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        return 2**63
+    try:
+        meta = pq.ParquetFile(path).metadata
+        column = meta.schema.names.index("timestamp")
+        found = []
+        for group in range(meta.num_row_groups):
+            stats = meta.row_group(group).column(column).statistics
+            if meta.row_group(group).num_rows == 0:
+                continue
+            if stats is None or not stats.has_min_max:
+                raise LookupError
+            found.append(stats.min)
+    except (LookupError, ValueError):  # no statistics (another writer): read the column
+        times = read_table_file(path, "events")["timestamp"].dropna()
+        return int(cast(times.to_frame(), "events")["timestamp"].min().value) if len(times) else 2**63
+    import pandas as pd
+
+    return int(pd.Timestamp(min(found)).value) if found else 2**63
+
+
+PartKey = tuple[int, str, int]
+"""Where a part sorts: its events' first time (ns), its session and its number."""
+
+
+def _keyed(src: Path, name: str, number: int) -> tuple[PartKey, Part]:
+    """Part ``number`` of session ``name`` with its sort key (the metadata of its events file read)."""
+    files = {table: session_folder(src, table, name) / part_name(number) for table in ALL_TABLES}
+    files = {table: path for table, path in files.items() if path.exists()}
+    first = _first_time(files["events"]) if "events" in files else 2**63
+    return (first, name, number), Part(name, number, files)
+
+
+def in_order(found: Sequence[tuple[PartKey, Part]]) -> list[tuple[PartKey, Part]]:
+    """The parts of ``found`` in the order :func:`read_parquet` stacks them: sessions in time order (by
+    their first item), each session's parts in order."""
+    firsts: dict[str, PartKey] = {}
+    for key, part in found:
+        if part.session not in firsts or key < firsts[part.session]:
+            firsts[part.session] = key
+    return sorted(found, key=lambda item: (firsts[item[1].session], item[1].number))
+
+
+def session_id(src: Path, session: str) -> str:
+    """The trace id stored in ``session``'s first runs file (else the session's name)."""
+    return _stored_id(_first_part(session_folder(src, "runs", session))) or session
+
+
+def dataset_parts(folder: str | Path, session: str | None = None) -> tuple[list[Part], list[str]]:
+    """The parts of a dataset written by ``trace.to_parquet`` (every session, or ``session`` only) in
+    the order :func:`read_parquet` stacks them (:func:`in_order`; an unfinished part skipped with a
+    warning), or the one part of a folder of the earlier layout; and the sessions' trace ids in that
+    order. Reads the files' metadata only. (:func:`keyed_parts` gives the parts with their sort keys.)"""
+    found, ids = keyed_parts(folder, session)
+    return [part for _, part in found], ids
+
+
+def keyed_parts(folder: str | Path, session: str | None = None) -> tuple[list[tuple[PartKey, Part]], list[str]]:
+    """:func:`dataset_parts`, each part with its sort key (:func:`new_parts` adds to them)."""
     require_pyarrow()
     src = Path(folder)
     if (src / "runs.parquet").exists() and session is None:
-        frames, trace_id = _read_old(src)
-        return frames, [trace_id]
+        files = {table: src / f"{table}.parquet" for table in ALL_TABLES if (src / f"{table}.parquet").exists()}
+        return [((0, src.name, 0), Part(src.name, 0, files))], [_stored_id(src / "runs.parquet") or _old_id(src)]
     sessions = [session] if session is not None else sessions_in(src)
     if not sessions:
         raise FileNotFoundError(f"no trace in {src}: neither <table>/session=<id>/part-<n>.parquet nor runs.parquet")
-    loaded: list[tuple[Any, str, dict[str, pd.DataFrame]]] = []
+    found: list[tuple[PartKey, Part]] = []
     for name in sessions:
         folders = {table: session_folder(src, table, name) for table in ALL_TABLES}
         if session is not None and not any(folder.is_dir() for folder in folders.values()):
@@ -415,21 +723,47 @@ def read_parquet(folder: str | Path, session: str | None = None) -> tuple[dict[s
             warnings.warn(
                 f"nbagent: {src}: part(s) {sorted(unfinished)} of session {name!r} skipped: unfinished (a write "
                 "was interrupted; the next write to this session, or a Batch resuming it, finishes or removes them)",
-                stacklevel=3,
+                stacklevel=4,
             )
         parts = sorted(set().union(*(_parts(path).keys() for path in folders.values())) - unfinished)
-        for part in parts:
-            tables = {table: read_table_file(folders[table] / part_name(part), table) for table in ALL_TABLES}
-            times = tables["events"]["timestamp"].dropna()
-            first = int(times.min().value) if len(times) else 2**63  # an empty part sorts last
-            loaded.append(((first, name, part), name, tables))
-    # Sessions in time order (their first item), each session's parts in order.
-    firsts: dict[str, Any] = {}
-    for key, name, _ in loaded:
-        if name not in firsts or key < firsts[name]:
-            firsts[name] = key
-    loaded.sort(key=lambda item: (firsts[item[1]], item[0][2]))
-    frames = combine([tables for _, _, tables in loaded])
-    order = list(dict.fromkeys(name for _, name, _ in loaded)) or sessions
-    ids = [_stored_id(_first_part(session_folder(src, "runs", name))) or name for name in order]
-    return frames, ids
+        found += [_keyed(src, name, number) for number in parts]
+    ordered = in_order(found)
+    order = list(dict.fromkeys(part.session for _, part in ordered)) or sessions
+    return ordered, [session_id(src, name) for name in order]
+
+
+def new_parts(folder: Path, session: str | None, known: Collection[tuple[str, int]]) -> list[tuple[PartKey, Part]]:
+    """The parts of a dataset (every session, or ``session`` only) committed (:func:`committed_parts`)
+    and not in ``known`` (``(session, number)`` pairs), with their sort keys: the folders are listed,
+    and the new parts' metadata alone read. A folder of the earlier layout has none."""
+    if (folder / "runs.parquet").exists() and session is None:
+        return []
+    sessions = [session] if session is not None else sessions_in(folder)
+    return [
+        _keyed(folder, name, number)
+        for name in sessions
+        for number in committed_parts(folder, name)
+        if (name, number) not in known
+    ]
+
+
+def _old_id(src: Path) -> str:
+    """The id of a folder of the earlier layout that stored none: its rows' ``trace_id``, else its name."""
+    import pyarrow.parquet as pq
+
+    for table in ALL_TABLES:
+        path = src / f"{table}.parquet"
+        if path.exists() and "trace_id" in pq.read_schema(path).names:
+            ids = pq.read_table(path, columns=["trace_id"]).column(0).drop_null()
+            if len(ids):
+                return str(ids[0].as_py())
+    return src.name
+
+
+def read_parquet(folder: str | Path, session: str | None = None) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """The tables of a dataset written by ``trace.to_parquet`` (every session, or ``session`` only; a
+    session's parts in order), or of a folder of the earlier layout, with :data:`COLUMNS`' dtypes (a
+    file written before the context tables or a column existed loads with no context and the column
+    null); and the sessions' trace ids, in the order their rows are."""
+    parts, ids = dataset_parts(folder, session)
+    return combine([{table: read_part(part, table) for table in ALL_TABLES} for part in parts]), ids

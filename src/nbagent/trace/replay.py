@@ -391,6 +391,9 @@ class RecordedMemory(Memory):
 Row = dict[str, Any]
 """A frame's row as a dict, its nulls as ``None``."""
 
+Results = dict[tuple[str | None, str], list[tuple[str, bool]]]
+"""Recorded tool results ``(content, is_error)`` by ``(run_id, call_id)``, in the order of the calls."""
+
 
 def _rows(frame: pd.DataFrame, columns: Sequence[str]) -> list[Row]:
     """The rows of ``frame`` (only ``columns``) as dicts, nulls as ``None``: read once, then plain Python."""
@@ -439,13 +442,14 @@ class ReplayIndex:
         for row in _rows(trace.llm_calls_df(), _CALL_COLUMNS):
             self.calls.setdefault(row["run_id"], []).append(row)
         self.tools: dict[str, list[Row]] = {}
-        self.results: dict[str, str] = {}  # every recorded call id's result, for tool results in a context
-        self.errors: set[str] = set()
+        # each run's tool results by call id, in order, for the tool results in a context: a call id is
+        # the model's (the replay model and many servers give "call_1" or "1" in every run), so it is
+        # looked up in the run that made the call alone
+        self.results: Results = {}
         for row in _rows(trace.tool_calls_df(), _TOOL_COLUMNS):
             self.tools.setdefault(row["run_id"], []).append(row)
-            self.results[str(row["call_id"])] = _text(row["result"])
-            if row["is_error"]:
-                self.errors.add(str(row["call_id"]))
+            key = (row["run_id"], str(row["call_id"]))
+            self.results.setdefault(key, []).append((_text(row["result"]), bool(row["is_error"])))
         tables = trace.context_tables()
         self.logs: dict[int, list[Row]] = {}
         for row in _rows(tables["context_logs"], _CONTEXT_COLUMNS):
@@ -503,8 +507,8 @@ class ReplayIndex:
             for row in tools
             if row["is_error"] is not None
         ]
-        start_messages = _messages(start or [], self.results, self.errors)
-        added = _messages(end or [], self.results, self.errors)
+        start_messages = _messages(start or [], self.results)
+        added = _messages(end or [], self.results)
         mine = [index for index, row in enumerate(end or []) if row["run_id"] == run_id]
         added_here = [added[index] for index in mine]
         added_moves = [(end or [])[index]["move"] for index in mine]
@@ -563,10 +567,12 @@ def _text(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def _messages(rows: Sequence[Row], results: Mapping[str, str], errors: set[str]) -> list[LLMMessage]:
-    """The context frame's rows as LLM messages (tool results paired with the calls before them)."""
+def _messages(rows: Sequence[Row], results: Results) -> list[LLMMessage]:
+    """The context frame's rows as LLM messages (tool results paired with the calls before them, each
+    given the recorded result of its call id in the run that added it, the n-th for the n-th use of an id)."""
     out: list[LLMMessage] = []
     calls: list[dict[str, Any]] = []
+    used: dict[tuple[str | None, str], int] = {}
     for row in rows:
         kind, text, source = str(row["kind"]), _text(row["text"]), _text(row["source"])
         thought = None if row["thought"] is None else str(row["thought"])
@@ -590,16 +596,18 @@ def _messages(rows: Sequence[Row], results: Mapping[str, str], errors: set[str])
             parts: list[FunctionExecutionResult] = []
             for index, call in enumerate(pending[: len(names)]):
                 call_id = str(call["id"])
-                if call_id in results:
-                    result = results[call_id]
+                key = (None if row["run_id"] is None else str(row["run_id"]), call_id)
+                recorded = results.get(key, [])
+                nth = used[key] = used.get(key, -1) + 1
+                is_error = False
+                if recorded:
+                    result, is_error = recorded[min(nth, len(recorded) - 1)]
                 elif len(lines) == len(names):
                     result = lines[index]
                 else:
                     result = text if index == 0 else ""
                 parts.append(
-                    FunctionExecutionResult(
-                        content=result, name=str(call["name"]), call_id=call_id, is_error=call_id in errors
-                    )
+                    FunctionExecutionResult(content=result, name=str(call["name"]), call_id=call_id, is_error=is_error)
                 )
             out.append(FunctionExecutionResultMessage(content=parts))
     return out

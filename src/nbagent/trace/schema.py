@@ -178,8 +178,50 @@ JSON_COLUMNS = {
 CHUNK_KIND = "ModelClientStreamingChunkEvent"  # the ``kind`` of a streamed chunk's row in ``events``
 
 
-def frame(table: str, data: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
-    """A DataFrame of ``table`` with the columns and dtypes of :data:`COLUMNS` (times to the microsecond)."""
+class ArrowTexts(Protocol):
+    """Gives the one Arrow copy of a long text (a ``large_string`` array holding it alone) that every
+    frame of a trace shares (a trace's redactor keeps them: :class:`nbagent.trace.live.Trace`)."""
+
+    def arrow_text(self, text: str) -> Any: ...
+
+
+LONG_TEXT = 65_536
+"""Texts at least this long are shared Arrow copies in the frames of a trace that keeps them."""
+
+
+def shared_texts(red: object) -> ArrowTexts | None:
+    """``red`` (a trace's redactor) if it keeps the shared Arrow copies of long texts, else ``None``."""
+    return red if callable(getattr(red, "arrow_text", None)) else None  # type: ignore[return-value]
+
+
+def text_column(values: Sequence[Any], texts: ArrowTexts) -> pd.Series:
+    """A ``string`` column of ``values`` whose long texts are the shared copies of ``texts`` (the
+    column a chunked array of them and of the runs of other values between them): the same values
+    and dtype as ``pd.Series(values, dtype="string")`` with no new copy of a long text. The same
+    200 texts of 1 MB are in three tables (events, tool_calls, context_logs): each copy is fresh
+    memory the kernel hands out and zeroes (0.4-0.6 s of system time per 200 MB, most of a first
+    build's time; ``bench/RESULTS.md``)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    longs = [at for at, value in enumerate(values) if isinstance(value, str) and len(value) >= LONG_TEXT]
+    if not longs:
+        return pd.Series(values, dtype="string")
+    kind = pa.large_string()
+    chunks = []
+    start = 0
+    for at in [*longs, len(values)]:
+        if at > start:  # the values between two long texts, converted as pandas converts them
+            chunks.append(pa.array(pd.array(list(values[start:at]), dtype="string")).cast(kind))
+        if at < len(values):
+            chunks.append(texts.arrow_text(values[at]))
+        start = at + 1
+    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(chunks, type=kind)))
+
+
+def frame(table: str, data: Mapping[str, Sequence[Any]], texts: ArrowTexts | None = None) -> pd.DataFrame:
+    """A DataFrame of ``table`` with the columns and dtypes of :data:`COLUMNS` (times to the microsecond);
+    with ``texts``, the long texts of its ``string`` columns are their shared copies (:func:`text_column`)."""
     import pandas as pd
 
     columns = COLUMNS[table]
@@ -193,6 +235,8 @@ def frame(table: str, data: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
         elif dtype.startswith("datetime64"):  # to the microsecond: what Parquet readers all take (Spark)
             times = pd.to_datetime(values, utc=True, format="ISO8601")  # text: any ISO 8601 (JSON lines)
             out[name] = pd.Series(times).astype(dtype).dt.floor("us")
+        elif dtype == "string" and texts is not None:
+            out[name] = text_column(values, texts)
         else:
             out[name] = pd.Series(values, dtype=dtype)
     return pd.DataFrame(out, columns=list(columns))

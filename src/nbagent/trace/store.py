@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..messages import LLMMessage
-from ..records import LLMCall, MoveName, RunFinished, RunStarted, ToolExecution
+from ..records import LLMCall, MoveName, RunFinished, RunStarted
 from .rows import Row, SnapshotRow, named_chunk
 
 
@@ -126,34 +126,25 @@ class RowStore:
         self.logs[:] = logs
         self.epoch += 1
 
-    def clear(self) -> None:
-        """Forget every row and snapshot but what a run in progress still needs to be recorded whole
-        from here on: its ``RunStarted``, its last move and its LLM and tool calls not ended yet."""
+    def clear(self) -> bool:
+        """Forget every row and snapshot, but those of the runs in progress: they keep theirs whole (as
+        :meth:`drop_runs` keeps the runs it does not drop), so that a run going on across a clear is
+        recorded, and exported once it ends, whole. Whether every row went (no run in progress)."""
         rows = self.rows
-        # Per run in progress: its start, its last move's row, its calls not ended.
-        running: dict[str, tuple[RunStarted, list[Row], list[Row]]] = {}
-        for row in rows:
-            if type(row) is tuple:
-                if len(row) == 4 and row[0] in running:  # a move
-                    running[row[0]][1][:] = [row]
-            elif type(row) is RunStarted:
-                running[row.run_id] = (row, [], [])
-            elif type(row) is RunFinished:
-                running.pop(row.run_id, None)
-            elif (type(row) is LLMCall or type(row) is ToolExecution) and row.duration_s is None:
-                if row.run_id in running:
-                    running[row.run_id][2].append(row)
+        started = {row.run_id for row in rows if type(row) is RunStarted}
+        running = started - {row.run_id for row in rows if type(row) is RunFinished}
         if running:
-            kept = {id(row) for started, move, calls in running.values() for row in (started, *move, *calls)}
-            rows[:] = [row for row in rows if id(row) in kept]  # in place: the recorders append to this list
-        else:  # no run in progress (the common case): nothing is kept
-            rows.clear()
+            self.drop_runs({run for run in map(_run_of, rows) if run is not None and run not in running})
+            self._ended.clear()
+            return False
+        rows.clear()  # no run in progress (the common case): nothing is kept
         self._unnamed.clear()
         self._unnamed_calls.clear()
         self.snapshots.clear()
         self.logs.clear()
         self._ended.clear()
         self.epoch += 1
+        return True
 
 
 def _run_of(row: Row) -> str | None:
