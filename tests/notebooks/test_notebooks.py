@@ -123,7 +123,7 @@ EXPECTED_OUTPUT = {
         "they diverge at aligned move 5",
         "the replayed run: cancelled | the recorded run: cancelled",
         "  7 server down  error    after 3 attempt(s): ModelServerError: HTTP 503: overloaded",
-        " 13 tool hangs   timeout  after 1 attempt(s): TimeoutError: the task ran past its timeout (1 s)",
+        " 13 tool hangs   timeout  after 1 attempt(s): TimeoutError: the task ran past its timeout (3 s)",
         "tokens: 14,592 in all, 76.0 per ok task",
         # the run explorer over the batch's runs (every attempt): the failed and timed-out ones
         "24 of 216 runs kept by: runs[runs[\"status\"].isin(['error', 'cancelled'])].sort_values(['duration_s']",
