@@ -35,13 +35,21 @@ def kernel_manager(name: str, dirs: list[str]) -> KernelManager:
     return KernelManager(kernel_name=name, kernel_spec_manager=KernelSpecManager(kernel_dirs=dirs))
 
 
+IOPUB_OPTIONS: dict[str, Any] = {"iopub_timeout": 60, "raise_on_iopub_timeout": True}
+"""How long nbclient reads a cell's IOPub output after the cell's execute reply, and an error past it. Its
+default, 4 s then a warning, drops the rest of the cell's output: under load a cell that showed 50 runs
+(about 160 widget messages each) still had more than 4 s of IOPub to read, and lost its last print (seen
+in two CI runs at a load average of 13)."""
+
+
 def execute_notebook(nb: nbformat.NotebookNode, manager: KernelManager, **options: Any) -> nbformat.NotebookNode:
-    """Run every cell of ``nb`` in a new kernel of ``manager``'s kernelspec (``options``: NotebookClient's),
-    then shut that kernel down (nbclient leaves running a kernel whose manager it was given). nbclient is
-    given an asynchronous manager, as it makes itself: with a blocking one its waits for IOPub block
-    its loop and its timeouts never fire (a lost message hung a test until pytest's timeout)."""
+    """Run every cell of ``nb`` in a new kernel of ``manager``'s kernelspec (``options``: NotebookClient's,
+    after :data:`IOPUB_OPTIONS`), then shut that kernel down (nbclient leaves running a kernel whose manager
+    it was given). nbclient is given an asynchronous manager, as it makes itself: with a blocking one its
+    waits for IOPub block its loop and its timeouts never fire (a lost message hung a test until pytest's
+    timeout)."""
     asynchronous = AsyncKernelManager(kernel_name=manager.kernel_name, kernel_spec_manager=manager.kernel_spec_manager)
-    NotebookClient(nb, km=asynchronous, **options).execute(cleanup_kc=True)
+    NotebookClient(nb, km=asynchronous, **{**IOPUB_OPTIONS, **options}).execute(cleanup_kc=True)
     return nb
 
 

@@ -256,7 +256,7 @@ def check_shipped(page_state: dict[str, object], pictures: list[dict[str, object
         assert document.count('class="nba-arrowhead"') == edges, where  # every arrow has its head
 
 
-@pytest.mark.timeout(900)  # the first of the two also runs the seven notebooks (its fixture): 120-300 s
+@pytest.mark.timeout(900)  # the first of the two also runs the seven notebooks (its fixture): over 300 s loaded
 @pytest.mark.parametrize("frontend", ["lab", "notebook"])
 def test_each_shipped_notebook_opened_untrusted_reads_well(
     run_notebook_in_lab: Callable[..., LabNotebook],

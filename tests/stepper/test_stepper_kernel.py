@@ -8,6 +8,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from ..kernels import IOPUB_OPTIONS
+
 pytestmark = pytest.mark.kernel
 
 CELLS = [
@@ -29,7 +31,7 @@ CELLS = [
 def test_saved_output_shows_the_last_move_made_in_any_cell() -> None:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
-    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    NotebookClient(notebook, timeout=120, kernel_name="python3", **IOPUB_OPTIONS).execute()
     outputs = [cell.outputs for cell in notebook.cells]
     # The static copy (updated after every move), then the live widget with no copy of its own.
     assert [o.output_type for o in outputs[1]] == ["display_data", "display_data"]
