@@ -393,7 +393,9 @@ async def test_a_displayed_explorer_reads_a_followed_folder_off_the_loop(
     first.to_parquet(folder)
     updates = explorer.updates
     worst = await lag_until(lambda: explorer.updates > updates)
-    assert threads == {False} and worst < 0.25, (threads, worst)  # two files read, 0.3 s each: off the loop
+    # Read off the loop: no read on its thread, and no 0.6 s block (the two files' reads, 0.3 s each). The lag
+    # left is the update's pandas work on the loop: 0.27 s once with the two cores at a load average of 13.
+    assert threads == {False} and worst < 0.55, (threads, worst)
     assert len(explorer.table) == len(first.runs_df())
     assert_as_rebuilt(explorer)
 

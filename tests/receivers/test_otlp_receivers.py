@@ -29,6 +29,9 @@ from .servers import Receiver
 pytestmark = pytest.mark.receivers
 
 KEY = "sk-" + "proj-receiverssecret0123456789"  # a fake key, made at run time
+SEND_S = 120.0
+"""A send's deadline (``to_otlp``'s default is 30 s): MLflow took longer than 30 s to answer its first
+request in two CI runs with the two cores at a load average of 13 (a bound against a hang, not a speed)."""
 
 
 async def get_weather(city: str) -> str:
@@ -79,7 +82,7 @@ def _hexes(trace: Trace) -> list[str]:
 
 async def test_mlflow_reads_kinds_tokens_errors_and_content(mlflow_receiver: Receiver) -> None:
     trace = await tool_run_trace()
-    sent = trace.to_otlp(mlflow_receiver.otlp_endpoint, headers=mlflow_receiver.headers, content=True)
+    sent = trace.to_otlp(mlflow_receiver.otlp_endpoint, headers=mlflow_receiver.headers, content=True, timeout=SEND_S)
     assert sent == 2 + 3 + 2  # two run spans, three LLM calls (one cancelled), two tool calls
     ok, cancelled = _hexes(trace)
     traces = mlflow_traces(mlflow_receiver, [ok, cancelled])
@@ -111,7 +114,7 @@ async def test_mlflow_reads_kinds_tokens_errors_and_content(mlflow_receiver: Rec
 
 async def test_phoenix_reads_kinds_tokens_errors_and_content(phoenix_receiver: Receiver) -> None:
     trace = await tool_run_trace()
-    trace.to_otlp(phoenix_receiver.otlp_endpoint, headers=phoenix_receiver.headers, content=True)
+    trace.to_otlp(phoenix_receiver.otlp_endpoint, headers=phoenix_receiver.headers, content=True, timeout=SEND_S)
     ok, cancelled = _hexes(trace)
     spans = phoenix_spans(phoenix_receiver, [ok, cancelled], 6)
     mine = [s for s in spans if s["context"]["trace_id"] == ok]
@@ -134,7 +137,7 @@ async def test_phoenix_reads_kinds_tokens_errors_and_content(phoenix_receiver: R
 
 async def test_without_content_no_message_reaches_the_receiver(phoenix_receiver: Receiver) -> None:
     trace = await tool_run_trace()
-    trace.to_otlp(phoenix_receiver.otlp_endpoint)
+    trace.to_otlp(phoenix_receiver.otlp_endpoint, timeout=SEND_S)
     spans = phoenix_spans(phoenix_receiver, _hexes(trace), 6)
     text = json.dumps(spans)
     for content in ("Paris and Atlantis?", "Paris is sunny", '"city"', "input.value", "gen_ai.input.messages"):
@@ -178,11 +181,11 @@ async def test_a_mid_run_export_sends_nothing_unfinished(receiver: Receiver) -> 
     agent.model_client.chat_completions[0].content[0].name = "slow"  # type: ignore[attr-defined,index,union-attr]
     task = asyncio.ensure_future(agent.run(task="wait"))
     await started.wait()
-    early = agent.trace.to_otlp(receiver.otlp_endpoint, headers=receiver.headers)
+    early = agent.trace.to_otlp(receiver.otlp_endpoint, headers=receiver.headers, timeout=SEND_S)
     assert early == 1  # the first LLM call only: the run and the tool call are still running
     release.set()
     await task
-    assert agent.trace.to_otlp(receiver.otlp_endpoint, headers=receiver.headers) == 3
+    assert agent.trace.to_otlp(receiver.otlp_endpoint, headers=receiver.headers, timeout=SEND_S) == 3
     run_hex = _hexes(agent.trace)[0]
     if receiver.name == "mlflow":
         spans = mlflow_traces(receiver, [run_hex])[run_hex].data.spans
