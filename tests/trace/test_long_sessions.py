@@ -91,15 +91,19 @@ async def test_the_frames_share_one_arrow_copy_of_each_long_text() -> None:
     for i in range(2):
         await agent.run(task=f"task {i}")
     trace = agent.trace
-    columns = {
-        "events": trace.events_df()["text"],
-        "tool_calls": trace.tool_calls_df()["result"],
-        "context_logs": trace.context_tables()["context_logs"]["text"],
-    }
+
+    def columns_of(source: Trace) -> dict[str, pd.Series]:
+        return {
+            "events": source.events_df()["text"],
+            "tool_calls": source.tool_calls_df()["result"],
+            "context_logs": source.context_tables()["context_logs"]["text"],
+        }
+
+    columns, plain_columns = columns_of(trace), columns_of(plain)
     addresses: dict[str, set[int]] = {}
     for name, column in columns.items():
-        assert column.dtype == pd.StringDtype("pyarrow") == "string", name
-        assert column.tolist() == pd.Series(column.tolist(), dtype="string").tolist()
+        assert column.dtype == pd.StringDtype("pyarrow") == plain_columns[name].dtype == "string", name
+        assert column.tolist() == plain_columns[name].tolist(), name
         longs = [text for text in column.dropna() if len(text) >= LONG_TEXT]
         assert len(longs) == 2 and all(KEY not in text and text.endswith("key [REDACTED]") for text in longs)
         chunks = column.array.__arrow_array__().chunks

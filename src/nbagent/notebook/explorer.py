@@ -33,7 +33,7 @@ from ..render import STYLE, Markup, concat, el, format_duration, portable
 from ..trace import LazyTrace, Trace, TraceFrames
 from ..trace.explore import TABLE_COLUMNS, RunFollower, RunTable, Selection, tool_uses
 from .explorer_table import ExplorerTable
-from .static_display import StaticCopyDisplay, close_widget, descendants
+from .static_display import StaticCopyDisplay
 from .view import AgentRunView
 
 if TYPE_CHECKING:
@@ -47,8 +47,6 @@ __all__ = ["COPY_DELAY_S", "MAX_UPDATES_PER_S", "ExplorerWidget", "RunExplorer",
 
 #: At most this many table updates a second while a live trace records runs.
 MAX_UPDATES_PER_S = 10
-#: Seconds after a run opened in place before the widgets of its replayed view are closed.
-CLOSE_AFTER_S = 5.0
 #: Seconds after the last change made in the browser (or by a live update) the static copy follows.
 COPY_DELAY_S = 0.5
 _WHERE = "explore"
@@ -437,8 +435,9 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         else:
             self.table.update(runs, tools)
 
-    async def _poll_folder(self, started: float) -> None:
+    async def _poll_folder(self) -> None:
         """A live update of a followed folder, its files read in a worker thread (the loop runs on)."""
+        started = self._last_update  # when :meth:`_due` let it start
         updates = self.updates
         seen = self._signature()
         try:
@@ -577,8 +576,6 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
                     raise  # this open was cancelled, not the replayed run
             except Exception:  # noqa: S110 the recorded run's own error, shown by its view
                 pass
-            finally:
-                _close_soon(view)
             html = view.to_html()
         if self.picked == [run]:
             self.detail_html = html
@@ -677,7 +674,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
             return
         if isinstance(self.trace, LazyTrace) and self.live:  # a folder: its files read off the loop
             if self._due():
-                self._fetching = asyncio.get_running_loop().create_task(self._poll_folder(self._last_update))
+                self._fetching = asyncio.get_running_loop().create_task(self._poll_folder())
                 return  # it schedules the next tick when done
             self._schedule()
             return
@@ -771,23 +768,6 @@ def _folder_state(folder: Path) -> tuple[object, ...]:
         return folder.stat().st_mtime_ns, runs.stat().st_mtime_ns, *sessions
     except OSError:  # not there (yet, or any more)
         return ()
-
-
-def _close_soon(view: AgentRunView) -> None:
-    """Close a replay's view (never displayed) :data:`CLOSE_AFTER_S` on, outermost widget first: the
-    frontend builds the models it is told of asynchronously, and a child closed while its parent's model
-    was still being built made JupyterLab log "widget model not found" (seen once in eight runs of the
-    browser test on a loaded machine)."""
-    parts = list(descendants(view))[::-1]
-
-    def close() -> None:
-        for widget in parts:
-            close_widget(widget)
-
-    try:
-        asyncio.get_running_loop().call_later(CLOSE_AFTER_S, close)
-    except RuntimeError:
-        close()
 
 
 def _write_whole(target: Path, text: str) -> None:

@@ -369,8 +369,11 @@ def without_runs(
         kept = ~ids.isin(left).to_numpy()
         return kept & ids.notna().to_numpy() if unowned else kept
 
-    out = {table: tables[table][kept_rows(tables[table])].reset_index(drop=True) for table in TABLES}
     keep = kept_rows(tables["events"])
+    out = {
+        table: tables[table][keep if table == "events" else kept_rows(tables[table])].reset_index(drop=True)
+        for table in TABLES
+    }
     before = np.concatenate([[0], np.cumsum(keep)])  # per old position: the rows kept before it
     keep_at = np.append(keep, bool(keep[-1]) if len(keep) else True)  # a snapshot after the last row
     snaps = tables["snapshots"]
@@ -660,7 +663,7 @@ def _first_time(path: Path) -> int:
                 raise LookupError
             found.append(stats.min)
     except (LookupError, ValueError):  # no statistics (another writer): read the column
-        times = read_table_file(path, "events")["timestamp"].dropna()
+        times = read_table_file(path, "events", ["timestamp"])["timestamp"].dropna()
         return int(cast(times.to_frame(), "events")["timestamp"].min().value) if len(times) else 2**63
     import pandas as pd
 
