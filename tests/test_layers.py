@@ -24,6 +24,7 @@ LAYERS: list[set[str]] = [
         "nbagent.redact",
         "nbagent.components",
         "nbagent.interrupts",
+        "nbagent.printable",
     },
     {"nbagent.context", "nbagent.memory", "nbagent.tools", "nbagent.mcp"},
     {"nbagent.models"},

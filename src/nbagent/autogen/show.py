@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..messages import BaseAgentEvent
-from ..render import PLAIN, Markup, Options, block, el, label, muted, to_html, to_text, value
+from ..render import PLAIN, Markup, Options, block, el, label, muted, printable, to_html, to_text, value
 from .convert import ForeignEvent, ForeignMessage
 
 
@@ -53,7 +53,7 @@ def _agent_turn(item: AgentTurn, options: Options = PLAIN) -> Markup:
 
 @to_text.register
 def _agent_turn_line(item: AgentTurn, full: bool = False) -> str | None:
-    return f"== {item.to_text()}"
+    return f"== {printable(item.to_text())}"
 
 
 @to_html.register

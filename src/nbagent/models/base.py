@@ -14,6 +14,7 @@ from ..cancellation import CancellationToken
 from ..components import Component
 from ..context import estimate_tokens
 from ..messages import CreateResult, LLMMessage, RequestUsage
+from ..printable import printable
 from ..tools import Tool, ToolSchema, request_tools
 from .info import ModelInfo as ModelInfo  # re-exported: imported from here before models/info.py
 
@@ -48,12 +49,15 @@ class UnreportedUsage(RequestUsage):
 
 class ModelError(RuntimeError):
     """A model call failed; ``status`` is the HTTP status when there was one, ``retry_after`` the
-    seconds the server asked to wait before trying again (its ``Retry-After`` header), if it did."""
+    seconds the server asked to wait before trying again (its ``Retry-After`` header), if it did.
+
+    Its message carries a server's words: their terminal controls, bidi and zero-width marks are
+    shown, never obeyed (:func:`~nbagent.printable.printable`), wherever it is printed."""
 
     def __init__(
         self, message: str, *, status: int | None = None, model: str | None = None, retry_after: float | None = None
     ) -> None:
-        super().__init__(message)
+        super().__init__(printable(message))
         self.status = status
         self.model = model
         self.retry_after = retry_after

@@ -82,6 +82,7 @@ from ..render import (
     footer,
     plural,
     portable,
+    printable,
     stream_head,
     stream_segment,
     tool_card,
@@ -799,7 +800,8 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     def to_text(self) -> str:
         """A short plain-text summary (the output's ``text/plain`` preview, beside the static copy that
-        holds the answer): status, the answer's first line capped at ``PREVIEW_CHARS``, totals, run id."""
+        holds the answer): status, the answer's first line capped at ``PREVIEW_CHARS``, totals, run id;
+        secrets masked, controls and invisible marks shown (:func:`~nbagent.render.printable`)."""
         lines = [f"{self.agent_name} · {self.status}" + (f" ({mask(self.detail)})" if self.detail else "")]
         if self.response is not None:
             answer = mask(self.response.chat_message.to_text())
@@ -818,7 +820,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         if self._started is not None:
             totals.append(f"run {self._started.run_id}")
         lines.append(" · ".join(totals))
-        return "\n".join(lines)
+        return printable("\n".join(lines))
 
     def __repr__(self) -> str:
         """Short, for a script or a log: ipywidgets' own repr spells out every child widget's HTML."""

@@ -16,12 +16,16 @@ module                 what it holds
 ``blocks``             the pieces views are made of: values with "show all", STEP badges,
                        event blocks, tool cards, footers
 ``dispatch``           :func:`to_html` and :func:`to_text`: one function per run item type
+(``printable``)        :func:`printable` / :func:`visible_marks` (from :mod:`nbagent.printable`, a
+                       layer below, as model errors use it too): terminal controls, bidi and
+                       zero-width marks shown, never obeyed
 ``diagram``            :func:`pipeline`: the loop's SVG, drawn from ``records.MOVES``
 ``portable``           :func:`portable`: a static copy laid out by ``style`` attributes, its
                        SVGs also as pictures, so that a sanitizer (an untrusted notebook) keeps it
 =====================  ==================================================================
 """
 
+from ..printable import printable, visible_marks
 from .blocks import (
     ANSWER_CHARS,
     MAX_CHARS,
@@ -86,6 +90,7 @@ __all__ = [
     "picture",
     "pipeline",
     "portable",
+    "printable",
     "plural",
     "pretty_arguments",
     "sanitize",
@@ -101,4 +106,5 @@ __all__ = [
     "tool_group_head",
     "truncate",
     "value",
+    "visible_marks",
 ]

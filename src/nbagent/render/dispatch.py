@@ -48,6 +48,7 @@ from ..messages import (
     ToolCallSummaryMessage,
     UserInputRequestedEvent,
 )
+from ..printable import printable
 from ..records import Intervention, LLMCall, Move, MoveName, RunFinished, RunStarted, ToolExecution
 from ..redact import mask
 from .blocks import (
@@ -385,8 +386,9 @@ def _intervention(item: Intervention, options: Options = PLAIN) -> Markup:
 
 
 def short(text: str, width: int = 100) -> str:
-    """``text`` on one line (white space collapsed, secrets masked), cut to ``width`` characters."""
-    text = " ".join(mask(text).split())
+    """``text`` on one line (white space collapsed, secrets masked, controls shown: :func:`printable`), cut
+    to ``width`` characters."""
+    text = printable(" ".join(mask(text).split()))
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -395,7 +397,7 @@ RULE = "-" * 10
 
 def heading(title: str) -> str:
     """The line above an item's whole text in the console (AutoGen's ``Console`` draws the same)."""
-    return f"{RULE} {title} {RULE}"
+    return f"{RULE} {printable(title)} {RULE}"
 
 
 @singledispatch
@@ -404,12 +406,15 @@ def to_text(item: object, full: bool = False) -> str | None:
 
     By default one line (the demo's); ``full=True`` gives the console's text (:func:`nbagent.Console`,
     ``show`` outside a notebook): a heading naming the item's type and source, then its whole text.
+    Every text from outside (a model's, a tool's, a server's, a file's) is secrets-masked and
+    :func:`~nbagent.printable.printable`: its terminal controls, bidi and zero-width marks are shown,
+    never obeyed (a function registered for a new type does the same).
     """
     return None
 
 
 def _whole(item: BaseAgentEvent | BaseChatMessage, body: str) -> str:
-    return f"{heading(f'{type(item).__name__} ({item.source})')}\n{mask(body)}"
+    return f"{heading(f'{type(item).__name__} ({item.source})')}\n{printable(mask(body))}"
 
 
 @to_text.register
@@ -421,7 +426,7 @@ def _event_line(item: BaseAgentEvent | BaseChatMessage, full: bool = False) -> s
 
 @to_text.register
 def _chunk_text(item: ModelClientStreamingChunkEvent, full: bool = False) -> str | None:
-    return mask(item.content) if full else _event_line(item)
+    return printable(mask(item.content)) if full else _event_line(item)
 
 
 @to_text.register
@@ -459,13 +464,14 @@ def _content_line(
 def _response_line(item: Response, full: bool = False) -> str | None:
     message = item.chat_message
     if full:  # on_messages_stream's last item: the answer, under its agent's name (as AutoGen's Console)
-        return f"{heading(message.source)}\n{mask(message.to_text())}"
+        return f"{heading(message.source)}\n{printable(mask(message.to_text()))}"
     return f"   Response: {type(message).__name__}  {short(message.to_text())}"
 
 
 @to_text.register
 def _intervention_line(item: Intervention, full: bool = False) -> str | None:
-    return f"   Changed before move {item.move} ({item.kind})  {item.change if full else short(item.change)}"
+    change = printable(mask(item.change)) if full else short(item.change)
+    return f"   Changed before move {item.move} ({item.kind})  {change}"
 
 
 @to_text.register
@@ -488,15 +494,15 @@ def _llm_call_line(item: LLMCall, full: bool = False) -> str | None:
 
 @to_text.register
 def _tool_execution_line(item: ToolExecution, full: bool = False) -> str | None:
-    return f"   tool call {mask(item.call.to_text())}"
+    return f"   tool call {printable(mask(item.call.to_text()))}"
 
 
 @to_text.register
 def _run_started_line(item: RunStarted, full: bool = False) -> str | None:
-    return f"run started  agent={item.agent}  task={short(' | '.join(m.to_text() for m in item.task))}"
+    return f"run started  agent={printable(item.agent)}  task={short(' | '.join(m.to_text() for m in item.task))}"
 
 
 @to_text.register
 def _run_finished_line(item: RunFinished, full: bool = False) -> str | None:
     text = f"run finished  status={item.status}"
-    return text if item.error is None or not full else f"{text}  error={mask(item.error)}"
+    return text if item.error is None or not full else f"{text}  error={printable(mask(item.error))}"

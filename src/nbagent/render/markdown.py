@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING
 
+from ..printable import visible_marks
 from ..redact import mask
 from .markup import Markup
 
@@ -53,5 +54,6 @@ def sanitize(fragment: str) -> Markup:
 
 
 def markdown(text: str) -> Markup:
-    """Markdown rendered to HTML (raw HTML in the source stays text, secrets masked), then sanitised."""
-    return sanitize(_parser().render(mask(text)))
+    """Markdown rendered to HTML (raw HTML in the source stays text, secrets masked, bidi and zero-width
+    marks made visible), then sanitised."""
+    return sanitize(_parser().render(visible_marks(mask(text))))

@@ -12,7 +12,9 @@ if it is put back into ``Markup``.
 
 The same path masks secrets: every plain text goes through :func:`nbagent.redact.mask` (the keys this
 process's clients hold and those of the environment, tokens, ``Authorization`` values, URLs'
-``user:password@``) as it is escaped, so no view, static copy or saved notebook shows one.
+``user:password@``) as it is escaped, so no view, static copy or saved notebook shows one. And it makes
+bidi and zero-width marks visible (:func:`nbagent.printable.visible_marks`: ``read\u202etxt.exe`` shows
+as ``read<U+202E>txt.exe``, never as ``readexe.txt``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import string
 from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
+from ..printable import visible_marks
 from ..redact import mask
 
 __all__ = ["EMPTY", "Markup", "Child", "el", "escape"]
@@ -73,11 +76,11 @@ EMPTY = Markup()
 
 
 def escape(value: object) -> Markup:
-    """``value`` as HTML text: ``Markup`` as it is, anything else ``str()``-ed, its secrets masked and
-    escaped (quotes too)."""
+    """``value`` as HTML text: ``Markup`` as it is, anything else ``str()``-ed, its secrets masked, its bidi
+    and zero-width marks made visible and escaped (quotes too)."""
     if isinstance(value, Markup):
         return value
-    return Markup(_html.escape(mask(value if isinstance(value, str) else str(value)), quote=True))
+    return Markup(_html.escape(visible_marks(mask(value if isinstance(value, str) else str(value))), quote=True))
 
 
 class _Escaped:
@@ -210,7 +213,9 @@ def el(tag: str, *children: Child, **attributes: object) -> Markup:
         if value is not True:
             # Always escaped, quotes included, whatever the value's type: a Markup value (markup
             # meant for an element's content) would otherwise close the attribute.
-            text = _checked_value(tag, name, mask(str.__str__(value) if isinstance(value, str) else str(value)))
+            text = _checked_value(
+                tag, name, visible_marks(mask(str.__str__(value) if isinstance(value, str) else str(value)))
+            )
             parts.append('="')
             parts.append(_html.escape(text, quote=True))
             parts.append('"')

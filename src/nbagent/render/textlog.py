@@ -2,7 +2,8 @@
 
 :class:`TextLog` turns each run item into the text to write, through :func:`~nbagent.render.to_text`
 (``full=True``): a heading and the whole text of each event and message, streamed text as it comes
-(one heading, then the pieces on one line), and with ``output_stats`` the tokens of each message and
+(one heading, then the pieces on one line), its controls, bidi and zero-width marks shown as
+:func:`~nbagent.printable.printable` shows them, and with ``output_stats`` the tokens of each message and
 a summary at the end, as AutoGen's ``Console`` prints them.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent, RequestUsage, Response
+from ..printable import printable
 from ..records import Move
 from ..redact import mask
 from .dispatch import heading, memory_skipped_line, to_text
@@ -56,7 +58,7 @@ class TextLog:
         if not self._streaming:
             return ""
         self._streaming = False
-        rest, self._held = mask(self._held), ""
+        rest, self._held = printable(mask(self._held)), ""
         return rest + "\n"
 
     def _chunk(self, item: str | ModelClientStreamingChunkEvent) -> str:
@@ -81,12 +83,12 @@ class TextLog:
             return ""
         space = max(held.rfind(" ", 0, cut + 1), held.rfind("\n", 0, cut + 1))
         if space > 0:
-            cut = space
+            cut = space - (held[space - 1] == "\r")  # a CRLF stays whole: printable() keeps it, escapes a bare CR
         elif len(held) < 2 * HOLD:  # no white space yet: wait a little longer
             self._held = held
             return ""
         self._held = held[cut:]
-        return mask(held[:cut])
+        return printable(mask(held[:cut]))
 
     def _usage(self, item: object) -> str:
         message = item.chat_message if isinstance(item, Response) else item
