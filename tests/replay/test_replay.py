@@ -9,11 +9,13 @@ turn (a starting context), formats and redaction, the entry points, pacing and b
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
 import nbagent
 from nbagent import (
@@ -332,3 +334,52 @@ async def test_show_plays_a_replay_in_the_live_view_titled_as_a_replay() -> None
     assert view.response is not None and view.response.chat_message.to_text() == "It is 5."
     title = view._title.value  # noqa: SLF001 the view shows its title; it has no accessor
     assert "replay of run" in title and "no model or tool called" in title
+
+
+class _Loose(BaseModel):
+    """A structured output that takes any keys (a crafted file's answer may have any)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def test_a_files_answer_key_is_never_a_format_spec(tmp_path: Path) -> None:
+    import tracemalloc
+
+    answer = json.dumps({"x": "1", "x:>30000000": "2"})
+    trace = load_parquet(scripted_trace(answer, tmp_path))
+    tracemalloc.start()
+    try:
+        replay = trace.replay()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000  # "{x:>30000000}" formatted would take 30 MB
+    assert replay.output_content_type_format is None
+    assert '"x:>30000000"' in replay.limits and "shown as its JSON" in replay.limits
+
+
+def scripted_trace(answer: str, tmp_path: Path) -> Path:
+    agent = scripted([answer], output_content_type=_Loose)
+    agent.run_sync(TASK)
+    return agent.trace.to_parquet(tmp_path)
+
+
+@pytest.mark.parametrize("key", ["x.nope", "x[0]", "x!r", "model_config", "__init__", "model_dump", "a b"])
+def test_a_structured_answer_that_cannot_be_rebuilt_replays_as_its_json(key: str, tmp_path: Path) -> None:
+    answer = json.dumps({"x": 1, key: "v"})
+    replay = load_parquet(scripted_trace(answer, tmp_path)).replay()
+    assert replay.output_content_type is not None and replay.output_content_type_format is None
+    assert json.dumps(key) in replay.limits and replay.limits.startswith(LIMITS)
+    again = nbagent.run(replay)
+    assert json.loads(again.messages[-1].to_text()) == {"x": 1, key: "v"}
+    assert json.dumps(key) in replay._repr_html_().replace("&quot;", '"')
+
+
+def test_a_cassettes_error_name_is_looked_up_among_model_errors_only() -> None:
+    from nbagent.models.base import ModelError, ModelRateLimitError
+    from nbagent.models.cassette import _error_class
+
+    assert _error_class("ModelRateLimitError") is ModelRateLimitError
+    assert _error_class("ModelError") is ModelError
+    for name in ("Any", "ModelInfo", "__builtins__", "CancellationToken", "estimate_tokens"):
+        assert _error_class(name) is ModelError

@@ -220,10 +220,16 @@ def load_cassette(path: str | Path) -> Cassette:
 
 
 def _error_class(name: str) -> type[ModelError]:
-    found = getattr(base, name, None)
-    if isinstance(found, type) and issubclass(found, ModelError):
-        return found
-    return {cls.__name__: cls for cls in (CassetteMismatchError, CassetteExhaustedError)}.get(name, ModelError)
+    """The error class a cassette names: one of nbagent's model errors (looked up among them as data,
+    never as an attribute of a module), else ``ModelError``."""
+    return _ERROR_CLASSES.get(name, ModelError)
+
+
+_ERROR_CLASSES: dict[str, type[ModelError]] = {
+    cls.__name__: cls
+    for cls in (*vars(base).values(), CassetteMismatchError, CassetteExhaustedError)
+    if isinstance(cls, type) and issubclass(cls, ModelError)
+}
 
 
 @dataclass(frozen=True)

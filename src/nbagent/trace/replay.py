@@ -23,6 +23,10 @@ context's own policy (a buffered or token-limited context replays as an unbounde
 placeholders), the Python class of a structured output read from a file (a model of the same fields
 is made; an answer that failed to parse replays as text), and custom summary formatters (the
 recorded summary lines are given back).
+
+A recorded file is data: no format string, ``eval`` or attribute lookup is built from its contents. A
+structured answer whose keys cannot be a model's fields is replayed as its JSON, and the replay's
+``limits`` say so (:data:`UNREBUILT`).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 
 from .._check import wrong_value
 from ..cancellation import CancellationToken, guarded
@@ -521,7 +525,7 @@ class ReplayIndex:
         final_type, final_text = run["final_type"], run["final_text"]
         answers = _answers(events, calls, added_here, tools)
         structured = final_type is not None and str(final_type).startswith("StructuredMessage")
-        output_type, output_format = _output_type(
+        output_type, output_format, note = _output_type(
             self.trace,
             run_id,
             agent,
@@ -555,6 +559,7 @@ class ReplayIndex:
             output_content_type_format=output_format,
             summary_lines=summary,
             pace=pace,
+            limits=LIMITS if note is None else f"{LIMITS} {note}",
         )
 
 
@@ -762,10 +767,10 @@ def _output_type(
     final_text: str | None,
     answers: list[RecordedAnswer],
     content_name: str = "RecordedOutput",
-) -> tuple[type[BaseModel] | None, str | None]:
+) -> tuple[type[BaseModel] | None, str | None, str | None]:
     """A structured output's class: the recorded one in a live trace (its answer's, else its agent's),
     else a model of the same fields (made from the answer's JSON) and a format string that gives the
-    recorded text."""
+    recorded text; and a note when the answer's class could not be rebuilt (:func:`_model_of`)."""
     live = hasattr(type(trace), "items")  # a live trace holds the events themselves
     if live and final_text is not None:  # a structured answer: its class, from the recorded event
         inside = False
@@ -775,15 +780,15 @@ def _output_type(
             elif inside and isinstance(item, Response):
                 content = getattr(item.chat_message, "content", None)
                 if isinstance(content, BaseModel):
-                    return type(content), getattr(item.chat_message, "format_string", None)
+                    return type(content), getattr(item.chat_message, "format_string", None), None
     if live:
         owner = getattr(trace, "owner", None)
         if owner is not None and getattr(owner, "name", None) == agent:
             kind = getattr(owner, "output_content_type", None)
             if isinstance(kind, type) and issubclass(kind, BaseModel):
-                return kind, getattr(owner, "output_content_type_format", None)
+                return kind, getattr(owner, "output_content_type_format", None), None
     if final_text is None:
-        return None, None
+        return None, None, None
     return _model_of(final_text, answers, content_name)
 
 
@@ -794,17 +799,42 @@ def _content_name(final_type: str) -> str:
     return name if name.isidentifier() else "RecordedOutput"
 
 
+UNREBUILT = (
+    "This run's structured answer has keys that are not field names ({keys}): its class is not rebuilt, "
+    "the replayed answer is shown as its JSON."
+)
+"""The note a replay adds to its :data:`LIMITS` when a recorded structured answer cannot be rebuilt."""
+
+
+def _field_name(key: str) -> bool:
+    """Whether an answer's key can be a field of a model made for it: an identifier that is not private,
+    not pydantic's (``model_...``) and not a ``BaseModel`` attribute. Only such a key goes into a format
+    string, as a bare ``{key}``: no format spec, conversion, index or attribute a file could put there."""
+    return key.isidentifier() and not key.startswith(("_", "model_")) and not hasattr(BaseModel, key)
+
+
 def _model_of(
     final_text: str, answers: list[RecordedAnswer], name: str = "RecordedOutput"
-) -> tuple[type[BaseModel], str | None]:
-    """A model with the fields of the last answer's JSON, and a format string giving ``final_text``."""
+) -> tuple[type[BaseModel], str | None, str | None]:
+    """A model with the fields of the last answer's JSON, and a format string giving ``final_text``.
+
+    A recorded file is data: when a key cannot be a field (:func:`_field_name`), the model takes the
+    answer's keys as they are (``extra="allow"``), no format string is made (the answer shows as its
+    JSON), and the note (:data:`UNREBUILT`) says so."""
     answer = next((a.result for a in reversed(answers) if a.result is not None), None)
     try:
         data = json.loads(answer.content) if answer is not None and isinstance(answer.content, str) else {}
     except json.JSONDecodeError:
         data = {}
-    fields: dict[str, Any] = {key: (Any, ...) for key in data} if isinstance(data, dict) else {}
-    model = create_model(name, **fields)
+    if not isinstance(data, dict):
+        data = {}
+    odd = [key for key in data if not _field_name(key)]
+    if odd:
+        keys = ", ".join(json.dumps(key)[:40] for key in odd[:3]) + (
+            f" and {len(odd) - 3} more" if len(odd) > 3 else ""
+        )
+        return create_model(name, __config__=ConfigDict(extra="allow")), None, UNREBUILT.format(keys=keys)
+    model = create_model(name, **{key: (Any, ...) for key in data})
     fmt = None
     if isinstance(data, dict) and final_text != json.dumps(data):
         fmt = final_text.replace("{", "{{").replace("}", "}}")
@@ -816,7 +846,7 @@ def _model_of(
                 fmt = None
         except (KeyError, IndexError, ValueError):
             fmt = None
-    return model, fmt
+    return model, fmt, None
 
 
 def _settings(
