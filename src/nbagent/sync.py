@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
+import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
@@ -58,11 +60,8 @@ def run_coroutine(factory: Callable[[], Awaitable[T]], interrupted: str | Callab
             return asyncio.run(_as_coroutine(factory))
         except KeyboardInterrupt:  # asyncio.run cancelled the run, which has ended
             raise run_interrupted(_text(interrupted)) from None
-    import nest_asyncio2
-
-    nest_asyncio2.apply(loop)
-    task = loop.create_task(_as_coroutine(factory))
-    with _driving(loop):
+    with nested(loop), _driving(loop):
+        task = loop.create_task(_as_coroutine(factory))
         try:
             return loop.run_until_complete(task)
         except KeyboardInterrupt:
@@ -72,6 +71,83 @@ def run_coroutine(factory: Callable[[], Awaitable[T]], interrupted: str | Callab
             except (asyncio.CancelledError, KeyboardInterrupt):
                 pass
             raise run_interrupted(_text(interrupted)) from None
+
+
+_MISSING = object()
+_NESTING = threading.Lock()
+_depth = 0  # the sync calls driving a running loop now, in any thread
+_saved: dict[int, tuple[object, dict[str, object]]] = {}  # id of what nest_asyncio2 patches: it, its attributes
+
+
+def _save(owner: object, *names: str) -> None:
+    """Keep ``owner``'s own ``names`` (``_MISSING`` for those it inherits or lacks) to put back later."""
+    if id(owner) not in _saved:
+        own = vars(owner)
+        _saved[id(owner)] = owner, {name: own.get(name, _MISSING) for name in names}
+
+
+def _restore() -> None:
+    for owner, values in _saved.values():
+        for name, value in values.items():
+            if value is _MISSING:
+                if name in vars(owner):
+                    delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+    _saved.clear()
+
+
+_LOOP_NAMES = (
+    "run_forever",
+    "run_until_complete",
+    "_run_once",
+    "_check_running",
+    "_check_runnung",
+    "_num_runs_pending",
+    "_is_proactorloop",
+    "_nest_deferred",
+    "_nest_patched",
+    "_nest_asyncio2",
+)
+"""What nest_asyncio2 sets on the class of the loop it patches (nest_asyncio2 1.7: ``_patch_loop``)."""
+
+
+@contextmanager
+def nested(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """``loop``, already running, made re-entrant for the time of the block, then the process as it was.
+
+    nest_asyncio2 (it has no undo) patches the whole process: ``asyncio.Task`` and ``asyncio.Future``
+    become the pure-Python classes, ``asyncio.run`` and ``asyncio.get_event_loop`` its own (its
+    ``asyncio.run`` does not close its loop), the event loop policy's class and the loop's class get
+    its methods, and tornado's futures learn the pure-Python future. Every one of these is kept when
+    the first sync call of the process begins and put back when the last one ends (nested calls and
+    calls from other threads' loops share one patch). A task created meanwhile stays a pure-Python
+    task, which the loop runs as any other.
+    """
+    global _depth
+    import nest_asyncio2
+
+    with _NESTING:
+        if _depth == 0:
+            _save(asyncio, "Task", "Future", "run", "get_event_loop", "_nest_patched", "_nest_asyncio2")
+            _save(asyncio.tasks, "Task", "_CTask")
+            _save(asyncio.futures, "Future", "_CFuture")
+            _save(asyncio.events, "_get_event_loop", "get_event_loop")
+            _save(type(asyncio.get_event_loop_policy()), "get_event_loop")
+            _save(nest_asyncio2, "_run_close_loop")
+            tornado = sys.modules.get("tornado.concurrent")
+            if tornado is not None:
+                _save(tornado, "Future", "FUTURES")
+        _save(type(loop), *_LOOP_NAMES)
+        nest_asyncio2.apply(loop)
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _NESTING:
+            _depth -= 1
+            if _depth == 0:
+                _restore()
 
 
 def _text(interrupted: str | Callable[[], str]) -> str:

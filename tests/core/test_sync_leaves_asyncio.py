@@ -1,0 +1,89 @@
+"""A sync entry point inside a running loop (a notebook cell) leaves asyncio as it found it: nest_asyncio2's
+process-wide patch lasts only as long as the call."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import nbagent
+from nbagent import AssistantAgent, ReplayChatCompletionClient
+from nbagent.sync import run_coroutine
+
+
+def _asyncio_state(loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
+    policy = type(asyncio.get_event_loop_policy())
+    return {
+        "Task": asyncio.Task,
+        "tasks.Task": asyncio.tasks.Task,
+        "Future": asyncio.Future,
+        "futures.Future": asyncio.futures.Future,
+        "run": asyncio.run,
+        "get_event_loop": asyncio.get_event_loop,
+        "events.get_event_loop": asyncio.events.get_event_loop,
+        "patched": hasattr(asyncio, "_nest_patched"),
+        "policy": policy.__dict__.get("get_event_loop"),
+        "loop class": {name: type(loop).__dict__.get(name) for name in ("run_until_complete", "_run_once")},
+        "loop patched": hasattr(loop, "_nest_patched"),
+    }
+
+
+def _run_closes_its_loop() -> bool:
+    """Whether ``asyncio.run`` (in a thread with no loop, as a script's) closes the loop it made."""
+    made: list[asyncio.AbstractEventLoop] = []
+
+    async def main() -> None:
+        made.append(asyncio.get_running_loop())
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),))
+    thread.start()
+    thread.join(30)
+    return made[0].is_closed()
+
+
+async def test_a_sync_run_inside_a_running_loop_leaves_asyncio_as_it_was() -> None:
+    loop = asyncio.get_running_loop()
+    before = _asyncio_state(loop)
+    assert before["Task"] is asyncio.tasks._CTask  # noqa: SLF001 (the C class, as the process starts)
+    assert _run_closes_its_loop()
+    result = nbagent.run(AssistantAgent("a", ReplayChatCompletionClient(["hello"])), "hi")
+    assert result.messages[-1].to_text() == "hello"
+    assert _asyncio_state(loop) == before
+    assert _run_closes_its_loop()
+    task = asyncio.ensure_future(asyncio.sleep(0))
+    assert type(task) is before["Task"]
+    await task
+
+
+async def test_nested_sync_calls_keep_the_patch_until_the_outermost_ends() -> None:
+    loop = asyncio.get_running_loop()
+    before = _asyncio_state(loop)
+    seen: list[bool] = []
+
+    async def inner() -> str:
+        seen.append(hasattr(asyncio, "_nest_patched"))
+        return "inner"
+
+    async def outer() -> str:
+        first = run_coroutine(inner)  # a sync call inside a sync call (a sync tool calling nbagent.run)
+        seen.append(hasattr(asyncio, "_nest_patched"))  # the inner call's end keeps the outer's patch
+        return first
+
+    assert run_coroutine(outer) == "inner"
+    assert seen == [True, True]
+    assert _asyncio_state(loop) == before
+
+
+async def test_an_error_in_the_call_restores_asyncio_too() -> None:
+    loop = asyncio.get_running_loop()
+    before = _asyncio_state(loop)
+
+    async def fails() -> None:
+        raise ValueError("boom")
+
+    try:
+        run_coroutine(fails)
+    except ValueError as error:
+        assert str(error) == "boom"
+    assert _asyncio_state(loop) == before
