@@ -834,7 +834,8 @@ def _model_of(
             f" and {len(odd) - 3} more" if len(odd) > 3 else ""
         )
         return create_model(name, __config__=ConfigDict(extra="allow")), None, UNREBUILT.format(keys=keys)
-    model = create_model(name, **{key: (Any, ...) for key in data})
+    fields: dict[str, Any] = {key: (Any, ...) for key in data}
+    model = create_model(name, **fields)
     fmt = None
     if isinstance(data, dict) and final_text != json.dumps(data):
         fmt = final_text.replace("{", "{{").replace("}", "}}")
