@@ -101,6 +101,7 @@ from .components import load_component
 from .interrupts import explain_cancellation
 from .messages import BaseChatMessage, HandoffMessage, Response, ToolCallSummaryMessage
 from .models.base import ChatCompletionClient, ModelRateLimitError, ModelServerError, UnreportedUsage
+from .models.per_task import PerTaskClients
 from .models.retries import OUTER_RETRIES
 from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
@@ -937,6 +938,7 @@ class Batch:
         self._writes: list[asyncio.Future[None]] = []
         self._tokens: set[CancellationToken] = set()
         self._agents: weakref.WeakSet[AssistantAgent] = weakref.WeakSet()
+        self._clients = PerTaskClients()  # a client make_agent made for one task is closed at its end
         self._state: Literal["new", "running", "done", "stopped", "failed"] = "new"
         self._stopping = False
         self._pause_until = 0.0  # no model call before this (monotonic): a server's Retry-After
@@ -1198,6 +1200,8 @@ class Batch:
                 agent.recorders[:] = recorders
             row.mask(process_secrets(agent.secrets if agent is not None else ()))
             self._end_row(row, start, part)
+            if agent is not None:
+                await self._clients.end(agent.model_client)
 
     def _ending(self, timed_out: bool) -> str:
         """The error of a task that timed out or was cancelled."""
@@ -1219,6 +1223,7 @@ class Batch:
                 "or pass an AssistantAgent as make_agent to copy it for each task"
             )
         self._agents.add(agent)
+        self._clients.begin(agent.model_client)
         return agent
 
     async def _attempts_of(

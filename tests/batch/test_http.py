@@ -195,3 +195,53 @@ async def test_retry_after_is_capped_by_max_backoff_and_by_the_tasks_timeout(
     await asyncio.wait_for(batch.run(), 60)
     assert list(batch.results["status"]) == ["error"] and "would pass the task's timeout" in batch.results["error"][0]
     assert scripts.seen["short"] == 1
+
+
+async def _settled(server: ChatServer, at_most: int) -> int:
+    """The server's open connections once they settle at ``at_most`` or under (a closed connection's end
+    reaches the server a moment later), or after a generous 10 s hang guard."""
+    for _ in range(200):
+        if server.connections <= at_most:
+            break
+        await asyncio.sleep(0.05)
+    return server.connections
+
+
+@pytest.mark.parametrize("shared", [False, True])
+async def test_connections_stay_bounded_by_the_concurrency(server: ChatServer, scripts: Scripts, shared: bool) -> None:
+    import gc
+
+    scripts.default = [Reply.text("sunny").with_(delay=0.02)]
+    concurrency, clients = 8, []
+    one = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=KEY, max_retries=0)
+
+    def make(task: str) -> AssistantAgent:
+        client = one if shared else OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=KEY)
+        clients.append(client)
+        return AssistantAgent("weather", client)
+
+    gc.disable()  # the connections are closed when each task ends, not when its client is collected
+    try:
+        batch = await Batch(make, [f"city {i}" for i in range(40)], concurrency=concurrency).run()
+        assert batch.results["status"].tolist() == ["ok"] * 40
+        assert server.peak_connections <= concurrency
+        left = await _settled(server, concurrency if shared else 0)
+    finally:
+        gc.enable()
+    if shared:  # the shared client is its owner's: open, and it keeps serving
+        assert 1 <= left <= concurrency
+        assert (await AssistantAgent("again", one).run(task="city 0")).messages[-1].to_text() == "sunny"
+        await one.close()
+    else:  # each task's own client closed at the task's end
+        assert left == 0 and len(clients) == 40
+
+
+async def test_a_client_closed_by_a_batch_and_used_again_reopens(server: ChatServer, scripts: Scripts) -> None:
+    scripts.default = [Reply.text("sunny")]
+    client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=KEY)
+    batch = await Batch(lambda task: AssistantAgent("weather", client), ["city 0"], concurrency=1).run()
+    assert batch.results["status"].tolist() == ["ok"]
+    assert await _settled(server, 0) == 0  # seen in one task only: closed at its end
+    again = await Batch(lambda task: AssistantAgent("weather", client), ["city 1", "city 2"], concurrency=1).run()
+    assert again.results["status"].tolist() == ["ok", "ok"]
+    await client.close()

@@ -27,6 +27,7 @@ API:
   It runs in its own thread, so it adds no task to the test's event loop.
 * ``server.script(*replies)`` queues replies, one per request, in order. A request with no reply
   left gets 400 "no scripted reply left". ``server.pending`` counts unused replies.
+* ``server.connections`` / ``server.peak_connections``: the connections open now / the most open at once.
 * ``server.requests``: every request received (also the rejected ones), as ``Received(body,
   headers, status)`` with ``status`` the HTTP status answered.
 * ``Reply``: what to answer. Builders: ``Reply.text(text, reasoning=None)``, ``Reply.call((name,
@@ -512,6 +513,8 @@ class ChatServer:
         self.missing_key = missing_key or self.wrong_key
         self.null_content = null_content
         self.requests: list[Received] = []
+        self.connections = 0  # open now
+        self.peak_connections = 0  # the most open at once
         self._replies: list[Reply] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -571,6 +574,9 @@ class ChatServer:
         self.stop()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with self._lock:
+            self.connections += 1
+            self.peak_connections = max(self.peak_connections, self.connections)
         try:
             while await self._one_request(reader, writer):
                 pass
@@ -578,6 +584,8 @@ class ChatServer:
             pass  # a client went away, or the server stops (ending quietly keeps asyncio from logging it)
         finally:
             writer.close()
+            with self._lock:
+                self.connections -= 1
 
     async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Serve one request; False when the connection is to be closed."""

@@ -766,6 +766,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         )
         self._client = self._new_sdk_client()
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._closed = False
         self._timeout = timeout
         self.model_info = model_info_for(model) | (model_info or {})
         self.parallel_tool_calls = parallel_tool_calls
@@ -831,7 +832,9 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         return cls(api_key=key, **args)
 
     async def close(self) -> None:
+        """Close its connections; a later call opens new ones."""
         await self._client.close()
+        self._closed = True
 
     def _new_sdk_client(self) -> Any:
         # A plain HTTP client (the SDK's default one closes itself on the running loop when
@@ -843,14 +846,15 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         """The SDK client for the running event loop.
 
         Its connections belong to the loop that opened them, so a client used from a new loop (a
-        script calling ``nbagent.run`` twice runs two loops) gets a fresh SDK client.
+        script calling ``nbagent.run`` twice runs two loops), or used again after :meth:`close`, gets a
+        fresh SDK client.
         """
         loop = asyncio.get_running_loop()
         bound = self._client_loop() if self._client_loop is not None else None
-        if bound is not loop:
-            if self._client_loop is not None:
+        if bound is not loop or self._closed:
+            if self._client_loop is not None or self._closed:
                 self._client = self._new_sdk_client()
-            self._client_loop = weakref.ref(loop)
+            self._client_loop, self._closed = weakref.ref(loop), False
         return self._client
 
     # ------------------------------------------------------------------ requests
