@@ -2,13 +2,15 @@
 
 Both work offline with no API key: ``demo`` runs on the replay model, ``lab`` starts JupyterLab on
 ``notebooks/02_walkthrough_steps_1_5.ipynb`` of a source checkout (it installs nothing), saving the
-shipped notebooks without outputs (:func:`save_without_outputs`), so running them changes no tracked file.
+shipped notebooks it laid out without outputs (:func:`save_without_outputs`), so running them changes no
+tracked file, and a user's own notebooks keep theirs.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import importlib.util
 import json
 import os
@@ -81,6 +83,10 @@ def notebooks_dir() -> Path | None:
 
 
 SAVE_HOOK = "nbagent.__main__.save_without_outputs"
+AFTER_SAVE_HOOK = "nbagent.__main__.after_save"
+MANIFEST_VARIABLE = "NBAGENT_LAB_SHIPPED"
+"""The environment variable through which ``nbagent lab`` tells the server's save hooks which shipped
+notebooks it serves: ``{"root": <folder>, "notebooks": {<name>: <sha256 of the file>}}``."""
 SHIPPED = frozenset(
     {
         "01_quickstart.ipynb",
@@ -93,36 +99,114 @@ SHIPPED = frozenset(
         "07_autogen_teams.ipynb",
     }
 )
-"""The names of the notebooks the repository ships (tests/notebooks/test_main.py checks the list): only
-these are saved without outputs; a user's own ``08_mine.ipynb`` or ``01_analysis.ipynb`` keeps them."""
+"""The names of the notebooks the repository ships (tests/notebooks/test_main.py checks the list)."""
 _RUN_METADATA = ("execution", "scrolled", "collapsed", "jupyter")  # what running and viewing add to a cell
+
+
+def shipped_manifest(folder: Path) -> dict[str, Any]:
+    """The shipped notebooks ``nbagent lab`` serves from ``folder``, by path and content: each file at
+    the top of ``folder`` (not a symlink) named as a shipped notebook and, unless ``folder`` is the
+    checkout's own notebooks folder, byte for byte the checkout's notebook of that name; with the
+    SHA-256 of its bytes. A user's notebook of a shipped name, elsewhere or with other content, is not
+    in it."""
+    root = folder.resolve()
+    checkout = notebooks_dir()
+    checkout = checkout.resolve() if checkout is not None else None
+    own = checkout == root
+    notebooks: dict[str, str] = {}
+    for name in sorted(SHIPPED):
+        data = _regular_file_bytes(root / name)
+        if data is None:
+            continue
+        if not own and (checkout is None or _regular_file_bytes(checkout / name) != data):
+            continue
+        notebooks[name] = hashlib.sha256(data).hexdigest()
+    return {"root": str(root), "notebooks": notebooks}
+
+
+def _regular_file_bytes(path: Path) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file reached through no symlink (``None`` otherwise)."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.resolve() != path.absolute():
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+_manifests: dict[str, dict[str, Any]] = {}  # the server's copy of the manifest given, kept current by after_save
+_stripping: set[str] = set()  # the shipped notebooks save_without_outputs stripped, not saved yet
+
+
+def _shipped() -> dict[str, Any]:
+    """The manifest ``nbagent lab`` gave (:data:`MANIFEST_VARIABLE`); none, or a broken one: nothing shipped."""
+    source = os.environ.get(MANIFEST_VARIABLE, "")
+    if source not in _manifests:
+        try:
+            given = json.loads(source)
+        except ValueError:
+            given = None
+        valid = isinstance(given, dict) and isinstance(given.get("notebooks"), dict) and "root" in given
+        _manifests[source] = given if valid else {"root": None, "notebooks": {}}
+    return _manifests[source]
+
+
+def _shipped_target(path: str, contents_manager: Any) -> Path | None:
+    """The file a save of ``path`` writes, if it is one of the shipped notebooks ``nbagent lab`` laid out,
+    still holding the content it had then (or at its last save as shipped)."""
+    manifest = _shipped()
+    name = PurePosixPath(path.strip("/"))
+    root = getattr(contents_manager, "root_dir", None)
+    if len(name.parts) != 1 or name.name not in manifest["notebooks"] or root is None:
+        return None
+    if manifest["root"] is None or Path(root).resolve() != Path(str(manifest["root"])):
+        return None
+    target = Path(str(manifest["root"])) / name.name
+    data = _regular_file_bytes(target)
+    if data is None or hashlib.sha256(data).hexdigest() != manifest["notebooks"][name.name]:
+        return None
+    return target
 
 
 def save_without_outputs(model: dict[str, Any], path: str, contents_manager: Any, **kwargs: Any) -> None:
     """JupyterLab's pre-save hook under ``nbagent lab``: the shipped notebooks are saved as the repository
     keeps them, so opening and running them leaves ``git status`` clean.
 
-    A notebook at the top of the folder whose name is a shipped one's (:data:`SHIPPED`) is saved
-    without outputs, execution counts, widget state or the metadata running and viewing add (its
-    notebook metadata stays what the file on disk holds); edits to its cells are saved. Any other
-    notebook is saved as it is.
+    Only the shipped notebooks ``nbagent lab`` laid out (:func:`shipped_manifest`: by path in the folder
+    it serves and by content, never through a symlink) are saved without outputs, execution counts,
+    widget state or the metadata running and viewing add (the notebook metadata stays what the file on
+    disk holds); edits to their cells are saved. Any other notebook (a user's own, whatever its name
+    or folder, one renamed to a shipped name, a symlink) is saved as it is.
     """
     content = model.get("content")
-    name = PurePosixPath(path.strip("/"))
-    if model.get("type") != "notebook" or not isinstance(content, dict) or len(name.parts) != 1:
+    if model.get("type") != "notebook" or not isinstance(content, dict):
         return
-    if name.name not in SHIPPED:
+    target = _shipped_target(path, contents_manager)
+    if target is None:
         return
     for cell in content.get("cells", []):
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
         for key in _RUN_METADATA:
             cell.get("metadata", {}).pop(key, None)
-    kept = _metadata_on_disk(Path(getattr(contents_manager, "root_dir", ".")) / name.name)
+    kept = _metadata_on_disk(target)
     metadata = content.setdefault("metadata", {})
     metadata.pop("widgets", None)
     if kept is not None:
         content["metadata"] = kept
+    _stripping.add(str(target))
+
+
+def after_save(model: dict[str, Any], os_path: str, contents_manager: Any) -> None:
+    """JupyterLab's post-save hook under ``nbagent lab``: a shipped notebook saved without outputs is
+    known by its new content from now on (its cells' edits are the user's, still the shipped notebook)."""
+    target = Path(os_path).parent.resolve() / Path(os_path).name
+    if str(target) not in _stripping:
+        return
+    _stripping.discard(str(target))
+    data = _regular_file_bytes(target)
+    if data is not None:
+        _shipped()["notebooks"][target.name] = hashlib.sha256(data).hexdigest()
 
 
 def _metadata_on_disk(path: Path) -> dict[str, Any] | None:
@@ -162,6 +246,7 @@ def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args
         f"--ServerApp.root_dir={folder}",
         f"--LabApp.default_url=/lab/tree/{WALKTHROUGH}",
         f"--ContentsManager.pre_save_hook={SAVE_HOOK}",
+        f"--ContentsManager.post_save_hook={AFTER_SAVE_HOOK}",
     ]
     if port is not None:
         command.append(f"--ServerApp.port={port}")
@@ -170,8 +255,9 @@ def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args
     command.extend(jupyter_args)
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in command:
         command.append("--allow-root")  # JupyterLab refuses root otherwise (containers, CI machines)
+    environment = dict(os.environ, **{MANIFEST_VARIABLE: json.dumps(shipped_manifest(folder))})
     sys.stdout.flush()
-    os.execv(sys.executable, command)
+    os.execve(sys.executable, command, environment)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -14,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -101,7 +103,13 @@ def test_python_m_nbagent_demo_runs_offline() -> None:
 
 def test_lab_opens_jupyterlab_on_the_walkthrough(monkeypatch: pytest.MonkeyPatch) -> None:
     launched: list[tuple[str, list[str]]] = []
-    monkeypatch.setattr(cli.os, "execv", lambda path, argv: launched.append((path, list(argv))))
+    environments: list[dict[str, str]] = []
+
+    def execve(path: str, argv: list[str], env: dict[str, str]) -> None:
+        launched.append((path, list(argv)))
+        environments.append(env)
+
+    monkeypatch.setattr(cli.os, "execve", execve)
     cli.main(["lab", "--port", "8899", "--no-browser", "--", "--allow-root"])
     folder = ROOT / "notebooks"
     assert cli.notebooks_dir() == folder
@@ -115,18 +123,21 @@ def test_lab_opens_jupyterlab_on_the_walkthrough(monkeypatch: pytest.MonkeyPatch
                 f"--ServerApp.root_dir={folder}",
                 f"--LabApp.default_url=/lab/tree/{cli.WALKTHROUGH}",
                 "--ContentsManager.pre_save_hook=nbagent.__main__.save_without_outputs",
+                "--ContentsManager.post_save_hook=nbagent.__main__.after_save",
                 "--ServerApp.port=8899",
                 "--no-browser",
                 "--allow-root",
             ],
         )
     ]
+    # The server's save hooks learn which shipped notebooks it serves, with their content's hashes.
+    assert set(json.loads(environments[0][cli.MANIFEST_VARIABLE])["notebooks"]) == cli.SHIPPED
 
 
 def test_lab_as_root_allows_root_itself(monkeypatch: pytest.MonkeyPatch) -> None:
     """JupyterLab refuses to run as root; the README's one command must work on a root machine."""
     launched: list[list[str]] = []
-    monkeypatch.setattr(cli.os, "execv", lambda path, argv: launched.append(list(argv)))
+    monkeypatch.setattr(cli.os, "execve", lambda path, argv, env: launched.append(list(argv)))
     monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
     cli.main(["lab", "--no-browser"])
     monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
@@ -249,33 +260,81 @@ def test_running_the_shipped_notebooks_in_lab_rewrites_no_tracked_file(tmp_path:
         notebook["metadata"]["language_info"] = {"name": "python", "version": "3.11.7", "mimetype": "text/x-python"}
         call("PUT", cli.WALKTHROUGH, {"type": "notebook", "format": "json", "content": notebook})
         call("PUT", "Untitled.ipynb", {"type": "notebook", "format": "json", "content": notebook})
+        unchanged = (folder / cli.WALKTHROUGH).read_bytes()
+        # An edit to a cell is saved, and the edited notebook is still the shipped one on its next save.
+        notebook["cells"][0]["source"] = "# edited\n"
+        call("PUT", cli.WALKTHROUGH, {"type": "notebook", "format": "json", "content": notebook})
+        call("PUT", cli.WALKTHROUGH, {"type": "notebook", "format": "json", "content": notebook})
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
-    assert (folder / cli.WALKTHROUGH).read_bytes() == shipped
+    assert unchanged == shipped
+    edited = json.loads((folder / cli.WALKTHROUGH).read_text())
+    assert "".join(edited["cells"][0]["source"]) == "# edited\n" and "widgets" not in edited["metadata"]
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in edited["cells"])
     mine = json.loads((folder / "Untitled.ipynb").read_text())
     assert mine["cells"][1]["outputs"] and "widgets" in mine["metadata"]
 
 
-def test_only_the_shipped_notebooks_are_saved_without_outputs() -> None:
-    """The save hook's list is the repository's notebooks; a user's own notebook named like one (a number,
-    an underscore) keeps its outputs and widget state."""
+def _saved(name: str, root: Path) -> dict[str, Any]:
+    """A notebook's content as the save hook leaves it, saved as ``name`` in a server serving ``root``."""
+    content = {
+        "cells": [{"cell_type": "code", "source": "1", "metadata": {}, "outputs": [{"output_type": "stream"}],
+                   "execution_count": 1}],
+        "metadata": {"widgets": {"state": {}}},
+    }  # fmt: skip
+    model = {"type": "notebook", "content": content}
+    cli.save_without_outputs(model, name, contents_manager=SimpleNamespace(root_dir=str(root)))
+    return content
+
+
+def _stripped(content: dict[str, Any]) -> bool:
+    return content["cells"][0]["outputs"] == [] and "widgets" not in content["metadata"]
+
+
+def test_only_the_shipped_notebooks_nbagent_lab_laid_out_are_saved_without_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By path in the folder served and by content, never by a bare name, never through a symlink."""
     assert {path.name for path in (ROOT / "notebooks").glob("*.ipynb")} == cli.SHIPPED
+    shipped = {name: (ROOT / "notebooks" / name).read_bytes() for name in cli.SHIPPED}
+    folder, outside = tmp_path / "mine", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (folder / cli.WALKTHROUGH).write_bytes(shipped[cli.WALKTHROUGH])  # a copy of the shipped one
+    (folder / "04_trace_analysis.ipynb").write_text('{"cells": [], "metadata": {"mine": 1}}')  # the user's own
+    (outside / "01_quickstart.ipynb").write_bytes(shipped["01_quickstart.ipynb"])
+    (folder / "01_quickstart.ipynb").symlink_to(outside / "01_quickstart.ipynb")  # a symlink with a shipped name
+    (folder / "sub").mkdir()
+    (folder / "sub" / "03_tool_loop_lab.ipynb").write_bytes(shipped["03_tool_loop_lab.ipynb"])  # not at its path
+    manifest = cli.shipped_manifest(folder)
+    assert manifest["notebooks"] == {cli.WALKTHROUGH: hashlib.sha256(shipped[cli.WALKTHROUGH]).hexdigest()}
+    monkeypatch.setenv(cli.MANIFEST_VARIABLE, json.dumps(manifest))
 
-    def saved(name: str) -> dict[str, Any]:
-        content = {
-            "cells": [{"cell_type": "code", "source": "1", "metadata": {}, "outputs": [{"output_type": "stream"}],
-                       "execution_count": 1}],
-            "metadata": {"widgets": {"state": {}}},
-        }  # fmt: skip
-        model = {"type": "notebook", "content": content}
-        cli.save_without_outputs(model, name, contents_manager=None)
-        return content
+    assert _stripped(_saved(cli.WALKTHROUGH, folder))
+    for mine in ("04_trace_analysis.ipynb", "01_quickstart.ipynb", "sub/03_tool_loop_lab.ipynb", "08_mine.ipynb"):
+        assert not _stripped(_saved(mine, folder)), mine
+    assert not _stripped(_saved(cli.WALKTHROUGH, tmp_path))  # another folder served: not the copy laid out
+    assert (outside / "01_quickstart.ipynb").read_bytes() == shipped["01_quickstart.ipynb"]
 
-    for mine in ("08_mine.ipynb", "01_analysis.ipynb", "sub/01_quickstart.ipynb"):
-        kept = saved(mine)
-        assert kept["cells"][0]["outputs"] and kept["cells"][0]["execution_count"] == 1, mine
-        assert "widgets" in kept["metadata"], mine
-    stripped = saved("01_quickstart.ipynb")
-    assert stripped["cells"][0]["outputs"] == [] and stripped["cells"][0]["execution_count"] is None
-    assert "widgets" not in stripped["metadata"]
+    # After a save as shipped, the saved file is known by its new content (post-save hook).
+    (folder / cli.WALKTHROUGH).write_text('{"cells": [], "metadata": {"edited": true}}')
+    cli.after_save({}, str(folder / cli.WALKTHROUGH), contents_manager=None)
+    assert _stripped(_saved(cli.WALKTHROUGH, folder))
+    # A user's notebook renamed to the shipped name keeps its outputs.
+    (folder / cli.WALKTHROUGH).unlink()
+    (folder / "04_trace_analysis.ipynb").rename(folder / cli.WALKTHROUGH)
+    assert not _stripped(_saved(cli.WALKTHROUGH, folder))
+
+
+def test_without_nbagent_lab_nothing_is_stripped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(cli.MANIFEST_VARIABLE, raising=False)
+    assert not _stripped(_saved(cli.WALKTHROUGH, ROOT / "notebooks"))
+    monkeypatch.setenv(cli.MANIFEST_VARIABLE, "not json")
+    assert not _stripped(_saved(cli.WALKTHROUGH, ROOT / "notebooks"))
+
+
+def test_lab_on_the_checkout_lists_every_shipped_notebook() -> None:
+    manifest = cli.shipped_manifest(ROOT / "notebooks")
+    assert manifest["root"] == str((ROOT / "notebooks").resolve())
+    assert set(manifest["notebooks"]) == cli.SHIPPED
