@@ -1066,15 +1066,14 @@ class Batch:
         failure: BaseException | None = None
         try:
             if workers:
-                done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
-                failure = next((w.exception() for w in done if not w.cancelled() and w.exception()), None)
+                await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+                failure = _first_error(workers)
                 if failure is not None:
                     self.stop()
-                    await asyncio.wait(workers)
+                    await _settled(workers)
         except asyncio.CancelledError as error:
             self.stop()
-            if workers:
-                await asyncio.wait(workers)
+            await _settled(workers)
             self._state = "stopped"
             explain_cancellation(
                 error,
@@ -1086,8 +1085,7 @@ class Batch:
         except BaseException as error:  # a KeyboardInterrupt in the loop
             failure = error
             self.stop()
-            if workers:
-                await asyncio.wait(workers)
+            await _settled(workers)
             raise
         finally:
             if self._state == "running":  # type: ignore[comparison-overlap]  # (set in _prepare)
@@ -1731,6 +1729,20 @@ def _stderr_is_terminal() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _first_error(workers: list[asyncio.Future[None]]) -> BaseException | None:
+    """The error of the first worker that failed (in order), every ended worker's error retrieved: a batch
+    that fails (a full disk) raises one error and leaves no "Task exception was never retrieved"."""
+    errors = [w.exception() for w in workers if w.done() and not w.cancelled()]
+    return next((error for error in errors if error is not None), None)
+
+
+async def _settled(workers: list[asyncio.Future[None]]) -> None:
+    """Wait for every worker to end, and retrieve the errors of those that failed (the first one is raised)."""
+    if workers:
+        await asyncio.wait(workers)
+        _first_error(workers)
 
 
 async def run_many(make_agent: MakeAgent, tasks: object, **options: Any) -> Batch:

@@ -10,12 +10,15 @@ page of asyncio's frames. Here they get words, and one line:
 - :func:`run_interrupted` makes the ``KeyboardInterrupt`` of a sync entry point, with its message;
 - both render as one line in IPython (``_render_traceback_``) and, when they end a script, through
   :func:`install_excepthook` (an ``sys.excepthook`` that prints them in one line and passes every
-  other exception to the hook before it). A ``KeyboardInterrupt`` that ``asyncio.run`` raises after
-  cancelling such a run is shown in one line too, with the run's message.
+  other exception to the hook before it), installed at the first interrupt: a sync entry point's, or
+  a cancellation that ends its task cancelled (not one ``asyncio.timeout`` turns into
+  ``TimeoutError``). A ``KeyboardInterrupt`` that ``asyncio.run`` raises after cancelling such a run
+  is shown in one line too, with the run's message.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from types import TracebackType
 
@@ -34,6 +37,7 @@ def run_interrupted(message: str) -> KeyboardInterrupt:
     """
     interrupt = KeyboardInterrupt(message)
     _mark(interrupt, f"KeyboardInterrupt: {message}")
+    install_excepthook()
     return interrupt
 
 
@@ -47,13 +51,25 @@ def explain_cancellation(error: BaseException, message: str) -> None:
     text = message if given is None else f"{message} (cancelled with: {given})"
     error.args = (text,)
     _mark(error, f"{type(error).__name__}: {text}")
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no loop running: nothing can turn it into another error
+        task = None
+    if task is None:
+        install_excepthook()
+    else:  # an interrupt if the task ends cancelled; a timeout (asyncio.timeout's TimeoutError) is not one
+        task.add_done_callback(_install_if_cancelled)
+
+
+def _install_if_cancelled(task: asyncio.Task[object]) -> None:
+    if task.cancelled():
+        install_excepthook()
 
 
 def _mark(error: BaseException, line: str) -> None:
     """``line`` is what ``error`` shows: IPython reads ``_render_traceback_``, the excepthook the mark."""
     setattr(error, _MARK, line)
     setattr(error, "_render_traceback_", lambda: [line])  # noqa: B010 (IPython's hook; no such attribute on the type)
-    install_excepthook()
 
 
 def one_line(error: BaseException) -> str | None:

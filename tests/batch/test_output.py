@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -172,3 +173,29 @@ def test_without_pyarrow_output_names_the_extra(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(builtins, "__import__", fake)
     with pytest.raises(ImportError, match=r"pip install 'nbagent-loop\[parquet\]'"):
         Batch(Factory(), ["x"], output=tmp_path)
+
+
+async def test_a_full_disk_fails_the_batch_without_unretrieved_task_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def full(self: object, part: object) -> None:
+        time.sleep(0.05)  # a disk slower than the tasks: parts pile up, and several workers wait on them
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(nbagent.batch._Dataset, "write", full)  # noqa: SLF001 (the disk under the dataset)
+    seen: list[str] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: seen.append(str(context["message"])))
+    try:
+        batch = Batch(
+            Factory(), [f"city {i}" for i in range(80)], concurrency=8, part_size=1, output=tmp_path, progress=None
+        )
+        with pytest.raises(OSError, match="No space left on device"):
+            await batch.run()
+        del batch
+        for _ in range(3):
+            gc.collect()
+            await asyncio.sleep(0.05)
+    finally:
+        loop.set_exception_handler(None)
+    assert seen == []
