@@ -1731,14 +1731,14 @@ def _stderr_is_terminal() -> bool:
         return False
 
 
-def _first_error(workers: list[asyncio.Future[None]]) -> BaseException | None:
+def _first_error(workers: Sequence[asyncio.Future[None]]) -> BaseException | None:
     """The error of the first worker that failed (in order), every ended worker's error retrieved: a batch
     that fails (a full disk) raises one error and leaves no "Task exception was never retrieved"."""
     errors = [w.exception() for w in workers if w.done() and not w.cancelled()]
     return next((error for error in errors if error is not None), None)
 
 
-async def _settled(workers: list[asyncio.Future[None]]) -> None:
+async def _settled(workers: Sequence[asyncio.Future[None]]) -> None:
     """Wait for every worker to end, and retrieve the errors of those that failed (the first one is raised)."""
     if workers:
         await asyncio.wait(workers)
