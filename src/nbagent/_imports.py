@@ -4,7 +4,9 @@ nbagent's agents join AutoGen's ``ChatAgent`` protocol (an ABC registration) the
 ``autogen_agentchat.base`` is imported, whatever the order of the user's imports and agents, and
 importing nbagent still imports no AutoGen module. :func:`when_imported` puts a finder first on
 ``sys.meta_path`` that, for the watched names only, asks the other finders for the module's spec
-and wraps its loader so that the callbacks run once the module has executed.
+and wraps its loader so that the callbacks run once the module has executed. A finder inserted in
+front of it later is passed again at the next import that reaches it, and ``importlib.reload`` of this
+module keeps the callbacks waiting and the finder.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 Callback = Callable[[ModuleType], None]
 
-_WAITING: dict[str, list[Callback]] = {}
+_WAITING: dict[str, list[Callback]] = globals().get("_WAITING", {})
+"""The callbacks per module name not imported yet (kept by ``importlib.reload`` of this module, as its finder is)."""
 
 
 def when_imported(name: str, callback: Callback) -> None:
@@ -69,6 +72,7 @@ class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
+        _first()
         if fullname not in _WAITING or fullname in self._finding:
             return None
         self._finding.add(fullname)
@@ -92,4 +96,15 @@ def _spec_from_others(fullname: str, path: Sequence[str] | None, target: ModuleT
     return None
 
 
-_FINDER = _Finder()
+def _first() -> None:
+    """Put the finder back in front of a finder inserted before it (asked for any module, it moves). It
+    asks the other finders, in their order, for a watched module's spec: the module loads as it would
+    without it. Moved while the import system goes through ``sys.meta_path``, no finder is skipped:
+    those after it keep their places."""
+    meta_path = sys.meta_path
+    if meta_path and meta_path[0] is not _FINDER and _FINDER in meta_path:
+        meta_path.remove(_FINDER)
+        meta_path.insert(0, _FINDER)
+
+
+_FINDER: _Finder = globals().get("_FINDER") or _Finder()  # one finder, also after importlib.reload

@@ -47,3 +47,54 @@ def test_a_failing_callback_warns_and_the_import_goes_on(package: str) -> None:
     with pytest.warns(RuntimeWarning, match=r"after importing hooked_pkg\.base: ValueError\('no'\)"):
         import hooked_pkg.base  # type: ignore[import-not-found]  # noqa: F401
     assert "hooked_pkg.base" in sys.modules
+
+
+_FRESH = """
+import importlib, importlib.machinery, importlib.util, sys
+import nbagent
+from nbagent import AssistantAgent, ReplayChatCompletionClient
+
+assert "autogen_agentchat.base" not in sys.modules
+agent = AssistantAgent("a", ReplayChatCompletionClient(["hi"]))  # made before AutoGen is imported
+{setup}
+import autogen_agentchat.base
+from autogen_agentchat.teams import RoundRobinGroupChat  # noqa: F401  (the next import, as a user's)
+print(isinstance(agent, autogen_agentchat.base.ChatAgent), {check})
+"""
+
+_FRONT = """
+class Front(importlib.abc.MetaPathFinder):  # another finder, in front, serving autogen_agentchat.base itself
+    served = []
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "autogen_agentchat.base":
+            return None
+        self.served.append(fullname)
+        return importlib.machinery.PathFinder.find_spec(fullname, path, target)
+import importlib.abc
+front = Front()
+sys.meta_path.insert(0, front)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("setup", "check"),
+    [
+        ("import nbagent._imports; importlib.reload(nbagent._imports)", "True"),
+        (_FRONT, "front.served == ['autogen_agentchat.base']"),
+    ],
+    ids=["reload", "finder_in_front"],
+)
+def test_agents_join_autogen_at_its_import_whatever_the_finders(setup: str, check: str) -> None:
+    import os
+    import subprocess
+    import textwrap
+
+    import nbagent
+
+    code = textwrap.dedent(_FRESH).replace("{setup}", textwrap.dedent(setup)).replace("{check}", check)
+    src = str(Path(nbagent.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
