@@ -22,6 +22,8 @@ import asyncio
 import sys
 from types import TracebackType
 
+from .printable import printable
+
 __all__ = ["explain_cancellation", "install_excepthook", "one_line", "run_interrupted"]
 
 _MARK = "nbagent_interrupted"
@@ -96,7 +98,7 @@ def _excepthook(kind: type[BaseException], error: BaseException, traceback: Trac
     if line is None:
         _previous(kind, error, traceback)
         return
-    sys.stderr.write(line + "\n")
+    sys.stderr.write(printable(line) + "\n")  # an agent's name is the user's, a canceller's message anyone's
     sys.stderr.flush()
 
 

@@ -74,3 +74,22 @@ def test_ctrl_c_under_asyncio_run_ends_the_script_in_one_line(tmp_path: Path) ->
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("KeyboardInterrupt: "), done.stderr
     assert "interrupted" in lines[0]
+
+
+@pytest.mark.slow
+def test_the_one_line_shows_a_cancellers_controls(tmp_path: Path) -> None:
+    done = _script(
+        tmp_path,
+        """
+        async def main() -> None:
+            main_task = asyncio.current_task()
+            asyncio.get_running_loop().call_later(0.3, main_task.cancel, "stop\\x1b]52;c;aGk=\\x07 now\\u202e")
+            await agent().run(task="go")
+
+        asyncio.run(main())
+        """,
+    )
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("CancelledError: "), done.stderr
+    assert lines[0].endswith("(cancelled with: stop\\x1b]52;c;aGk=\\x07 now<U+202E>)")
