@@ -259,3 +259,23 @@ async def test_a_failed_and_a_cancelled_run_open_as_their_views_showed_them(trac
         shown = await explorer.open(run)
         assert f"run {run} ({agent})" in shown and f"nba-state-{state}" in shown, shown[:300]
         assert explorer.detail_html == shown
+
+
+async def test_exporting_a_run_whose_id_a_file_chose_writes_it_as_text_in_the_folder(
+    trace: Trace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = str(trace.runs_df()["run_id"].iloc[1])
+    hostile = "r</title><script>x()</script>/../../escaped"
+    folder = trace.to_jsonl(tmp_path / "jsonl")
+    for path in folder.rglob("*.jsonl"):
+        path.write_text(path.read_text(encoding="utf-8").replace(run, hostile), encoding="utf-8")
+    explorer = nbagent.load_jsonl(folder).explore()
+    assert hostile in ids(explorer)
+    await explorer.open(hostile)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    target = explorer.export(hostile)
+    assert target.parent.resolve() == work.resolve()  # in the working folder, whatever the id holds
+    page = target.read_text(encoding="utf-8")
+    assert "<script>" not in page and "&lt;/title&gt;&lt;script&gt;" in page

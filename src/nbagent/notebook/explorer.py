@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import tempfile
 import threading
 import time
@@ -611,13 +612,16 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
 
     def export(self, run_id: str, path: str | Path | None = None) -> Path:
         """Write run ``run_id``'s view (the HTML shown, with the stylesheet) to ``path``
-        (``run-<id>.html`` in the working folder by default), whole or not at all."""
+        (``run-<id>.html`` in the working folder by default, the id's characters other than letters,
+        digits, ``-`` and ``_`` as ``_``: a file's run id names no other folder), whole or not at all."""
         run = self.check_run("run_id", run_id)
         html = self.detail_html if self.picked == [run] else ""
         if not html:
             raise check.wrong_value(_WHERE, "run_id", "the run shown", run_id, "await explorer.open(run_id) first")
-        target = Path(path) if path is not None else Path(f"run-{run}.html")
-        page = f"<!doctype html><meta charset='utf-8'><title>run {run}</title>{STYLE}{html}"
+        target = Path(path) if path is not None else Path(f"run-{re.sub(r'[^A-Za-z0-9_-]', '_', run)[:120]}.html")
+        page = Markup("<!doctype html><meta charset='utf-8'><title>run {}</title>{}{}").format(
+            run, Markup(STYLE), Markup(html)
+        )
         _write_whole(target, page)
         return target
 
