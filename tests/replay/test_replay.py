@@ -383,3 +383,24 @@ def test_a_cassettes_error_name_is_looked_up_among_model_errors_only() -> None:
     assert _error_class("ModelError") is ModelError
     for name in ("Any", "ModelInfo", "__builtins__", "CancellationToken", "estimate_tokens"):
         assert _error_class(name) is ModelError
+
+
+def test_a_files_answer_value_cannot_make_a_format_spec_of_its_text(tmp_path: Path) -> None:
+    import tracemalloc
+
+    # The answer's text "{x:>30000000}" (its format string's "{{x:>30000000}}"), escaped "{{x:>30000000}}";
+    # the value "{" replaced by "{k}" takes its first brace: "{k}{x:>30000000}}" would format 30 MB.
+    agent = scripted(
+        [json.dumps({"k": "{", "x": 1})], output_content_type=_Loose, output_content_type_format="{{x:>30000000}}"
+    )
+    assert agent.run_sync(TASK).messages[-1].to_text() == "{x:>30000000}"
+    trace = load_parquet(agent.trace.to_parquet(tmp_path))
+    tracemalloc.start()
+    try:
+        replay = trace.replay()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000
+    assert replay.output_content_type_format is None
+    assert json.loads(nbagent.run(replay).messages[-1].to_text()) == {"k": "{", "x": 1}

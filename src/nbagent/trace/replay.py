@@ -35,6 +35,7 @@ import asyncio
 import bisect
 import json
 import re
+import string
 from collections import deque
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -837,17 +838,28 @@ def _model_of(
     fields: dict[str, Any] = {key: (Any, ...) for key in data}
     model = create_model(name, **fields)
     fmt = None
-    if isinstance(data, dict) and final_text != json.dumps(data):
+    if final_text != json.dumps(data):
         fmt = final_text.replace("{", "{{").replace("}", "}}")
         for key, value in sorted(data.items(), key=lambda kv: -len(str(kv[1]))):
             if str(value):
                 fmt = fmt.replace(str(value), "{" + key + "}", 1)
-        try:
-            if fmt.format(**data) != final_text:
-                fmt = None
-        except (KeyError, IndexError, ValueError):
+        if not _bare_fields(fmt, data) or fmt.format(**data) != final_text:
             fmt = None
     return model, fmt, None
+
+
+def _bare_fields(fmt: str, data: Mapping[str, object]) -> bool:
+    """Whether every replacement field of ``fmt`` is a bare ``{key}`` of ``data`` (no format spec, conversion,
+    index or attribute): only then is ``fmt`` formatted, so its text is no longer than ``fmt`` and the
+    values. A value's text can take a brace of the escaped answer (a value ``"{"`` turns ``{{x:>9}}`` into
+    ``{k}{x:>9}}``), which would make a field with a spec out of the answer's own text."""
+    try:
+        parts = list(string.Formatter().parse(fmt))
+    except ValueError:  # a lone brace
+        return False
+    return all(
+        name is None or (name in data and not spec and conversion is None) for _, name, spec, conversion in parts
+    )
 
 
 def _settings(
