@@ -245,3 +245,21 @@ async def test_a_client_closed_by_a_batch_and_used_again_reopens(server: ChatSer
     again = await Batch(lambda task: AssistantAgent("weather", client), ["city 1", "city 2"], concurrency=1).run()
     assert again.results["status"].tolist() == ["ok", "ok"]
     await client.close()
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+async def test_a_shared_autogen_client_is_never_closed_by_a_batch(
+    server: ChatServer, scripts: Scripts, concurrency: int
+) -> None:
+    """Each task's agent wraps the shared AutoGen client anew, and with concurrency=1 its first task ends
+    before the second begins: use alone cannot tell it from a task's own, and AutoGen's close is for good.
+    Before, the batch closed it at its first task's end: the other tasks failed ('the client has been
+    closed'), and so did the user's next call."""
+    from autogen_ext.models.openai import OpenAIChatCompletionClient as AutoGenClient
+
+    scripts.default = [Reply.text("sunny")]
+    shared = AutoGenClient(model="gpt-4o-2024-08-06", base_url=server.base_url, api_key=KEY, max_retries=0)
+    batch = await Batch(lambda task: AssistantAgent("weather", shared), ["a", "b", "c"], concurrency=concurrency).run()
+    assert batch.results["status"].tolist() == ["ok"] * 3, batch.results["error"].tolist()
+    assert (await AssistantAgent("again", shared).run(task="d")).messages[-1].to_text() == "sunny"
+    await shared.close()

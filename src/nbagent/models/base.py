@@ -313,6 +313,14 @@ class ChatCompletionClient(Component, ABC):
         """Release connections; nothing by default."""
 
     @property
+    def reopens(self) -> bool:
+        """Whether the client works after :meth:`close` (its next call opens new connections) and closing it
+        touches no other object: a runner may then close a client made for one task when that task ends
+        (:class:`~nbagent.models.per_task.PerTaskClients`). ``False`` by default: a wrapper's close closes
+        what it wraps (perhaps shared), and an AutoGen client's close is for good."""
+        return False
+
+    @property
     def capabilities(self) -> ModelInfo:
         """AutoGen's deprecated name of :attr:`model_info`."""
         return self.model_info

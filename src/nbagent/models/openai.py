@@ -836,6 +836,11 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         await self._client.close()
         self._closed = True
 
+    @property
+    def reopens(self) -> bool:
+        """``True``: a call after :meth:`close` opens new connections."""
+        return True
+
     def _new_sdk_client(self) -> Any:
         # A plain HTTP client (the SDK's default one closes itself on the running loop when
         # dropped, which fails for a client left behind by a finished loop).

@@ -8,9 +8,12 @@ collection: far more connections than the concurrency, open long after their tas
 
 :class:`PerTaskClients` tells the two apart by use: a client seen in one task only is that task's, and
 is closed as soon as no running task uses it; a client seen in a second task is shared from then on
-and never closed by the runner (its owner closes it). A client closed this way and used again
-anyway (a factory that caches its client) reopens: nbagent's OpenAI client opens new connections
-on its next call.
+and never closed by the runner (its owner closes it). Use cannot tell a shared client whose first task
+ended before its second began (``concurrency=1``) from a task's own, so only a client that works after
+``close()`` and whose close touches nothing else is closed (:attr:`ChatCompletionClient.reopens
+<nbagent.models.base.ChatCompletionClient.reopens>`: nbagent's OpenAI clients, which open new
+connections on their next call). An AutoGen client (its close is for good, and each task's agent
+wraps it anew) or a wrapper (its close closes what it wraps) is left to its owner.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ class PerTaskClients:
         if self._running[id(client)] > 0:
             return
         del self._running[id(client)]
-        if self._tasks.get(client, 0) != 1:
+        if self._tasks.get(client, 0) != 1 or not client.reopens:
             return
         try:
             await asyncio.wait_for(client.close(), CLOSE_TIMEOUT_S)
