@@ -80,6 +80,7 @@ from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelSt
 from .models.bridge import as_model_client
 from .models.openai import OpenAIChatCompletionClient
 from .models.replay import ReplayChatCompletionClient
+from .printable import printable
 from .records import CANCELLED_TOOL_RESULT as CANCELLED_TOOL_RESULT  # re-exported: its name here since issue 10
 from .records import (
     NOT_EVENT_TYPES,
@@ -215,7 +216,7 @@ class _RunSlot:
         if failed is not None and messages and _same_messages(messages, failed.task):
             warnings.warn(
                 f"agent {self.agent_name!r}: this task is the one of the last run, which failed "
-                f"({failed.error or failed.status}) after STEP 1 had added it to the context: it is now in "
+                f"({printable(failed.error or failed.status)}) after STEP 1 had added it to the context: it is now in "
                 "the context twice. To go on from the failed run, call agent.retry() (or run() with no "
                 "task): the model is called on the context as it is.",
                 RepeatedTaskWarning,

@@ -183,3 +183,38 @@ def _env() -> dict[str, str]:
     src = str(Path(nbagent.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
     return env
+
+
+class _FailingModel:
+    """A duck-typed model client whose every call fails with a server's words in its error (as a bridged
+    AutoGen client's SDK error carries them)."""
+
+    model_info = {"vision": False, "function_calling": True, "json_output": False, "family": "unknown"}
+
+    async def create(self, *args: object, **kwargs: object) -> object:
+        raise RuntimeError(f"Error code: 500 - {HOSTILE}")
+
+
+def test_the_repeated_task_warning_shows_a_failed_runs_error_inert() -> None:
+    agent = AssistantAgent("a", _FailingModel())
+    with pytest.raises(RuntimeError):
+        agent.run_sync("same task")
+    with pytest.warns(nbagent.RepeatedTaskWarning) as warned, pytest.raises(RuntimeError):
+        agent.run_sync("same task")
+    message = str(warned[0].message)
+    assert "Error code: 500 - A\\x1b]52;c;aGVsbG8=\\x07B" in message
+    assert_inert(message)
+
+
+def test_a_loaded_files_column_type_is_named_inert(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nbagent.trace.parquet import read_table_file
+
+    path = tmp_path / "part-0.parquet"
+    hostile = pa.array([{f"k{CLEAR}{RLO}": 1}])  # a struct column whose field name is the file's
+    pq.write_table(pa.table({"trace_id": hostile}), path)
+    with pytest.raises(ValueError, match="column 'trace_id' is struct") as raised:
+        read_table_file(path, "runs")
+    assert_inert(str(raised.value))

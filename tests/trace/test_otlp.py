@@ -338,11 +338,13 @@ async def test_one_conversation_id_per_conversation_the_same_in_every_export() -
 
 
 class Capture:
-    """An OTLP/HTTP endpoint on 127.0.0.1 that keeps what it is sent (and answers ``status``)."""
+    """An OTLP/HTTP endpoint on 127.0.0.1 that keeps what it is sent (and answers ``status``, with ``body``
+    when it is not 200)."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[dict[str, str], Any]] = []
         self.status = 200
+        self.body = b"no, thanks"
         capture = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -353,7 +355,7 @@ class Capture:
                 capture.requests.append(({k.lower(): v for k, v in self.headers.items()}, request))
                 self.send_response(capture.status)
                 self.end_headers()
-                self.wfile.write(b"" if capture.status == 200 else b"no, thanks")
+                self.wfile.write(b"" if capture.status == 200 else capture.body)
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -385,6 +387,11 @@ async def test_to_otlp_posts_protobuf_with_the_headers(capture: Capture) -> None
     capture.status = 500
     with pytest.raises(ConnectionError, match=f"OTLP endpoint {capture.endpoint} answered 500: no, thanks"):
         await asyncio.to_thread(trace.to_otlp, capture.endpoint)
+    # The endpoint's words are shown, never obeyed, where the error is printed (a warning, a traceback).
+    capture.body = "no \x1b]52;c;aGk=\x07\x1b[2J\r read\u202etxt".encode()
+    with pytest.raises(ConnectionError) as raised:
+        await asyncio.to_thread(trace.to_otlp, capture.endpoint)
+    assert str(raised.value).endswith("answered 500: no \\x1b]52;c;aGk=\\x07\\x1b[2J\\r read<U+202E>txt")
 
 
 async def test_a_recorder_sends_each_run_as_it_ends(capture: Capture) -> None:

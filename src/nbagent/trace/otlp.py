@@ -55,6 +55,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from ..printable import printable
 from .frames import EventColumns
 from .schema import TraceTables, json_value
 
@@ -1006,10 +1007,12 @@ def otlp_json(trace: TraceTables, content: bool = False) -> dict[str, Any]:
 
 class OTLPSendError(ConnectionError):
     """A send to an OTLP endpoint failed; ``status`` is the HTTP status it answered (``None``: no
-    answer: refused, reset, timed out), ``retry_after`` the seconds its ``Retry-After`` asked for."""
+    answer: refused, reset, timed out), ``retry_after`` the seconds its ``Retry-After`` asked for. Its
+    message carries the endpoint's words: their terminal controls, bidi and zero-width marks are shown,
+    never obeyed (:func:`~nbagent.printable.printable`)."""
 
     def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
-        super().__init__(message)
+        super().__init__(printable(message))
         self.status = status
         self.retry_after = retry_after
 

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import _check as check
+from ..printable import printable
 from .combine import ALL_TABLES, cast, combine
 from .schema import COLUMNS, JSON_COLUMNS, TABLES, TraceTables, empty, tables_of
 
@@ -497,7 +498,9 @@ def check_schema(path: Path, table: str, schema: Any, expected: Any, known: Coll
     for name in schema.names:
         actual, wanted = schema.field(name).type, expected.field(name).type
         if not _compatible(actual, wanted):
-            raise ValueError(f"{path}: column {name!r} is {actual}, where nbagent's {table!r} table has {wanted}")
+            raise ValueError(
+                printable(f"{path}: column {name!r} is {actual}, where nbagent's {table!r} table has {wanted}")
+            )
 
 
 def read_table_file(path: Path, table: str, columns: Sequence[str] | None = None, where: Any = None) -> pd.DataFrame:
@@ -516,7 +519,7 @@ def read_table_file(path: Path, table: str, columns: Sequence[str] | None = None
     try:
         schema = pq.read_schema(path)
     except Exception as error:  # pyarrow.ArrowInvalid and friends: not a whole Parquet file
-        raise ValueError(f"{path}: not a readable Parquet file ({error})") from error
+        raise ValueError(printable(f"{path}: not a readable Parquet file ({error})")) from error
     check_schema(path, table, schema, arrow_schema(table), COLUMNS[table])
     if columns is None and where is None:
         df = pd.read_parquet(path, engine="pyarrow")
@@ -591,7 +594,7 @@ def sessions_in(root: Path) -> list[str]:
                 try:
                     found.add(check_session(name))
                 except ValueError as error:
-                    warnings.warn(f"nbagent: {path} skipped: {error}", stacklevel=3)
+                    warnings.warn(printable(f"nbagent: {path} skipped: {error}"), stacklevel=3)
     return sorted(found)
 
 
