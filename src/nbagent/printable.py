@@ -32,7 +32,10 @@ MARKS = f"{_BIDI}{_ZERO_WIDTH}\u200d"
 overrides and isolates), zero-width spaces and joiners, the word joiner and invisible operators, the
 byte order mark inside text, and the tag characters (invisible text a model may be fed)."""
 
-_PICTOGRAPH = "\u00a9\u00ae\u203c-\u3299\U0001f000-\U0001faff\ufe0f"
+_PICTOGRAPH = (  # what an emoji ZWJ sequence joins (Unicode's emoji blocks, and the variation selector U+FE0F)
+    "\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194-\u21aa\u231a-\u23ff\u24c2\u25aa-\u27bf\u2934\u2935"
+    "\u2b05-\u2b55\u3030\u303d\u3297\u3299\U0001f000-\U0001faff\ufe0f"
+)
 _MARK_PATTERN = f"[{_BIDI}{_ZERO_WIDTH}]|(?<![{_PICTOGRAPH}])\u200d|\u200d(?![{_PICTOGRAPH}])"
 _CONTROL_PATTERN = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)"
 _MARK = re.compile(_MARK_PATTERN)

@@ -58,6 +58,11 @@ def test_printable_shows_every_control_and_mark_and_keeps_lines() -> None:
     assert printable("line 1\r\nline 2\n\tindented") == "line 1\r\nline 2\n\tindented"
     family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # an emoji sequence keeps its joiners
     assert printable(family) == family and printable("a\u200db") == "a<U+200D>b"
+    for emoji in ("\U0001f3f3\ufe0f\u200d\U0001f308", "\u2764\ufe0f\u200d\U0001f525", "\U0001f3c3\u200d\u2640\ufe0f"):
+        assert printable(emoji) == emoji
+    # Between letters of any script a joiner hides (kana, CJK, arrows are no emoji it could join).
+    assert printable("\u3042\u200d\u3044") == "\u3042<U+200D>\u3044"
+    assert printable("\u4e2d\u200d\u6587") == "\u4e2d<U+200D>\u6587"
     assert printable("naïve café — 日本語 ✓") == "naïve café — 日本語 ✓"
 
 
