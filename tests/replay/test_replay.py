@@ -342,17 +342,22 @@ class _Loose(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def test_a_files_answer_key_is_never_a_format_spec(tmp_path: Path) -> None:
+def replayed_with_peak(trace: Any) -> tuple[Replay, int]:
+    """``trace.replay()`` and the most memory (bytes, tracemalloc) it took."""
     import tracemalloc
 
-    answer = json.dumps({"x": "1", "x:>30000000": "2"})
-    trace = load_parquet(scripted_trace(answer, tmp_path))
     tracemalloc.start()
     try:
         replay = trace.replay()
-        peak = tracemalloc.get_traced_memory()[1]
+        return replay, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_a_files_answer_key_is_never_a_format_spec(tmp_path: Path) -> None:
+    answer = json.dumps({"x": "1", "x:>30000000": "2"})
+    trace = load_parquet(scripted_trace(answer, tmp_path))
+    replay, peak = replayed_with_peak(trace)
     assert peak < 5_000_000  # "{x:>30000000}" formatted would take 30 MB
     assert replay.output_content_type_format is None
     assert '"x:>30000000"' in replay.limits and "shown as its JSON" in replay.limits
@@ -386,8 +391,6 @@ def test_a_cassettes_error_name_is_looked_up_among_model_errors_only() -> None:
 
 
 def test_a_files_answer_value_cannot_make_a_format_spec_of_its_text(tmp_path: Path) -> None:
-    import tracemalloc
-
     # The answer's text "{x:>30000000}" (its format string's "{{x:>30000000}}"), escaped "{{x:>30000000}}";
     # the value "{" replaced by "{k}" takes its first brace: "{k}{x:>30000000}}" would format 30 MB.
     agent = scripted(
@@ -395,12 +398,7 @@ def test_a_files_answer_value_cannot_make_a_format_spec_of_its_text(tmp_path: Pa
     )
     assert agent.run_sync(TASK).messages[-1].to_text() == "{x:>30000000}"
     trace = load_parquet(agent.trace.to_parquet(tmp_path))
-    tracemalloc.start()
-    try:
-        replay = trace.replay()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    replay, peak = replayed_with_peak(trace)
     assert peak < 5_000_000
     assert replay.output_content_type_format is None
     assert json.loads(nbagent.run(replay).messages[-1].to_text()) == {"k": "{", "x": 1}
