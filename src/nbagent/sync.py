@@ -122,7 +122,8 @@ def nested(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
     its methods, and tornado's futures learn the pure-Python future. Every one of these is kept when
     the first sync call of the process begins and put back when the last one ends (nested calls and
     calls from other threads' loops share one patch). A task created meanwhile stays a pure-Python
-    task, which the loop runs as any other.
+    task, which the loop runs as any other. A loop nest_asyncio2 cannot patch (uvloop's) raises a
+    ``RuntimeError`` saying to ``await``, with the process put back as it was.
     """
     global _depth
     import nest_asyncio2
@@ -139,7 +140,16 @@ def nested(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
             if tornado is not None:
                 _save(tornado, "Future", "FUTURES")
         _save(type(loop), *_LOOP_NAMES)
-        nest_asyncio2.apply(loop)
+        try:
+            nest_asyncio2.apply(loop)
+        except ValueError as error:  # a loop it cannot patch (uvloop's): what it patched already is put back
+            if _depth == 0:
+                _restore()
+            raise RuntimeError(
+                f"a sync entry point cannot drive the running {type(loop).__module__}.{type(loop).__name__} "
+                "loop (nest_asyncio2 patches only asyncio's own loops): write `await agent.run(...)` (or "
+                "`await nbagent.show(...)`) in this async code"
+            ) from error
         _depth += 1
     try:
         yield

@@ -7,6 +7,8 @@ import asyncio
 import threading
 from typing import Any
 
+import pytest
+
 import nbagent
 from nbagent import AssistantAgent, ReplayChatCompletionClient
 from nbagent.sync import run_coroutine
@@ -87,3 +89,25 @@ async def test_an_error_in_the_call_restores_asyncio_too() -> None:
     except ValueError as error:
         assert str(error) == "boom"
     assert _asyncio_state(loop) == before
+
+
+def test_a_loop_that_cannot_be_patched_leaves_asyncio_as_it_was() -> None:
+    """nest_asyncio2 patches asyncio, then finds it cannot patch uvloop's loop: before, the call failed with
+    "Can't patch loop of type <class 'uvloop.Loop'>" and asyncio.Task stayed the pure-Python class."""
+    uvloop = pytest.importorskip("uvloop")
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        before = _asyncio_state(asyncio.get_running_loop())
+        with pytest.raises(RuntimeError, match="cannot drive the running uvloop.Loop loop") as raised:
+            nbagent.run(AssistantAgent("a", ReplayChatCompletionClient(["hello"])), "hi")
+        seen["error"] = raised.value
+        seen["same"] = _asyncio_state(asyncio.get_running_loop()) == before
+        seen["Task"] = asyncio.Task
+
+    thread = threading.Thread(target=uvloop.run, args=(main(),))  # a loop of its own, as a uvloop app's
+    thread.start()
+    thread.join(60)
+    assert "await agent.run(...)" in str(seen["error"])
+    assert seen["same"] and seen["Task"] is asyncio.tasks._CTask  # noqa: SLF001 (the C class, as the process starts)
+    assert _run_closes_its_loop()
