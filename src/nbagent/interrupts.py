@@ -47,10 +47,11 @@ def explain_cancellation(error: BaseException, message: str) -> None:
     """Give a run's ``CancelledError`` (``error``, raised by a cancellation from outside) ``message``
     as its text, shown in one line in IPython and, if it ends a script, by the excepthook.
 
-    The canceller's own message, if any, is kept at the end. The type stays asyncio's own.
+    The canceller's own message, if any, is kept at the end, its terminal controls and invisible marks
+    shown (:func:`~nbagent.printable.printable`: a canceller may be anyone). The type stays asyncio's own.
     """
     given = error.args[0] if error.args and error.args[0] else None
-    text = message if given is None else f"{message} (cancelled with: {given})"
+    text = printable(message if given is None else f"{message} (cancelled with: {given})")
     error.args = (text,)
     _mark(error, f"{type(error).__name__}: {text}")
     try:
@@ -69,7 +70,9 @@ def _install_if_cancelled(task: asyncio.Task[object]) -> None:
 
 
 def _mark(error: BaseException, line: str) -> None:
-    """``line`` is what ``error`` shows: IPython reads ``_render_traceback_``, the excepthook the mark."""
+    """``line`` is what ``error`` shows: IPython reads ``_render_traceback_``, the excepthook the mark
+    (controls and invisible marks shown: an agent's name is the user's, a canceller's message anyone's)."""
+    line = printable(line)
     setattr(error, _MARK, line)
     setattr(error, "_render_traceback_", lambda: [line])  # noqa: B010 (IPython's hook; no such attribute on the type)
 
@@ -98,7 +101,7 @@ def _excepthook(kind: type[BaseException], error: BaseException, traceback: Trac
     if line is None:
         _previous(kind, error, traceback)
         return
-    sys.stderr.write(printable(line) + "\n")  # an agent's name is the user's, a canceller's message anyone's
+    sys.stderr.write(line + "\n")
     sys.stderr.flush()
 
 

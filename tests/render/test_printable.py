@@ -223,3 +223,18 @@ def test_a_loaded_files_column_type_is_named_inert(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="column 'trace_id' is struct") as raised:
         read_table_file(path, "runs")
     assert_inert(str(raised.value))
+
+
+def test_an_explained_cancellation_shows_the_cancellers_controls_in_ipython_too() -> None:
+    """IPython (a terminal IPython too) prints ``_render_traceback_``'s lines as they are; a thread's
+    exception goes through Python's own hook, which prints the error's text."""
+    import asyncio
+
+    from nbagent.interrupts import explain_cancellation, one_line
+
+    error = asyncio.CancelledError(f"stop {OSC52}{RLO}")
+    explain_cancellation(error, "the run was cancelled")
+    shown = [*error._render_traceback_(), str(error), one_line(error) or ""]  # type: ignore[attr-defined]
+    for text in shown:
+        assert_inert(text)
+        assert text.endswith("(cancelled with: stop \\x1b]52;c;aGVsbG8=\\x07read<U+202E>txt.exe)")
