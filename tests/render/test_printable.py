@@ -238,3 +238,16 @@ def test_an_explained_cancellation_shows_the_cancellers_controls_in_ipython_too(
     for text in shown:
         assert_inert(text)
         assert text.endswith("(cancelled with: stop \\x1b]52;c;aGVsbG8=\\x07read<U+202E>txt.exe)")
+
+
+async def test_the_consoles_summary_shows_a_finish_reasons_controls() -> None:
+    """A team's finish reason is its termination condition's words, which may quote a message."""
+    from nbagent.messages import TaskResult
+
+    async def stream() -> object:
+        yield TaskResult(messages=[], stop_reason=f"'{RLO}' said {CLEAR}stop")
+
+    out = io.StringIO()
+    await nbagent.Console(stream(), output=out, output_stats=True)
+    assert_inert(out.getvalue())
+    assert "Finish reason: 'read<U+202E>txt.exe' said \\x1b[2Jstop" in out.getvalue()

@@ -103,10 +103,11 @@ class TextLog:
 
     def summary(self, duration_s: float, *counts: str) -> str:
         """The closing summary (``output_stats``): ``counts`` (the result's number of messages and finish
-        reason, or the response's number of inner messages), the tokens of the messages printed, the time."""
+        reason, or the response's number of inner messages), the tokens of the messages printed, the time.
+        A finish reason is a termination condition's words, which may quote a message: shown, never obeyed."""
         lines = [
             heading("Summary"),
-            *counts,
+            *map(printable, counts),
             f"Total prompt tokens: {self.prompt_tokens}",
             f"Total completion tokens: {self.completion_tokens}",
             f"Duration: {duration_s:.2f} seconds",
