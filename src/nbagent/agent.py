@@ -8,7 +8,6 @@ pass the events on; the step-by-step mode pauses at each move; the trace records
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 import warnings
 from array import array
@@ -17,32 +16,30 @@ from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
-from types import MappingProxyType, ModuleType
+from types import MappingProxyType
 from typing import Any, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
 from . import _check as check
 from ._ids import new_id, utc_now
-from ._imports import when_imported
 from .agent_input import (
+    ItemsOut,
     ProducedTypes,
     Task,
     as_handoffs,
     as_tools,
-    autogen_caller,
-    autogen_context,
+    caller_out,
     check_arguments,
     check_messages,
     check_token,
     client_hint,
-    is_autogen_context,
-    is_autogen_response,
     task_messages,
 )
 from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
-from .context import ChatCompletionContext, UnboundedChatCompletionContext
+from .context import ChatCompletionContext, UnboundedChatCompletionContext, as_model_context
+from .hooks import HINT, Hook
 from .interrupts import explain_cancellation
 from .interventions import GivenAnswerClient, Interventions, LLMCallPlan
 from .memory import Memory, as_memories, update_memory_context
@@ -123,6 +120,10 @@ DEFAULT_SYSTEM_MESSAGE = (
 )
 
 _perf = time.perf_counter
+
+AGENT_MADE: Hook[[AssistantAgent], None] = Hook("agent made")
+"""Told of each agent made (its constructor's last step): :mod:`nbagent.autogen` makes sure AutoGen's
+``ChatAgent`` ABC knows the agent's class, whatever loaded ``autogen_agentchat.base`` and when."""
 
 TEAM_CALL_GATE: ContextVar[Callable[[Any, LLMCall], Awaitable[None] | None] | None] = ContextVar(
     "nbagent_team_call_gate", default=None
@@ -280,8 +281,8 @@ class AssistantAgent(Component):
         memory: Memory | Sequence[Memory] | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
-        if model_context is not None and is_autogen_context(model_context):  # AutoGen's: its exact twin, or refused
-            model_context = autogen_context(model_context)
+        if model_context is not None:  # nbagent's; AutoGen's as its exact twin; any other by its protocol
+            model_context = as_model_context("AssistantAgent", model_context)
         bridged = check_arguments(
             name,
             model_client,
@@ -358,9 +359,7 @@ class AssistantAgent(Component):
         self._loop_settings: LoopSettings | None = None  # made on first use (loop_settings)
         self.trace = Trace(owner=self)
         self.recorders: list[Recorder] = [self.trace]
-        autogen_base = sys.modules.get("autogen_agentchat.base")
-        if autogen_base is not None:  # registered at its import already, unless another finder loaded it
-            _join_autogen(autogen_base)
+        AGENT_MADE(self)  # AutoGen's seam: its ChatAgent ABC knows the agent's class
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -604,16 +603,20 @@ class AssistantAgent(Component):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None
     ) -> Response:
         where = "AssistantAgent.on_messages"
-        outgoing = autogen_caller(messages, cancellation_token)
+        outgoing = caller_out(messages, cancellation_token)  # decided once: the Response is converted once
         checked, token = check_messages(where, messages), check_token(where, cancellation_token)
+        if type(self).on_messages_stream is AssistantAgent.on_messages_stream:
+            stream = self._on_messages_stream(checked, token, (None, outgoing is not None))
+        else:  # a subclass's stream, as AutoGen's on_messages reads it
+            stream = self.on_messages_stream(checked, token)
         response: Any = None
-        async with aclosing(self.on_messages_stream(checked, token)) as stream:
+        async with aclosing(stream):
             async for item in stream:
-                if isinstance(item, Response) or is_autogen_response(item):  # a subclass too, as AutoGen reads it
+                if isinstance(item, Response) or (hasattr(item, "chat_message") and hasattr(item, "inner_messages")):
                     response = item
         assert response is not None, "on_messages_stream ended without a Response"
         if outgoing is not None and isinstance(response, Response):
-            return outgoing.item(response)  # type: ignore[no-any-return]  # AutoGen's Response, to AutoGen's caller
+            return outgoing.item(response)  # type: ignore[no-any-return]  # the caller's Response type
         return response  # type: ignore[no-any-return]
 
     def on_messages_stream(
@@ -623,21 +626,32 @@ class AssistantAgent(Component):
 
         Called with AutoGen's chat messages (or with none and AutoGen's ``CancellationToken``), as
         AutoGen's teams call a participant, it yields AutoGen's events, messages and ``Response``
-        (:mod:`nbagent.autogen.protocol`); the run itself and its records are nbagent's.
+        (:data:`nbagent.agent_input.CALLER`, which :mod:`nbagent.autogen` answers); the run itself and
+        its records are nbagent's.
         """
         return Stream(self._on_messages_stream(messages, cancellation_token), "agent.on_messages_stream(...)")
 
     async def _on_messages_stream(
-        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None
+        self,
+        messages: Sequence[BaseChatMessage],
+        cancellation_token: CancellationToken | None,
+        caller: tuple[ItemsOut | None, bool] | None = None,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
+        """The run's events, each converted to the caller's types when another library called;
+        ``caller``: (that converter, whether a team's step-by-step gate applies) when
+        :meth:`on_messages` decided it already."""
         where = "AssistantAgent.on_messages_stream"
-        outgoing = autogen_caller(messages, cancellation_token)
+        if caller is None:
+            outgoing = caller_out(messages, cancellation_token)
+            gated = outgoing is not None
+        else:
+            outgoing, gated = caller
         run = self._new_run(check_messages(where, messages), check_token(where, cancellation_token), True)
         try:
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, NOT_EVENTS):
                     yield item if outgoing is None else outgoing.item(item)
-                elif outgoing is not None and type(item) is LLMCall:
+                elif gated and type(item) is LLMCall:
                     await self._team_gate(item, run.token)
         finally:
             await run.aclose()
@@ -1475,12 +1489,6 @@ def _cancelled_with(result: CreateResult | None) -> asyncio.CancelledError:
     return CancelledWithResult(result)
 
 
-def _join_autogen(base: ModuleType) -> None:
-    """AutoGen's teams take nbagent's agents (and their subclasses) as ``ChatAgent``: registered when
-    ``autogen_agentchat.base`` is imported, before or after the agents are made (imports nothing)."""
-    base.ChatAgent.register(AssistantAgent)
-
-
 def replayed(where: str, agent: object, task: object) -> tuple[Any, Any]:
     """An entry point's ``(agent, task)``: a :class:`Replay` becomes its agent and its recorded task."""
     if not isinstance(agent, Replay):
@@ -1508,8 +1516,8 @@ def check_agent(where: str, agent: object, task: object = None, *, runs: bool = 
     hint = ""
     if isinstance(task, AssistantAgent):
         hint = f"The agent comes first: {where}(agent, task) (the arguments look swapped)"
-    elif type(agent).__module__.startswith("autogen"):
-        hint = "AutoGen's own agents and teams run with nbagent.autogen.run(agent, task)"
+    else:
+        hint = HINT(agent, "agent") or ""  # AutoGen's own agents and teams: nbagent.autogen.run(agent, task)
     raise check.wrong_type(where, "agent", expected, agent, hint)
 
 
@@ -1691,6 +1699,3 @@ class AgentRun(RunIterator):
 
     def __repr__(self) -> str:
         return f"AgentRun(agent={self.agent.name!r}, run_id={self.run_id!r}, status={self.status!r})"
-
-
-when_imported("autogen_agentchat.base", _join_autogen)

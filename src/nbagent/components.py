@@ -180,11 +180,11 @@ def _resolve(provider: str) -> type[Any]:
     if not module_name:
         raise ValueError(f"load_component: provider {provider!r} is not a dotted path (module.Class)")
     root = module_name.split(".")[0]
-    if root in ("autogen_agentchat", "autogen_core", "autogen_ext", "autogen"):
-        ours = sorted(name for name in _PROVIDERS if name.split(".")[0] == root)
+    ours = sorted(name for name in _PROVIDERS if name.split(".")[0] == root and root != "nbagent")
+    if ours:  # a package nbagent stands in for (AutoGen's): the providers of it nbagent loads
         raise ValueError(
-            f"load_component: nbagent has no counterpart of AutoGen's {provider!r}. The AutoGen providers it "
-            f"loads from {root}: {', '.join(ours) or 'none'}"
+            f"load_component: nbagent has no counterpart of {provider!r}. The providers it loads from "
+            f"{root}: {', '.join(ours)}"
         )
     module = sys.modules.get(module_name)
     if module is None:

@@ -56,6 +56,7 @@ from .components import (
     load_nested,
     schema_to_model,
 )
+from .hooks import Hook
 from .messages import BaseAgentEvent, BaseChatMessage, Image
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -922,10 +923,19 @@ def request_tools(tools: Iterable[Any], tool_choice: Any) -> tuple[list[ToolSche
     return schemas, name
 
 
+FOREIGN_TOOL: Hook[[object], BaseTool] = Hook("tool")
+"""Another library's tool as nbagent's, run by the tool itself (registered by :mod:`nbagent.autogen`
+for AutoGen's tools); ``None`` for any other object."""
+
+
 def as_tool(tool: BaseTool | Callable[..., Any]) -> BaseTool:
-    """A tool as is; a plain callable wrapped in a :class:`FunctionTool`."""
+    """A tool as is; another library's through :data:`FOREIGN_TOOL`; a plain callable wrapped in a
+    :class:`FunctionTool`."""
     if isinstance(tool, BaseTool):
         return tool
+    foreign = FOREIGN_TOOL(tool)
+    if foreign is not None:
+        return foreign
     if callable(tool):
         return FunctionTool(tool)
     raise ValueError(f"Unsupported tool type: {type(tool)}")
@@ -1033,21 +1043,19 @@ class StaticWorkbench(Workbench):
         tool_overrides: Mapping[str, ToolOverride | Mapping[str, Any]] | None = None,
     ) -> None:
         items = check.sequence("StaticWorkbench", "tools", tools, "a list of tools (functions or BaseTool objects)")
+        made: list[BaseTool] = []
         for index, item in enumerate(items):
-            if not isinstance(item, BaseTool) and not callable(item):
-                expected, got = "a function or one of nbagent's tools (BaseTool)", check.given(item)
-                hint = (
-                    f"This is AutoGen's {type(item).__name__}: give it to AssistantAgent(tools=[...]), which runs "
-                    "it as it is, or to AutoGen's own StaticWorkbench (workbench=...), or wrap its function in "
-                    "nbagent's FunctionTool"
-                    if type(item).__module__.startswith("autogen")
-                    else ""
+            tool = FOREIGN_TOOL(item) if not isinstance(item, BaseTool) and not callable(item) else as_tool(item)
+            if tool is None:
+                expected = "a function or a tool (nbagent's BaseTool, or AutoGen's)"
+                raise check.ItemTypeError(
+                    check.message("StaticWorkbench", f"tools[{index}]", expected, check.given(item))
                 )
-                raise check.ItemTypeError(check.message("StaticWorkbench", f"tools[{index}]", expected, got, hint))
+            made.append(tool)
         self._tools: dict[str, BaseTool] = {}
-        for tool in map(as_tool, items):
+        for tool in made:
             if tool.name in self._tools:
-                raise ValueError(f"Tool names must be unique: {[t.name for t in map(as_tool, items)]}")
+                raise ValueError(f"Tool names must be unique: {[t.name for t in made]}")
             self._tools[tool.name] = tool
         expected = "a dict of tool name to ToolOverride"
         check.mapping("StaticWorkbench", "tool_overrides", tool_overrides, expected, none=True)

@@ -24,7 +24,7 @@ from ..cancellation import CancellationToken
 from ..components import ComponentModel, dump_nested, load_component
 from ..context import ChatCompletionContext
 from ..tools import BaseTool
-from .convert import llm_message
+from .convert import autogen_token, llm_message
 
 _CONTEXTS = (
     "UnboundedChatCompletionContext(), BufferedChatCompletionContext(buffer_size=...), "
@@ -79,7 +79,7 @@ class AutoGenTool(BaseTool[Any, Any]):
         self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
     ) -> Any:
         """The tool's own ``run_json`` with AutoGen's ``CancellationToken``, fired by nbagent's."""
-        return await self.tool.run_json(args, _autogen_token(cancellation_token), call_id=call_id)
+        return await self.tool.run_json(args, autogen_token(cancellation_token), call_id=call_id)
 
     async def save_state_json(self) -> Mapping[str, Any]:
         return dict(await self.tool.save_state_json())
@@ -93,18 +93,6 @@ class AutoGenTool(BaseTool[Any, Any]):
 
     def __repr__(self) -> str:
         return f"AutoGenTool({self.tool!r})"
-
-
-def _autogen_token(token: CancellationToken | None) -> Any:
-    from autogen_core import CancellationToken as AgToken
-
-    made = AgToken()
-    if token is not None:
-        if token.is_cancelled():
-            made.cancel()
-        else:
-            token.add_callback(made.cancel)
-    return made
 
 
 def _finished(coroutine: Coroutine[Any, Any, Any]) -> tuple[bool, Any]:

@@ -28,8 +28,7 @@ from autogen_core import models as agm
 from autogen_core.memory import MemoryContent as AgMemoryContent
 
 from .. import messages as nb
-from ..models.bridge import to_autogen_message
-from .convert import Converter
+from .convert import Converter, llm_message_out
 
 
 def is_autogen_message(value: object) -> bool:
@@ -127,7 +126,7 @@ def message_out(item: nb.BaseChatMessage | nb.BaseAgentEvent) -> ag.BaseChatMess
         return ag.HandoffMessage(
             target=item.target,
             content=item.content,
-            context=[to_autogen_message(message) for message in item.context],
+            context=[llm_message_out(message) for message in item.context],
             **common,
         )
     if isinstance(item, nb.ToolCallRequestEvent):
