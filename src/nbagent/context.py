@@ -191,8 +191,8 @@ def as_model_context(where: str, value: object) -> ChatCompletionContext:
     """``model_context``: nbagent's as it is; another library's through :data:`FOREIGN_CONTEXT`; any
     other object with the protocol's members (a ``MagicMock(spec=...)`` included) in a
     :class:`ProtocolContext`; a ``TypeError`` naming the members it lacks otherwise."""
-    if isinstance(value, ChatCompletionContext):
-        return value
+    if issubclass(type(value), ChatCompletionContext):  # not a MagicMock(spec=...): one made by its protocol
+        return value  # type: ignore[return-value]
     foreign = FOREIGN_CONTEXT(value, where)
     if foreign is not None:
         return foreign

@@ -1271,6 +1271,12 @@ def _call(
     return method(*args, **kwargs)
 
 
+def class_method(value: object, name: str) -> Any:
+    """``value``'s method ``name`` if its class defines one, else ``None``: not an attribute a
+    ``MagicMock`` makes up (AutoGen streams a tool only for a workbench whose class streams)."""
+    return getattr(value, name) if callable(getattr(type(value), name, None)) else None
+
+
 async def invoke_tool(
     workbench: Any,
     name: str,
@@ -1293,7 +1299,7 @@ async def invoke_tool_stream(
 ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | ToolResult]:
     """``workbench.call_tool_stream`` (or ``call_tool`` when it has none): nbagent's events as they
     come, then the :class:`ToolResult`. Other items are dropped with a warning, as AutoGen does."""
-    stream = getattr(workbench, "call_tool_stream", None)
+    stream = class_method(workbench, "call_tool_stream")
     if stream is None:
         yield await invoke_tool(workbench, name, arguments, cancellation_token, call_id)
         return
@@ -1320,7 +1326,7 @@ def _looks_like_result(item: Any) -> bool:
 
 def is_workbench(value: Any) -> bool:
     """Whether ``value`` follows the Workbench protocol: callable ``list_tools`` and ``call_tool``."""
-    return callable(getattr(value, "list_tools", None)) and callable(getattr(value, "call_tool", None))
+    return all(callable(getattr(value, name, None)) for name in WORKBENCH_METHODS)
 
 
 class WorkbenchAdapter(Workbench):
@@ -1350,7 +1356,7 @@ class WorkbenchAdapter(Workbench):
         return await invoke_tool(self.workbench, name, arguments, cancellation_token, call_id)
 
     def streams(self, name: str) -> bool:
-        return callable(getattr(self.workbench, "call_tool_stream", None))
+        return class_method(self.workbench, "call_tool_stream") is not None
 
     async def call_tool_stream(
         self,
@@ -1406,18 +1412,28 @@ def as_workbenches(workbench: Any) -> list[Workbench]:
             if not is_workbench(item):
                 raise TypeError(
                     f"workbench[{index}] must be a Workbench (an object with list_tools and call_tool), "
-                    f"got {type(item).__name__}: {item!r:.80}"
+                    f"got {type(item).__name__}: {item!r:.80}{_lacks(item)}"
                 )
             found.append(_own(item))
         return found
     raise TypeError(
         "workbench must be a Workbench (an object with list_tools and call_tool) or a sequence of them, "
-        f"got {type(workbench).__name__}: {workbench!r:.80}"
+        f"got {type(workbench).__name__}: {workbench!r:.80}{_lacks(workbench)}"
     )
 
 
+WORKBENCH_METHODS = ("list_tools", "call_tool")
+
+
+def _lacks(value: object) -> str:
+    """`` (it has no call_tool)`` for an object with some of the protocol's methods, else nothing."""
+    missing = [name for name in WORKBENCH_METHODS if not callable(getattr(value, name, None))]
+    return f" (it has no {', '.join(missing)})" if len(missing) < len(WORKBENCH_METHODS) else ""
+
+
 def _own(workbench: Any) -> Workbench:
-    return workbench if isinstance(workbench, Workbench) else WorkbenchAdapter(workbench)
+    """nbagent's workbench as it is; anything else (a ``MagicMock(spec=Workbench)`` too) by its protocol."""
+    return workbench if issubclass(type(workbench), Workbench) else WorkbenchAdapter(workbench)
 
 
 async def close_workbenches(workbenches: Iterable[Workbench]) -> None:

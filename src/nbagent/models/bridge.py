@@ -108,7 +108,7 @@ def as_model_client(value: object, where: str = "AssistantAgent", *, hint: str =
             "It has no model_info: give it one, e.g. model_info={'function_calling': True, 'vision': False, "
             "'json_output': False, 'family': 'unknown', 'structured_output': False}",
         )
-    if not isinstance(info, Mapping):
+    if not quacks_as_mapping(info):
         raise check.wrong_type(
             where,
             "model_client.model_info",
@@ -116,6 +116,14 @@ def as_model_client(value: object, where: str = "AssistantAgent", *, hint: str =
             info,
         )
     return BridgedClient(value)
+
+
+def quacks_as_mapping(value: object) -> bool:
+    """Whether ``value`` reads as a ``ModelInfo`` dict: a mapping, or an object with ``get`` and ``[key]``
+    (a ``MagicMock``, as AutoGen's tests give it)."""
+    if isinstance(value, Mapping):
+        return True
+    return callable(getattr(value, "get", None)) and callable(getattr(type(value), "__getitem__", None))
 
 
 def _has(value: object, name: str) -> bool:
@@ -166,7 +174,7 @@ class BridgedClient(ChatCompletionClient):
     @property
     def model_info(self) -> ModelInfo:  # type: ignore[override]  # read from the client each time, as AutoGen's agent does
         info = getattr(self.inner, "model_info", None)
-        return info if isinstance(info, Mapping) else {}  # type: ignore[return-value]
+        return info if quacks_as_mapping(info) else {}  # type: ignore[return-value]  # a MagicMock's, as AutoGen reads it
 
     @property
     def streams(self) -> bool:
