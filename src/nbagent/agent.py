@@ -698,7 +698,9 @@ class AssistantAgent(Component):
         token = None if cancellation_token is None else check_token(where, cancellation_token)
         if type(output_task_messages) is not bool:
             check.boolean(where, "output_task_messages", output_task_messages)
-        return await self._run_task(messages if output_task_messages else [], messages, token)
+        result = await self._run_task(messages if output_task_messages else [], messages, token)
+        outgoing = None if token is None else caller_out((), token)  # AutoGen's token: AutoGen's AgentTool
+        return result if outgoing is None else outgoing.item(result)  # AutoGen's TaskResult to AutoGen's caller
 
     def retry(self, *, cancellation_token: CancellationToken | None = None) -> Pending[TaskResult]:
         """Run the last failed run again from where it stopped: the model is called on the context as it is.
@@ -768,8 +770,15 @@ class AssistantAgent(Component):
         output_task_messages: bool = True,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
         """The task messages (unless ``output_task_messages=False``), then every event as it
-        happens, then the :class:`TaskResult` (``async for``; a plain ``for`` says so)."""
+        happens, then the :class:`TaskResult` (``async for``; a plain ``for`` says so).
+
+        With AutoGen's ``CancellationToken`` (AutoGen's ``AgentTool``, ``TeamTool`` and ``Console``
+        callers), :meth:`run` and ``run_stream`` answer in AutoGen's types, as ``on_messages`` does.
+        """
         stream = self._run_stream(task, cancellation_token, output_task_messages)
+        outgoing = None if cancellation_token is None else caller_out((), cancellation_token)
+        if outgoing is not None:
+            stream = _items_out(stream, outgoing)
         return Stream(stream, "agent.run_stream(task=...)")
 
     async def _run_stream(
@@ -1480,6 +1489,13 @@ def _stop_if_cancelled(token: CancellationToken) -> None:
     """Once its token is cancelled, a run starts no model call and gives no answer: it ends cancelled."""
     if token.is_cancelled():
         raise asyncio.CancelledError(CANCELLED)
+
+
+async def _items_out(items: AsyncGenerator[Any, None], outgoing: ItemsOut) -> AsyncGenerator[Any, None]:
+    """``items``, each in a caller's types (:data:`~nbagent.agent_input.CALLER`)."""
+    async with aclosing(items):
+        async for item in items:
+            yield outgoing.item(item)
 
 
 def _cancelled_with(result: CreateResult | None) -> asyncio.CancelledError:

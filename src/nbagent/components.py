@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, c
 from typing_extensions import TypeVar
 
 from . import _check as check
+from .hooks import Hook
 from .messages import StructuredMessage
 from .redact import redact_config_text
 
@@ -99,6 +100,12 @@ class ComponentModel(BaseModel):
     """A human-readable name; by default the class name."""
     config: dict[str, Any]
     """What the class's ``_from_config`` is given, validated by its ``component_config_schema``."""
+
+
+DUMPED: Hook[[ComponentModel], ComponentModel] = Hook("dumped")
+"""A component's dump as a model another library's configs also take (AutoGen's teams validate their
+participants' dumps as AutoGen's ``ComponentModel``): the same fields in a class both take; ``None``:
+nbagent's as it is (registered by :mod:`nbagent.autogen` once AutoGen is imported)."""
 
 
 class SourceCodeNotAllowedError(ValueError):
@@ -163,6 +170,11 @@ def _provider_of(cls: type) -> str:
     if isinstance(override, str):
         return override
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def provider_class(provider: str) -> type[Any] | None:
+    """The nbagent class a provider string builds (``nbagent.X`` or an alias), ``None`` if none."""
+    return _PROVIDERS.get(provider)
 
 
 def known_providers() -> dict[str, str]:
@@ -295,7 +307,7 @@ class ComponentToConfig(Generic[ToConfigT]):
         with _set(_INCLUDE_SECRETS, include_secrets):
             config = self._to_config().model_dump(exclude_none=True)
             config = _reveal(config) if _INCLUDE_SECRETS.get() else _hide(config)
-        return ComponentModel(
+        model = ComponentModel(
             provider=provider,
             component_type=self.component_type,
             version=self.component_version,
@@ -304,6 +316,7 @@ class ComponentToConfig(Generic[ToConfigT]):
             label=self.component_label or cls.__name__,
             config=config,
         )
+        return DUMPED(model) or model
 
 
 class ComponentFromConfig(Generic[FromConfigT]):

@@ -162,6 +162,22 @@ def llm_message_out(message: nb.LLMMessage) -> Any:
     raise TypeError(f"not an LLM message: {type(message).__name__}")
 
 
+def create_result_out(result: nb.CreateResult) -> agm.CreateResult:
+    """nbagent's ``CreateResult`` as AutoGen's (for AutoGen's agent calling nbagent's client)."""
+    content = result.content
+    return agm.CreateResult(
+        finish_reason=result.finish_reason,
+        content=content
+        if isinstance(content, str)
+        else [AgFunctionCall(id=call.id, name=call.name, arguments=call.arguments) for call in content],
+        usage=agm.RequestUsage(
+            prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens
+        ),
+        cached=result.cached,
+        thought=result.thought,
+    )
+
+
 def autogen_token(token: AgCancellationToken | NbCancellationToken | None) -> AgCancellationToken:
     """AutoGen's ``CancellationToken``: ``token`` itself, or one that nbagent's ``token`` fires."""
     if isinstance(token, AgCancellationToken):

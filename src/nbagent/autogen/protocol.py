@@ -22,6 +22,7 @@ from typing import Any
 
 from autogen_agentchat import messages as ag
 from autogen_agentchat.base import Response as AgResponse
+from autogen_agentchat.base import TaskResult as AgTaskResult
 from autogen_core import FunctionCall as AgFunctionCall
 from autogen_core import Image as AgImage
 from autogen_core import models as agm
@@ -89,7 +90,11 @@ class Outgoing:
         self._done: dict[str, ag.BaseChatMessage | ag.BaseAgentEvent] = {}
 
     def item(self, item: Any) -> Any:
-        """An event, chat message or ``Response`` as AutoGen's."""
+        """An event, chat message, ``Response`` or ``TaskResult`` as AutoGen's."""
+        if isinstance(item, nb.TaskResult):
+            return AgTaskResult(
+                messages=[self.message(message) for message in item.messages], stop_reason=item.stop_reason
+            )
         if isinstance(item, nb.Response):
             return AgResponse(
                 chat_message=self.message(item.chat_message),  # type: ignore[arg-type]

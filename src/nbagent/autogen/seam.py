@@ -12,11 +12,14 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
 * ``context.FOREIGN_CONTEXT``: AutoGen's own model contexts as their exact twins, a subclass of them
   by its protocol with AutoGen's messages (:class:`~nbagent.context.ProtocolContext`);
 * ``models.bridge.FOREIGN_CLIENT``: AutoGen's model clients, sent AutoGen's messages and token;
+* ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
 * ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
 * ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
   steppers): AutoGen's agents and teams in nbagent's live view and stepper;
 * ``agent.AGENT_MADE`` and ``autogen_agentchat.base``'s import: nbagent's ``AssistantAgent`` is a
   virtual subclass of AutoGen's ``ChatAgent``, so AutoGen's teams take it;
+* ``components.DUMPED`` and AutoGen's loader: nbagent's dumps in AutoGen's configs, and back
+  (:mod:`.loaders`);
 * ``hooks.HINT``: what to say when AutoGen's object is given where nbagent's is expected.
 
 Each converter first reads ``sys.modules``: an object of a module never imported cannot be AutoGen's,
@@ -26,14 +29,15 @@ so registering imports no AutoGen module, and neither does any hook's answer for
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
 from .. import agent as agent_module
 from .. import agent_input as agent_in
-from .. import console, context, hooks, messages, tools
+from .. import components, console, context, hooks, messages, tools
 from .._imports import when_imported
+from ..models import base as model_base
 from ..models import bridge
 
 _LLM_NAMES = frozenset({"SystemMessage", "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage"})
@@ -143,6 +147,32 @@ def model_client(value: object) -> bridge.BridgedClient | None:
     return bridge.BridgedClient(value, message_out=llm_message_out, token_out=autogen_token, provider=provider)
 
 
+def result_out(sent: Sequence[object]) -> Callable[[Any], Any] | None:
+    """When AutoGen's messages are sent to nbagent's client (AutoGen's agent calling it): the
+    converter of its answer to AutoGen's ``CreateResult``; ``None`` otherwise."""
+    if not any(_autogen(message, "autogen_core") for message in sent):
+        return None
+    from .convert import create_result_out
+
+    return create_result_out
+
+
+def dumped(model: components.ComponentModel) -> components.ComponentModel | None:
+    """Once AutoGen is imported: a dump as a model AutoGen's configs take too (:mod:`.loaders`)."""
+    if _loaded("autogen_core") is None:
+        return None
+    from .loaders import shared
+
+    return shared(model)
+
+
+def _loadable(module: ModuleType) -> None:
+    """At ``autogen_core``'s import: nbagent's providers made known to AutoGen's loader."""
+    from .loaders import make_known
+
+    make_known()
+
+
 def stream(first: object) -> console.Reader | None:
     """For a stream whose first foreign item is AutoGen's: the reader of its items; ``None`` otherwise."""
     if not _autogen(first, "autogen_agentchat"):
@@ -205,7 +235,10 @@ def register() -> None:
     tools.FOREIGN_TOOL.register(tool)
     context.FOREIGN_CONTEXT.register(model_context)
     bridge.FOREIGN_CLIENT.register(model_client)
+    model_base.RESULT_OUT.register(result_out)
     console.FOREIGN_STREAM.register(stream)
     hooks.HINT.register(hint)
     agent_module.AGENT_MADE.register(joined)
+    components.DUMPED.register(dumped)
     when_imported("autogen_agentchat.base", join)
+    when_imported("autogen_core._component_config", _loadable)
