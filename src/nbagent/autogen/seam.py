@@ -16,8 +16,8 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
 * ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
 * ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
   steppers): AutoGen's agents and teams in nbagent's live view and stepper;
-* ``agent.AGENT_MADE`` and ``autogen_agentchat.base``'s import: nbagent's ``AssistantAgent`` is a
-  virtual subclass of AutoGen's ``ChatAgent``, so AutoGen's teams take it;
+* ``agent.AGENT_MADE`` and AutoGen's imports: nbagent's ``AssistantAgent`` is a virtual subclass of
+  AutoGen's ``ChatAgent`` and ``BaseChatAgent``, so AutoGen's teams and ``AgentTool`` take it;
 * ``components.DUMPED`` and AutoGen's loader: nbagent's dumps in AutoGen's configs, and back
   (:mod:`.loaders`);
 * ``hooks.HINT``: what to say when AutoGen's object is given where nbagent's is expected.
@@ -219,12 +219,20 @@ def join(base: ModuleType) -> None:
     base.ChatAgent.register(agent_module.AssistantAgent)
 
 
+def join_agents(agents: ModuleType) -> None:
+    """AutoGen's ``AgentTool`` loads its agent as a ``BaseChatAgent``, whose public API nbagent's has."""
+    agents.BaseChatAgent.register(agent_module.AssistantAgent)
+
+
 def joined(made: agent_module.AssistantAgent) -> None:
-    """At each agent made: registered already at ``autogen_agentchat.base``'s import, unless another
-    finder loaded it (registering again changes nothing)."""
+    """At each agent made: registered already at AutoGen's imports, unless another finder loaded them
+    (registering again changes nothing)."""
     base = _loaded("autogen_agentchat.base")
     if base is not None and not isinstance(made, base.ChatAgent):
         join(base)
+    agents = _loaded("autogen_agentchat.agents")
+    if agents is not None and not isinstance(made, agents.BaseChatAgent):
+        join_agents(agents)
 
 
 def register() -> None:
@@ -241,4 +249,5 @@ def register() -> None:
     agent_module.AGENT_MADE.register(joined)
     components.DUMPED.register(dumped)
     when_imported("autogen_agentchat.base", join)
-    when_imported("autogen_core._component_config", _loadable)
+    when_imported("autogen_agentchat.agents", join_agents)
+    when_imported("autogen_core", _loadable)
