@@ -1036,7 +1036,10 @@ class AssistantAgent(Component):
                 if stopped:  # fired after the last text chunk: the answer is kept, the run ends here
                     raise _cancelled_with(result)
                 if result is None:
-                    raise ModelError(f"the stream of {client.model_name} ended without a final result")
+                    raise ModelError(  # AutoGen's words too
+                        f"the stream of {client.model_name} ended without a final result "
+                        "(No final model result in streaming mode)"
+                    )
             else:
                 result = await guarded(_create(client, request, token), token)
         except CancelledWithResult as stop:  # the model answered as the token fired: its answer is kept

@@ -115,7 +115,11 @@ def check_arguments(
     check.string(_AGENT, "system_message", system_message, none=True)
     check.boolean(_AGENT, "model_client_stream", model_client_stream)
     check.boolean(_AGENT, "reflect_on_tool_use", reflect_on_tool_use, none=True)
-    check.integer(_AGENT, "max_tool_iterations", max_tool_iterations, minimum=1)
+    try:
+        check.integer(_AGENT, "max_tool_iterations", max_tool_iterations, minimum=1)
+    except ValueError as error:  # AutoGen's words too, for code that matches them
+        autogen = f"Maximum number of tool iterations must be greater than or equal to 1, got {max_tool_iterations}"
+        raise ValueError(f"{error}. {autogen}") from None
     _check_summary_format(tool_call_summary_format)
     check.function(
         _AGENT,
@@ -138,8 +142,10 @@ def _check_tool(param: str, tool: object) -> object:
         return tool
     if FOREIGN_TOOL(tool) is not None:  # AutoGen's FunctionTool...: run by itself
         return tool
-    # AutoGen raises ValueError here ("Unsupported tool type"): the error is a ValueError too.
-    raise check.ItemTypeError(check.message(_AGENT, param, "a function or a BaseTool", check.given(tool)))
+    # AutoGen raises ValueError here ("Unsupported tool type"): the error is a ValueError too, and says it.
+    raise check.ItemTypeError(
+        check.message(_AGENT, param, "a function or a BaseTool", check.given(tool), "Unsupported tool type")
+    )
 
 
 def as_tools(tools: Sequence[Any] | None) -> list[BaseTool]:
@@ -193,7 +199,8 @@ def _as_handoff(param: str, handoff: object) -> Handoff:
     fields: dict[str, Any] = {key: getattr(handoff, key, None) for key in ("target", "description", "name", "message")}
     if all(isinstance(v, str) for v in fields.values()):
         return Handoff(**fields)  # AutoGen's Handoff (HandoffBase), any object with its four fields
-    raise check.ItemTypeError(check.message(_AGENT, param, "a Handoff or a target name (str)", check.given(handoff)))
+    expected = "a Handoff or a target name (str)"  # AutoGen's ValueError: "Unsupported handoff type"
+    raise check.ItemTypeError(check.message(_AGENT, param, expected, check.given(handoff), "Unsupported handoff type"))
 
 
 def task_messages(task: Task, where: str = "AssistantAgent.run") -> list[BaseChatMessage]:
