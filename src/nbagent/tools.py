@@ -268,7 +268,8 @@ def as_tool_result(value: Any, name: str) -> ToolResult:
     """What a workbench's ``call_tool`` returned, as nbagent's :class:`ToolResult`.
 
     Accepts nbagent's result, AutoGen's (``autogen_core.tools.ToolResult``: ``name``, ``result``
-    parts, ``is_error``), a dict of that shape (a dumped result) and a plain text.
+    parts, ``is_error``), a dict of that shape (a dumped result), a plain text, and any object with
+    ``to_text()`` and ``is_error`` (AutoGen's agent reads a result so).
     """
     if isinstance(value, ToolResult):
         return value
@@ -284,6 +285,10 @@ def as_tool_result(value: Any, name: str) -> ToolResult:
     content = get("content")
     if isinstance(content, str):
         return ToolResult(result_name, content, is_error=is_error)
+    to_text = getattr(value, "to_text", None)  # a result read by its text, as AutoGen's agent reads one
+    text = to_text() if callable(to_text) else None
+    if isinstance(text, str):
+        return ToolResult(result_name, text, is_error=is_error)
     raise TypeError(
         f"a workbench's call_tool for tool '{name}' returned {type(value).__name__}, not a ToolResult "
         "(a result list of text and image parts, and is_error)"
@@ -1238,7 +1243,9 @@ def _call_plan(method: Callable[..., Any]) -> _CallPlan:
         else:
             token = "none"
         plan = _CallPlan(
-            arguments_by_keyword="arguments" in names and token != "positional",
+            # AutoGen passes arguments= by keyword: to ``(name, **kwargs)`` too
+            arguments_by_keyword=("arguments" in names or (var_keyword and len(positional) < 2))
+            and token != "positional",
             token=token,
             call_id="call_id" in names or var_keyword,
         )

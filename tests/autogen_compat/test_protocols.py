@@ -124,3 +124,25 @@ def test_missing_members_of_a_protocol_are_named() -> None:
         TypeError, match=r"memory\[0\] must be a Memory .* \(it has no update_context, add, clear, close\)"
     ):
         AssistantAgent("bot", ReplayChatCompletionClient([]), memory=[HalfMemory()])  # type: ignore[list-item]
+
+
+async def test_a_workbench_taking_keywords_and_answering_a_result_with_to_text() -> None:
+    """AutoGen's tests' workbench: ``call_tool(name, **kwargs)`` (called with AutoGen's keywords), its
+    result any object with ``to_text()`` and ``is_error`` (read as AutoGen's agent reads it)."""
+    workbench = MagicMock()
+    workbench.list_tools = AsyncMock(return_value=[{"name": "t1", "description": "A tool."}])
+    calls: list[tuple[str, dict[str, object]]] = []
+
+    async def call_tool(name: str, **kwargs: object) -> object:
+        calls.append((name, kwargs))
+        result = MagicMock()
+        result.to_text.return_value = f"Result from {name}"
+        result.is_error = False
+        return result
+
+    workbench.call_tool = call_tool
+    agent = AssistantAgent("bot", ReplayChatCompletionClient([call("t1", '{"param": "x"}')]), workbench=[workbench])
+    result = await agent.run(task="go")
+    assert result.messages[-1].to_text() == "Result from t1"
+    ((name, kwargs),) = calls
+    assert name == "t1" and kwargs["arguments"] == {"param": "x"} and set(kwargs) >= {"cancellation_token", "call_id"}
