@@ -141,3 +141,31 @@ def test_an_nbagent_dump_is_nbagents_and_autogens_and_loads_in_both() -> None:
     assert type(ChatAgent.load_component(dumped)) is AssistantAgent
     # AutoGen's registry of provider names gets nbagent's, pointing at the seam's loaders
     assert ag_config.WELL_KNOWN_PROVIDERS["nbagent.AssistantAgent"] == "nbagent.autogen.loaders.AssistantAgent"
+
+
+async def test_nbagents_agent_streams_an_agent_tools_inner_messages() -> None:
+    """nbagent's agent with AutoGen's AgentTool (a BaseStreamTool) in tools=: the inner agent's messages
+    come through in the outer run's stream, between the tool request and its result, as AutoGen's
+    agent streams them (AutoGen's test_task_runner_tool order)."""
+    inner = AssistantAgent("tool_agent", ReplayChatCompletionClient(["Summary from tool agent"]))
+    script = [
+        nbagent.CreateResult(
+            finish_reason="function_calls",
+            content=[nbagent.FunctionCall(id="1", name="tool_agent", arguments='{"task": "Input task"}')],
+        ),
+        "Summary from main agent",
+    ]
+    main = AssistantAgent(
+        "main", ReplayChatCompletionClient(script), tools=[AgentTool(inner)], reflect_on_tool_use=True
+    )
+    result = await main.run(task="Input task from user")
+    kinds = [(type(m).__name__, m.source) for m in result.messages]
+    assert kinds == [
+        ("TextMessage", "user"),
+        ("ToolCallRequestEvent", "main"),
+        ("TextMessage", "user"),  # the inner run's task, streamed through the tool
+        ("TextMessage", "tool_agent"),  # the inner agent's answer
+        ("ToolCallExecutionEvent", "main"),
+        ("TextMessage", "main"),
+    ]
+    assert result.messages[4].content[0].content == "tool_agent: Summary from tool agent"

@@ -3,7 +3,7 @@
 AutoGen's tests ship in its source distributions on the package index (``autogen-agentchat``,
 ``autogen-core``, ``autogen-ext`` 0.7.5: each has its ``tests/`` folder). The runner downloads them
 with pip (``pip download --no-deps --no-binary :all:``, kept in ``~/.cache/nbagent/autogen-0.7.5``),
-runs each listed file in its own pytest process with :mod:`tests.autogen_upstream.shim` (nbagent's
+runs each listed file in its own pytest process with the plugin ``shim.py`` beside this file (nbagent's
 names in AutoGen's modules) and prints the counts per file; ``--json PATH`` writes them with each
 failing test's id. What still fails is listed in docs/contract.md with its reason.
 """
@@ -63,7 +63,7 @@ def sources() -> Path:
     return CACHE
 
 
-EXTRAS = ("anthropic", "docstring_parser")
+EXTRAS = ("anthropic", "docstring_parser", "ollama")
 """Packages AutoGen's test modules import at their top that nbagent's environment lacks: installed
 with pip into ``CACHE/site`` (``--no-deps``), on the tests' path only."""
 
@@ -92,11 +92,12 @@ def run_file(name: str, mode: str, timeout: float) -> dict[str, object]:
     env = {
         **os.environ,
         "NBAGENT_SHIM": mode,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT), str(extras())]),
+        # the shim by its module name: AutoGen's own tests are a package called ``tests`` too
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(Path(__file__).parent), str(extras())]),
     }
     command = [
         sys.executable, "-m", "pytest", str(path), "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-        "-p", "tests.autogen_upstream.shim", f"--junitxml={report}", "-o", "asyncio_mode=auto",
+        "-p", "shim", f"--junitxml={report}", "-o", "asyncio_mode=auto",
         f"--rootdir={path.parent}", "--timeout=120",
     ]  # fmt: skip
     try:
