@@ -783,6 +783,8 @@ class FunctionTool(BaseTool[BaseModel, BaseModel]):
         args_model = self._build_args_model(tool_name, strict, signature, _docstring_params(doc))
         self._arg_names = tuple(args_model.model_fields)  # read once: pydantic's model_fields is a property
         return_type = signature.return_annotation
+        if return_type is None:  # ``-> None``: its type, as AutoGen's return_type() says
+            return_type = type(None)
         description = description if description is not None else _docstring_summary(doc)
         super().__init__(args_model, return_type, tool_name, description, strict)
 
