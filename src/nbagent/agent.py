@@ -1462,8 +1462,9 @@ _WITHOUT_IMAGES = frozenset({SystemMessage, AssistantMessage, FunctionExecutionR
 
 
 def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> list[LLMMessage]:
-    """The messages as ``client`` can take them: for a model without vision, a user message's
-    images become the text ``<image>``, its parts joined by newlines (AutoGen's ``remove_images``)."""
+    """The messages as ``client`` can take them: for a model without vision, a user message of parts
+    becomes one text, its parts joined by newlines and its images ``<image>`` (AutoGen's ``remove_images``,
+    which joins a text-only list too)."""
     if client.model_info.get("vision", False):
         return messages
     # This runs before every model call, over the whole context: exact types first, as isinstance()
@@ -1480,9 +1481,7 @@ def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> lis
             content="\n".join(part if isinstance(part, str) else "<image>" for part in message.content),
             source=message.source,
         )
-        if isinstance(message, UserMessage)
-        and not isinstance(message.content, str)
-        and any(not isinstance(part, str) for part in message.content)
+        if isinstance(message, UserMessage) and not isinstance(message.content, str)  # text-only lists too
         else message
         for message in messages
     ]

@@ -169,3 +169,13 @@ async def test_nbagents_agent_streams_an_agent_tools_inner_messages() -> None:
         ("TextMessage", "main"),
     ]
     assert result.messages[4].content[0].content == "tool_agent: Summary from tool agent"
+
+
+async def test_a_text_only_multimodal_message_reaches_a_model_without_vision_as_one_text() -> None:
+    """Issue 40.4: as AutoGen's remove_images, a user message of text parts is joined for a model
+    without vision (its usage then counts as AutoGen's does), not sent as a list."""
+    client = ReplayChatCompletionClient(["ok"], model_info={"vision": False})
+    agent = AssistantAgent("bot", client, system_message=None)
+    await agent.run(task=ag.MultiModalMessage(content=["first part", "second part"], source="user"))
+    (sent,) = client.requests[0].messages
+    assert sent.content == "first part\nsecond part"
