@@ -1509,11 +1509,11 @@ class Handoff(BaseModel, Component):
             self.description = f"Handoff to {self.target}."
         if not self.message:
             self.message = f"Transferred to {self.target}, adopting the role of {self.target} immediately."
-        self._schema = ToolSchema(
+        self._schema = ToolSchema(  # AutoGen's handoff tool: strict, and closed to other arguments
             name=self.name,
             description=self.description,
-            parameters={"type": "object", "properties": {}, "required": []},
-            strict=False,
+            parameters={"type": "object", "properties": {}, "required": [], "additionalProperties": False},
+            strict=True,
         )
 
     @property  # public API ``Handoff.schema``: shadows pydantic's deprecated ``BaseModel.schema()`` on purpose

@@ -179,3 +179,9 @@ async def test_a_text_only_multimodal_message_reaches_a_model_without_vision_as_
     await agent.run(task=ag.MultiModalMessage(content=["first part", "second part"], source="user"))
     (sent,) = client.requests[0].messages
     assert sent.content == "first part\nsecond part"
+
+
+def test_the_handoff_tool_schema_is_autogens() -> None:
+    from autogen_agentchat.base import Handoff as AgHandoff
+
+    assert nbagent.Handoff(target="planner").schema == AgHandoff(target="planner").handoff_tool.schema
