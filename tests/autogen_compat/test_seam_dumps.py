@@ -185,3 +185,16 @@ def test_the_handoff_tool_schema_is_autogens() -> None:
     from autogen_agentchat.base import Handoff as AgHandoff
 
     assert nbagent.Handoff(target="planner").schema == AgHandoff(target="planner").handoff_tool.schema
+
+
+async def test_an_unknown_message_type_is_autogens_value_error_too() -> None:
+    class WrongMessage:
+        content = "?"
+
+    client = nbagent.OpenAIChatCompletionClient(
+        model="gpt-4o", api_key="sk-" + "unused", base_url="http://127.0.0.1:9/v1"
+    )
+    with pytest.raises(ValueError, match="Unknown message type"):
+        await client.create([WrongMessage()])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="not an LLM message: WrongMessage"):
+        await client.create([WrongMessage()])  # type: ignore[list-item]
