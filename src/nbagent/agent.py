@@ -529,12 +529,10 @@ class AssistantAgent(Component):
     def produced_message_types(self) -> tuple[type[BaseChatMessage], ...]:
         """The chat message types this agent can answer with; ``in`` also finds AutoGen's type of the same
         name (``HandoffMessage in agent.produced_message_types``, as AutoGen's ``Swarm`` asks of its first
-        participant: the agent answers AutoGen's teams with AutoGen's types)."""
-        types: list[type[BaseChatMessage]] = [TextMessage]
-        if self._handoffs:
-            types.append(HandoffMessage)
-        if self._workbench:
-            types.append(ToolCallSummaryMessage)
+        participant: the agent answers AutoGen's teams with AutoGen's types). As AutoGen 0.7.5's agent:
+        a text, a tool call summary and a handoff whatever its tools and handoffs (so ``Swarm`` takes it
+        as its first participant), and a structured message with ``output_content_type``."""
+        types: list[type[BaseChatMessage]] = [TextMessage, ToolCallSummaryMessage, HandoffMessage]
         if self._output_content_type is not None:
             types.append(StructuredMessage)
         return ProducedTypes(types)

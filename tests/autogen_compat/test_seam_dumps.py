@@ -198,3 +198,12 @@ async def test_an_unknown_message_type_is_autogens_value_error_too() -> None:
         await client.create([WrongMessage()])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="not an LLM message: WrongMessage"):
         await client.create([WrongMessage()])  # type: ignore[list-item]
+
+
+async def test_swarm_takes_an_nbagent_agent_without_handoffs_as_its_first_participant() -> None:
+    from autogen_agentchat.teams import Swarm
+
+    first = AssistantAgent("first", ReplayChatCompletionClient(["Done."]))
+    team = Swarm([first], termination_condition=MaxMessageTermination(2))  # refused on ce8e2c5
+    result = await team.run(task="go")
+    assert result.messages[-1].content == "Done."
