@@ -332,10 +332,10 @@ class AssistantAgent(Component):
         handoff_names = [handoff.name for handoff in handoff_list]
         if len(set(handoff_names)) != len(handoff_names):
             raise ValueError(f"Handoff names must be unique: {handoff_names}")
-        if set(handoff_names) & set(tool_names):
-            raise ValueError(
-                f"Handoff names must be unique from tool names: {sorted(set(handoff_names) & set(tool_names))}"
-            )
+        # AutoGen's rule: neither a handoff's tool name nor its target may be a tool's name
+        clash = (set(handoff_names) | {handoff.target for handoff in handoff_list}) & set(tool_names)
+        if clash:
+            raise ValueError(f"Handoff names must be unique from tool names: {sorted(clash)}")
         self._handoffs = {handoff.name: handoff for handoff in handoff_list}
         self._handoff_tools: list[ToolSchema] = [handoff.schema for handoff in handoff_list]
 

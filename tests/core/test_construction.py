@@ -63,6 +63,12 @@ def test_handoff_name_equal_to_tool_name() -> None:
         AssistantAgent("a", replay(), tools=[transfer_to_bob], handoffs=["bob"])
 
 
+def test_handoff_target_equal_to_tool_name() -> None:
+    """AutoGen's rule too (issue 40.4): a handoff to ``add`` beside a tool ``add`` is refused."""
+    with pytest.raises(ValueError, match=r"Handoff names must be unique from tool names: \['add'\]"):
+        AssistantAgent("a", replay(), tools=[add], handoffs=["add"])
+
+
 def test_max_tool_iterations_at_least_one() -> None:
     with pytest.raises(ValueError, match="greater than or equal to 1, got 0"):
         AssistantAgent("a", replay(), max_tool_iterations=0)
