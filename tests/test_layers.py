@@ -6,9 +6,11 @@ functions (lazy imports) and under ``if TYPE_CHECKING:``. No exception is listed
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import grimp
 import pytest
@@ -19,6 +21,7 @@ LAYERS: list[set[str]] = [
         "nbagent._ids",
         "nbagent._check",
         "nbagent._imports",
+        "nbagent.hooks",
         "nbagent.messages",
         "nbagent.cancellation",
         "nbagent.redact",
@@ -78,40 +81,126 @@ def test_no_import_goes_up_a_layer(graph: grimp.ImportGraph) -> None:
     assert upward == []
 
 
-def test_no_import_cycles(graph: grimp.ImportGraph) -> None:
-    """No two modules import each other, directly or through others (Tarjan's strongly connected components)."""
+def package_of(module: str) -> str:
+    """The package a module is part of: ``nbagent.trace`` for ``nbagent.trace.live``, ``nbagent.agent``
+    for itself (a top-level module is its own package)."""
+    return ".".join(module.split(".")[:2])
+
+
+def strongly_connected(nodes: list[str], edges: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of nodes that reach each other (Tarjan), each of more than one node."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
-    cycles: list[list[str]] = []
+    groups: list[list[str]] = []
 
-    def visit(module: str) -> None:
-        index[module] = low[module] = len(index)
-        stack.append(module)
-        on_stack.add(module)
-        for imported in graph.find_modules_directly_imported_by(module):
-            if imported not in index:
-                visit(imported)
-                low[module] = min(low[module], low[imported])
-            elif imported in on_stack:
-                low[module] = min(low[module], index[imported])
-        if low[module] == index[module]:
-            component = []
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(edges.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
             while True:
                 member = stack.pop()
                 on_stack.discard(member)
-                component.append(member)
-                if member == module:
+                group.append(member)
+                if member == node:
                     break
-            if len(component) > 1:
-                cycles.append(sorted(component))
+            if len(group) > 1:
+                groups.append(sorted(group))
 
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    for module in sorted(graph.modules):
-        if module not in index:
-            visit(module)
-    assert cycles == []
+    for node in sorted(nodes):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def test_no_import_cycles(graph: grimp.ImportGraph) -> None:
+    """No two modules import each other, directly or through others (Tarjan's strongly connected components)."""
+    edges = {module: set(graph.find_modules_directly_imported_by(module)) for module in graph.modules}
+    assert strongly_connected(sorted(graph.modules), edges) == []
+
+
+def test_no_import_cycles_between_packages(graph: grimp.ImportGraph) -> None:
+    """No two packages import each other (``nbagent.agent`` -> ``nbagent.autogen.x`` and
+    ``nbagent.autogen.y`` -> ``nbagent.agent`` is a cycle even with no module cycle). ``nbagent``
+    itself (the top-level names) imports everything and is imported by nothing."""
+    edges: dict[str, set[str]] = {}
+    for importer in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(importer):
+            source, target = package_of(importer), package_of(imported)
+            if source != target:
+                edges.setdefault(source, set()).add(target)
+    assert strongly_connected(sorted({package_of(m) for m in graph.modules}), edges) == []
+
+
+SEAM = "nbagent.autogen"
+"""Everything that knows AutoGen. Above it only the application layer (``nbagent``, ``entry``) and the
+AutoGen stepper's widget (``notebook.autogen_stepper``, which the seam is given) name it."""
+ABOVE_SEAM = {"nbagent", "nbagent.entry", "nbagent.notebook.autogen_stepper"}
+
+
+def core_modules(graph: grimp.ImportGraph) -> list[str]:
+    return sorted(m for m in graph.modules if not m.startswith(SEAM) and m not in ABOVE_SEAM)
+
+
+def test_the_core_imports_nothing_of_the_autogen_seam(graph: grimp.ImportGraph) -> None:
+    """The core (agent, context, tools, models, trace, notebook...) reaches AutoGen only through the
+    hooks the seam registers into (``nbagent.hooks``), never by importing it, lazily or not."""
+    found = sorted(
+        f"{module} -> {imported}"
+        for module in core_modules(graph)
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.startswith(SEAM)
+    )
+    assert found == []
+
+
+def _autogen_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """String constants naming AutoGen's modules, except a docstring and a ``component_aliases``
+    entry (the provider names a config may give: data, not a test of an object)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            skipped.add(id(body[0].value))
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "component_aliases" for t in targets):
+                skipped.update(id(sub) for sub in ast.walk(node))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.startswith("autogen")
+        and id(node) not in skipped
+    ]
+
+
+def test_the_core_tests_no_autogen_module_name(graph: grimp.ImportGraph) -> None:
+    """No ``type(x).__module__.startswith("autogen")``, no ``sys.modules.get("autogen_core...")`` in the
+    core: which objects are AutoGen's is the seam's to say."""
+    import nbagent
+
+    root = Path(nbagent.__file__).parent
+    found = []
+    for module in core_modules(graph):
+        parts = module.split(".")[1:]
+        path = root.joinpath(*parts).with_suffix(".py")
+        if not path.exists():
+            path = root.joinpath(*parts, "__init__.py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{module}:{line} {text!r}" for line, text in _autogen_names(tree)]
+    assert found == []
 
 
 def test_import_nbagent_loads_no_pandas_pyarrow_or_ipywidgets() -> None:

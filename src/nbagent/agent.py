@@ -8,7 +8,6 @@ pass the events on; the step-by-step mode pauses at each move; the trace records
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 import warnings
 from array import array
@@ -17,32 +16,30 @@ from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
-from types import MappingProxyType, ModuleType
+from types import MappingProxyType
 from typing import Any, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
 from . import _check as check
 from ._ids import new_id, utc_now
-from ._imports import when_imported
 from .agent_input import (
+    ItemsOut,
     ProducedTypes,
     Task,
     as_handoffs,
     as_tools,
-    autogen_caller,
-    autogen_context,
+    caller_out,
     check_arguments,
     check_messages,
     check_token,
     client_hint,
-    is_autogen_context,
-    is_autogen_response,
     task_messages,
 )
 from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
-from .context import ChatCompletionContext, UnboundedChatCompletionContext
+from .context import ChatCompletionContext, UnboundedChatCompletionContext, as_model_context
+from .hooks import HINT, Hook
 from .interrupts import explain_cancellation
 from .interventions import GivenAnswerClient, Interventions, LLMCallPlan
 from .memory import Memory, as_memories, update_memory_context
@@ -124,6 +121,10 @@ DEFAULT_SYSTEM_MESSAGE = (
 )
 
 _perf = time.perf_counter
+
+AGENT_MADE: Hook[[AssistantAgent], None] = Hook("agent made")
+"""Told of each agent made (its constructor's last step): :mod:`nbagent.autogen` makes sure AutoGen's
+``ChatAgent`` ABC knows the agent's class, whatever loaded ``autogen_agentchat.base`` and when."""
 
 TEAM_CALL_GATE: ContextVar[Callable[[Any, LLMCall], Awaitable[None] | None] | None] = ContextVar(
     "nbagent_team_call_gate", default=None
@@ -281,8 +282,8 @@ class AssistantAgent(Component):
         memory: Memory | Sequence[Memory] | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
-        if model_context is not None and is_autogen_context(model_context):  # AutoGen's: its exact twin, or refused
-            model_context = autogen_context(model_context)
+        if model_context is not None:  # nbagent's; AutoGen's as its exact twin; any other by its protocol
+            model_context = as_model_context("AssistantAgent", model_context)
         bridged = check_arguments(
             name,
             model_client,
@@ -332,10 +333,10 @@ class AssistantAgent(Component):
         handoff_names = [handoff.name for handoff in handoff_list]
         if len(set(handoff_names)) != len(handoff_names):
             raise ValueError(f"Handoff names must be unique: {handoff_names}")
-        if set(handoff_names) & set(tool_names):
-            raise ValueError(
-                f"Handoff names must be unique from tool names: {sorted(set(handoff_names) & set(tool_names))}"
-            )
+        # AutoGen's rule: neither a handoff's tool name nor its target may be a tool's name
+        clash = (set(handoff_names) | {handoff.target for handoff in handoff_list}) & set(tool_names)
+        if clash:
+            raise ValueError(f"Handoff names must be unique from tool names: {sorted(clash)}")
         self._handoffs = {handoff.name: handoff for handoff in handoff_list}
         self._handoff_tools: list[ToolSchema] = [handoff.schema for handoff in handoff_list]
 
@@ -359,9 +360,7 @@ class AssistantAgent(Component):
         self._loop_settings: LoopSettings | None = None  # made on first use (loop_settings)
         self.trace = Trace(owner=self)
         self.recorders: list[Recorder] = [self.trace]
-        autogen_base = sys.modules.get("autogen_agentchat.base")
-        if autogen_base is not None:  # registered at its import already, unless another finder loaded it
-            _join_autogen(autogen_base)
+        AGENT_MADE(self)  # AutoGen's seam: its ChatAgent ABC knows the agent's class
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -531,12 +530,10 @@ class AssistantAgent(Component):
     def produced_message_types(self) -> tuple[type[BaseChatMessage], ...]:
         """The chat message types this agent can answer with; ``in`` also finds AutoGen's type of the same
         name (``HandoffMessage in agent.produced_message_types``, as AutoGen's ``Swarm`` asks of its first
-        participant: the agent answers AutoGen's teams with AutoGen's types)."""
-        types: list[type[BaseChatMessage]] = [TextMessage]
-        if self._handoffs:
-            types.append(HandoffMessage)
-        if self._workbench:
-            types.append(ToolCallSummaryMessage)
+        participant: the agent answers AutoGen's teams with AutoGen's types). As AutoGen 0.7.5's agent:
+        a text, a tool call summary and a handoff whatever its tools and handoffs (so ``Swarm`` takes it
+        as its first participant), and a structured message with ``output_content_type``."""
+        types: list[type[BaseChatMessage]] = [TextMessage, ToolCallSummaryMessage, HandoffMessage]
         if self._output_content_type is not None:
             types.append(StructuredMessage)
         return ProducedTypes(types)
@@ -605,16 +602,20 @@ class AssistantAgent(Component):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None
     ) -> Response:
         where = "AssistantAgent.on_messages"
-        outgoing = autogen_caller(messages, cancellation_token)
+        outgoing = caller_out(messages, cancellation_token)  # decided once: the Response is converted once
         checked, token = check_messages(where, messages), check_token(where, cancellation_token)
+        if type(self).on_messages_stream is AssistantAgent.on_messages_stream:
+            stream = self._on_messages_stream(checked, token, (None, outgoing is not None))
+        else:  # a subclass's stream, as AutoGen's on_messages reads it
+            stream = self.on_messages_stream(checked, token)
         response: Any = None
-        async with aclosing(self.on_messages_stream(checked, token)) as stream:
+        async with aclosing(stream):
             async for item in stream:
-                if isinstance(item, Response) or is_autogen_response(item):  # a subclass too, as AutoGen reads it
+                if isinstance(item, Response) or (hasattr(item, "chat_message") and hasattr(item, "inner_messages")):
                     response = item
         assert response is not None, "on_messages_stream ended without a Response"
         if outgoing is not None and isinstance(response, Response):
-            return outgoing.item(response)  # type: ignore[no-any-return]  # AutoGen's Response, to AutoGen's caller
+            return outgoing.item(response)  # type: ignore[no-any-return]  # the caller's Response type
         return response  # type: ignore[no-any-return]
 
     def on_messages_stream(
@@ -624,21 +625,32 @@ class AssistantAgent(Component):
 
         Called with AutoGen's chat messages (or with none and AutoGen's ``CancellationToken``), as
         AutoGen's teams call a participant, it yields AutoGen's events, messages and ``Response``
-        (:mod:`nbagent.autogen.protocol`); the run itself and its records are nbagent's.
+        (:data:`nbagent.agent_input.CALLER`, which :mod:`nbagent.autogen` answers); the run itself and
+        its records are nbagent's.
         """
         return Stream(self._on_messages_stream(messages, cancellation_token), "agent.on_messages_stream(...)")
 
     async def _on_messages_stream(
-        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None
+        self,
+        messages: Sequence[BaseChatMessage],
+        cancellation_token: CancellationToken | None,
+        caller: tuple[ItemsOut | None, bool] | None = None,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
+        """The run's events, each converted to the caller's types when another library called;
+        ``caller``: (that converter, whether a team's step-by-step gate applies) when
+        :meth:`on_messages` decided it already."""
         where = "AssistantAgent.on_messages_stream"
-        outgoing = autogen_caller(messages, cancellation_token)
+        if caller is None:
+            outgoing = caller_out(messages, cancellation_token)
+            gated = outgoing is not None
+        else:
+            outgoing, gated = caller
         run = self._new_run(check_messages(where, messages), check_token(where, cancellation_token), True)
         try:
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, NOT_EVENTS):
                     yield item if outgoing is None else outgoing.item(item)
-                elif outgoing is not None and type(item) is LLMCall:
+                elif gated and type(item) is LLMCall:
                     await self._team_gate(item, run.token)
         finally:
             await run.aclose()
@@ -685,7 +697,9 @@ class AssistantAgent(Component):
         token = None if cancellation_token is None else check_token(where, cancellation_token)
         if type(output_task_messages) is not bool:
             check.boolean(where, "output_task_messages", output_task_messages)
-        return await self._run_task(messages if output_task_messages else [], messages, token)
+        result = await self._run_task(messages if output_task_messages else [], messages, token)
+        outgoing = None if token is None else caller_out((), token)  # AutoGen's token: AutoGen's AgentTool
+        return result if outgoing is None else outgoing.item(result)  # AutoGen's TaskResult to AutoGen's caller
 
     def retry(self, *, cancellation_token: CancellationToken | None = None) -> Pending[TaskResult]:
         """Run the last failed run again from where it stopped: the model is called on the context as it is.
@@ -755,8 +769,15 @@ class AssistantAgent(Component):
         output_task_messages: bool = True,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
         """The task messages (unless ``output_task_messages=False``), then every event as it
-        happens, then the :class:`TaskResult` (``async for``; a plain ``for`` says so)."""
+        happens, then the :class:`TaskResult` (``async for``; a plain ``for`` says so).
+
+        With AutoGen's ``CancellationToken`` (AutoGen's ``AgentTool``, ``TeamTool`` and ``Console``
+        callers), :meth:`run` and ``run_stream`` answer in AutoGen's types, as ``on_messages`` does.
+        """
         stream = self._run_stream(task, cancellation_token, output_task_messages)
+        outgoing = None if cancellation_token is None else caller_out((), cancellation_token)
+        if outgoing is not None:
+            stream = _items_out(stream, outgoing)
         return Stream(stream, "agent.run_stream(task=...)")
 
     async def _run_stream(
@@ -1014,7 +1035,10 @@ class AssistantAgent(Component):
                 if stopped:  # fired after the last text chunk: the answer is kept, the run ends here
                     raise _cancelled_with(result)
                 if result is None:
-                    raise ModelError(f"the stream of {client.model_name} ended without a final result")
+                    raise ModelError(  # AutoGen's words too
+                        f"the stream of {client.model_name} ended without a final result "
+                        "(No final model result in streaming mode)"
+                    )
             else:
                 result = await guarded(_create(client, request, token), token)
         except CancelledWithResult as stop:  # the model answered as the token fired: its answer is kept
@@ -1437,8 +1461,9 @@ _WITHOUT_IMAGES = frozenset({SystemMessage, AssistantMessage, FunctionExecutionR
 
 
 def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> list[LLMMessage]:
-    """The messages as ``client`` can take them: for a model without vision, a user message's
-    images become the text ``<image>``, its parts joined by newlines (AutoGen's ``remove_images``)."""
+    """The messages as ``client`` can take them: for a model without vision, a user message of parts
+    becomes one text, its parts joined by newlines and its images ``<image>`` (AutoGen's ``remove_images``,
+    which joins a text-only list too)."""
     if client.model_info.get("vision", False):
         return messages
     # This runs before every model call, over the whole context: exact types first, as isinstance()
@@ -1455,9 +1480,7 @@ def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> lis
             content="\n".join(part if isinstance(part, str) else "<image>" for part in message.content),
             source=message.source,
         )
-        if isinstance(message, UserMessage)
-        and not isinstance(message.content, str)
-        and any(not isinstance(part, str) for part in message.content)
+        if isinstance(message, UserMessage) and not isinstance(message.content, str)  # text-only lists too
         else message
         for message in messages
     ]
@@ -1469,17 +1492,18 @@ def _stop_if_cancelled(token: CancellationToken) -> None:
         raise asyncio.CancelledError(CANCELLED)
 
 
+async def _items_out(items: AsyncGenerator[Any, None], outgoing: ItemsOut) -> AsyncGenerator[Any, None]:
+    """``items``, each in a caller's types (:data:`~nbagent.agent_input.CALLER`)."""
+    async with aclosing(items):
+        async for item in items:
+            yield outgoing.item(item)
+
+
 def _cancelled_with(result: CreateResult | None) -> asyncio.CancelledError:
     """How a stream whose token fired ends: cancelled, keeping the model's answer if it came."""
     if result is None:
         return asyncio.CancelledError(CANCELLED)
     return CancelledWithResult(result)
-
-
-def _join_autogen(base: ModuleType) -> None:
-    """AutoGen's teams take nbagent's agents (and their subclasses) as ``ChatAgent``: registered when
-    ``autogen_agentchat.base`` is imported, before or after the agents are made (imports nothing)."""
-    base.ChatAgent.register(AssistantAgent)
 
 
 def replayed(where: str, agent: object, task: object) -> tuple[Any, Any]:
@@ -1509,8 +1533,8 @@ def check_agent(where: str, agent: object, task: object = None, *, runs: bool = 
     hint = ""
     if isinstance(task, AssistantAgent):
         hint = f"The agent comes first: {where}(agent, task) (the arguments look swapped)"
-    elif type(agent).__module__.startswith("autogen"):
-        hint = "AutoGen's own agents and teams run with nbagent.autogen.run(agent, task)"
+    else:
+        hint = HINT(agent, "agent") or ""  # AutoGen's own agents and teams: nbagent.autogen.run(agent, task)
     raise check.wrong_type(where, "agent", expected, agent, hint)
 
 
@@ -1692,6 +1716,3 @@ class AgentRun(RunIterator):
 
     def __repr__(self) -> str:
         return f"AgentRun(agent={self.agent.name!r}, run_id={self.run_id!r}, status={self.status!r})"
-
-
-when_imported("autogen_agentchat.base", _join_autogen)

@@ -6,16 +6,16 @@ A wrong argument raises before anything runs, naming the entry point and the par
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from . import _check as check
 from .cancellation import CancellationToken
 from .context import ChatCompletionContext
+from .hooks import HINT, Hook
 from .messages import (
     AssistantMessage,
     BaseChatMessage,
@@ -27,7 +27,7 @@ from .messages import (
 )
 from .models.base import ChatCompletionClient
 from .models.bridge import BridgedClient, as_model_client
-from .tools import BaseTool, Handoff, as_tool
+from .tools import FOREIGN_TOOL, BaseTool, Handoff, as_tool
 
 Task = str | BaseChatMessage | Sequence[BaseChatMessage] | None
 
@@ -35,6 +35,24 @@ _AGENT = "AssistantAgent"
 SUMMARY_PLACEHOLDERS = ("tool_name", "arguments", "result", "is_error")
 TASK_EXPECTED = "a str, a chat message (TextMessage...) or a list of chat messages"
 MESSAGES_EXPECTED = "a list of chat messages (TextMessage, HandoffMessage...)"
+
+
+class ItemsOut(Protocol):
+    """Converts the items of one run to a caller's types (:data:`CALLER`)."""
+
+    def item(self, item: Any) -> Any:
+        """An event, chat message or ``Response`` of the run in the caller's types."""
+        ...
+
+
+CHAT_IN: Hook[[object], BaseChatMessage] = Hook("chat message")
+"""Another library's chat message as nbagent's (AutoGen's ``TextMessage``... field by field, ids kept);
+``None`` for any other object (registered by :mod:`nbagent.autogen`)."""
+
+CALLER: Hook[[Sequence[Any], object], ItemsOut] = Hook("caller")
+"""For ``on_messages``/``on_messages_stream`` called with ``(messages, cancellation_token)``: when the
+caller is another library's (its chat messages; none and its token: AutoGen's team containers), the
+converter of the run's items to its types; ``None`` for nbagent's callers."""
 
 
 def client_hint(value: object) -> str:
@@ -97,7 +115,11 @@ def check_arguments(
     check.string(_AGENT, "system_message", system_message, none=True)
     check.boolean(_AGENT, "model_client_stream", model_client_stream)
     check.boolean(_AGENT, "reflect_on_tool_use", reflect_on_tool_use, none=True)
-    check.integer(_AGENT, "max_tool_iterations", max_tool_iterations, minimum=1)
+    try:
+        check.integer(_AGENT, "max_tool_iterations", max_tool_iterations, minimum=1)
+    except ValueError as error:  # AutoGen's words too, for code that matches them
+        autogen = f"Maximum number of tool iterations must be greater than or equal to 1, got {max_tool_iterations}"
+        raise ValueError(f"{error}. {autogen}") from None
     _check_summary_format(tool_call_summary_format)
     check.function(
         _AGENT,
@@ -118,19 +140,18 @@ def check_arguments(
 def _check_tool(param: str, tool: object) -> object:
     if isinstance(tool, BaseTool) or callable(tool):  # a callable becomes a FunctionTool, as in AutoGen
         return tool
-    if _is_autogen_tool(tool):  # AutoGen's FunctionTool...: run by itself through an AutoGenTool
+    if FOREIGN_TOOL(tool) is not None:  # AutoGen's FunctionTool...: run by itself
         return tool
-    # AutoGen raises ValueError here ("Unsupported tool type"): the error is a ValueError too.
-    raise check.ItemTypeError(check.message(_AGENT, param, "a function or a BaseTool", check.given(tool)))
+    # AutoGen raises ValueError here ("Unsupported tool type"): the error is a ValueError too, and says it.
+    raise check.ItemTypeError(
+        check.message(_AGENT, param, "a function or a BaseTool", check.given(tool), "Unsupported tool type")
+    )
 
 
 def as_tools(tools: Sequence[Any] | None) -> list[BaseTool]:
     """The ``tools`` argument (checked) as tools: a callable becomes a FunctionTool, or the error names it."""
     found: list[BaseTool] = []
     for index, tool in enumerate(tools or ()):
-        if not isinstance(tool, BaseTool) and _is_autogen_tool(tool):
-            found.append(_autogen_tool(tool))
-            continue
         try:
             found.append(as_tool(tool))
         except (TypeError, ValueError) as error:  # no signature Python can read, a parameter with no JSON schema...
@@ -176,9 +197,10 @@ def _as_handoff(param: str, handoff: object) -> Handoff:
     if isinstance(handoff, str):
         return Handoff(target=handoff)
     fields: dict[str, Any] = {key: getattr(handoff, key, None) for key in ("target", "description", "name", "message")}
-    if type(handoff).__module__.startswith("autogen") and all(isinstance(v, str) for v in fields.values()):
-        return Handoff(**fields)  # AutoGen's Handoff (HandoffBase): the same four fields
-    raise check.ItemTypeError(check.message(_AGENT, param, "a Handoff or a target name (str)", check.given(handoff)))
+    if all(isinstance(v, str) for v in fields.values()):
+        return Handoff(**fields)  # AutoGen's Handoff (HandoffBase), any object with its four fields
+    expected = "a Handoff or a target name (str)"  # AutoGen's ValueError: "Unsupported handoff type"
+    raise check.ItemTypeError(check.message(_AGENT, param, expected, check.given(handoff), "Unsupported handoff type"))
 
 
 def task_messages(task: Task, where: str = "AssistantAgent.run") -> list[BaseChatMessage]:
@@ -194,8 +216,9 @@ def task_messages(task: Task, where: str = "AssistantAgent.run") -> list[BaseCha
         return [TextMessage(content=task, source="user")]
     if isinstance(task, BaseChatMessage):
         return [task]
-    if _is_autogen_chat(task):  # AutoGen's TextMessage...: converted field by field
-        return _autogen_chats([task])
+    foreign = CHAT_IN(task)  # AutoGen's TextMessage...: converted field by field
+    if foreign is not None:
+        return [foreign]
     items = check.sequence(where, "task", task, TASK_EXPECTED, hint=_llm_message_hint(task))
     return check.each(where, "task", items, partial(_chat_message, where))
 
@@ -221,8 +244,9 @@ def check_messages(where: str, messages: object) -> list[BaseChatMessage]:
 def _chat_message(where: str, param: str, message: object) -> BaseChatMessage:
     if isinstance(message, BaseChatMessage):
         return message
-    if _is_autogen_chat(message):  # AutoGen's chat message: converted field by field (ids kept)
-        return _autogen_chats([message])[0]
+    foreign = CHAT_IN(message)  # AutoGen's chat message: converted field by field (ids kept)
+    if foreign is not None:
+        return foreign
     # AutoGen raises ValueError for a wrong item of a task list: the error is a ValueError too.
     raise check.ItemTypeError(
         check.message(where, param, "a chat message (TextMessage...)", check.given(message), _llm_message_hint(message))
@@ -230,93 +254,36 @@ def _chat_message(where: str, param: str, message: object) -> BaseChatMessage:
 
 
 class ProducedTypes(tuple[type[BaseChatMessage], ...]):
-    """nbagent's message types; ``in`` also finds AutoGen's type of the same name (its twin)."""
+    """nbagent's message types; ``in`` also finds another library's type of the same name (its twin:
+    AutoGen's ``Swarm`` asks ``HandoffMessage in agent.produced_message_types`` with AutoGen's class)."""
 
     __slots__ = ()
 
     def __contains__(self, value: object) -> bool:
         if tuple.__contains__(self, value):
             return True
-        module = getattr(value, "__module__", "")
         name = getattr(value, "__name__", None)
-        return module == "autogen_agentchat.messages" and any(kind.__name__ == name for kind in self)
+        return isinstance(value, type) and any(kind.__name__ == name for kind in self)
 
 
-def _is_autogen_chat(value: object) -> bool:
-    """Whether ``value`` is one of AutoGen's chat messages (imports no AutoGen)."""
-    messages = sys.modules.get("autogen_agentchat.messages")
-    return messages is not None and isinstance(value, messages.BaseChatMessage)
-
-
-def _autogen_chats(messages: list[Any]) -> list[BaseChatMessage]:
-    from .autogen.protocol import chats_in
-
-    return chats_in(messages)
-
-
-def autogen_caller(messages: object, token: object) -> Any:
-    """For ``on_messages``/``on_messages_stream``: an :class:`~nbagent.autogen.protocol.Outgoing`
-    converter when AutoGen calls (its chat messages, or none and its token: a team's container), else
-    ``None``."""
-    if "autogen_agentchat.messages" not in sys.modules:
+def caller_out(messages: object, token: object) -> ItemsOut | None:
+    """For ``on_messages``/``on_messages_stream``: the converter of the run's items to the caller's
+    types when another library calls (:data:`CALLER`), else ``None``."""
+    if not CALLER or (type(messages) is list and messages and all(isinstance(m, BaseChatMessage) for m in messages)):
         return None
-    if isinstance(messages, (list, tuple)) and messages:
-        autogen = any(_is_autogen_chat(message) for message in messages)
-    else:
-        autogen = type(token).__module__.startswith("autogen_core")
-    if not autogen:
-        return None
-    from .autogen.protocol import Outgoing
-
-    return Outgoing()
-
-
-def _is_autogen_tool(value: object) -> bool:
-    if "autogen_core" not in sys.modules:
-        return False
-    from .autogen.edges import is_autogen_tool
-
-    return is_autogen_tool(value)
-
-
-def _autogen_tool(tool: object) -> BaseTool:
-    from .autogen.edges import AutoGenTool
-
-    return AutoGenTool(tool)
-
-
-def is_autogen_context(value: object) -> bool:
-    if "autogen_core.model_context" not in sys.modules or isinstance(value, ChatCompletionContext):
-        return False
-    from .autogen.edges import is_autogen_context
-
-    return is_autogen_context(value)
-
-
-def autogen_context(context: object) -> ChatCompletionContext:
-    from .autogen.edges import context_from_autogen
-
-    return context_from_autogen(context, _AGENT)
-
-
-def is_autogen_response(item: object) -> bool:
-    base = sys.modules.get("autogen_agentchat.base")
-    return base is not None and isinstance(item, base.Response)
+    return CALLER(messages if isinstance(messages, Sequence) else (), token)
 
 
 _LLM_KINDS = (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)
 
 
 def _llm_message_hint(value: object) -> str:
-    kind = type(value)
-    autogen = kind.__module__.startswith("autogen_core") and kind.__name__ in {k.__name__ for k in _LLM_KINDS}
-    if isinstance(value, _LLM_KINDS) or autogen:
-        owner = "AutoGen's " if autogen else ""
+    if isinstance(value, _LLM_KINDS):
         return (
-            f"{owner}{kind.__name__} is a message for the model: an agent is sent chat messages, "
+            f"{type(value).__name__} is a message for the model: an agent is sent chat messages, "
             "TextMessage(content=..., source='user')"
         )
-    return ""
+    return HINT(value, "chat message") or ""
 
 
 def check_token(where: str, token: object) -> CancellationToken | None:

@@ -98,6 +98,7 @@ from .agent import AssistantAgent
 from .agent_input import task_messages
 from .cancellation import CancellationToken, guarded
 from .components import load_component
+from .hooks import HINT
 from .interrupts import explain_cancellation
 from .messages import BaseChatMessage, HandoffMessage, Response, ToolCallSummaryMessage
 from .models.base import ChatCompletionClient, ModelRateLimitError, ModelServerError, UnreportedUsage
@@ -895,9 +896,7 @@ class Batch:
             self._make = make_agent
             self._template = None
         else:
-            hint = ""
-            if type(make_agent).__module__.startswith("autogen"):
-                hint = "AutoGen's own agents run with nbagent.autogen.run(agent, task), one task at a time"
+            hint = HINT(make_agent, "agent") or ""  # AutoGen's own agents: nbagent.autogen.run(agent, task)
             raise check.wrong_type(
                 where, "make_agent", "a function (task -> AssistantAgent) or an AssistantAgent", make_agent, hint
             )

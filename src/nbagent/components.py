@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, c
 from typing_extensions import TypeVar
 
 from . import _check as check
+from .hooks import Hook
 from .messages import StructuredMessage
 from .redact import redact_config_text
 
@@ -99,6 +100,12 @@ class ComponentModel(BaseModel):
     """A human-readable name; by default the class name."""
     config: dict[str, Any]
     """What the class's ``_from_config`` is given, validated by its ``component_config_schema``."""
+
+
+DUMPED: Hook[[ComponentModel], ComponentModel] = Hook("dumped")
+"""A component's dump as a model another library's configs also take (AutoGen's teams validate their
+participants' dumps as AutoGen's ``ComponentModel``): the same fields in a class both take; ``None``:
+nbagent's as it is (registered by :mod:`nbagent.autogen` once AutoGen is imported)."""
 
 
 class SourceCodeNotAllowedError(ValueError):
@@ -165,6 +172,11 @@ def _provider_of(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def provider_class(provider: str) -> type[Any] | None:
+    """The nbagent class a provider string builds (``nbagent.X`` or an alias), ``None`` if none."""
+    return _PROVIDERS.get(provider)
+
+
 def known_providers() -> dict[str, str]:
     """Every provider string nbagent loads, with the nbagent class it builds (``nbagent.X``)."""
     return {provider: _provider_of(cls) for provider, cls in sorted(_PROVIDERS.items())}
@@ -180,11 +192,11 @@ def _resolve(provider: str) -> type[Any]:
     if not module_name:
         raise ValueError(f"load_component: provider {provider!r} is not a dotted path (module.Class)")
     root = module_name.split(".")[0]
-    if root in ("autogen_agentchat", "autogen_core", "autogen_ext", "autogen"):
-        ours = sorted(name for name in _PROVIDERS if name.split(".")[0] == root)
+    ours = sorted(name for name in _PROVIDERS if name.split(".")[0] == root and root != "nbagent")
+    if ours:  # a package nbagent stands in for (AutoGen's): the providers of it nbagent loads
         raise ValueError(
-            f"load_component: nbagent has no counterpart of AutoGen's {provider!r}. The AutoGen providers it "
-            f"loads from {root}: {', '.join(ours) or 'none'}"
+            f"load_component: nbagent has no counterpart of {provider!r}. The providers it loads from "
+            f"{root}: {', '.join(ours)}"
         )
     module = sys.modules.get(module_name)
     if module is None:
@@ -295,7 +307,7 @@ class ComponentToConfig(Generic[ToConfigT]):
         with _set(_INCLUDE_SECRETS, include_secrets):
             config = self._to_config().model_dump(exclude_none=True)
             config = _reveal(config) if _INCLUDE_SECRETS.get() else _hide(config)
-        return ComponentModel(
+        model = ComponentModel(
             provider=provider,
             component_type=self.component_type,
             version=self.component_version,
@@ -304,6 +316,7 @@ class ComponentToConfig(Generic[ToConfigT]):
             label=self.component_label or cls.__name__,
             config=config,
         )
+        return DUMPED(model) or model
 
 
 class ComponentFromConfig(Generic[FromConfigT]):

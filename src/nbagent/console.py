@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Callable
 from typing import Any, Protocol, TextIO, TypeVar
 
-from .messages import Response, TaskResult
+from .hooks import Hook
+from .messages import BaseAgentEvent, BaseChatMessage, Response, TaskResult
 from .render.textlog import TextLog
 
 __all__ = ["Console"]
@@ -28,6 +29,15 @@ class InputNotifier(Protocol):
     """What ``user_input_manager`` must have (AutoGen's ``UserInputManager`` has it)."""
 
     def notify_event_received(self, request_id: str) -> None: ...
+
+
+Reader = Callable[[object], tuple[str, object] | None]
+"""What an item of another library's stream is to the console: ``(kind, shown)`` (``kind`` as
+:func:`_kind` says it, ``shown`` nbagent's item to print), ``None`` if not that library's."""
+
+FOREIGN_STREAM: Hook[[object], Reader] = Hook("stream")
+"""For the first item of another library's stream (AutoGen's: registered by :mod:`nbagent.autogen`),
+the :data:`Reader` of that stream's items (one per stream: it converts each item once)."""
 
 
 async def Console(  # noqa: N802 (AutoGen's name: code written for AutoGen's Console reads the same)
@@ -52,9 +62,12 @@ async def Console(  # noqa: N802 (AutoGen's name: code written for AutoGen's Con
     log = TextLog(output_stats)
     start = time.perf_counter()
     last: Any = None
-    converter: Any = None
+    reader: Reader | None = None
     async for item in stream:
         kind, shown = _kind(item)
+        if kind == "other":  # not nbagent's: another library's (AutoGen's), read by its adapter
+            reader = reader or FOREIGN_STREAM(item)
+            kind, shown = (reader(item) if reader is not None else None) or ("item", item)
         if kind == "result":
             last = item
             if output_stats:
@@ -65,14 +78,8 @@ async def Console(  # noqa: N802 (AutoGen's name: code written for AutoGen's Con
             if user_input_manager is not None:
                 user_input_manager.notify_event_received(item.request_id)
             continue
-        if kind in ("autogen", "autogen_response"):
-            if converter is None:  # AutoGen's items are there: AutoGen is installed
-                from .autogen.convert import Converter
-
-                converter = Converter()
-            shown = converter.item(item) if kind == "autogen" else Response(converter.chat(item.chat_message))
         text = log.text(shown)
-        if kind in ("response", "autogen_response"):
+        if kind == "response":
             last = item
             if output_stats:
                 inner = len(item.inner_messages or ())
@@ -108,23 +115,16 @@ def _check(stream: object, output_stats: object, no_inline_images: object) -> No
 
 
 def _kind(item: object) -> tuple[str, object]:
-    """What ``item`` is to the console: ``result`` (a TaskResult), ``response``, ``input`` (AutoGen's
-    UserInputRequestedEvent), ``autogen`` / ``autogen_response`` (AutoGen's, to convert) or ``item``."""
+    """What ``item`` is to the console: ``result`` (a TaskResult), ``response``, ``item`` (an event or
+    message of nbagent's) or ``other`` (another library's: its :data:`Reader` says; the readers also
+    say ``input``, AutoGen's UserInputRequestedEvent)."""
     if isinstance(item, TaskResult):
         return "result", item
     if isinstance(item, Response):
         return "response", item
-    module = type(item).__module__
-    if not module.startswith("autogen_agentchat"):
+    if isinstance(item, (BaseAgentEvent, BaseChatMessage, str)):
         return "item", item
-    base = sys.modules["autogen_agentchat.base"]
-    if isinstance(item, base.TaskResult):
-        return "result", item
-    if isinstance(item, base.Response):
-        return "autogen_response", item
-    if type(item).__name__ == "UserInputRequestedEvent":
-        return "input", item
-    return "autogen", item
+    return "other", item
 
 
 async def _write(out: TextIO, text: str) -> None:

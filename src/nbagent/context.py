@@ -17,10 +17,11 @@ from pydantic import BaseModel
 
 from . import _check as check
 from .components import Component, ComponentModel, dump_nested, load_nested
+from .hooks import Hook
 from .messages import (
+    TWIN,
     AssistantMessage,
     FunctionCall,
-    FunctionExecutionResult,
     FunctionExecutionResultMessage,
     Image,
     LLMMessage,
@@ -44,50 +45,14 @@ def _initial(where: str, initial_messages: object) -> list[LLMMessage]:
 
 
 def as_llm_message(where: str, param: str, message: object) -> LLMMessage:
-    """An LLM message: nbagent's as it is, AutoGen's (``autogen_core.models``) converted field by field
-    (the same names and fields); anything else a ``TypeError`` naming ``param``."""
+    """An LLM message: nbagent's as it is, another library's twin (AutoGen's ``autogen_core.models``)
+    converted field by field (:data:`~nbagent.messages.TWIN`); anything else a ``TypeError`` naming ``param``."""
     if isinstance(message, _LLM_MESSAGES):
         return message
-    converted = _from_autogen(message)
-    if converted is None:
+    converted = TWIN(message, "LLMMessage")
+    if not isinstance(converted, _LLM_MESSAGES):
         check.fail_type(where, param, _LLM_EXPECTED, message)
     return converted
-
-
-_AUTOGEN_LLM = frozenset({"SystemMessage", "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage"})
-
-
-def _from_autogen(message: Any) -> LLMMessage | None:
-    """AutoGen's LLM message as nbagent's, read by its fields (no AutoGen import); ``None`` if not one."""
-    kind = type(message).__name__
-    if kind not in _AUTOGEN_LLM or not type(message).__module__.startswith("autogen_core"):
-        return None
-    if kind == "SystemMessage":
-        return SystemMessage(content=message.content)
-    if kind == "UserMessage":
-        content = message.content
-        if not isinstance(content, str):
-            content = [part if isinstance(part, str) else _image(part) for part in content]
-        return UserMessage(content=content, source=message.source)
-    if kind == "AssistantMessage":
-        body = message.content
-        calls = (
-            body if isinstance(body, str) else [FunctionCall(id=c.id, name=c.name, arguments=c.arguments) for c in body]
-        )
-        return AssistantMessage(content=calls, thought=message.thought, source=message.source)
-    return FunctionExecutionResultMessage(
-        content=[
-            FunctionExecutionResult(content=r.content, name=r.name, call_id=r.call_id, is_error=bool(r.is_error))
-            for r in message.content
-        ]
-    )
-
-
-def _image(part: Any) -> Image:
-    """AutoGen's ``Image`` (its base64 data and data URI) as nbagent's."""
-    uri = str(getattr(part, "data_uri", ""))
-    mime = uri[5 : uri.index(";")] if uri.startswith("data:") and ";" in uri else "image/png"
-    return Image(data=part.to_base64(), mime_type=mime)
 
 
 def message_text(message: LLMMessage) -> str:
@@ -211,6 +176,98 @@ class ChatCompletionContext(Component):
 
 # ``message_log``: the slot's own descriptor under a public name (a property would cost a function call).
 ChatCompletionContext.message_log = ChatCompletionContext.__dict__["_messages"]  # type: ignore[method-assign]
+
+
+CONTEXT_MEMBERS = ("add_message", "get_messages", "clear", "save_state", "load_state")
+"""AutoGen's ``ChatCompletionContext`` protocol: what a model context nbagent did not make must have."""
+
+FOREIGN_CONTEXT: Hook[[object, str], ChatCompletionContext] = Hook("model context")
+"""Another library's model context as nbagent's (registered by :mod:`nbagent.autogen`: AutoGen's own
+contexts become their exact twins); ``None`` for any other object. Its second argument names the
+entry point, for its errors."""
+
+
+def as_model_context(where: str, value: object) -> ChatCompletionContext:
+    """``model_context``: nbagent's as it is; another library's through :data:`FOREIGN_CONTEXT`; any
+    other object with the protocol's members (a ``MagicMock(spec=...)`` included) in a
+    :class:`ProtocolContext`; a ``TypeError`` naming the members it lacks otherwise."""
+    if issubclass(type(value), ChatCompletionContext):  # not a MagicMock(spec=...): one made by its protocol
+        return value  # type: ignore[return-value]
+    foreign = FOREIGN_CONTEXT(value, where)
+    if foreign is not None:
+        return foreign
+    missing = [name for name in CONTEXT_MEMBERS if not callable(getattr(value, name, None))]
+    if missing:
+        expected = "a ChatCompletionContext (UnboundedChatCompletionContext(), BufferedChatCompletionContext(10)...)"
+        hint = ""
+        if len(missing) < len(CONTEXT_MEMBERS):
+            hint = f"It lacks {', '.join(missing)} of the model context protocol ({', '.join(CONTEXT_MEMBERS)})"
+        raise check.wrong_type(where, "model_context", expected, value, hint)
+    return ProtocolContext(value)
+
+
+class ProtocolContext(ChatCompletionContext):
+    """A model context nbagent did not make, used by its protocol (AutoGen's ``ChatCompletionContext``):
+    ``inner`` keeps the messages and says what the model sees (its ``get_messages``); nbagent keeps a
+    log of what it added, which the trace reads (``message_log``). ``message_in`` converts what
+    ``inner`` returns, ``message_out`` what it is given (an adapter's conversions; none: nbagent's
+    messages as they are)."""
+
+    component_type = "chat_completion_context"
+
+    def __init__(
+        self,
+        inner: object,
+        *,
+        message_out: Callable[[LLMMessage], Any] | None = None,
+        message_in: Callable[[Any], LLMMessage] | None = None,
+    ) -> None:
+        super().__init__()
+        self.inner: Any = inner
+        self._message_out = message_out
+        self._message_in = message_in
+
+    async def add_message(self, message: LLMMessage) -> None:
+        await super().add_message(message)
+        await self.inner.add_message(message if self._message_out is None else self._message_out(message))
+
+    async def get_messages(self) -> list[LLMMessage]:
+        got = await self.inner.get_messages()
+        where = f"{type(self.inner).__name__}.get_messages()"
+        if not isinstance(got, Sequence) or isinstance(got, str):
+            raise TypeError(f"{where} returned {type(got).__name__}, not a list of LLM messages")
+        convert = self._message_in
+        return [
+            as_llm_message(
+                where, f"[{index}]", item if convert is None or isinstance(item, _LLM_MESSAGES) else convert(item)
+            )
+            for index, item in enumerate(got)
+        ]
+
+    async def clear(self) -> None:
+        await super().clear()
+        await self.inner.clear()
+
+    async def save_state(self) -> Any:
+        return await self.inner.save_state()
+
+    async def load_state(self, state: Any) -> None:
+        await self.inner.load_state(state)
+        self._messages = []
+
+    def fresh(self) -> Self:
+        """Refused: nbagent cannot make a context it did not make again (give the copy its own)."""
+        raise TypeError(
+            f"nbagent cannot make a fresh {type(self.inner).__name__} (a model context it did not make) for a "
+            "copy of the agent, a fork or a batch: give the agent one of nbagent's model contexts"
+        )
+
+    def dump_component(self, *, include_secrets: bool | None = None) -> ComponentModel:
+        """The context's own component config."""
+        return dump_nested(self.inner)
+
+    def __repr__(self) -> str:
+        return f"ProtocolContext({self.inner!r})"
 
 
 class UnboundedChatCompletionContextConfig(BaseModel):

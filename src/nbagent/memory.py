@@ -210,14 +210,17 @@ def as_memories(memory: Any) -> list[Memory]:
     if is_memory(memory):
         return [_own(memory)]
     # AutoGen's message (a list is the only sequence it takes), then what was wrong.
+    missing = [name for name in MEMORY_METHODS if not callable(getattr(memory, name, None))]
+    lacks = f" ({type(memory).__name__} has no {', '.join(missing)})" if len(missing) < len(MEMORY_METHODS) else ""
     raise TypeError(
         f"Expected Memory, List[Memory], or None, got {type(memory)}: the memory argument must be a Memory "
-        f"(an object with {', '.join(MEMORY_METHODS[:-1])} and {MEMORY_METHODS[-1]}) or a list of them"
+        f"(an object with {', '.join(MEMORY_METHODS[:-1])} and {MEMORY_METHODS[-1]}) or a list of them{lacks}"
     )
 
 
 def _own(memory: Any) -> Memory:
-    return memory if isinstance(memory, Memory) else MemoryAdapter(memory)
+    """nbagent's memory as it is; anything else (a ``MagicMock(spec=Memory)`` too) by its protocol."""
+    return memory if issubclass(type(memory), Memory) else MemoryAdapter(memory)
 
 
 _TAKES_TOKEN: dict[Any, str] = {}

@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from ._ids import ids_pool, new_id, utc_now
+from .hooks import Hook
 from .redact import mask
 
 _ZERO = timedelta(0)
@@ -77,10 +78,16 @@ class RequestUsage(BaseModel):
         return usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
 
 
-def _autogen_twin(value: Any, name: str) -> bool:
-    """Whether ``value`` is AutoGen's type called ``name`` (``autogen_core``'s twin of nbagent's)."""
-    kind = type(value)
-    return kind.__name__ == name and kind.__module__.startswith("autogen_core")
+TWIN: Hook[[object, str], Any] = Hook("twin")
+"""Another library's twin of nbagent's type called ``name`` (AutoGen's ``FunctionCall``, ``Image``,
+``MemoryContent``, an LLM message for ``"LLMMessage"``...) as what nbagent's type validates (its
+fields, or nbagent's object); ``None`` for anything else (registered by :mod:`nbagent.autogen`)."""
+
+
+def _twin(value: Any, name: str) -> Any:
+    """``value`` as nbagent's type ``name`` validates it: another library's twin converted, else as it is."""
+    twin = TWIN(value, name)
+    return value if twin is None else twin
 
 
 class FunctionCall(_Masked):
@@ -93,10 +100,8 @@ class FunctionCall(_Masked):
     @model_validator(mode="before")
     @classmethod
     def _from_autogen(cls, value: Any) -> Any:
-        """AutoGen's ``FunctionCall`` (a dataclass of the same fields) taken field by field."""
-        if _autogen_twin(value, "FunctionCall"):
-            return {"id": value.id, "name": value.name, "arguments": value.arguments}
-        return value
+        """Another library's ``FunctionCall`` (AutoGen's dataclass of the same fields) taken field by field."""
+        return value if type(value) is dict else _twin(value, "FunctionCall")
 
     def to_text(self) -> str:
         """``name(arguments)``: how nbagent shows a call in text."""
@@ -114,11 +119,8 @@ class FunctionExecutionResult(_Masked):
     @model_validator(mode="before")
     @classmethod
     def _from_autogen(cls, value: Any) -> Any:
-        """AutoGen's ``FunctionExecutionResult`` taken field by field (its ``is_error=None`` is ``False``)."""
-        if _autogen_twin(value, "FunctionExecutionResult"):
-            fields = ("content", "name", "call_id")
-            return {**{key: getattr(value, key) for key in fields}, "is_error": bool(value.is_error)}
-        return value
+        """Another library's ``FunctionExecutionResult`` (AutoGen's) taken field by field."""
+        return value if type(value) is dict else _twin(value, "FunctionExecutionResult")
 
 
 class Image(BaseModel):
@@ -130,10 +132,8 @@ class Image(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _from_autogen(cls, value: Any) -> Any:
-        """AutoGen's ``Image`` (a PIL image it sends as base64 PNG) taken by its data."""
-        if _autogen_twin(value, "Image"):
-            return {"data": value.to_base64(), "mime_type": "image/png"}
-        return value
+        """Another library's ``Image`` (AutoGen's PIL image) taken by its data."""
+        return value if type(value) is dict else _twin(value, "Image")
 
     @classmethod
     def from_bytes(cls, data: bytes, mime_type: str = "image/png") -> Image:
@@ -256,11 +256,8 @@ class MemoryContent(_Masked):
     @model_validator(mode="before")
     @classmethod
     def _from_autogen(cls, value: Any) -> Any:
-        """AutoGen's ``MemoryContent`` taken field by field (its ``MemoryMimeType`` as its string)."""
-        if _autogen_twin(value, "MemoryContent"):
-            mime = value.mime_type
-            return {"content": value.content, "mime_type": getattr(mime, "value", mime), "metadata": value.metadata}
-        return value
+        """Another library's ``MemoryContent`` (AutoGen's) taken field by field."""
+        return value if type(value) is dict else _twin(value, "MemoryContent")
 
     def to_text(self) -> str:
         if isinstance(self.content, str):
@@ -417,32 +414,20 @@ class ToolCallSummaryMessage(BaseChatMessage):
     type: Literal["ToolCallSummaryMessage"] = "ToolCallSummaryMessage"
 
 
-def _autogen_llm_messages(items: Any) -> Any:
-    """AutoGen's LLM messages (``autogen_core.models``: the same names and fields) as their dumps,
-    which nbagent's types validate exactly (AutoGen's ``is_error=None`` is ``False``)."""
+def _twin_llm_messages(items: Any) -> Any:
+    """Another library's LLM messages (AutoGen's ``autogen_core.models``) as nbagent's."""
     if not isinstance(items, list):
         return items
-    converted: list[Any] = []
-    for item in items:
-        kind = type(item)
-        if isinstance(item, BaseModel) and kind.__module__.startswith("autogen_core") and kind.__name__ in _LLM_NAMES:
-            item = item.model_dump()
-            if item["type"] == "FunctionExecutionResultMessage":
-                item["content"] = [{**result, "is_error": bool(result["is_error"])} for result in item["content"]]
-        converted.append(item)
-    return converted
-
-
-_LLM_NAMES = frozenset({"SystemMessage", "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage"})
+    return [_twin(item, "LLMMessage") for item in items]
 
 
 class HandoffMessage(BaseChatMessage):
     """Hands the conversation to ``target``; ``context`` holds the other calls of that response
-    (nbagent's LLM messages; AutoGen's are converted)."""
+    (nbagent's LLM messages; another library's twins are converted)."""
 
     target: str
     content: str
-    context: Annotated[list[LLMMessage], BeforeValidator(_autogen_llm_messages)] = Field(default_factory=list)
+    context: Annotated[list[LLMMessage], BeforeValidator(_twin_llm_messages)] = Field(default_factory=list)
     type: Literal["HandoffMessage"] = "HandoffMessage"
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
 from ._ids import new_id, utc_now
+from .hooks import Hook
 from .messages import BaseAgentEvent, BaseChatMessage, CreateResult, FunctionCall, FunctionExecutionResult, Response
 
 if TYPE_CHECKING:
@@ -417,6 +418,34 @@ class Cancellable(Protocol):
     """What cancels a run: nbagent's or AutoGen's ``CancellationToken``."""
 
     def cancel(self) -> None: ...
+
+
+class ForeignRun(Protocol):
+    """A run of another library's agent or team as nbagent's views and entry points read it
+    (``nbagent.autogen``'s ``AutoGenRun``): its items are nbagent's run items."""
+
+    cancellation_token: Any
+
+    @property
+    def agent(self) -> Any:
+        """The agent or team that runs (its ``name`` titles a view)."""
+        ...
+
+    def __aiter__(self) -> AsyncGenerator[RunItem, None]: ...
+
+    async def aclose(self) -> None:
+        """End the run where it is."""
+        ...
+
+
+FOREIGN_RUN: Hook[[object, object, object], ForeignRun] = Hook("run")
+"""``(source, task, cancellation_token)``: a run of ``source`` when it is another library's agent or
+team (or a run of one, taken as it is), its turns marked for a view; ``None`` otherwise (registered
+by :mod:`nbagent.autogen`, read by the live view)."""
+
+FOREIGN_STEPPER: Hook[[object, object, object], Any] = Hook("stepper")
+"""``(source, task, cancellation_token)``: a stepper walking ``source`` item by item when it is another
+library's agent or team (``nbagent.autogen.step``); ``None`` otherwise (read by ``nbagent.step``)."""
 
 
 class RunIterator:

@@ -56,6 +56,7 @@ from .components import (
     load_nested,
     schema_to_model,
 )
+from .hooks import Hook
 from .messages import BaseAgentEvent, BaseChatMessage, Image
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -267,7 +268,8 @@ def as_tool_result(value: Any, name: str) -> ToolResult:
     """What a workbench's ``call_tool`` returned, as nbagent's :class:`ToolResult`.
 
     Accepts nbagent's result, AutoGen's (``autogen_core.tools.ToolResult``: ``name``, ``result``
-    parts, ``is_error``), a dict of that shape (a dumped result) and a plain text.
+    parts, ``is_error``), a dict of that shape (a dumped result), a plain text, and any object with
+    ``to_text()`` and ``is_error`` (AutoGen's agent reads a result so).
     """
     if isinstance(value, ToolResult):
         return value
@@ -283,6 +285,10 @@ def as_tool_result(value: Any, name: str) -> ToolResult:
     content = get("content")
     if isinstance(content, str):
         return ToolResult(result_name, content, is_error=is_error)
+    to_text = getattr(value, "to_text", None)  # a result read by its text, as AutoGen's agent reads one
+    text = to_text() if callable(to_text) else None
+    if isinstance(text, str):
+        return ToolResult(result_name, text, is_error=is_error)
     raise TypeError(
         f"a workbench's call_tool for tool '{name}' returned {type(value).__name__}, not a ToolResult "
         "(a result list of text and image parts, and is_error)"
@@ -777,6 +783,8 @@ class FunctionTool(BaseTool[BaseModel, BaseModel]):
         args_model = self._build_args_model(tool_name, strict, signature, _docstring_params(doc))
         self._arg_names = tuple(args_model.model_fields)  # read once: pydantic's model_fields is a property
         return_type = signature.return_annotation
+        if return_type is None:  # ``-> None``: its type, as AutoGen's return_type() says
+            return_type = type(None)
         description = description if description is not None else _docstring_summary(doc)
         super().__init__(args_model, return_type, tool_name, description, strict)
 
@@ -922,10 +930,19 @@ def request_tools(tools: Iterable[Any], tool_choice: Any) -> tuple[list[ToolSche
     return schemas, name
 
 
+FOREIGN_TOOL: Hook[[object], BaseTool] = Hook("tool")
+"""Another library's tool as nbagent's, run by the tool itself (registered by :mod:`nbagent.autogen`
+for AutoGen's tools); ``None`` for any other object."""
+
+
 def as_tool(tool: BaseTool | Callable[..., Any]) -> BaseTool:
-    """A tool as is; a plain callable wrapped in a :class:`FunctionTool`."""
+    """A tool as is; another library's through :data:`FOREIGN_TOOL`; a plain callable wrapped in a
+    :class:`FunctionTool`."""
     if isinstance(tool, BaseTool):
         return tool
+    foreign = FOREIGN_TOOL(tool)
+    if foreign is not None:
+        return foreign
     if callable(tool):
         return FunctionTool(tool)
     raise ValueError(f"Unsupported tool type: {type(tool)}")
@@ -1033,21 +1050,19 @@ class StaticWorkbench(Workbench):
         tool_overrides: Mapping[str, ToolOverride | Mapping[str, Any]] | None = None,
     ) -> None:
         items = check.sequence("StaticWorkbench", "tools", tools, "a list of tools (functions or BaseTool objects)")
+        made: list[BaseTool] = []
         for index, item in enumerate(items):
-            if not isinstance(item, BaseTool) and not callable(item):
-                expected, got = "a function or one of nbagent's tools (BaseTool)", check.given(item)
-                hint = (
-                    f"This is AutoGen's {type(item).__name__}: give it to AssistantAgent(tools=[...]), which runs "
-                    "it as it is, or to AutoGen's own StaticWorkbench (workbench=...), or wrap its function in "
-                    "nbagent's FunctionTool"
-                    if type(item).__module__.startswith("autogen")
-                    else ""
+            tool = FOREIGN_TOOL(item) if not isinstance(item, BaseTool) and not callable(item) else as_tool(item)
+            if tool is None:
+                expected = "a function or a tool (nbagent's BaseTool, or AutoGen's)"
+                raise check.ItemTypeError(
+                    check.message("StaticWorkbench", f"tools[{index}]", expected, check.given(item))
                 )
-                raise check.ItemTypeError(check.message("StaticWorkbench", f"tools[{index}]", expected, got, hint))
+            made.append(tool)
         self._tools: dict[str, BaseTool] = {}
-        for tool in map(as_tool, items):
+        for tool in made:
             if tool.name in self._tools:
-                raise ValueError(f"Tool names must be unique: {[t.name for t in map(as_tool, items)]}")
+                raise ValueError(f"Tool names must be unique: {[t.name for t in made]}")
             self._tools[tool.name] = tool
         expected = "a dict of tool name to ToolOverride"
         check.mapping("StaticWorkbench", "tool_overrides", tool_overrides, expected, none=True)
@@ -1230,7 +1245,9 @@ def _call_plan(method: Callable[..., Any]) -> _CallPlan:
         else:
             token = "none"
         plan = _CallPlan(
-            arguments_by_keyword="arguments" in names and token != "positional",
+            # AutoGen passes arguments= by keyword: to ``(name, **kwargs)`` too
+            arguments_by_keyword=("arguments" in names or (var_keyword and len(positional) < 2))
+            and token != "positional",
             token=token,
             call_id="call_id" in names or var_keyword,
         )
@@ -1263,6 +1280,12 @@ def _call(
     return method(*args, **kwargs)
 
 
+def class_method(value: object, name: str) -> Any:
+    """``value``'s method ``name`` if its class defines one, else ``None``: not an attribute a
+    ``MagicMock`` makes up (AutoGen streams a tool only for a workbench whose class streams)."""
+    return getattr(value, name) if callable(getattr(type(value), name, None)) else None
+
+
 async def invoke_tool(
     workbench: Any,
     name: str,
@@ -1285,7 +1308,7 @@ async def invoke_tool_stream(
 ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | ToolResult]:
     """``workbench.call_tool_stream`` (or ``call_tool`` when it has none): nbagent's events as they
     come, then the :class:`ToolResult`. Other items are dropped with a warning, as AutoGen does."""
-    stream = getattr(workbench, "call_tool_stream", None)
+    stream = class_method(workbench, "call_tool_stream")
     if stream is None:
         yield await invoke_tool(workbench, name, arguments, cancellation_token, call_id)
         return
@@ -1312,7 +1335,7 @@ def _looks_like_result(item: Any) -> bool:
 
 def is_workbench(value: Any) -> bool:
     """Whether ``value`` follows the Workbench protocol: callable ``list_tools`` and ``call_tool``."""
-    return callable(getattr(value, "list_tools", None)) and callable(getattr(value, "call_tool", None))
+    return all(callable(getattr(value, name, None)) for name in WORKBENCH_METHODS)
 
 
 class WorkbenchAdapter(Workbench):
@@ -1342,7 +1365,7 @@ class WorkbenchAdapter(Workbench):
         return await invoke_tool(self.workbench, name, arguments, cancellation_token, call_id)
 
     def streams(self, name: str) -> bool:
-        return callable(getattr(self.workbench, "call_tool_stream", None))
+        return class_method(self.workbench, "call_tool_stream") is not None
 
     async def call_tool_stream(
         self,
@@ -1398,18 +1421,28 @@ def as_workbenches(workbench: Any) -> list[Workbench]:
             if not is_workbench(item):
                 raise TypeError(
                     f"workbench[{index}] must be a Workbench (an object with list_tools and call_tool), "
-                    f"got {type(item).__name__}: {item!r:.80}"
+                    f"got {type(item).__name__}: {item!r:.80}{_lacks(item)}"
                 )
             found.append(_own(item))
         return found
     raise TypeError(
         "workbench must be a Workbench (an object with list_tools and call_tool) or a sequence of them, "
-        f"got {type(workbench).__name__}: {workbench!r:.80}"
+        f"got {type(workbench).__name__}: {workbench!r:.80}{_lacks(workbench)}"
     )
 
 
+WORKBENCH_METHODS = ("list_tools", "call_tool")
+
+
+def _lacks(value: object) -> str:
+    """`` (it has no call_tool)`` for an object with some of the protocol's methods, else nothing."""
+    missing = [name for name in WORKBENCH_METHODS if not callable(getattr(value, name, None))]
+    return f" (it has no {', '.join(missing)})" if len(missing) < len(WORKBENCH_METHODS) else ""
+
+
 def _own(workbench: Any) -> Workbench:
-    return workbench if isinstance(workbench, Workbench) else WorkbenchAdapter(workbench)
+    """nbagent's workbench as it is; anything else (a ``MagicMock(spec=Workbench)`` too) by its protocol."""
+    return workbench if issubclass(type(workbench), Workbench) else WorkbenchAdapter(workbench)
 
 
 async def close_workbenches(workbenches: Iterable[Workbench]) -> None:
@@ -1476,11 +1509,11 @@ class Handoff(BaseModel, Component):
             self.description = f"Handoff to {self.target}."
         if not self.message:
             self.message = f"Transferred to {self.target}, adopting the role of {self.target} immediately."
-        self._schema = ToolSchema(
+        self._schema = ToolSchema(  # AutoGen's handoff tool: strict, and closed to other arguments
             name=self.name,
             description=self.description,
-            parameters={"type": "object", "properties": {}, "required": []},
-            strict=False,
+            parameters={"type": "object", "properties": {}, "required": [], "additionalProperties": False},
+            strict=True,
         )
 
     @property  # public API ``Handoff.schema``: shadows pydantic's deprecated ``BaseModel.schema()`` on purpose

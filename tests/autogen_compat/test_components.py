@@ -452,7 +452,7 @@ def test_load_component_checks_the_kind() -> None:
 
 
 def test_unknown_providers_are_named() -> None:
-    with pytest.raises(ValueError, match="no counterpart of AutoGen's") as error:
+    with pytest.raises(ValueError, match="nbagent has no counterpart of .autogen_ext.models.anthropic") as error:
         load_component({"provider": "autogen_ext.models.anthropic.AnthropicChatCompletionClient", "config": {}})
     assert "autogen_ext.models.openai.OpenAIChatCompletionClient" in str(error.value)
     with pytest.raises(ValueError, match="not imported"):

@@ -103,16 +103,39 @@ async def test_autogens_model_contexts_become_their_twins_with_their_messages() 
     assert head_tail.model_context.dump_component().config["tail_size"] == 2
 
 
-def test_an_autogen_context_nbagent_cannot_convert_exactly_is_refused_saying_so() -> None:
+async def test_a_subclass_of_an_autogen_context_runs_its_own_code_in_autogens_messages() -> None:
+    """Issue 40.3: a subclass of AutoGen's context is taken by its protocol (not refused): it is given
+    AutoGen's messages, and what its own get_messages returns is what the model is sent."""
+
     class Mine(AgUnbounded):
         async def get_messages(self) -> list:  # type: ignore[override,type-arg]
+            return [AgUserMessage(content="only this", source="mine")]
+
+    mine = Mine()
+    client = ReplayChatCompletionClient(["ok"])
+    agent = AssistantAgent("bot", client, model_context=mine, system_message=None)
+    result = await agent.run(task="hello")
+    assert result.messages[-1].content == "ok"
+    held = await AgUnbounded.get_messages(mine)  # what it was given, by AutoGen's own method
+    assert [type(m) for m in held] == [AgUserMessage, AgAssistantMessage]
+    assert held[0].content == "hello" and held[1].content == "ok"
+    (request,) = client.requests
+    assert request.messages == [UserMessage(content="only this", source="mine")]  # its own view, converted
+    assert [m.content for m in agent.model_context.messages] == ["hello", "ok"]  # nbagent's log, the trace's
+
+
+def test_a_context_missing_members_of_the_protocol_is_refused_naming_them() -> None:
+    class Half:
+        async def add_message(self, message: object) -> None: ...
+
+        async def get_messages(self) -> list:  # type: ignore[type-arg]
             return []
 
     with pytest.raises(TypeError) as refused:
-        AssistantAgent("bot", ReplayChatCompletionClient([]), model_context=Mine())
+        AssistantAgent("bot", ReplayChatCompletionClient([]), model_context=Half())  # type: ignore[arg-type]
     text = str(refused.value)
-    assert text.startswith("AssistantAgent: model_context must be one of nbagent's model contexts, got Mine")
-    assert "This is AutoGen's Mine" in text and "BufferedChatCompletionContext(buffer_size=...)" in text
+    assert text.startswith("AssistantAgent: model_context must be a ChatCompletionContext")
+    assert "It lacks clear, save_state, load_state of the model context protocol" in text
 
 
 async def test_autogens_text_message_as_a_task_and_in_on_messages() -> None:
@@ -239,9 +262,12 @@ async def test_autogens_create_result_in_nbagents_replay_script() -> None:
     assert isinstance(script[0], AgCreateResult)  # the caller's list is left as it was
 
 
-def test_autogens_tool_in_nbagents_static_workbench_is_refused_saying_what_to_do() -> None:
+async def test_autogens_tool_in_nbagents_static_workbench_runs_as_itself() -> None:
+    """Issue 40: nbagent's StaticWorkbench (AutoGen's, to configs) takes AutoGen's tools as its own
+    agent's tools= does; anything else is refused naming the item."""
+    workbench = nbagent.StaticWorkbench([AgFunctionTool(add, description="Add.")])
+    agent = AssistantAgent("bot", ReplayChatCompletionClient([call("add", '{"a": 2, "b": 3}')]), workbench=workbench)
+    assert (await agent.run(task="2 + 3")).messages[-1].to_text() == "5"
     with pytest.raises(TypeError) as refused:
-        nbagent.StaticWorkbench([AgFunctionTool(add, description="Add.")])
-    text = str(refused.value)
-    assert "must be a function or one of nbagent's tools (BaseTool), got FunctionTool" in text
-    assert "This is AutoGen's FunctionTool: give it to AssistantAgent(tools=[...])" in text
+        nbagent.StaticWorkbench([42])  # type: ignore[list-item]
+    assert "tools[0] must be a function or a tool (nbagent's BaseTool, or AutoGen's), got int" in str(refused.value)

@@ -63,6 +63,12 @@ def test_handoff_name_equal_to_tool_name() -> None:
         AssistantAgent("a", replay(), tools=[transfer_to_bob], handoffs=["bob"])
 
 
+def test_handoff_target_equal_to_tool_name() -> None:
+    """AutoGen's rule too (issue 40.4): a handoff to ``add`` beside a tool ``add`` is refused."""
+    with pytest.raises(ValueError, match=r"Handoff names must be unique from tool names: \['add'\]"):
+        AssistantAgent("a", replay(), tools=[add], handoffs=["add"])
+
+
 def test_max_tool_iterations_at_least_one() -> None:
     with pytest.raises(ValueError, match="greater than or equal to 1, got 0"):
         AssistantAgent("a", replay(), max_tool_iterations=0)
@@ -128,6 +134,8 @@ def test_produced_message_types() -> None:
     class Out(BaseModel):
         x: int
 
-    assert AssistantAgent("a", replay()).produced_message_types == (TextMessage,)
+    # AutoGen 0.7.5's: the three whatever the tools and handoffs (Swarm's first participant, issue 40.4)
+    plain = (TextMessage, ToolCallSummaryMessage, HandoffMessage)
+    assert AssistantAgent("a", replay()).produced_message_types == plain
     full = AssistantAgent("a", replay(), tools=[add], handoffs=["bob"], output_content_type=Out)
-    assert full.produced_message_types == (TextMessage, HandoffMessage, ToolCallSummaryMessage, StructuredMessage)
+    assert full.produced_message_types == (*plain, StructuredMessage)

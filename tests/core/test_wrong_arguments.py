@@ -592,7 +592,8 @@ def test_tools_a_bare_function_and_bad_settings() -> None:
         "AssistantAgent: max_tool_iterations must be an int greater than or equal to 1, got str '3'"
     )
     assert raises(ValueError, lambda: AssistantAgent("a", replay(), max_tool_iterations=0)) == (
-        "AssistantAgent: max_tool_iterations must be an int greater than or equal to 1, got 0"
+        "AssistantAgent: max_tool_iterations must be an int greater than or equal to 1, got 0. "
+        "Maximum number of tool iterations must be greater than or equal to 1, got 0"  # AutoGen's words too
     )
     assert raises(TypeError, lambda: AssistantAgent("a", replay(), reflect_on_tool_use="yes")) == (  # type: ignore[arg-type]
         "AssistantAgent: reflect_on_tool_use must be True or False (or None), got str 'yes'"

@@ -128,8 +128,9 @@ async def test_tools_handoffs_tool_choice_and_parallel_flag_are_passed(server: C
             "function": {
                 "name": "transfer_to_planner",
                 "description": "Handoff to planner.",
-                "parameters": {"type": "object", "properties": {}, "required": []},
-                "strict": False,
+                # AutoGen's handoff tool, on the wire as AutoGen's client sends it (issue 40.4)
+                "parameters": {"type": "object", "properties": {}, "required": [], "additionalProperties": False},
+                "strict": True,
             },
         },
     ]

@@ -6,7 +6,8 @@ own agents (``events_df``, ``llm_calls_df``, ``tool_calls_df``, ``runs_df``, the
 agent at each item), one run per agent turn. :func:`iter` gives the run item by item, as the live
 view and the stepper read it. See :mod:`nbagent.autogen.session` for how.
 
-Importing this package imports no AutoGen module: :func:`is_autogen` tells whether an object is an
+Importing this package registers its converters into the core's hooks (:mod:`.seam`: the one place
+where nbagent meets AutoGen's objects) and imports no AutoGen module: :func:`is_autogen` tells whether an object is an
 AutoGen agent or team without importing AutoGen (an object of a module never imported cannot be
 one), and the rest is imported on first use.
 """
@@ -47,6 +48,12 @@ __all__ = [
     "trace_of",
     "view_run",
 ]
+
+
+from .. import records
+from . import seam as _seam
+
+_seam.register()  # the core's hooks answered for AutoGen (imports no AutoGen)
 
 
 def is_autogen(obj: object) -> bool:
@@ -137,12 +144,28 @@ def step(
     """Walk one run of an AutoGen agent or team item by item; display it to get its widget (the
     registered notebook stepper, see :func:`register_notebook_stepper`; a plain
     :class:`~nbagent.autogen.stepper.AutoGenStepper` if none is)."""
-    from .session import autogen_token
+    from .convert import autogen_token
     from .stepper import AutoGenStepper
 
     token = autogen_token(cancellation_token)
     stepper_class = _NOTEBOOK_STEPPER[0]() if _NOTEBOOK_STEPPER else AutoGenStepper
     return stepper_class(agent_or_team, task, trace=trace, cancellation_token=token)
+
+
+def _stepper_of(source: object, task: object, token: object) -> AutoGenStepper | None:
+    """For ``nbagent.step``: :func:`step` for AutoGen's agent or team, else ``None``."""
+    if not is_autogen(source):
+        return None
+    return step(source, task, cancellation_token=token)  # type: ignore[arg-type]
+
+
+def _run_of(source: object, task: object, token: object) -> AutoGenRun | None:
+    """For nbagent's live view: :func:`view_run`."""
+    return view_run(source, task, token)  # type: ignore[arg-type]  # the view checks nbagent's own tokens
+
+
+records.FOREIGN_RUN.register(_run_of)
+records.FOREIGN_STEPPER.register(_stepper_of)
 
 
 def __getattr__(name: str) -> Any:

@@ -27,10 +27,10 @@ from pydantic import BaseModel
 from .._ids import new_id, utc_now
 from ..cancellation import CANCELLED
 from ..models.base import ModelRequest
-from ..models.bridge import PROVIDERS, client_config, client_secrets
+from ..models.bridge import client_config, client_secrets
 from ..records import LLMCall
 from ..redact import hold_secrets
-from .convert import Converter, create_result, tool_choice, tool_schema
+from .convert import PROVIDERS, Converter, create_result, tool_choice, tool_schema
 
 _perf = time.perf_counter
 

@@ -18,13 +18,28 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from autogen_agentchat import messages as ag
+from autogen_core import CancellationToken as AgCancellationToken
 from autogen_core import FunctionCall as AgFunctionCall
 from autogen_core import Image as AgImage
 from autogen_core import models as agm
 from pydantic import BaseModel, PrivateAttr, create_model
 
 from .. import messages as nb
+from ..cancellation import CancellationToken as NbCancellationToken
 from ..tools import ToolSchema
+
+# gen_ai.provider.name of the clients autogen-ext ships, by class name.
+PROVIDERS = {
+    "OpenAIChatCompletionClient": "openai",
+    "AzureOpenAIChatCompletionClient": "azure.ai.openai",
+    "AzureAIChatCompletionClient": "azure.ai.inference",
+    "AnthropicChatCompletionClient": "anthropic",
+    "AnthropicBedrockChatCompletionClient": "aws.bedrock",
+    "OllamaChatCompletionClient": "ollama",
+    "LlamaCppChatCompletionClient": "llama.cpp",
+    "SKChatCompletionAdapter": "semantic_kernel",
+    "ReplayChatCompletionClient": "autogen.replay",
+}
 
 
 class ForeignMessage(nb.BaseChatMessage):
@@ -112,6 +127,68 @@ def llm_message(message: Any) -> nb.LLMMessage:
     if isinstance(message, agm.FunctionExecutionResultMessage):
         return nb.FunctionExecutionResultMessage(content=[function_result(result) for result in message.content])
     raise TypeError(f"not an AutoGen LLM message: {type(message).__name__}")
+
+
+def llm_message_out(message: nb.LLMMessage) -> Any:
+    """nbagent's LLM message as AutoGen's (``autogen_core.models``): the same fields."""
+    if isinstance(message, nb.SystemMessage):
+        return agm.SystemMessage(content=message.content)
+    if isinstance(message, nb.UserMessage):
+        content = message.content
+        if isinstance(content, str):
+            return agm.UserMessage(content=content, source=message.source)
+        parts: list[str | AgImage] = [
+            AgImage.from_base64(part.data) if isinstance(part, nb.Image) else part for part in content
+        ]
+        return agm.UserMessage(content=parts, source=message.source)
+    if isinstance(message, nb.AssistantMessage):
+        body = message.content
+        return agm.AssistantMessage(
+            content=body
+            if isinstance(body, str)
+            else [AgFunctionCall(id=call.id, name=call.name, arguments=call.arguments) for call in body],
+            thought=message.thought,
+            source=message.source,
+        )
+    if isinstance(message, nb.FunctionExecutionResultMessage):
+        return agm.FunctionExecutionResultMessage(
+            content=[
+                agm.FunctionExecutionResult(
+                    content=result.content, name=result.name, call_id=result.call_id, is_error=result.is_error
+                )
+                for result in message.content
+            ]
+        )
+    raise TypeError(f"not an LLM message: {type(message).__name__}")
+
+
+def create_result_out(result: nb.CreateResult) -> agm.CreateResult:
+    """nbagent's ``CreateResult`` as AutoGen's (for AutoGen's agent calling nbagent's client)."""
+    content = result.content
+    return agm.CreateResult(
+        finish_reason=result.finish_reason,
+        content=content
+        if isinstance(content, str)
+        else [AgFunctionCall(id=call.id, name=call.name, arguments=call.arguments) for call in content],
+        usage=agm.RequestUsage(
+            prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens
+        ),
+        cached=result.cached,
+        thought=result.thought,
+    )
+
+
+def autogen_token(token: AgCancellationToken | NbCancellationToken | None) -> AgCancellationToken:
+    """AutoGen's ``CancellationToken``: ``token`` itself, or one that nbagent's ``token`` fires."""
+    if isinstance(token, AgCancellationToken):
+        return token
+    made = AgCancellationToken()
+    if token is not None:
+        if token.is_cancelled():
+            made.cancel()
+        else:
+            token.add_callback(made.cancel)
+    return made
 
 
 def create_result(result: agm.CreateResult) -> nb.CreateResult:

@@ -16,7 +16,7 @@ Nothing of AutoGen is imported before an AutoGen object is handed over.
 from __future__ import annotations
 
 import sys
-from collections.abc import Coroutine, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from typing import Any
 
 from .. import _check as check
@@ -24,7 +24,7 @@ from ..cancellation import CancellationToken
 from ..components import ComponentModel, dump_nested, load_component
 from ..context import ChatCompletionContext
 from ..tools import BaseTool
-from .convert import llm_message
+from .convert import Converter, autogen_token, llm_message
 
 _CONTEXTS = (
     "UnboundedChatCompletionContext(), BufferedChatCompletionContext(buffer_size=...), "
@@ -79,7 +79,32 @@ class AutoGenTool(BaseTool[Any, Any]):
         self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
     ) -> Any:
         """The tool's own ``run_json`` with AutoGen's ``CancellationToken``, fired by nbagent's."""
-        return await self.tool.run_json(args, _autogen_token(cancellation_token), call_id=call_id)
+        return await self.tool.run_json(args, autogen_token(cancellation_token), call_id=call_id)
+
+    @property
+    def streams(self) -> bool:
+        """True for AutoGen's stream tools (``BaseStreamTool``: ``AgentTool``, ``TeamTool``...)."""
+        stream_tools = sys.modules.get("autogen_core.tools")
+        return stream_tools is not None and isinstance(self.tool, stream_tools.BaseStreamTool)
+
+    async def run_json_stream(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
+    ) -> AsyncIterator[Any]:
+        """The tool's own ``run_json_stream``: AutoGen's events and messages as nbagent's (an inner
+        agent's or team's, streamed through ``AgentTool``/``TeamTool`` as AutoGen's agent streams them),
+        its return value last as it is."""
+        if not self.streams:
+            yield await self.run_json(args, cancellation_token, call_id)
+            return
+        from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage
+
+        converter = Converter()
+        items = self.tool.run_json_stream(args, autogen_token(cancellation_token), call_id=call_id)
+        try:
+            async for item in items:
+                yield converter.item(item) if isinstance(item, (BaseAgentEvent, BaseChatMessage)) else item
+        finally:
+            await items.aclose()
 
     async def save_state_json(self) -> Mapping[str, Any]:
         return dict(await self.tool.save_state_json())
@@ -93,18 +118,6 @@ class AutoGenTool(BaseTool[Any, Any]):
 
     def __repr__(self) -> str:
         return f"AutoGenTool({self.tool!r})"
-
-
-def _autogen_token(token: CancellationToken | None) -> Any:
-    from autogen_core import CancellationToken as AgToken
-
-    made = AgToken()
-    if token is not None:
-        if token.is_cancelled():
-            made.cancel()
-        else:
-            token.add_callback(made.cancel)
-    return made
 
 
 def _finished(coroutine: Coroutine[Any, Any, Any]) -> tuple[bool, Any]:

@@ -22,14 +22,14 @@ from typing import Any
 
 from autogen_agentchat import messages as ag
 from autogen_agentchat.base import Response as AgResponse
+from autogen_agentchat.base import TaskResult as AgTaskResult
 from autogen_core import FunctionCall as AgFunctionCall
 from autogen_core import Image as AgImage
 from autogen_core import models as agm
 from autogen_core.memory import MemoryContent as AgMemoryContent
 
 from .. import messages as nb
-from ..models.bridge import to_autogen_message
-from .convert import Converter
+from .convert import Converter, llm_message_out
 
 
 def is_autogen_message(value: object) -> bool:
@@ -90,7 +90,11 @@ class Outgoing:
         self._done: dict[str, ag.BaseChatMessage | ag.BaseAgentEvent] = {}
 
     def item(self, item: Any) -> Any:
-        """An event, chat message or ``Response`` as AutoGen's."""
+        """An event, chat message, ``Response`` or ``TaskResult`` as AutoGen's."""
+        if isinstance(item, nb.TaskResult):
+            return AgTaskResult(
+                messages=[self.message(message) for message in item.messages], stop_reason=item.stop_reason
+            )
         if isinstance(item, nb.Response):
             return AgResponse(
                 chat_message=self.message(item.chat_message),  # type: ignore[arg-type]
@@ -127,7 +131,7 @@ def message_out(item: nb.BaseChatMessage | nb.BaseAgentEvent) -> ag.BaseChatMess
         return ag.HandoffMessage(
             target=item.target,
             content=item.content,
-            context=[to_autogen_message(message) for message in item.context],
+            context=[llm_message_out(message) for message in item.context],
             **common,
         )
     if isinstance(item, nb.ToolCallRequestEvent):

@@ -54,7 +54,7 @@ from ..records import LLMCall, RunFinished, RunItem, RunIterator, RunStarted, Ru
 from ..trace import Trace
 from .client import RecordingClient, error_text
 from .context import ContextView, RecordingContext, stored_messages
-from .convert import Converter
+from .convert import Converter, autogen_token
 from .show import AgentTurn
 from .source import AutoGenSource
 
@@ -122,18 +122,6 @@ def perf_of(moment: datetime) -> float:
     if moment.tzinfo is None:  # AutoGen stamps in UTC; a naive time someone set is taken as UTC too
         moment = moment.replace(tzinfo=UTC)
     return time.perf_counter() - (utc_now() - moment).total_seconds()
-
-
-def autogen_token(token: CancellationToken | NbCancellationToken | None) -> CancellationToken:
-    """AutoGen's CancellationToken for a run: ``token`` itself, or one that nbagent's ``token`` fires."""
-    if isinstance(token, CancellationToken):
-        return token
-    made = CancellationToken()
-    if token is not None:
-        if token.is_cancelled():
-            made.cancel()
-        token.add_callback(made.cancel)
-    return made
 
 
 def participants(runnable: ChatAgent | Team) -> list[ChatAgent]:

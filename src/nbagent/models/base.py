@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Self
@@ -13,7 +13,17 @@ from pydantic import BaseModel
 from ..cancellation import CancellationToken
 from ..components import Component
 from ..context import estimate_tokens
-from ..messages import CreateResult, LLMMessage, RequestUsage
+from ..hooks import Hook
+from ..messages import (
+    TWIN,
+    AssistantMessage,
+    CreateResult,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    RequestUsage,
+    SystemMessage,
+    UserMessage,
+)
 from ..printable import printable
 from ..tools import Tool, ToolSchema, request_tools
 from .info import ModelInfo as ModelInfo  # re-exported: imported from here before models/info.py
@@ -123,6 +133,36 @@ class ModelStream(AsyncIterator["str | CreateResult"]):
         await self._items.aclose()
 
 
+RESULT_OUT: Hook[[Sequence[object]], Callable[[CreateResult], Any]] = Hook("result out")
+"""For ``create``/``create_stream`` called with another library's LLM messages (AutoGen's agent calling
+nbagent's client): the converter of the answer to that library's ``CreateResult``; ``None`` for
+nbagent's callers (registered by :mod:`nbagent.autogen`)."""
+
+_LLM_TYPES = frozenset({SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage})
+
+
+def _messages_in(messages: Sequence[Any]) -> tuple[list[LLMMessage], Callable[[CreateResult], Any] | None]:
+    """``messages`` as nbagent's, and the converter of the answer when a caller of another library's
+    types sent them (:data:`RESULT_OUT`), else ``None``."""
+    if all(type(message) in _LLM_TYPES for message in messages):
+        return list(messages), None
+    converted = [message if type(message) in _LLM_TYPES else TWIN(message, "LLMMessage") for message in messages]
+    return [m if m is not None else original for m, original in zip(converted, messages, strict=True)], RESULT_OUT(
+        messages
+    )
+
+
+async def _answers_out(
+    stream: ModelStream, out: Callable[[CreateResult], Any]
+) -> AsyncGenerator[str | CreateResult, None]:
+    """The items of ``stream``, its ``CreateResult`` converted by ``out`` (the caller's type)."""
+    try:
+        async for item in stream:
+            yield out(item) if isinstance(item, CreateResult) else item
+    finally:
+        await stream.aclose()
+
+
 class ChatCompletionClient(Component, ABC):
     """Turns LLM messages (and tool schemas) into a :class:`CreateResult`, at once or streamed.
 
@@ -176,10 +216,13 @@ class ChatCompletionClient(Component, ABC):
         cancellation_token: CancellationToken | None = None,
     ) -> CreateResult:
         """One answer for ``messages``: :meth:`complete` on the request they make (a snapshot: the
-        lists are copied, so a client may keep it)."""
+        lists are copied, so a client may keep it). Given AutoGen's messages (AutoGen's agent calling),
+        it answers AutoGen's ``CreateResult`` (:data:`RESULT_OUT`)."""
         schemas, choice = request_tools(tools, tool_choice)  # AutoGen's: Tool objects or schemas
-        request = ModelRequest(list(messages), schemas, choice, json_output, extra_create_args or _NO_ARGS)
-        return await self.complete(request, cancellation_token)
+        sent, out = _messages_in(messages)
+        request = ModelRequest(sent, schemas, choice, json_output, extra_create_args or _NO_ARGS)
+        result = await self.complete(request, cancellation_token)
+        return result if out is None else out(result)
 
     def create_stream(
         self,
@@ -193,11 +236,14 @@ class ChatCompletionClient(Component, ABC):
     ) -> AsyncIterator[str | CreateResult]:
         """Text pieces as they come, then the :class:`CreateResult` last: :meth:`complete_stream`.
 
-        The iterator is a :class:`ModelStream`, which also tells when the first delta arrived.
+        The iterator is a :class:`ModelStream`, which also tells when the first delta arrived. Given
+        AutoGen's messages, its last item is AutoGen's ``CreateResult`` (:data:`RESULT_OUT`).
         """
         schemas, choice = request_tools(tools, tool_choice)  # AutoGen's: Tool objects or schemas
-        request = ModelRequest(list(messages), schemas, choice, json_output, extra_create_args or _NO_ARGS)
-        return ModelStream(self, request, cancellation_token)
+        sent, out = _messages_in(messages)
+        request = ModelRequest(sent, schemas, choice, json_output, extra_create_args or _NO_ARGS)
+        stream = ModelStream(self, request, cancellation_token)
+        return stream if out is None else _answers_out(stream, out)
 
     # ------------------------------------------------------------------ what a client implements
 

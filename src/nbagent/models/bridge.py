@@ -1,74 +1,55 @@
-"""Model clients nbagent did not make, used as they are: AutoGen's and duck-typed ones.
+"""Model clients nbagent did not make, used as they are: another library's and duck-typed ones.
 
 :func:`as_model_client` is what ``AssistantAgent(model_client=...)`` does with its argument:
 
 * nbagent's :class:`~nbagent.models.base.ChatCompletionClient` (a subclass written for AutoGen's
   interface included) is used as it is;
-* an instance of AutoGen's ``autogen_core.models.ChatCompletionClient`` (autogen-ext's OpenAI,
-  Azure, Ollama, Anthropic... clients, its ``ReplayChatCompletionClient``, a user's subclass) is
-  wrapped in a :class:`BridgedClient` that sends it AutoGen's own messages, tool schemas and
-  ``CancellationToken``, and reads its ``CreateResult`` and stream back as nbagent's;
+* a client an adapter knows (:data:`FOREIGN_CLIENT`: :mod:`nbagent.autogen` registers AutoGen's
+  ``autogen_core.models.ChatCompletionClient``, autogen-ext's OpenAI, Azure, Ollama, Anthropic...
+  clients and its ``ReplayChatCompletionClient``) is wrapped in a :class:`BridgedClient` that sends
+  it the adapter's own messages and ``CancellationToken`` and reads its ``CreateResult`` and stream
+  back as nbagent's;
 * any other object that has what AutoGen's agent uses (``create``, and ``create_stream`` when it
   streams, ``model_info``; ``close`` and the usage methods when it has them), a ``MagicMock`` built as
   AutoGen's tests build one for instance, is wrapped too: it is called with nbagent's messages
-  (AutoGen's fields and names) and may answer with nbagent's or AutoGen's ``CreateResult``.
+  (AutoGen's fields and names) and may answer with any object with ``CreateResult``'s fields.
 
 Everything nbagent adds around a model call (the trace's ``LLMCall`` with its request, result,
 usage, timing and chunks; cancellation; the live view; the stepper) is the loop's and works the
 same through the bridge. The bridge reads a client's API key from its component config (AutoGen's
-clients keep it there) so that traces and dumps mask it. It imports no AutoGen module: an object
-can only be AutoGen's client if ``autogen_core.models`` was already imported.
+clients keep it there) so that traces and dumps mask it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
-import sys
 import time
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _check as check
 from ..cancellation import CancellationToken
 from ..components import ComponentModel, dump_nested
+from ..hooks import Hook
 from ..messages import (
-    AssistantMessage,
     CreateResult,
     FunctionCall,
-    FunctionExecutionResultMessage,
-    Image,
     LLMMessage,
     RequestUsage,
-    SystemMessage,
-    UserMessage,
 )
 from ..redact import hold_secrets, redact
 from .base import ChatCompletionClient, ModelInfo, ModelRequest, ModelResponseError, ModelStream
 
 _perf = time.perf_counter
 
-# gen_ai.provider.name of the clients autogen-ext ships, by class name.
-PROVIDERS = {
-    "OpenAIChatCompletionClient": "openai",
-    "AzureOpenAIChatCompletionClient": "azure.ai.openai",
-    "AzureAIChatCompletionClient": "azure.ai.inference",
-    "AnthropicChatCompletionClient": "anthropic",
-    "AnthropicBedrockChatCompletionClient": "aws.bedrock",
-    "OllamaChatCompletionClient": "ollama",
-    "LlamaCppChatCompletionClient": "llama.cpp",
-    "SKChatCompletionAdapter": "semantic_kernel",
-    "ReplayChatCompletionClient": "autogen.replay",
-}
-
 _REASONS = frozenset({"stop", "length", "function_calls", "content_filter", "unknown"})
 
 
-def is_autogen_client(value: object) -> bool:
-    """Whether ``value`` is an instance of AutoGen's ``ChatCompletionClient`` (imports no AutoGen)."""
-    models = sys.modules.get("autogen_core.models")
-    return models is not None and isinstance(value, models.ChatCompletionClient)
+FOREIGN_CLIENT: Hook[[object], BridgedClient] = Hook("model client")
+"""Another library's model client as a :class:`BridgedClient` speaking its types (registered by
+:mod:`nbagent.autogen` for AutoGen's clients); ``None`` for any other object."""
 
 
 def client_config(client: object) -> Mapping[str, Any]:
@@ -103,8 +84,9 @@ def as_model_client(value: object, where: str = "AssistantAgent", *, hint: str =
     naming the parameter and the member it lacks otherwise (``hint`` for a value no client at all)."""
     if isinstance(value, ChatCompletionClient):
         return value
-    if is_autogen_client(value):
-        return BridgedClient(value, autogen=True)
+    foreign = FOREIGN_CLIENT(value)
+    if foreign is not None:
+        return foreign
     members = [name for name in ("create", "create_stream", "model_info") if _has(value, name)]
     if not members:
         raise check.wrong_type(where, "model_client", "a ChatCompletionClient", value, hint)
@@ -126,14 +108,22 @@ def as_model_client(value: object, where: str = "AssistantAgent", *, hint: str =
             "It has no model_info: give it one, e.g. model_info={'function_calling': True, 'vision': False, "
             "'json_output': False, 'family': 'unknown', 'structured_output': False}",
         )
-    if not isinstance(info, Mapping):
+    if not quacks_as_mapping(info):
         raise check.wrong_type(
             where,
             "model_client.model_info",
             "a ModelInfo dict ({'function_calling': ..., 'vision': ..., 'family': ...})",
             info,
         )
-    return BridgedClient(value, autogen=False)
+    return BridgedClient(value)
+
+
+def quacks_as_mapping(value: object) -> bool:
+    """Whether ``value`` reads as a ``ModelInfo`` dict: a mapping, or an object with ``get`` and ``[key]``
+    (a ``MagicMock``, as AutoGen's tests give it)."""
+    if isinstance(value, Mapping):
+        return True
+    return callable(getattr(value, "get", None)) and callable(getattr(type(value), "__getitem__", None))
 
 
 def _has(value: object, name: str) -> bool:
@@ -144,8 +134,10 @@ def _has(value: object, name: str) -> bool:
 
 
 class BridgedClient(ChatCompletionClient):
-    """An AutoGen (or duck-typed) model client as nbagent's: ``inner`` is called as AutoGen's agent
-    calls it, with the request of each call converted (``autogen=True``: to AutoGen's types).
+    """Another library's (or a duck-typed) model client as nbagent's: ``inner`` is called as AutoGen's
+    agent calls it, each message of a request converted by ``message_out`` and the token by
+    ``token_out`` (an adapter's: :data:`FOREIGN_CLIENT`; none for a duck-typed client, which is given
+    nbagent's messages and token).
 
     ``inner`` stays the user's object: its usage counters, ``close()``, ``create_calls`` (a replay
     client's) are its own. The stepper's Reset rewinds it only if it has nbagent's
@@ -155,14 +147,22 @@ class BridgedClient(ChatCompletionClient):
 
     component_type = "model"
 
-    def __init__(self, inner: object, *, autogen: bool) -> None:
+    def __init__(
+        self,
+        inner: object,
+        *,
+        message_out: Callable[[LLMMessage], Any] | None = None,
+        token_out: Callable[[CancellationToken], Any] | None = None,
+        provider: str = "unknown",
+    ) -> None:
         super().__init__()
         self.inner = inner
-        self.autogen = autogen
+        self._message_out = message_out
+        self._token_out = token_out
         config = client_config(inner)
         model = config.get("model") or config.get("azure_deployment") or getattr(inner, "model", None)
         self._model_name = model if isinstance(model, str) and model else type(inner).__name__
-        self.provider = PROVIDERS.get(type(inner).__name__, "unknown")
+        self.provider = provider  # gen_ai.provider.name: the adapter knows its library's clients
         self._secrets = client_secrets(config)
         hold_secrets(self._secrets)  # masked in every view and artefact of the process
         self._last: tuple[list[LLMMessage], list[Any]] = ([], [])  # the last call's messages, both ways
@@ -174,7 +174,7 @@ class BridgedClient(ChatCompletionClient):
     @property
     def model_info(self) -> ModelInfo:  # type: ignore[override]  # read from the client each time, as AutoGen's agent does
         info = getattr(self.inner, "model_info", None)
-        return info if isinstance(info, Mapping) else {}  # type: ignore[return-value]
+        return info if quacks_as_mapping(info) else {}  # type: ignore[return-value]  # a MagicMock's, as AutoGen reads it
 
     @property
     def streams(self) -> bool:
@@ -199,24 +199,18 @@ class BridgedClient(ChatCompletionClient):
         return kwargs
 
     def _token(self, token: CancellationToken | None) -> Any:
-        """AutoGen's own token for an AutoGen client, fired when nbagent's fires; nbagent's (which has
-        AutoGen's methods) for a duck-typed one."""
-        if not self.autogen or token is None:
+        """The adapter's own token (fired when nbagent's fires); nbagent's (which has AutoGen's
+        methods) for a duck-typed client."""
+        if self._token_out is None or token is None:
             return token
-        from autogen_core import CancellationToken as AgToken
-
-        made = AgToken()
-        if token.is_cancelled():
-            made.cancel()
-        else:
-            token.add_callback(made.cancel)
-        return made
+        return self._token_out(token)
 
     def _messages(self, messages: Sequence[LLMMessage]) -> list[Any]:
-        """The request's messages as the client takes them: AutoGen's types for an AutoGen client, each
-        converted once while it stays in the context: the last call's conversions are reused, those of
-        the common start by position (a growing context), the others by identity."""
-        if not self.autogen:
+        """The request's messages as the client takes them: the adapter's types (AutoGen's for an
+        AutoGen client), each converted once while it stays in the context: the last call's conversions
+        are reused, those of the common start by position (a growing context), the others by identity."""
+        convert = self._message_out
+        if convert is None:
             return list(messages)
         last_in, last_out = self._last
         same = 0
@@ -229,7 +223,7 @@ class BridgedClient(ChatCompletionClient):
             kept = {id(message): (message, theirs) for message, theirs in zip(last_in[same:], last_out[same:])}
             for message in messages[same:]:
                 pair = kept.get(id(message))
-                out.append(pair[1] if pair is not None and pair[0] is message else to_autogen_message(message))
+                out.append(pair[1] if pair is not None and pair[0] is message else convert(message))
         self._last = (list(messages), out)
         return list(out)  # the client's own list: what it does with it changes nothing here
 
@@ -288,7 +282,7 @@ class BridgedClient(ChatCompletionClient):
                     stream.first_chunk_perf = _perf()
                 if isinstance(item, str):
                     yield item
-                elif _looks_like_result(item):
+                elif looks_like_result(item):
                     result = from_autogen_result(item, self.model_name)
                     self._count_usage(result.usage, actual=not result.cached)
                     yield result
@@ -377,43 +371,6 @@ def _call(inner: object, name: str) -> Any:
 # ---------------------------------------------------------------------- conversions
 
 
-def to_autogen_message(message: LLMMessage) -> Any:
-    """nbagent's LLM message as AutoGen's (``autogen_core.models``): the same fields."""
-    from autogen_core import FunctionCall as AgFunctionCall
-    from autogen_core import Image as AgImage
-    from autogen_core import models as agm
-
-    if isinstance(message, SystemMessage):
-        return agm.SystemMessage(content=message.content)
-    if isinstance(message, UserMessage):
-        content = message.content
-        if isinstance(content, str):
-            return agm.UserMessage(content=content, source=message.source)
-        parts: list[str | AgImage] = [
-            AgImage.from_base64(part.data) if isinstance(part, Image) else part for part in content
-        ]
-        return agm.UserMessage(content=parts, source=message.source)
-    if isinstance(message, AssistantMessage):
-        body = message.content
-        return agm.AssistantMessage(
-            content=body
-            if isinstance(body, str)
-            else [AgFunctionCall(id=call.id, name=call.name, arguments=call.arguments) for call in body],
-            thought=message.thought,
-            source=message.source,
-        )
-    if isinstance(message, FunctionExecutionResultMessage):
-        return agm.FunctionExecutionResultMessage(
-            content=[
-                agm.FunctionExecutionResult(
-                    content=result.content, name=result.name, call_id=result.call_id, is_error=result.is_error
-                )
-                for result in message.content
-            ]
-        )
-    raise TypeError(f"not an LLM message: {type(message).__name__}")
-
-
 def from_autogen_usage(value: Any) -> RequestUsage:
     """A usage with ``prompt_tokens``/``completion_tokens`` (AutoGen's) as nbagent's."""
     if value is None:
@@ -426,13 +383,8 @@ def from_autogen_usage(value: Any) -> RequestUsage:
     )
 
 
-def is_autogen_result(value: object) -> bool:
-    """Whether ``value`` is AutoGen's ``CreateResult`` (imports no AutoGen)."""
-    models = sys.modules.get("autogen_core.models")
-    return models is not None and isinstance(value, models.CreateResult)
-
-
-def _looks_like_result(value: object) -> bool:
+def looks_like_result(value: object) -> bool:
+    """Whether ``value`` is a ``CreateResult`` or has its fields (AutoGen's, a mock's)."""
     return isinstance(value, CreateResult) or (hasattr(value, "finish_reason") and hasattr(value, "content"))
 
 
@@ -441,7 +393,7 @@ def from_autogen_result(value: Any, model: str = "the model client") -> CreateRe
     :class:`ModelResponseError` naming what came back otherwise."""
     if type(value) is CreateResult:
         return value
-    if not _looks_like_result(value):
+    if not looks_like_result(value):
         raise ModelResponseError(f"{model} answered {type(value).__name__}, not a CreateResult")
     content = value.content
     if not isinstance(content, str):

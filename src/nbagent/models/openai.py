@@ -306,8 +306,8 @@ def to_openai_messages(messages: Sequence[LLMMessage], *, vision: bool) -> list[
                 {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
                 for result in message.content
             )
-        else:
-            raise TypeError(f"not an LLM message: {type(message).__name__}")
+        else:  # a TypeError, and AutoGen's ValueError ("Unknown message type") for code written for it
+            raise check.ItemTypeError(f"not an LLM message: {type(message).__name__} (Unknown message type)")
     return converted
 
 

@@ -16,7 +16,7 @@ from ..cancellation import CancellationToken, guarded
 from ..context import estimate_tokens
 from ..messages import CreateResult, LLMMessage, RequestUsage, share_fields_set, usage
 from .base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, ModelStream
-from .bridge import from_autogen_result, is_autogen_result
+from .bridge import from_autogen_result, looks_like_result
 
 _CHUNK = re.compile(r"\S+\s*|\s+")
 TOTAL_AVAILABLE_TOKENS = 10_000
@@ -75,7 +75,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         expected = "a list of answers (str or CreateResult)"
         script = check.sequence(where, "chat_completions", chat_completions, expected, hint=hint)
         for index, item in enumerate(script):
-            if is_autogen_result(item):  # AutoGen's CreateResult: the same fields, converted
+            if type(item) is not CreateResult and looks_like_result(item):  # AutoGen's: the same fields
                 script[index] = item = from_autogen_result(item)
             check.instance(where, f"chat_completions[{index}]", item, (str, CreateResult), "a str or a CreateResult")
         check.mapping(where, "model_info", model_info, "a ModelInfo dict", none=True)

@@ -45,13 +45,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
-from .. import autogen
 from ..agent import AssistantAgent, check_entry, replayed
 from ..agent_input import Task
 from ..cancellation import CancellationToken
 from ..context import message_text
 from ..messages import ModelClientStreamingChunkEvent
-from ..records import MOVES
+from ..records import FOREIGN_STEPPER, MOVES
 from ..render import (
     EMPTY,
     STYLE,
@@ -73,7 +72,6 @@ from .fork_panel import ForkPanel
 from .static_display import StaticCopyDisplay
 
 if TYPE_CHECKING:
-    from ..autogen import AgentOrTeam, AutoGenStepper
     from ..trace.replay import Replay
 
 
@@ -460,8 +458,8 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
 
 
 def step(
-    agent: AssistantAgent | AgentOrTeam | Replay, task: Task = None, cancellation_token: CancellationToken | None = None
-) -> NotebookStepper | AutoGenStepper:
+    agent: AssistantAgent | Replay | object, task: Task = None, cancellation_token: CancellationToken | None = None
+) -> NotebookStepper | Any:
     """Walk one run of ``agent`` on ``task`` move by move; display the result to get the widget.
 
     ``await stepper.next()`` makes one move, ``run_to_end()`` all of them, ``run_until(...)`` stops
@@ -470,11 +468,12 @@ def step(
     """
     source = agent
     agent, task = replayed("nbagent.step", agent, task)  # a trace's replay: its agent and recorded task
-    if autogen.is_autogen(agent):  # AutoGen's own agents and teams: nbagent.autogen, with this layer's widget
-        return autogen.step(agent, task, cancellation_token=cancellation_token)  # type: ignore[arg-type]
-    if TYPE_CHECKING:  # for the type checker: AutoGen's were dispatched above
-        assert isinstance(agent, AssistantAgent)
+    foreign = FOREIGN_STEPPER(agent, task, cancellation_token)  # AutoGen's: nbagent.autogen.step, with its widget
+    if foreign is not None:
+        return foreign
     check_entry("nbagent.step", agent, task, cancellation_token)
+    if TYPE_CHECKING:  # for the type checker: check_entry refused anything else
+        assert isinstance(agent, AssistantAgent)
     stepper = NotebookStepper(agent, task, cancellation_token)
     if source is not agent:  # a trace's replay: the widget says what it plays and cannot reproduce
         stepper.replay = cast("Replay", source)

@@ -55,7 +55,6 @@ import ipywidgets as widgets
 
 from ..agent import AgentRun, AssistantAgent, check_entry, replayed
 from ..agent_input import Task, task_messages
-from ..autogen import view_run
 from ..cancellation import CancellationToken
 from ..messages import (
     BaseAgentEvent,
@@ -70,7 +69,7 @@ from ..messages import (
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
 )
-from ..records import LLMCall, Move, MoveName, RunFinished, RunItem, RunStarted, ToolExecution
+from ..records import FOREIGN_RUN, ForeignRun, LLMCall, Move, MoveName, RunFinished, RunItem, RunStarted, ToolExecution
 from ..redact import mask
 from ..render import (
     EMPTY,
@@ -98,8 +97,6 @@ from .static_display import close_widget, descendants
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from ..autogen import AutoGenRun
-    from ..autogen import Runnable as AutoGenRunnable
 
 SEGMENT_CHARS = 4000
 """The most characters one streamed-text widget holds before the text goes on in a new one."""
@@ -657,7 +654,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     async def run(
         self,
-        source: AssistantAgent | AgentRun | AutoGenRunnable,
+        source: AssistantAgent | AgentRun | object,
         task: Task = None,
         *,
         cancellation_token: CancellationToken | None = None,
@@ -667,8 +664,8 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         Returns the ``Response``, or ``None`` when the Stop button ended the run. Errors and outside
         cancellation (a kernel interrupt, ``task.cancel()``) are shown, then propagate.
         """
-        autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
-        run: AgentRun | AutoGenRun
+        autogen = FOREIGN_RUN(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
+        run: AgentRun | ForeignRun
         if autogen is not None:
             run = autogen
         elif isinstance(source, AgentRun):
@@ -739,7 +736,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     def start(
         self,
-        source: AssistantAgent | AgentRun | AutoGenRunnable,
+        source: AssistantAgent | AgentRun | object,
         task: Task = None,
         *,
         cancellation_token: CancellationToken | None = None,
@@ -918,8 +915,8 @@ def _joined(parts: Iterator[Markup]) -> Markup:
     return _SPACE.join(part for part in parts if part)
 
 
-def _name(source: AssistantAgent | AgentRun | AutoGenRunnable) -> str:
-    return source.agent.name if isinstance(source, AgentRun) else source.name
+def _name(source: AssistantAgent | AgentRun | object) -> str:
+    return source.agent.name if isinstance(source, AgentRun) else str(getattr(source, "name", ""))
 
 
 def _interrupt_name() -> str:
@@ -934,7 +931,7 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
 
 
 def show(
-    source: AssistantAgent | AgentRun | AutoGenRunnable,
+    source: AssistantAgent | AgentRun | object,
     task: Task = None,
     *,
     cancellation_token: CancellationToken | None = None,
@@ -950,14 +947,14 @@ def show(
 
 
 async def _show(
-    source: AssistantAgent | AgentRun | AutoGenRunnable,
+    source: AssistantAgent | AgentRun | object,
     task: Task,
     cancellation_token: CancellationToken | None,
     title: str,
 ) -> AgentRunView:
     title = title or getattr(source, "title", "")  # a replay says what it is, and what it cannot reproduce
     source, task = replayed("nbagent.show", source, task)  # a trace's replay: its agent and recorded task
-    autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
+    autogen = FOREIGN_RUN(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     if autogen is None:
         check_entry("nbagent.show", source, task, cancellation_token, runs=True)
     view = _new_view(title or _name(source))
@@ -967,7 +964,7 @@ async def _show(
 
 
 def start(
-    source: AssistantAgent | AgentRun | AutoGenRunnable,
+    source: AssistantAgent | AgentRun | object,
     task: Task = None,
     *,
     cancellation_token: CancellationToken | None = None,
@@ -980,7 +977,7 @@ def start(
     """
     title = title or getattr(source, "title", "")  # a replay says what it is, and what it cannot reproduce
     source, task = replayed("nbagent.start", source, task)  # a trace's replay: its agent and recorded task
-    autogen = view_run(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
+    autogen = FOREIGN_RUN(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
     if autogen is None:
         check_entry("nbagent.start", source, task, cancellation_token, runs=True)
     try:
@@ -1008,7 +1005,7 @@ def _display_or_echo(view: AgentRunView) -> None:
 
 
 def show_sync(
-    source: AssistantAgent | AgentRun | AutoGenRunnable,
+    source: AssistantAgent | AgentRun | object,
     task: Task = None,
     *,
     cancellation_token: CancellationToken | None = None,

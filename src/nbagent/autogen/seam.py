@@ -1,0 +1,253 @@
+"""AutoGen at its one seam: the converters this package registers into the core's hooks.
+
+The core (the agent, contexts, tools, model clients, the console) knows no AutoGen: where it meets an
+object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`register` (run when
+``nbagent.autogen`` is imported, which ``import nbagent`` does) answers them for AutoGen:
+
+* ``messages.TWIN``: AutoGen's ``FunctionCall``, ``FunctionExecutionResult``, ``Image``,
+  ``MemoryContent`` and LLM messages, field by field;
+* ``agent_input.CHAT_IN`` and ``CALLER``: AutoGen's chat messages in, and for AutoGen's callers (its
+  teams' containers) every item of a run out in AutoGen's types (:mod:`.protocol`);
+* ``tools.FOREIGN_TOOL``: AutoGen's tools, run by themselves (:class:`.edges.AutoGenTool`);
+* ``context.FOREIGN_CONTEXT``: AutoGen's own model contexts as their exact twins, a subclass of them
+  by its protocol with AutoGen's messages (:class:`~nbagent.context.ProtocolContext`);
+* ``models.bridge.FOREIGN_CLIENT``: AutoGen's model clients, sent AutoGen's messages and token;
+* ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
+* ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
+* ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
+  steppers): AutoGen's agents and teams in nbagent's live view and stepper;
+* ``agent.AGENT_MADE`` and AutoGen's imports: nbagent's ``AssistantAgent`` is a virtual subclass of
+  AutoGen's ``ChatAgent`` and ``BaseChatAgent``, so AutoGen's teams and ``AgentTool`` take it;
+* ``components.DUMPED`` and AutoGen's loader: nbagent's dumps in AutoGen's configs, and back
+  (:mod:`.loaders`);
+* ``hooks.HINT``: what to say when AutoGen's object is given where nbagent's is expected.
+
+Each converter first reads ``sys.modules``: an object of a module never imported cannot be AutoGen's,
+so registering imports no AutoGen module, and neither does any hook's answer for nbagent's objects.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from .. import agent as agent_module
+from .. import agent_input as agent_in
+from .. import components, console, context, hooks, messages, tools
+from .._imports import when_imported
+from ..models import base as model_base
+from ..models import bridge
+
+_LLM_NAMES = frozenset({"SystemMessage", "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage"})
+
+
+def _autogen(value: object, module: str = "autogen") -> bool:
+    return type(value).__module__.startswith(module)
+
+
+def _loaded(name: str) -> ModuleType | None:
+    return sys.modules.get(name)
+
+
+# ---------------------------------------------------------------------- data
+
+
+def twin(value: object, name: str) -> Any:
+    """AutoGen's twin of nbagent's type ``name`` as what nbagent's type validates; ``None`` otherwise."""
+    if not _autogen(value, "autogen_core"):
+        return None
+    kind = type(value).__name__
+    if name == "LLMMessage":
+        if kind not in _LLM_NAMES:
+            return None
+        from .convert import llm_message
+
+        return llm_message(value)
+    if kind != name:
+        return None
+    item: Any = value
+    if name == "FunctionCall":
+        return {"id": item.id, "name": item.name, "arguments": item.arguments}
+    if name == "FunctionExecutionResult":  # AutoGen's is_error=None is False
+        return {"content": item.content, "name": item.name, "call_id": item.call_id, "is_error": bool(item.is_error)}
+    if name == "Image":  # its base64 data and its data URI's type
+        from .convert import image
+
+        made = image(item)
+        return {"data": made.data, "mime_type": made.mime_type}
+    if name == "MemoryContent":  # its MemoryMimeType as its string
+        mime = item.mime_type
+        return {"content": item.content, "mime_type": getattr(mime, "value", mime), "metadata": item.metadata}
+    return None
+
+
+def chat_in(value: object) -> messages.BaseChatMessage | None:
+    """AutoGen's chat message as nbagent's (every field and id kept); ``None`` otherwise."""
+    found = _loaded("autogen_agentchat.messages")
+    if found is None or not isinstance(value, found.BaseChatMessage):
+        return None
+    from .protocol import chat_in as convert
+
+    return convert(value)
+
+
+def caller(items: Sequence[Any], token: object) -> agent_in.ItemsOut | None:
+    """When AutoGen calls ``on_messages(_stream)`` (its chat messages, or none and its token: a team's
+    container), the converter of the run's items to AutoGen's types; ``None`` otherwise."""
+    found = _loaded("autogen_agentchat.messages")
+    if found is None:
+        return None
+    if items:
+        if not any(isinstance(item, found.BaseChatMessage) for item in items):
+            return None
+    elif not _autogen(token, "autogen_core"):
+        return None
+    from .protocol import Outgoing
+
+    return Outgoing()
+
+
+def tool(value: object) -> tools.BaseTool | None:
+    """AutoGen's tool as nbagent's, run by itself; ``None`` otherwise."""
+    if isinstance(value, tools.BaseTool) or _loaded("autogen_core") is None:
+        return None
+    from .edges import AutoGenTool, is_autogen_tool
+
+    return AutoGenTool(value) if is_autogen_tool(value) else None
+
+
+def model_context(value: object, where: str) -> context.ChatCompletionContext | None:
+    """AutoGen's own model context as its exact twin; a subclass of AutoGen's (or a context its twin
+    would not hold exactly) by its protocol, given and read in AutoGen's messages; ``None`` otherwise
+    (a ``MagicMock(spec=...)`` of AutoGen's context is taken by the core, by protocol)."""
+    found = _loaded("autogen_core.model_context")
+    if found is None or found.ChatCompletionContext not in type(value).__mro__:
+        return None
+    from .convert import llm_message, llm_message_out
+    from .edges import context_from_autogen
+
+    if _autogen(value, "autogen_core.model_context"):
+        try:
+            return context_from_autogen(value, where)
+        except TypeError:  # settings or a state nbagent's twin cannot hold exactly: used as it is
+            pass
+    return context.ProtocolContext(value, message_out=llm_message_out, message_in=llm_message)
+
+
+def model_client(value: object) -> bridge.BridgedClient | None:
+    """AutoGen's model client, bridged: sent AutoGen's messages and token; ``None`` otherwise."""
+    found = _loaded("autogen_core.models")
+    if found is None or not isinstance(value, found.ChatCompletionClient):
+        return None
+    from .convert import PROVIDERS, autogen_token, llm_message_out
+
+    provider = PROVIDERS.get(type(value).__name__, "unknown")
+    return bridge.BridgedClient(value, message_out=llm_message_out, token_out=autogen_token, provider=provider)
+
+
+def result_out(sent: Sequence[object]) -> Callable[[Any], Any] | None:
+    """When AutoGen's messages are sent to nbagent's client (AutoGen's agent calling it): the
+    converter of its answer to AutoGen's ``CreateResult``; ``None`` otherwise."""
+    if not any(_autogen(message, "autogen_core") for message in sent):
+        return None
+    from .convert import create_result_out
+
+    return create_result_out
+
+
+def dumped(model: components.ComponentModel) -> components.ComponentModel | None:
+    """Once AutoGen is imported: a dump as a model AutoGen's configs take too (:mod:`.loaders`)."""
+    if _loaded("autogen_core") is None:
+        return None
+    from .loaders import shared
+
+    return shared(model)
+
+
+def _loadable(module: ModuleType) -> None:
+    """At ``autogen_core``'s import: nbagent's providers made known to AutoGen's loader."""
+    from .loaders import make_known
+
+    make_known()
+
+
+def stream(first: object) -> console.Reader | None:
+    """For a stream whose first foreign item is AutoGen's: the reader of its items; ``None`` otherwise."""
+    if not _autogen(first, "autogen_agentchat"):
+        return None
+    from .convert import Converter
+
+    converter = Converter()
+    base = sys.modules["autogen_agentchat.base"]
+
+    def read(item: object) -> tuple[str, object] | None:
+        if not _autogen(item, "autogen_agentchat"):
+            return None
+        if isinstance(item, base.TaskResult):
+            return "result", item
+        if isinstance(item, base.Response):
+            return "response", messages.Response(converter.chat(item.chat_message))
+        if type(item).__name__ == "UserInputRequestedEvent":
+            return "input", item
+        return "item", converter.item(item)  # type: ignore[arg-type]
+
+    return read
+
+
+def hint(value: object, role: str) -> str | None:
+    """What to say when AutoGen's ``value`` is given where nbagent expected its ``role``."""
+    if not _autogen(value):
+        return None
+    kind = type(value).__name__
+    if role == "agent":
+        return "AutoGen's own agents and teams run with nbagent.autogen.run(agent, task)"
+    if role == "chat message" and kind in _LLM_NAMES:
+        return (
+            f"AutoGen's {kind} is a message for the model: an agent is sent chat messages, "
+            "TextMessage(content=..., source='user')"
+        )
+    return None
+
+
+# ---------------------------------------------------------------------- AutoGen's ChatAgent
+
+
+def join(base: ModuleType) -> None:
+    """AutoGen's teams take nbagent's agents (and their subclasses) as ``ChatAgent``."""
+    base.ChatAgent.register(agent_module.AssistantAgent)
+
+
+def join_agents(agents: ModuleType) -> None:
+    """AutoGen's ``AgentTool`` loads its agent as a ``BaseChatAgent``, whose public API nbagent's has."""
+    agents.BaseChatAgent.register(agent_module.AssistantAgent)
+
+
+def joined(made: agent_module.AssistantAgent) -> None:
+    """At each agent made: registered already at AutoGen's imports, unless another finder loaded them
+    (registering again changes nothing)."""
+    base = _loaded("autogen_agentchat.base")
+    if base is not None and not isinstance(made, base.ChatAgent):
+        join(base)
+    agents = _loaded("autogen_agentchat.agents")
+    if agents is not None and not isinstance(made, agents.BaseChatAgent):
+        join_agents(agents)
+
+
+def register() -> None:
+    """Answer the core's hooks for AutoGen (once: registering again changes nothing)."""
+    messages.TWIN.register(twin)
+    agent_in.CHAT_IN.register(chat_in)
+    agent_in.CALLER.register(caller)
+    tools.FOREIGN_TOOL.register(tool)
+    context.FOREIGN_CONTEXT.register(model_context)
+    bridge.FOREIGN_CLIENT.register(model_client)
+    model_base.RESULT_OUT.register(result_out)
+    console.FOREIGN_STREAM.register(stream)
+    hooks.HINT.register(hint)
+    agent_module.AGENT_MADE.register(joined)
+    components.DUMPED.register(dumped)
+    when_imported("autogen_agentchat.base", join)
+    when_imported("autogen_agentchat.agents", join_agents)
+    when_imported("autogen_core", _loadable)

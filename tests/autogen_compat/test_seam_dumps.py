@@ -1,0 +1,209 @@
+"""Issue 40.2: nbagent's objects inside AutoGen's own code, as AutoGen's types where AutoGen checks them.
+
+Everything here is real AutoGen 0.7.5 (its ``AssistantAgent``, teams, ``AgentTool``/``TeamTool``,
+``SocietyOfMindAgent``, ``Console`` and component loader) with nbagent's agent or model client in it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from autogen_agentchat import messages as ag
+from autogen_agentchat.agents import AssistantAgent as AgAssistantAgent
+from autogen_agentchat.agents import SocietyOfMindAgent
+from autogen_agentchat.base import ChatAgent, Team
+from autogen_agentchat.base import TaskResult as AgTaskResult
+from autogen_agentchat.conditions import MaxMessageTermination
+from autogen_agentchat.teams import RoundRobinGroupChat
+from autogen_agentchat.tools import AgentTool, TeamTool
+from autogen_agentchat.ui import Console as AgConsole
+from autogen_core import CancellationToken as AgCancellationToken
+from autogen_core import ComponentModel as AgComponentModel
+from autogen_core import FunctionCall as AgFunctionCall
+from autogen_core import _component_config as ag_config
+from autogen_core.models import CreateResult as AgCreateResult
+from autogen_core.models import RequestUsage as AgRequestUsage
+from autogen_core.models import UserMessage as AgUserMessage
+from autogen_ext.models.replay import ReplayChatCompletionClient as AgReplay
+
+import nbagent
+from nbagent import AssistantAgent, ComponentModel, ReplayChatCompletionClient, load_component
+
+INFO: Any = {
+    "function_calling": True,
+    "vision": False,
+    "json_output": False,
+    "family": "unknown",
+    "structured_output": False,
+}
+
+
+def tool_call(name: str, task: str) -> AgCreateResult:
+    return AgCreateResult(
+        finish_reason="function_calls",
+        content=[AgFunctionCall(id="c1", name=name, arguments=json.dumps({"task": task}))],
+        usage=AgRequestUsage(prompt_tokens=0, completion_tokens=0),
+        cached=False,
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "create_stream"])
+async def test_nbagents_client_inside_autogens_assistant_agent(stream: bool) -> None:
+    client = ReplayChatCompletionClient(["Hello from nbagent's client.", "And again."])
+    agent = AgAssistantAgent("ag", model_client=client, model_client_stream=stream)
+    result = await agent.run(task="hi")
+    assert isinstance(result, AgTaskResult)
+    assert result.messages[-1].content == "Hello from nbagent's client."
+    # nbagent's client was sent nbagent's messages (converted from AutoGen's), and answered AutoGen's type
+    assert [m.content for m in client.requests[0].messages][-1] == "hi"
+    answer = await client.create([AgUserMessage(content="again?", source="user")])
+    assert type(answer) is AgCreateResult
+
+
+async def test_nbagents_client_called_with_nbagents_messages_answers_nbagents_result() -> None:
+    client = ReplayChatCompletionClient(["ok"])
+    answer = await client.create([nbagent.UserMessage(content="hi", source="user")])
+    assert type(answer) is nbagent.CreateResult
+
+
+async def test_agent_tool_of_an_nbagent_agent_in_autogens_agent_streams_its_inner_messages() -> None:
+    inner = AssistantAgent("inner", ReplayChatCompletionClient(["The inner answer."]), description="Answers.")
+    outer = AgAssistantAgent(
+        "outer", model_client=AgReplay([tool_call("inner", "do it")], model_info=INFO), tools=[AgentTool(inner)]
+    )
+    items = [item async for item in outer.run_stream(task="go")]
+    result = items[-1]
+    assert isinstance(result, AgTaskResult)  # was: "Expected return value of type TaskResult, but got TaskResult"
+    execution = next(item for item in result.messages if isinstance(item, ag.ToolCallExecutionEvent))
+    assert execution.content[0].content == "inner: The inner answer." and not execution.content[0].is_error
+    streamed = [(type(item).__name__, item.source) for item in items[:-1]]
+    assert ("TextMessage", "inner") in streamed  # the inner agent's answer, streamed through the tool
+    assert all(isinstance(item, (ag.BaseChatMessage, ag.BaseAgentEvent)) for item in items[:-1])
+    assert len(inner.trace.runs_df()) == 1  # and recorded as nbagent's run
+
+
+async def test_team_tool_of_a_team_of_nbagent_agents() -> None:
+    member = AssistantAgent("member", ReplayChatCompletionClient(["From the team."]))
+    team = RoundRobinGroupChat([member], termination_condition=MaxMessageTermination(2))
+    tool = TeamTool(team, name="team", description="A team.", return_value_as_last_message=True)
+    outer = AgAssistantAgent("outer", model_client=AgReplay([tool_call("team", "work")], model_info=INFO), tools=[tool])
+    result = await outer.run(task="go")
+    execution = next(item for item in result.messages if isinstance(item, ag.ToolCallExecutionEvent))
+    assert execution.content[0].content == "From the team."
+
+
+async def test_run_and_run_stream_with_autogens_token_answer_autogens_types() -> None:
+    agent = AssistantAgent("nb", ReplayChatCompletionClient(["one", "two", "three"]))
+    result = await agent.run(task="hi", cancellation_token=AgCancellationToken())
+    assert type(result) is AgTaskResult and [type(m) for m in result.messages] == [ag.TextMessage, ag.TextMessage]
+    shown = await AgConsole(agent.run_stream(task="again", cancellation_token=AgCancellationToken()))
+    assert type(shown) is AgTaskResult and shown.messages[-1].content == "two"
+    assert type(await agent.run(task="nbagent's")) is nbagent.TaskResult  # nbagent's callers: nbagent's types
+
+
+def roundtrip(team: Any, kind: Any) -> Any:
+    """AutoGen's dump of ``team`` through JSON and back with AutoGen's loader."""
+    dumped = team.dump_component()
+    assert isinstance(dumped, AgComponentModel)
+    return kind.load_component(json.loads(dumped.model_dump_json()))
+
+
+def test_autogens_teams_holding_nbagent_agents_dump_and_load_back() -> None:
+    def agent(name: str) -> AssistantAgent:
+        return AssistantAgent(name, ReplayChatCompletionClient(["x"]), system_message=f"You are {name}.")
+
+    team = RoundRobinGroupChat([agent("a"), agent("b")], termination_condition=MaxMessageTermination(3))
+    loaded = roundtrip(team, Team)
+    participants = loaded._participants  # noqa: SLF001 AutoGen's team keeps them there
+    assert [type(p) for p in participants] == [AssistantAgent, AssistantAgent]
+    assert participants[1].dump_component().config == agent("b").dump_component().config
+
+    nested = RoundRobinGroupChat([agent("c"), team], termination_condition=MaxMessageTermination(3))
+    assert type(roundtrip(nested, Team)) is RoundRobinGroupChat
+
+    society = SocietyOfMindAgent("society", team=team, model_client=AgReplay(["s"], model_info=INFO))
+    assert type(roundtrip(society, ChatAgent)) is SocietyOfMindAgent
+
+    tool = AgentTool(agent("helper"))
+    tool_config = tool.dump_component()
+    assert tool_config.config["agent"]["provider"] == "nbagent.AssistantAgent"  # the JSON names nbagent's class
+    assert type(AgentTool.load_component(tool_config)._agent) is AssistantAgent  # noqa: SLF001
+
+
+def test_an_nbagent_dump_is_nbagents_and_autogens_and_loads_in_both() -> None:
+    agent = AssistantAgent("a", ReplayChatCompletionClient(["x"]))
+    dumped = agent.dump_component()
+    assert isinstance(dumped, ComponentModel) and isinstance(dumped, AgComponentModel)
+    assert dumped.provider == "nbagent.AssistantAgent"
+    assert type(load_component(dumped)) is AssistantAgent
+    assert type(ChatAgent.load_component(dumped)) is AssistantAgent
+    # AutoGen's registry of provider names gets nbagent's, pointing at the seam's loaders
+    assert ag_config.WELL_KNOWN_PROVIDERS["nbagent.AssistantAgent"] == "nbagent.autogen.loaders.AssistantAgent"
+
+
+async def test_nbagents_agent_streams_an_agent_tools_inner_messages() -> None:
+    """nbagent's agent with AutoGen's AgentTool (a BaseStreamTool) in tools=: the inner agent's messages
+    come through in the outer run's stream, between the tool request and its result, as AutoGen's
+    agent streams them (AutoGen's test_task_runner_tool order)."""
+    inner = AssistantAgent("tool_agent", ReplayChatCompletionClient(["Summary from tool agent"]))
+    script = [
+        nbagent.CreateResult(
+            finish_reason="function_calls",
+            content=[nbagent.FunctionCall(id="1", name="tool_agent", arguments='{"task": "Input task"}')],
+        ),
+        "Summary from main agent",
+    ]
+    main = AssistantAgent(
+        "main", ReplayChatCompletionClient(script), tools=[AgentTool(inner)], reflect_on_tool_use=True
+    )
+    result = await main.run(task="Input task from user")
+    kinds = [(type(m).__name__, m.source) for m in result.messages]
+    assert kinds == [
+        ("TextMessage", "user"),
+        ("ToolCallRequestEvent", "main"),
+        ("TextMessage", "user"),  # the inner run's task, streamed through the tool
+        ("TextMessage", "tool_agent"),  # the inner agent's answer
+        ("ToolCallExecutionEvent", "main"),
+        ("TextMessage", "main"),
+    ]
+    assert result.messages[4].content[0].content == "tool_agent: Summary from tool agent"
+
+
+async def test_a_text_only_multimodal_message_reaches_a_model_without_vision_as_one_text() -> None:
+    """Issue 40.4: as AutoGen's remove_images, a user message of text parts is joined for a model
+    without vision (its usage then counts as AutoGen's does), not sent as a list."""
+    client = ReplayChatCompletionClient(["ok"], model_info={"vision": False})
+    agent = AssistantAgent("bot", client, system_message=None)
+    await agent.run(task=ag.MultiModalMessage(content=["first part", "second part"], source="user"))
+    (sent,) = client.requests[0].messages
+    assert sent.content == "first part\nsecond part"
+
+
+def test_the_handoff_tool_schema_is_autogens() -> None:
+    from autogen_agentchat.base import Handoff as AgHandoff
+
+    assert nbagent.Handoff(target="planner").schema == AgHandoff(target="planner").handoff_tool.schema
+
+
+async def test_an_unknown_message_type_is_autogens_value_error_too() -> None:
+    class WrongMessage:
+        content = "?"
+
+    client = nbagent.OpenAIChatCompletionClient(
+        model="gpt-4o", api_key="sk-" + "unused", base_url="http://127.0.0.1:9/v1"
+    )
+    with pytest.raises(ValueError, match="Unknown message type"):
+        await client.create([WrongMessage()])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="not an LLM message: WrongMessage"):
+        await client.create([WrongMessage()])  # type: ignore[list-item]
+
+
+async def test_swarm_takes_an_nbagent_agent_without_handoffs_as_its_first_participant() -> None:
+    from autogen_agentchat.teams import Swarm
+
+    first = AssistantAgent("first", ReplayChatCompletionClient(["Done."]))
+    team = Swarm([first], termination_condition=MaxMessageTermination(2))  # refused on ce8e2c5
+    result = await team.run(task="go")
+    assert result.messages[-1].content == "Done."
