@@ -13,9 +13,12 @@ from nbagent._imports import when_imported
 
 @pytest.fixture
 def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    # nbagent waits for autogen_agentchat.base itself (its agents join AutoGen's protocol): imported, that
-    # wait is over, and the finder is on sys.meta_path only for this test's module.
+    # nbagent's AutoGen seam waits for autogen_agentchat.base and .agents and for autogen_core itself (its
+    # agents join AutoGen's protocols, its components AutoGen's loader): imported, those waits are over, and
+    # the finder is on sys.meta_path only for this test's module.
+    import autogen_agentchat.agents  # noqa: F401
     import autogen_agentchat.base  # noqa: F401
+    import autogen_core  # noqa: F401
 
     (tmp_path / "hooked_pkg").mkdir()
     (tmp_path / "hooked_pkg" / "__init__.py").write_text("")
