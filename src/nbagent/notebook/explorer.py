@@ -600,14 +600,15 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
                 raise check.wrong_value(_WHERE, "a, b", "two run ids (or two runs picked)", (a, b))
             a, b = self.picked
         left, right = self.check_run("a", a), self.check_run("b", b)
-        return compare((self._of(left), left), (self._of(right), right), labels=(left, right))
+        return compare((self._of(left).run(left), left), (self._of(right).run(right), right), labels=(left, right))
 
     def _of(self, run: str) -> TraceFrames:
-        """The trace to read run ``run`` from: a lazily read dataset's run alone (its rows only); a
-        followed batch's part in memory holding it, or its run read alone from the batch's folder."""
+        """The trace to read run ``run`` from: the trace (whose replay and timeline of a run read that run's
+        rows alone); a followed batch's part in memory holding it, or its run read alone from the batch's
+        folder."""
         if self._batch is not None:
             return self._batch.trace_of(run)
-        return self.trace.run(run) if isinstance(self.trace, LazyTrace) else self.trace
+        return self.trace
 
     def export(self, run_id: str, path: str | Path | None = None) -> Path:
         """Write run ``run_id``'s view (the HTML shown, with the stylesheet) to ``path``

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import _check as check
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -59,6 +61,29 @@ class TraceFrames(ABC):
     def context_tables(self) -> dict[str, pd.DataFrame]:
         """The context snapshots as the tables ``context_logs`` and ``snapshots`` (for export)."""
 
+    #: Whether the reads of one run (``replay``, ``timeline``, the explorer's open) read that run's rows
+    #: alone (:meth:`run`): a live trace and a lazily read dataset, whose whole frames cost what every run
+    #: costs; a loaded trace's frames are in memory already.
+    reads_by_run: bool = False
+
+    def run(self, run_id: str) -> TraceFrames:
+        """A trace holding run ``run_id`` with what its replay, timeline, context and comparison read: the
+        run's rows alone where the trace reads by run (:attr:`reads_by_run`; a live trace's from its rows,
+        a lazily read dataset's from its files), this trace itself where its frames are in memory."""
+        run = str(check.string("trace.run", "run_id", run_id))
+        if run not in set(self.runs_df()["run_id"].astype("object")):
+            raise check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)
+        return self
+
+    def last_run(self, started: bool = False) -> str:
+        """The id of the trace's last run (of the last run started, if ``started``); ValueError if none."""
+        runs = self.runs_df()
+        if not len(runs):
+            raise ValueError("the trace holds no run")
+        if started:
+            runs = runs.sort_values("started_at", kind="stable")
+        return str(runs["run_id"].iloc[-1])
+
     def replay(self, run_id: str | None = None, *, pace: bool = False) -> Replay:
         """Run ``run_id`` (the last by default) read back so that the loop makes it again offline.
 
@@ -70,7 +95,16 @@ class TraceFrames(ABC):
         """
         from .replay import replay_of
 
-        return replay_of(self, run_id, pace=pace)
+        if not self.reads_by_run:
+            return replay_of(self, run_id, pace=pace)
+        if run_id is not None and not isinstance(run_id, str):
+            raise TypeError(f"trace.replay: run_id must be a run id (str) or None, got {type(run_id).__name__}")
+        if run_id is None:
+            try:
+                run_id = self.last_run()
+            except ValueError as error:
+                raise ValueError(f"trace.replay: no run to replay ({error})") from None
+        return replay_of(self.run(run_id), run_id, pace=pace, source=self)
 
     def replays(self, run_ids: Iterable[str] | None = None, *, pace: bool = False) -> Iterator[Replay]:
         """The replay of each run of ``run_ids`` (every run by default, in order), the frames read once
@@ -98,6 +132,15 @@ class TraceFrames(ABC):
         """A run's LLM calls and tool calls on a time axis (the last run by default), as HTML/SVG."""
         from .timeline import Timeline
 
+        if self.reads_by_run:  # as Timeline.of says a run it cannot find
+            try:
+                run = self.last_run(started=True) if run_id is None else run_id
+                one = self.run(run)
+            except ValueError:
+                if run_id is None:
+                    raise LookupError("the trace has no run to show") from None
+                raise KeyError(f"no run {run_id!r} in this trace") from None
+            return Timeline.of(one.runs_df(), one.llm_calls_df(), one.tool_calls_df(), run)
         return Timeline.of(self.runs_df(), self.llm_calls_df(), self.tool_calls_df(), run_id)
 
     #: Whether OTLP exports carry the messages (``to_otlp``/``to_otlp_json`` with ``content=None``);

@@ -20,8 +20,6 @@ from .schema import CHUNK_KIND, COLUMNS, CONTEXT_TABLES, TraceTables, frame, tab
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .replay import Replay
-    from .timeline import Timeline
 
 _LOAD = "load_parquet"
 
@@ -90,6 +88,8 @@ class LazyTrace(TraceFrames):
 
     A dataset written to while it is read (a Batch's ``output=``, a session exported now and then):
     :meth:`refresh` takes in the parts committed since, reading their metadata alone."""
+
+    reads_by_run = True
 
     def __init__(self, folder: str | os.PathLike[str], session: str | None = None, *, where: str = _LOAD) -> None:
         # ``where`` names who was given the folder in the errors (its parameter after a colon:
@@ -189,26 +189,14 @@ class LazyTrace(TraceFrames):
             raise check.wrong_value("trace.run", "run_id", f"a run of the dataset {str(self.folder)!r}", run_id)
         return LoadedTrace(tables, self.trace_id, self.sessions)
 
-    def _last(self, started: bool) -> str:
-        """The last run (the last run started, if ``started``)."""
+    def last_run(self, started: bool = False) -> str:
+        """As :meth:`TraceFrames.last_run`, reading the ``runs`` table's ids and start times only."""
         runs = read_table(self._parts, "runs", ["run_id", "started_at"])
         if not len(runs):
             raise ValueError(f"the dataset {str(self.folder)!r} holds no run")
         if started:
             runs = runs.sort_values("started_at", kind="stable")
         return str(runs["run_id"].iloc[-1])
-
-    def replay(self, run_id: str | None = None, *, pace: bool = False) -> Replay:
-        """As :meth:`TraceFrames.replay` (the last run by default), reading that run's rows only."""
-        if run_id is not None and not isinstance(run_id, str):
-            raise TypeError(f"trace.replay: run_id must be a run id (str) or None, got {type(run_id).__name__}")
-        run = self._last(started=False) if run_id is None else run_id
-        return self.run(run).replay(run, pace=pace)
-
-    def timeline(self, run_id: str | None = None) -> Timeline:
-        """As :meth:`TraceFrames.timeline` (the last run started by default), reading that run's rows only."""
-        run = self._last(started=True) if run_id is None else run_id
-        return self.run(run).timeline(run)
 
     def __repr__(self) -> str:
         sessions = f", {len(self.sessions)} sessions" if len(self.sessions) > 1 else ""

@@ -430,8 +430,11 @@ class ReplayIndex:
     """A trace's frames read once, for the replay of any of its runs (:meth:`replay`): each run's
     rows, model calls and tool calls, and its context at any row through the snapshot tables."""
 
-    def __init__(self, trace: ReplaySource) -> None:
+    def __init__(self, trace: ReplaySource, source: ReplaySource | None = None) -> None:
         self.trace = trace
+        # where a structured output's class and the loop settings a run left open are looked up: the
+        # live trace a run's rows were taken from (``Trace.run``), else ``trace``
+        self.source = trace if source is None else source
         runs = trace.runs_df()
         self.order = [str(r) for r in runs["run_id"]]
         self.runs = {str(row["run_id"]): row for row in _rows(runs, list(runs.columns))}
@@ -522,7 +525,7 @@ class ReplayIndex:
         answers = _answers(events, calls, added_here, tools)
         structured = final_type is not None and str(final_type).startswith("StructuredMessage")
         output_type, output_format = _output_type(
-            self.trace,
+            self.source,
             run_id,
             agent,
             None if final_text is None or not structured else str(final_text),
@@ -546,7 +549,7 @@ class ReplayIndex:
             answers=tuple(answers),
             tool_results=tuple(results),
             memory=_memory(events, added_moves, added_here) if "memory" in moves else None,
-            settings=_settings(self.trace, run, events, moves, output_type is not None, calls),
+            settings=_settings(self.source, run, events, moves, output_type is not None, calls),
             model="replay" if first is None else str(first["model"]),
             provider="nbagent.replay" if first is None or first["provider"] is None else str(first["provider"]),
             model_client_stream=bool(first is not None and first["streaming"]),
@@ -558,9 +561,12 @@ class ReplayIndex:
         )
 
 
-def replay_of(trace: ReplaySource, run_id: str | None = None, *, pace: bool = False) -> Replay:
-    """The :class:`Replay` of run ``run_id`` of ``trace`` (the last run by default)."""
-    return ReplayIndex(trace).replay(run_id, pace=pace)
+def replay_of(
+    trace: ReplaySource, run_id: str | None = None, *, pace: bool = False, source: ReplaySource | None = None
+) -> Replay:
+    """The :class:`Replay` of run ``run_id`` of ``trace`` (the last run by default); ``source``: the live
+    trace ``trace`` holds rows of (see :class:`ReplayIndex`)."""
+    return ReplayIndex(trace, source).replay(run_id, pace=pace)
 
 
 def _text(value: object) -> str:

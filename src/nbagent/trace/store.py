@@ -32,6 +32,8 @@ class RowStore:
         "max_runs",
         "epoch",
         "_ended",
+        "_by_recorder",
+        "_indexed",
     )
 
     def __init__(self) -> None:
@@ -56,6 +58,10 @@ class RowStore:
         """Counts the times rows were forgotten (:meth:`clear`, :meth:`drop_runs`): what was derived
         from the rows before (a recorder's origins, the redactor's memo) is stale once it changes."""
         self._ended: deque[str] = deque()  # with max_runs: the finished runs kept, oldest first
+        # Per recorder key, the positions of its snapshots (built as read: :meth:`snapshots_of`), and the
+        # epoch and number of snapshots it was built over.
+        self._by_recorder: dict[int, list[int]] = {}
+        self._indexed = (0, 0)
 
     def add_snapshot(
         self, agent: str, length: int, recorder: int, run_id: str | None, move: MoveName | None, log: list[LLMMessage]
@@ -63,6 +69,26 @@ class RowStore:
         """Snapshot ``agent``'s context, ``log[:length]``, before the next row (see :data:`rows.SnapshotRow`)."""
         self.snapshots.append((len(self.rows), agent, length, recorder, run_id, move))
         self.logs.append(log)
+
+    def snapshots_of(self, recorder: int) -> list[int]:
+        """The positions in :attr:`snapshots` of recorder ``recorder``'s snapshots, in order: an index of
+        every recorder's, brought up to date with the snapshots taken since it was last read (so that
+        the recorders of a store, one per task of a batch, read their own snapshots and no other's)."""
+        epoch, done = self._indexed
+        index = self._by_recorder
+        if epoch != self.epoch:  # snapshots were forgotten since: index them again
+            index.clear()
+            done = 0
+        snapshots = self.snapshots
+        for at in range(done, len(snapshots)):
+            key = snapshots[at][3]
+            mine = index.get(key)
+            if mine is None:
+                index[key] = [at]
+            else:
+                mine.append(at)
+        self._indexed = (self.epoch, len(snapshots))
+        return index.get(recorder, [])
 
     def defer_chunk_ids(self, first_row: int, call: LLMCall, start: int, end: int) -> None:
         """Chunks ``start:end`` of ``call`` have rows from ``first_row`` on with no id yet: draw them

@@ -1,0 +1,102 @@
+"""Benchmark: what a kept run costs, and what reading one run of a big live Batch costs (issue 42).
+
+- ``kept_bytes_per_run_<n>``: bytes a plain run keeps with its trace, ``n`` runs kept (tracemalloc,
+  after a collection): one agent on the replay model (one answer per run) recording into its trace,
+  every ``await agent.run(task=...)`` result kept, as pydantic-ai's and OpenAI Agents' own figures
+  are measured (their results and their traces kept).
+- ``replay_s_<n>`` / ``open_s_<n>``: a Batch of ``n`` tasks on the replay model (no ``output=``: every run
+  in memory), each a tool call and an answer; then, timed, ``batch.trace.replay(run)`` of its last run,
+  and ``trace.table(run)`` (one run's rows of every table: what the explorer opens).
+
+    python bench/bench_runs_at_scale.py [--kept 1000 10000] [--runs 1000 10000 100000] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import time
+import tracemalloc
+from typing import Any
+
+import nbagent
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage
+
+
+async def kept_per_run(count: int) -> float:
+    """Bytes per run kept (results and the trace's rows), ``count`` plain runs of one agent."""
+    agent = AssistantAgent("a", ReplayChatCompletionClient(["warm"] + ["the answer"] * count))
+    await agent.run(task="warm up")  # imports and first-call caches outside the measure
+    agent.model_context.clear() if hasattr(agent.model_context, "clear") else None
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        results = [await agent.run(task=f"task {i}") for i in range(count)]
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(results) == count and len(agent.trace.runs_df()) == count + 1
+    return held / count
+
+
+async def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def make_agent(task: object) -> AssistantAgent:
+    call = CreateResult(
+        finish_reason="function_calls",
+        content=[FunctionCall(id="c1", name="add", arguments='{"a": 1, "b": 2}')],
+        usage=RequestUsage(prompt_tokens=10, completion_tokens=5),
+    )
+    return AssistantAgent("calc", ReplayChatCompletionClient([call, f"answer to {task}"]), tools=[add])
+
+
+async def read_one(count: int) -> dict[str, float]:
+    """Seconds to replay, and to read the rows of, the last run of a live ``count``-run Batch."""
+    batch = await nbagent.Batch(make_agent, [f"task {i}" for i in range(count)], progress=None, timeout=None).run()
+    trace = batch.trace
+    runs = trace.runs_df()
+    assert len(runs) == count
+    last = str(runs["run_id"].iloc[-1])
+    started = time.perf_counter()
+    replay = trace.replay(last)
+    replay_s = time.perf_counter() - started
+    assert replay.task is not None
+    started = time.perf_counter()
+    run_trace = trace.run(last) if hasattr(trace, "run") else trace
+    open_s = time.perf_counter() - started
+    assert len(run_trace.runs_df()) >= 1
+    return {f"replay_s_{count}": round(replay_s, 3), f"open_s_{count}": round(open_s, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kept", type=int, nargs="*", default=[1000, 10000])
+    parser.add_argument("--runs", type=int, nargs="*", default=[1000, 10000, 100000])
+    parser.add_argument("--quick", action="store_true", help="1,000 kept runs, a 1,000-run batch")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args()
+    if args.quick:
+        args.kept, args.runs = [1000], [1000]
+    figures: dict[str, Any] = {}
+    for count in args.kept:
+        figures[f"kept_bytes_per_run_{count}"] = round(asyncio.run(kept_per_run(count)))
+        print(f"kept run, {count:,} kept: {figures[f'kept_bytes_per_run_{count}']:,} bytes", flush=True)
+    for count in args.runs:
+        found = asyncio.run(read_one(count))
+        figures.update(found)
+        print(f"{count:,}-run live Batch: replay {found[f'replay_s_{count}']} s, open {found[f'open_s_{count}']} s")
+        print(flush=True)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as file:
+            json.dump(figures, file, indent=2)
+
+
+if __name__ == "__main__":
+    main()
