@@ -7,6 +7,8 @@ loaded one): its id and its tables.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -189,9 +191,16 @@ LONG_TEXT = 65_536
 """Texts at least this long are shared Arrow copies in the frames of a trace that keeps them."""
 
 
+@functools.cache
+def has_pyarrow() -> bool:
+    """Whether pyarrow is installed (an optional dependency: ``nbagent-loop[parquet]``)."""
+    return importlib.util.find_spec("pyarrow") is not None
+
+
 def shared_texts(red: object) -> ArrowTexts | None:
-    """``red`` (a trace's redactor) if it keeps the shared Arrow copies of long texts, else ``None``."""
-    return red if callable(getattr(red, "arrow_text", None)) else None  # type: ignore[return-value]
+    """``red`` (a trace's redactor) if it keeps the shared Arrow copies of long texts (and pyarrow is
+    installed to hold them), else ``None``."""
+    return red if callable(getattr(red, "arrow_text", None)) and has_pyarrow() else None  # type: ignore[return-value]
 
 
 def text_column(values: Sequence[Any], texts: ArrowTexts) -> pd.Series:
@@ -202,11 +211,12 @@ def text_column(values: Sequence[Any], texts: ArrowTexts) -> pd.Series:
     memory the kernel hands out and zeroes (0.4-0.6 s of system time per 200 MB, most of a first
     build's time; ``bench/RESULTS.md``)."""
     import pandas as pd
-    import pyarrow as pa
 
     longs = [at for at, value in enumerate(values) if isinstance(value, str) and len(value) >= LONG_TEXT]
     if not longs:
         return pd.Series(values, dtype="string")
+    import pyarrow as pa
+
     kind = pa.large_string()
     chunks = []
     start = 0
