@@ -107,7 +107,7 @@ from .redact import mask, process_secrets
 from .sync import run_coroutine
 from .trace import LazyTrace, Trace, TraceFrames
 from .trace.combine import cast, stack
-from .trace.explore import RunFollower
+from .trace.explore import TOOL_USE_COLUMNS, RunFollower, tool_errors_only
 from .trace.parquet import (
     WRITE_ORDER,
     arrow_table,
@@ -1595,13 +1595,15 @@ class BatchFollower:
         return committed_parts(self._dataset.folder, self._dataset.session)
 
     def changes(self, also: Collection[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-        """``(runs, tool_calls)``: the rows of ``runs_df()`` (with their task) and the ``run_id`` and
-        ``tool_name`` of ``tool_calls_df()`` of the runs new or changed since the last call (and of the
+        """``(runs, tool_calls)``: the rows of ``runs_df()`` (with their task) and the ``TOOL_USE_COLUMNS``
+        of ``tool_calls_df()`` (results of tool errors only) of the runs new or changed since the last call (and of the
         runs ``also`` names, when they are in memory); ``None``: read the whole batch again."""
         batch = self.batch
         if self._trace_follower is not None:
             got = self._trace_follower.changes(also)
-            return None if got is None else (batch.with_tasks(got[0]), got[1][["run_id", "tool_name"]])
+            if got is None:
+                return None
+            return batch.with_tasks(got[0]), tool_errors_only(got[1][list(TOOL_USE_COLUMNS)])
         dataset = self._dataset
         assert dataset is not None
         committed = set(self._committed())  # listed before the parts in memory: a part moves from there to here
@@ -1621,7 +1623,7 @@ class BatchFollower:
                 if got is None:
                     return None
                 runs.append(got[0])
-                tools.append(got[1][["run_id", "tool_name"]])
+                tools.append(tool_errors_only(got[1][list(TOOL_USE_COLUMNS)]))
                 self._memory[number] = (part, follower, len(part.attempts))
                 if number in committed:
                     del self._memory[number]
@@ -1630,15 +1632,15 @@ class BatchFollower:
                 part = in_memory[number]
                 follower = RunFollower(part.trace)
                 runs.append(part.trace.runs_df())
-                tools.append(part.trace.tool_calls_df()[["run_id", "tool_name"]])
+                tools.append(tool_errors_only(part.trace.tool_calls_df()[list(TOOL_USE_COLUMNS)]))
                 self._tasks.update((attempt[3], attempt) for attempt in part.attempts)
                 self._memory[number] = (part, follower, len(part.attempts))
             else:  # written before it was seen in memory: read once
                 files = {table: session_folder(dataset.folder, table, dataset.session) / part_name(number)
                          for table in ("runs", "tool_calls", "attempts")}  # fmt: skip
                 runs.append(cast(read_table_file(files["runs"], "runs"), "runs"))
-                tools.append(cast(read_table_file(files["tool_calls"], "tool_calls", ["run_id", "tool_name"]),
-                                  "tool_calls", ["run_id", "tool_name"]))  # fmt: skip
+                uses = read_table_file(files["tool_calls"], "tool_calls", TOOL_USE_COLUMNS)
+                tools.append(tool_errors_only(cast(uses, "tool_calls", TOOL_USE_COLUMNS)))
                 attempts += _attempt_rows(files["attempts"], dataset.session)
                 self._read.add(number)
             fresh_runs = [str(run) for run in runs[-1]["run_id"] if str(run) not in self._given]
@@ -1648,12 +1650,12 @@ class BatchFollower:
                 self._top = number
                 self._given.update(fresh_runs)
         if not runs:
-            return empty_frame("runs"), empty_frame("tool_calls")[["run_id", "tool_name"]]
+            return empty_frame("runs"), empty_frame("tool_calls")[list(TOOL_USE_COLUMNS)]
         all_runs = stack(runs, "runs")
         found = {attempt[3]: attempt for attempt in attempts}
         found.update((run, self._tasks[run]) for run in all_runs["run_id"].astype(str) if run in self._tasks)
         data = {name: [a[i] for a in found.values()] for i, name in enumerate(ATTEMPT_COLUMNS)}
-        return _with_tasks(all_runs, _frame(ATTEMPT_COLUMNS, data)), stack(tools, "tool_calls", ["run_id", "tool_name"])
+        return _with_tasks(all_runs, _frame(ATTEMPT_COLUMNS, data)), stack(tools, "tool_calls", TOOL_USE_COLUMNS)
 
     def trace_of(self, run_id: str) -> TraceFrames:
         """A trace holding run ``run_id``'s rows as the whole batch's trace has them: its part's in

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,34 @@ class TraceFrames(ABC):
     @abstractmethod
     def context_tables(self) -> dict[str, pd.DataFrame]:
         """The context snapshots as the tables ``context_logs`` and ``snapshots`` (for export)."""
+
+    def table(
+        self, name: str, columns: Sequence[str] | None = None, run_ids: Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        """Table ``name`` (``events``, ``llm_calls``, ``tool_calls``, ``runs``, ``context_logs``,
+        ``snapshots``), its ``columns`` only (default: all), the rows of ``run_ids`` only (default: all;
+        not for the context tables, which have no run). A lazily read dataset reads those alone."""
+        from .combine import ALL_TABLES
+        from .schema import COLUMNS, CONTEXT_TABLES
+
+        where = "trace.table"
+        check.choice(where, "name", name, ALL_TABLES)
+        if name in CONTEXT_TABLES:
+            if run_ids is not None:
+                raise check.wrong_value(where, "run_ids", f"None for {name!r} (a table of no run)", run_ids)
+            df = self.context_tables()[name]
+        else:
+            df = self.events_df() if name == "events" else getattr(self, f"{name}_df")()
+        if run_ids is not None:
+            given = check.sequence(where, "run_ids", run_ids, "a list of run ids")
+            wanted = [str(check.string(where, f"run_ids[{i}]", run)) for i, run in enumerate(given)]
+            df = df[df["run_id"].astype("object").isin(wanted).to_numpy()].reset_index(drop=True)
+        if columns is not None:
+            chosen = list(check.sequence(where, "columns", columns, "a list of column names"))
+            for position, column in enumerate(chosen):
+                check.choice(where, f"columns[{position}]", column, COLUMNS[name])
+            df = df[chosen]
+        return df
 
     #: Whether the reads of one run (``replay``, ``timeline``, the explorer's open) read that run's rows
     #: alone (:meth:`run`): a live trace and a lazily read dataset, whose whole frames cost what every run
