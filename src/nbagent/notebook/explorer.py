@@ -575,7 +575,10 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         try:
             agent, task = replayed(_WHERE, self._of(run).replay(run), None)
         except Exception as error:  # the reason is shown, with what the trace still tells
-            timeline = Markup(self._of(run).timeline(run).to_html())
+            try:
+                timeline = Markup(self._of(run).timeline(run).to_html())
+            except Exception:  # noqa: BLE001 what made the replay fail (a garbled file) may stop this too
+                timeline = Markup("")
             note = el("div", f"run {run} cannot be replayed ({type(error).__name__}: {error})", class_="nba-muted")
             html = str(portable(el("div", concat(note, timeline), class_="nba-explorer-run")))
         else:

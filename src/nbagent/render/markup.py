@@ -23,7 +23,7 @@ import string
 from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
-from ..redact import mask
+from ..redact import mask, valid_text
 
 __all__ = ["EMPTY", "Markup", "Child", "el", "escape"]
 
@@ -73,11 +73,11 @@ EMPTY = Markup()
 
 
 def escape(value: object) -> Markup:
-    """``value`` as HTML text: ``Markup`` as it is, anything else ``str()``-ed, its secrets masked and
-    escaped (quotes too)."""
+    """``value`` as HTML text: ``Markup`` as it is, anything else ``str()``-ed, a lone surrogate replaced
+    (:func:`~nbagent.redact.valid_text`), its secrets masked and escaped (quotes too)."""
     if isinstance(value, Markup):
         return value
-    return Markup(_html.escape(mask(value if isinstance(value, str) else str(value)), quote=True))
+    return Markup(_html.escape(mask(valid_text(value if isinstance(value, str) else str(value))), quote=True))
 
 
 class _Escaped:

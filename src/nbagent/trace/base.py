@@ -31,6 +31,13 @@ def register_explorer(factory: Callable[..., Any]) -> None:
     _explorer[:] = [factory]
 
 
+class NoSuchRun(ValueError, KeyError):
+    """A run the trace does not hold: a ValueError naming the parameter, and a KeyError (a lookup's miss)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class TraceFrames(ABC):
     """Views and exports shared by a live trace (:class:`~nbagent.trace.Trace`) and a loaded one
     (:class:`~nbagent.trace.LoadedTrace`)."""
@@ -100,14 +107,14 @@ class TraceFrames(ABC):
         a lazily read dataset's from its files), this trace itself where its frames are in memory."""
         run = str(check.string("trace.run", "run_id", run_id))
         if run not in set(self.runs_df()["run_id"].astype("object")):
-            raise check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)
+            raise NoSuchRun(str(check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)))
         return self
 
     def last_run(self, started: bool = False) -> str:
-        """The id of the trace's last run (of the last run started, if ``started``); ValueError if none."""
+        """The id of the trace's last run (of the last run started, if ``started``); :class:`NoSuchRun` if none."""
         runs = self.runs_df()
         if not len(runs):
-            raise ValueError("the trace holds no run")
+            raise NoSuchRun("the trace holds no run")
         if started:
             runs = runs.sort_values("started_at", kind="stable")
         return str(runs["run_id"].iloc[-1])
@@ -160,14 +167,9 @@ class TraceFrames(ABC):
         """A run's LLM calls and tool calls on a time axis (the last run by default), as HTML/SVG."""
         from .timeline import Timeline
 
-        if self.reads_by_run:  # as Timeline.of says a run it cannot find
-            try:
-                run = self.last_run(started=True) if run_id is None else run_id
-                one = self.run(run)
-            except ValueError:
-                if run_id is None:
-                    raise LookupError("the trace has no run to show") from None
-                raise KeyError(f"no run {run_id!r} in this trace") from None
+        if self.reads_by_run:  # a run it does not hold: NoSuchRun, a KeyError as Timeline.of raises
+            run = self.last_run(started=True) if run_id is None else run_id
+            one = self.run(run)
             return Timeline.of(one.runs_df(), one.llm_calls_df(), one.tool_calls_df(), run)
         return Timeline.of(self.runs_df(), self.llm_calls_df(), self.tool_calls_df(), run_id)
 

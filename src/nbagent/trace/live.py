@@ -26,7 +26,7 @@ from .._ids import new_id
 from ..messages import AssistantMessage, MemoryQueryEvent
 from ..records import LLMCall, RunItem, RunSource, RunStarted, ToolExecution
 from ..redact import DefaultRedactor, Redactor, keep, mask
-from .base import TraceFrames
+from .base import NoSuchRun, TraceFrames
 from .context import context_columns, context_rows, context_tables, pick_snapshot, snapshot_context
 from .frames import (
     event_columns,
@@ -242,7 +242,7 @@ class Trace(TraceFrames):
         for row in reversed(self._rows()):
             if type(row) is RunStarted:
                 return row.run_id
-        raise ValueError("the trace holds no run")
+        raise NoSuchRun("the trace holds no run")
 
     def run(self, run_id: str) -> LoadedTrace:
         """Run ``run_id``'s rows alone, with what its replay, timeline, context and comparison read (its
@@ -254,7 +254,7 @@ class Trace(TraceFrames):
         rows = self._rows()
         positions = [at for at, row in enumerate(rows) if (row[0] if type(row) is tuple else row.run_id) == run]  # type: ignore[union-attr]
         if not positions or type(rows[positions[0]]) is not RunStarted:
-            raise check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)
+            raise NoSuchRun(str(check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)))
         mine = [rows[at] for at in positions]
         store = self._store
         found = RowStore()

@@ -55,8 +55,9 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from ..redact import valid_text
 from .frames import EventColumns
-from .schema import TraceTables, json_value
+from .schema import TraceTables, json_value, seconds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -460,7 +461,7 @@ class _Spans:
             if index is not None:
                 log = self.messages().get(self.snaps.logs[index], [])
                 first = json.dumps(log[:1], sort_keys=True, ensure_ascii=False)
-        return str(uuid.uuid5(_NAMESPACE, f"{self.t.trace_id}\x1f{agent or ''}\x1f{first}"))
+        return str(uuid.uuid5(_NAMESPACE, valid_text(f"{self.t.trace_id}\x1f{agent or ''}\x1f{first}")))
 
     # building ---------------------------------------------------------------
 
@@ -564,7 +565,7 @@ class _Spans:
             if not t.keeps(run_id) or call.status == "running":
                 continue
             start = _ns(call.started_at)
-            duration = _number(call.duration_s)
+            duration = seconds(call.duration_s)  # out of range: missing, no span
             if start is None or duration is None:
                 continue
             error = _text(call.error)
@@ -630,7 +631,7 @@ class _Spans:
             if not t.keeps(run_id):
                 continue
             start = _ns(tool.started_at)
-            duration = _number(tool.duration_s)
+            duration = seconds(tool.duration_s)  # out of range: missing, no span
             if start is None or duration is None or json_value(tool.is_error) is None:
                 continue  # still running
             failed = _flag(tool.is_error)
@@ -748,8 +749,8 @@ def _any_value(value: Any) -> Any:
     if isinstance(value, float):
         return AnyValue(double_value=value)
     if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
-        return AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=item) for item in value]))
-    return AnyValue(string_value=_string_form(value))
+        return AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=valid_text(item)) for item in value]))
+    return AnyValue(string_value=valid_text(_string_form(value)))  # protobuf takes valid UTF-8 alone
 
 
 def _string_form(value: Any) -> str:

@@ -61,7 +61,7 @@ from ..models.base import ChatCompletionClient, ModelError, ModelInfo, ModelRequ
 from ..models.replay import ReplayExhaustedError
 from ..records import CANCELLED_TOOL_RESULT, LoopSettings, RunStarted
 from ..tools import Handoff, ToolResult, ToolSchema, Workbench
-from .schema import CHUNK_KIND, TraceTables
+from .schema import CHUNK_KIND, TraceTables, seconds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -506,7 +506,13 @@ class ReplayIndex:
         start = self.context(agent, rows[0][0]) if rows else None
         end = self.context(agent, rows[-1][0]) if rows else None
         results = [
-            (str(row["call_id"]), str(row["tool_name"]), _text(row["result"]), bool(row["is_error"]), row["duration_s"])
+            (
+                str(row["call_id"]),
+                str(row["tool_name"]),
+                _text(row["result"]),
+                bool(row["is_error"]),
+                seconds(row["duration_s"]),
+            )
             for row in tools
             if row["is_error"] is not None
         ]
@@ -654,7 +660,7 @@ def _answers(
             chunks = tuple(_text(row["text"]) for row in streamed)
             times = [float(row["elapsed_s"]) for row in streamed]
             began = float(window[0]["elapsed_s"]) if window else 0.0
-            gaps = tuple(max(0.0, b - a) for a, b in zip([began, *times], times))
+            gaps = tuple(seconds(b - a) or 0.0 for a, b in zip([began, *times], times))  # out of range: none
         if call["status"] != "ok":
             answers.append(RecordedAnswer(None, call["error"], chunks, gaps))
             continue
@@ -685,7 +691,8 @@ def _answers(
             response_model=call["response_model"],
             response_id=call["response_id"],
         )
-        answers.append(RecordedAnswer(result, None, chunks, gaps, call["duration_s"], call["ttft_s"]))
+        # a time missing or out of range (inf, 1e300) is not waited for by a paced replay
+        answers.append(RecordedAnswer(result, None, chunks, gaps, seconds(call["duration_s"]), seconds(call["ttft_s"])))
     return answers
 
 
