@@ -29,7 +29,6 @@ async def kept_per_run(count: int) -> float:
     """Bytes per run kept (results and the trace's rows), ``count`` plain runs of one agent."""
     agent = AssistantAgent("a", ReplayChatCompletionClient(["warm"] + ["the answer"] * count))
     await agent.run(task="warm up")  # imports and first-call caches outside the measure
-    agent.model_context.clear() if hasattr(agent.model_context, "clear") else None
     gc.collect()
     tracemalloc.start()
     try:

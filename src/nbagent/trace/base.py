@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from .otlp import SpanTables
     from .replay import Replay
     from .timeline import Timeline
 
@@ -201,6 +202,13 @@ class TraceFrames(ABC):
         from .jsonl import write_jsonl
 
         return write_jsonl(self, folder)
+
+    def span_tables(self) -> SpanTables:
+        """What the OTLP spans are built from (:class:`~nbagent.trace.otlp.SpanTables`): made from the
+        frames here; a live trace makes them from its rows."""
+        from .otlp import span_tables
+
+        return span_tables(self)
 
     def _content(self, content: bool | None) -> bool:
         from .otlp import content_default

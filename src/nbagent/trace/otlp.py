@@ -53,7 +53,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..redact import valid_text
 from .frames import EventColumns
@@ -715,8 +715,14 @@ def _definitions(call: Any) -> dict[str, Any]:
     return out
 
 
+class SpanSource(Protocol):
+    """A trace that gives its span tables (every trace: ``TraceFrames.span_tables``)."""
+
+    def span_tables(self) -> SpanTables: ...
+
+
 def spans_of(
-    trace: TraceTables | SpanTables,
+    trace: SpanSource | SpanTables,
     content: bool = False,
     runs: Collection[str] | None = None,
     handoffs: dict[str, tuple[str, str]] | None = None,
@@ -726,14 +732,8 @@ def spans_of(
     ``handoffs`` maps an agent to the (trace id, span id) of the last run that handed it the
     conversation and is updated in place: a recorder that sends run by run keeps it between runs.
     """
-    source = trace if isinstance(trace, SpanTables) else _source(trace)
+    source = trace if isinstance(trace, SpanTables) else trace.span_tables()
     return _Spans(_Tables(source, runs), content, {} if handoffs is None else handoffs).build()
-
-
-def _source(trace: TraceTables) -> SpanTables:
-    """A live trace's tables from its rows (``Trace.span_tables``), any other's from its frames."""
-    made = getattr(trace, "span_tables", None)
-    return made() if callable(made) else span_tables(trace)
 
 
 # --------------------------------------------------------------------------- protobuf
@@ -1002,7 +1002,7 @@ def to_json(request: Any) -> dict[str, Any]:
 
 def otlp_json(trace: TraceTables, content: bool = False) -> dict[str, Any]:
     """The trace as an OTLP-JSON ``ExportTraceServiceRequest`` (one OpenTelemetry trace per run)."""
-    return to_json(export_request(spans_of(trace, content)))
+    return to_json(export_request(spans_of(span_tables(trace), content)))
 
 
 class OTLPSendError(ConnectionError):
