@@ -106,7 +106,7 @@ from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
 from .sync import run_coroutine
 from .trace import LazyTrace, Trace, TraceFrames
-from .trace.combine import cast, stack
+from .trace.combine import ALL_TABLES, cast, combine, stack
 from .trace.explore import TOOL_USE_COLUMNS, RunFollower, tool_errors_only
 from .trace.parquet import (
     WRITE_ORDER,
@@ -115,15 +115,16 @@ from .trace.parquet import (
     committed_parts,
     next_part,
     part_name,
+    part_of,
     pending_sessions,
+    read_part,
     read_table_file,
     repair,
     session_folder,
     write_part,
 )
-from .trace.schema import COLUMNS as TRACE_COLUMNS
-from .trace.schema import CONTEXT_TABLES, TABLES, tables_of
 from .trace.schema import empty as empty_frame
+from .trace.schema import tables_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -791,49 +792,22 @@ class _Dataset:
         return keys
 
     def load_trace(self, trace_id: str, live: Mapping[int, Trace] | None = None) -> LoadedTrace:
-        """This session's trace tables, every part in order, as one :class:`~nbagent.LoadedTrace`
-        (a snapshot's ``event_row`` and a context log's id shifted past the parts before it); the parts
-        ``live`` numbers (parts in memory) are read from its traces instead."""
-        import pandas as pd
-
+        """This session's trace tables, every committed part in order, as one :class:`~nbagent.LoadedTrace`
+        (:func:`nbagent.trace.combine.combine`); the parts ``live`` numbers (parts in memory) are read from
+        its traces instead."""
         from .trace import LoadedTrace
-        from .trace.schema import empty
 
-        pieces: dict[str, list[pd.DataFrame]] = {table: [] for table in (*TABLES, *CONTEXT_TABLES)}
-        events_before = logs_before = 0
         live = live or {}
-        stored = [
-            (int(path.stem.split("-")[-1]), path) for _, path in self.files("runs", self.session, frozenset(live))
-        ]
-        parts: list[tuple[int, Path | Trace]] = [*stored, *live.items()]
-        for _, source in sorted(parts, key=lambda numbered: numbered[0]):
-            if isinstance(source, Trace):
-                frames = tables_of(source)
+        stored = [number for number in committed_parts(self.folder, self.session) if number not in live]
+        pieces = []
+        for number in sorted({*stored, *live}):
+            trace = live.get(number)
+            if trace is not None:
+                pieces.append(tables_of(trace))
             else:
-                part = {table: source.parent.parent.parent / table / source.parent.name / source.name
-                        for table in pieces}  # fmt: skip
-                frames = {table: read_table_file(path, table) if path.exists() else empty(table)
-                          for table, path in part.items()}  # fmt: skip
-            snaps, logs = frames["snapshots"], frames["context_logs"]
-            frames["snapshots"] = snaps.assign(
-                event_row=snaps["event_row"].astype("Int64") + events_before,
-                log=snaps["log"].astype("Int64") + logs_before,
-            )
-            frames["context_logs"] = logs.assign(log=logs["log"].astype("Int64") + logs_before)
-            events_before += len(frames["events"])
-            if len(logs):
-                logs_before += int(logs["log"].max()) + 1
-            for table, df in frames.items():
-                pieces[table].append(df)
-        joined: dict[str, pd.DataFrame] = {}
-        for table, dfs in pieces.items():
-            categories = {c: "object" for c, (d, _) in TRACE_COLUMNS[table].items() if d == "category"}
-            df = pd.concat([d.astype(categories) for d in dfs], ignore_index=True) if dfs else empty(table)
-            for column, (dtype, _) in TRACE_COLUMNS[table].items():
-                if str(df[column].dtype) != dtype:
-                    df[column] = df[column].astype(dtype)
-            joined[table] = df
-        return LoadedTrace(joined, trace_id)
+                part = part_of(self.folder, self.session, number)
+                pieces.append({table: read_part(part, table) for table in ALL_TABLES})
+        return LoadedTrace(combine(pieces), trace_id)
 
 
 def _result_record(row: _Row) -> dict[str, Any]:

@@ -690,13 +690,18 @@ def unreadable(path: Path) -> str | None:
     return None
 
 
+def part_of(root: Path, session: str, number: int) -> Part:
+    """Part ``number`` of ``session`` in ``root``: the files of its tables that are in place."""
+    files = {table: session_folder(root, table, session) / part_name(number) for table in ALL_TABLES}
+    return Part(session, number, {table: path for table, path in files.items() if path.exists()})
+
+
 def _keyed(src: Path, name: str, number: int, strict: bool = False) -> tuple[PartKey, Part] | None:
     """Part ``number`` of session ``name`` with its sort key (the metadata of its files read); a part one
     file of which is no whole Parquet file (empty, truncated): ``None``, with a warning naming the file
     (``strict``: a ValueError naming it)."""
-    files = {table: session_folder(src, table, name) / part_name(number) for table in ALL_TABLES}
-    files = {table: path for table, path in files.items() if path.exists()}
-    for path in files.values():
+    part = part_of(src, name, number)
+    for path in part.files.values():
         why = unreadable(path)
         if why is not None:
             message = f"{path}: not a readable Parquet file ({why})"
@@ -708,8 +713,8 @@ def _keyed(src: Path, name: str, number: int, strict: bool = False) -> tuple[Par
                 stacklevel=5,
             )
             return None
-    first = _first_time(files["events"]) if "events" in files else 2**63
-    return (first, name, number), Part(name, number, files)
+    first = _first_time(part.files["events"]) if "events" in part.files else 2**63
+    return (first, name, number), part
 
 
 def in_order(found: Sequence[tuple[PartKey, Part]]) -> list[tuple[PartKey, Part]]:
