@@ -117,6 +117,7 @@ from .trace.parquet import (
     part_name,
     part_of,
     pending_sessions,
+    read_arrow,
     read_part,
     read_table_file,
     repair,
@@ -755,14 +756,13 @@ class _Dataset:
         """A table of this module (results, attempts) across sessions (but the parts numbered in
         ``skip``), with a ``session`` column."""
         import pandas as pd
-        import pyarrow.parquet as pq
 
         frames = []
         import pyarrow as pa
 
         expected = _arrow_schema(columns, [("task_index", pa.int64())] if table == "results" else [])
         for sid, path in self.files(table, session, skip):
-            stored = pq.read_table(path)
+            stored = read_arrow(path)
             check_schema(path, table, stored.schema, expected, expected.names)  # a foreign file: named
             df = stored.to_pandas()
             df["session"] = sid
@@ -781,11 +781,9 @@ class _Dataset:
 
     def done_keys(self) -> set[str]:
         """The keys of the tasks some session ended ok (read from the results tables, key and status only)."""
-        import pyarrow.parquet as pq
-
         keys: set[str] = set()
         for _, path in self.files("results"):
-            table = pq.read_table(path, columns=["task_key", "status"])
+            table = read_arrow(path, ["task_key", "status"])
             for key, status in zip(table.column("task_key").to_pylist(), table.column("status").to_pylist()):
                 if status == "ok" and key is not None:
                     keys.add(key)
@@ -1649,12 +1647,10 @@ class BatchFollower:
 def _attempt_rows(path: Path, session: str) -> list[AttemptRow]:
     """The attempts of one ``attempts`` file of ``session``, as tuples of :data:`ATTEMPT_COLUMNS` (the
     file holds all but ``session``: its folder names it)."""
-    import pyarrow.parquet as pq
-
     if not path.exists():
         return []
     stored = [name for name in ATTEMPT_COLUMNS if name != "session"]
-    table = pq.read_table(path, columns=stored).to_pydict()
+    table = read_arrow(path, stored).to_pydict()
     return [(*values, session) for values in zip(*(table[name] for name in stored))]
 
 

@@ -500,6 +500,18 @@ def check_schema(path: Path, table: str, schema: Any, expected: Any, known: Coll
             raise ValueError(f"{path}: column {name!r} is {actual}, where nbagent's {table!r} table has {wanted}")
 
 
+def read_arrow(path: Path, columns: Sequence[str] | None = None) -> Any:
+    """One Parquet file as a pyarrow Table (its ``columns`` only, default all): how the tables of a part
+    that are not trace tables (a Batch's ``results`` and ``attempts``) are read. A file that is no whole
+    Parquet file: ValueError naming it."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path, columns=None if columns is None else list(columns))
+    except Exception as error:  # pyarrow.ArrowInvalid, OSError: say which file
+        raise ValueError(f"{path}: not a readable Parquet file ({type(error).__name__}: {error})") from error
+
+
 def read_table_file(path: Path, table: str, columns: Sequence[str] | None = None, where: Any = None) -> pd.DataFrame:
     """One file of ``table``, with every column of :data:`COLUMNS` (or ``columns`` of them; a column
     added since: null) in order, JSON text decoded; dtypes not cast yet; the rows ``where`` keeps (a

@@ -19,8 +19,6 @@ from ..redact import valid_text
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .timeline import Timeline
-
 # table -> column -> (dtype, meaning). The frames are built with exactly these columns and dtypes.
 COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
     "events": {
@@ -281,12 +279,6 @@ class TraceTables(Protocol):
     def runs_df(self) -> pd.DataFrame: ...
 
     def context_tables(self) -> dict[str, pd.DataFrame]: ...
-
-
-class TraceView(TraceTables, Protocol):
-    """What a trace's notebook views read of it: its tables and its timeline."""
-
-    def timeline(self, run_id: str | None = None) -> Timeline: ...
 
 
 def tables_of(trace: TraceTables) -> dict[str, pd.DataFrame]:
