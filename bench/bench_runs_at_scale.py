@@ -42,18 +42,22 @@ async def kept_per_run(count: int) -> float:
     return held / count
 
 
-async def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
+async def double(n: int) -> int:
+    """Double a number."""
+    return 2 * n
+
+
+# Each task's model asks for one tool call, then answers (every trace table gets rows).
+ASK = CreateResult(
+    finish_reason="function_calls",
+    content=[FunctionCall(id="call_0", name="double", arguments='{"n": 21}')],
+    usage=RequestUsage(prompt_tokens=12, completion_tokens=4),
+)
 
 
 def make_agent(task: object) -> AssistantAgent:
-    call = CreateResult(
-        finish_reason="function_calls",
-        content=[FunctionCall(id="c1", name="add", arguments='{"a": 1, "b": 2}')],
-        usage=RequestUsage(prompt_tokens=10, completion_tokens=5),
-    )
-    return AssistantAgent("calc", ReplayChatCompletionClient([call, f"answer to {task}"]), tools=[add])
+    """A fresh agent for ``task`` (a Batch's make_agent)."""
+    return AssistantAgent("doubler", ReplayChatCompletionClient([ASK, f"{task}: 42"]), tools=[double])
 
 
 async def read_one(count: int) -> dict[str, float]:
