@@ -43,7 +43,7 @@ from .loaded import LoadedTrace
 from .otlp import SpanTables
 from .recording import AgentRecorder
 from .rows import Row, as_chunk, as_move, records_of, split
-from .store import RowStore
+from .store import RowStore, run_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -252,10 +252,14 @@ class Trace(TraceFrames):
         pass over the rows and the recorder's index), not what the trace holds."""
         run = str(check.string("trace.run", "run_id", run_id))
         rows = self._rows()
-        positions = [at for at, row in enumerate(rows) if (row[0] if type(row) is tuple else row.run_id) == run]  # type: ignore[union-attr]
+        positions = [at for at, row in enumerate(rows) if run_of(row) == run]
         if not positions or type(rows[positions[0]]) is not RunStarted:
             raise NoSuchRun(str(check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)))
         mine = [rows[at] for at in positions]
+        # a team run's turns (the runs naming it their parent): their rows in ``runs`` (whole, as the
+        # whole trace's), so that its replay can say to replay them instead
+        turns = {row.run_id for row in rows if type(row) is RunStarted and row.parent_run_id == run}
+        members = [row for row in rows if run_of(row) in turns] if turns else []
         store = self._store
         found = RowStore()
         key = next((snapshot[3] for snapshot in store.snapshots if snapshot[4] == run), None)
@@ -277,7 +281,7 @@ class Trace(TraceFrames):
             "events": events_frame(mine, self.trace_id, red, self._anchor, True),
             "llm_calls": llm_calls_frame(mine, self.trace_id, red),
             "tool_calls": tool_calls_frame(calls + mine, self.trace_id, red),
-            "runs": runs_frame(mine, self.trace_id, red),
+            "runs": runs_frame(mine + members, self.trace_id, red),
             **context_tables(found, self._recorders, red, self.trace_id),
         }
         return LoadedTrace(frames, self.trace_id)

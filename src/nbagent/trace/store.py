@@ -136,7 +136,7 @@ class RowStore:
         dropped = [False] * (len(rows) + 1)
         for index, row in enumerate(rows):
             before[index] = len(kept)
-            if _run_of(row) in run_ids:
+            if run_of(row) in run_ids:
                 dropped[index] = True
             else:
                 kept.append(row)
@@ -160,7 +160,7 @@ class RowStore:
         started = {row.run_id for row in rows if type(row) is RunStarted}
         running = started - {row.run_id for row in rows if type(row) is RunFinished}
         if running:
-            self.drop_runs({run for run in map(_run_of, rows) if run is not None and run not in running})
+            self.drop_runs({run for run in map(run_of, rows) if run is not None and run not in running})
             self._ended.clear()
             return False
         rows.clear()  # no run in progress (the common case): nothing is kept
@@ -173,6 +173,6 @@ class RowStore:
         return True
 
 
-def _run_of(row: Row) -> str | None:
+def run_of(row: Row) -> str | None:
     """The run a row belongs to (every layout starts with it; a record holds it)."""
     return row[0] if isinstance(row, tuple) else row.run_id
