@@ -81,3 +81,19 @@ async def test_one_run_read_names_a_run_it_does_not_hold() -> None:
     for trace in (agent.trace, LoadedTrace(nbagent.trace.schema.tables_of(agent.trace), "t")):
         with pytest.raises(ValueError, match="trace.run: run_id .*no-such-run"):
             trace.run("no-such-run")
+
+
+async def test_a_run_is_read_alone_after_rows_were_forgotten() -> None:
+    """The store's indexes are made again once rows are forgotten (``max_runs``, ``clear()``)."""
+    agent = tool_agent("calc", *[text(f"answer {i}") for i in range(8)])
+    agent.trace = nbagent.Trace(owner=agent, max_runs=2)
+    agent.recorders = [agent.trace]
+    for i in range(6):
+        await agent.run(task=f"task {i}")
+        run = agent.trace.last_run()
+        assert_same_run((agent.trace.run(run), run), (agent.trace, run))
+    agent.trace.clear()
+    await agent.run(task="after the clear")
+    run = agent.trace.last_run()
+    assert list(agent.trace.run(run).runs_df()["run_id"].astype(str)) == [run]
+    _same_replay(agent.trace, run)

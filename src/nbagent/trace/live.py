@@ -43,7 +43,7 @@ from .loaded import LoadedTrace
 from .otlp import SpanTables
 from .recording import AgentRecorder
 from .rows import Row, as_chunk, as_move, records_of, split
-from .store import RowStore, run_of
+from .store import RowStore
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -248,21 +248,20 @@ class Trace(TraceFrames):
         """Run ``run_id``'s rows alone, with what its replay, timeline, context and comparison read (its
         recorder's context snapshots it saw, the one it started from first, and the tool calls of that
         recorder's earlier runs whose results those contexts hold): a :class:`LoadedTrace` whose frames of
-        that run equal this trace's. It costs what the run costs (its rows and snapshots are found by one
-        pass over the rows and the recorder's index), not what the trace holds."""
+        that run equal this trace's. It costs what the run costs (its rows and snapshots are found through
+        the store's indexes, kept up to date as read), not what the trace holds."""
         run = str(check.string("trace.run", "run_id", run_id))
         rows = self._rows()
-        positions = [at for at, row in enumerate(rows) if run_of(row) == run]
+        store = self._store
+        positions = store.rows_of(run)
         if not positions or type(rows[positions[0]]) is not RunStarted:
             raise NoSuchRun(str(check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)))
         mine = [rows[at] for at in positions]
         # a team run's turns (the runs naming it their parent): their rows in ``runs`` (whole, as the
         # whole trace's), so that its replay can say to replay them instead
-        turns = {row.run_id for row in rows if type(row) is RunStarted and row.parent_run_id == run}
-        members = [row for row in rows if run_of(row) in turns] if turns else []
-        store = self._store
+        members = [rows[at] for turn in store.turns_of(run) for at in store.rows_of(turn)]
         found = RowStore()
-        key = next((snapshot[3] for snapshot in store.snapshots if snapshot[4] == run), None)
+        key = store.recorder_of_run(run)
         earlier: set[str] = set()
         if key is not None:
             own = store.snapshots_of(key)
