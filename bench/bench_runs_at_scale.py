@@ -4,9 +4,10 @@
   after a collection): one agent on the replay model (one answer per run) recording into its trace,
   every ``await agent.run(task=...)`` result kept, as pydantic-ai's and OpenAI Agents' own figures
   are measured (their results and their traces kept).
-- ``replay_s_<n>`` / ``open_s_<n>``: a Batch of ``n`` tasks on the replay model (no ``output=``: every run
-  in memory), each a tool call and an answer; then, timed, ``batch.trace.replay(run)`` of its last run,
-  and ``trace.run(run)`` (one run's rows of every table: what the explorer opens, compares and draws).
+- ``replay_s_<n>`` / ``open_s_<n>`` (and their CPU time, ``*_cpu_s_<n>``): a Batch of ``n`` tasks on the
+  replay model (no ``output=``: every run in memory), each a tool call and an answer; then, timed,
+  ``batch.trace.replay(run)`` of its last run, and ``trace.run(run)`` (one run's rows of every table:
+  what the explorer opens, compares and draws).
 
     python bench/bench_runs_at_scale.py [--kept 1000 10000] [--runs 1000 10000 100000] [--json out.json]
 """
@@ -68,15 +69,20 @@ async def read_one(count: int) -> dict[str, float]:
     assert len(runs) == count
     last = str(runs["run_id"].iloc[-1])
     trace.replay(str(runs["run_id"].iloc[0]))  # imports and first-call caches outside the measure
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     replay = trace.replay(last)
-    replay_s = time.perf_counter() - started
+    replay_s, replay_cpu = time.perf_counter() - started, time.process_time() - cpu
     assert replay.task is not None
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     run_trace = trace.run(last)
-    open_s = time.perf_counter() - started
+    open_s, open_cpu = time.perf_counter() - started, time.process_time() - cpu
     assert len(run_trace.runs_df()) == 1
-    return {f"replay_s_{count}": round(replay_s, 3), f"open_s_{count}": round(open_s, 3)}
+    return {
+        f"replay_s_{count}": round(replay_s, 3),
+        f"replay_cpu_s_{count}": round(replay_cpu, 3),  # the machine is shared: the CPU time is the cost
+        f"open_s_{count}": round(open_s, 3),
+        f"open_cpu_s_{count}": round(open_cpu, 3),
+    }
 
 
 def main() -> None:
@@ -95,7 +101,9 @@ def main() -> None:
     for count in args.runs:
         found = asyncio.run(read_one(count))
         figures.update(found)
-        print(f"{count:,}-run live Batch: replay {found[f'replay_s_{count}']} s, open {found[f'open_s_{count}']} s")
+        replay = f"replay {found[f'replay_s_{count}']} s ({found[f'replay_cpu_s_{count}']} s CPU)"
+        opened = f"open {found[f'open_s_{count}']} s ({found[f'open_cpu_s_{count}']} s CPU)"
+        print(f"{count:,}-run live Batch: {replay}, {opened}")
         print(flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as file:
