@@ -337,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         Script("bench_otlp.py", ["--runs", "10"] if args.quick else []),
         Script("bench_long_session.py", ["--runs", "10000", "--big-runs", "20"] if args.quick else []),
         Script("bench_iopub.py", ["--runs", "30"] if args.quick else []),
+        Script("bench_runs_at_scale.py", ["--quick"] if args.quick else []),
     ]
     for script in scripts:
         if args.only and script.name not in args.only:

@@ -230,3 +230,27 @@ def test_widgets_and_ipython_only_in_the_notebook_layer_and_above() -> None:
         if module.startswith("nbagent") and layer_of(module) < notebook
     )
     assert below == []
+
+
+def test_parquet_files_are_read_and_written_in_the_trace_layer_alone() -> None:
+    """``trace/`` is the only owner of run data at rest (issue 42.1): no module outside it imports
+    ``pyarrow.parquet`` (grimp sees external packages by their top-level name only: the sources are read)."""
+    import ast
+    from pathlib import Path
+
+    import nbagent
+
+    root = Path(nbagent.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts[0] == "trace":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            if any(name == "pyarrow.parquet" or name.startswith("pyarrow.parquet.") for name in names):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []

@@ -108,8 +108,8 @@ from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
 from .sync import run_coroutine
 from .trace import LazyTrace, Trace, TraceFrames
-from .trace.combine import cast, stack
-from .trace.explore import RunFollower
+from .trace.combine import ALL_TABLES, cast, combine, stack
+from .trace.explore import TOOL_USE_COLUMNS, RunFollower, tool_errors_only
 from .trace.parquet import (
     WRITE_ORDER,
     arrow_table,
@@ -117,15 +117,17 @@ from .trace.parquet import (
     committed_parts,
     next_part,
     part_name,
+    part_of,
     pending_sessions,
+    read_arrow,
+    read_part,
     read_table_file,
     repair,
     session_folder,
     write_part,
 )
-from .trace.schema import COLUMNS as TRACE_COLUMNS
-from .trace.schema import CONTEXT_TABLES, TABLES, tables_of
 from .trace.schema import empty as empty_frame
+from .trace.schema import tables_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -756,14 +758,13 @@ class _Dataset:
         """A table of this module (results, attempts) across sessions (but the parts numbered in
         ``skip``), with a ``session`` column."""
         import pandas as pd
-        import pyarrow.parquet as pq
 
         frames = []
         import pyarrow as pa
 
         expected = _arrow_schema(columns, [("task_index", pa.int64())] if table == "results" else [])
         for sid, path in self.files(table, session, skip):
-            stored = pq.read_table(path)
+            stored = read_arrow(path)
             check_schema(path, table, stored.schema, expected, expected.names)  # a foreign file: named
             df = stored.to_pandas()
             df["session"] = sid
@@ -782,60 +783,31 @@ class _Dataset:
 
     def done_keys(self) -> set[str]:
         """The keys of the tasks some session ended ok (read from the results tables, key and status only)."""
-        import pyarrow.parquet as pq
-
         keys: set[str] = set()
         for _, path in self.files("results"):
-            table = pq.read_table(path, columns=["task_key", "status"])
+            table = read_arrow(path, ["task_key", "status"])
             for key, status in zip(table.column("task_key").to_pylist(), table.column("status").to_pylist()):
                 if status == "ok" and key is not None:
                     keys.add(key)
         return keys
 
     def load_trace(self, trace_id: str, live: Mapping[int, Trace] | None = None) -> LoadedTrace:
-        """This session's trace tables, every part in order, as one :class:`~nbagent.LoadedTrace`
-        (a snapshot's ``event_row`` and a context log's id shifted past the parts before it); the parts
-        ``live`` numbers (parts in memory) are read from its traces instead."""
-        import pandas as pd
-
+        """This session's trace tables, every committed part in order, as one :class:`~nbagent.LoadedTrace`
+        (:func:`nbagent.trace.combine.combine`); the parts ``live`` numbers (parts in memory) are read from
+        its traces instead."""
         from .trace import LoadedTrace
-        from .trace.schema import empty
 
-        pieces: dict[str, list[pd.DataFrame]] = {table: [] for table in (*TABLES, *CONTEXT_TABLES)}
-        events_before = logs_before = 0
         live = live or {}
-        stored = [
-            (int(path.stem.split("-")[-1]), path) for _, path in self.files("runs", self.session, frozenset(live))
-        ]
-        parts: list[tuple[int, Path | Trace]] = [*stored, *live.items()]
-        for _, source in sorted(parts, key=lambda numbered: numbered[0]):
-            if isinstance(source, Trace):
-                frames = tables_of(source)
+        stored = [number for number in committed_parts(self.folder, self.session) if number not in live]
+        pieces = []
+        for number in sorted({*stored, *live}):
+            trace = live.get(number)
+            if trace is not None:
+                pieces.append(tables_of(trace))
             else:
-                part = {table: source.parent.parent.parent / table / source.parent.name / source.name
-                        for table in pieces}  # fmt: skip
-                frames = {table: read_table_file(path, table) if path.exists() else empty(table)
-                          for table, path in part.items()}  # fmt: skip
-            snaps, logs = frames["snapshots"], frames["context_logs"]
-            frames["snapshots"] = snaps.assign(
-                event_row=snaps["event_row"].astype("Int64") + events_before,
-                log=snaps["log"].astype("Int64") + logs_before,
-            )
-            frames["context_logs"] = logs.assign(log=logs["log"].astype("Int64") + logs_before)
-            events_before += len(frames["events"])
-            if len(logs):
-                logs_before += int(logs["log"].max()) + 1
-            for table, df in frames.items():
-                pieces[table].append(df)
-        joined: dict[str, pd.DataFrame] = {}
-        for table, dfs in pieces.items():
-            categories = {c: "object" for c, (d, _) in TRACE_COLUMNS[table].items() if d == "category"}
-            df = pd.concat([d.astype(categories) for d in dfs], ignore_index=True) if dfs else empty(table)
-            for column, (dtype, _) in TRACE_COLUMNS[table].items():
-                if str(df[column].dtype) != dtype:
-                    df[column] = df[column].astype(dtype)
-            joined[table] = df
-        return LoadedTrace(joined, trace_id)
+                part = part_of(self.folder, self.session, number)
+                pieces.append({table: read_part(part, table) for table in ALL_TABLES})
+        return LoadedTrace(combine(pieces), trace_id)
 
 
 def _result_record(row: _Row) -> dict[str, Any]:
@@ -1597,13 +1569,15 @@ class BatchFollower:
         return committed_parts(self._dataset.folder, self._dataset.session)
 
     def changes(self, also: Collection[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-        """``(runs, tool_calls)``: the rows of ``runs_df()`` (with their task) and the ``run_id`` and
-        ``tool_name`` of ``tool_calls_df()`` of the runs new or changed since the last call (and of the
+        """``(runs, tool_calls)``: the rows of ``runs_df()`` (with their task) and the ``TOOL_USE_COLUMNS``
+        of ``tool_calls_df()`` (results of tool errors only) of the runs new or changed since the last call (and of the
         runs ``also`` names, when they are in memory); ``None``: read the whole batch again."""
         batch = self.batch
         if self._trace_follower is not None:
             got = self._trace_follower.changes(also)
-            return None if got is None else (batch.with_tasks(got[0]), got[1][["run_id", "tool_name"]])
+            if got is None:
+                return None
+            return batch.with_tasks(got[0]), tool_errors_only(got[1][list(TOOL_USE_COLUMNS)])
         dataset = self._dataset
         assert dataset is not None
         committed = set(self._committed())  # listed before the parts in memory: a part moves from there to here
@@ -1623,7 +1597,7 @@ class BatchFollower:
                 if got is None:
                     return None
                 runs.append(got[0])
-                tools.append(got[1][["run_id", "tool_name"]])
+                tools.append(tool_errors_only(got[1][list(TOOL_USE_COLUMNS)]))
                 self._memory[number] = (part, follower, len(part.attempts))
                 if number in committed:
                     del self._memory[number]
@@ -1632,15 +1606,15 @@ class BatchFollower:
                 part = in_memory[number]
                 follower = RunFollower(part.trace)
                 runs.append(part.trace.runs_df())
-                tools.append(part.trace.tool_calls_df()[["run_id", "tool_name"]])
+                tools.append(tool_errors_only(part.trace.tool_calls_df()[list(TOOL_USE_COLUMNS)]))
                 self._tasks.update((attempt[3], attempt) for attempt in part.attempts)
                 self._memory[number] = (part, follower, len(part.attempts))
             else:  # written before it was seen in memory: read once
                 files = {table: session_folder(dataset.folder, table, dataset.session) / part_name(number)
                          for table in ("runs", "tool_calls", "attempts")}  # fmt: skip
                 runs.append(cast(read_table_file(files["runs"], "runs"), "runs"))
-                tools.append(cast(read_table_file(files["tool_calls"], "tool_calls", ["run_id", "tool_name"]),
-                                  "tool_calls", ["run_id", "tool_name"]))  # fmt: skip
+                uses = read_table_file(files["tool_calls"], "tool_calls", TOOL_USE_COLUMNS)
+                tools.append(tool_errors_only(cast(uses, "tool_calls", TOOL_USE_COLUMNS)))
                 attempts += _attempt_rows(files["attempts"], dataset.session)
                 self._read.add(number)
             fresh_runs = [str(run) for run in runs[-1]["run_id"] if str(run) not in self._given]
@@ -1650,12 +1624,12 @@ class BatchFollower:
                 self._top = number
                 self._given.update(fresh_runs)
         if not runs:
-            return empty_frame("runs"), empty_frame("tool_calls")[["run_id", "tool_name"]]
+            return empty_frame("runs"), empty_frame("tool_calls")[list(TOOL_USE_COLUMNS)]
         all_runs = stack(runs, "runs")
         found = {attempt[3]: attempt for attempt in attempts}
         found.update((run, self._tasks[run]) for run in all_runs["run_id"].astype(str) if run in self._tasks)
         data = {name: [a[i] for a in found.values()] for i, name in enumerate(ATTEMPT_COLUMNS)}
-        return _with_tasks(all_runs, _frame(ATTEMPT_COLUMNS, data)), stack(tools, "tool_calls", ["run_id", "tool_name"])
+        return _with_tasks(all_runs, _frame(ATTEMPT_COLUMNS, data)), stack(tools, "tool_calls", TOOL_USE_COLUMNS)
 
     def trace_of(self, run_id: str) -> TraceFrames:
         """A trace holding run ``run_id``'s rows as the whole batch's trace has them: its part's in
@@ -1675,12 +1649,10 @@ class BatchFollower:
 def _attempt_rows(path: Path, session: str) -> list[AttemptRow]:
     """The attempts of one ``attempts`` file of ``session``, as tuples of :data:`ATTEMPT_COLUMNS` (the
     file holds all but ``session``: its folder names it)."""
-    import pyarrow.parquet as pq
-
     if not path.exists():
         return []
     stored = [name for name in ATTEMPT_COLUMNS if name != "session"]
-    table = pq.read_table(path, columns=stored).to_pydict()
+    table = read_arrow(path, stored).to_pydict()
     return [(*values, session) for values in zip(*(table[name] for name in stored))]
 
 

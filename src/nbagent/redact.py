@@ -318,6 +318,17 @@ def _cannot_hold(text: str, secrets: Sequence[str]) -> bool:
     return True
 
 
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate (half of a UTF-16 pair alone: no UTF-8 file, Arrow column, JSON
+    document or protobuf can hold one) replaced with U+FFFD, the replacement character; ``text`` itself
+    when it has none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+    return text
+
+
 def mask(text: str, secrets: Iterable[str] | None = None) -> str:
     """``text`` with every secret masked: the one rule of every artefact (see the module's documentation).
 

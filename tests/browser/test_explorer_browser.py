@@ -27,8 +27,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
+from nbagent.trace.explore import TABLE_COLUMNS
+
 from .conftest import REPO, LabNotebook
 from .measure import CONTRAST_JS, VISIBLE_OUTPUTS_JS
+
+# a row's cells by column (the table's order: issue 43.5)
+AGENT, TASK, TOKENS = (list(TABLE_COLUMNS).index(column) for column in ("agent", "task", "tokens"))
 
 pytestmark = pytest.mark.browser
 
@@ -156,7 +161,7 @@ def test_filter_sort_open_compare_keyboard_themes_and_reopen(
     wait_position(page, "3 of 12 runs")
     shown = wait_rows(nb)
     assert [row["status"] for row in shown] == ["error"] * 3
-    assert all(row["cells"][1] == "broken" for row in shown)
+    assert all(row["cells"][AGENT] == "broken" for row in shown)
     page.locator(f"{LIVE} .nba-x-filter-status select").select_option([])
     wait_position(page, "12 of 12 runs")
 
@@ -165,7 +170,7 @@ def test_filter_sort_open_compare_keyboard_themes_and_reopen(
     search.fill("tokyo")
     search.press("Enter")
     wait_position(page, "3 of 12 runs")
-    assert [row["cells"][2] for row in wait_rows(nb)] == [
+    assert [row["cells"][TASK] for row in wait_rows(nb)] == [
         "Task 1 about Tokyo",
         "Task 5 about Tokyo",
         "Task 9 about Tokyo",
@@ -181,20 +186,20 @@ def test_filter_sort_open_compare_keyboard_themes_and_reopen(
         "(sel) => document.querySelector(sel)?.getAttribute('aria-sort') === 'ascending'",
         arg=f"{GRID} th[data-column=tokens]",
     )
-    ascending = [int(row["cells"][7]) for row in wait_rows(nb) if row["cells"][7]]
+    ascending = [int(row["cells"][TOKENS]) for row in wait_rows(nb) if row["cells"][TOKENS]]
     assert ascending == sorted(ascending) and len(ascending) >= 2
     tokens_header.click()
     page.wait_for_function(
         "(sel) => document.querySelector(sel)?.getAttribute('aria-sort') === 'descending'",
         arg=f"{GRID} th[data-column=tokens]",
     )
-    descending = [int(row["cells"][7]) for row in wait_rows(nb) if row["cells"][7]]
+    descending = [int(row["cells"][TOKENS]) for row in wait_rows(nb) if row["cells"][TOKENS]]
     assert descending == sorted(descending, reverse=True) and descending[0] > descending[-1]
     assert nb.execute("print(explorer.current.sort, explorer.current.ascending)").strip() == "tokens False"
 
     # open a run with a click: its view, as the one renderer draws a run (a calc run: its tool card)
     table = wait_rows(nb)
-    calc = next(row for row in table if row["cells"][1] == "calc")
+    calc = next(row for row in table if row["cells"][AGENT] == "calc")
     page.locator(f"{GRID} tr[data-run='{calc['run']}']").click()
     assert detail_title(page).startswith(f"run {calc['run']} (calc)")
     assert page.locator(f"{LIVE} .nba-x-detail .nba-view .nba-tool-card[data-tool-name=add]").count() >= 1
@@ -204,7 +209,7 @@ def test_filter_sort_open_compare_keyboard_themes_and_reopen(
     )
 
     # compare two: Shift-click a second run
-    other = next(row for row in table if row["cells"][1] == "chat")
+    other = next(row for row in table if row["cells"][AGENT] == "chat")
     page.locator(f"{GRID} tr[data-run='{other['run']}']").click(modifiers=["Shift"])
     page.wait_for_function("(sel) => document.querySelector(sel + ' .nba-x-detail .nba-compare table')", arg=LIVE)
     compared = page.locator(f"{LIVE} .nba-x-detail .nba-compare").inner_text()

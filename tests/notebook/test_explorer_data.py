@@ -17,7 +17,7 @@ import nbagent
 from nbagent import Trace
 from nbagent.notebook.explorer import RunExplorer
 from nbagent.trace import LazyTrace, load_parquet
-from nbagent.trace.explore import Filters, RunFollower
+from nbagent.trace.explore import TOOL_USE_COLUMNS, Filters, RunFollower
 from tests.trace.explore_data import record_runs, write_sessions
 from tests.trace.helpers import calls, text, tool_agent
 
@@ -322,7 +322,7 @@ async def test_batch_follow_gives_each_run_with_its_task_with_or_without_output(
             got = follower.changes()
             assert got is not None
             runs, tool_calls = got
-            assert list(tool_calls.columns) == ["run_id", "tool_name"]
+            assert list(tool_calls.columns) == list(TOOL_USE_COLUMNS)
             for _, row in runs.iterrows():
                 last[str(row["run_id"])] = row
             if done:

@@ -38,7 +38,9 @@ async def test_a_file_that_is_not_parquet_is_refused_naming_it(tmp_path: Path) -
     (await two_runs("s1")).to_parquet(tmp_path)
     (tmp_path / "events" / "session=s1" / "part-0.parquet").write_bytes(b"PAR1 and then nothing")
     with pytest.raises(ValueError, match=r"events/session=s1/part-0\.parquet: not a readable Parquet file"):
-        load_parquet(tmp_path)
+        load_parquet(tmp_path, strict=True)
+    with pytest.warns(UserWarning, match=r"events/session=s1/part-0\.parquet: not a readable Parquet file"):
+        assert len(load_parquet(tmp_path).runs_df()) == 0  # the part skipped (issue 42.3)
 
 
 async def test_a_column_added_since_a_file_was_written_still_reads_as_null(tmp_path: Path) -> None:

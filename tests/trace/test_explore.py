@@ -42,6 +42,8 @@ FILTERS = [
     Filters.of(since="2026-11-30 08:30", until=pd.Timestamp("2026-11-30T09:00:00+01:00")),
     Filters.of(agent=["writer", "planner"], tool="get_weather", search="tokyo", since="2026-11-30T08:10:00Z"),
     Filters.of(status="running", error="x"),  # nothing
+    Filters.of(status="tool_error"),  # the runs some tool call of which gave an error
+    Filters.of(status=["cancelled", "tool_error"], error="fail"),  # run errors and tool errors alike
 ]
 
 
@@ -119,7 +121,7 @@ def test_bad_filters_name_their_parameter(table: RunTable) -> None:
         Filters.of(colour="red")
     with pytest.raises(TypeError, match="explore: status must be"):
         Filters.of(status=3)
-    expected = r"explore: status must be a run status \(ok, error, cancelled, running\), got 'eror'"
+    expected = r"explore: status must be a run status \(ok, error, cancelled, running, tool_error\), got 'eror'"
     with pytest.raises(ValueError, match=expected):
         table.select(Filters.of(status=["ok", "eror"]))
     assert len(table.select(Filters.of(status=["cancelled", "running"])))

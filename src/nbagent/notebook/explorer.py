@@ -32,7 +32,7 @@ from .. import _check as check
 from ..agent import replayed
 from ..render import STYLE, Markup, concat, el, format_duration, portable
 from ..trace import LazyTrace, Trace, TraceFrames
-from ..trace.explore import TABLE_COLUMNS, RunFollower, RunTable, Selection, tool_uses
+from ..trace.explore import TABLE_COLUMNS, TOOL_USE_COLUMNS, RunFollower, RunTable, Selection, tool_uses
 from .explorer_table import ExplorerTable
 from .static_display import StaticCopyDisplay
 from .view import AgentRunView
@@ -52,18 +52,21 @@ MAX_UPDATES_PER_S = 10
 COPY_DELAY_S = 0.5
 _WHERE = "explore"
 _HEADERS = {
-    "run_id": "run",
-    "agent": "agent",
     "task": "task",
     "status": "status",
     "error": "error",
+    "tool_errors": "tool errors",
     "llm_calls": "LLM calls",
     "tool_calls": "tool calls",
     "tokens": "tokens",
     "latency_s": "latency",
     "started_at": "started (UTC)",
+    "agent": "agent",
     "parent": "parent",
+    "run_id": "run",
 }
+#: The run id's cell shows its first characters (the whole id on hover, in ``data-run`` and when picked).
+SHORT_ID = 8
 
 
 _HINT = "click a header to sort, a run to open it, Shift-click a second to compare · keys: Up, Down, Enter, Page Down"
@@ -75,8 +78,8 @@ _CLASSES = {"status": "nba-x-status", "task": "nba-x-task", "error": "nba-x-erro
 def _cell(column: str, value: Any) -> str:
     import pandas as pd
 
-    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
-        return ""
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value):
+        return ""  # missing, whatever its type (a null time is NaT)
     if column == "latency_s":
         return format_duration(float(value))
     if column == "started_at":
@@ -84,13 +87,18 @@ def _cell(column: str, value: Any) -> str:
     if column in ("error", "task"):
         text = str(value)
         return text if len(text) <= 120 else text[:119] + "…"
+    if column == "run_id":
+        return str(value)[:SHORT_ID]
     return str(value)
 
 
 # One row of the table; Markup.format escapes (and masks) every value put in it.
 _ROW = (
     Markup('<tr class="{}" data-run="{}" data-status="{}">')
-    + Markup("").join(el("td", Markup("{}"), class_=_CLASSES.get(column)) for column in TABLE_COLUMNS)
+    + Markup("").join(
+        el("td", Markup("{}"), class_=_CLASSES.get(column), title=Markup("{}") if column == "run_id" else None)
+        for column in TABLE_COLUMNS
+    )
     + Markup("</tr>")
 )
 
@@ -116,7 +124,11 @@ def table_html(
     for values in zip(*columns, strict=True):
         run_id, status = str(values[_RUN]), str(values[_STATUS])
         row_class = "nba-x-row nba-x-selected" if run_id in selected else "nba-x-row"
-        cells = (_cell(column, value) for column, value in zip(TABLE_COLUMNS, values, strict=True))
+        cells: list[str] = []
+        for column, value in zip(TABLE_COLUMNS, values, strict=True):
+            if column == "run_id":
+                cells.append(run_id)  # the title: the whole id
+            cells.append(_cell(column, value))
         rows.append(_ROW.format(row_class, run_id, status, *cells))
     return el("table", [el("thead", head), el("tbody", rows)], class_="nba-table nba-explorer-table")
 
@@ -486,10 +498,10 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
     def code(self) -> str:
         """:attr:`query` as lines to paste, over the explored trace (or batch) named as ``trace`` (``batch``)."""
         opening = ""
-        if isinstance(self.trace, LazyTrace):  # the dataset read again, its tool names only
+        if isinstance(self.trace, LazyTrace):  # the dataset read again, the tool calls' columns it needs only
             session = f", {self.trace.session!r}" if self.trace.session is not None else ""
             opening = f"import nbagent\ntrace = nbagent.load_parquet({str(self.trace.folder)!r}{session}, lazy=True)\n"
-            tools = 'trace.table("tool_calls", ["run_id", "tool_name"])'
+            tools = f'trace.table("tool_calls", {list(TOOL_USE_COLUMNS)!r})'
         else:
             tools = f"{self.name}.tool_calls_df()"
         return (
@@ -564,7 +576,10 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         try:
             agent, task = replayed(_WHERE, self._of(run).replay(run), None)
         except Exception as error:  # the reason is shown, with what the trace still tells
-            timeline = Markup(self._of(run).timeline(run).to_html())
+            try:
+                timeline = Markup(self._of(run).timeline(run).to_html())
+            except Exception:  # noqa: BLE001 what made the replay fail (a garbled file) may stop this too
+                timeline = Markup("")
             note = el("div", f"run {run} cannot be replayed ({type(error).__name__}: {error})", class_="nba-muted")
             html = str(portable(el("div", concat(note, timeline), class_="nba-explorer-run")))
         else:
@@ -601,14 +616,15 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
                 raise check.wrong_value(_WHERE, "a, b", "two run ids (or two runs picked)", (a, b))
             a, b = self.picked
         left, right = self.check_run("a", a), self.check_run("b", b)
-        return compare((self._of(left), left), (self._of(right), right), labels=(left, right))
+        return compare((self._of(left).run(left), left), (self._of(right).run(right), right), labels=(left, right))
 
     def _of(self, run: str) -> TraceFrames:
-        """The trace to read run ``run`` from: a lazily read dataset's run alone (its rows only); a
-        followed batch's part in memory holding it, or its run read alone from the batch's folder."""
+        """The trace to read run ``run`` from: the trace (whose replay and timeline of a run read that run's
+        rows alone); a followed batch's part in memory holding it, or its run read alone from the batch's
+        folder."""
         if self._batch is not None:
             return self._batch.trace_of(run)
-        return self.trace.run(run) if isinstance(self.trace, LazyTrace) else self.trace
+        return self.trace
 
     def export(self, run_id: str, path: str | Path | None = None) -> Path:
         """Write run ``run_id``'s view (the HTML shown, with the stylesheet) to ``path``

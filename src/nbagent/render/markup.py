@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import Any, SupportsIndex
 
 from ..printable import visible_marks
-from ..redact import mask
+from ..redact import mask, valid_text
 
 __all__ = ["EMPTY", "Markup", "Child", "el", "escape"]
 
@@ -76,11 +76,13 @@ EMPTY = Markup()
 
 
 def escape(value: object) -> Markup:
-    """``value`` as HTML text: ``Markup`` as it is, anything else ``str()``-ed, its secrets masked, its bidi
-    and zero-width marks made visible and escaped (quotes too)."""
+    """``value`` as HTML text: ``Markup`` as it is, anything else ``str()``-ed, a lone surrogate replaced
+    (:func:`~nbagent.redact.valid_text`), its secrets masked, its bidi and zero-width marks made visible and
+    escaped (quotes too)."""
     if isinstance(value, Markup):
         return value
-    return Markup(_html.escape(visible_marks(mask(value if isinstance(value, str) else str(value))), quote=True))
+    text = mask(valid_text(value if isinstance(value, str) else str(value)))
+    return Markup(_html.escape(visible_marks(text), quote=True))
 
 
 class _Escaped:

@@ -98,6 +98,7 @@ STATE_COLOURS = {
     "error": "error",
     "cancelled": "tool",
     "interrupted": "interrupted",
+    "tool_error": "error",  # an explorer row: the run ended ok, a tool call of it gave an error
 }
 _STATE_RULES = "".join(
     f".nba-state-{state},[data-status={state}]{{--nba-state:var(--nba-{colour})}}"

@@ -30,11 +30,12 @@ from .loaded import LazyTrace, LoadedTrace, concat, load_jsonl, load_parquet
 from .otlp import otlp_json
 from .parquet import DUCKDB_EXAMPLE, committed_files, duckdb_source
 from .recording import AgentRecorder, SentMessages
-from .schema import COLUMNS, CONTEXT_TABLES, JSON_COLUMNS, TABLES, TraceTables, TraceView, frame
+from .schema import COLUMNS, CONTEXT_TABLES, JSON_COLUMNS, TABLES, TraceTables, frame
 from .sender import OTLPRecorder
 from .store import RowStore
 from .summary import summarize
 from .timeline import Timeline
+from .views import TraceView
 
 __all__ = [
     "COLUMNS",

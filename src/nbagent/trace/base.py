@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .. import _check as check
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     import pandas as pd
 
+    from .otlp import SpanTables
     from .replay import Replay
     from .timeline import Timeline
 
@@ -27,6 +30,13 @@ _explorer: list[Callable[..., Any]] = []
 def register_explorer(factory: Callable[..., Any]) -> None:
     """Set what :meth:`TraceFrames.explore` makes (the notebook layer's run explorer registers itself)."""
     _explorer[:] = [factory]
+
+
+class NoSuchRun(ValueError, KeyError):
+    """A run the trace does not hold: a ValueError naming the parameter, and a KeyError (a lookup's miss)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class TraceFrames(ABC):
@@ -59,6 +69,57 @@ class TraceFrames(ABC):
     def context_tables(self) -> dict[str, pd.DataFrame]:
         """The context snapshots as the tables ``context_logs`` and ``snapshots`` (for export)."""
 
+    def table(
+        self, name: str, columns: Sequence[str] | None = None, run_ids: Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        """Table ``name`` (``events``, ``llm_calls``, ``tool_calls``, ``runs``, ``context_logs``,
+        ``snapshots``), its ``columns`` only (default: all), the rows of ``run_ids`` only (default: all;
+        not for the context tables, which have no run). A lazily read dataset reads those alone."""
+        from .combine import ALL_TABLES
+        from .schema import COLUMNS, CONTEXT_TABLES
+
+        where = "trace.table"
+        check.choice(where, "name", name, ALL_TABLES)
+        if name in CONTEXT_TABLES:
+            if run_ids is not None:
+                raise check.wrong_value(where, "run_ids", f"None for {name!r} (a table of no run)", run_ids)
+            df = self.context_tables()[name]
+        else:
+            df = self.events_df() if name == "events" else getattr(self, f"{name}_df")()
+        if run_ids is not None:
+            given = check.sequence(where, "run_ids", run_ids, "a list of run ids")
+            wanted = [str(check.string(where, f"run_ids[{i}]", run)) for i, run in enumerate(given)]
+            df = df[df["run_id"].astype("object").isin(wanted).to_numpy()].reset_index(drop=True)
+        if columns is not None:
+            chosen = list(check.sequence(where, "columns", columns, "a list of column names"))
+            for position, column in enumerate(chosen):
+                check.choice(where, f"columns[{position}]", column, COLUMNS[name])
+            df = df[chosen]
+        return df
+
+    #: Whether the reads of one run (``replay``, ``timeline``, the explorer's open) read that run's rows
+    #: alone (:meth:`run`): a live trace and a lazily read dataset, whose whole frames cost what every run
+    #: costs; a loaded trace's frames are in memory already.
+    reads_by_run: bool = False
+
+    def run(self, run_id: str) -> TraceFrames:
+        """A trace holding run ``run_id`` with what its replay, timeline, context and comparison read: the
+        run's rows alone where the trace reads by run (:attr:`reads_by_run`; a live trace's from its rows,
+        a lazily read dataset's from its files), this trace itself where its frames are in memory."""
+        run = str(check.string("trace.run", "run_id", run_id))
+        if run not in set(self.runs_df()["run_id"].astype("object")):
+            raise NoSuchRun(str(check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)))
+        return self
+
+    def last_run(self, started: bool = False) -> str:
+        """The id of the trace's last run (of the last run started, if ``started``); :class:`NoSuchRun` if none."""
+        runs = self.runs_df()
+        if not len(runs):
+            raise NoSuchRun("the trace holds no run")
+        if started:
+            runs = runs.sort_values("started_at", kind="stable")
+        return str(runs["run_id"].iloc[-1])
+
     def replay(self, run_id: str | None = None, *, pace: bool = False) -> Replay:
         """Run ``run_id`` (the last by default) read back so that the loop makes it again offline.
 
@@ -70,7 +131,16 @@ class TraceFrames(ABC):
         """
         from .replay import replay_of
 
-        return replay_of(self, run_id, pace=pace)
+        if not self.reads_by_run:
+            return replay_of(self, run_id, pace=pace)
+        if run_id is not None and not isinstance(run_id, str):
+            raise TypeError(f"trace.replay: run_id must be a run id (str) or None, got {type(run_id).__name__}")
+        if run_id is None:
+            try:
+                run_id = self.last_run()
+            except ValueError as error:
+                raise ValueError(f"trace.replay: no run to replay ({error})") from None
+        return replay_of(self.run(run_id), run_id, pace=pace, source=self)
 
     def replays(self, run_ids: Iterable[str] | None = None, *, pace: bool = False) -> Iterator[Replay]:
         """The replay of each run of ``run_ids`` (every run by default, in order), the frames read once
@@ -98,6 +168,10 @@ class TraceFrames(ABC):
         """A run's LLM calls and tool calls on a time axis (the last run by default), as HTML/SVG."""
         from .timeline import Timeline
 
+        if self.reads_by_run:  # a run it does not hold: NoSuchRun, a KeyError as Timeline.of raises
+            run = self.last_run(started=True) if run_id is None else run_id
+            one = self.run(run)
+            return Timeline.of(one.runs_df(), one.llm_calls_df(), one.tool_calls_df(), run)
         return Timeline.of(self.runs_df(), self.llm_calls_df(), self.tool_calls_df(), run_id)
 
     #: Whether OTLP exports carry the messages (``to_otlp``/``to_otlp_json`` with ``content=None``);
@@ -128,6 +202,13 @@ class TraceFrames(ABC):
         from .jsonl import write_jsonl
 
         return write_jsonl(self, folder)
+
+    def span_tables(self) -> SpanTables:
+        """What the OTLP spans are built from (:class:`~nbagent.trace.otlp.SpanTables`): made from the
+        frames here; a live trace makes them from its rows."""
+        from .otlp import span_tables
+
+        return span_tables(self)
 
     def _content(self, content: bool | None) -> bool:
         from .otlp import content_default

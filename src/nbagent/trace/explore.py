@@ -25,41 +25,60 @@ if TYPE_CHECKING:
     from .base import TraceFrames
     from .live import Trace
 
-__all__ = ["SORT_KEYS", "TABLE_COLUMNS", "Filters", "RunFollower", "RunTable", "Selection", "run_table", "tool_uses"]
+__all__ = [
+    "SORT_KEYS",
+    "TABLE_COLUMNS",
+    "TOOL_ERROR",
+    "TOOL_USE_COLUMNS",
+    "Filters",
+    "RunFollower",
+    "RunTable",
+    "Selection",
+    "run_table",
+    "tool_uses",
+]
 
-#: The explorer's table: column -> what it shows.
+#: The explorer's table: column -> what it shows, in the order a reader scans it (the run id last, short).
 TABLE_COLUMNS: dict[str, str] = {
-    "run_id": "id of the run",
-    "agent": "agent that ran it",
     "task": "first line of the task",
-    "status": "ok, error, cancelled or running",
-    "error": "the error, when the run failed",
+    "status": "ok, error, cancelled or running; tool_error: ended ok, but a tool call gave an error",
+    "error": "the error, when the run failed; else the first tool error (tool: result)",
+    "tool_errors": "tool calls that gave an error result",
     "llm_calls": "model calls",
     "tool_calls": "tool calls",
     "tokens": "prompt + completion tokens",
     "latency_s": "seconds the run took",
     "started_at": "when it started",
+    "agent": "agent that ran it",
     "parent": "the team run it is a turn of, the run it is a fork of, or its batch task",
+    "run_id": "id of the run (its first 8 characters shown; the whole id on hover)",
 }
 
 #: Table column -> the ``runs_df()`` columns it sorts by (``tokens`` is their sum, made for the sort).
 SORT_KEYS: dict[str, tuple[str, ...]] = {
-    "run_id": ("run_id",),
-    "agent": ("agent",),
     "task": ("task",),
     "status": ("status",),
     "error": ("error",),
+    "tool_errors": ("n_tool_errors",),
     "llm_calls": ("n_llm_calls",),
     "tool_calls": ("n_tool_calls",),
     "tokens": ("tokens",),
     "latency_s": ("duration_s",),
     "started_at": ("started_at",),
+    "agent": ("agent",),
     "parent": ("parent_run_id", "forked_from"),
+    "run_id": ("run_id",),
 }
+
+#: The status filter's value for the runs some tool call of which gave an error (whatever their status):
+#: a run that ended ok is shown with it as its status.
+TOOL_ERROR = "tool_error"
+#: The columns of ``tool_calls`` the explorer reads (``result`` only of the calls that gave an error).
+TOOL_USE_COLUMNS = ("run_id", "tool_name", "is_error", "result")
 
 _WHERE = "explore"
 #: The statuses a run has in ``runs_df()`` (``running``: not ended yet), what the status filter takes.
-RUN_STATUSES: tuple[str, ...] = (*get_args(RunStatus), "running")
+RUN_STATUSES: tuple[str, ...] = (*get_args(RunStatus), "running", TOOL_ERROR)
 
 
 def _strings(param: str, value: object) -> tuple[str, ...]:
@@ -173,7 +192,10 @@ class Selection:
         f = self.filters
         terms: list[str] = []
         if f.status:
-            terms.append(f'runs["status"].isin({list(f.status)!r})')
+            term = f'runs["status"].isin({list(f.status)!r})'
+            if TOOL_ERROR in f.status:
+                term = f'({term} | (runs["n_tool_errors"] > 0))'
+            terms.append(term)
         if f.agent:
             terms.append(f'runs["agent"].isin({list(f.agent)!r})')
         if f.tool:
@@ -181,7 +203,12 @@ class Selection:
                 f'runs["run_id"].isin(tool_calls.loc[tool_calls["tool_name"].isin({list(f.tool)!r}), "run_id"])'
             )
         if f.error:
-            terms.append(_contains("error", f.error))
+            failed = 'tool_calls.loc[tool_calls["is_error"].fillna(False).astype(bool)]'
+            terms.append(
+                f'({_contains("error", f.error)} | runs["run_id"].isin({failed}.loc[({failed}["tool_name"].astype(str) '
+                f'+ ": " + {failed}["result"].fillna("")).str.contains({f.error!r}, case=False, regex=False), '
+                '"run_id"]))'
+            )
         if f.search:
             terms.append(f"({_contains('task', f.search)} | {_contains('final_text', f.search)})")
         if f.since is not None:
@@ -211,9 +238,11 @@ class RunTable:
         self.runs = runs
         self.run_ids: np.ndarray[Any, Any] = runs["run_id"].astype("object").to_numpy()
         self._position = {str(run): at for at, run in enumerate(self.run_ids)}
-        self.display = _display(runs)
         self._tool_runs: dict[str, np.ndarray[Any, Any]] = {}
+        #: Per run id, its tool errors as text (``tool: result``, one a line), for the error filter.
+        self.tool_errors: dict[str, str] = {}
         self._add_tools(pd.Index(self.run_ids).get_indexer(tool_calls["run_id"].astype("object")), tool_calls)
+        self.display = _display(runs, self.tool_errors)
         self._masks: dict[tuple[str, object], np.ndarray[Any, Any]] = {}
         self._choices: dict[str, list[str]] = {}
         self._sorted: tuple[Filters, str | None, bool, np.ndarray[Any, Any]] | None = None
@@ -224,6 +253,12 @@ class RunTable:
         import pandas as pd
 
         calls = pd.DataFrame({"tool": tool_calls["tool_name"].astype("object").to_numpy(), "at": where})
+        if "is_error" in tool_calls and "result" in tool_calls:
+            failed = tool_calls[tool_calls["is_error"].fillna(False).astype(bool).to_numpy() & (where >= 0)]
+            for run, name, result in zip(failed["run_id"], failed["tool_name"], failed["result"], strict=True):
+                line = f"{name}: {'' if pd.isna(result) else result}"
+                before = self.tool_errors.get(str(run))
+                self.tool_errors[str(run)] = line if before is None else f"{before}\n{line}"
         for name, group in calls[calls["at"] >= 0].groupby("tool", sort=False)["at"]:
             known = self._tool_runs.get(str(name))
             found = group.unique()
@@ -252,14 +287,16 @@ class RunTable:
         for offset, run in enumerate(given[fresh]):
             self._position[str(run)] = len(self.runs) + offset
         self.runs = _patched(self.runs, at, runs.reset_index(drop=True))
-        self.display = _patched(self.display, at, _display(runs).reset_index(drop=True))
         self.run_ids = self.runs["run_id"].astype("object").to_numpy()
         where = np.fromiter(
             (self._position.get(str(run), -1) for run in tool_calls["run_id"].astype("object")),
             dtype=np.int64,
             count=len(tool_calls),
         )
+        for run in given:  # a changed run's tool calls are given whole again
+            self.tool_errors.pop(str(run), None)
         self._add_tools(where, tool_calls)
+        self.display = _patched(self.display, at, _display(runs, self.tool_errors).reset_index(drop=True))
         self._choices.clear()
         self._sorted = None
         sub = self.runs.iloc[at]
@@ -278,6 +315,8 @@ class RunTable:
                 known = sorted(self._tool_runs)
             else:
                 known = sorted(str(value) for value in self.runs[column].dropna().astype("object").unique())
+                if column == "status" and bool((self.runs["n_tool_errors"].fillna(0) > 0).any()):
+                    known = sorted([*known, TOOL_ERROR])
             self._choices[column] = known
         return list(known)
 
@@ -293,6 +332,10 @@ class RunTable:
         import numpy as np
 
         runs = self.runs if runs is None else runs
+        if name == "status" and TOOL_ERROR in value:
+            kept: np.ndarray[Any, Any] = np.array(runs["status"].isin(list(value)), dtype=bool)
+            kept |= np.asarray(runs["n_tool_errors"].fillna(0) > 0, dtype=bool)
+            return kept
         if name in ("status", "agent"):
             return np.asarray(runs[name].isin(list(value)), dtype=bool)
         if name == "tool":
@@ -301,7 +344,10 @@ class RunTable:
                 used[self._tool_runs.get(tool, [])] = True
             return used
         if name == "error":
-            return _text_mask(runs["error"], value)
+            errors = self.tool_errors
+            tools = runs["run_id"].astype("object").map(lambda run: errors.get(str(run)))
+            found: np.ndarray[Any, Any] = _text_mask(runs["error"], value) | _text_mask(tools, value)
+            return found
         if name == "search":
             either: np.ndarray[Any, Any] = _text_mask(runs["task"], value) | _text_mask(runs["final_text"], value)
             return either
@@ -388,8 +434,10 @@ def _first_line(text: object) -> str:
     return text.strip().split("\n", 1)[0]
 
 
-def _display(runs: pd.DataFrame) -> pd.DataFrame:
-    """The explorer's table (:data:`TABLE_COLUMNS`) of ``runs``, on its index."""
+def _display(runs: pd.DataFrame, tool_errors: dict[str, str]) -> pd.DataFrame:
+    """The explorer's table (:data:`TABLE_COLUMNS`) of ``runs``, on its index: a run that ended ok with a
+    tool error has the status :data:`TOOL_ERROR` and, for its error, its first tool error
+    (``tool_errors``: per run, its tool errors as text)."""
     import pandas as pd
 
     parent = runs["parent_run_id"].astype("object")
@@ -400,19 +448,27 @@ def _display(runs: pd.DataFrame) -> pd.DataFrame:
         task = "task " + runs["task_index"].astype("object").astype(str)
         shown = shown.where(shown.notna() | runs["task_index"].isna(), task)
     tokens = runs["prompt_tokens"].fillna(0) + runs["completion_tokens"].fillna(0)
+    failed = (runs["n_tool_errors"].fillna(0) > 0).to_numpy(dtype=bool)
+    status = runs["status"].astype("object")
+    status = status.where(~(failed & (status == "ok").to_numpy(dtype=bool)), TOOL_ERROR)
+    error = runs["error"].astype("object")
+    first_tool_error = runs["run_id"].astype("object").map(lambda run: _first_line(tool_errors.get(str(run))) or None)
+    error = error.where(error.notna(), first_tool_error)
+    error = error.mask(error.isna(), float("nan"))  # missing as a run's own missing error is (NaN)
     return pd.DataFrame(
         {
-            "run_id": runs["run_id"].astype("object"),
-            "agent": runs["agent"].astype("object"),
             "task": runs["task"].astype("object").map(_first_line).astype("object"),
-            "status": runs["status"].astype("object"),
-            "error": runs["error"].astype("object"),
+            "status": status,
+            "error": error,
+            "tool_errors": runs["n_tool_errors"],
             "llm_calls": runs["n_llm_calls"],
             "tool_calls": runs["n_tool_calls"],
             "tokens": tokens.astype("Int64"),
             "latency_s": runs["duration_s"],
             "started_at": runs["started_at"],
+            "agent": runs["agent"].astype("object"),
             "parent": shown,
+            "run_id": runs["run_id"].astype("object"),
         },
         index=runs.index,
     )
@@ -466,13 +522,16 @@ class RunFollower:
 
 
 def tool_uses(trace: TraceFrames) -> pd.DataFrame:
-    """The ``run_id`` and ``tool_name`` of each of ``trace``'s tool calls: what the tool filter reads
-    (of a :class:`~nbagent.trace.LazyTrace`, these two columns alone are read)."""
-    from .loaded import LazyTrace
+    """The :data:`TOOL_USE_COLUMNS` of each of ``trace``'s tool calls (the ``result`` of the calls that gave
+    an error only): what the tool and error filters read (``trace.table`` reads these columns alone)."""
+    return tool_errors_only(trace.table("tool_calls", list(TOOL_USE_COLUMNS)))
 
-    if isinstance(trace, LazyTrace):
-        return trace.table("tool_calls", ["run_id", "tool_name"])
-    return trace.tool_calls_df()[["run_id", "tool_name"]]
+
+def tool_errors_only(calls: pd.DataFrame) -> pd.DataFrame:
+    """``calls`` (the :data:`TOOL_USE_COLUMNS` of tool calls) with the results of the calls that gave no
+    error left out (null)."""
+    failed = calls["is_error"].fillna(False).astype(bool)
+    return calls.assign(result=calls["result"].where(failed, None))
 
 
 def run_table(trace: TraceFrames) -> RunTable:

@@ -36,8 +36,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..redact import valid_text
 from .combine import ALL_TABLES
-from .schema import COLUMNS, JSON_COLUMNS, TraceTables, frame, tables_of, trace_id_of
+from .schema import COLUMNS, JSON_COLUMNS, TraceTables, frame, json_cell, tables_of, trace_id_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -159,7 +160,8 @@ def write_jsonl(trace: TraceTables, folder: str | Path) -> Path:
         counts[table] = len(rows)
         chosen = set(first)
         order = [*first, *(i for i in range(len(rows)) if i not in chosen)]
-        _write_whole(out / f"{table}.jsonl", (dumps(dict(zip(names, rows[i]))) + "\n" for i in order))
+        lines = (valid_text(dumps(dict(zip(names, rows[i])))) + "\n" for i in order)  # a lone surrogate: U+FFFD
+        _write_whole(out / f"{table}.jsonl", lines)
     _write_whole(out / SCHEMA_FILE, [json.dumps(schema_document(), indent=1) + "\n"])
     meta = {"trace_id": trace.trace_id, "first": moved, "rows": counts}
     _write_whole(out / TRACE_FILE, [json.dumps(meta) + "\n"])
@@ -193,7 +195,7 @@ def _decoded(table: str, rows: list[dict[str, Any]], json_text: bool) -> pd.Data
     columns = {name: [row.get(name) for row in rows] for name in COLUMNS[table]}
     if json_text:
         for name in JSON_COLUMNS.get(table, ()):
-            columns[name] = [json.loads(v) if isinstance(v, str) else v for v in columns[name]]
+            columns[name] = [json_cell(v) if isinstance(v, str) else v for v in columns[name]]
     return frame(table, columns)
 
 
@@ -218,7 +220,11 @@ def _in_order(rows: list[dict[str, Any]], first: list[Any], count: object, file:
         )
     if not first:
         return rows
-    if len(first) > len(rows) or not all(type(i) is int and 0 <= i < len(rows) for i in first):
+    if (
+        len(first) > len(rows)
+        or not all(type(i) is int and 0 <= i < len(rows) for i in first)
+        or len(set(first)) != len(first)  # a position twice
+    ):
         raise ValueError(
             f"{file}: {TRACE_FILE}'s first rows {first[:5]}... do not fit its {len(rows)} lines "
             "(was the file changed after it was written?)"
@@ -228,6 +234,18 @@ def _in_order(rows: list[dict[str, Any]], first: list[Any], count: object, file:
         ordered[position] = row
     rest = iter(rows[len(first) :])
     return [row if row is not None else next(rest) for row in ordered]
+
+
+def _row(line: str, file: Path, number: int) -> dict[str, Any]:
+    """Line ``number`` of ``file`` decoded: a JSON object, else a ValueError naming the file and the line."""
+    try:
+        row = json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as error:
+        why = "nested deeper than Python's JSON decoder goes" if isinstance(error, RecursionError) else str(error)
+        raise ValueError(f"{file}: line {number} is not a row of JSON ({why})") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{file}: line {number} is not a JSON object (a row is one)")
+    return row
 
 
 def read_jsonl(path: str | Path) -> tuple[dict[str, pd.DataFrame], str]:
@@ -246,7 +264,7 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, pd.DataFrame], str]:
         rows = []
         if file.exists():
             with file.open(encoding="utf-8") as handle:
-                rows = [json.loads(line) for line in handle if line.strip()]
+                rows = [_row(line, file, number) for number, line in enumerate(handle, 1) if line.strip()]
         frames[table] = _decoded(
             table, _in_order(rows, list(first.get(table, ())), counts.get(table), file), json_text=True
         )

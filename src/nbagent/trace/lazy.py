@@ -31,11 +31,12 @@ __all__ = ["open_dataset", "read_all", "read_run", "read_table"]
 
 
 def open_dataset(
-    folder: object, session: object, where: str, param: str
+    folder: object, session: object, where: str, param: str, strict: bool = False
 ) -> tuple[list[tuple[PartKey, Part]], list[str], Path]:
     """The parts of the dataset in ``folder`` (``session``'s only, if given) in order, each with its sort
     key, the sessions' ids in order and the folder; errors name ``where`` (the function given it) and
-    its parameter ``param`` (or ``session``)."""
+    its parameter ``param`` (or ``session``); a part one file of which is no whole Parquet file is skipped
+    with a warning naming the file (``strict``: a ValueError naming it)."""
     if not isinstance(folder, str | os.PathLike):
         raise check.wrong_type(where, param, "a dataset's folder (str or pathlib.Path)", folder)
     name = check.string(where, "session", session, none=True)
@@ -43,7 +44,7 @@ def open_dataset(
     if not root.is_dir():
         raise FileNotFoundError(f"{where}: {param} {str(root)!r} is not a folder (no such directory)")
     try:
-        parts, ids = keyed_parts(root, name)
+        parts, ids = keyed_parts(root, name, strict)
     except FileNotFoundError as error:
         raise FileNotFoundError(f"{where}: {'session' if name is not None else param}: {error}") from None
     except ValueError as error:  # a session id that cannot name a folder

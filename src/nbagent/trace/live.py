@@ -15,6 +15,7 @@ pandas is imported only when a DataFrame is asked for. Column names and dtypes: 
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -22,10 +23,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _check as check
 from .._ids import new_id
-from ..messages import MemoryQueryEvent
-from ..records import LLMCall, RunItem, RunSource
+from ..messages import AssistantMessage, MemoryQueryEvent
+from ..records import LLMCall, RunItem, RunSource, RunStarted, ToolExecution
 from ..redact import DefaultRedactor, Redactor, keep, mask
-from .base import TraceFrames
+from .base import NoSuchRun, TraceFrames
 from .context import context_columns, context_rows, context_tables, pick_snapshot, snapshot_context
 from .frames import (
     event_columns,
@@ -38,6 +39,7 @@ from .frames import (
     tool_calls_columns,
     tool_calls_frame,
 )
+from .loaded import LoadedTrace
 from .otlp import SpanTables
 from .recording import AgentRecorder
 from .rows import Row, as_chunk, as_move, records_of, split
@@ -231,6 +233,58 @@ class Trace(TraceFrames):
         events = event_columns(rows, red, self._anchor, (MemoryQueryEvent,))
         return SpanTables(self.trace_id, tables, events)
 
+    # ------------------------------------------------------------------ one run
+
+    reads_by_run = True
+
+    def last_run(self, started: bool = False) -> str:
+        """The id of the last run (runs are in the order they started: ``started`` changes nothing)."""
+        for row in reversed(self._rows()):
+            if type(row) is RunStarted:
+                return row.run_id
+        raise NoSuchRun("the trace holds no run")
+
+    def run(self, run_id: str) -> LoadedTrace:
+        """Run ``run_id``'s rows alone, with what its replay, timeline, context and comparison read (its
+        recorder's context snapshots it saw, the one it started from first, and the tool calls of that
+        recorder's earlier runs whose results those contexts hold): a :class:`LoadedTrace` whose frames of
+        that run equal this trace's. It costs what the run costs (its rows and snapshots are found through
+        the store's indexes, kept up to date as read), not what the trace holds."""
+        run = str(check.string("trace.run", "run_id", run_id))
+        rows = self._rows()
+        store = self._store
+        positions = store.rows_of(run)
+        if not positions or type(rows[positions[0]]) is not RunStarted:
+            raise NoSuchRun(str(check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)))
+        mine = [rows[at] for at in positions]
+        # a team run's turns (the runs naming it their parent): their rows in ``runs`` (whole, as the
+        # whole trace's), so that its replay can say to replay them instead
+        members = [rows[at] for turn in store.turns_of(run) for at in store.rows_of(turn)]
+        found = RowStore()
+        key = store.recorder_of_run(run)
+        earlier: set[str] = set()
+        if key is not None:
+            own = store.snapshots_of(key)
+            first, last = positions[0], positions[-1]
+            chosen = [at for at in own if first <= store.snapshots[at][0] <= last]
+            before = [at for at in own if store.snapshots[at][0] < first]
+            chosen = before[-1:] + chosen
+            for at in chosen:
+                row, agent, size, recorder, where, move = store.snapshots[at]
+                found.snapshots.append((bisect.bisect_left(positions, row), agent, size, recorder, where, move))
+                found.logs.append(store.logs[at])
+            earlier = {where for at in own if (where := store.snapshots[at][4]) is not None and where != run}
+        calls = _held_calls(found, rows[: positions[0]], earlier) if earlier else []
+        red = self.redactor()
+        frames = {
+            "events": events_frame(mine, self.trace_id, red, self._anchor, True),
+            "llm_calls": llm_calls_frame(mine, self.trace_id, red),
+            "tool_calls": tool_calls_frame(calls + mine, self.trace_id, red),
+            "runs": runs_frame(mine + members, self.trace_id, red),
+            **context_tables(found, self._recorders, red, self.trace_id),
+        }
+        return LoadedTrace(frames, self.trace_id)
+
     # ------------------------------------------------------------------ context
 
     def context_df(self, run_id: str | None = None, seq: int | None = None, agent: str | None = None) -> pd.DataFrame:
@@ -274,6 +328,19 @@ class Trace(TraceFrames):
 
     def __repr__(self) -> str:
         return f"Trace({len(self)} items, {len(run_agents(self._rows()))} runs)"
+
+
+def _held_calls(snapshots: RowStore, rows: Sequence[Row], runs: set[str]) -> list[Row]:
+    """The tool calls of ``runs`` among ``rows`` whose ids the assistant messages of ``snapshots``' contexts
+    hold (a call id is the model's, often the same in every run: it is looked up in those runs alone)."""
+    held: set[str] = set()
+    for (_, _, size, _, _, _), log in zip(snapshots.snapshots, snapshots.logs):
+        for message in log[:size]:
+            if isinstance(message, AssistantMessage) and not isinstance(message.content, str):
+                held.update(call.id for call in message.content)
+    if not held:
+        return []
+    return [row for row in rows if type(row) is ToolExecution and row.run_id in runs and row.call.id in held]
 
 
 MEMO_FROM = 256

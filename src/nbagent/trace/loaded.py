@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
 from .. import _check as check
-from .base import TraceFrames
+from .base import NoSuchRun, TraceFrames
 from .combine import combine
 from .context import pick_snapshot
 from .jsonl import read_jsonl
@@ -20,8 +20,6 @@ from .schema import CHUNK_KIND, COLUMNS, CONTEXT_TABLES, TraceTables, frame, tab
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .replay import Replay
-    from .timeline import Timeline
 
 _LOAD = "load_parquet"
 
@@ -91,11 +89,18 @@ class LazyTrace(TraceFrames):
     A dataset written to while it is read (a Batch's ``output=``, a session exported now and then):
     :meth:`refresh` takes in the parts committed since, reading their metadata alone."""
 
-    def __init__(self, folder: str | os.PathLike[str], session: str | None = None, *, where: str = _LOAD) -> None:
+    reads_by_run = True
+
+    def __init__(
+        self, folder: str | os.PathLike[str], session: str | None = None, *, where: str = _LOAD, strict: bool = False
+    ) -> None:
         # ``where`` names who was given the folder in the errors (its parameter after a colon:
         # ``"explore:source"``; default ``load_parquet``'s ``folder``)
         name, _, param = where.partition(":")
-        keyed, ids, root = open_dataset(folder, session, name, param or "folder")
+        check.boolean(name, "strict", strict)
+        keyed, ids, root = open_dataset(folder, session, name, param or "folder", strict)
+        #: Whether a part one file of which is no whole Parquet file is refused (else skipped with a warning).
+        self.strict = strict
         #: The dataset's folder.
         self.folder = root
         #: The session read (``None``: every session).
@@ -124,7 +129,7 @@ class LazyTrace(TraceFrames):
         whose frames have no row), to read what is new alone: ``trace.refresh().runs_df()``. Each new
         part is put where ``load_parquet`` puts it (:attr:`parts` says where), so the frames stay equal
         to ``load_parquet``'s of the dataset now."""
-        found = new_parts(self.folder, self.session, set(self.parts))
+        found = new_parts(self.folder, self.session, set(self.parts), self.strict)
         for name in dict.fromkeys(part.session for _, part in found):
             if name not in self._ids:
                 self._ids[name] = session_id(self.folder, name)
@@ -186,29 +191,18 @@ class LazyTrace(TraceFrames):
         run = str(check.string("trace.run", "run_id", run_id))
         tables = read_run(self._parts, run)
         if tables is None:
-            raise check.wrong_value("trace.run", "run_id", f"a run of the dataset {str(self.folder)!r}", run_id)
+            wrong = check.wrong_value("trace.run", "run_id", f"a run of the dataset {str(self.folder)!r}", run_id)
+            raise NoSuchRun(str(wrong))
         return LoadedTrace(tables, self.trace_id, self.sessions)
 
-    def _last(self, started: bool) -> str:
-        """The last run (the last run started, if ``started``)."""
+    def last_run(self, started: bool = False) -> str:
+        """As :meth:`TraceFrames.last_run`, reading the ``runs`` table's ids and start times only."""
         runs = read_table(self._parts, "runs", ["run_id", "started_at"])
         if not len(runs):
-            raise ValueError(f"the dataset {str(self.folder)!r} holds no run")
+            raise NoSuchRun(f"the dataset {str(self.folder)!r} holds no run")
         if started:
             runs = runs.sort_values("started_at", kind="stable")
         return str(runs["run_id"].iloc[-1])
-
-    def replay(self, run_id: str | None = None, *, pace: bool = False) -> Replay:
-        """As :meth:`TraceFrames.replay` (the last run by default), reading that run's rows only."""
-        if run_id is not None and not isinstance(run_id, str):
-            raise TypeError(f"trace.replay: run_id must be a run id (str) or None, got {type(run_id).__name__}")
-        run = self._last(started=False) if run_id is None else run_id
-        return self.run(run).replay(run, pace=pace)
-
-    def timeline(self, run_id: str | None = None) -> Timeline:
-        """As :meth:`TraceFrames.timeline` (the last run started by default), reading that run's rows only."""
-        run = self._last(started=True) if run_id is None else run_id
-        return self.run(run).timeline(run)
 
     def __repr__(self) -> str:
         sessions = f", {len(self.sessions)} sessions" if len(self.sessions) > 1 else ""
@@ -216,18 +210,26 @@ class LazyTrace(TraceFrames):
 
 
 @overload
-def load_parquet(folder: str | Path, session: str | None = None, *, lazy: Literal[False] = False) -> LoadedTrace: ...
+def load_parquet(
+    folder: str | Path, session: str | None = None, *, lazy: Literal[False] = False, strict: bool = False
+) -> LoadedTrace: ...
 
 
 @overload
-def load_parquet(folder: str | Path, session: str | None = None, *, lazy: Literal[True]) -> LazyTrace: ...
+def load_parquet(
+    folder: str | Path, session: str | None = None, *, lazy: Literal[True], strict: bool = False
+) -> LazyTrace: ...
 
 
 @overload
-def load_parquet(folder: str | Path, session: str | None = None, *, lazy: bool) -> LoadedTrace | LazyTrace: ...
+def load_parquet(
+    folder: str | Path, session: str | None = None, *, lazy: bool, strict: bool = False
+) -> LoadedTrace | LazyTrace: ...
 
 
-def load_parquet(folder: str | Path, session: str | None = None, *, lazy: bool = False) -> LoadedTrace | LazyTrace:
+def load_parquet(
+    folder: str | Path, session: str | None = None, *, lazy: bool = False, strict: bool = False
+) -> LoadedTrace | LazyTrace:
     """Read a dataset written by ``trace.to_parquet`` (``folder/<table>/session=<id>/part-<n>.parquet``)
     back into DataFrames: every session of it, or ``session`` only, with the dtypes of
     :data:`~nbagent.trace.COLUMNS` (a trace's id is its rows' ``trace_id``; ``sessions`` lists them).
@@ -237,11 +239,17 @@ def load_parquet(folder: str | Path, session: str | None = None, *, lazy: bool =
 
     ``lazy=True`` reads nothing but the files' metadata yet: a :class:`~nbagent.trace.LazyTrace`
     whose frames are read when asked for, and a run's rows alone when it is replayed, compared or
-    explored (``nbagent.explore(folder)`` explores a dataset this way)."""
+    explored (``nbagent.explore(folder)`` explores a dataset this way).
+
+    A part one file of which is no whole Parquet file (empty, truncated: a copy cut short, a disk that
+    filled up) is skipped with a warning naming the file, and the rest of the dataset loads;
+    ``strict=True`` raises a ValueError naming it instead. A file whose pages are garbled past its
+    footer is found when read: the error names it."""
     check.boolean(_LOAD, "lazy", lazy)
+    check.boolean(_LOAD, "strict", strict)
     if lazy:
-        return LazyTrace(folder, session)
-    frames, sessions = read_parquet(folder, session)
+        return LazyTrace(folder, session, strict=strict)
+    frames, sessions = read_parquet(folder, session, strict)
     return LoadedTrace(frames, sessions[0], sessions)
 
 

@@ -53,11 +53,12 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..printable import printable
+from ..redact import valid_text
 from .frames import EventColumns
-from .schema import TraceTables, json_value
+from .schema import TraceTables, json_value, seconds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -461,7 +462,7 @@ class _Spans:
             if index is not None:
                 log = self.messages().get(self.snaps.logs[index], [])
                 first = json.dumps(log[:1], sort_keys=True, ensure_ascii=False)
-        return str(uuid.uuid5(_NAMESPACE, f"{self.t.trace_id}\x1f{agent or ''}\x1f{first}"))
+        return str(uuid.uuid5(_NAMESPACE, valid_text(f"{self.t.trace_id}\x1f{agent or ''}\x1f{first}")))
 
     # building ---------------------------------------------------------------
 
@@ -565,7 +566,7 @@ class _Spans:
             if not t.keeps(run_id) or call.status == "running":
                 continue
             start = _ns(call.started_at)
-            duration = _number(call.duration_s)
+            duration = seconds(call.duration_s)  # out of range: missing, no span
             if start is None or duration is None:
                 continue
             error = _text(call.error)
@@ -631,7 +632,7 @@ class _Spans:
             if not t.keeps(run_id):
                 continue
             start = _ns(tool.started_at)
-            duration = _number(tool.duration_s)
+            duration = seconds(tool.duration_s)  # out of range: missing, no span
             if start is None or duration is None or json_value(tool.is_error) is None:
                 continue  # still running
             failed = _flag(tool.is_error)
@@ -715,8 +716,14 @@ def _definitions(call: Any) -> dict[str, Any]:
     return out
 
 
+class SpanSource(Protocol):
+    """A trace that gives its span tables (every trace: ``TraceFrames.span_tables``)."""
+
+    def span_tables(self) -> SpanTables: ...
+
+
 def spans_of(
-    trace: TraceTables | SpanTables,
+    trace: SpanSource | SpanTables,
     content: bool = False,
     runs: Collection[str] | None = None,
     handoffs: dict[str, tuple[str, str]] | None = None,
@@ -726,14 +733,8 @@ def spans_of(
     ``handoffs`` maps an agent to the (trace id, span id) of the last run that handed it the
     conversation and is updated in place: a recorder that sends run by run keeps it between runs.
     """
-    source = trace if isinstance(trace, SpanTables) else _source(trace)
+    source = trace if isinstance(trace, SpanTables) else trace.span_tables()
     return _Spans(_Tables(source, runs), content, {} if handoffs is None else handoffs).build()
-
-
-def _source(trace: TraceTables) -> SpanTables:
-    """A live trace's tables from its rows (``Trace.span_tables``), any other's from its frames."""
-    made = getattr(trace, "span_tables", None)
-    return made() if callable(made) else span_tables(trace)
 
 
 # --------------------------------------------------------------------------- protobuf
@@ -749,8 +750,8 @@ def _any_value(value: Any) -> Any:
     if isinstance(value, float):
         return AnyValue(double_value=value)
     if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
-        return AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=item) for item in value]))
-    return AnyValue(string_value=_string_form(value))
+        return AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=valid_text(item)) for item in value]))
+    return AnyValue(string_value=valid_text(_string_form(value)))  # protobuf takes valid UTF-8 alone
 
 
 def _string_form(value: Any) -> str:
@@ -1002,7 +1003,7 @@ def to_json(request: Any) -> dict[str, Any]:
 
 def otlp_json(trace: TraceTables, content: bool = False) -> dict[str, Any]:
     """The trace as an OTLP-JSON ``ExportTraceServiceRequest`` (one OpenTelemetry trace per run)."""
-    return to_json(export_request(spans_of(trace, content)))
+    return to_json(export_request(spans_of(span_tables(trace), content)))
 
 
 class OTLPSendError(ConnectionError):

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _check as check
 from ..printable import printable
 from .combine import ALL_TABLES, cast, combine
-from .schema import COLUMNS, JSON_COLUMNS, TABLES, TraceTables, empty, tables_of
+from .schema import COLUMNS, JSON_COLUMNS, TABLES, TraceTables, empty, json_cell, tables_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -503,6 +503,18 @@ def check_schema(path: Path, table: str, schema: Any, expected: Any, known: Coll
             )
 
 
+def read_arrow(path: Path, columns: Sequence[str] | None = None) -> Any:
+    """One Parquet file as a pyarrow Table (its ``columns`` only, default all): how the tables of a part
+    that are not trace tables (a Batch's ``results`` and ``attempts``) are read. A file that is no whole
+    Parquet file: ValueError naming it."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path, columns=None if columns is None else list(columns))
+    except Exception as error:  # pyarrow.ArrowInvalid, OSError: say which file
+        raise ValueError(f"{path}: not a readable Parquet file ({type(error).__name__}: {error})") from error
+
+
 def read_table_file(path: Path, table: str, columns: Sequence[str] | None = None, where: Any = None) -> pd.DataFrame:
     """One file of ``table``, with every column of :data:`COLUMNS` (or ``columns`` of them; a column
     added since: null) in order, JSON text decoded; dtypes not cast yet; the rows ``where`` keeps (a
@@ -521,11 +533,15 @@ def read_table_file(path: Path, table: str, columns: Sequence[str] | None = None
     except Exception as error:  # pyarrow.ArrowInvalid and friends: not a whole Parquet file
         raise ValueError(printable(f"{path}: not a readable Parquet file ({error})")) from error
     check_schema(path, table, schema, arrow_schema(table), COLUMNS[table])
-    if columns is None and where is None:
-        df = pd.read_parquet(path, engine="pyarrow")
-    else:  # the file read whole (one scan: faster than a filtered dataset scan), then its rows kept
-        present = [name for name in wanted if name in schema.names]
-        arrow = pq.read_table(path, columns=present)
+    try:
+        if columns is None and where is None:
+            df = pd.read_parquet(path, engine="pyarrow")
+            arrow = None
+        else:  # the file read whole (one scan: faster than a filtered dataset scan), then its rows kept
+            arrow = pq.read_table(path, columns=[name for name in wanted if name in schema.names])
+    except Exception as error:  # its pages garbled (OSError, ArrowInvalid): say which file
+        raise ValueError(f"{path}: not a readable Parquet file ({type(error).__name__}: {error})") from error
+    if arrow is not None:
         if callable(where):  # a few rows: their categories alone (a file's may be every run's)
             import pyarrow as pa
 
@@ -541,7 +557,7 @@ def read_table_file(path: Path, table: str, columns: Sequence[str] | None = None
         if column not in wanted:
             continue
         try:
-            values = [json.loads(value) if isinstance(value, str) else None for value in df[column]]
+            values = [json_cell(value) if isinstance(value, str) else None for value in df[column]]
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}: column {column!r} holds text that is not JSON ({error})") from error
         df[column] = pd.Series(values, dtype="object", index=df.index)
@@ -677,12 +693,43 @@ PartKey = tuple[int, str, int]
 """Where a part sorts: its events' first time (ns), its session and its number."""
 
 
-def _keyed(src: Path, name: str, number: int) -> tuple[PartKey, Part]:
-    """Part ``number`` of session ``name`` with its sort key (the metadata of its events file read)."""
-    files = {table: session_folder(src, table, name) / part_name(number) for table in ALL_TABLES}
-    files = {table: path for table, path in files.items() if path.exists()}
-    first = _first_time(files["events"]) if "events" in files else 2**63
-    return (first, name, number), Part(name, number, files)
+def unreadable(path: Path) -> str | None:
+    """Why ``path`` is no whole Parquet file (empty, truncated, its footer garbled), or ``None``: its footer
+    (the metadata) is read, not its rows."""
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_metadata(path)
+    except Exception as error:  # pyarrow.ArrowInvalid, OSError: not a whole Parquet file
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def part_of(root: Path, session: str, number: int) -> Part:
+    """Part ``number`` of ``session`` in ``root``: the files of its tables that are in place."""
+    files = {table: session_folder(root, table, session) / part_name(number) for table in ALL_TABLES}
+    return Part(session, number, {table: path for table, path in files.items() if path.exists()})
+
+
+def _keyed(src: Path, name: str, number: int, strict: bool = False) -> tuple[PartKey, Part] | None:
+    """Part ``number`` of session ``name`` with its sort key (the metadata of its files read); a part one
+    file of which is no whole Parquet file (empty, truncated): ``None``, with a warning naming the file
+    (``strict``: a ValueError naming it)."""
+    part = part_of(src, name, number)
+    for path in part.files.values():
+        why = unreadable(path)
+        if why is not None:
+            message = f"{path}: not a readable Parquet file ({why})"
+            if strict:
+                raise ValueError(message)
+            warnings.warn(
+                f"nbagent: part {number} of session {name!r} skipped (the rest of the dataset is read; "
+                f"strict=True refuses it): {message}",
+                stacklevel=5,
+            )
+            return None
+    first = _first_time(part.files["events"]) if "events" in part.files else 2**63
+    return (first, name, number), part
 
 
 def in_order(found: Sequence[tuple[PartKey, Part]]) -> list[tuple[PartKey, Part]]:
@@ -700,16 +747,20 @@ def session_id(src: Path, session: str) -> str:
     return _stored_id(_first_part(session_folder(src, "runs", session))) or session
 
 
-def dataset_parts(folder: str | Path, session: str | None = None) -> tuple[list[Part], list[str]]:
+def dataset_parts(folder: str | Path, session: str | None = None, strict: bool = False) -> tuple[list[Part], list[str]]:
     """The parts of a dataset written by ``trace.to_parquet`` (every session, or ``session`` only) in
     the order :func:`read_parquet` stacks them (:func:`in_order`; an unfinished part skipped with a
     warning), or the one part of a folder of the earlier layout; and the sessions' trace ids in that
-    order. Reads the files' metadata only. (:func:`keyed_parts` gives the parts with their sort keys.)"""
-    found, ids = keyed_parts(folder, session)
+    order. Reads the files' metadata only; a part one file of which is no whole Parquet file is skipped
+    with a warning naming it (``strict``: a ValueError). (:func:`keyed_parts` gives the parts with their
+    sort keys.)"""
+    found, ids = keyed_parts(folder, session, strict)
     return [part for _, part in found], ids
 
 
-def keyed_parts(folder: str | Path, session: str | None = None) -> tuple[list[tuple[PartKey, Part]], list[str]]:
+def keyed_parts(
+    folder: str | Path, session: str | None = None, strict: bool = False
+) -> tuple[list[tuple[PartKey, Part]], list[str]]:
     """:func:`dataset_parts`, each part with its sort key (:func:`new_parts` adds to them)."""
     require_pyarrow()
     src = Path(folder)
@@ -732,25 +783,28 @@ def keyed_parts(folder: str | Path, session: str | None = None) -> tuple[list[tu
                 stacklevel=4,
             )
         parts = sorted(set().union(*(_parts(path).keys() for path in folders.values())) - unfinished)
-        found += [_keyed(src, name, number) for number in parts]
+        found += [keyed for number in parts if (keyed := _keyed(src, name, number, strict)) is not None]
     ordered = in_order(found)
     order = list(dict.fromkeys(part.session for _, part in ordered)) or sessions
     return ordered, [session_id(src, name) for name in order]
 
 
-def new_parts(folder: Path, session: str | None, known: Collection[tuple[str, int]]) -> list[tuple[PartKey, Part]]:
+def new_parts(
+    folder: Path, session: str | None, known: Collection[tuple[str, int]], strict: bool = False
+) -> list[tuple[PartKey, Part]]:
     """The parts of a dataset (every session, or ``session`` only) committed (:func:`committed_parts`)
     and not in ``known`` (``(session, number)`` pairs), with their sort keys: the folders are listed,
     and the new parts' metadata alone read. A folder of the earlier layout has none."""
     if (folder / "runs.parquet").exists() and session is None:
         return []
     sessions = [session] if session is not None else sessions_in(folder)
-    return [
-        _keyed(folder, name, number)
+    found = [
+        _keyed(folder, name, number, strict)
         for name in sessions
         for number in committed_parts(folder, name)
         if (name, number) not in known
     ]
+    return [keyed for keyed in found if keyed is not None]
 
 
 def _old_id(src: Path) -> str:
@@ -766,10 +820,12 @@ def _old_id(src: Path) -> str:
     return src.name
 
 
-def read_parquet(folder: str | Path, session: str | None = None) -> tuple[dict[str, pd.DataFrame], list[str]]:
+def read_parquet(
+    folder: str | Path, session: str | None = None, strict: bool = False
+) -> tuple[dict[str, pd.DataFrame], list[str]]:
     """The tables of a dataset written by ``trace.to_parquet`` (every session, or ``session`` only; a
     session's parts in order), or of a folder of the earlier layout, with :data:`COLUMNS`' dtypes (a
     file written before the context tables or a column existed loads with no context and the column
     null); and the sessions' trace ids, in the order their rows are."""
-    parts, ids = dataset_parts(folder, session)
+    parts, ids = dataset_parts(folder, session, strict)
     return combine([{table: read_part(part, table) for table in ALL_TABLES} for part in parts]), ids

@@ -386,15 +386,18 @@ class AgentRecorder(Generic[T]):
         A message's origin is the move in force before the first snapshot that holds it. One in no
         snapshot was added since the last one (``live``: by the move in force now) or never was.
         """
-        snapshots, logs = self._store.snapshots, self._store.logs
-        epoch = self._store.epoch
+        store = self._store
+        snapshots, logs, epoch = store.snapshots, store.logs, store.epoch
         seen, read, origins, known = self._origins or (0, {}, {}, epoch)
         if known != epoch:  # snapshots were forgotten since: read them again
             seen, read, origins = 0, {}, {}
-        if seen != len(snapshots):
-            for (_, _, size, key, run, move), log in zip(snapshots[seen:], logs[seen:]):
+        mine = store.snapshots_of(self._key)  # this recorder's alone: a batch's store holds every task's
+        if seen != len(mine):
+            for at in mine[seen:]:
+                _, _, size, _, run, move = snapshots[at]
+                log = logs[at]
                 start = read.get(id(log), 0)
-                if key != self._key or size <= start:
+                if size <= start:
                     continue
                 origin = NOWHERE if move is None else (run, STEPS[move], move)
                 for held in islice(log, start, size):
@@ -402,7 +405,7 @@ class AgentRecorder(Generic[T]):
                     if found is None or found[0] is not held:
                         origins[id(held)] = (held, *origin)
                 read[id(log)] = size
-            self._origins = (len(snapshots), read, origins, epoch)
+            self._origins = (len(mine), read, origins, epoch)
         found = origins.get(id(message))
         if found is None or found[0] is not message:
             where = self._where

@@ -66,7 +66,7 @@ from ..models.base import ChatCompletionClient, ModelError, ModelInfo, ModelRequ
 from ..models.replay import ReplayExhaustedError
 from ..records import CANCELLED_TOOL_RESULT, LoopSettings, RunStarted
 from ..tools import Handoff, ToolResult, ToolSchema, Workbench
-from .schema import CHUNK_KIND, TraceTables
+from .schema import CHUNK_KIND, TraceTables, seconds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -435,8 +435,11 @@ class ReplayIndex:
     """A trace's frames read once, for the replay of any of its runs (:meth:`replay`): each run's
     rows, model calls and tool calls, and its context at any row through the snapshot tables."""
 
-    def __init__(self, trace: ReplaySource) -> None:
+    def __init__(self, trace: ReplaySource, source: ReplaySource | None = None) -> None:
         self.trace = trace
+        # where a structured output's class and the loop settings a run left open are looked up: the
+        # live trace a run's rows were taken from (``Trace.run``), else ``trace``
+        self.source = trace if source is None else source
         runs = trace.runs_df()
         self.order = [str(r) for r in runs["run_id"]]
         self.runs = {str(row["run_id"]): row for row in _rows(runs, list(runs.columns))}
@@ -508,7 +511,13 @@ class ReplayIndex:
         start = self.context(agent, rows[0][0]) if rows else None
         end = self.context(agent, rows[-1][0]) if rows else None
         results = [
-            (str(row["call_id"]), str(row["tool_name"]), _text(row["result"]), bool(row["is_error"]), row["duration_s"])
+            (
+                str(row["call_id"]),
+                str(row["tool_name"]),
+                _text(row["result"]),
+                bool(row["is_error"]),
+                seconds(row["duration_s"]),
+            )
             for row in tools
             if row["is_error"] is not None
         ]
@@ -527,7 +536,7 @@ class ReplayIndex:
         answers = _answers(events, calls, added_here, tools)
         structured = final_type is not None and str(final_type).startswith("StructuredMessage")
         output_type, output_format, note = _output_type(
-            self.trace,
+            self.source,
             run_id,
             agent,
             None if final_text is None or not structured else str(final_text),
@@ -551,7 +560,7 @@ class ReplayIndex:
             answers=tuple(answers),
             tool_results=tuple(results),
             memory=_memory(events, added_moves, added_here) if "memory" in moves else None,
-            settings=_settings(self.trace, run, events, moves, output_type is not None, calls),
+            settings=_settings(self.source, run, events, moves, output_type is not None, calls),
             model="replay" if first is None else str(first["model"]),
             provider="nbagent.replay" if first is None or first["provider"] is None else str(first["provider"]),
             model_client_stream=bool(first is not None and first["streaming"]),
@@ -564,9 +573,12 @@ class ReplayIndex:
         )
 
 
-def replay_of(trace: ReplaySource, run_id: str | None = None, *, pace: bool = False) -> Replay:
-    """The :class:`Replay` of run ``run_id`` of ``trace`` (the last run by default)."""
-    return ReplayIndex(trace).replay(run_id, pace=pace)
+def replay_of(
+    trace: ReplaySource, run_id: str | None = None, *, pace: bool = False, source: ReplaySource | None = None
+) -> Replay:
+    """The :class:`Replay` of run ``run_id`` of ``trace`` (the last run by default); ``source``: the live
+    trace ``trace`` holds rows of (see :class:`ReplayIndex`)."""
+    return ReplayIndex(trace, source).replay(run_id, pace=pace)
 
 
 def _text(value: object) -> str:
@@ -654,7 +666,7 @@ def _answers(
             chunks = tuple(_text(row["text"]) for row in streamed)
             times = [float(row["elapsed_s"]) for row in streamed]
             began = float(window[0]["elapsed_s"]) if window else 0.0
-            gaps = tuple(max(0.0, b - a) for a, b in zip([began, *times], times))
+            gaps = tuple(seconds(b - a) or 0.0 for a, b in zip([began, *times], times))  # out of range: none
         if call["status"] != "ok":
             answers.append(RecordedAnswer(None, call["error"], chunks, gaps))
             continue
@@ -685,7 +697,8 @@ def _answers(
             response_model=call["response_model"],
             response_id=call["response_id"],
         )
-        answers.append(RecordedAnswer(result, None, chunks, gaps, call["duration_s"], call["ttft_s"]))
+        # a time missing or out of range (inf, 1e300) is not waited for by a paced replay
+        answers.append(RecordedAnswer(result, None, chunks, gaps, seconds(call["duration_s"]), seconds(call["ttft_s"])))
     return answers
 
 

@@ -7,14 +7,17 @@ loaded one): its id and its tables.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..redact import valid_text
+
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .timeline import Timeline
 
 # table -> column -> (dtype, meaning). The frames are built with exactly these columns and dtypes.
 COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
@@ -189,9 +192,16 @@ LONG_TEXT = 65_536
 """Texts at least this long are shared Arrow copies in the frames of a trace that keeps them."""
 
 
+@functools.cache
+def has_pyarrow() -> bool:
+    """Whether pyarrow is installed (an optional dependency: ``nbagent-loop[parquet]``)."""
+    return importlib.util.find_spec("pyarrow") is not None
+
+
 def shared_texts(red: object) -> ArrowTexts | None:
-    """``red`` (a trace's redactor) if it keeps the shared Arrow copies of long texts, else ``None``."""
-    return red if callable(getattr(red, "arrow_text", None)) else None  # type: ignore[return-value]
+    """``red`` (a trace's redactor) if it keeps the shared Arrow copies of long texts (and pyarrow is
+    installed to hold them), else ``None``."""
+    return red if callable(getattr(red, "arrow_text", None)) and has_pyarrow() else None  # type: ignore[return-value]
 
 
 def text_column(values: Sequence[Any], texts: ArrowTexts) -> pd.Series:
@@ -202,21 +212,33 @@ def text_column(values: Sequence[Any], texts: ArrowTexts) -> pd.Series:
     memory the kernel hands out and zeroes (0.4-0.6 s of system time per 200 MB, most of a first
     build's time; ``bench/RESULTS.md``)."""
     import pandas as pd
-    import pyarrow as pa
 
     longs = [at for at, value in enumerate(values) if isinstance(value, str) and len(value) >= LONG_TEXT]
     if not longs:
-        return pd.Series(values, dtype="string")
+        return string_column(values)
+    import pyarrow as pa
+
     kind = pa.large_string()
     chunks = []
     start = 0
     for at in [*longs, len(values)]:
         if at > start:  # the values between two long texts, converted as pandas converts them
-            chunks.append(pa.array(pd.array(list(values[start:at]), dtype="string")).cast(kind))
+            chunks.append(pa.array(string_column(values[start:at]).array).cast(kind))
         if at < len(values):
-            chunks.append(texts.arrow_text(values[at]))
+            chunks.append(texts.arrow_text(valid_text(values[at])))
         start = at + 1
     return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(chunks, type=kind)))
+
+
+def string_column(values: Sequence[Any]) -> pd.Series:
+    """``pd.Series(values, dtype="string")``, a text with a lone surrogate made valid (:func:`valid_text`):
+    the values are checked only when the column cannot be built as they are."""
+    import pandas as pd
+
+    try:
+        return pd.Series(values, dtype="string")
+    except UnicodeEncodeError:
+        return pd.Series([valid_text(v) if isinstance(v, str) else v for v in values], dtype="string")
 
 
 def frame(table: str, data: Mapping[str, Sequence[Any]], texts: ArrowTexts | None = None) -> pd.DataFrame:
@@ -235,8 +257,8 @@ def frame(table: str, data: Mapping[str, Sequence[Any]], texts: ArrowTexts | Non
         elif dtype.startswith("datetime64"):  # to the microsecond: what Parquet readers all take (Spark)
             times = pd.to_datetime(values, utc=True, format="ISO8601")  # text: any ISO 8601 (JSON lines)
             out[name] = pd.Series(times).astype(dtype).dt.floor("us")
-        elif dtype == "string" and texts is not None:
-            out[name] = text_column(values, texts)
+        elif dtype == "string":
+            out[name] = string_column(values) if texts is None else text_column(values, texts)
         else:
             out[name] = pd.Series(values, dtype=dtype)
     return pd.DataFrame(out, columns=list(columns))
@@ -259,12 +281,6 @@ class TraceTables(Protocol):
     def context_tables(self) -> dict[str, pd.DataFrame]: ...
 
 
-class TraceView(TraceTables, Protocol):
-    """What a trace's notebook views read of it: its tables and its timeline."""
-
-    def timeline(self, run_id: str | None = None) -> Timeline: ...
-
-
 def tables_of(trace: TraceTables) -> dict[str, pd.DataFrame]:
     """Every table of ``trace`` by name: the four frames of :data:`TABLES` and the context ones."""
     return {
@@ -279,6 +295,30 @@ def tables_of(trace: TraceTables) -> dict[str, pd.DataFrame]:
 def empty(table: str) -> pd.DataFrame:
     """A frame of ``table`` with no row."""
     return frame(table, {name: [] for name in COLUMNS[table]})
+
+
+def json_cell(text: str) -> Any:
+    """A JSON-valued cell's text (``arguments``, ``request_params``...) decoded; text nested deeper than
+    Python's decoder goes (RecursionError) stays the text it is, as a cell that is not JSON does
+    (``arguments``: "the raw string if it is not JSON"). Text that is not JSON: ``json.JSONDecodeError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return text
+
+
+MAX_DURATION_S = 1e9
+"""The longest duration (31 years) the exports and views take as recorded: one beyond it (inf, 1e300, 1e12:
+no span end fits in OTLP's 64-bit nanoseconds), negative or NaN is out of range, shown as missing."""
+
+
+def seconds(value: Any) -> float | None:
+    """A duration or time offset in seconds as recorded, ``None`` when missing or out of range (NaN,
+    negative, infinite, past :data:`MAX_DURATION_S`)."""
+    number = json_value(value)
+    if not isinstance(number, int | float) or isinstance(number, bool):
+        return None
+    return float(number) if 0 <= number <= MAX_DURATION_S else None
 
 
 def json_value(value: Any) -> Any:

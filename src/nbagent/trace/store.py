@@ -32,6 +32,12 @@ class RowStore:
         "max_runs",
         "epoch",
         "_ended",
+        "_by_recorder",
+        "_indexed",
+        "_spans",
+        "_turns",
+        "_run_keys",
+        "_rows_indexed",
     )
 
     def __init__(self) -> None:
@@ -56,6 +62,16 @@ class RowStore:
         """Counts the times rows were forgotten (:meth:`clear`, :meth:`drop_runs`): what was derived
         from the rows before (a recorder's origins, the redactor's memo) is stale once it changes."""
         self._ended: deque[str] = deque()  # with max_runs: the finished runs kept, oldest first
+        # Per recorder key, the positions of its snapshots (built as read: :meth:`snapshots_of`), and the
+        # epoch and number of snapshots it was built over.
+        self._by_recorder: dict[int, list[int]] = {}
+        self._indexed = (0, 0)
+        # Per run, the positions of its first and last rows, its turns (the runs naming it their parent)
+        # and the recorder whose snapshots it took (built as read: :meth:`rows_of`, :meth:`recorder_of_run`).
+        self._spans: dict[str, list[int]] = {}
+        self._turns: dict[str, list[str]] = {}
+        self._run_keys: dict[str, int] = {}
+        self._rows_indexed = (0, 0)
 
     def add_snapshot(
         self, agent: str, length: int, recorder: int, run_id: str | None, move: MoveName | None, log: list[LLMMessage]
@@ -63,6 +79,73 @@ class RowStore:
         """Snapshot ``agent``'s context, ``log[:length]``, before the next row (see :data:`rows.SnapshotRow`)."""
         self.snapshots.append((len(self.rows), agent, length, recorder, run_id, move))
         self.logs.append(log)
+
+    def snapshots_of(self, recorder: int) -> list[int]:
+        """The positions in :attr:`snapshots` of recorder ``recorder``'s snapshots, in order: an index of
+        every recorder's, brought up to date with the snapshots taken since it was last read (so that
+        the recorders of a store, one per task of a batch, read their own snapshots and no other's)."""
+        epoch, done = self._indexed
+        index = self._by_recorder
+        keys = self._run_keys
+        if epoch != self.epoch:  # snapshots were forgotten since: index them again
+            index.clear()
+            keys.clear()
+            done = 0
+        snapshots = self.snapshots
+        for at in range(done, len(snapshots)):
+            key, run = snapshots[at][3], snapshots[at][4]
+            if run is not None and run not in keys:
+                keys[run] = key
+            mine = index.get(key)
+            if mine is None:
+                index[key] = [at]
+            else:
+                mine.append(at)
+        self._indexed = (self.epoch, len(snapshots))
+        return index.get(recorder, [])
+
+    def _index_rows(self) -> None:
+        """Bring the per-run index of the rows up to date (forgotten rows since: index them again)."""
+        epoch, done = self._rows_indexed
+        spans, turns = self._spans, self._turns
+        if epoch != self.epoch:
+            spans.clear()
+            turns.clear()
+            done = 0
+        rows = self.rows
+        for at in range(done, len(rows)):
+            row = rows[at]
+            run = row[0] if type(row) is tuple else row.run_id  # type: ignore[union-attr]
+            if run is None:
+                continue
+            span = spans.get(run)
+            if span is None:
+                spans[run] = [at, at]
+                if type(row) is RunStarted and row.parent_run_id is not None:
+                    turns.setdefault(row.parent_run_id, []).append(run)
+            else:
+                span[1] = at
+        self._rows_indexed = (self.epoch, len(rows))
+
+    def rows_of(self, run_id: str) -> list[int]:
+        """The positions in :attr:`rows` of run ``run_id``'s rows, in order: found between its first and
+        last rows (an index of every run's, brought up to date as read), not by a pass over every row."""
+        self._index_rows()
+        span = self._spans.get(run_id)
+        if span is None:
+            return []
+        rows = self.rows
+        return [at for at in range(span[0], span[1] + 1) if run_of(rows[at]) == run_id]
+
+    def turns_of(self, run_id: str) -> list[str]:
+        """The runs naming run ``run_id`` their parent (a team run's turns), in the order they started."""
+        self._index_rows()
+        return list(self._turns.get(run_id, ()))
+
+    def recorder_of_run(self, run_id: str) -> int | None:
+        """The recorder whose snapshots run ``run_id`` took (``None``: it took none)."""
+        self.snapshots_of(-1)  # the snapshot index brought up to date
+        return self._run_keys.get(run_id)
 
     def defer_chunk_ids(self, first_row: int, call: LLMCall, start: int, end: int) -> None:
         """Chunks ``start:end`` of ``call`` have rows from ``first_row`` on with no id yet: draw them
@@ -110,7 +193,7 @@ class RowStore:
         dropped = [False] * (len(rows) + 1)
         for index, row in enumerate(rows):
             before[index] = len(kept)
-            if _run_of(row) in run_ids:
+            if run_of(row) in run_ids:
                 dropped[index] = True
             else:
                 kept.append(row)
@@ -134,7 +217,7 @@ class RowStore:
         started = {row.run_id for row in rows if type(row) is RunStarted}
         running = started - {row.run_id for row in rows if type(row) is RunFinished}
         if running:
-            self.drop_runs({run for run in map(_run_of, rows) if run is not None and run not in running})
+            self.drop_runs({run for run in map(run_of, rows) if run is not None and run not in running})
             self._ended.clear()
             return False
         rows.clear()  # no run in progress (the common case): nothing is kept
@@ -147,6 +230,6 @@ class RowStore:
         return True
 
 
-def _run_of(row: Row) -> str | None:
+def run_of(row: Row) -> str | None:
     """The run a row belongs to (every layout starts with it; a record holds it)."""
     return row[0] if isinstance(row, tuple) else row.run_id

@@ -26,7 +26,7 @@ def arguments_text(raw: str, red: Redactor) -> str:
     if isinstance(red, DefaultRedactor):
         try:
             value = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # not JSON, or nested deeper than the decoder goes
             return red(raw)
         masked = redact_data(value, red.secrets)
         if masked != value:
@@ -62,7 +62,7 @@ def parse_arguments(raw: str, red: Redactor) -> Any:
     """Tool arguments as parsed JSON with every string redacted; the raw text if it is not JSON."""
     try:
         value = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # not JSON, or nested deeper than the decoder goes
         return red(raw)
     return redacted_value(value, red)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..render import STYLE, Markup, el, fallback, portable
+from .schema import seconds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,6 +48,15 @@ def _missing(value: Any) -> bool:
     import pandas as pd
 
     return value is None or bool(pd.isna(value))
+
+
+def _offset(at: Any, start: Any) -> float:
+    """Seconds from the run's start to ``at``; a missing time (NaT) or an offset out of range: 0."""
+    import pandas as pd
+
+    if at is pd.NaT or start is pd.NaT or pd.isna(at) or pd.isna(start):
+        return 0.0
+    return seconds((at - start).total_seconds()) or 0.0
 
 
 def _tick_step(total: float) -> float:
@@ -84,11 +94,13 @@ class Timeline:
         start = run["started_at"]
         bars: list[Bar] = []
         for call in llm_calls[llm_calls["run_id"].astype("object") == rid].itertuples(index=False):
-            offset = (call.started_at - start).total_seconds()
-            duration = 0.0 if _missing(call.duration_s) else float(call.duration_s)
+            offset = _offset(call.started_at, start)
+            duration = seconds(call.duration_s) or 0.0  # missing or out of range: drawn as an instant
             lines = [
                 f"{call.purpose} call to {call.model}, iteration {call.iteration}",
                 f"{duration * 1000:.1f} ms"
+                if seconds(call.duration_s) is not None
+                else "duration missing"
                 + ("" if _missing(call.ttft_s) else f", first token {call.ttft_s * 1000:.1f} ms"),
             ]
             if not _missing(call.finish_reason):  # the call has a result
@@ -102,8 +114,8 @@ class Timeline:
         lane_ends: list[float] = []
         tools = tool_calls[tool_calls["run_id"].astype("object") == rid].sort_values("started_at", kind="stable")
         for tool in tools.itertuples(index=False):
-            offset = (tool.started_at - start).total_seconds()
-            duration = 0.0 if _missing(tool.duration_s) else float(tool.duration_s)
+            offset = _offset(tool.started_at, start)
+            duration = seconds(tool.duration_s) or 0.0
             lane = next((i for i, end in enumerate(lane_ends) if end <= offset), len(lane_ends))
             if lane == len(lane_ends):
                 lane_ends.append(0.0)
@@ -116,7 +128,7 @@ class Timeline:
             kind = "error" if not _missing(tool.is_error) and bool(tool.is_error) else "tool"
             bars.append(Bar(1 + lane, offset, duration, kind, str(tool.tool_name), details))
         ends = [bar.start_s + bar.duration_s for bar in bars]
-        total = max([0.0 if _missing(run["duration_s"]) else float(run["duration_s"]), *ends])
+        total = max([seconds(run["duration_s"]) or 0.0, *ends])
         lanes = ("LLM", *(f"tools {i + 1}" for i in range(len(lane_ends))))
         return cls(rid, str(run["agent"]), str(run["status"]), total, tuple(bars), lanes)
 

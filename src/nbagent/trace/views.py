@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..render import STYLE, el, portable
+from .schema import TraceTables
 from .summary import summarize
 
 if TYPE_CHECKING:
-    from .schema import TraceView
+    from .timeline import Timeline
+
+
+class TraceView(TraceTables, Protocol):
+    """What a trace's notebook views read of it: its tables and its timeline."""
+
+    def timeline(self, run_id: str | None = None) -> Timeline: ...
 
 
 def _figure(value: Any) -> str:
