@@ -47,6 +47,7 @@ import threading
 import time
 import uuid
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
@@ -92,7 +93,7 @@ from ..render.textlog import TextLog
 from ..sync import Pending, run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
 from .kernel import in_kernel, in_voila
-from .static_display import close_widget, descendants
+from .static_display import cell_stylesheet, close_widget, descendants
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -110,6 +111,21 @@ TICK_INTERVAL = 0.25
 Each refresh sends at most two widget updates (the footer, the running call's line): with the
 streamed text's coalescer (at most ~22 a second) the browser gets about 30 messages a second, far
 under jupyter_server's iopub limit (1,000 a second)."""
+GO_LIVE_S = 0.2
+"""How long a run :func:`show` displays goes before its live view (widgets, Stop button) shows.
+
+A run that ends sooner is displayed once, as its static copy alone: no widget model is opened, updated
+or closed for it, so a cell showing many fast runs in a loop sends one message a run (a live view's
+widgets cost about 60 of those jupyter_server's IOPub rate limit counts). The wake-up that shows it
+comes within ``WAKE_INTERVAL`` after, so a longer run has its Stop button within 0.3 s of its start."""
+LIVE_MODELS_PER_WINDOW = 600
+"""The most widget models the views going live may open within ``LIVE_WINDOW_S`` seconds.
+
+Each model costs the frontend's IOPub about 1.5 of the messages jupyter_server's rate limit (1,000 a
+second over 3 s) counts: its state updates and its ``comm_close`` when the run ends. So a cell of many
+runs that each last just over ``GO_LIVE_S`` stays well under it: past this budget a run's view waits,
+still showing nothing, until the window has room (or the run ends: its static copy)."""
+LIVE_WINDOW_S = 3.0
 STOP_GRACE_S = 2.0
 """How long an interrupted :meth:`AgentRunView.wait` waits for the run to end at its token, and then
 again once its task has been cancelled."""
@@ -119,6 +135,17 @@ ENDED = frozenset({"ok", "error", "cancelled", "interrupted"})
 PREVIEW_CHARS = 120
 """How much of an answer's first line a view's ``text/plain`` preview holds (its static copy holds more)."""
 _last_view: weakref.ref[AgentRunView] | None = None
+_went_live: deque[tuple[float, int]] = deque()  # (when, how many models) of the views gone live lately
+
+
+def _live_budget_allows(models: int, now: float) -> bool:
+    """Whether ``models`` widget models may open now (:data:`LIVE_MODELS_PER_WINDOW`); if so, counted."""
+    while _went_live and _went_live[0][0] <= now - LIVE_WINDOW_S:
+        _went_live.popleft()
+    if _went_live and sum(count for _, count in _went_live) + models > LIVE_MODELS_PER_WINDOW:
+        return False
+    _went_live.append((now, models))
+    return True
 
 
 def last_view() -> AgentRunView | None:
@@ -360,7 +387,8 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self.body.add_class("nba-body")
         self._footer = _LaterHTML()
         self._footer.add_class("nba-footer-box")
-        super().__init__([_LaterHTML(STYLE), header, self.body, self._footer])
+        self._style = _LaterHTML(STYLE)
+        super().__init__([self._style, header, self.body, self._footer])
         self.add_class("nba-view")
 
         self.status = "idle"
@@ -382,6 +410,8 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self._last_tick = 0.0
         self._display_ids: list[str] = []
         self._shown_in: int | None = None
+        self._deferred = False  # displayed by show_later(): shown once its run has gone on GO_LIVE_S
+        self._copy_style: Markup | None = None  # the stylesheet its static copies in outputs carry
         self.task: asyncio.Task[Response | None] | None = None
         self._echo: tuple[TextLog, TextIO] | None = None  # outside a notebook: the run as text (echo_to)
         self._echo_ended = False  # the echo wrote the run's end
@@ -447,6 +477,8 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     def tick(self) -> None:
         """Refresh the live status (elapsed time, the running call's line) if ``TICK_INTERVAL`` has passed."""
         now = time.perf_counter()
+        if self._deferred and self._started is not None and now - self._started.start_perf >= GO_LIVE_S:
+            self._go_live(now)
         if self.status != "running" or now - self._last_tick < TICK_INTERVAL:
             return
         self._last_tick = now
@@ -647,6 +679,11 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
             self.detail = None if status == "ok" else error
         self._set_status(status, None if status == "error" else self.detail)
         self._update_footer()
+        if self._deferred:  # ended before it went live: its static copy alone shows it
+            self._deferred = False
+            from IPython.display import display
+
+            display(self.static_bundle(), raw=True)  # type: ignore[no-untyped-call]
         self._refresh_displays()
         if not self._display_ids:  # never shown (a script's echo, a view run by hand): nothing will show
             self.close_widgets()  # its widgets; displayed later, it shows its static copy
@@ -792,9 +829,12 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ static fallback
 
-    def to_html(self) -> str:
-        """Self-contained HTML of the current state (every value already escaped)."""
-        inner = _joined(_static(child) for child in self.children)
+    def to_html(self, *, stylesheet: bool = True) -> str:
+        """Self-contained HTML of the current state (every value already escaped); without its
+        stylesheet if not ``stylesheet`` (its layout stays, inline)."""
+        inner = _joined(_static(child) for child in self.children if child is not self._style)
+        if stylesheet:
+            inner = STYLE + _SPACE + inner
         return str(portable(el("div", inner, class_=f"nba-view nba-state-{self.status}", data_status=self.status)))
 
     def to_text(self) -> str:
@@ -841,8 +881,13 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         return data
 
     def static_bundle(self) -> dict[str, str]:
-        """The static copy alone (``text/html`` and ``text/plain``): what a finished run's output holds."""
-        return {"text/html": self.to_html(), "text/plain": self.to_text()}
+        """The static copy alone (``text/html`` and ``text/plain``): what a finished run's output holds.
+
+        Its stylesheet is there if it is the cell's first static copy (:func:`cell_stylesheet`): a cell
+        of many runs carries it once."""
+        if self._copy_style is None:
+            self._copy_style = cell_stylesheet()
+        return {"text/html": self.to_html(stylesheet=bool(self._copy_style)), "text/plain": self.to_text()}
 
     def _ipython_display_(self) -> None:
         """Display once per cell with a display id, so the end of the run can replace the output.
@@ -861,6 +906,35 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         if self.status in ENDED:
             display(self.static_bundle(), raw=True)  # type: ignore[no-untyped-call]
             return
+        self._display_live()
+
+    def show_later(self) -> None:
+        """Display the view in this cell once its run has gone on ``GO_LIVE_S`` seconds (live, with its
+        Stop button), or, if it ends sooner, as its static copy alone (:func:`show` does this).
+
+        Nothing shows for a view whose run never starts. Displayed this way, views of runs awaited one
+        after another in a cell show in their order (each displays before the next starts).
+        """
+        if not in_kernel() or self.status in ENDED:
+            self._ipython_display_()
+            return
+        from IPython import get_ipython
+
+        shell: InteractiveShell | None = get_ipython()
+        self._shown_in = shell.execution_count if shell is not None else None
+        self._deferred = True
+
+    def _go_live(self, now: float) -> None:
+        """Display the live view, if the budget of widget models opened lately allows it."""
+        models = 3 * sum(1 for _ in descendants(self))  # each widget, its layout and its style
+        if _live_budget_allows(models, now):
+            self._deferred = False
+            self._display_live()
+
+    def _display_live(self) -> None:
+        """Display the live widget (its static copy in its bundle), with a display id its end replaces."""
+        from IPython.display import display
+
         display_id = uuid.uuid4().hex
         self._display_ids.append(display_id)
         display(self._repr_mimebundle_(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
@@ -959,7 +1033,7 @@ async def _show(
     if autogen is None:
         check_entry("nbagent.show", source, task, cancellation_token, runs=True)
     view = _new_view(title or _name(source))
-    _display_or_echo(view)
+    _display_or_echo(view, later=True)
     await view.run(autogen or source, task, cancellation_token=cancellation_token)
     return view
 
@@ -994,15 +1068,18 @@ def start(
     return view
 
 
-def _display_or_echo(view: AgentRunView) -> None:
-    """Display the view in a notebook; anywhere else (a script, a terminal IPython), where a widget
+def _display_or_echo(view: AgentRunView, *, later: bool = False) -> None:
+    """Display the view in a notebook (``later``: once its run has gone on a moment, see
+    :meth:`AgentRunView.show_later`); anywhere else (a script, a terminal IPython), where a widget
     cannot show, write the run as text to stdout instead."""
     if not in_kernel():
         view.echo_to(sys.stdout)
-        return
-    from IPython.display import display
+    elif later:
+        view.show_later()
+    else:
+        from IPython.display import display
 
-    display(view)  # type: ignore[no-untyped-call]
+        display(view)  # type: ignore[no-untyped-call]
 
 
 def show_sync(
