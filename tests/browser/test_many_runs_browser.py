@@ -49,6 +49,18 @@ def test_a_cell_of_1000_shown_runs_shows_every_answer_and_ends(
     nb = run_notebook_in_lab([SETUP, LOOP, AFTER], name=f"many-runs-{frontend}", frontend=frontend)
     texts = nb.output_texts()
     assert "the next cell ran" in texts[2]
+    # Every output reached the page's notebook model (what a save writes)...
+    saved = nb.page.evaluate(
+        """() => window.jupyterapp.shell.currentWidget.context.model.cells.get(1).outputs.toJSON()
+                   .map(o => (o.data || {})['text/html'] || '')"""
+    )
+    assert len(saved) == RUNS, len(saved)
+    assert {int(n) for html in saved for n in re.findall(r"answer (\d+) done", html)} == set(range(RUNS))
+    # ...and, past the first 50 (the frontends' default, maxNumberOutputs), shows with "Show more outputs".
+    more = nb.page.locator(".jp-Notebook .jp-CodeCell:nth-child(2) .jp-TrimmedOutputs button")
+    if more.count():
+        more.first.click()
+        nb.settle()
     views = nb.page.eval_on_selector_all(
         ".jp-Notebook .jp-CodeCell:nth-child(2) .nba-view",
         "views => views.map(v => [v.dataset.status || v.className, v.innerText])",

@@ -266,29 +266,74 @@ class _Waker:
             self._handle = None
 
 
+FRAME_S = 1 / 25
+"""Seconds between two sends of a live view's changed values (its footer, status, LLM call lines, tool
+cards): each is sent at most once a frame, its latest value."""
+
+
+class _Frame:
+    """The values a live view's HTML widgets are given, sent at most once every ``FRAME_S`` seconds each.
+
+    A burst of items (a batch of tool calls and their results, the footer after each) becomes one update
+    a widget a frame; a widget whose model is not open (a view not yet live) is assigned at once, which
+    sends nothing. :meth:`flush` sends what is pending (before a static copy is made of the widgets).
+    """
+
+    __slots__ = ("_pending", "_timer")
+
+    def __init__(self) -> None:
+        self._pending: dict[int, tuple[widgets.HTML, str]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def set(self, widget: widgets.HTML, value: str) -> None:
+        """Give ``widget`` ``value``: now if its model is closed, else by the end of the frame."""
+        if widget.comm is None:
+            self._pending.pop(id(widget), None)
+            widget.value = value
+            return
+        self._pending[id(widget)] = widget, value
+        if self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.flush()
+                return
+            self._timer = loop.call_later(FRAME_S, self.flush)
+
+    def flush(self) -> None:
+        """Send every pending value now."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        pending, self._pending = self._pending, {}
+        for widget, value in pending.values():
+            widget.value = value
+
+
 class _ToolCard:
     """The widget of one tool call and what is known about it."""
 
-    __slots__ = ("call", "widget", "execution", "done")
+    __slots__ = ("call", "widget", "execution", "done", "_frame")
 
-    def __init__(self, call: FunctionCall) -> None:
+    def __init__(self, call: FunctionCall, frame: _Frame) -> None:
         self.call = call
         self.execution: ToolExecution | None = None
         self.done = False
+        self._frame = frame
         self.widget = _LaterHTML(tool_card(call))
         self.widget.add_class("nba-tool-card-widget")
 
     def show_running(self) -> None:
         """Its batch has started: the call runs."""
         if not self.done:
-            self.widget.value = tool_card(self.call, running=True)
+            self._frame.set(self.widget, tool_card(self.call, running=True))
 
     def show_result(self, cancelled: bool = False) -> None:
         execution = self.execution
         result = execution.result if execution is not None else None
         duration = execution.duration_s if execution is not None else None
         self.done = result is not None or cancelled
-        self.widget.value = tool_card(self.call, result, duration, cancelled=cancelled and result is None)
+        self._frame.set(self.widget, tool_card(self.call, result, duration, cancelled=cancelled and result is None))
 
 
 class _Stream:
@@ -351,17 +396,18 @@ class _Stream:
 class _LLMRow:
     """The line of one LLM call: running, then its duration and tokens (or its error)."""
 
-    __slots__ = ("call", "options", "widget")
+    __slots__ = ("call", "options", "widget", "_frame")
 
-    def __init__(self, call: LLMCall, options: Options) -> None:
+    def __init__(self, call: LLMCall, options: Options, frame: _Frame) -> None:
         self.call = call
         self.options = options
+        self._frame = frame
         self.widget = _html(EMPTY, "llm")
         self.render()
 
     def render(self, now: float | None = None) -> None:
         options = self.options if now is None else Options(self.options.move, self.options.number, now)
-        self.widget.value = item_html(self.call, options)
+        self._frame.set(self.widget, item_html(self.call, options))
 
 
 class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
@@ -374,6 +420,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, title: str = "", *, interval: float = DEFAULT_INTERVAL) -> None:
         self._interval = interval
+        self._frame = _Frame()
         self._title = _LaterHTML()
         self._set_title(title)
         self._status_html = _LaterHTML()
@@ -499,7 +546,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     def _on_llm_call(self, call: LLMCall) -> None:
         self.llm_calls.append(call)
-        row = _LLMRow(call, Options(self._move_name(), len(self.llm_calls)))
+        row = _LLMRow(call, Options(self._move_name(), len(self.llm_calls)), self._frame)
         self._llm_rows.append(row)
         self._add(row.widget)
 
@@ -552,7 +599,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self.body.children = (*self.body.children, widget)
 
     def _on_tool_request(self, event: ToolCallRequestEvent) -> None:
-        cards = [_ToolCard(call) for call in event.content]
+        cards = [_ToolCard(call, self._frame) for call in event.content]
         for card in cards:
             self._cards[card.call.id] = card
         head = _LaterHTML(tool_group_head(len(cards), self._badge()))
@@ -614,17 +661,21 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     def status_html(self) -> str:
         """The header's status line as HTML: the status (with the current move while running, how the
         run ended otherwise), the element ``nba-status-text`` with ``data-status``."""
+        self._frame.flush()
         return str(self._status_html.value)
 
     @property
     def footer_html(self) -> str:
         """The footer as HTML: the run's totals, one ``data-metric``/``data-value`` pair each."""
+        self._frame.flush()
         return str(self._footer.value)
 
     def flush(self) -> None:
-        """Show now the streamed text still held back (the coalescers send it within ``interval`` otherwise)."""
+        """Show now the streamed text and values still held back (sent within ``interval`` and ``FRAME_S``
+        otherwise)."""
         for stream in self._streams.values():
             stream.coalescer.flush()
+        self._frame.flush()
 
     @property
     def elapsed_s(self) -> float | None:
@@ -639,8 +690,9 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         if self.status == "running" and self.llm_calls:
             call = self.llm_calls[-1]
             streaming = len(call.chunks) if call.duration_s is None and call.chunks else None
-        self._footer.value = footer(
-            self.usage, len(self.llm_calls), len(self.tool_executions), self.elapsed_s, shown, streaming
+        self._frame.set(
+            self._footer,
+            footer(self.usage, len(self.llm_calls), len(self.tool_executions), self.elapsed_s, shown, streaming),
         )
 
     def _set_status(self, status: str, detail: str | None = None) -> None:
@@ -655,7 +707,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
             text = f"running · {self.move.info.title}"
         elif detail:
             text = f"{status}: {detail}"
-        self._status_html.value = badge + el("span", text, class_="nba-status-text", data_status=status)
+        self._frame.set(self._status_html, badge + el("span", text, class_="nba-status-text", data_status=status))
 
     def _end(self, status: str, error: str | None = None) -> None:
         for stream in self._streams.values():
@@ -679,6 +731,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
             self.detail = None if status == "ok" else error
         self._set_status(status, None if status == "error" else self.detail)
         self._update_footer()
+        self._frame.flush()
         if self._deferred:  # ended before it went live: its static copy alone shows it
             self._deferred = False
             from IPython.display import display
@@ -832,6 +885,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     def to_html(self, *, stylesheet: bool = True) -> str:
         """Self-contained HTML of the current state (every value already escaped); without its
         stylesheet if not ``stylesheet`` (its layout stays, inline)."""
+        self._frame.flush()
         inner = _joined(_static(child) for child in self.children if child is not self._style)
         if stylesheet:
             inner = STYLE + _SPACE + inner
