@@ -60,8 +60,9 @@ def cell_stylesheet() -> Markup:
     return STYLE
 
 
-def close_widget(widget: ipywidgets.Widget) -> None:
-    """Close ``widget`` and the widgets made with it (its layout, its style: models of their own). An
+def close_widget(widget: ipywidgets.Widget, *, parts: bool = True) -> None:
+    """Close ``widget`` and (if ``parts``: not when other widgets share them) the widgets made with it
+    (its layout, its style: models of their own). An
     HTML widget's frontend is sent an empty value first (a frontend that keeps a closed widget's last
     state, nbclient or ``nbconvert --execute``, saved its text beside the static copy that replaced it);
     the kernel's widget keeps its value once closed (static copies are made from it)."""
@@ -70,7 +71,7 @@ def close_widget(widget: ipywidgets.Widget) -> None:
     value = widget.value if isinstance(widget, ipywidgets.HTML) else ""
     if value:
         widget.value = ""
-    for name in ("layout", "style"):  # made when the widget's model opened: one never opened has none
+    for name in ("layout", "style") if parts else ():  # made when the model opened: one never opened has none
         part = getattr(widget, name) if widget.has_trait(name) and widget.trait_has_value(name) else None
         if isinstance(part, ipywidgets.Widget):
             part.close()

@@ -53,6 +53,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
 
 import ipywidgets as widgets
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..agent import AgentRun, AssistantAgent, check_entry, replayed
 from ..agent_input import Task, task_messages
@@ -189,8 +190,8 @@ class RunKeyboardInterrupt(KeyboardInterrupt):
 _KINDS: dict[type, str] = {ThoughtEvent: "thought", MemoryQueryEvent: "memory"}
 
 
-def _html(value: Markup, kind: str) -> widgets.HTML:
-    widget = _LaterHTML(value)
+def _html(frame: _Frame, value: Markup, kind: str) -> widgets.HTML:
+    widget = frame.html(value)
     widget.add_class("nba-item")
     widget.add_class(f"nba-item-{kind}")
     return widget
@@ -240,6 +241,14 @@ class _LaterVBox(_OpenLater, widgets.VBox):  # type: ignore[misc]
     """A VBox whose model opens when first shown."""
 
 
+class _LaterLayout(_OpenLater, widgets.Layout):  # type: ignore[misc]
+    """A layout whose model opens when a widget using it is first shown."""
+
+
+class _LaterHTMLStyle(_OpenLater, HTMLStyle):  # type: ignore[misc]
+    """An HTML widget's style whose model opens when a widget using it is first shown."""
+
+
 class _Waker:
     """Wakes the event loop every ``WAKE_INTERVAL`` seconds while a run is shown, calling ``tick``.
 
@@ -272,18 +281,30 @@ cards): each is sent at most once a frame, its latest value."""
 
 
 class _Frame:
-    """The values a live view's HTML widgets are given, sent at most once every ``FRAME_S`` seconds each.
+    """What a view's widgets share: one layout and one HTML style (two widget models, not two for each of
+    its widgets: every widget of a view is laid out by its CSS classes), and the values its HTML widgets
+    are given, sent at most once every ``FRAME_S`` seconds each.
 
     A burst of items (a batch of tool calls and their results, the footer after each) becomes one update
     a widget a frame; a widget whose model is not open (a view not yet live) is assigned at once, which
     sends nothing. :meth:`flush` sends what is pending (before a static copy is made of the widgets).
     """
 
-    __slots__ = ("_pending", "_timer")
+    __slots__ = ("_pending", "_timer", "layout", "style")
 
     def __init__(self) -> None:
         self._pending: dict[int, tuple[widgets.HTML, str]] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self.layout = _LaterLayout()
+        self.style = _LaterHTMLStyle()
+
+    def html(self, value: str = EMPTY) -> widgets.HTML:
+        """A new HTML widget of the view (its model opens when first shown)."""
+        return _LaterHTML(value, layout=self.layout, style=self.style)
+
+    def box(self, children: list[widgets.Widget], kind: type[widgets.Box] | None = None) -> widgets.Box:
+        """A new box of the view (a ``Box``, or ``kind``: ``_LaterHBox``, ``_LaterVBox``)."""
+        return (kind or _LaterBox)(children, layout=self.layout)
 
     def set(self, widget: widgets.HTML, value: str) -> None:
         """Give ``widget`` ``value``: now if its model is closed, else by the end of the frame."""
@@ -320,7 +341,7 @@ class _ToolCard:
         self.execution: ToolExecution | None = None
         self.done = False
         self._frame = frame
-        self.widget = _LaterHTML(tool_card(call))
+        self.widget = frame.html(tool_card(call))
         self.widget.add_class("nba-tool-card-widget")
 
     def show_running(self) -> None:
@@ -346,20 +367,21 @@ class _Stream:
     while the text grows, with no script; its head line's "expand" checkbox lifts the bound.
     """
 
-    __slots__ = ("box", "call", "coalescer", "head", "_badge", "_body", "_segment", "_escaped", "_length")
+    __slots__ = ("box", "call", "coalescer", "head", "_badge", "_body", "_segment", "_escaped", "_length", "_frame")
 
-    def __init__(self, badge: Markup, interval: float, call: LLMCall | None = None) -> None:
+    def __init__(self, badge: Markup, interval: float, frame: _Frame, call: LLMCall | None = None) -> None:
         self.call = call
         self._badge = badge
-        self._segment = _LaterHTML()
+        self._frame = frame
+        self._segment = frame.html()
         self._escaped = EMPTY
         self._length = 0
-        self.head = _LaterHTML(stream_head(badge))
-        self._body = _LaterBox([self._segment])
+        self.head = frame.html(stream_head(badge))
+        self._body = frame.box([self._segment])
         self._body.add_class("nba-stream-body")
-        scroll = _LaterBox([self._body])
+        scroll = frame.box([self._body])
         scroll.add_class("nba-scroll")
-        self.box = _LaterBox([self.head, scroll])
+        self.box = frame.box([self.head, scroll])
         for name in ("nba-item", "nba-item-stream", "nba-event", "nba-text", "nba-stream"):
             self.box.add_class(name)
         self.coalescer = Coalescer(self._show, interval)
@@ -379,7 +401,7 @@ class _Stream:
             room = SEGMENT_CHARS - self._length
             self._segment.value = stream_segment(self._escaped + new[:room])
             new = new[room:]
-            self._segment = _LaterHTML()
+            self._segment = self._frame.html()
             self._escaped = EMPTY
             self._length = 0
             self._body.children = (*self._body.children, self._segment)
@@ -388,9 +410,9 @@ class _Stream:
         self._segment.value = stream_segment(self._escaped)
 
     def close(self) -> None:
-        """Close the segment widgets (the final message replaces them)."""
+        """Close the segment widgets (the final message replaces them); the view's shared parts stay."""
         for widget in descendants(self.box):
-            close_widget(widget)
+            close_widget(widget, parts=False)
 
 
 class _LLMRow:
@@ -402,7 +424,7 @@ class _LLMRow:
         self.call = call
         self.options = options
         self._frame = frame
-        self.widget = _html(EMPTY, "llm")
+        self.widget = _html(frame, EMPTY, "llm")
         self.render()
 
     def render(self, now: float | None = None) -> None:
@@ -421,21 +443,21 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     def __init__(self, title: str = "", *, interval: float = DEFAULT_INTERVAL) -> None:
         self._interval = interval
         self._frame = _Frame()
-        self._title = _LaterHTML()
+        self._title = self._frame.html()
         self._set_title(title)
-        self._status_html = _LaterHTML()
+        self._status_html = self._frame.html()
         self._status_html.add_class("nba-status")
         self.stop_button = _LaterButton(description="Stop", icon="stop", button_style="danger", disabled=True)
         self.stop_button.add_class("nba-stop")
         self.stop_button.on_click(lambda _: self.stop())
-        header = _LaterHBox([self._title, self._status_html, self.stop_button])
+        header = self._frame.box([self._title, self._status_html, self.stop_button], _LaterHBox)
         header.add_class("nba-header")
-        self.body = _LaterVBox()
+        self.body = self._frame.box([], _LaterVBox)
         self.body.add_class("nba-body")
-        self._footer = _LaterHTML()
+        self._footer = self._frame.html()
         self._footer.add_class("nba-footer-box")
-        self._style = _LaterHTML(STYLE)
-        super().__init__([self._style, header, self.body, self._footer])
+        self._style = self._frame.html(STYLE)
+        super().__init__([self._style, header, self.body, self._footer], layout=self._frame.layout)
         self.add_class("nba-view")
 
         self.status = "idle"
@@ -483,7 +505,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         if on_item is not None:  # an item that changes what is shown already, or the view's state
             on_item(self, item)
         elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):  # shown as the renderer draws it
-            self._add(_html(item_html(item, Options(self._move_name())), _KINDS.get(kind, "event")))
+            self._add(_html(self._frame, item_html(item, Options(self._move_name())), _KINDS.get(kind, "event")))
         self._update_footer()
 
     def echo_to(self, out: TextIO) -> None:
@@ -541,7 +563,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self._started = started
         task = Options("add_messages")
         for message in started.task:
-            self._add(_html(item_html(message, task), "user"))
+            self._add(_html(self._frame, item_html(message, task), "user"))
         self._set_status("running")
 
     def _on_llm_call(self, call: LLMCall) -> None:
@@ -571,13 +593,13 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         stream = self._streams.get(message_id)
         if stream is None:
             call = self.llm_calls[-1] if self.llm_calls else None
-            stream = self._streams[message_id] = _Stream(self._badge(), self._interval, call)
+            stream = self._streams[message_id] = _Stream(self._badge(), self._interval, self._frame, call)
             self._add(stream.box)
         stream.coalescer.append(text)
 
     def _on_thought(self, thought: ThoughtEvent) -> None:
         """The reasoning of a call that went on to call tools: it replaces that call's streamed text."""
-        block = _html(item_html(thought, Options(self._move_name())), "thought")
+        block = _html(self._frame, item_html(thought, Options(self._move_name())), "thought")
         call = self.llm_calls[-1] if self.llm_calls else None
         stream = self._streams.pop(call.message_id, None) if call is not None else None
         if stream is None:
@@ -602,10 +624,10 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         cards = [_ToolCard(call, self._frame) for call in event.content]
         for card in cards:
             self._cards[card.call.id] = card
-        head = _LaterHTML(tool_group_head(len(cards), self._badge()))
-        row = _LaterBox([card.widget for card in cards])
+        head = self._frame.html(tool_group_head(len(cards), self._badge()))
+        row = self._frame.box([card.widget for card in cards])
         row.add_class("nba-tool-cards")
-        group = _LaterVBox([head, row])
+        group = self._frame.box([head, row], _LaterVBox)
         for name in ("nba-item", "nba-item-tools", "nba-event", "nba-tool-group"):
             group.add_class(name)
         self._add(group)
@@ -617,9 +639,9 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         value = item_html(message, Options(self._move_name()))
         stream = self._streams.pop(message.id, None)
         if stream is None:
-            self._add(_html(value, kind))
+            self._add(_html(self._frame, value, kind))
         else:
-            self._replace(stream, _html(value, kind))
+            self._replace(stream, _html(self._frame, value, kind))
 
     # What the view does with the items that change its state or what it shows already (the others it
     # adds as the renderer draws them).
@@ -723,7 +745,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
             # (the status says "error"; the run's end and its exception both bring it here).
             self.error = error
             if not any(call.error == error for call in self.llm_calls):
-                self._add(_html(error_block(error), "error"))
+                self._add(_html(self._frame, error_block(error), "error"))
         if self._finished_perf is None:
             self._finished_perf = time.perf_counter()
         self.stop_button.disabled = True
@@ -980,7 +1002,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     def _go_live(self, now: float) -> None:
         """Display the live view, if the budget of widget models opened lately allows it."""
-        models = 3 * sum(1 for _ in descendants(self))  # each widget, its layout and its style
+        models = sum(1 for _ in descendants(self)) + 4  # each widget; the shared parts, the button's
         if _live_budget_allows(models, now):
             self._deferred = False
             self._display_live()
