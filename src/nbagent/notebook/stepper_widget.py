@@ -50,6 +50,7 @@ from ..agent import AssistantAgent, check_entry, replayed
 from ..agent_input import Task
 from ..cancellation import CancellationToken
 from ..context import message_text
+from ..language import words
 from ..messages import ModelClientStreamingChunkEvent
 from ..records import MOVES
 from ..render import (
@@ -105,7 +106,7 @@ def _events_html(result: StepResult) -> Markup:
         blocks.append(to_html(event, options))
     if chunks:
         blocks.append(streamed_chunks(chunks, options.badge))
-    return concat(blocks) if blocks else el("div", "no events in this move", class_="nba-muted")
+    return concat(blocks) if blocks else el("div", words("no events in this move"), class_="nba-muted")
 
 
 def _cell(item: object) -> str:
@@ -120,7 +121,7 @@ def context_table_html(result: StepResult | None, stepper: Stepper) -> Markup:
     """The model context as a table; rows this move added or changed are highlighted."""
     frame = result.context if result is not None else stepper.agent.context_df().assign(change="")
     if frame.empty:
-        return el("div", "the model context is empty", class_="nba-muted nba-stepper-context", data_rows=0)
+        return el("div", words("the model context is empty"), class_="nba-muted nba-stepper-context", data_rows=0)
     rows = [
         el(
             "tr",
@@ -166,7 +167,7 @@ def request_html(result: StepResult) -> Markup:
             tool.get("description", ""),
             el(
                 "details",
-                el("summary", "parameters"),
+                el("summary", words("parameters")),
                 value(
                     json.dumps(tool.get("parameters", {}), indent=2, ensure_ascii=False),
                     limit=2000,
@@ -178,7 +179,7 @@ def request_html(result: StepResult) -> Markup:
     ]
     json_output = request.json_output
     output = json_output.__name__ if isinstance(json_output, type) else repr(json_output)
-    raw = "not returned (the call failed)" if call.result is None else call.result.model_dump_json(indent=2)
+    raw = words("not returned (the call failed)") if call.result is None else call.result.model_dump_json(indent=2)
     sent = el(
         "div",
         el(
@@ -191,7 +192,7 @@ def request_html(result: StepResult) -> Markup:
         ),
         el("table", el("tr", el("th", "#"), el("th", "message"), el("th", "source"), el("th", "content")), messages,
            class_="nba-table"),
-        el("div", label(f"tools ({len(request.tools)})")),
+        el("div", label(words("tools ({count})").format(count=len(request.tools)))),
         el("ul", tools, class_="nba-stepper-tools"),
         class_="nba-stepper-request",
         data_messages=len(request.messages),
@@ -199,9 +200,9 @@ def request_html(result: StepResult) -> Markup:
         data_tool_choice=request.tool_choice,
     )  # fmt: skip
     return (
-        el("h4", f"Request sent to {call.model} ({call.purpose} call)")
+        el("h4", words("Request sent to {model} ({purpose} call)").format(model=call.model, purpose=call.purpose))
         + sent
-        + el("h4", "Raw CreateResult")
+        + el("h4", words("Raw CreateResult"))
         + el("div", value(raw, limit=1500), class_="nba-stepper-result")
         + (el("div", call.error, class_="nba-event nba-error") if call.error else EMPTY)
     )
@@ -209,12 +210,12 @@ def request_html(result: StepResult) -> Markup:
 
 def _next_html(stepper: Stepper) -> Markup:
     if stepper.status == "ready":
-        text = "Next: STEP 1 · " + MOVES["add_messages"].title
+        text = words("Next: STEP {step} · {title}").format(step=1, title=MOVES["add_messages"].title)
     elif stepper.upcoming is not None:
         info = stepper.upcoming.info
-        text = f"Next: STEP {info.step} · {info.title} ({info.method})"
+        text = words("Next: STEP {step} · {title}").format(step=info.step, title=info.title) + f" ({info.method})"
     else:
-        text = f"The run is over ({stepper.status}). Reset to walk it again."
+        text = words("The run is over ({status}). Reset to walk it again.").format(status=stepper.status)
     return el("div", text, class_="nba-stepper-next", data_status=stepper.status)
 
 
@@ -224,11 +225,18 @@ def move_html(stepper: Stepper) -> Markup:
     if result is None:
         task = "\n".join(message.to_text() for message in stepper.messages)
         return concat(
-            el("div", "Ready to walk the loop", class_="nba-stepper-head", data_step=0, data_move="", data_index=0),
-            el("p", f"Task for {stepper.agent.name}:", class_="nba-stepper-explanation"),
+            el(
+                "div",
+                words("Ready to walk the loop"),
+                class_="nba-stepper-head",
+                data_step=0,
+                data_move="",
+                data_index=0,
+            ),
+            el("p", words("Task for {name}:").format(name=stepper.agent.name), class_="nba-stepper-explanation"),
             value(task),
             _next_html(stepper),
-            el("h4", "Model context"),
+            el("h4", words("Model context")),
             context_table_html(None, stepper),
         )
     error = None
@@ -238,9 +246,14 @@ def move_html(stepper: Stepper) -> Markup:
         to_html(result.move, Options(number=result.index)),
         _next_html(stepper),
         error,
-        el("h4", "Events of this move"),
+        el("h4", words("Events of this move")),
         _events_html(result),
-        el("h4", f"Model context after this move (+{len(result.added)} added, {len(result.changed)} changed)"),
+        el(
+            "h4",
+            words("Model context after this move (+{added} added, {changed} changed)").format(
+                added=len(result.added), changed=len(result.changed)
+            ),
+        ),
         context_table_html(result, stepper),
         request_html(result),
     )
@@ -261,7 +274,7 @@ def replay_html(stepper: Stepper) -> Markup:
 
 
 def _status_text(stepper: Stepper) -> str:
-    return f"{stepper.status} · {len(stepper.history)} moves"
+    return words("{status} · {moves} moves").format(status=stepper.status, moves=len(stepper.history))
 
 
 def stepper_html(stepper: Stepper) -> str:
@@ -272,12 +285,16 @@ def stepper_html(stepper: Stepper) -> str:
 
 def _stepper_copy(stepper: Stepper) -> Markup:
     forks = [
-        el("div", el("h4", f"Fork at move {len(fork.parent.history) if fork.parent else 0}"), _stepper_copy(fork))
+        el(
+            "div",
+            el("h4", words("Fork at move {move}").format(move=len(fork.parent.history) if fork.parent else 0)),
+            _stepper_copy(fork),
+        )
         for fork in getattr(stepper, "shown_forks", ())
     ]
     status = el(
         "div",
-        muted(f"{stepper.agent.name}: {_status_text(stepper)} (a saved copy: run the cell to step it)"),
+        muted(f"{stepper.agent.name}: {_status_text(stepper)} " + words("(a saved copy: run the cell to step it)")),
         class_="nba-stepper-status",
         data_status=stepper.status,
     )
@@ -307,10 +324,10 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
     def __init__(self, stepper: NotebookStepper) -> None:
         self.stepper = stepper
         # A double click makes one move: each click says the state it was made against (ClickButton).
-        self.next_button = ClickButton(description="Next", icon="step-forward", button_style="primary")
-        self.run_button = ClickButton(description="Run to end", icon="fast-forward")
-        self.reset_button = ClickButton(description="Reset", icon="undo")
-        self.pause_button = widgets.Button(description="Pause", icon="pause", disabled=True)
+        self.next_button = ClickButton(description=words("Next"), icon="step-forward", button_style="primary")
+        self.run_button = ClickButton(description=words("Run to end"), icon="fast-forward")
+        self.reset_button = ClickButton(description=words("Reset"), icon="undo")
+        self.pause_button = widgets.Button(description=words("Pause"), icon="pause", disabled=True)
         self.pause_button.add_class("nba-pause")
         self.pause_button.on_click(lambda _: self.pause())
         self.status = widgets.HTML()
@@ -403,7 +420,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         stepper = self.stepper
         busy = self.busy or stepper.moving
         if busy:
-            text = "pausing…" if self.paused_at is not None else "working…"
+            text = words("pausing…") if self.paused_at is not None else words("working…")
         elif self.error:
             text = self.error
         else:
