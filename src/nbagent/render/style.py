@@ -204,7 +204,7 @@ STYLESHEET = (
 .nba-diagram{overflow-x:auto;max-width:100%;min-width:0;flex:1 1 auto}
 .nba-svg-live{display:block !important;overflow-x:auto;max-width:100%;min-width:0}
 .nba-svg-picture{display:none !important}
-.nba-pipeline{max-width:none;height:auto;display:block}
+.nba-pipeline{width:100%;max-width:900px;min-width:640px;height:auto;display:block}
 .nba-node rect{fill:var(--nba-raised);stroke:var(--nba-line);stroke-width:1.2}
 .nba-node text{font-size:11px;fill:var(--nba-fg);text-anchor:middle}
 .nba-node text.nba-node-step{font-weight:700;font-size:11px;fill:var(--nba-muted)}
@@ -268,6 +268,8 @@ STYLESHEET = (
 .nba-explorer-table td:is(.nba-x-task,.nba-x-error){max-width:30em;overflow-wrap:anywhere}
 .nba-explorer-query{font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap;
   background:var(--nba-raised);color:var(--nba-fg);padding:4px 6px;margin:4px 0}
+.jp-CodeCell.jp-mod-outputsScrolled .jp-Cell-outputArea:has(:is(.nba-explorer-live,.nba-stepper-live)){
+  max-height:none;overflow-y:visible}
 .jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child .nba-stepper-live):not(
   :has(+.jp-OutputArea-child .jupyter-widgets-disconnected)){display:none}
 .jp-OutputArea-child:has(.nba-static-copy)+.jp-OutputArea-child:not(:has(>.jp-OutputArea-output[data-mime-type])):not(
@@ -277,6 +279,10 @@ STYLESHEET = (
 """
 )
 """Every rule of every view (live view, stepper and its diagram, context tables, trace summary and timeline).
+
+A cell that shows an explorer or a stepper is never a scroll box: Notebook 7 makes a cell's outputs one
+about 300 px tall (``jp-mod-outputsScrolled``) once they pass 100 lines, and the explorer's page of rows
+or the stepper's panels then showed three rows at a time.
 
 The last rules pair a stepper's static copy with its live widget (the output after it, which the
 widget manager draws with no ``data-mime-type``): a connected live widget hides the copy; a
