@@ -104,7 +104,7 @@ from .models.base import ChatCompletionClient, ModelRateLimitError, ModelServerE
 from .models.retries import OUTER_RETRIES
 from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
-from .sync import run_coroutine
+from .sync import entry_point, run_coroutine
 from .trace import LazyTrace, Trace, TraceFrames
 from .trace.combine import cast, stack
 from .trace.explore import RunFollower
@@ -1050,6 +1050,7 @@ class Batch:
 
     # ------------------------------------------------------------------ running
 
+    @entry_point("batch.run()", "batch.run_sync()")
     async def run(self) -> Batch:
         """Run every task (of the shard) not done yet; returns the batch once each has ended.
 
@@ -1728,6 +1729,7 @@ def _stderr_is_terminal() -> bool:
         return False
 
 
+@entry_point("nbagent.run_many(make_agent, tasks)")
 async def run_many(make_agent: MakeAgent, tasks: object, **options: Any) -> Batch:
     """``Batch(make_agent, tasks, **options)`` run to its end: ``batch = await nbagent.run_many(...)``."""
     batch = Batch(make_agent, tasks, **options)

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TextIO, TypeVar
 
 from .messages import Response, TaskResult
 from .render.textlog import TextLog
+from .sync import entry_point
 
 __all__ = ["Console"]
 
@@ -30,6 +31,7 @@ class InputNotifier(Protocol):
     def notify_event_received(self, request_id: str) -> None: ...
 
 
+@entry_point("nbagent.Console(stream)")
 async def Console(  # noqa: N802 (AutoGen's name: code written for AutoGen's Console reads the same)
     stream: AsyncIterable[Any],
     *,

@@ -45,6 +45,7 @@ from .models.base import ChatCompletionClient, ModelRequest
 from .models.replay import ReplayChatCompletionClient
 from .records import MOVES, NOT_EVENTS, LLMCall, LoopSettings, Move, MoveInfo, MoveName, RunItem, ToolExecution
 from .records import Condition as MoveCondition
+from .sync import entry_point
 from .tools import ToolSchema, Workbench
 from .trace import Trace, context_rows
 from .trace.replay import RecordedChatCompletionClient, RecordedWorkbench, Replay
@@ -397,6 +398,7 @@ class Stepper:
 
     # ------------------------------------------------------------------ walking
 
+    @entry_point("stepper.next()")
     async def next(self) -> StepResult:
         """Make one move: run the loop up to the next move boundary (or the end) and report it."""
         if self.done:
@@ -476,6 +478,7 @@ class Stepper:
                 self.fork_source = own
         self.agent.model_client.restore(checkpoint)
 
+    @entry_point("stepper.run_to_end()")
     async def run_to_end(self) -> list[StepResult]:
         """Make every remaining move; returns them (empty if the run is already over).
 
@@ -599,6 +602,7 @@ class Stepper:
             self.status = "cancelled"
         self._upcoming = None
 
+    @entry_point("stepper.reset()")
     async def reset(self) -> None:
         """End the run (``aclose``) and put back what the walk changed, so it can be walked again.
 
@@ -625,6 +629,7 @@ class Stepper:
 
     # ------------------------------------------------------------------ forks and interventions
 
+    @entry_point("stepper.fork()")
     async def fork(self) -> Stepper:
         """A second walk paused at the same move, on a copy of the agent and its context.
 

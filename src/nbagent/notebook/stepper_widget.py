@@ -69,6 +69,7 @@ from ..render import (
     value,
 )
 from ..stepper import MoveUndone, Stepper, StepResult
+from ..sync import entry_point
 from .click_button import ClickButton
 from .fork_panel import ForkPanel
 from .static_display import StaticCopyDisplay
@@ -457,6 +458,7 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
     def _static_html(self) -> str:
         return stepper_html(self)
 
+    @entry_point("stepper.next()")
     async def next(self) -> StepResult:
         try:
             return await super().next()
@@ -469,6 +471,7 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
         finally:
             self.changed()
 
+    @entry_point("stepper.reset()")
     async def reset(self) -> None:
         try:
             await super().reset()

@@ -91,7 +91,7 @@ from ..render import (
 )
 from ..render import to_html as item_html
 from ..render.textlog import TextLog
-from ..sync import Pending, run_coroutine
+from ..sync import Pending, entry_point, run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
 from .kernel import in_kernel, in_voila
 from .static_display import cell_stylesheet, close_widget, descendants
@@ -871,6 +871,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         elif self.task is not None:
             self.task.cancel()
 
+    @entry_point("view.wait()")
     async def wait(self) -> Response | None:
         """Wait for a background run; its ``Response``, or ``None`` if it was stopped.
 
