@@ -146,8 +146,10 @@ async def test_picking_two_runs_compares_them(trace: Trace) -> None:
     await explorer.opening
     send(widget, event="open", run=second, add=True)  # Shift-click (or Shift+Enter) on a second run
     assert explorer.picked == [first, second]
-    comparison = nbagent.compare((trace, first), (trace, second), labels=(first, second))
+    # Its headers name the runs short (issue 43.4: the full ids were repeated four times), the full id on hover.
+    comparison = nbagent.compare((trace, first), (trace, second), labels=(first[:8], second[:8]))
     assert widget.detail.value == comparison.html()
+    assert widget.detail.value.count(first) == 1
     assert widget.replay_button.disabled
     send(widget, event="open", run=first, add=True)  # again: dropped from the comparison, the other shown
     assert explorer.picked == [second] and explorer.opening is not None

@@ -600,7 +600,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
                 raise check.wrong_value(_WHERE, "a, b", "two run ids (or two runs picked)", (a, b))
             a, b = self.picked
         left, right = self.check_run("a", a), self.check_run("b", b)
-        return compare((self._of(left), left), (self._of(right), right), labels=(left, right))
+        return compare((self._of(left), left), (self._of(right), right), labels=(left[:8], right[:8]))
 
     def _of(self, run: str) -> TraceFrames:
         """The trace to read run ``run`` from: a lazily read dataset's run alone (its rows only); a
