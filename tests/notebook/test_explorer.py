@@ -63,6 +63,8 @@ def ids(explorer: RunExplorer) -> list[str]:
 async def test_filters_sort_and_pages_in_the_widget(trace: Trace) -> None:
     explorer = trace.explore(page_size=2)
     widget = explorer.widget()
+    # Trace order, the start, is named (issue 43.4: a value of None showed a blank).
+    assert (widget.sort.value, widget.sort.label, explorer.current.sort) == ("", "trace order", None)
     assert widget.position.value == "page 1 of 3 · 6 of 6 runs"
     assert widget.previous.disabled and not widget.next.disabled
     widget.next.click()
@@ -91,6 +93,9 @@ async def test_filters_sort_and_pages_in_the_widget(trace: Trace) -> None:
     assert (explorer.current.sort, explorer.current.ascending, widget.descending.value) == ("agent", False, True)
     send(widget, event="sort", column="no such column")  # ignored
     assert explorer.current.sort == "agent"
+    widget.sort.value = ""  # back to trace order
+    assert explorer.current.sort is None and widget.sort.label == "trace order"
+    widget.sort.value = "agent"
     send(widget, event="turn", pages=1)  # Page Down, on the last page
     assert explorer.page_number == 1
     widget.since.value = "not a time"

@@ -135,7 +135,8 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
         self.search = widgets.Text(description="search", placeholder="task or answer", continuous_update=False)
         self.since = widgets.Text(description="since", placeholder="2026-12-01 09:00", continuous_update=False)
         self.until = widgets.Text(description="until", placeholder="UTC, ISO", continuous_update=False)
-        self.sort = widgets.Dropdown(options=[("trace order", None), *((_HEADERS[c], c) for c in TABLE_COLUMNS)])
+        # Trace order is "" (a Dropdown whose value is None has no selection: it showed a blank).
+        self.sort = widgets.Dropdown(options=[("trace order", ""), *((_HEADERS[c], c) for c in TABLE_COLUMNS)])
         self.sort.description = "sort by"
         self.descending = widgets.ToggleButton(description="descending", value=False, layout=layout)
         self.message = widgets.Label()
@@ -213,7 +214,7 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
     def _on_sort(self, _change: object) -> None:
         if not self._updating:
             with self.explorer.settling():
-                self.explorer.sort_by(self.sort.value, ascending=not self.descending.value)
+                self.explorer.sort_by(self.sort.value or None, ascending=not self.descending.value)
 
     def _on_table(self, message: dict[str, Any]) -> None:
         """What the table sends: a header clicked (sort by it; again: the other way), a row opened
@@ -274,7 +275,7 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
                 on_page = set(page["run_id"].astype(str).tolist())
                 if self.table.cursor not in on_page:
                     self.table.cursor = next((run for run in explorer.picked if run in on_page), "")
-                self.sort.value, self.descending.value = current.sort, not current.ascending
+                self.sort.value, self.descending.value = current.sort or "", not current.ascending
                 pages = explorer.current.pages(explorer.page_size)
                 self.position.value = (
                     f"page {explorer.page_number + 1} of {pages} · {len(explorer.current):,} of {len(table):,} runs"
