@@ -266,3 +266,33 @@ async def test_a_failed_and_a_cancelled_run_open_as_their_views_showed_them(trac
         shown = await explorer.open(run)
         assert f"run {run} ({agent})" in shown and f"nba-state-{state}" in shown, shown[:300]
         assert explorer.detail_html == shown
+
+
+async def test_a_run_opened_shows_its_recorded_times() -> None:
+    """Issue 43.4: a run opened from the explorer is replayed (no model or tool called, so it takes no time)
+    and its view showed the replay's timings (the table said 75 ms, the view 0.02 s). It now shows the
+    recorded ones: each LLM call's, each tool call's and the run's."""
+
+    async def slow_add(a: int, b: int) -> int:
+        """Add two numbers, slowly."""
+        await asyncio.sleep(0.3)
+        return a + b
+
+    call = CreateResult(
+        finish_reason="function_calls", content=[FunctionCall(id="c1", name="slow_add", arguments='{"a": 1, "b": 2}')]
+    )
+    agent = AssistantAgent("slow", ReplayChatCompletionClient([call, "3"], latency=0.4), tools=[slow_add])
+    trace = Trace()
+    with trace.recording(agent):
+        await agent.run(task="add")
+    run = str(trace.runs_df()["run_id"].iloc[0])
+    recorded_calls = [float(s) for s in trace.llm_calls_df()["duration_s"]]
+    recorded_tool = float(trace.tool_calls_df()["duration_s"].iloc[0])
+    recorded_run = float(trace.runs_df()["duration_s"].iloc[0])
+    assert min(recorded_calls) >= 0.4 and recorded_tool >= 0.3
+    shown = await trace.explore().open(run)
+    lines = re.findall(r'nba-llm-call".*?<span class="nba-muted"[^>]*>([^<]*)</span>', shown)
+    assert [line.split(",")[0] for line in lines] == [f"{s * 1000:.0f} ms" for s in recorded_calls], lines
+    assert f"{recorded_tool * 1000:.0f} ms" in shown
+    elapsed = re.search(r'data-metric="elapsed" data-value="([^"]+)"', shown)
+    assert elapsed is not None and float(elapsed.group(1)) == pytest.approx(recorded_run, abs=0.001)

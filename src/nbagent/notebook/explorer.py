@@ -577,6 +577,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
                     raise  # this open was cancelled, not the replayed run
             except Exception:  # noqa: S110 the recorded run's own error, shown by its view
                 pass
+            _recorded_times(view, self._of(run), run)
             html = view.to_html()
         if self.picked == [run]:
             self.detail_html = html
@@ -758,6 +759,27 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
 
     def __repr__(self) -> str:
         return f"RunExplorer({len(self.current):,} of {len(self.table):,} runs, query={self.query!r})"
+
+
+def _recorded_times(view: AgentRunView, trace: TraceFrames, run: str) -> None:
+    """Show in ``view`` (run ``run`` replayed) the times ``trace`` recorded, not the replay's own (the table
+    said 75 ms, the view 0.02 s)."""
+    import pandas as pd
+
+    def seconds(value: object) -> float | None:
+        return None if value is None or pd.isna(value) else float(value)  # type: ignore[arg-type]
+
+    calls = trace.llm_calls_df()
+    calls = calls[calls["run_id"].astype("object") == run].sort_values("call_index")
+    tools = trace.tool_calls_df()
+    tools = tools[tools["run_id"].astype("object") == run]
+    runs = trace.runs_df()
+    ran = runs[runs["run_id"].astype("object") == run]["duration_s"]
+    view.show_recorded_times(
+        [seconds(value) for value in calls["duration_s"]],
+        {str(call_id): seconds(value) for call_id, value in zip(tools["call_id"], tools["duration_s"], strict=True)},
+        seconds(ran.iloc[0]) if len(ran) else None,
+    )
 
 
 def _folder_state(folder: Path) -> tuple[object, ...]:

@@ -48,8 +48,9 @@ import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
 
 import ipywidgets as widgets
@@ -334,12 +335,13 @@ class _Frame:
 class _ToolCard:
     """The widget of one tool call and what is known about it."""
 
-    __slots__ = ("call", "widget", "execution", "done", "_frame")
+    __slots__ = ("call", "widget", "execution", "done", "recorded_s", "_frame")
 
     def __init__(self, call: FunctionCall, frame: _Frame) -> None:
         self.call = call
         self.execution: ToolExecution | None = None
         self.done = False
+        self.recorded_s: float | None = None  # its recorded duration, shown instead of the one measured here
         self._frame = frame
         self.widget = frame.html(tool_card(call))
         self.widget.add_class("nba-tool-card-widget")
@@ -353,6 +355,8 @@ class _ToolCard:
         execution = self.execution
         result = execution.result if execution is not None else None
         duration = execution.duration_s if execution is not None else None
+        if self.recorded_s is not None:
+            duration = self.recorded_s
         self.done = result is not None or cancelled
         self._frame.set(self.widget, tool_card(self.call, result, duration, cancelled=cancelled and result is None))
 
@@ -418,18 +422,20 @@ class _Stream:
 class _LLMRow:
     """The line of one LLM call: running, then its duration and tokens (or its error)."""
 
-    __slots__ = ("call", "options", "widget", "_frame")
+    __slots__ = ("call", "options", "widget", "recorded_s", "_frame")
 
     def __init__(self, call: LLMCall, options: Options, frame: _Frame) -> None:
         self.call = call
         self.options = options
+        self.recorded_s: float | None = None  # its recorded duration, shown instead of the one measured here
         self._frame = frame
         self.widget = _html(frame, EMPTY, "llm")
         self.render()
 
     def render(self, now: float | None = None) -> None:
         options = self.options if now is None else Options(self.options.move, self.options.number, now)
-        self._frame.set(self.widget, item_html(self.call, options))
+        call = self.call if self.recorded_s is None else replace(self.call, duration_s=self.recorded_s)
+        self._frame.set(self.widget, item_html(call, options))
 
 
 class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
@@ -470,7 +476,8 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self._finished_perf: float | None = None
         self._streams: dict[str, _Stream] = {}
         self._cards: dict[str, _ToolCard] = {}
-        self._llm_rows: list[_LLMRow] = []
+        self._llm_rows: list[_LLMRow] = []  # those of the calls still running
+        self._call_rows: list[_LLMRow] = []  # every call's, in order
         self._token: CancellationToken | None = None
         self._stop_requested = False
         self._interrupted = False
@@ -570,6 +577,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self.llm_calls.append(call)
         row = _LLMRow(call, Options(self._move_name(), len(self.llm_calls)), self._frame)
         self._llm_rows.append(row)
+        self._call_rows.append(row)
         self._add(row.widget)
 
     def _on_tool_execution(self, execution: ToolExecution) -> None:
@@ -667,6 +675,26 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
             if row.call.duration_s is not None:
                 row.render()
         self._llm_rows = [row for row in self._llm_rows if row.call.duration_s is None]
+
+    def show_recorded_times(
+        self, llm_s: Sequence[float | None], tools_s: Mapping[str, float | None], elapsed_s: float | None
+    ) -> None:
+        """Show the times a recording kept instead of those measured here (a run replayed from its trace: its
+        replayed calls take no time): each LLM call's (``llm_s``, in order), each tool call's (``tools_s``, by
+        call id) and the run's (``elapsed_s``); a missing one leaves the time measured here."""
+        for row, seconds in zip(self._call_rows, llm_s, strict=False):
+            if seconds is not None:
+                row.recorded_s = float(seconds)
+                row.render()
+        for call_id, seconds in tools_s.items():
+            card = self._cards.get(call_id)
+            if card is not None and seconds is not None:
+                card.recorded_s = float(seconds)
+                card.show_result()
+        if elapsed_s is not None and self._started is not None:
+            self._finished_perf = self._started.start_perf + float(elapsed_s)
+        self._update_footer()
+        self._refresh_displays()
 
     # ------------------------------------------------------------------ totals and status
 
