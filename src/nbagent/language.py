@@ -124,7 +124,11 @@ _ZH_WORDS = {
     "The run is over ({status}). Reset to walk it again.": "运行已结束({status})。点“重来”再走一遍。",
     "{status} · {moves} moves": "{status} · 已走 {moves} 步",
     "(a saved copy: run the cell to step it)": "(保存的副本:运行这个单元格才能单步走)",
-    "Fork at move {move}": "在第 {move} 步分叉",
+    "Fork of run {run} at move {move}: {change}": "从运行 {run} 的第 {move} 步分叉:{change}",
+    "no change yet": "还没有改动",
+    "this move was forked: make the change in the fork below (or fork here again)": (
+        "这一步已经分叉:请在下面的分叉里改(或在这里再分叉一次)"
+    ),
     "Next": "下一步",
     "Run to end": "跑到底",
     "Pause": "暂停",

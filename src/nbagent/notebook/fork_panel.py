@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import ipywidgets as widgets
 
+from ..language import words
 from ..render import el
 from ..stepper import LLM_MOVES, Stepper
 from .click_button import ClickButton
@@ -127,5 +128,16 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.tool_row.layout.display = None if ids and not busy else "none"
         self.answer_row.layout.display = None if upcoming in LLM_MOVES and not busy else "none"
         self.compare_button.layout.display = None if stepper.parent is not None else "none"
+        # A move already forked: its changes belong to the fork (a change typed above a fork's buttons went
+        # to the parent); this walk's give buttons are disabled and say so.
+        forked = any(
+            fork.fork_source is not None and fork.fork_source.moves == len(stepper.history)
+            for fork in getattr(stepper, "shown_forks", ())
+        )
+        for button in (self.give_result, self.give_error, self.give_timeout, self.give_answer):
+            button.disabled = forked
         if upcoming is None or busy:
             self.note.value = ""
+        elif forked:
+            text = words("this move was forked: make the change in the fork below (or fork here again)")
+            self.note.value = str(el("span", text, class_="nba-muted nba-forked"))

@@ -274,6 +274,20 @@ def replay_html(stepper: Stepper) -> Markup:
     )
 
 
+def fork_title(stepper: Stepper) -> Markup:
+    """A fork's title (empty for a walk that is no fork): ``Fork of run <first 8 of the parent's run> at move
+    N: <what was changed on it>``, the parent's full run id on hover."""
+    parent = stepper.parent
+    if parent is None:
+        return EMPTY
+    source = stepper.fork_source
+    run = source.run_id if source is not None else (parent.run_id or "")
+    at = source.moves if source is not None else 0
+    change = "; ".join(stepper.changes) or words("no change yet")
+    text = words("Fork of run {run} at move {move}: {change}").format(run=run[:8], move=at, change=change)
+    return el("div", text, class_="nba-fork-title", title=run)
+
+
 def _status_text(stepper: Stepper) -> str:
     return words("{status} · {moves} moves").format(status=stepper.status, moves=len(stepper.history))
 
@@ -284,29 +298,25 @@ def stepper_html(stepper: Stepper) -> str:
     return str(portable(STYLE + _stepper_copy(stepper)))
 
 
-def _stepper_copy(stepper: Stepper) -> Markup:
-    forks = [
-        el(
-            "div",
-            el("h4", words("Fork at move {move}").format(move=len(fork.parent.history) if fork.parent else 0)),
-            _stepper_copy(fork),
-        )
-        for fork in getattr(stepper, "shown_forks", ())
-    ]
+def _stepper_copy(stepper: Stepper, *, nested: bool = False) -> Markup:
+    """A walk's copy (``nested``: a fork's, inside its parent's), its forks' copies nested in it."""
+    forks = [_stepper_copy(fork, nested=True) for fork in getattr(stepper, "shown_forks", ())]
     status = el(
         "div",
         muted(f"{stepper.agent.name}: {_status_text(stepper)} " + words("(a saved copy: run the cell to step it)")),
         class_="nba-stepper-status",
         data_status=stepper.status,
     )
+    classes = ["nba-stepper", *(["nba-fork-walk"] if stepper.parent is not None else [])]
     copy = el(
         "div",
+        fork_title(stepper),
         status,
         replay_html(stepper),
         pipeline_html(stepper),
         move_html(stepper),
         *forks,
-        class_="nba-stepper nba-static-copy",
+        class_=" ".join([*classes, *([] if nested else ["nba-static-copy"])]),
     )
     return copy
 
@@ -333,6 +343,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         self.pause_button.on_click(lambda _: self.pause())
         self.status = widgets.HTML()
         self.status.add_class("nba-stepper-status")
+        self.title = widgets.HTML()  # a fork's: what it is a fork of, where, and what was changed on it
         self.replay_note = widgets.HTML()  # a trace's replay: what it plays and cannot reproduce
         self.diagram = widgets.HTML()
         self.panel = widgets.HTML()
@@ -351,9 +362,12 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             ]
         )
         bar.add_class("nba-stepper-bar")
-        super().__init__([widgets.HTML(STYLE), bar, self.replay_note, self.diagram, self.panel, self.fork_panel])
+        parts = [widgets.HTML(STYLE), self.title, bar, self.replay_note, self.diagram, self.panel, self.fork_panel]
+        super().__init__(parts)
         self.add_class("nba-stepper")
         self.add_class("nba-stepper-live")
+        if stepper.parent is not None:  # drawn nested in its parent's widget, its controls inside it
+            self.add_class("nba-fork-walk")
         self.task: asyncio.Task[None] | concurrent.futures.Future[None] | None = None
         self.error: str | None = None
         self.paused_at: float | None = None
@@ -432,6 +446,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             self.reset_button.disabled = busy
             self.pause_button.disabled = not busy or self.paused_at is not None
             self.status.value = muted(text, data_status=stepper.status, data_busy=str(busy).lower())
+            self.title.value = fork_title(stepper)
             self.replay_note.value = replay_html(stepper)
             self.diagram.value = pipeline_html(stepper)
             self.panel.value = move_html(stepper)

@@ -268,6 +268,8 @@ STYLESHEET = (
 .nba-explorer-table td:is(.nba-x-task,.nba-x-error){max-width:30em;overflow-wrap:anywhere}
 .nba-explorer-query{font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap;
   background:var(--nba-raised);color:var(--nba-fg);padding:4px 6px;margin:4px 0}
+.nba-fork-walk{margin:8px 0 4px 16px;padding:4px 0 4px 10px;border-left:3px solid var(--nba-handoff)}
+.nba-fork-title{font-weight:600;font-size:14px;margin:0 0 4px;color:var(--nba-fg)}
 .jp-CodeCell.jp-mod-outputsScrolled .jp-Cell-outputArea:has(:is(.nba-explorer-live,.nba-stepper-live)){
   max-height:none;overflow-y:visible}
 .jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child .nba-stepper-live):not(
