@@ -19,15 +19,19 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import start_new_kernel
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.kernels import NOT_COUNTED, highest_rate  # noqa: E402
+
 WINDOW_S = 3.0  # jupyter_server's ServerApp.rate_limit_window
 LIMIT_PER_S = 1000.0  # its ServerApp.iopub_msg_rate_limit
-NOT_COUNTED = frozenset({"status", "comm_open", "execute_input"})  # what its _limit_rate skips
 
 CELL = """
 import time
@@ -52,16 +56,6 @@ for i in range({runs}):
     await nbagent.show(make(i, {kind!r}), f"task {{i}}")
 print(json.dumps({{"runs_per_s": {runs} / (time.perf_counter() - started)}}))
 """
-
-
-def highest_rate(times: list[float], window: float) -> float:
-    """The most messages in any ``window`` seconds, a second."""
-    most, first = 0, 0
-    for last, now in enumerate(times):
-        while times[first] < now - window:
-            first += 1
-        most = max(most, last - first + 1)
-    return most / window
 
 
 def measure(runs: int, kind: str = "plain") -> dict[str, Any]:

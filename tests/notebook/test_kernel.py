@@ -15,7 +15,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 from nbconvert import HTMLExporter
 
-from ..kernels import execute_cells, kernel_manager, run_code, running_kernel
+from ..kernels import NOT_COUNTED, execute_cells, highest_rate, kernel_manager, run_code, running_kernel
 from ..kernels import kernel_dirs as make_kernel_dirs
 from ..notebooks._kernel import cell_outputs
 
@@ -596,12 +596,10 @@ def test_a_closed_stepper_leaves_no_widget_output(kernel_dirs: list[str], tmp_pa
     assert 'data-index="1"' in copy.data["text/html"] and "nba-static-copy" in copy.data["text/html"]
 
 
-COUNTED_BY_THE_SERVER = frozenset({"status", "comm_open", "execute_input"})
-"""The IOPub messages jupyter_server's rate limit does not count (its ``_limit_rate`` skips them)."""
-
-
-def _cell_messages(client: Any, code: str) -> list[tuple[float, dict[str, Any]]]:
-    """Every IOPub message of the cell ``code`` (with when it came) until the cell is idle."""
+def _cell_messages(kernel: tuple[KernelManager, Any], code: str) -> list[tuple[float, dict[str, Any]]]:
+    """Every IOPub message of the cell ``code``, run after ``SETUP`` (with when it came), until it is idle."""
+    _, client = kernel
+    assert run_code(client, SETUP) == ""
     msg_id = client.execute(code)
     messages = []
     while True:
@@ -613,16 +611,6 @@ def _cell_messages(client: Any, code: str) -> list[tuple[float, dict[str, Any]]]
             return messages
 
 
-def _highest_rate(times: list[float], window: float = 3.0) -> float:
-    """The most of ``times`` in any ``window`` seconds, a second (as jupyter_server counts)."""
-    most, first = 0, 0
-    for last, now in enumerate(times):
-        while times[first] < now - window:
-            first += 1
-        most = max(most, last - first + 1)
-    return most / window
-
-
 @pytest.mark.slow
 def test_a_cell_of_many_fast_runs_sends_one_message_a_run(
     kernel: tuple[KernelManager, object], record_property: Callable[[str, object], None]
@@ -631,15 +619,13 @@ def test_a_cell_of_many_fast_runs_sends_one_message_a_run(
     ``GO_LIVE_S``: each is one ``display_data``, its static copy with its answer, no widget opened; the
     stylesheet comes once, in the first. Before, a run sent 60-105 counted messages and 100 runs peaked at
     2,023 a second, past jupyter_server's 1,000 (runs were lost, cells stayed at ``[*]``)."""
-    _, client = kernel
-    assert run_code(client, SETUP) == ""
     code = (
         "plain = lambda i: AssistantAgent(f'p{i}', ReplayChatCompletionClient([f'answer {i}']))\n"
         "for i in range(300):\n"
         "    await nbagent.show(plain(i) if i % 2 else make(f'b{i}', f'answer {i}'), 'say it')"
     )
-    messages = _cell_messages(client, code)
-    counted = [when for when, message in messages if message["msg_type"] not in COUNTED_BY_THE_SERVER]
+    messages = _cell_messages(kernel, code)
+    counted = [when for when, message in messages if message["msg_type"] not in NOT_COUNTED]
     final: dict[str, dict[str, Any]] = {}  # each output's last state, by its display id
     shown = []
     for _, message in messages:
@@ -649,7 +635,7 @@ def test_a_cell_of_many_fast_runs_sends_one_message_a_run(
             if message["msg_type"] == "display_data":
                 shown.append(content["data"])
             final[key] = content["data"]
-    rate = _highest_rate(counted)
+    rate = highest_rate(counted)
     record_property("fast_runs", {"counted_per_run": len(counted) / 300, "highest_rate_per_s": round(rate, 1)})
     static = [data for data in shown if "application/vnd.jupyter.widget-view+json" not in data]
     # Each run one output, ending as its static copy; under load a run may last past GO_LIVE_S and go live.
@@ -670,14 +656,12 @@ def test_a_longer_run_goes_live_then_ends_as_its_static_copy(
 ) -> None:
     """A run that goes on past ``GO_LIVE_S`` shows its live view (widgets, an enabled Stop button) while it
     runs, then its output is replaced by its static copy and its widget models are closed."""
-    _, client = kernel
-    assert run_code(client, SETUP) == ""
     code = (
         "slow = AssistantAgent('slow', ReplayChatCompletionClient(['w ' * 100], chunk_delay=0.01), "
         "model_client_stream=True)\n"
         "view = await nbagent.show(slow, 'talk')"
     )
-    messages = _cell_messages(client, code)
+    messages = _cell_messages(kernel, code)
     live = [(when, m) for when, m in messages if m["msg_type"] == "display_data"]
     assert len(live) == 1 and "application/vnd.jupyter.widget-view+json" in live[0][1]["content"]["data"]
     updates = [m for _, m in messages if m["msg_type"] == "update_display_data"]
@@ -687,4 +671,4 @@ def test_a_longer_run_goes_live_then_ends_as_its_static_copy(
     opened = [m for _, m in messages if m["msg_type"] == "comm_open"]
     assert len(closed) == len(opened) > 0
     record_property("live_after_s", round(live[0][0] - messages[0][0], 3))  # from the cell's busy status
-    record_property("live_run_counted_messages", sum(m["msg_type"] not in COUNTED_BY_THE_SERVER for _, m in messages))
+    record_property("live_run_counted_messages", sum(m["msg_type"] not in NOT_COUNTED for _, m in messages))
