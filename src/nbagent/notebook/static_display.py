@@ -12,15 +12,16 @@ import sys
 import uuid
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ..render import EMPTY, STYLE, Markup
+from .kernel import in_voila
 
 if TYPE_CHECKING:
     import ipywidgets
 
-__all__ = ["LiveWidget", "StaticCopyDisplay", "cell_stylesheet", "close_widget", "descendants"]
+__all__ = ["LiveWidget", "StaticCopyDisplay", "cell_stylesheet", "close_widget", "descendants", "finish"]
 
 _STYLED_CELLS: OrderedDict[object, None] = OrderedDict()
 """The cells (their execute requests' ids, the latest ones) that were given the stylesheet."""
@@ -88,6 +89,22 @@ def descendants(widget: ipywidgets.Widget) -> Iterator[ipywidgets.Widget]:
         for child in widget.children:
             yield from descendants(child)
     yield widget
+
+
+def finish(
+    display_ids: Iterable[str], bundle: dict[str, str], close: Callable[[], None], *, keep_in_voila: bool = True
+) -> None:
+    """The one way a shown widget ends (a run's view, a batch's progress, a stepper's, a comparison's and an
+    explorer's widget): each output showing it is replaced by ``bundle`` (its static copy, or an empty
+    output where the copy is an output of its own), then ``close`` closes its widget models, so nothing in
+    a saved notebook needs them. Voila's page may not apply a display update made after its cell ended: there
+    (``keep_in_voila``) the widgets stay, showing the end."""
+    from IPython.display import update_display
+
+    for display_id in display_ids:
+        update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+    if not (keep_in_voila and in_voila()):
+        close()
 
 
 class LiveWidget(Protocol):
@@ -180,10 +197,10 @@ class StaticCopyDisplay(ABC, Generic[W]):
         widget, self._widget = self._widget, None
         if widget is None:
             return
-        from IPython.display import update_display
+        live_ids, self._live_ids = self._live_ids, []
 
-        for live_id in self._live_ids:
-            update_display({"text/plain": ""}, raw=True, display_id=live_id)  # type: ignore[no-untyped-call]
-        self._live_ids.clear()
-        for part in descendants(cast("ipywidgets.Widget", widget)):
-            close_widget(part)
+        def close() -> None:
+            for part in descendants(cast("ipywidgets.Widget", widget)):
+                close_widget(part)
+
+        finish(live_ids, {"text/plain": ""}, close, keep_in_voila=False)  # asked for: closed in Voila too

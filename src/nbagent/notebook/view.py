@@ -94,8 +94,8 @@ from ..render import to_html as item_html
 from ..render.textlog import TextLog
 from ..sync import Pending, entry_point, run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
-from .kernel import in_kernel, in_voila
-from .static_display import cell_stylesheet, close_widget, descendants
+from .kernel import in_kernel
+from .static_display import cell_stylesheet, close_widget, descendants, finish
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -1047,14 +1047,14 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     def _refresh_displays(self) -> None:
         if not self._display_ids:
             return
+        if self.status in ENDED:  # its outputs become its static copy, its widgets close (not in Voila)
+            finish(self._display_ids, self.static_bundle(), self.close_widgets)
+            return
         from IPython.display import update_display
 
-        ended = self.status in ENDED
-        bundle = self.static_bundle() if ended else self._repr_mimebundle_()
+        bundle = self._repr_mimebundle_()
         for display_id in self._display_ids:
             update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
-        if ended and not in_voila():  # Voila may not apply the update: the widgets show the end there
-            self.close_widgets()
 
     def close_widgets(self) -> None:
         """Close the view's widgets (their models in the kernel and the browser); what they showed stays
