@@ -20,6 +20,7 @@ from ..render import el
 from ..stepper import LLM_MOVES, Stepper
 from .click_button import ClickButton
 from .compare_view import compare
+from .static_display import SharedParts
 
 
 class Owner(Protocol):
@@ -27,6 +28,7 @@ class Owner(Protocol):
 
     stepper: Stepper
     error: str | None
+    parts: SharedParts
 
     def click(self, action: Callable[[], Awaitable[Any]]) -> object: ...
 
@@ -38,7 +40,15 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, owner: Owner) -> None:
         self.owner = owner
-        self.fork_button = ClickButton(description="Fork here", icon="code-fork", tooltip="Fork the walk here")
+        parts = owner.parts
+        shared = {"layout": parts.layout, "style": parts.button_style}
+        self.fork_button = ClickButton(
+            description="Fork here",
+            icon="code-fork",
+            tooltip="Fork the walk here",
+            layout=parts.layout,
+            style=parts.toggle_style,
+        )
         self.fork_button.add_class("nba-fork")
         self.fork_button.on_click(lambda _: owner.click(self.fork))
         self.call_id = widgets.Dropdown(description="tool call", layout=widgets.Layout(width="16em"))
@@ -46,10 +56,10 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.value.add_class("nba-give-result")
         self.answer = widgets.Text(placeholder="the model's answer", layout=widgets.Layout(width="24em"))
         self.answer.add_class("nba-give-answer")
-        self.give_result = widgets.Button(description="Give result")
-        self.give_error = widgets.Button(description="Give error")
-        self.give_timeout = widgets.Button(description="Timeout")
-        self.give_answer = widgets.Button(description="Give answer")
+        self.give_result = widgets.Button(description="Give result", **shared)
+        self.give_error = widgets.Button(description="Give error", **shared)
+        self.give_timeout = widgets.Button(description="Timeout", **shared)
+        self.give_answer = widgets.Button(description="Give answer", **shared)
         self.compare_button = widgets.Button(
             description="Compare with parent", icon="columns", layout=widgets.Layout(width="auto")
         )
@@ -58,13 +68,14 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.give_timeout.on_click(lambda _: self._give("timeout"))
         self.give_answer.on_click(lambda _: self._give("answer"))
         self.compare_button.on_click(lambda _: self.show_comparison())
-        self.note = widgets.HTML()
+        self.note = parts.html()
         self.tool_row = widgets.HBox([self.call_id, self.value, self.give_result, self.give_error, self.give_timeout])
         self.answer_row = widgets.HBox([self.answer, self.give_answer])
-        self.forks = widgets.VBox()
-        self.comparison = widgets.VBox()
+        self.forks = widgets.VBox(layout=parts.layout)
+        self.comparison = widgets.VBox(layout=parts.layout)
         self.forks.add_class("nba-forks")
-        super().__init__([self.tool_row, self.answer_row, self.compare_button, self.note, self.comparison, self.forks])
+        children = [self.tool_row, self.answer_row, self.compare_button, self.note, self.comparison, self.forks]
+        super().__init__(children, layout=parts.layout)
         self.add_class("nba-fork-panel")
 
     async def fork(self) -> Stepper:

@@ -21,7 +21,15 @@ from .kernel import in_voila
 if TYPE_CHECKING:
     import ipywidgets
 
-__all__ = ["LiveWidget", "StaticCopyDisplay", "cell_stylesheet", "close_widget", "descendants", "finish"]
+__all__ = [
+    "LiveWidget",
+    "SharedParts",
+    "StaticCopyDisplay",
+    "cell_stylesheet",
+    "close_widget",
+    "descendants",
+    "finish",
+]
 
 _STYLED_CELLS: OrderedDict[object, None] = OrderedDict()
 """The cells (their execute requests' ids, the latest ones) that were given the stylesheet."""
@@ -89,6 +97,28 @@ def descendants(widget: ipywidgets.Widget) -> Iterator[ipywidgets.Widget]:
         for child in widget.children:
             yield from descendants(child)
     yield widget
+
+
+class SharedParts:
+    """One layout and one style of each kind for the widgets of one view, where each widget would make its
+    own (each a widget model: a stepper's widget had 74): widgets laid out by CSS classes share them. A
+    widget whose layout changes on its own (shown, hidden) keeps its own."""
+
+    def __init__(self) -> None:
+        import ipywidgets
+        from ipywidgets.widgets.widget_bool import ToggleButtonStyle
+        from ipywidgets.widgets.widget_string import HTMLStyle
+
+        self.layout = ipywidgets.Layout()
+        self.html_style = HTMLStyle()
+        self.button_style = ipywidgets.ButtonStyle()
+        self.toggle_style = ToggleButtonStyle()
+
+    def html(self, value: str = "") -> ipywidgets.HTML:
+        """An HTML widget of the view."""
+        import ipywidgets
+
+        return ipywidgets.HTML(value, layout=self.layout, style=self.html_style)
 
 
 def finish(

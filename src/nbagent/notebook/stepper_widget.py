@@ -72,7 +72,7 @@ from ..stepper import MoveUndone, Stepper, StepResult
 from ..sync import entry_point
 from .click_button import ClickButton
 from .fork_panel import ForkPanel
-from .static_display import StaticCopyDisplay
+from .static_display import SharedParts, StaticCopyDisplay
 
 if TYPE_CHECKING:
     from ..autogen import AgentOrTeam, AutoGenStepper
@@ -335,18 +335,22 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
     def __init__(self, stepper: NotebookStepper) -> None:
         self.stepper = stepper
         # A double click makes one move: each click says the state it was made against (ClickButton).
-        self.next_button = ClickButton(description=words("Next"), icon="step-forward", button_style="primary")
-        self.run_button = ClickButton(description=words("Run to end"), icon="fast-forward")
-        self.reset_button = ClickButton(description=words("Reset"), icon="undo")
-        self.pause_button = widgets.Button(description=words("Pause"), icon="pause", disabled=True)
+        self.parts = parts = SharedParts()  # one layout and style for its widgets, not one each
+        toggle = {"layout": parts.layout, "style": parts.toggle_style}
+        self.next_button = ClickButton(description=words("Next"), icon="step-forward", button_style="primary", **toggle)
+        self.run_button = ClickButton(description=words("Run to end"), icon="fast-forward", **toggle)
+        self.reset_button = ClickButton(description=words("Reset"), icon="undo", **toggle)
+        self.pause_button = widgets.Button(
+            description=words("Pause"), icon="pause", disabled=True, layout=parts.layout, style=parts.button_style
+        )
         self.pause_button.add_class("nba-pause")
         self.pause_button.on_click(lambda _: self.pause())
-        self.status = widgets.HTML()
+        self.status = parts.html()
         self.status.add_class("nba-stepper-status")
-        self.title = widgets.HTML()  # a fork's: what it is a fork of, where, and what was changed on it
-        self.replay_note = widgets.HTML()  # a trace's replay: what it plays and cannot reproduce
-        self.diagram = widgets.HTML()
-        self.panel = widgets.HTML()
+        self.title = parts.html()  # a fork's: what it is a fork of, where, and what was changed on it
+        self.replay_note = parts.html()  # a trace's replay: what it plays and cannot reproduce
+        self.diagram = parts.html()
+        self.panel = parts.html()
         self.next_button.on_click(lambda _: self.click(self.stepper.next))
         self.run_button.on_click(lambda _: self.click(self.stepper.run_to_end))
         self.reset_button.on_click(lambda _: self.click(self.stepper.reset))
@@ -359,11 +363,12 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
                 self.reset_button,
                 self.fork_panel.fork_button,
                 self.status,
-            ]
+            ],
+            layout=parts.layout,
         )
         bar.add_class("nba-stepper-bar")
-        parts = [widgets.HTML(STYLE), self.title, bar, self.replay_note, self.diagram, self.panel, self.fork_panel]
-        super().__init__(parts)
+        children = [parts.html(STYLE), self.title, bar, self.replay_note, self.diagram, self.panel, self.fork_panel]
+        super().__init__(children, layout=parts.layout)
         self.add_class("nba-stepper")
         self.add_class("nba-stepper-live")
         if stepper.parent is not None:  # drawn nested in its parent's widget, its controls inside it
