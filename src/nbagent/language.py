@@ -129,6 +129,13 @@ _ZH_WORDS = {
     "this move was forked: make the change in the fork below (or fork here again)": (
         "这一步已经分叉:请在下面的分叉里改(或在这里再分叉一次)"
     ),
+    "Fork here": "从这里分叉",
+    "Fork the walk here": "在这一步把这次单步走分叉",
+    "Give result": "给出结果",
+    "Give error": "给出错误",
+    "Timeout": "超时",
+    "Give answer": "给出回答",
+    "Compare with parent": "和父分支比较",
     "Next": "下一步",
     "Run to end": "跑到底",
     "Pause": "暂停",

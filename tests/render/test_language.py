@@ -91,6 +91,12 @@ async def test_the_stepper_speaks_the_language(chinese: None) -> None:
         "跑到底",
         "重来",
     ]
+    panel = widget.fork_panel
+    assert [panel.fork_button.description, panel.give_error.description, panel.compare_button.description] == [
+        "从这里分叉",
+        "给出错误",
+        "和父分支比较",
+    ]
     await stepper.next()
     await stepper.next()
     moved = stepper_html(stepper)

@@ -43,9 +43,9 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         parts = owner.parts
         shared = {"layout": parts.layout, "style": parts.button_style}
         self.fork_button = ClickButton(
-            description="Fork here",
+            description=words("Fork here"),
             icon="code-fork",
-            tooltip="Fork the walk here",
+            tooltip=words("Fork the walk here"),
             layout=parts.layout,
             style=parts.toggle_style,
         )
@@ -56,12 +56,12 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.value.add_class("nba-give-result")
         self.answer = widgets.Text(placeholder="the model's answer", layout=widgets.Layout(width="24em"))
         self.answer.add_class("nba-give-answer")
-        self.give_result = widgets.Button(description="Give result", **shared)
-        self.give_error = widgets.Button(description="Give error", **shared)
-        self.give_timeout = widgets.Button(description="Timeout", **shared)
-        self.give_answer = widgets.Button(description="Give answer", **shared)
+        self.give_result = widgets.Button(description=words("Give result"), **shared)
+        self.give_error = widgets.Button(description=words("Give error"), **shared)
+        self.give_timeout = widgets.Button(description=words("Timeout"), **shared)
+        self.give_answer = widgets.Button(description=words("Give answer"), **shared)
         self.compare_button = widgets.Button(
-            description="Compare with parent", icon="columns", layout=widgets.Layout(width="auto")
+            description=words("Compare with parent"), icon="columns", layout=widgets.Layout(width="auto")
         )
         self.give_result.on_click(lambda _: self._give("result"))
         self.give_error.on_click(lambda _: self._give("error"))
