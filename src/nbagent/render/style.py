@@ -204,10 +204,10 @@ STYLESHEET = (
 .nba-diagram{overflow-x:auto;max-width:100%;min-width:0;flex:1 1 auto}
 .nba-svg-live{display:block !important;overflow-x:auto;max-width:100%;min-width:0}
 .nba-svg-picture{display:none !important}
-.nba-pipeline{width:100%;max-width:900px;min-width:640px;height:auto;display:block}
+.nba-pipeline{width:100%;max-width:900px;min-width:825px;height:auto;display:block}
 .nba-node rect{fill:var(--nba-raised);stroke:var(--nba-line);stroke-width:1.2}
-.nba-node text{font-size:11px;fill:var(--nba-fg);text-anchor:middle}
-.nba-node text.nba-node-step{font-weight:700;font-size:11px;fill:var(--nba-muted)}
+.nba-node text{font-size:12px;fill:var(--nba-fg);text-anchor:middle}
+.nba-node text.nba-node-step{font-weight:700;font-size:12px;fill:var(--nba-muted)}
 .nba-node[data-state=visited] rect{fill:var(--nba-visited-bg);stroke:var(--nba-ok)}
 .nba-node[data-state=upcoming] rect{stroke:var(--nba-tool);stroke-width:2;stroke-dasharray:5 3}
 .nba-node[data-state=current] rect{fill:var(--nba-current-bg);stroke:var(--nba-tool);stroke-width:3}
@@ -218,12 +218,12 @@ STYLESHEET = (
 .nba-edge-group[data-state=unused] .nba-arrowhead{fill:var(--nba-line)}
 .nba-edge-label[data-state=unused]{fill:var(--nba-muted);font-style:italic}
 .nba-end rect{fill:var(--nba-surface);stroke:var(--nba-handoff);stroke-dasharray:3 2}
-.nba-end text{font-size:11px;fill:var(--nba-fg);text-anchor:middle}
+.nba-end text{font-size:12px;fill:var(--nba-fg);text-anchor:middle}
 .nba-edge{fill:none;stroke:var(--nba-line);stroke-width:1.3}
 .nba-edge-group[data-state=taken] .nba-edge{stroke:var(--nba-ok);stroke-width:2}
 .nba-arrowhead{fill:var(--nba-line);stroke:none}
 .nba-edge-group[data-state=taken] .nba-arrowhead{fill:var(--nba-ok)}
-.nba-edge-label{font-size:11px;fill:var(--nba-muted)}
+.nba-edge-label{font-size:12px;fill:var(--nba-muted)}
 .nba-stepper-head{font-size:15px;font-weight:600;margin:6px 0 2px}
 .nba-stepper-head code{font-size:13px;background:var(--nba-chip);color:var(--nba-fg);padding:0 4px;border-radius:4px}
 .nba-stepper-explanation{margin:2px 0 8px;max-width:60em}
