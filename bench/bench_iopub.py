@@ -1,7 +1,9 @@
 """Benchmark: the IOPub messages a cell that shows runs in a loop sends, against jupyter_server's rate limit.
 
 A real kernel (``python3``) runs one cell that shows ``--runs`` replay runs one after the other
-(``await nbagent.show(agent, task)``: each run's live view, then its static copy). Every IOPub message
+(``await nbagent.show(agent, task)``). ``--kind``: ``plain`` (one answer), ``tools`` (a tool call, then
+a streamed answer), ``slow`` (the same, streamed slowly enough, 0.5 s, that its view goes live before it
+ends: widgets, then its static copy). Every IOPub message
 of that cell is received with its time; the messages jupyter_server's rate limit counts (all but
 ``status``, ``comm_open`` and ``execute_input``) are counted over its window (``rate_limit_window``,
 3 s). Printed: the runs a second, the messages a run by type, and the highest rate over any window
@@ -9,7 +11,7 @@ against ``iopub_msg_rate_limit`` (1,000 a second by default). Above it, jupyter_
 the cell's output ("IOPub message rate exceeded") until the rate falls: see NOTEBOOK_FACTS for what
 a widget does then.
 
-    python bench/bench_iopub.py [--runs 100] [--json out.json]
+    python bench/bench_iopub.py [--runs 100] [--kind plain|tools|slow] [--json out.json]
 """
 
 from __future__ import annotations
@@ -17,43 +19,50 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import start_new_kernel
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.kernels import NOT_COUNTED, highest_rate  # noqa: E402
+
 WINDOW_S = 3.0  # jupyter_server's ServerApp.rate_limit_window
 LIMIT_PER_S = 1000.0  # its ServerApp.iopub_msg_rate_limit
-NOT_COUNTED = frozenset({"status", "comm_open", "execute_input"})  # what its _limit_rate skips
 
 CELL = """
 import time
 import nbagent
-from nbagent import AssistantAgent, ReplayChatCompletionClient
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
+
+def shout(text: str) -> str:
+    "Echo the text."
+    return text
+
+def make(i, kind):
+    answer = f"answer {{i}}: " + "fine, thank you " * 10
+    if kind == "plain":
+        return AssistantAgent("bot", ReplayChatCompletionClient([answer]))
+    request = FunctionCall(id="c1", name="shout", arguments='{{"text": "hi"}}')
+    call = CreateResult(finish_reason="function_calls", content=[request])
+    client = ReplayChatCompletionClient([call, answer], chunk_delay=0.015 if kind == "slow" else 0.0)
+    return AssistantAgent("bot", client, tools=[shout], reflect_on_tool_use=True, model_client_stream=True)
+
 started = time.perf_counter()
 for i in range({runs}):
-    agent = AssistantAgent("bot", ReplayChatCompletionClient([f"answer {{i}}: fine, thank you"]))
-    await nbagent.show(agent, f"task {{i}}")
+    await nbagent.show(make(i, {kind!r}), f"task {{i}}")
 print(json.dumps({{"runs_per_s": {runs} / (time.perf_counter() - started)}}))
 """
 
 
-def highest_rate(times: list[float], window: float) -> float:
-    """The most messages in any ``window`` seconds, a second."""
-    most, first = 0, 0
-    for last, now in enumerate(times):
-        while times[first] < now - window:
-            first += 1
-        most = max(most, last - first + 1)
-    return most / window
-
-
-def measure(runs: int) -> dict[str, Any]:
+def measure(runs: int, kind: str = "plain") -> dict[str, Any]:
     manager, client = start_new_kernel(kernel_name="python3")
     try:
         client.execute("import json, nbagent", reply=True, timeout=120)
-        cell = client.execute(CELL.format(runs=runs))
+        cell = client.execute(CELL.format(runs=runs, kind=kind))
         counted: list[float] = []
         kinds: collections.Counter[str] = collections.Counter()
         printed = ""
@@ -61,15 +70,15 @@ def measure(runs: int) -> dict[str, Any]:
             message = client.get_iopub_msg(timeout=600)
             if message["parent_header"].get("msg_id") != cell:
                 continue
-            kind = message["msg_type"]
-            kinds[kind] += 1
-            if kind not in NOT_COUNTED:
+            msg_type = message["msg_type"]
+            kinds[msg_type] += 1
+            if msg_type not in NOT_COUNTED:
                 counted.append(time.perf_counter())
-            if kind == "stream":
+            if msg_type == "stream":
                 printed += message["content"]["text"]
-            if kind == "error":
+            if msg_type == "error":
                 raise RuntimeError(f"the cell failed: {message['content']['evalue']}")
-            if kind == "status" and message["content"]["execution_state"] == "idle":
+            if msg_type == "status" and message["content"]["execution_state"] == "idle":
                 break
     finally:
         client.stop_channels()
@@ -77,9 +86,10 @@ def measure(runs: int) -> dict[str, Any]:
     rate = highest_rate(counted, WINDOW_S)
     return {
         "runs": runs,
+        "kind": kind,
         "runs_per_s": round(json.loads(printed.strip().splitlines()[-1])["runs_per_s"], 1),
         "counted_messages_per_run": round(len(counted) / runs, 1),
-        "messages_per_run": {kind: round(count / runs, 1) for kind, count in sorted(kinds.items())},
+        "messages_per_run": {name: round(count / runs, 1) for name, count in sorted(kinds.items())},
         "highest_counted_rate_per_s": round(rate, 1),
         "limit_per_s": LIMIT_PER_S,
         "over_limit": rate > LIMIT_PER_S,
@@ -89,9 +99,10 @@ def measure(runs: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--kind", choices=("plain", "tools", "slow"), default="plain")
     parser.add_argument("--json")
     args = parser.parse_args()
-    figures = measure(args.runs)
+    figures = measure(args.runs, args.kind)
     print(json.dumps(figures, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))

@@ -101,3 +101,19 @@ def run_code(client: Any, code: str) -> str:
             text.append(f"{message['content']['ename']}: {message['content']['evalue']}")
         if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
             return "".join(text)
+
+
+NOT_COUNTED = frozenset({"status", "comm_open", "execute_input"})
+"""The IOPub messages jupyter_server's rate limit (``iopub_msg_rate_limit``) does not count (its
+``_limit_rate`` skips them)."""
+
+
+def highest_rate(times: list[float], window: float = 3.0) -> float:
+    """The most of ``times`` (sorted) in any ``window`` seconds, a second: what jupyter_server's rate limit
+    measures over its ``rate_limit_window`` (3 s)."""
+    most, first = 0, 0
+    for last, now in enumerate(times):
+        while times[first] < now - window:
+            first += 1
+        most = max(most, last - first + 1)
+    return most / window

@@ -106,7 +106,7 @@ from .models.per_task import PerTaskClients
 from .models.retries import OUTER_RETRIES
 from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
-from .sync import run_coroutine
+from .sync import entry_point, run_coroutine
 from .trace import LazyTrace, Trace, TraceFrames
 from .trace.combine import ALL_TABLES, cast, combine, stack
 from .trace.explore import TOOL_USE_COLUMNS, RunFollower, tool_errors_only
@@ -1023,6 +1023,7 @@ class Batch:
 
     # ------------------------------------------------------------------ running
 
+    @entry_point("batch.run()", "batch.run_sync()")
     async def run(self) -> Batch:
         """Run every task (of the shard) not done yet; returns the batch once each has ended.
 
@@ -1716,6 +1717,7 @@ async def _settled(workers: Sequence[asyncio.Future[None]]) -> None:
         _first_error(workers)
 
 
+@entry_point("nbagent.run_many(make_agent, tasks)")
 async def run_many(make_agent: MakeAgent, tasks: object, **options: Any) -> Batch:
     """``Batch(make_agent, tasks, **options)`` run to its end: ``batch = await nbagent.run_many(...)``."""
     batch = Batch(make_agent, tasks, **options)

@@ -19,6 +19,7 @@ from typing import Any, Protocol, TextIO, TypeVar
 from .hooks import Hook
 from .messages import BaseAgentEvent, BaseChatMessage, Response, TaskResult
 from .render.textlog import TextLog
+from .sync import entry_point
 
 __all__ = ["Console"]
 
@@ -40,6 +41,7 @@ FOREIGN_STREAM: Hook[[object], Reader] = Hook("stream")
 the :data:`Reader` of that stream's items (one per stream: it converts each item once)."""
 
 
+@entry_point("nbagent.Console(stream)")
 async def Console(  # noqa: N802 (AutoGen's name: code written for AutoGen's Console reads the same)
     stream: AsyncIterable[Any],
     *,

@@ -16,7 +16,7 @@ from typing import Literal
 from . import _check as check
 from .records import MOVES, MoveName
 
-__all__ = ["LANGUAGES", "Language", "get_language", "set_language"]
+__all__ = ["LANGUAGES", "Language", "get_language", "set_language", "words"]
 
 Language = Literal["en", "zh"]
 LANGUAGES: tuple[Language, ...] = ("en", "zh")
@@ -104,6 +104,46 @@ _ZH_EDGES = {
     "no memory": "没有记忆",
 }
 
+# The words of the stepper's headings, buttons and notes ({name}: filled in after the lookup).
+_ZH_WORDS = {
+    "Ready to walk the loop": "准备走一遍循环",
+    "Task for {name}:": "{name} 的任务:",
+    "Model context": "上下文(model_context)",
+    "Events of this move": "这一步的事件",
+    "no events in this move": "这一步没有事件",
+    "the model context is empty": "上下文是空的",
+    "Model context after this move (+{added} added, {changed} changed)": (
+        "这一步之后的上下文(新增 {added} 条,改动 {changed} 条)"
+    ),
+    "Request sent to {model} ({purpose} call)": "发给 {model} 的请求({purpose} 调用)",
+    "Raw CreateResult": "模型返回的原始 CreateResult",
+    "not returned (the call failed)": "没有返回(调用失败)",
+    "tools ({count})": "工具({count} 个)",
+    "parameters": "参数",
+    "Next: STEP {step} · {title}": "下一步:STEP {step} · {title}",
+    "The run is over ({status}). Reset to walk it again.": "运行已结束({status})。点“重来”再走一遍。",
+    "{status} · {moves} moves": "{status} · 已走 {moves} 步",
+    "(a saved copy: run the cell to step it)": "(保存的副本:运行这个单元格才能单步走)",
+    "Fork of run {run} at move {move}: {change}": "从运行 {run} 的第 {move} 步分叉:{change}",
+    "no change yet": "还没有改动",
+    "this move was forked: make the change in the fork below (or fork here again)": (
+        "这一步已经分叉:请在下面的分叉里改(或在这里再分叉一次)"
+    ),
+    "Fork here": "从这里分叉",
+    "Fork the walk here": "在这一步把这次单步走分叉",
+    "Give result": "给出结果",
+    "Give error": "给出错误",
+    "Timeout": "超时",
+    "Give answer": "给出回答",
+    "Compare with parent": "和父分支比较",
+    "Next": "下一步",
+    "Run to end": "跑到底",
+    "Pause": "暂停",
+    "Reset": "重来",
+    "working…": "正在走…",
+    "pausing…": "正在暂停…",
+}
+
 _ENGLISH = dict(MOVES)
 _current: list[Language] = ["en"]
 
@@ -120,6 +160,13 @@ def set_language(language: Language) -> None:
         edges = tuple(replace(edge, label=_ZH_EDGES.get(edge.label, edge.label)) for edge in english.edges)
         MOVES[name] = replace(english, title=title, label=label, explanation=explanation, edges=edges)
     _current[0] = "zh" if chosen == "zh" else "en"
+
+
+def words(english: str) -> str:
+    """``english`` (a heading, a button's label or a note of the stepper, as the code writes it) in the
+    current language; a text with no translation stays as it is. Placeholders (``{name}``) stay, to be
+    filled in after."""
+    return _ZH_WORDS.get(english, english) if _current[0] == "zh" else english
 
 
 def get_language() -> Language:

@@ -45,6 +45,7 @@ from .models.base import ChatCompletionClient, ModelRequest
 from .models.replay import ReplayChatCompletionClient
 from .records import MOVES, NOT_EVENTS, LLMCall, LoopSettings, Move, MoveInfo, MoveName, RunItem, ToolExecution
 from .records import Condition as MoveCondition
+from .sync import entry_point
 from .tools import ToolSchema, Workbench
 from .trace import Trace, context_rows
 from .trace.replay import RecordedChatCompletionClient, RecordedWorkbench, Replay
@@ -357,6 +358,10 @@ class Stepper:
         """What this walk, a fork, makes again of its parent's moves (``fork()`` sets it)."""
         self.parent: Stepper | None = None
         """The walk this one is a fork of (``fork()``), or ``None``."""
+        self.changes: list[str] = []
+        """What was changed on this walk (:meth:`edit_request`, :meth:`give_answer`, :meth:`give_tool_result`),
+        a short text each (``tool call c1 given an error ('service down')``), in order (a fork's title says
+        it); :meth:`reset` clears it."""
 
     # ------------------------------------------------------------------ state
 
@@ -397,6 +402,7 @@ class Stepper:
 
     # ------------------------------------------------------------------ walking
 
+    @entry_point("stepper.next()")
     async def next(self) -> StepResult:
         """Make one move: run the loop up to the next move boundary (or the end) and report it."""
         if self.done:
@@ -476,6 +482,7 @@ class Stepper:
                 self.fork_source = own
         self.agent.model_client.restore(checkpoint)
 
+    @entry_point("stepper.run_to_end()")
     async def run_to_end(self) -> list[StepResult]:
         """Make every remaining move; returns them (empty if the run is already over).
 
@@ -599,6 +606,7 @@ class Stepper:
             self.status = "cancelled"
         self._upcoming = None
 
+    @entry_point("stepper.reset()")
     async def reset(self) -> None:
         """End the run (``aclose``) and put back what the walk changed, so it can be walked again.
 
@@ -620,11 +628,13 @@ class Stepper:
             self.agent.model_client.restore(snapshot.client_checkpoint)
             self.agent.failed_run = snapshot.failed_run
         self.history.clear()
+        self.changes.clear()
         self._lead = []
         self.status = "ready"
 
     # ------------------------------------------------------------------ forks and interventions
 
+    @entry_point("stepper.fork()")
     async def fork(self) -> Stepper:
         """A second walk paused at the same move, on a copy of the agent and its context.
 
@@ -751,6 +761,7 @@ class Stepper:
                 f"{where}: nothing to change: give system_message=, messages=, tools=, tool_choice= or model_client="
             )
         self._plan.schedule_edit(edit)
+        self.changes.append(f"the request changed ({edit.describe(0)})")
 
     def give_answer(self, answer: str | Sequence[FunctionCall] | CreateResult | BaseException) -> None:
         """Answer the model call the next move makes instead of the model: a text, tool calls
@@ -762,6 +773,7 @@ class Stepper:
         if move == "reflect" and given.result is not None and not isinstance(given.result.content, str):
             raise check.wrong_value(where, "answer", "a text at the reflection (it offers no tools)", answer)
         self._plan.schedule_answer(given)
+        self.changes.append(f"the model's answer given ({_short(answer)})")
 
     def give_tool_result(
         self, call_id: str, content: str | None = None, *, error: str | None = None, timeout: bool = False
@@ -786,6 +798,9 @@ class Stepper:
         text = content if content is not None else error if error is not None else TIMEOUT_RESULT
         result = FunctionExecutionResult(content=text, name=name, call_id=call_id, is_error=content is None)
         self._plan.schedule_result(call_id, result)
+        kind = "a result" if content is not None else "an error" if error is not None else "a timeout"
+        shown = "" if timeout else f" ({_short(text)})"
+        self.changes.append(f"tool call {call_id} given {kind}{shown}")
 
     # ------------------------------------------------------------------ internals
 
@@ -868,6 +883,12 @@ def _client_copy(client: ChatCompletionClient) -> ChatCompletionClient:
 def _workbench_copy(workbenches: list[Workbench]) -> list[Workbench]:
     """A fork's workbenches: a trace's replay gets its own (it gives each result once), others are shared."""
     return [wb.copy() if isinstance(wb, RecordedWorkbench) else wb for wb in workbenches]
+
+
+def _short(given: object, limit: int = 40) -> str:
+    """A given answer or result, short, for :attr:`Stepper.changes`."""
+    text = given if isinstance(given, str) else type(given).__name__
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _given_of(

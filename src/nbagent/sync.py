@@ -6,8 +6,10 @@ Run All would hang) and the coroutine is driven to its end with ``run_until_comp
 interrupt (``KeyboardInterrupt``) cancels it, waits for it to end (a run leaves its context valid),
 and raises a one-line ``KeyboardInterrupt`` (:func:`~nbagent.interrupts.run_interrupted`).
 
-:class:`Pending` is the coroutine an entry point returns (``agent.run(...)``): awaited, it is the
-coroutine; used as its result by mistake (a forgotten ``await``), its error says to await it.
+:class:`Pending` is the coroutine an entry point returns (``agent.run(...)``, ``nbagent.show``, a stepper's
+moves, ``Console``, ``Batch.run``...: :func:`entry_point`): awaited, it is the coroutine; used as its result
+by mistake (a forgotten ``await``), its error says to await it; dropped without being awaited (in a
+script or a notebook), it warns in one line where it was called (:class:`NotAwaitedWarning`), naming the fix.
 
 While it drives a running loop it enters the registered "while driving" hooks
 (:func:`register_driving_hook`): inside a kernel, the notebook layer's comm pump dispatches the
@@ -20,21 +22,25 @@ A generic driver: it knows no agent. ``AssistantAgent.run_sync`` and ``nbagent.r
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import sys
 import threading
+import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from .interrupts import run_interrupted
 
 __all__ = [
     "DrivingHook",
+    "NotAwaitedWarning",
     "Pending",
     "Stream",
     "driving_hooks",
+    "entry_point",
     "register_driving_hook",
     "run_coroutine",
     "unregister_driving_hook",
@@ -201,26 +207,60 @@ def _driving(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
         yield
 
 
+class NotAwaitedWarning(RuntimeWarning):
+    """An entry point's coroutine was dropped without being awaited: it never ran (a forgotten ``await``)."""
+
+
+def _caller() -> tuple[str, int]:
+    """Where the code outside nbagent that called an entry point is (its file and line)."""
+    frame = sys._getframe(1)  # noqa: SLF001 (the standard way to find the caller; no public equivalent)
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] == "nbagent":
+        frame = frame.f_back
+    return frame.f_code.co_filename, frame.f_lineno
+
+
 class Pending(Coroutine[Any, Any, T], Generic[T]):
     """The coroutine of an entry point (``agent.run(...)``), whose mistakes say what to write.
 
     Awaited, scheduled (``asyncio.create_task``, ``gather``) or driven, it is the coroutine ``coro``.
     Read as if it were its result (a forgotten ``await``: ``agent.run(task=...).messages``), it
-    raises an ``AttributeError`` naming ``await`` and the sync form; its repr says the same. Never
-    awaited, ``coro`` warns as any coroutine does.
+    raises an ``AttributeError`` naming ``await`` and the sync form; its repr says the same. Dropped
+    without being awaited, it closes ``coro`` and warns (:class:`NotAwaitedWarning`) at the line that
+    called the entry point: "``<call>`` was never awaited, so it did not run: write ``await <call>``...",
+    in a script (on stderr) as in a notebook (under the cell), instead of Python's bare warning at exit.
+    ``sync`` is the form without ``await``, if there is one.
     """
 
-    __slots__ = ("_coro", "_call", "_sync")
+    __slots__ = ("_coro", "_call", "_sync", "_where", "_taken")
 
-    def __init__(self, coro: Coroutine[Any, Any, T], call: str, sync: str) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, T], call: str, sync: str | None = None) -> None:
         self._coro = coro
         self._call = call
         self._sync = sync
+        self._where = _caller()
+        self._taken = False  # awaited, or driven: ``await f()`` drops this object before the coroutine starts
+
+    def _fix(self) -> str:
+        """What to write instead."""
+        fix = f"write `await {self._call}` in a notebook cell or an async function"
+        return fix + (f", or `{self._sync}` without await" if self._sync else " (in a script: inside asyncio.run)")
+
+    def __del__(self) -> None:
+        coro = getattr(self, "_coro", None)
+        if coro is None or self._taken or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
+            return
+        coro.close()  # closed before it ran: Python's own "never awaited" warning is not given
+        filename, line = self._where
+        warnings.warn_explicit(
+            f"{self._call} was never awaited, so it did not run: {self._fix()}", NotAwaitedWarning, filename, line
+        )
 
     def __await__(self) -> Generator[Any, None, T]:
+        self._taken = True
         return self._coro.__await__()
 
     def send(self, value: Any) -> Any:
+        self._taken = True
         return self._coro.send(value)
 
     def throw(
@@ -229,11 +269,13 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
         value: object = None,
         traceback: TracebackType | None = None,
     ) -> Any:
+        self._taken = True
         if value is None and traceback is None:
             return self._coro.throw(kind)
         return self._coro.throw(kind, value, traceback)  # type: ignore[arg-type]
 
     def close(self) -> None:
+        self._taken = True
         self._coro.close()
 
     # The coroutine's own introspection, so that a task's repr, ``task.get_stack()``, ``inspect``'s
@@ -250,9 +292,8 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
             if name.startswith("cr_"):  # the coroutine's frame, code and state (cr_frame, cr_suspended...)
                 return getattr(self._coro, name)
             raise AttributeError(
-                f"{self._call} gives a coroutine, not its result, so it has no attribute {name!r}: write "
-                f"`result = await {self._call}` in a notebook cell or an async function, or `{self._sync}` "
-                "without await",
+                f"{self._call} gives a coroutine, not its result, so it has no attribute {name!r}: "
+                + self._fix().replace("`await ", "`result = await ", 1),
                 name=name,
                 obj=self,
             )
@@ -260,7 +301,28 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
     def __repr__(self) -> str:
         if inspect.getcoroutinestate(self._coro) != inspect.CORO_CREATED:  # awaited or scheduled: no mistake
             return repr(self._coro)
-        return f"<coroutine {self._call}, not run: write `await {self._call}`, or `{self._sync}`>"
+        return f"<coroutine {self._call}, not run: {self._fix()}>"
+
+
+P = ParamSpec("P")
+
+
+def entry_point(
+    call: str, sync: str | None = None
+) -> Callable[[Callable[P, Coroutine[Any, Any, T]]], Callable[P, Pending[T]]]:
+    """Make an ``async def`` function or method an entry point: its calls return :class:`Pending`, so a
+    forgotten ``await`` says what to write (``call``: how the call reads, ``sync``: the form without await)."""
+
+    def wrap(function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Pending[T]]:
+        @functools.wraps(function)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> Pending[T]:
+            return Pending(function(*args, **kwargs), call, sync)
+
+        if sys.version_info >= (3, 12):  # still a coroutine function to inspect (Python 3.11 has no mark)
+            inspect.markcoroutinefunction(wrapper)
+        return wrapper
+
+    return wrap
 
 
 Y = TypeVar("Y")

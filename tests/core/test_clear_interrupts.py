@@ -43,7 +43,8 @@ async def test_a_forgotten_await_says_to_await() -> None:
         AttributeError, match=r"agent\.run\(task=\.\.\.\) gives a coroutine.*'messages'.*`result = await "
     ):
         pending.messages  # noqa: B018
-    assert "write `await agent.run(task=...)`, or `agent.run_sync(task)`" in repr(pending)
+    fix = "write `await agent.run(task=...)` in a notebook cell or an async function, or `agent.run_sync(task)`"
+    assert fix in repr(pending)
     assert (await pending).messages[-1].to_text() == "five"  # still the run, once awaited
     responding = agent.on_messages([nbagent.TextMessage(content="3 + 3?", source="user")])
     with pytest.raises(AttributeError, match=r"agent\.on_messages\(\.\.\.\) gives a coroutine.*'chat_message'"):
@@ -99,6 +100,44 @@ def test_a_run_never_awaited_still_warns() -> None:
         agent.run(task="x")
         gc.collect()
     assert any("was never awaited" in str(w.message) for w in caught)
+
+
+async def test_every_entry_point_never_awaited_says_the_fix_at_its_line() -> None:
+    """Issue 43.6: one rule for every coroutine entry point. Dropped without ``await``, each warns once, at
+    the line that called it, naming what to write; Python's bare "coroutine ... was never awaited" is not
+    added (before: ``stepper.next()`` gave only that, ``nbagent.show``/``Console`` in a script nothing
+    until exit)."""
+    agent = AssistantAgent("calc", ReplayChatCompletionClient(["five"] * 4))
+    stepper = nbagent.step(agent, "x")
+    batch = nbagent.Batch(lambda: AssistantAgent("b", ReplayChatCompletionClient(["ok"])), ["t"], progress=None)
+    view = nbagent.start(agent, "y")
+    await view.wait()
+    calls = {
+        "nbagent.show(agent, task)": lambda: nbagent.show(agent, "x"),
+        "stepper.next()": stepper.next,
+        "stepper.run_to_end()": stepper.run_to_end,
+        "stepper.reset()": stepper.reset,
+        "stepper.fork()": stepper.fork,
+        "batch.run()": batch.run,
+        "nbagent.run_many(make_agent, tasks)": lambda: nbagent.run_many(lambda: agent, ["t"], progress=None),
+        "nbagent.Console(stream)": lambda: nbagent.Console(agent.run_stream(task="x")),
+        "agent.run(task=...)": lambda: agent.run(task="x"),
+        "view.wait()": view.wait,
+    }
+    for call, make in calls.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            make()  # dropped at once: the line below is where the warning points
+            line = sys._getframe().f_lineno - 1  # noqa: SLF001
+            gc.collect()
+        messages = [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
+        assert len(messages) == 1, (call, messages)
+        ((category, message, filename, lineno),) = messages
+        assert category is nbagent.sync.NotAwaitedWarning, call
+        assert message.startswith(f"{call} was never awaited, so it did not run: write `await {call}`"), message
+        # At the line that made the call: in this test (a lambda's line above, or the line that called ``make``).
+        assert filename == __file__ and (lineno == line or make.__name__ == "<lambda>"), (call, filename, lineno)
+        assert lineno == (make.__code__.co_firstlineno if make.__name__ == "<lambda>" else line), (call, lineno)
 
 
 async def test_a_run_cancelled_from_outside_says_what_happened() -> None:
@@ -258,3 +297,29 @@ async def test_a_stream_iterated_without_async_says_async_for() -> None:
             if isinstance(item, nbagent.ToolCallRequestEvent | nbagent.TextMessage) and item.source == "calc":
                 break
     assert not agent.is_running
+
+
+def test_a_script_that_forgets_await_is_told_at_the_line(tmp_path: Path) -> None:
+    """In a script, ``nbagent.show(...)`` and ``nbagent.Console(...)`` without await printed nothing (a bare
+    RuntimeWarning at exit): now one line each on stderr, at the script's line, naming the fix."""
+    script = tmp_path / "forgot.py"
+    script.write_text(
+        "import nbagent\n"
+        "from nbagent import AssistantAgent, ReplayChatCompletionClient\n"
+        "agent = AssistantAgent('a', ReplayChatCompletionClient(['hi']))\n"
+        "nbagent.show(agent, 'x')\n"
+        "nbagent.Console(agent.run_stream(task='x'))\n"
+        "print('end')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0 and done.stdout == "end\n", done
+    lines = [line for line in done.stderr.splitlines() if "NotAwaitedWarning" in line]
+    assert lines == [
+        f"{script}:4: NotAwaitedWarning: nbagent.show(agent, task) was never awaited, so it did not run: write "
+        "`await nbagent.show(agent, task)` in a notebook cell or an async function, or "
+        "`nbagent.run(agent, task, show=True)` without await",
+        f"{script}:5: NotAwaitedWarning: nbagent.Console(stream) was never awaited, so it did not run: write "
+        "`await nbagent.Console(stream)` in a notebook cell or an async function (in a script: inside asyncio.run)",
+    ], done.stderr
+    assert "coroutine" not in done.stderr.replace("NotAwaitedWarning", "")  # no bare "was never awaited" on top

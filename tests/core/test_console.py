@@ -52,7 +52,8 @@ def test_the_signature_is_autogens() -> None:
     assert list(theirs) == list(ours)[: len(theirs)]
     for name, parameter in theirs.items():
         assert ours[name].kind == parameter.kind and ours[name].default == parameter.default, name
-    assert inspect.iscoroutinefunction(nbagent.Console)
+    # A coroutine function to inspect from Python 3.12 (nbagent.sync.entry_point marks it; 3.11 has no mark).
+    assert inspect.iscoroutinefunction(nbagent.Console) or sys.version_info < (3, 12)
 
 
 async def test_run_stream_prints_every_event_and_returns_the_task_result() -> None:

@@ -63,6 +63,8 @@ def ids(explorer: RunExplorer) -> list[str]:
 async def test_filters_sort_and_pages_in_the_widget(trace: Trace) -> None:
     explorer = trace.explore(page_size=2)
     widget = explorer.widget()
+    # Trace order, the start, is named (issue 43.4: a value of None showed a blank).
+    assert (widget.sort.value, widget.sort.label, explorer.current.sort) == ("", "trace order", None)
     assert widget.position.value == "page 1 of 3 · 6 of 6 runs"
     assert widget.previous.disabled and not widget.next.disabled
     widget.next.click()
@@ -91,6 +93,9 @@ async def test_filters_sort_and_pages_in_the_widget(trace: Trace) -> None:
     assert (explorer.current.sort, explorer.current.ascending, widget.descending.value) == ("agent", False, True)
     send(widget, event="sort", column="no such column")  # ignored
     assert explorer.current.sort == "agent"
+    widget.sort.value = ""  # back to trace order
+    assert explorer.current.sort is None and widget.sort.label == "trace order"
+    widget.sort.value = "agent"
     send(widget, event="turn", pages=1)  # Page Down, on the last page
     assert explorer.page_number == 1
     widget.since.value = "not a time"
@@ -146,8 +151,10 @@ async def test_picking_two_runs_compares_them(trace: Trace) -> None:
     await explorer.opening
     send(widget, event="open", run=second, add=True)  # Shift-click (or Shift+Enter) on a second run
     assert explorer.picked == [first, second]
-    comparison = nbagent.compare((trace, first), (trace, second), labels=(first, second))
+    # Its headers name the runs short (issue 43.4: the full ids were repeated four times), the full id on hover.
+    comparison = nbagent.compare((trace, first), (trace, second), labels=(first[:8], second[:8]))
     assert widget.detail.value == comparison.html()
+    assert widget.detail.value.count(first) == 1
     assert widget.replay_button.disabled
     send(widget, event="open", run=first, add=True)  # again: dropped from the comparison, the other shown
     assert explorer.picked == [second] and explorer.opening is not None
@@ -279,3 +286,33 @@ async def test_exporting_a_run_whose_id_a_file_chose_writes_it_as_text_in_the_fo
     assert target.parent.resolve() == work.resolve()  # in the working folder, whatever the id holds
     page = target.read_text(encoding="utf-8")
     assert "<script>" not in page and "&lt;/title&gt;&lt;script&gt;" in page
+
+
+async def test_a_run_opened_shows_its_recorded_times() -> None:
+    """Issue 43.4: a run opened from the explorer is replayed (no model or tool called, so it takes no time)
+    and its view showed the replay's timings (the table said 75 ms, the view 0.02 s). It now shows the
+    recorded ones: each LLM call's, each tool call's and the run's."""
+
+    async def slow_add(a: int, b: int) -> int:
+        """Add two numbers, slowly."""
+        await asyncio.sleep(0.3)
+        return a + b
+
+    call = CreateResult(
+        finish_reason="function_calls", content=[FunctionCall(id="c1", name="slow_add", arguments='{"a": 1, "b": 2}')]
+    )
+    agent = AssistantAgent("slow", ReplayChatCompletionClient([call, "3"], latency=0.4), tools=[slow_add])
+    trace = Trace()
+    with trace.recording(agent):
+        await agent.run(task="add")
+    run = str(trace.runs_df()["run_id"].iloc[0])
+    recorded_calls = [float(s) for s in trace.llm_calls_df()["duration_s"]]
+    recorded_tool = float(trace.tool_calls_df()["duration_s"].iloc[0])
+    recorded_run = float(trace.runs_df()["duration_s"].iloc[0])
+    assert min(recorded_calls) >= 0.4 and recorded_tool >= 0.3
+    shown = await trace.explore().open(run)
+    lines = re.findall(r'nba-llm-call".*?<span class="nba-muted"[^>]*>([^<]*)</span>', shown)
+    assert [line.split(",")[0] for line in lines] == [f"{s * 1000:.0f} ms" for s in recorded_calls], lines
+    assert f"{recorded_tool * 1000:.0f} ms" in shown
+    elapsed = re.search(r'data-metric="elapsed" data-value="([^"]+)"', shown)
+    assert elapsed is not None and float(elapsed.group(1)) == pytest.approx(recorded_run, abs=0.001)

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
@@ -99,3 +100,49 @@ def test_ten_long_answers_save_under_a_megabyte(tmp_path: Path) -> None:
         assert f"ANSWER{i}-START" in page and f"ANSWER{i}-END" not in page  # capped
         assert f"{kept['answers'][i] - ANSWER_CHARS:,} more characters in the trace" in page
     assert "ANSWER3-END" not in text and "ANSWER3-END" not in html
+
+
+THIRTY = """
+import nbagent
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
+
+def shout(text: str) -> str:
+    \"\"\"Echo the text.\"\"\"
+    return text
+
+def make(i, tools):
+    answer = f"answer {i}: fine, thank you"  # what bench/bench_iopub.py answers
+    if not tools:
+        return AssistantAgent(f"bot{i}", ReplayChatCompletionClient([answer]))
+    request = FunctionCall(id="c", name="shout", arguments='{"text": "hi"}')
+    call = CreateResult(finish_reason="function_calls", content=[request])
+    client = ReplayChatCompletionClient([call, answer])
+    return AssistantAgent(f"bot{i}", client, tools=[shout], reflect_on_tool_use=True, model_client_stream=True)
+
+for i in range(30):
+    await nbagent.show(make(i, TOOLS), f"task {i}")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("tools", "limit"), [(False, 150_000), (True, 250_000)])
+def test_a_cell_of_30_runs_saves_small(tmp_path: Path, tools: bool, limit: int) -> None:
+    """Issue 43.7: a cell of 30 shown runs saved as nbclient saves it (with widget state) was 584 KB: each
+    run's static copy (17 KB) carried the 13.7 KB stylesheet, and nbclient kept the closed widgets' models.
+    Now the cell's first copy carries the stylesheet, and a run that ended before its view went live opened
+    no widget model. A run with a tool call draws more (its LLM calls, its tool card): about 7.5 KB."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"TOOLS = {tools}\n" + THIRTY)]
+    kernels = write_kernelspec(tmp_path / "spec", sys.executable)
+    manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
+    execute_notebook(nb, manager, timeout=300, store_widget_state=True)
+    path = tmp_path / f"thirty-{tools}.ipynb"
+    nbformat.write(nb, path)
+    outputs = nb.cells[0].outputs
+    pages = [output["data"]["text/html"] for output in outputs if "data" in output]
+    size = path.stat().st_size
+    print(f"a cell of 30 runs saved: {size:,} bytes, {len(pages)} outputs")
+    assert len(pages) == 30 and all(f"answer {i}:" in page for i, page in enumerate(pages))
+    assert sum("<style>" in page for page in pages) == 1 and "<style>" in pages[0]
+    assert size < limit, size
+    assert "widgets" not in nb.metadata  # no widget model was opened: none is saved

@@ -513,3 +513,35 @@ async def test_the_static_copy_keeps_title_and_status_apart() -> None:
     header = re.search(r'<div class="nba-header" style="[^"]*">(.*?)</div>', view.to_html(), re.S)
     assert header is not None
     assert re.search(r'</span>\n<span data-status="ok"|</span>\n<span class="nba-status-text"', header.group(1))
+
+
+async def test_a_live_views_values_are_sent_once_a_frame() -> None:
+    """A burst of items (ten parallel tool calls, their results) changes the footer, the status and the tool
+    cards many times: a live view sends each widget's latest value at most once a frame (``FRAME_S``)."""
+    import math
+    import time
+
+    from nbagent.notebook.view import FRAME_S
+
+    tools = calls(*[("add", f'{{"a": {i}, "b": 1}}') for i in range(10)])
+    agent = AssistantAgent("bot", ReplayChatCompletionClient([tools, "done"]), tools=[add], reflect_on_tool_use=True)
+    view = AgentRunView("bot")
+    view.open_now()  # live: its widgets' models open (a dummy comm outside a kernel)
+    sent: dict[str, int] = {}
+    for widget in html_widgets(view):
+        key = next((name for name in classes(widget) if name.startswith("nba-")), "")
+        if key in ("nba-footer-box", "nba-status"):
+            send = widget.comm.send
+
+            def counting(*args: object, key: str = key, send: object = send, **kwargs: object) -> None:
+                sent[key] = sent.get(key, 0) + 1
+                send(*args, **kwargs)  # type: ignore[operator]
+
+            widget.comm.send = counting
+    started = time.perf_counter()
+    await view.run(agent, "add them")
+    frames = math.ceil((time.perf_counter() - started) / FRAME_S) + 1
+    assert view.status == "ok" and metrics(view)["tool_calls"] == "10"
+    # Before, the footer was sent after each item (about 30 here); now once a frame at most, and the end.
+    assert 1 <= sent["nba-footer-box"] <= frames + 1, (sent, frames)
+    assert 1 <= sent["nba-status"] <= frames + 1, (sent, frames)

@@ -75,3 +75,33 @@ def test_english_is_back_and_a_wrong_language_is_refused() -> None:
     with pytest.raises(ValueError, match=r"nbagent\.set_language: language must be one of 'en', 'zh', got 'fr'"):
         nbagent.set_language("fr")  # type: ignore[arg-type]
     assert nbagent.get_language() == "en"
+
+
+async def test_the_stepper_speaks_the_language(chinese: None) -> None:
+    """Issue 43.7: in the Chinese notebook the stepper's headings, notes and buttons stayed in English."""
+    from nbagent.notebook.stepper_widget import stepper_html
+
+    agent = AssistantAgent("bot", ReplayChatCompletionClient(["done"]))
+    stepper = nbagent.step(agent, "hi")
+    ready = stepper_html(stepper)
+    assert "准备走一遍循环" in ready and "bot 的任务:" in ready and "下一步:STEP 1 · 新消息进 model_context" in ready
+    widget = stepper.widget()
+    assert [widget.next_button.description, widget.run_button.description, widget.reset_button.description] == [
+        "下一步",
+        "跑到底",
+        "重来",
+    ]
+    panel = widget.fork_panel
+    assert [panel.fork_button.description, panel.give_error.description, panel.compare_button.description] == [
+        "从这里分叉",
+        "给出错误",
+        "和父分支比较",
+    ]
+    await stepper.next()
+    await stepper.next()
+    moved = stepper_html(stepper)
+    assert "这一步的事件" in moved and "这一步之后的上下文(新增" in moved and "已走 2 步" in moved
+    for english in ("Ready to walk the loop", "Events of this move", "Model context after this move", " moves"):
+        assert english not in moved + ready, english
+    await stepper.run_to_end()
+    assert "运行已结束" in stepper_html(stepper)

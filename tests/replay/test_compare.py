@@ -122,3 +122,31 @@ async def test_bad_sides_raise_errors_naming_the_parameter() -> None:
         nbagent.compare(agent(["5"]), ran)
     with pytest.raises(ValueError, match="labels"):
         nbagent.compare(ran, ran, labels=("only one",))  # type: ignore[arg-type]
+
+
+async def test_a_moves_seconds_are_its_own_never_the_pause_after_it() -> None:
+    """Issue 43.4: a walk paused 0.5 s after its tool move showed 0.5 s for a tool that returns at once (the
+    gap to the next move's start). A move's seconds are now its model calls' and tools' own durations; a
+    move that made neither has none. The title names each run short (its first 8), the full id on hover."""
+    import asyncio
+
+    walks = []
+    for pause in (0.0, 0.5):
+        walk = Stepper(agent([calls(ADD_2_3), "5"], reflect_on_tool_use=True), TASK)
+        await walk.run_until(move="tool_execution")
+        await asyncio.sleep(pause)  # the walk sits paused after its tool ran
+        await walk.run_to_end()
+        walks.append(walk)
+    view = nbagent.compare(*walks, labels=("quick", "paused"))
+    frame = view.frame.set_index("move_quick")
+    tool_s = frame.loc["tool_execution", ["seconds_quick", "seconds_paused"]].tolist()
+    assert all(0 <= seconds < 0.25 for seconds in tool_s), tool_s  # the tool's own time: the pause is not in it
+    llm = frame.loc["call_llm", ["seconds_quick", "seconds_paused"]].tolist()
+    recorded = [walk.agent.trace.llm_calls_df()["duration_s"].iloc[0] for walk in walks]
+    assert llm == pytest.approx(recorded)  # a model call's move: the call's recorded duration
+    assert pd.isna(frame.loc["add_messages", "seconds_quick"])  # neither a model call nor a tool: no time
+    html = view.html()
+    assert "model + tool seconds" in html
+    for walk in walks:
+        run_id = str(walk.run_id)
+        assert html.count(run_id) == 1 and f'title="{run_id}">{run_id[:8]}</span>' in html

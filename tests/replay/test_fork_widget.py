@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 import nbagent
@@ -35,7 +37,7 @@ async def test_fork_here_shows_the_fork_whose_tool_result_is_edited_then_compare
     stepper = walk()
     widget = stepper.widget()
     panel = widget.fork_panel
-    assert panel.fork_button in widget.children[1].children  # in the bar, next to Next / Run to end / Reset
+    assert panel.fork_button in widget.children[2].children  # in the bar, next to Next / Run to end / Reset
     for _ in range(4):
         await click(widget, widget.next_button)  # paused before tool_execution
     assert panel.tool_row.layout.display is None and list(panel.call_id.options) == ["c1"]
@@ -118,7 +120,7 @@ async def test_the_static_copy_shows_the_forks_made_with_fork_here() -> None:
     widget = stepper.widget()
     for _ in range(4):
         await click(widget, widget.next_button)  # paused before tool_execution
-    assert "Fork at move" not in stepper_html(stepper)
+    assert "Fork of run" not in stepper_html(stepper)
     await click(widget, widget.fork_panel.fork_button)
     [fork_widget] = widget.fork_panel.forks.children
     fork = fork_widget.stepper
@@ -126,6 +128,44 @@ async def test_the_static_copy_shows_the_forks_made_with_fork_here() -> None:
     fork.give_tool_result("c1", error="Error: <b>service down</b>")
     await click(fork_widget, fork_widget.run_button)
     copy = stepper_html(stepper)  # the saved notebook's copy of the parent: the fork below it, to its end
-    assert "Fork at move 4" in copy and "service down" in copy and "<b>service down</b>" not in copy
-    assert copy.count('class="nba-stepper nba-static-copy"') == 2
-    assert "Fork at move" not in stepper_html(fork)
+    assert "at move 4: tool call c1 given an error" in copy and "service down" in copy
+    assert "<b>service down</b>" not in copy
+    # One copy to show in the output (the parent's), the fork's nested in it as its own titled panel.
+    assert copy.count('class="nba-stepper nba-static-copy"') == 1 and copy.count("nba-stepper nba-fork-walk") == 1
+    assert "Fork of run" in stepper_html(fork)  # the fork's own copy says it is one too
+
+
+async def test_a_fork_is_a_titled_nested_panel_and_the_parents_forked_move_sends_changes_to_it() -> None:
+    """Issue 43.3: the fork was drawn under the parent's Give result / Give error / Timeout row with the same
+    buttons and status, nothing saying "fork" until its Compare with parent; a change typed above the fork's
+    buttons and given with the first Give error changed the parent. Now the fork is its own titled panel
+    (nested, its controls inside), the parent's give buttons for the forked move are disabled and say why,
+    and the static copy shows the same."""
+    stepper = walk()
+    widget = stepper.widget()
+    panel = widget.fork_panel
+    for _ in range(4):
+        await click(widget, widget.next_button)  # paused before tool_execution
+    assert widget.title.value == "" and "nba-fork-walk" not in widget._dom_classes  # noqa: SLF001
+    await click(widget, panel.fork_button)
+    [fork_widget] = panel.forks.children
+    run = str(stepper.run_id)
+    assert "nba-fork-walk" in fork_widget._dom_classes  # noqa: SLF001 (ipywidgets' CSS classes, no reader)
+    assert f"Fork of run {run[:8]} at move 4: no change yet" in fork_widget.title.value
+    assert f'title="{run}"' in fork_widget.title.value
+    # The parent's buttons for the forked move: disabled, and the note says where the change goes.
+    assert all(b.disabled for b in (panel.give_result, panel.give_error, panel.give_timeout, panel.give_answer))
+    assert "this move was forked" in panel.note.value
+    fork_panel = fork_widget.fork_panel
+    assert not fork_panel.give_error.disabled
+    fork_panel.value.value = "service <b>down</b>"
+    fork_panel.give_error.click()
+    title = html.unescape(fork_widget.title.value)
+    assert "at move 4: tool call c1 given an error ('service <b>down</b>')" in title, title
+    assert "<b>" not in fork_widget.title.value  # what was typed is escaped
+    copy = stepper_html(stepper)
+    assert copy.count('class="nba-stepper nba-static-copy"') == 1 and 'class="nba-stepper nba-fork-walk"' in copy
+    assert f"Fork of run {run[:8]} at move 4: tool call c1 given an error" in copy
+    # Forking again at a later move: this move has no fork, its buttons work again.
+    await click(widget, widget.next_button)
+    assert not panel.give_answer.disabled and "this move was forked" not in panel.note.value

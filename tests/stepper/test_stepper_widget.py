@@ -298,3 +298,23 @@ async def test_a_click_made_against_a_state_already_moved_past_is_ignored() -> N
     assert widget.task is not None
     await widget.task
     assert len(stepper.history) == 2
+
+
+async def test_a_stepper_widget_opens_far_fewer_widget_models() -> None:
+    """Issue 43.2: a live stepper kept 74 widget models (each widget's own layout and style among them): its
+    widgets now share one layout and one style of each kind (a widget shown and hidden keeps its own)."""
+    import ipywidgets
+
+    from nbagent.notebook.static_display import descendants
+
+    stepper = nbagent.step(scenario("plain_text").agent(), "hi")
+    models: dict[int, ipywidgets.Widget] = {}
+    for widget in descendants(stepper.widget()):
+        models[id(widget)] = widget
+        for name in ("layout", "style"):
+            part = getattr(widget, name, None)
+            if isinstance(part, ipywidgets.Widget):
+                models[id(part)] = part
+    for box in (stepper.widget().fork_panel.tool_row, stepper.widget().fork_panel.answer_row):
+        assert box.layout is not stepper.widget().layout  # shown and hidden on its own
+    assert len(models) <= 45, len(models)  # was 74

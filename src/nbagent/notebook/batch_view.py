@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from ..render import EMPTY, STYLE, Markup, el, plural, portable
-from .kernel import in_voila
-from .static_display import close_widget, descendants
+from .static_display import close_widget, descendants, finish
 
 if TYPE_CHECKING:
     from ..batch import Batch, BatchProgress
@@ -168,14 +167,12 @@ class BatchView(widgets.VBox):  # type: ignore[misc]
         """The batch ended: show the last state, disable Stop, and leave the static summary as the output."""
         self.update(progress)
         self.stop_button.disabled = True
-        if self._display_id is not None:
-            from IPython.display import update_display
+        if self._display_id is not None:  # its output becomes its static summary, its widgets close
+            finish([self._display_id], self.static_bundle(), self._close_widgets)
 
-            update_display(self.static_bundle(), raw=True, display_id=self._display_id)  # type: ignore[no-untyped-call]
-            if in_voila():  # Voila may not apply the update: the widgets show the end there
-                return
-            for widget in descendants(self):  # nothing shows them any more: their models go
-                close_widget(widget)
+    def _close_widgets(self) -> None:
+        for widget in descendants(self):  # nothing shows them any more: their models go
+            close_widget(widget)
 
     # ------------------------------------------------------------------ static copy
 

@@ -148,7 +148,8 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
         self.search = widgets.Text(description="search", placeholder="task or answer", continuous_update=False)
         self.since = widgets.Text(description="since", placeholder="2026-12-01 09:00", continuous_update=False)
         self.until = widgets.Text(description="until", placeholder="UTC, ISO", continuous_update=False)
-        self.sort = widgets.Dropdown(options=[("trace order", None), *((_HEADERS[c], c) for c in TABLE_COLUMNS)])
+        # Trace order is "" (a Dropdown whose value is None has no selection: it showed a blank).
+        self.sort = widgets.Dropdown(options=[("trace order", ""), *((_HEADERS[c], c) for c in TABLE_COLUMNS)])
         self.sort.description = "sort by"
         self.descending = widgets.ToggleButton(description="descending", value=False, layout=layout)
         self.message = widgets.Label()
@@ -226,7 +227,7 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
     def _on_sort(self, _change: object) -> None:
         if not self._updating:
             with self.explorer.settling():
-                self.explorer.sort_by(self.sort.value, ascending=not self.descending.value)
+                self.explorer.sort_by(self.sort.value or None, ascending=not self.descending.value)
 
     def _on_table(self, message: dict[str, Any]) -> None:
         """What the table sends: a header clicked (sort by it; again: the other way), a row opened
@@ -287,7 +288,7 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
                 on_page = set(page["run_id"].astype(str).tolist())
                 if self.table.cursor not in on_page:
                     self.table.cursor = next((run for run in explorer.picked if run in on_page), "")
-                self.sort.value, self.descending.value = current.sort, not current.ascending
+                self.sort.value, self.descending.value = current.sort or "", not current.ascending
                 pages = explorer.current.pages(explorer.page_size)
                 self.position.value = (
                     f"page {explorer.page_number + 1} of {pages} · {len(explorer.current):,} of {len(table):,} runs"
@@ -592,6 +593,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
                     raise  # this open was cancelled, not the replayed run
             except Exception:  # noqa: S110 the recorded run's own error, shown by its view
                 pass
+            _recorded_times(view, self._of(run), run)
             html = view.to_html()
         if self.picked == [run]:
             self.detail_html = html
@@ -616,7 +618,9 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
                 raise check.wrong_value(_WHERE, "a, b", "two run ids (or two runs picked)", (a, b))
             a, b = self.picked
         left, right = self.check_run("a", a), self.check_run("b", b)
-        return compare((self._of(left).run(left), left), (self._of(right).run(right), right), labels=(left, right))
+        return compare(
+            (self._of(left).run(left), left), (self._of(right).run(right), right), labels=(left[:8], right[:8])
+        )
 
     def _of(self, run: str) -> TraceFrames:
         """The trace to read run ``run`` from: the trace (whose replay and timeline of a run read that run's
@@ -777,6 +781,27 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
 
     def __repr__(self) -> str:
         return f"RunExplorer({len(self.current):,} of {len(self.table):,} runs, query={self.query!r})"
+
+
+def _recorded_times(view: AgentRunView, trace: TraceFrames, run: str) -> None:
+    """Show in ``view`` (run ``run`` replayed) the times ``trace`` recorded, not the replay's own (the table
+    said 75 ms, the view 0.02 s)."""
+    import pandas as pd
+
+    def seconds(value: object) -> float | None:
+        return None if value is None or pd.isna(value) else float(value)  # type: ignore[arg-type]
+
+    calls = trace.llm_calls_df()
+    calls = calls[calls["run_id"].astype("object") == run].sort_values("call_index")
+    tools = trace.tool_calls_df()
+    tools = tools[tools["run_id"].astype("object") == run]
+    runs = trace.runs_df()
+    ran = runs[runs["run_id"].astype("object") == run]["duration_s"]
+    view.show_recorded_times(
+        [seconds(value) for value in calls["duration_s"]],
+        {str(call_id): seconds(value) for call_id, value in zip(tools["call_id"], tools["duration_s"], strict=True)},
+        seconds(ran.iloc[0]) if len(ran) else None,
+    )
 
 
 def _folder_state(folder: Path) -> tuple[object, ...]:

@@ -15,10 +15,12 @@ from typing import Any, Protocol
 
 import ipywidgets as widgets
 
+from ..language import words
 from ..render import el
 from ..stepper import LLM_MOVES, Stepper
 from .click_button import ClickButton
 from .compare_view import compare
+from .static_display import SharedParts
 
 
 class Owner(Protocol):
@@ -26,6 +28,7 @@ class Owner(Protocol):
 
     stepper: Stepper
     error: str | None
+    parts: SharedParts
 
     def click(self, action: Callable[[], Awaitable[Any]]) -> object: ...
 
@@ -37,7 +40,15 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, owner: Owner) -> None:
         self.owner = owner
-        self.fork_button = ClickButton(description="Fork here", icon="code-fork", tooltip="Fork the walk here")
+        parts = owner.parts
+        shared = {"layout": parts.layout, "style": parts.button_style}
+        self.fork_button = ClickButton(
+            description=words("Fork here"),
+            icon="code-fork",
+            tooltip=words("Fork the walk here"),
+            layout=parts.layout,
+            style=parts.toggle_style,
+        )
         self.fork_button.add_class("nba-fork")
         self.fork_button.on_click(lambda _: owner.click(self.fork))
         self.call_id = widgets.Dropdown(description="tool call", layout=widgets.Layout(width="16em"))
@@ -45,25 +56,26 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.value.add_class("nba-give-result")
         self.answer = widgets.Text(placeholder="the model's answer", layout=widgets.Layout(width="24em"))
         self.answer.add_class("nba-give-answer")
-        self.give_result = widgets.Button(description="Give result")
-        self.give_error = widgets.Button(description="Give error")
-        self.give_timeout = widgets.Button(description="Timeout")
-        self.give_answer = widgets.Button(description="Give answer")
+        self.give_result = widgets.Button(description=words("Give result"), **shared)
+        self.give_error = widgets.Button(description=words("Give error"), **shared)
+        self.give_timeout = widgets.Button(description=words("Timeout"), **shared)
+        self.give_answer = widgets.Button(description=words("Give answer"), **shared)
         self.compare_button = widgets.Button(
-            description="Compare with parent", icon="columns", layout=widgets.Layout(width="auto")
+            description=words("Compare with parent"), icon="columns", layout=widgets.Layout(width="auto")
         )
         self.give_result.on_click(lambda _: self._give("result"))
         self.give_error.on_click(lambda _: self._give("error"))
         self.give_timeout.on_click(lambda _: self._give("timeout"))
         self.give_answer.on_click(lambda _: self._give("answer"))
         self.compare_button.on_click(lambda _: self.show_comparison())
-        self.note = widgets.HTML()
+        self.note = parts.html()
         self.tool_row = widgets.HBox([self.call_id, self.value, self.give_result, self.give_error, self.give_timeout])
         self.answer_row = widgets.HBox([self.answer, self.give_answer])
-        self.forks = widgets.VBox()
-        self.comparison = widgets.VBox()
+        self.forks = widgets.VBox(layout=parts.layout)
+        self.comparison = widgets.VBox(layout=parts.layout)
         self.forks.add_class("nba-forks")
-        super().__init__([self.tool_row, self.answer_row, self.compare_button, self.note, self.comparison, self.forks])
+        children = [self.tool_row, self.answer_row, self.compare_button, self.note, self.comparison, self.forks]
+        super().__init__(children, layout=parts.layout)
         self.add_class("nba-fork-panel")
 
     async def fork(self) -> Stepper:
@@ -127,5 +139,16 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.tool_row.layout.display = None if ids and not busy else "none"
         self.answer_row.layout.display = None if upcoming in LLM_MOVES and not busy else "none"
         self.compare_button.layout.display = None if stepper.parent is not None else "none"
+        # A move already forked: its changes belong to the fork (a change typed above a fork's buttons went
+        # to the parent); this walk's give buttons are disabled and say so.
+        forked = any(
+            fork.fork_source is not None and fork.fork_source.moves == len(stepper.history)
+            for fork in getattr(stepper, "shown_forks", ())
+        )
+        for button in (self.give_result, self.give_error, self.give_timeout, self.give_answer):
+            button.disabled = forked
         if upcoming is None or busy:
             self.note.value = ""
+        elif forked:
+            text = words("this move was forked: make the change in the fork below (or fork here again)")
+            self.note.value = str(el("span", text, class_="nba-muted nba-forked"))

@@ -8,19 +8,70 @@ the stylesheet hides the copy while a connected live widget follows it.
 
 from __future__ import annotations
 
+import sys
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+
+from ..render import EMPTY, STYLE, Markup
+from .kernel import in_voila
 
 if TYPE_CHECKING:
     import ipywidgets
 
-__all__ = ["LiveWidget", "StaticCopyDisplay", "close_widget", "descendants"]
+__all__ = [
+    "LiveWidget",
+    "SharedParts",
+    "StaticCopyDisplay",
+    "cell_stylesheet",
+    "close_widget",
+    "descendants",
+    "finish",
+]
+
+_STYLED_CELLS: OrderedDict[object, None] = OrderedDict()
+"""The cells (their execute requests' ids, the latest ones) that were given the stylesheet."""
+_STYLED_CELLS_KEPT = 1024
 
 
-def close_widget(widget: ipywidgets.Widget) -> None:
-    """Close ``widget`` and the widgets made with it (its layout, its style: models of their own). An
+def _cell() -> object | None:
+    """The cell whose output is being made now: the id of the execute request ipykernel sends outputs
+    for (a background task keeps its cell's), else IPython's execution count; ``None`` outside IPython."""
+    if "IPython" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return None
+    header = getattr(shell, "parent_header", None)
+    msg_id = header.get("msg_id") if isinstance(header, dict) else None
+    return cast(object, msg_id or shell.execution_count)
+
+
+def cell_stylesheet() -> Markup:
+    """The stylesheet (``<style>``) for the first static copy of the current cell, nothing for the next ones.
+
+    A ``<style>`` in one output styles the whole page, and a saved cell of 30 runs carried the same
+    13.7 KB 30 times. A copy without it still reads well (its layout is inline, see
+    :func:`~nbagent.render.portable`), as where the sanitizer drops it; outside IPython it is always given.
+    """
+    cell = _cell()
+    if cell is None:
+        return STYLE
+    if cell in _STYLED_CELLS:
+        return EMPTY
+    _STYLED_CELLS[cell] = None
+    if len(_STYLED_CELLS) > _STYLED_CELLS_KEPT:
+        _STYLED_CELLS.popitem(last=False)
+    return STYLE
+
+
+def close_widget(widget: ipywidgets.Widget, *, parts: bool = True) -> None:
+    """Close ``widget`` and (if ``parts``: not when other widgets share them) the widgets made with it
+    (its layout, its style: models of their own). An
     HTML widget's frontend is sent an empty value first (a frontend that keeps a closed widget's last
     state, nbclient or ``nbconvert --execute``, saved its text beside the static copy that replaced it);
     the kernel's widget keeps its value once closed (static copies are made from it)."""
@@ -29,7 +80,7 @@ def close_widget(widget: ipywidgets.Widget) -> None:
     value = widget.value if isinstance(widget, ipywidgets.HTML) else ""
     if value:
         widget.value = ""
-    for name in ("layout", "style"):  # made when the widget's model opened: one never opened has none
+    for name in ("layout", "style") if parts else ():  # made when the model opened: one never opened has none
         part = getattr(widget, name) if widget.has_trait(name) and widget.trait_has_value(name) else None
         if isinstance(part, ipywidgets.Widget):
             part.close()
@@ -46,6 +97,44 @@ def descendants(widget: ipywidgets.Widget) -> Iterator[ipywidgets.Widget]:
         for child in widget.children:
             yield from descendants(child)
     yield widget
+
+
+class SharedParts:
+    """One layout and one style of each kind for the widgets of one view, where each widget would make its
+    own (each a widget model: a stepper's widget had 74): widgets laid out by CSS classes share them. A
+    widget whose layout changes on its own (shown, hidden) keeps its own."""
+
+    def __init__(self) -> None:
+        import ipywidgets
+        from ipywidgets.widgets.widget_bool import ToggleButtonStyle
+        from ipywidgets.widgets.widget_string import HTMLStyle
+
+        self.layout = ipywidgets.Layout()
+        self.html_style = HTMLStyle()
+        self.button_style = ipywidgets.ButtonStyle()
+        self.toggle_style = ToggleButtonStyle()
+
+    def html(self, value: str = "") -> ipywidgets.HTML:
+        """An HTML widget of the view."""
+        import ipywidgets
+
+        return ipywidgets.HTML(value, layout=self.layout, style=self.html_style)
+
+
+def finish(
+    display_ids: Iterable[str], bundle: dict[str, str], close: Callable[[], None], *, keep_in_voila: bool = True
+) -> None:
+    """The one way a shown widget ends (a run's view, a batch's progress, a stepper's, a comparison's and an
+    explorer's widget): each output showing it is replaced by ``bundle`` (its static copy, or an empty
+    output where the copy is an output of its own), then ``close`` closes its widget models, so nothing in
+    a saved notebook needs them. Voila's page may not apply a display update made after its cell ended: there
+    (``keep_in_voila``) the widgets stay, showing the end."""
+    from IPython.display import update_display
+
+    for display_id in display_ids:
+        update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+    if not (keep_in_voila and in_voila()):
+        close()
 
 
 class LiveWidget(Protocol):
@@ -138,10 +227,10 @@ class StaticCopyDisplay(ABC, Generic[W]):
         widget, self._widget = self._widget, None
         if widget is None:
             return
-        from IPython.display import update_display
+        live_ids, self._live_ids = self._live_ids, []
 
-        for live_id in self._live_ids:
-            update_display({"text/plain": ""}, raw=True, display_id=live_id)  # type: ignore[no-untyped-call]
-        self._live_ids.clear()
-        for part in descendants(cast("ipywidgets.Widget", widget)):
-            close_widget(part)
+        def close() -> None:
+            for part in descendants(cast("ipywidgets.Widget", widget)):
+                close_widget(part)
+
+        finish(live_ids, {"text/plain": ""}, close, keep_in_voila=False)  # asked for: closed in Voila too

@@ -49,6 +49,7 @@ from ..agent import AssistantAgent, check_entry, replayed
 from ..agent_input import Task
 from ..cancellation import CancellationToken
 from ..context import message_text
+from ..language import words
 from ..messages import ModelClientStreamingChunkEvent
 from ..records import FOREIGN_STEPPER, MOVES
 from ..render import (
@@ -67,9 +68,10 @@ from ..render import (
     value,
 )
 from ..stepper import MoveUndone, Stepper, StepResult
+from ..sync import entry_point
 from .click_button import ClickButton
 from .fork_panel import ForkPanel
-from .static_display import StaticCopyDisplay
+from .static_display import SharedParts, StaticCopyDisplay
 
 if TYPE_CHECKING:
     from ..trace.replay import Replay
@@ -103,7 +105,7 @@ def _events_html(result: StepResult) -> Markup:
         blocks.append(to_html(event, options))
     if chunks:
         blocks.append(streamed_chunks(chunks, options.badge))
-    return concat(blocks) if blocks else el("div", "no events in this move", class_="nba-muted")
+    return concat(blocks) if blocks else el("div", words("no events in this move"), class_="nba-muted")
 
 
 def _cell(item: object) -> str:
@@ -118,7 +120,7 @@ def context_table_html(result: StepResult | None, stepper: Stepper) -> Markup:
     """The model context as a table; rows this move added or changed are highlighted."""
     frame = result.context if result is not None else stepper.agent.context_df().assign(change="")
     if frame.empty:
-        return el("div", "the model context is empty", class_="nba-muted nba-stepper-context", data_rows=0)
+        return el("div", words("the model context is empty"), class_="nba-muted nba-stepper-context", data_rows=0)
     rows = [
         el(
             "tr",
@@ -164,7 +166,7 @@ def request_html(result: StepResult) -> Markup:
             tool.get("description", ""),
             el(
                 "details",
-                el("summary", "parameters"),
+                el("summary", words("parameters")),
                 value(
                     json.dumps(tool.get("parameters", {}), indent=2, ensure_ascii=False),
                     limit=2000,
@@ -176,7 +178,7 @@ def request_html(result: StepResult) -> Markup:
     ]
     json_output = request.json_output
     output = json_output.__name__ if isinstance(json_output, type) else repr(json_output)
-    raw = "not returned (the call failed)" if call.result is None else call.result.model_dump_json(indent=2)
+    raw = words("not returned (the call failed)") if call.result is None else call.result.model_dump_json(indent=2)
     sent = el(
         "div",
         el(
@@ -189,7 +191,7 @@ def request_html(result: StepResult) -> Markup:
         ),
         el("table", el("tr", el("th", "#"), el("th", "message"), el("th", "source"), el("th", "content")), messages,
            class_="nba-table"),
-        el("div", label(f"tools ({len(request.tools)})")),
+        el("div", label(words("tools ({count})").format(count=len(request.tools)))),
         el("ul", tools, class_="nba-stepper-tools"),
         class_="nba-stepper-request",
         data_messages=len(request.messages),
@@ -197,9 +199,9 @@ def request_html(result: StepResult) -> Markup:
         data_tool_choice=request.tool_choice,
     )  # fmt: skip
     return (
-        el("h4", f"Request sent to {call.model} ({call.purpose} call)")
+        el("h4", words("Request sent to {model} ({purpose} call)").format(model=call.model, purpose=call.purpose))
         + sent
-        + el("h4", "Raw CreateResult")
+        + el("h4", words("Raw CreateResult"))
         + el("div", value(raw, limit=1500), class_="nba-stepper-result")
         + (el("div", call.error, class_="nba-event nba-error") if call.error else EMPTY)
     )
@@ -207,12 +209,12 @@ def request_html(result: StepResult) -> Markup:
 
 def _next_html(stepper: Stepper) -> Markup:
     if stepper.status == "ready":
-        text = "Next: STEP 1 · " + MOVES["add_messages"].title
+        text = words("Next: STEP {step} · {title}").format(step=1, title=MOVES["add_messages"].title)
     elif stepper.upcoming is not None:
         info = stepper.upcoming.info
-        text = f"Next: STEP {info.step} · {info.title} ({info.method})"
+        text = words("Next: STEP {step} · {title}").format(step=info.step, title=info.title) + f" ({info.method})"
     else:
-        text = f"The run is over ({stepper.status}). Reset to walk it again."
+        text = words("The run is over ({status}). Reset to walk it again.").format(status=stepper.status)
     return el("div", text, class_="nba-stepper-next", data_status=stepper.status)
 
 
@@ -222,11 +224,18 @@ def move_html(stepper: Stepper) -> Markup:
     if result is None:
         task = "\n".join(message.to_text() for message in stepper.messages)
         return concat(
-            el("div", "Ready to walk the loop", class_="nba-stepper-head", data_step=0, data_move="", data_index=0),
-            el("p", f"Task for {stepper.agent.name}:", class_="nba-stepper-explanation"),
+            el(
+                "div",
+                words("Ready to walk the loop"),
+                class_="nba-stepper-head",
+                data_step=0,
+                data_move="",
+                data_index=0,
+            ),
+            el("p", words("Task for {name}:").format(name=stepper.agent.name), class_="nba-stepper-explanation"),
             value(task),
             _next_html(stepper),
-            el("h4", "Model context"),
+            el("h4", words("Model context")),
             context_table_html(None, stepper),
         )
     error = None
@@ -236,9 +245,14 @@ def move_html(stepper: Stepper) -> Markup:
         to_html(result.move, Options(number=result.index)),
         _next_html(stepper),
         error,
-        el("h4", "Events of this move"),
+        el("h4", words("Events of this move")),
         _events_html(result),
-        el("h4", f"Model context after this move (+{len(result.added)} added, {len(result.changed)} changed)"),
+        el(
+            "h4",
+            words("Model context after this move (+{added} added, {changed} changed)").format(
+                added=len(result.added), changed=len(result.changed)
+            ),
+        ),
         context_table_html(result, stepper),
         request_html(result),
     )
@@ -258,8 +272,22 @@ def replay_html(stepper: Stepper) -> Markup:
     )
 
 
+def fork_title(stepper: Stepper) -> Markup:
+    """A fork's title (empty for a walk that is no fork): ``Fork of run <first 8 of the parent's run> at move
+    N: <what was changed on it>``, the parent's full run id on hover."""
+    parent = stepper.parent
+    if parent is None:
+        return EMPTY
+    source = stepper.fork_source
+    run = source.run_id if source is not None else (parent.run_id or "")
+    at = source.moves if source is not None else 0
+    change = "; ".join(stepper.changes) or words("no change yet")
+    text = words("Fork of run {run} at move {move}: {change}").format(run=run[:8], move=at, change=change)
+    return el("div", text, class_="nba-fork-title", title=run)
+
+
 def _status_text(stepper: Stepper) -> str:
-    return f"{stepper.status} · {len(stepper.history)} moves"
+    return words("{status} · {moves} moves").format(status=stepper.status, moves=len(stepper.history))
 
 
 def stepper_html(stepper: Stepper) -> str:
@@ -268,25 +296,25 @@ def stepper_html(stepper: Stepper) -> str:
     return str(portable(STYLE + _stepper_copy(stepper)))
 
 
-def _stepper_copy(stepper: Stepper) -> Markup:
-    forks = [
-        el("div", el("h4", f"Fork at move {len(fork.parent.history) if fork.parent else 0}"), _stepper_copy(fork))
-        for fork in getattr(stepper, "shown_forks", ())
-    ]
+def _stepper_copy(stepper: Stepper, *, nested: bool = False) -> Markup:
+    """A walk's copy (``nested``: a fork's, inside its parent's), its forks' copies nested in it."""
+    forks = [_stepper_copy(fork, nested=True) for fork in getattr(stepper, "shown_forks", ())]
     status = el(
         "div",
-        muted(f"{stepper.agent.name}: {_status_text(stepper)} (a saved copy: run the cell to step it)"),
+        muted(f"{stepper.agent.name}: {_status_text(stepper)} " + words("(a saved copy: run the cell to step it)")),
         class_="nba-stepper-status",
         data_status=stepper.status,
     )
+    classes = ["nba-stepper", *(["nba-fork-walk"] if stepper.parent is not None else [])]
     copy = el(
         "div",
+        fork_title(stepper),
         status,
         replay_html(stepper),
         pipeline_html(stepper),
         move_html(stepper),
         *forks,
-        class_="nba-stepper nba-static-copy",
+        class_=" ".join([*classes, *([] if nested else ["nba-static-copy"])]),
     )
     return copy
 
@@ -305,17 +333,22 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
     def __init__(self, stepper: NotebookStepper) -> None:
         self.stepper = stepper
         # A double click makes one move: each click says the state it was made against (ClickButton).
-        self.next_button = ClickButton(description="Next", icon="step-forward", button_style="primary")
-        self.run_button = ClickButton(description="Run to end", icon="fast-forward")
-        self.reset_button = ClickButton(description="Reset", icon="undo")
-        self.pause_button = widgets.Button(description="Pause", icon="pause", disabled=True)
+        self.parts = parts = SharedParts()  # one layout and style for its widgets, not one each
+        toggle = {"layout": parts.layout, "style": parts.toggle_style}
+        self.next_button = ClickButton(description=words("Next"), icon="step-forward", button_style="primary", **toggle)
+        self.run_button = ClickButton(description=words("Run to end"), icon="fast-forward", **toggle)
+        self.reset_button = ClickButton(description=words("Reset"), icon="undo", **toggle)
+        self.pause_button = widgets.Button(
+            description=words("Pause"), icon="pause", disabled=True, layout=parts.layout, style=parts.button_style
+        )
         self.pause_button.add_class("nba-pause")
         self.pause_button.on_click(lambda _: self.pause())
-        self.status = widgets.HTML()
+        self.status = parts.html()
         self.status.add_class("nba-stepper-status")
-        self.replay_note = widgets.HTML()  # a trace's replay: what it plays and cannot reproduce
-        self.diagram = widgets.HTML()
-        self.panel = widgets.HTML()
+        self.title = parts.html()  # a fork's: what it is a fork of, where, and what was changed on it
+        self.replay_note = parts.html()  # a trace's replay: what it plays and cannot reproduce
+        self.diagram = parts.html()
+        self.panel = parts.html()
         self.next_button.on_click(lambda _: self.click(self.stepper.next))
         self.run_button.on_click(lambda _: self.click(self.stepper.run_to_end))
         self.reset_button.on_click(lambda _: self.click(self.stepper.reset))
@@ -328,12 +361,16 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
                 self.reset_button,
                 self.fork_panel.fork_button,
                 self.status,
-            ]
+            ],
+            layout=parts.layout,
         )
         bar.add_class("nba-stepper-bar")
-        super().__init__([widgets.HTML(STYLE), bar, self.replay_note, self.diagram, self.panel, self.fork_panel])
+        children = [parts.html(STYLE), self.title, bar, self.replay_note, self.diagram, self.panel, self.fork_panel]
+        super().__init__(children, layout=parts.layout)
         self.add_class("nba-stepper")
         self.add_class("nba-stepper-live")
+        if stepper.parent is not None:  # drawn nested in its parent's widget, its controls inside it
+            self.add_class("nba-fork-walk")
         self.task: asyncio.Task[None] | concurrent.futures.Future[None] | None = None
         self.error: str | None = None
         self.paused_at: float | None = None
@@ -401,7 +438,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         stepper = self.stepper
         busy = self.busy or stepper.moving
         if busy:
-            text = "pausing…" if self.paused_at is not None else "working…"
+            text = words("pausing…") if self.paused_at is not None else words("working…")
         elif self.error:
             text = self.error
         else:
@@ -412,6 +449,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             self.reset_button.disabled = busy
             self.pause_button.disabled = not busy or self.paused_at is not None
             self.status.value = muted(text, data_status=stepper.status, data_busy=str(busy).lower())
+            self.title.value = fork_title(stepper)
             self.replay_note.value = replay_html(stepper)
             self.diagram.value = pipeline_html(stepper)
             self.panel.value = move_html(stepper)
@@ -438,6 +476,7 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
     def _static_html(self) -> str:
         return stepper_html(self)
 
+    @entry_point("stepper.next()")
     async def next(self) -> StepResult:
         try:
             return await super().next()
@@ -450,6 +489,7 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
         finally:
             self.changed()
 
+    @entry_point("stepper.reset()")
     async def reset(self) -> None:
         try:
             await super().reset()

@@ -47,11 +47,14 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
 
 import ipywidgets as widgets
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..agent import AgentRun, AssistantAgent, check_entry, replayed
 from ..agent_input import Task, task_messages
@@ -89,10 +92,10 @@ from ..render import (
 )
 from ..render import to_html as item_html
 from ..render.textlog import TextLog
-from ..sync import Pending, run_coroutine
+from ..sync import Pending, entry_point, run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
-from .kernel import in_kernel, in_voila
-from .static_display import close_widget, descendants
+from .kernel import in_kernel
+from .static_display import cell_stylesheet, close_widget, descendants, finish
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -108,6 +111,21 @@ TICK_INTERVAL = 0.25
 Each refresh sends at most two widget updates (the footer, the running call's line): with the
 streamed text's coalescer (at most ~22 a second) the browser gets about 30 messages a second, far
 under jupyter_server's iopub limit (1,000 a second)."""
+GO_LIVE_S = 0.2
+"""How long a run :func:`show` displays goes before its live view (widgets, Stop button) shows.
+
+A run that ends sooner is displayed once, as its static copy alone: no widget model is opened, updated
+or closed for it, so a cell showing many fast runs in a loop sends one message a run (a live view's
+widgets cost about 60 of those jupyter_server's IOPub rate limit counts). The wake-up that shows it
+comes within ``WAKE_INTERVAL`` after, so a longer run has its Stop button within 0.3 s of its start."""
+LIVE_MODELS_PER_WINDOW = 600
+"""The most widget models the views going live may open within ``LIVE_WINDOW_S`` seconds.
+
+Each model costs the frontend's IOPub about 1.5 of the messages jupyter_server's rate limit (1,000 a
+second over 3 s) counts: its state updates and its ``comm_close`` when the run ends. So a cell of many
+runs that each last just over ``GO_LIVE_S`` stays well under it: past this budget a run's view waits,
+still showing nothing, until the window has room (or the run ends: its static copy)."""
+LIVE_WINDOW_S = 3.0
 STOP_GRACE_S = 2.0
 """How long an interrupted :meth:`AgentRunView.wait` waits for the run to end at its token, and then
 again once its task has been cancelled."""
@@ -117,6 +135,17 @@ ENDED = frozenset({"ok", "error", "cancelled", "interrupted"})
 PREVIEW_CHARS = 120
 """How much of an answer's first line a view's ``text/plain`` preview holds (its static copy holds more)."""
 _last_view: weakref.ref[AgentRunView] | None = None
+_went_live: deque[tuple[float, int]] = deque()  # (when, how many models) of the views gone live lately
+
+
+def _live_budget_allows(models: int, now: float) -> bool:
+    """Whether ``models`` widget models may open now (:data:`LIVE_MODELS_PER_WINDOW`); if so, counted."""
+    while _went_live and _went_live[0][0] <= now - LIVE_WINDOW_S:
+        _went_live.popleft()
+    if _went_live and sum(count for _, count in _went_live) + models > LIVE_MODELS_PER_WINDOW:
+        return False
+    _went_live.append((now, models))
+    return True
 
 
 def last_view() -> AgentRunView | None:
@@ -160,8 +189,8 @@ class RunKeyboardInterrupt(KeyboardInterrupt):
 _KINDS: dict[type, str] = {ThoughtEvent: "thought", MemoryQueryEvent: "memory"}
 
 
-def _html(value: Markup, kind: str) -> widgets.HTML:
-    widget = _LaterHTML(value)
+def _html(frame: _Frame, value: Markup, kind: str) -> widgets.HTML:
+    widget = frame.html(value)
     widget.add_class("nba-item")
     widget.add_class(f"nba-item-{kind}")
     return widget
@@ -211,6 +240,14 @@ class _LaterVBox(_OpenLater, widgets.VBox):  # type: ignore[misc]
     """A VBox whose model opens when first shown."""
 
 
+class _LaterLayout(_OpenLater, widgets.Layout):  # type: ignore[misc]
+    """A layout whose model opens when a widget using it is first shown."""
+
+
+class _LaterHTMLStyle(_OpenLater, HTMLStyle):  # type: ignore[misc]
+    """An HTML widget's style whose model opens when a widget using it is first shown."""
+
+
 class _Waker:
     """Wakes the event loop every ``WAKE_INTERVAL`` seconds while a run is shown, calling ``tick``.
 
@@ -237,29 +274,89 @@ class _Waker:
             self._handle = None
 
 
+FRAME_S = 1 / 25
+"""Seconds between two sends of a live view's changed values (its footer, status, LLM call lines, tool
+cards): each is sent at most once a frame, its latest value."""
+
+
+class _Frame:
+    """What a view's widgets share: one layout and one HTML style (two widget models, not two for each of
+    its widgets: every widget of a view is laid out by its CSS classes), and the values its HTML widgets
+    are given, sent at most once every ``FRAME_S`` seconds each.
+
+    A burst of items (a batch of tool calls and their results, the footer after each) becomes one update
+    a widget a frame; a widget whose model is not open (a view not yet live) is assigned at once, which
+    sends nothing. :meth:`flush` sends what is pending (before a static copy is made of the widgets).
+    """
+
+    __slots__ = ("_pending", "_timer", "layout", "style")
+
+    def __init__(self) -> None:
+        self._pending: dict[int, tuple[widgets.HTML, str]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self.layout = _LaterLayout()
+        self.style = _LaterHTMLStyle()
+
+    def html(self, value: str = EMPTY) -> widgets.HTML:
+        """A new HTML widget of the view (its model opens when first shown)."""
+        return _LaterHTML(value, layout=self.layout, style=self.style)
+
+    def box(self, children: list[widgets.Widget], kind: type[widgets.Box] | None = None) -> widgets.Box:
+        """A new box of the view (a ``Box``, or ``kind``: ``_LaterHBox``, ``_LaterVBox``)."""
+        return (kind or _LaterBox)(children, layout=self.layout)
+
+    def set(self, widget: widgets.HTML, value: str) -> None:
+        """Give ``widget`` ``value``: now if its model is closed, else by the end of the frame."""
+        if widget.comm is None:
+            self._pending.pop(id(widget), None)
+            widget.value = value
+            return
+        self._pending[id(widget)] = widget, value
+        if self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.flush()
+                return
+            self._timer = loop.call_later(FRAME_S, self.flush)
+
+    def flush(self) -> None:
+        """Send every pending value now."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        pending, self._pending = self._pending, {}
+        for widget, value in pending.values():
+            widget.value = value
+
+
 class _ToolCard:
     """The widget of one tool call and what is known about it."""
 
-    __slots__ = ("call", "widget", "execution", "done")
+    __slots__ = ("call", "widget", "execution", "done", "recorded_s", "_frame")
 
-    def __init__(self, call: FunctionCall) -> None:
+    def __init__(self, call: FunctionCall, frame: _Frame) -> None:
         self.call = call
         self.execution: ToolExecution | None = None
         self.done = False
-        self.widget = _LaterHTML(tool_card(call))
+        self.recorded_s: float | None = None  # its recorded duration, shown instead of the one measured here
+        self._frame = frame
+        self.widget = frame.html(tool_card(call))
         self.widget.add_class("nba-tool-card-widget")
 
     def show_running(self) -> None:
         """Its batch has started: the call runs."""
         if not self.done:
-            self.widget.value = tool_card(self.call, running=True)
+            self._frame.set(self.widget, tool_card(self.call, running=True))
 
     def show_result(self, cancelled: bool = False) -> None:
         execution = self.execution
         result = execution.result if execution is not None else None
         duration = execution.duration_s if execution is not None else None
+        if self.recorded_s is not None:
+            duration = self.recorded_s
         self.done = result is not None or cancelled
-        self.widget.value = tool_card(self.call, result, duration, cancelled=cancelled and result is None)
+        self._frame.set(self.widget, tool_card(self.call, result, duration, cancelled=cancelled and result is None))
 
 
 class _Stream:
@@ -272,20 +369,21 @@ class _Stream:
     while the text grows, with no script; its head line's "expand" checkbox lifts the bound.
     """
 
-    __slots__ = ("box", "call", "coalescer", "head", "_badge", "_body", "_segment", "_escaped", "_length")
+    __slots__ = ("box", "call", "coalescer", "head", "_badge", "_body", "_segment", "_escaped", "_length", "_frame")
 
-    def __init__(self, badge: Markup, interval: float, call: LLMCall | None = None) -> None:
+    def __init__(self, badge: Markup, interval: float, frame: _Frame, call: LLMCall | None = None) -> None:
         self.call = call
         self._badge = badge
-        self._segment = _LaterHTML()
+        self._frame = frame
+        self._segment = frame.html()
         self._escaped = EMPTY
         self._length = 0
-        self.head = _LaterHTML(stream_head(badge))
-        self._body = _LaterBox([self._segment])
+        self.head = frame.html(stream_head(badge))
+        self._body = frame.box([self._segment])
         self._body.add_class("nba-stream-body")
-        scroll = _LaterBox([self._body])
+        scroll = frame.box([self._body])
         scroll.add_class("nba-scroll")
-        self.box = _LaterBox([self.head, scroll])
+        self.box = frame.box([self.head, scroll])
         for name in ("nba-item", "nba-item-stream", "nba-event", "nba-text", "nba-stream"):
             self.box.add_class(name)
         self.coalescer = Coalescer(self._show, interval)
@@ -305,7 +403,7 @@ class _Stream:
             room = SEGMENT_CHARS - self._length
             self._segment.value = stream_segment(self._escaped + new[:room])
             new = new[room:]
-            self._segment = _LaterHTML()
+            self._segment = self._frame.html()
             self._escaped = EMPTY
             self._length = 0
             self._body.children = (*self._body.children, self._segment)
@@ -314,25 +412,28 @@ class _Stream:
         self._segment.value = stream_segment(self._escaped)
 
     def close(self) -> None:
-        """Close the segment widgets (the final message replaces them)."""
+        """Close the segment widgets (the final message replaces them); the view's shared parts stay."""
         for widget in descendants(self.box):
-            close_widget(widget)
+            close_widget(widget, parts=False)
 
 
 class _LLMRow:
     """The line of one LLM call: running, then its duration and tokens (or its error)."""
 
-    __slots__ = ("call", "options", "widget")
+    __slots__ = ("call", "options", "widget", "recorded_s", "_frame")
 
-    def __init__(self, call: LLMCall, options: Options) -> None:
+    def __init__(self, call: LLMCall, options: Options, frame: _Frame) -> None:
         self.call = call
         self.options = options
-        self.widget = _html(EMPTY, "llm")
+        self.recorded_s: float | None = None  # its recorded duration, shown instead of the one measured here
+        self._frame = frame
+        self.widget = _html(frame, EMPTY, "llm")
         self.render()
 
     def render(self, now: float | None = None) -> None:
         options = self.options if now is None else Options(self.options.move, self.options.number, now)
-        self.widget.value = item_html(self.call, options)
+        call = self.call if self.recorded_s is None else replace(self.call, duration_s=self.recorded_s)
+        self._frame.set(self.widget, item_html(call, options))
 
 
 class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
@@ -345,20 +446,22 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, title: str = "", *, interval: float = DEFAULT_INTERVAL) -> None:
         self._interval = interval
-        self._title = _LaterHTML()
+        self._frame = _Frame()
+        self._title = self._frame.html()
         self._set_title(title)
-        self._status_html = _LaterHTML()
+        self._status_html = self._frame.html()
         self._status_html.add_class("nba-status")
         self.stop_button = _LaterButton(description="Stop", icon="stop", button_style="danger", disabled=True)
         self.stop_button.add_class("nba-stop")
         self.stop_button.on_click(lambda _: self.stop())
-        header = _LaterHBox([self._title, self._status_html, self.stop_button])
+        header = self._frame.box([self._title, self._status_html, self.stop_button], _LaterHBox)
         header.add_class("nba-header")
-        self.body = _LaterVBox()
+        self.body = self._frame.box([], _LaterVBox)
         self.body.add_class("nba-body")
-        self._footer = _LaterHTML()
+        self._footer = self._frame.html()
         self._footer.add_class("nba-footer-box")
-        super().__init__([_LaterHTML(STYLE), header, self.body, self._footer])
+        self._style = self._frame.html(STYLE)
+        super().__init__([self._style, header, self.body, self._footer], layout=self._frame.layout)
         self.add_class("nba-view")
 
         self.status = "idle"
@@ -371,7 +474,8 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self._finished_perf: float | None = None
         self._streams: dict[str, _Stream] = {}
         self._cards: dict[str, _ToolCard] = {}
-        self._llm_rows: list[_LLMRow] = []
+        self._llm_rows: list[_LLMRow] = []  # those of the calls still running
+        self._call_rows: list[_LLMRow] = []  # every call's, in order
         self._token: CancellationToken | None = None
         self._stop_requested = False
         self._interrupted = False
@@ -380,6 +484,8 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self._last_tick = 0.0
         self._display_ids: list[str] = []
         self._shown_in: int | None = None
+        self._deferred = False  # displayed by show_later(): shown once its run has gone on GO_LIVE_S
+        self._copy_style: Markup | None = None  # the stylesheet its static copies in outputs carry
         self.task: asyncio.Task[Response | None] | None = None
         self._echo: tuple[TextLog, TextIO] | None = None  # outside a notebook: the run as text (echo_to)
         self._echo_ended = False  # the echo wrote the run's end
@@ -404,7 +510,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         if on_item is not None:  # an item that changes what is shown already, or the view's state
             on_item(self, item)
         elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):  # shown as the renderer draws it
-            self._add(_html(item_html(item, Options(self._move_name())), _KINDS.get(kind, "event")))
+            self._add(_html(self._frame, item_html(item, Options(self._move_name())), _KINDS.get(kind, "event")))
         self._update_footer()
 
     def echo_to(self, out: TextIO) -> None:
@@ -445,6 +551,8 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     def tick(self) -> None:
         """Refresh the live status (elapsed time, the running call's line) if ``TICK_INTERVAL`` has passed."""
         now = time.perf_counter()
+        if self._deferred and self._started is not None and now - self._started.start_perf >= GO_LIVE_S:
+            self._go_live(now)
         if self.status != "running" or now - self._last_tick < TICK_INTERVAL:
             return
         self._last_tick = now
@@ -460,13 +568,14 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self._started = started
         task = Options("add_messages")
         for message in started.task:
-            self._add(_html(item_html(message, task), "user"))
+            self._add(_html(self._frame, item_html(message, task), "user"))
         self._set_status("running")
 
     def _on_llm_call(self, call: LLMCall) -> None:
         self.llm_calls.append(call)
-        row = _LLMRow(call, Options(self._move_name(), len(self.llm_calls)))
+        row = _LLMRow(call, Options(self._move_name(), len(self.llm_calls)), self._frame)
         self._llm_rows.append(row)
+        self._call_rows.append(row)
         self._add(row.widget)
 
     def _on_tool_execution(self, execution: ToolExecution) -> None:
@@ -490,13 +599,13 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         stream = self._streams.get(message_id)
         if stream is None:
             call = self.llm_calls[-1] if self.llm_calls else None
-            stream = self._streams[message_id] = _Stream(self._badge(), self._interval, call)
+            stream = self._streams[message_id] = _Stream(self._badge(), self._interval, self._frame, call)
             self._add(stream.box)
         stream.coalescer.append(text)
 
     def _on_thought(self, thought: ThoughtEvent) -> None:
         """The reasoning of a call that went on to call tools: it replaces that call's streamed text."""
-        block = _html(item_html(thought, Options(self._move_name())), "thought")
+        block = _html(self._frame, item_html(thought, Options(self._move_name())), "thought")
         call = self.llm_calls[-1] if self.llm_calls else None
         stream = self._streams.pop(call.message_id, None) if call is not None else None
         if stream is None:
@@ -518,13 +627,13 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self.body.children = (*self.body.children, widget)
 
     def _on_tool_request(self, event: ToolCallRequestEvent) -> None:
-        cards = [_ToolCard(call) for call in event.content]
+        cards = [_ToolCard(call, self._frame) for call in event.content]
         for card in cards:
             self._cards[card.call.id] = card
-        head = _LaterHTML(tool_group_head(len(cards), self._badge()))
-        row = _LaterBox([card.widget for card in cards])
+        head = self._frame.html(tool_group_head(len(cards), self._badge()))
+        row = self._frame.box([card.widget for card in cards])
         row.add_class("nba-tool-cards")
-        group = _LaterVBox([head, row])
+        group = self._frame.box([head, row], _LaterVBox)
         for name in ("nba-item", "nba-item-tools", "nba-event", "nba-tool-group"):
             group.add_class(name)
         self._add(group)
@@ -536,9 +645,9 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         value = item_html(message, Options(self._move_name()))
         stream = self._streams.pop(message.id, None)
         if stream is None:
-            self._add(_html(value, kind))
+            self._add(_html(self._frame, value, kind))
         else:
-            self._replace(stream, _html(value, kind))
+            self._replace(stream, _html(self._frame, value, kind))
 
     # What the view does with the items that change its state or what it shows already (the others it
     # adds as the renderer draws them).
@@ -565,6 +674,26 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
                 row.render()
         self._llm_rows = [row for row in self._llm_rows if row.call.duration_s is None]
 
+    def show_recorded_times(
+        self, llm_s: Sequence[float | None], tools_s: Mapping[str, float | None], elapsed_s: float | None
+    ) -> None:
+        """Show the times a recording kept instead of those measured here (a run replayed from its trace: its
+        replayed calls take no time): each LLM call's (``llm_s``, in order), each tool call's (``tools_s``, by
+        call id) and the run's (``elapsed_s``); a missing one leaves the time measured here."""
+        for row, seconds in zip(self._call_rows, llm_s, strict=False):
+            if seconds is not None:
+                row.recorded_s = float(seconds)
+                row.render()
+        for call_id, seconds in tools_s.items():
+            card = self._cards.get(call_id)
+            if card is not None and seconds is not None:
+                card.recorded_s = float(seconds)
+                card.show_result()
+        if elapsed_s is not None and self._started is not None:
+            self._finished_perf = self._started.start_perf + float(elapsed_s)
+        self._update_footer()
+        self._refresh_displays()
+
     # ------------------------------------------------------------------ totals and status
 
     @property
@@ -580,17 +709,21 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     def status_html(self) -> str:
         """The header's status line as HTML: the status (with the current move while running, how the
         run ended otherwise), the element ``nba-status-text`` with ``data-status``."""
+        self._frame.flush()
         return str(self._status_html.value)
 
     @property
     def footer_html(self) -> str:
         """The footer as HTML: the run's totals, one ``data-metric``/``data-value`` pair each."""
+        self._frame.flush()
         return str(self._footer.value)
 
     def flush(self) -> None:
-        """Show now the streamed text still held back (the coalescers send it within ``interval`` otherwise)."""
+        """Show now the streamed text and values still held back (sent within ``interval`` and ``FRAME_S``
+        otherwise)."""
         for stream in self._streams.values():
             stream.coalescer.flush()
+        self._frame.flush()
 
     @property
     def elapsed_s(self) -> float | None:
@@ -605,8 +738,9 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         if self.status == "running" and self.llm_calls:
             call = self.llm_calls[-1]
             streaming = len(call.chunks) if call.duration_s is None and call.chunks else None
-        self._footer.value = footer(
-            self.usage, len(self.llm_calls), len(self.tool_executions), self.elapsed_s, shown, streaming
+        self._frame.set(
+            self._footer,
+            footer(self.usage, len(self.llm_calls), len(self.tool_executions), self.elapsed_s, shown, streaming),
         )
 
     def _set_status(self, status: str, detail: str | None = None) -> None:
@@ -621,7 +755,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
             text = f"running · {self.move.info.title}"
         elif detail:
             text = f"{status}: {detail}"
-        self._status_html.value = badge + el("span", text, class_="nba-status-text", data_status=status)
+        self._frame.set(self._status_html, badge + el("span", text, class_="nba-status-text", data_status=status))
 
     def _end(self, status: str, error: str | None = None) -> None:
         for stream in self._streams.values():
@@ -637,7 +771,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
             # (the status says "error"; the run's end and its exception both bring it here).
             self.error = error
             if not any(call.error == error for call in self.llm_calls):
-                self._add(_html(error_block(error), "error"))
+                self._add(_html(self._frame, error_block(error), "error"))
         if self._finished_perf is None:
             self._finished_perf = time.perf_counter()
         self.stop_button.disabled = True
@@ -645,6 +779,12 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
             self.detail = None if status == "ok" else error
         self._set_status(status, None if status == "error" else self.detail)
         self._update_footer()
+        self._frame.flush()
+        if self._deferred:  # ended before it went live: its static copy alone shows it
+            self._deferred = False
+            from IPython.display import display
+
+            display(self.static_bundle(), raw=True)  # type: ignore[no-untyped-call]
         self._refresh_displays()
         if not self._display_ids:  # never shown (a script's echo, a view run by hand): nothing will show
             self.close_widgets()  # its widgets; displayed later, it shows its static copy
@@ -757,6 +897,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         elif self.task is not None:
             self.task.cancel()
 
+    @entry_point("view.wait()")
     async def wait(self) -> Response | None:
         """Wait for a background run; its ``Response``, or ``None`` if it was stopped.
 
@@ -790,9 +931,13 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ static fallback
 
-    def to_html(self) -> str:
-        """Self-contained HTML of the current state (every value already escaped)."""
-        inner = _joined(_static(child) for child in self.children)
+    def to_html(self, *, stylesheet: bool = True) -> str:
+        """Self-contained HTML of the current state (every value already escaped); without its
+        stylesheet if not ``stylesheet`` (its layout stays, inline)."""
+        self._frame.flush()
+        inner = _joined(_static(child) for child in self.children if child is not self._style)
+        if stylesheet:
+            inner = STYLE + _SPACE + inner
         return str(portable(el("div", inner, class_=f"nba-view nba-state-{self.status}", data_status=self.status)))
 
     def to_text(self) -> str:
@@ -840,8 +985,13 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         return data
 
     def static_bundle(self) -> dict[str, str]:
-        """The static copy alone (``text/html`` and ``text/plain``): what a finished run's output holds."""
-        return {"text/html": self.to_html(), "text/plain": self.to_text()}
+        """The static copy alone (``text/html`` and ``text/plain``): what a finished run's output holds.
+
+        Its stylesheet is there if it is the cell's first static copy (:func:`cell_stylesheet`): a cell
+        of many runs carries it once."""
+        if self._copy_style is None:
+            self._copy_style = cell_stylesheet()
+        return {"text/html": self.to_html(stylesheet=bool(self._copy_style)), "text/plain": self.to_text()}
 
     def _ipython_display_(self) -> None:
         """Display once per cell with a display id, so the end of the run can replace the output.
@@ -860,6 +1010,35 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         if self.status in ENDED:
             display(self.static_bundle(), raw=True)  # type: ignore[no-untyped-call]
             return
+        self._display_live()
+
+    def show_later(self) -> None:
+        """Display the view in this cell once its run has gone on ``GO_LIVE_S`` seconds (live, with its
+        Stop button), or, if it ends sooner, as its static copy alone (:func:`show` does this).
+
+        Nothing shows for a view whose run never starts. Displayed this way, views of runs awaited one
+        after another in a cell show in their order (each displays before the next starts).
+        """
+        if not in_kernel() or self.status in ENDED:
+            self._ipython_display_()
+            return
+        from IPython import get_ipython
+
+        shell: InteractiveShell | None = get_ipython()
+        self._shown_in = shell.execution_count if shell is not None else None
+        self._deferred = True
+
+    def _go_live(self, now: float) -> None:
+        """Display the live view, if the budget of widget models opened lately allows it."""
+        models = sum(1 for _ in descendants(self)) + 4  # each widget; the shared parts, the button's
+        if _live_budget_allows(models, now):
+            self._deferred = False
+            self._display_live()
+
+    def _display_live(self) -> None:
+        """Display the live widget (its static copy in its bundle), with a display id its end replaces."""
+        from IPython.display import display
+
         display_id = uuid.uuid4().hex
         self._display_ids.append(display_id)
         display(self._repr_mimebundle_(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
@@ -867,14 +1046,14 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     def _refresh_displays(self) -> None:
         if not self._display_ids:
             return
+        if self.status in ENDED:  # its outputs become its static copy, its widgets close (not in Voila)
+            finish(self._display_ids, self.static_bundle(), self.close_widgets)
+            return
         from IPython.display import update_display
 
-        ended = self.status in ENDED
-        bundle = self.static_bundle() if ended else self._repr_mimebundle_()
+        bundle = self._repr_mimebundle_()
         for display_id in self._display_ids:
             update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
-        if ended and not in_voila():  # Voila may not apply the update: the widgets show the end there
-            self.close_widgets()
 
     def close_widgets(self) -> None:
         """Close the view's widgets (their models in the kernel and the browser); what they showed stays
@@ -958,7 +1137,7 @@ async def _show(
     if autogen is None:
         check_entry("nbagent.show", source, task, cancellation_token, runs=True)
     view = _new_view(title or _name(source))
-    _display_or_echo(view)
+    _display_or_echo(view, later=True)
     await view.run(autogen or source, task, cancellation_token=cancellation_token)
     return view
 
@@ -993,15 +1172,18 @@ def start(
     return view
 
 
-def _display_or_echo(view: AgentRunView) -> None:
-    """Display the view in a notebook; anywhere else (a script, a terminal IPython), where a widget
+def _display_or_echo(view: AgentRunView, *, later: bool = False) -> None:
+    """Display the view in a notebook (``later``: once its run has gone on a moment, see
+    :meth:`AgentRunView.show_later`); anywhere else (a script, a terminal IPython), where a widget
     cannot show, write the run as text to stdout instead."""
     if not in_kernel():
         view.echo_to(sys.stdout)
-        return
-    from IPython.display import display
+    elif later:
+        view.show_later()
+    else:
+        from IPython.display import display
 
-    display(view)  # type: ignore[no-untyped-call]
+        display(view)  # type: ignore[no-untyped-call]
 
 
 def show_sync(

@@ -47,8 +47,10 @@ LAYOUT: dict[MoveName, tuple[int, int]] = {
 END_BOX = (816, _ROWS[0], 76, _ROWS[2] + NODE_H - _ROWS[0])
 """Where runs end (x, y, width, height): one tall box every exit arrow reaches from its left or below."""
 WIDTH, HEIGHT = END_BOX[0] + END_BOX[2] + 8, _ROWS[2] + NODE_H + 34
-FONT_PX = 11
-"""The size of every text of the diagram (drawn at its own size: the diagram scrolls, never shrinks)."""
+FONT_PX = 12
+"""The size of every text of the diagram. The diagram shrinks to the width it has, down to 11/12 of its
+size (825 px: its text stays at 11 px or more; at 1280 px with JupyterLab's file browser open an output
+has 848 px), and scrolls in a narrower output."""
 ARROW_LENGTH, ARROW_HALF_WIDTH = 9.0, 4.5
 
 

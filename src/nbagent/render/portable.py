@@ -40,6 +40,7 @@ _KIND_COLOURS = {
     "nba-handoff": "handoff",
     "nba-error": "error",
     "nba-discarded": "line",
+    "nba-fork-walk": "handoff",
 }
 _STATE_COLOURS = {"error": "error", "cancelled": "tool", "ok": "ok", "streaming": "user", "running": "user"}
 
@@ -75,6 +76,8 @@ INLINE: dict[str, str] = {
     "overflow:hidden;margin:4px 0",
     "nba-batch-metrics": "display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px",
     "nba-svg-picture": "overflow-x:auto;max-width:100%",
+    "nba-fork-walk": "margin:8px 0 4px 16px;padding:4px 0 4px 10px;border-left-width:3px;border-left-style:solid",
+    "nba-fork-title": "font-weight:600;font-size:14px;margin:0 0 4px",
 }
 """The layout of each class, written into the ``style`` attribute of its elements in a static copy."""
 _CELL = f"text-align:left;vertical-align:top;padding:2px 6px;border:1px solid {fallback('tint-rule')}"

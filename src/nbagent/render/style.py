@@ -205,10 +205,10 @@ STYLESHEET = (
 .nba-diagram{overflow-x:auto;max-width:100%;min-width:0;flex:1 1 auto}
 .nba-svg-live{display:block !important;overflow-x:auto;max-width:100%;min-width:0}
 .nba-svg-picture{display:none !important}
-.nba-pipeline{max-width:none;height:auto;display:block}
+.nba-pipeline{width:100%;max-width:900px;min-width:825px;height:auto;display:block}
 .nba-node rect{fill:var(--nba-raised);stroke:var(--nba-line);stroke-width:1.2}
-.nba-node text{font-size:11px;fill:var(--nba-fg);text-anchor:middle}
-.nba-node text.nba-node-step{font-weight:700;font-size:11px;fill:var(--nba-muted)}
+.nba-node text{font-size:12px;fill:var(--nba-fg);text-anchor:middle}
+.nba-node text.nba-node-step{font-weight:700;font-size:12px;fill:var(--nba-muted)}
 .nba-node[data-state=visited] rect{fill:var(--nba-visited-bg);stroke:var(--nba-ok)}
 .nba-node[data-state=upcoming] rect{stroke:var(--nba-tool);stroke-width:2;stroke-dasharray:5 3}
 .nba-node[data-state=current] rect{fill:var(--nba-current-bg);stroke:var(--nba-tool);stroke-width:3}
@@ -219,12 +219,12 @@ STYLESHEET = (
 .nba-edge-group[data-state=unused] .nba-arrowhead{fill:var(--nba-line)}
 .nba-edge-label[data-state=unused]{fill:var(--nba-muted);font-style:italic}
 .nba-end rect{fill:var(--nba-surface);stroke:var(--nba-handoff);stroke-dasharray:3 2}
-.nba-end text{font-size:11px;fill:var(--nba-fg);text-anchor:middle}
+.nba-end text{font-size:12px;fill:var(--nba-fg);text-anchor:middle}
 .nba-edge{fill:none;stroke:var(--nba-line);stroke-width:1.3}
 .nba-edge-group[data-state=taken] .nba-edge{stroke:var(--nba-ok);stroke-width:2}
 .nba-arrowhead{fill:var(--nba-line);stroke:none}
 .nba-edge-group[data-state=taken] .nba-arrowhead{fill:var(--nba-ok)}
-.nba-edge-label{font-size:11px;fill:var(--nba-muted)}
+.nba-edge-label{font-size:12px;fill:var(--nba-muted)}
 .nba-stepper-head{font-size:15px;font-weight:600;margin:6px 0 2px}
 .nba-stepper-head code{font-size:13px;background:var(--nba-chip);color:var(--nba-fg);padding:0 4px;border-radius:4px}
 .nba-stepper-explanation{margin:2px 0 8px;max-width:60em}
@@ -269,6 +269,10 @@ STYLESHEET = (
 .nba-explorer-table td:is(.nba-x-task,.nba-x-error){max-width:30em;overflow-wrap:anywhere}
 .nba-explorer-query{font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap;
   background:var(--nba-raised);color:var(--nba-fg);padding:4px 6px;margin:4px 0}
+.nba-fork-walk{margin:8px 0 4px 16px;padding:4px 0 4px 10px;border-left:3px solid var(--nba-handoff)}
+.nba-fork-title{font-weight:600;font-size:14px;margin:0 0 4px;color:var(--nba-fg)}
+.jp-CodeCell.jp-mod-outputsScrolled .jp-Cell-outputArea:has(:is(.nba-explorer-live,.nba-stepper-live)){
+  max-height:none;overflow-y:visible}
 .jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child .nba-stepper-live):not(
   :has(+.jp-OutputArea-child .jupyter-widgets-disconnected)){display:none}
 .jp-OutputArea-child:has(.nba-static-copy)+.jp-OutputArea-child:not(:has(>.jp-OutputArea-output[data-mime-type])):not(
@@ -278,6 +282,10 @@ STYLESHEET = (
 """
 )
 """Every rule of every view (live view, stepper and its diagram, context tables, trace summary and timeline).
+
+A cell that shows an explorer or a stepper is never a scroll box: Notebook 7 makes a cell's outputs one
+about 300 px tall (``jp-mod-outputsScrolled``) once they pass 100 lines, and the explorer's page of rows
+or the stepper's panels then showed three rows at a time.
 
 The last rules pair a stepper's static copy with its live widget (the output after it, which the
 widget manager draws with no ``data-mime-type``): a connected live widget hides the copy; a

@@ -13,7 +13,6 @@ same rows through :mod:`nbagent.render` (the widget and the static copy a saved 
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -39,6 +38,8 @@ class MoveView:
     tool_calls: list[tuple[str, str, str, bool]] = field(default_factory=list)  # (name, arguments, result, error)
     tokens: int | None = None
     seconds: float | None = None
+    """The move's own time: its model calls' and tool calls' durations (None: it called neither). Not the
+    time to the next move, which counts the time a walk sat paused."""
     context: list[str] = field(default_factory=list)  # "[kind] text" of each message after the move
 
     @property
@@ -66,6 +67,7 @@ def moves_of(trace: ReplaySource, run_id: str, *, by_items: bool = False) -> lis
     tools = trace.tool_calls_df()
     tools = tools[tools["run_id"].astype("object") == run_id].reset_index(drop=True)
     moves: list[MoveView] = []
+    tools_s: dict[int, float] = {}  # per move: its tool calls' time (they run together: the longest)
     ends: list[int] = []  # per move: the seq of its last item
     n_calls = n_tools = 0
     for row in events.itertuples():
@@ -80,7 +82,6 @@ def moves_of(trace: ReplaySource, run_id: str, *, by_items: bool = False) -> lis
             iteration = None if by_items or pd.isna(row.iteration) else int(row.iteration)
             name = ("llm_call" if kind == "LLMCall" else kind) if by_items else str(row.move)
             moves.append(MoveView(len(moves) + 1, name, step, iteration))
-            moves[-1].seconds = float(row.elapsed_s)
             if kind == "Move":
                 continue
         if not moves:
@@ -92,6 +93,7 @@ def moves_of(trace: ReplaySource, run_id: str, *, by_items: bool = False) -> lis
             used = [call["prompt_tokens"], call["completion_tokens"]]
             if not all(pd.isna(value) for value in used):
                 move.tokens = (move.tokens or 0) + sum(int(value) for value in used if not pd.isna(value))
+            move.seconds = _plus(move.seconds, call["duration_s"])  # the model calls of a move: one after another
         elif kind == "ToolExecution" and n_tools < len(tools):
             tool = tools.iloc[n_tools]
             n_tools += 1
@@ -99,14 +101,14 @@ def moves_of(trace: ReplaySource, run_id: str, *, by_items: bool = False) -> lis
             move.tool_calls.append(
                 (str(tool["tool_name"]), _text(arguments), _text(tool["result"]), _flag(tool["is_error"]))
             )
+            tools_s[id(move)] = max(tools_s.get(id(move), 0.0), _seconds(tool["duration_s"]) or 0.0)  # concurrent
         elif kind not in _RECORDS:
             move.events.append((kind, _text(row.text)))
     last = events.iloc[-1]
     ends.append(int(last["seq"]))
-    for index, move in enumerate(moves):  # a move's time: to the next move (the last: to the run's end)
-        start = move.seconds or 0.0
-        following = moves[index + 1].seconds if index + 1 < len(moves) else float(last["elapsed_s"])
-        move.seconds = None if following is None or math.isnan(following) else max(0.0, following - start)
+    for move in moves:  # a move's own time: its model calls and tools, never a pause of its walk after it
+        if id(move) in tools_s:
+            move.seconds = (move.seconds or 0.0) + tools_s[id(move)]
     if not by_items:
         _add_contexts(trace, run_id, moves, ends)
     return moves
@@ -120,6 +122,19 @@ def _add_contexts(trace: ReplaySource, run_id: str, moves: list[MoveView], ends:
         except LookupError:  # no context recorded
             continue
         move.context = [f"[{kind}] {_text(text)}" for kind, text in zip(frame["kind"], frame["text"])]
+
+
+def _seconds(value: object) -> float | None:
+    """A recorded duration, or None when missing."""
+    import pandas as pd
+
+    return None if value is None or value is pd.NA or pd.isna(value) else float(value)  # type: ignore[arg-type]
+
+
+def _plus(total: float | None, value: object) -> float | None:
+    """``total`` plus the recorded duration ``value`` (``total`` when it is missing)."""
+    seconds = _seconds(value)
+    return total if seconds is None else (total or 0.0) + seconds
 
 
 def _flag(value: object) -> bool:
@@ -254,7 +269,7 @@ class Comparison:
             el("th", f"{b}: move"),
             el("th", f"{b}: what it did"),
             el("th", "tokens"),
-            el("th", "seconds"),
+            el("th", "model + tool seconds", title="each move's own time: its model calls and its tool calls"),
         )
         body = [head]
         for position, row in enumerate(self.rows, 1):
@@ -273,7 +288,13 @@ class Comparison:
             if diverged and row.differences() and row.context_diff():
                 detail = el("details", el("summary", "context diff"), el("pre", row.context_diff()))
                 body.append(el("tr", el("td", ""), el("td", detail, colspan="6")))
-        title = el("b", f"{a}: run {self.left[1]}  ·  {b}: run {self.right[1]}")
+        title = el(
+            "b",
+            f"{a}: run ",
+            el("span", self.left[1][:8], title=self.left[1]),
+            f"  ·  {b}: run ",
+            el("span", self.right[1][:8], title=self.right[1]),
+        )
         table = el("table", *body, class_="nba-table nba-compare-table")
         return str(
             STYLE + el("div", title, el("div", summary, class_="nba-muted"), table, class_="nba-trace nba-compare")
