@@ -41,9 +41,6 @@ PACKAGES = [
     "pandas",
     "pyarrow",
 ]
-# bench_loop.py carries AutoGen reference figures typed into it; the measured AutoGen figures are
-# compare_autogen.py's, so these keys are not shown as results.
-NOT_RESULTS = {"autogen_us"}
 TRACE_EVENTS = 10_000
 
 
@@ -172,8 +169,6 @@ def number(value: Any) -> str:
 def flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = []
     for key, value in data.items():
-        if key in NOT_RESULTS:
-            continue
         path = f"{prefix}{key}"
         if isinstance(value, dict):
             rows.extend(flatten(value, f"{path}."))
