@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from types import MappingProxyType, ModuleType
 from typing import Any, Self
 
@@ -518,11 +518,8 @@ class AssistantAgent(Component):
         """The settings that decide which moves and edges of ``records.MOVES`` this agent's runs can make."""
         settings = self._loop_settings
         if settings is None:
-            settings = self._loop_settings = LoopSettings(
-                memory=bool(self._memory),
-                handoffs=bool(self._handoffs),
-                max_tool_iterations=self._max_tool_iterations,
-                reflect_on_tool_use=self._reflect_on_tool_use,
+            settings = self._loop_settings = _shared_settings(
+                bool(self._memory), bool(self._handoffs), self._max_tool_iterations, self._reflect_on_tool_use
             )
         return settings
 
@@ -1381,6 +1378,14 @@ class AssistantAgent(Component):
 
 
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
+
+
+@lru_cache(maxsize=64)
+def _shared_settings(memory: bool, handoffs: bool, max_tool_iterations: int, reflect: bool) -> LoopSettings:
+    """One (frozen) :class:`LoopSettings` for all the agents with the same settings: not one per new agent."""
+    return LoopSettings(memory, handoffs, max_tool_iterations, reflect)
+
+
 _BASE_CREATE = ChatCompletionClient.create
 
 
@@ -1398,7 +1403,7 @@ def _sent_parameters(client: ChatCompletionClient, request: ModelRequest, stream
     client says (nbagent's OpenAI client), as :func:`_create` sends it (the loop's calls have no extra
     arguments of their own); ``None`` for other clients, or when the request cannot be built (the call
     itself then raises why)."""
-    if not isinstance(client, OpenAIChatCompletionClient):
+    if OpenAIChatCompletionClient not in type(client).__mro__:  # not an ABC isinstance() per call
         return None
     try:
         return client.request_parameters(

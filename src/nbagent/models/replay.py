@@ -70,8 +70,12 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     ) -> None:
         super().__init__()
         where = "ReplayChatCompletionClient"
-        one = check.short_repr(chat_completions)
-        hint = f"A script of one answer is [{one}]" if isinstance(chat_completions, str) else ""
+        # The hint is for a lone string (a repr of a whole script would cost more than the run).
+        hint = (
+            f"A script of one answer is [{check.short_repr(chat_completions)}]"
+            if isinstance(chat_completions, str)
+            else ""
+        )
         expected = "a list of answers (str or CreateResult)"
         script = check.sequence(where, "chat_completions", chat_completions, expected, hint=hint)
         for index, item in enumerate(script):
