@@ -1432,8 +1432,9 @@ def _sent_parameters(client: ChatCompletionClient, request: ModelRequest, stream
     itself then raises why)."""
     if OpenAIChatCompletionClient not in type(client).__mro__:  # not an ABC isinstance() per call
         return None
+    openai: OpenAIChatCompletionClient = client  # type: ignore[assignment]  # its class's MRO says so
     try:
-        return client.request_parameters(
+        return openai.request_parameters(
             ModelRequest((), request.tools, request.tool_choice, request.json_output, _NO_ARGS), stream=stream
         )
     except (TypeError, ValueError):
