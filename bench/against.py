@@ -12,6 +12,7 @@ median value. For figures in time (``_us``, ``_ms``, ``_s``) a ratio under 1 mea
     python bench/against.py e22d83f --rounds 7 --script bench_trace.py --figures fresh.plain.pct
     python bench/against.py e22d83f --script compare_autogen.py -- --scale 0.3
     python bench/against.py e22d83f --json out.json
+    python bench/against.py e22d83f --head ce8e2c5                # two commits, neither the working tree
 
 Each side's interpreter is checked to import ``nbagent`` from the tree it is meant to; the script's
 own arguments go after ``--``.
@@ -30,7 +31,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,8 +166,10 @@ def compare(
     rounds: int = 5,
     figures: Sequence[str] | None = None,
     timeout: float = 1200,
+    head: str | None = None,
 ) -> dict[str, Any]:
-    """Run ``script`` ``rounds`` times on this tree and on ``commit``, alternating; the figures and ratios."""
+    """Run ``script`` ``rounds`` times on this tree (or on the commit ``head``) and on ``commit``,
+    alternating; the figures and ratios."""
     if rounds < 1:
         raise SystemExit(f"against: rounds must be at least 1, got {rounds}")
     path = BENCH / script
@@ -175,28 +178,33 @@ def compare(
     full = resolve(commit)
     load_start = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    with exported(full) as base_src:
-        head, base = Side(head_name(), ROOT / "src"), Side(full[:7], base_src)
-        for side in (head, base):
+    with ExitStack() as stack:
+        base = Side(full[:7], stack.enter_context(exported(full)))
+        if head is None:
+            ours = Side(head_name(), ROOT / "src")
+        else:
+            head_full = resolve(head)
+            ours = Side(head_full[:7], stack.enter_context(exported(head_full)))
+        for side in (ours, base):
             check_imports(side)
         for index in range(rounds):
-            for side in (head, base) if index % 2 == 0 else (base, head):
+            for side in (ours, base) if index % 2 == 0 else (base, ours):
                 side.rounds.append(run_once(path, script_args, side, timeout))
                 print(f"  round {index + 1}/{rounds} {side.name}: done", file=sys.stderr, flush=True)
-    chosen = list(figures or DEFAULT_FIGURES.get(script) or head.rounds[0])
-    missing = [key for key in chosen if key not in head.rounds[0]]
+    chosen = list(figures or DEFAULT_FIGURES.get(script) or ours.rounds[0])
+    missing = [key for key in chosen if key not in ours.rounds[0]]
     if missing:
-        raise SystemExit(f"against: figures {missing} are not among {script}'s: {sorted(head.rounds[0])}")
+        raise SystemExit(f"against: figures {missing} are not among {script}'s: {sorted(ours.rounds[0])}")
     return {
         "script": script,
         "script_args": list(script_args),
-        "head": head.name,
+        "head": ours.name,
         "base": base.name,
         "rounds": rounds,
         "date": started,
         "load_average": {"start": list(load_start), "end": list(os.getloadavg())},
         "cpus": os.cpu_count(),
-        "figures": summarize(head, base, chosen),
+        "figures": summarize(ours, base, chosen),
     }
 
 
@@ -221,13 +229,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     own, script_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("commit", help="the earlier commit (any name git knows: hash, tag, branch)")
+    parser.add_argument("--head", metavar="COMMIT", help="run this commit instead of the working tree's sources")
     parser.add_argument("--script", default=DEFAULT_SCRIPT, help=f"a script in bench/ (default {DEFAULT_SCRIPT})")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (each runs the script once a side)")
     parser.add_argument("--figures", nargs="+", metavar="KEY", help="dotted keys of the script's JSON (default: all)")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds allowed per run of the script")
     parser.add_argument("--json", metavar="PATH", help="also write the figures and ratios to this JSON file")
     args = parser.parse_args(own)
-    data = compare(args.commit, args.script, script_args, args.rounds, args.figures, args.timeout)
+    data = compare(args.commit, args.script, script_args, args.rounds, args.figures, args.timeout, args.head)
     print(report(data))
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=2), encoding="utf-8")
