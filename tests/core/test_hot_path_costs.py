@@ -5,7 +5,6 @@ text answer is the CreateResult validation makes, and a thought still comes befo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -88,15 +87,9 @@ async def test_a_workbench_subclass_own_call_tool_is_called_by_the_loop() -> Non
     seen: list[str] = []
 
     class Watching(StaticWorkbench):
-        async def call_tool(
-            self,
-            name: str,
-            arguments: Mapping[str, Any] | None = None,
-            cancellation_token: CancellationToken | None = None,
-            call_id: str | None = None,
-        ) -> ToolResult:
-            seen.append(f"{name} {call_id}")
-            return await super().call_tool(name, arguments, cancellation_token, call_id)
+        async def call_tool(self, name: str, *args: Any, **kwargs: Any) -> ToolResult:
+            seen.append(f"{name} {kwargs.get('call_id')}")
+            return await super().call_tool(name, *args, **kwargs)
 
     client = ReplayChatCompletionClient([calls(("c1", "add", '{"a": 1, "b": 2}')), "3"])
     agent = AssistantAgent("a", client, workbench=Watching([FunctionTool(add)]))
