@@ -187,14 +187,17 @@ def compare(
             ours = Side(head_full[:7], stack.enter_context(exported(head_full)))
         for side in (ours, base):
             check_imports(side)
+        chosen: list[str] = []
         for index in range(rounds):
             for side in (ours, base) if index % 2 == 0 else (base, ours):
-                side.rounds.append(run_once(path, script_args, side, timeout))
+                got = run_once(path, script_args, side, timeout)
+                side.rounds.append(got)
                 print(f"  round {index + 1}/{rounds} {side.name}: done", file=sys.stderr, flush=True)
-    chosen = list(figures or DEFAULT_FIGURES.get(script) or ours.rounds[0])
-    missing = [key for key in chosen if key not in ours.rounds[0]]
-    if missing:
-        raise SystemExit(f"against: figures {missing} are not among {script}'s: {sorted(ours.rounds[0])}")
+                if not chosen:  # checked on the first run's figures, before the other runs are spent
+                    chosen = list(figures or DEFAULT_FIGURES.get(script) or got)
+                    missing = [key for key in chosen if key not in got]
+                    if missing:
+                        raise SystemExit(f"against: figures {missing} are not among {script}'s: {sorted(got)}")
     return {
         "script": script,
         "script_args": list(script_args),
