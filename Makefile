@@ -1,8 +1,9 @@
-# make test: the test suite; make lint: ruff and mypy --strict; make bench: every benchmark into bench/RESULTS.md.
+# make test: the test suite; make lint: ruff and mypy --strict; make bench: every benchmark into bench/RESULTS.md;
+# make bench-against COMMIT=e22d83f: bench_loop.py on this tree against that commit, alternating (bench/against.py).
 # The test and bench extras install what these need: pip install -e '.[test,bench]'
 PYTHON ?= python3
 
-.PHONY: test lint bench bench-quick
+.PHONY: test lint bench bench-quick bench-against
 
 test:
 	$(PYTHON) -m pytest
@@ -17,3 +18,7 @@ bench:
 
 bench-quick:
 	$(PYTHON) bench/run_all.py --quick --out /tmp/nbagent-RESULTS.md
+
+COMMIT ?= e22d83f
+bench-against:
+	$(PYTHON) bench/against.py $(COMMIT) --rounds 7

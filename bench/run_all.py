@@ -5,6 +5,7 @@ they come. A script that is absent or fails is reported as such, never replaced 
 peak memory of a 10,000-event trace is measured here with ``tracemalloc``.
 
     make bench                       # or: python bench/run_all.py [--quick]
+    python bench/run_all.py --against e22d83f   # also bench_loop.py against that commit (bench/against.py)
 """
 
 from __future__ import annotations
@@ -41,9 +42,6 @@ PACKAGES = [
     "pandas",
     "pyarrow",
 ]
-# bench_loop.py carries AutoGen reference figures typed into it; the measured AutoGen figures are
-# compare_autogen.py's, so these keys are not shown as results.
-NOT_RESULTS = {"autogen_us"}
 TRACE_EVENTS = 10_000
 
 
@@ -172,8 +170,6 @@ def number(value: Any) -> str:
 def flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = []
     for key, value in data.items():
-        if key in NOT_RESULTS:
-            continue
         path = f"{prefix}{key}"
         if isinstance(value, dict):
             rows.extend(flatten(value, f"{path}."))
@@ -238,6 +234,26 @@ def comparison_table(figures: dict[str, Any]) -> list[str]:
     return lines
 
 
+def against_table(figures: dict[str, Any]) -> list[str]:
+    """bench/against.py's figures: each side's median and the ratio of the rounds, with its spread."""
+    head, base = figures["head"], figures["base"]
+    load = figures["load_average"]
+    lines = [
+        f"`bench/{figures['script']}` on this tree ({head}) and on {base}, {figures['rounds']} rounds alternating "
+        f"in fresh interpreters ({figures['date']}, load average {load['start'][0]:.2f} at start, "
+        f"{load['end'][0]:.2f} at end); the ratio is {head} / {base} per round, its median and spread:",
+        "",
+        f"| figure (CPU us) | {head} | {base} | ratio | lowest-highest |",
+        "|---|---:|---:|---:|---|",
+    ]
+    lines += [
+        f"| {key} | {number(row['head'])} | {number(row['base'])} | {row['ratio']:.3f} "
+        f"| {row['ratio_min']:.3f}-{row['ratio_max']:.3f} |"
+        for key, row in figures["figures"].items()
+    ]
+    return lines
+
+
 def summary(script: Path) -> str:
     """The first line of a benchmark script's docstring: what it measures."""
     doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
@@ -292,8 +308,15 @@ def write_results(scripts: list[Script], memory: dict[str, float] | str, info: d
             f"| {number(memory['peak_mib'])} | {number(memory['retained_mib'])} "
             f"| {number(memory['retained_bytes_per_item'])} |",
         ]
+    against = next((s for s in scripts if s.name == "against.py" and s.status != "not run"), None)
+    if against is not None:
+        lines += ["", "## Against an earlier commit", ""]
+        failed = [f"`bench/against.py`: {against.status}."]
+        lines += against_table(against.figures) if against.status == "ok" else failed
     lines += ["", "## Other benchmarks", ""]
     for script in scripts[1:]:
+        if script.name == "against.py":
+            continue
         lines += [
             f"### `bench/{script.name}`",
             "",
@@ -317,11 +340,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1200, help="seconds allowed per script")
     parser.add_argument("--out", type=Path, default=BENCH / "RESULTS.md")
     parser.add_argument("--only", nargs="+", metavar="SCRIPT", help="run only these scripts (others: not run)")
+    parser.add_argument(
+        "--against", metavar="COMMIT", help="also run bench_loop.py against this commit, alternating (bench/against.py)"
+    )
     args = parser.parse_args(argv)
     info = machine()
-    scripts = [
+    listed = [
         Script("compare_autogen.py", ["--scale", "0.1"] if args.quick else []),
         Script("bench_loop.py"),
+        Script("against.py", [args.against, "--rounds", "3" if args.quick else "5"]) if args.against else None,
         Script("bench_trace.py"),
         Script("bench_view.py"),
         Script("bench_import.py"),
@@ -339,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         Script("bench_iopub.py", ["--runs", "30"] if args.quick else []),
         Script("bench_runs_at_scale.py", ["--quick"] if args.quick else []),
     ]
+    scripts = [script for script in listed if script is not None]
     for script in scripts:
         if args.only and script.name not in args.only:
             continue

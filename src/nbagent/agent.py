@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from types import MappingProxyType
 from typing import Any, Self
 
@@ -518,11 +518,8 @@ class AssistantAgent(Component):
         """The settings that decide which moves and edges of ``records.MOVES`` this agent's runs can make."""
         settings = self._loop_settings
         if settings is None:
-            settings = self._loop_settings = LoopSettings(
-                memory=bool(self._memory),
-                handoffs=bool(self._handoffs),
-                max_tool_iterations=self._max_tool_iterations,
-                reflect_on_tool_use=self._reflect_on_tool_use,
+            settings = self._loop_settings = _shared_settings(
+                bool(self._memory), bool(self._handoffs), self._max_tool_iterations, self._reflect_on_tool_use
             )
         return settings
 
@@ -894,14 +891,20 @@ class AssistantAgent(Component):
 
         # STEP 4: call the LLM.
         yield Move(run_id, "call_llm", 0)
-        async with aclosing(self._call_llm(run, message_id, 0, "initial")) as llm_items:
+        llm_items = self._call_llm(run, message_id, 0, "initial")
+        try:  # as ``async with aclosing(...)``, without its context manager's three calls
             async for item in llm_items:
                 yield item
+        finally:
+            await llm_items.aclose()
 
         # STEP 5: text exit, or the tool loop.
-        async with aclosing(self._process_model_result(run, run.llm_result(), inner, message_id)) as steps:
+        steps = self._process_model_result(run, run.llm_result(), inner, message_id)
+        try:
             async for item in steps:
                 yield item
+        finally:
+            await steps.aclose()
 
     async def _add_messages_to_context(
         self, model_context: ChatCompletionContext, messages: Sequence[BaseChatMessage]
@@ -1063,17 +1066,15 @@ class AssistantAgent(Component):
         for iteration in range(self._max_tool_iterations):
             if isinstance(model_result.content, str):
                 yield Move(run_id, "text_exit", iteration)
-                async with aclosing(self._final_message(run, model_result, inner, message_id)) as final:
-                    async for item in final:
-                        yield item
+                if model_result.thought:
+                    yield self._thought(model_result.thought, inner)
+                yield await self._final_message(run, model_result, inner, message_id)
                 return
 
             calls = model_result.content
             yield Move(run_id, "tool_request", iteration)
             if model_result.thought:
-                thought = ThoughtEvent(content=model_result.thought, source=self.name)
-                inner.append(thought)
-                yield thought
+                yield self._thought(model_result.thought, inner)
             await self._model_context.add_message(assistant_message(calls, self.name, model_result.thought))
             request = agent_message(ToolCallRequestEvent, calls, self.name, model_result.usage)
             inner.append(request)
@@ -1081,11 +1082,14 @@ class AssistantAgent(Component):
 
             yield Move(run_id, "tool_execution", iteration)
             results = []
-            async with aclosing(self._execute_tool_calls(run, calls, iteration, results)) as execution_items:
+            execution_items = self._execute_tool_calls(run, calls, iteration, results)
+            try:
                 async for item in execution_items:
                     if type(item) is not ToolExecution and isinstance(item, (BaseAgentEvent, BaseChatMessage)):
                         inner.append(item)  # an event a tool streamed
                     yield item
+            finally:
+                await execution_items.aclose()
             execution = agent_message(ToolCallExecutionEvent, results, self.name)
             inner.append(execution)
             yield execution
@@ -1102,34 +1106,43 @@ class AssistantAgent(Component):
                 break
             yield Move(run_id, "next_llm_call", iteration + 1)
             message_id = new_id()
-            async with aclosing(self._call_llm(run, message_id, iteration + 1, "tool_loop")) as llm_items:
+            llm_items = self._call_llm(run, message_id, iteration + 1, "tool_loop")
+            try:
                 async for item in llm_items:
                     yield item
+            finally:
+                await llm_items.aclose()
             model_result = run.llm_result()
 
         if self._reflect_on_tool_use:
             yield Move(run_id, "reflect", self._max_tool_iterations - 1)
-            async with aclosing(self._reflect_on_tool_use_flow(run, inner)) as reflection:
+            reflection = self._reflect_on_tool_use_flow(run, inner)
+            try:
                 async for item in reflection:
                     yield item
+            finally:
+                await reflection.aclose()
         else:
             yield Move(run_id, "summarize", self._max_tool_iterations - 1)
             _stop_if_cancelled(run.token)
             yield self._summarize_tool_use(calls, results, inner)
 
+    def _thought(self, thought: str, inner: list[BaseAgentEvent | BaseChatMessage]) -> ThoughtEvent:
+        """The event of a thought that came with the model's answer, added to the run's inner messages."""
+        event = ThoughtEvent(content=thought, source=self.name)
+        inner.append(event)
+        return event
+
     async def _final_message(
         self, run: AgentRun, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
-    ) -> AsyncGenerator[RunItem, None]:
-        """The text answer: thought event, context entry, then the Response."""
+    ) -> Response:
+        """The text answer (after its thought's event): its context entry, then the Response. A coroutine,
+        not a generator: it yields nothing else, and a run's every nested generator has a cost."""
         assert isinstance(result.content, str)
-        if result.thought:
-            thought = ThoughtEvent(content=result.thought, source=self.name)
-            inner.append(thought)
-            yield thought
         if run.token.is_cancelled():  # cancelled since the model answered: the answer does not enter the context
             raise asyncio.CancelledError(CANCELLED)
         await self._model_context.add_message(assistant_message(result.content, self.name, result.thought))
-        yield Response(chat_message=self._answer(result, message_id), inner_messages=inner)
+        return Response(chat_message=self._answer(result, message_id), inner_messages=inner)
 
     def _answer(self, result: CreateResult, message_id: str) -> TextMessage | StructuredMessage[BaseModel]:
         assert isinstance(result.content, str)
@@ -1176,7 +1189,12 @@ class AssistantAgent(Component):
         try:
             # A dynamic workbench lists them again (cancellable).
             _, owners = self._listed_tools or await self._list_tools(token)
-            streaming = any(owner.streams(call.name) for call in calls if (owner := owners.get(call.name)))
+            streaming = False  # a loop, not any() of a generator: this runs for every batch of calls
+            for call in calls:
+                owner = owners.get(call.name)
+                if owner is not None and owner.streams(call.name):
+                    streaming = True
+                    break
             if len(calls) == 1 and not streaming:
                 values = [await guarded(self._timed_tool_call(executions[0], owners, token, None, given[0]), token)]
             else:
@@ -1248,7 +1266,10 @@ class AssistantAgent(Component):
                 outcome = tool_not_found(call.name)
             elif events is None:
                 arguments = parse_arguments(call.name, call.arguments)
-                outcome = await invoke_tool(owner, call.name, arguments, token, call.id)
+                if type(owner) is StaticWorkbench:  # its call_tool has AutoGen's signature and gives a ToolResult
+                    outcome = await owner.call_tool(call.name, arguments, token, call.id)
+                else:
+                    outcome = await invoke_tool(owner, call.name, arguments, token, call.id)
             else:
                 outcome = tool_not_found(call.name)  # replaced by the stream's last item
                 arguments = parse_arguments(call.name, call.arguments)
@@ -1304,18 +1325,21 @@ class AssistantAgent(Component):
     ) -> AsyncGenerator[RunItem, None]:
         """After the tool loop: ask the model (no tools) to turn the results into the answer."""
         message_id = new_id()
-        async with aclosing(self._call_llm(run, message_id, self._max_tool_iterations - 1, "reflection")) as llm_items:
+        llm_items = self._call_llm(run, message_id, self._max_tool_iterations - 1, "reflection")
+        try:
             async for item in llm_items:
                 yield item
+        finally:
+            await llm_items.aclose()
         result = run.llm_result()
         if not isinstance(result.content, str):
             raise ModelError(
                 f"{self._model_client.model_name} answered the reflection call with tool calls although "
                 "tool_choice was 'none'"
             )
-        async with aclosing(self._final_message(run, result, inner, message_id)) as final:
-            async for item in final:
-                yield item
+        if result.thought:
+            yield self._thought(result.thought, inner)
+        yield await self._final_message(run, result, inner, message_id)
 
     def _summarize_tool_use(
         self,
@@ -1406,6 +1430,14 @@ class AssistantAgent(Component):
 
 
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
+
+
+@lru_cache(maxsize=64)
+def _shared_settings(memory: bool, handoffs: bool, max_tool_iterations: int, reflect: bool) -> LoopSettings:
+    """One (frozen) :class:`LoopSettings` for all the agents with the same settings: not one per new agent."""
+    return LoopSettings(memory, handoffs, max_tool_iterations, reflect)
+
+
 _BASE_CREATE = ChatCompletionClient.create
 
 
@@ -1423,10 +1455,11 @@ def _sent_parameters(client: ChatCompletionClient, request: ModelRequest, stream
     client says (nbagent's OpenAI client), as :func:`_create` sends it (the loop's calls have no extra
     arguments of their own); ``None`` for other clients, or when the request cannot be built (the call
     itself then raises why)."""
-    if not isinstance(client, OpenAIChatCompletionClient):
+    if OpenAIChatCompletionClient not in type(client).__mro__:  # not an ABC isinstance() per call
         return None
+    openai: OpenAIChatCompletionClient = client  # type: ignore[assignment]  # its class's MRO says so
     try:
-        return client.request_parameters(
+        return openai.request_parameters(
             ModelRequest((), request.tools, request.tool_choice, request.json_output, _NO_ARGS), stream=stream
         )
     except (TypeError, ValueError):

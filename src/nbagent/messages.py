@@ -658,6 +658,23 @@ def tool_results_message(results: Sequence[FunctionExecutionResult]) -> Function
     return _built(FunctionExecutionResultMessage, {"content": list(results), "type": "FunctionExecutionResultMessage"})
 
 
+def text_result(content: str, usage: RequestUsage) -> CreateResult:
+    """``CreateResult(finish_reason="stop", content=..., usage=...)`` of a str, without validation (a
+    scripted answer, checked when its script was given)."""
+    return _built(
+        CreateResult,
+        {
+            "finish_reason": "stop",
+            "content": content,
+            "usage": usage,
+            "cached": False,
+            "thought": None,
+            "response_model": None,
+            "response_id": None,
+        },
+    )
+
+
 def usage(prompt_tokens: int, completion_tokens: int) -> RequestUsage:
     """``RequestUsage(...)`` of two ints, without validation."""
     return _built(RequestUsage, {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})

@@ -846,7 +846,12 @@ class FunctionTool(BaseTool[BaseModel, BaseModel]):
     async def run_json(
         self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
     ) -> Any:
-        return await self.run(self.validate_args(args), cancellation_token)  # type: ignore[arg-type]
+        model = self.validate_args(args)
+        if self._is_async and self.timeout is None and type(self).run is FunctionTool.run:
+            # What run() does for an async function without a timeout, without its two coroutines' frames
+            # (the path of every tool call of the loop); a subclass's own run() is called as it is.
+            return await self._func(**self._kwargs(model, cancellation_token))
+        return await self.run(model, cancellation_token)  # type: ignore[arg-type]
 
     async def run_json_stream(
         self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None

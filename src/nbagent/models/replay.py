@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from .. import _check as check
 from ..cancellation import CancellationToken, guarded
 from ..context import estimate_tokens
-from ..messages import CreateResult, LLMMessage, RequestUsage, share_fields_set, usage
+from ..messages import CreateResult, LLMMessage, RequestUsage, text_result, usage
 from .base import ChatCompletionClient, ModelError, ModelInfo, ModelRequest, ModelStream
 from .bridge import from_autogen_result, looks_like_result
 
@@ -70,8 +70,12 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     ) -> None:
         super().__init__()
         where = "ReplayChatCompletionClient"
-        one = check.short_repr(chat_completions)
-        hint = f"A script of one answer is [{one}]" if isinstance(chat_completions, str) else ""
+        # The hint is for a lone string (a repr of a whole script would cost more than the run).
+        hint = (
+            f"A script of one answer is [{check.short_repr(chat_completions)}]"
+            if isinstance(chat_completions, str)
+            else ""
+        )
         expected = "a list of answers (str or CreateResult)"
         script = check.sequence(where, "chat_completions", chat_completions, expected, hint=hint)
         for index, item in enumerate(script):
@@ -164,9 +168,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         self.requests.append(request)  # create() made it a snapshot
         prompt_tokens = self._prompt_tokens(request.messages)
         if isinstance(item, str):
-            result = share_fields_set(
-                CreateResult(finish_reason="stop", content=item, usage=usage(prompt_tokens, (len(item) + 3) // 4))
-            )
+            result = text_result(item, usage(prompt_tokens, (len(item) + 3) // 4))
         else:
             result = item
         self._count_usage(result.usage, actual=False)

@@ -1,0 +1,109 @@
+"""The shortcuts that took back issue 45's CPU regression (bench/against.py against e22d83f) give what
+the general path gives: a replay client's script is not repr'd, agents share one LoopSettings, a
+FunctionTool's call and a StaticWorkbench's skip frames only when nothing is overridden, a scripted
+text answer is the CreateResult validation makes, and a thought still comes before its answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nbagent import (
+    AssistantAgent,
+    CancellationToken,
+    CreateResult,
+    FunctionTool,
+    ReplayChatCompletionClient,
+    StaticWorkbench,
+    ToolResult,
+)
+from nbagent.messages import share_fields_set, text_result, usage
+
+from .helpers import add, calls, kinds, text
+
+
+class CountedRepr(str):
+    """A scripted answer that counts how often its repr is taken."""
+
+    reprs = 0
+
+    def __repr__(self) -> str:
+        CountedRepr.reprs += 1
+        return super().__repr__()
+
+
+def test_a_replay_client_does_not_repr_its_script() -> None:
+    CountedRepr.reprs = 0
+    client = ReplayChatCompletionClient([CountedRepr("hello"), CountedRepr("again")])
+    assert CountedRepr.reprs == 0
+    assert client.remaining == 2
+
+
+def test_a_lone_string_script_still_gets_its_hint() -> None:
+    with pytest.raises(TypeError, match=r"A script of one answer is \['hello'\]"):
+        ReplayChatCompletionClient("hello")  # type: ignore[arg-type]
+
+
+def test_agents_with_the_same_settings_share_one_loop_settings() -> None:
+    client = ReplayChatCompletionClient(["a"])
+    first, second = AssistantAgent("a", client), AssistantAgent("b", client)
+    looping = AssistantAgent("c", client, tools=[add], max_tool_iterations=3)
+    assert first.loop_settings is second.loop_settings
+    assert looping.loop_settings is not first.loop_settings
+    assert looping.loop_settings.max_tool_iterations == 3 and first.loop_settings.max_tool_iterations == 1
+
+
+def test_a_scripted_text_is_the_create_result_validation_makes() -> None:
+    built = text_result("hi", usage(3, 1))
+    validated = share_fields_set(CreateResult(finish_reason="stop", content="hi", usage=usage(3, 1)))
+    assert built == validated
+    assert list(built.__dict__) == list(validated.__dict__)
+    assert built.model_fields_set == validated.model_fields_set
+    assert built.model_dump_json() == validated.model_dump_json()
+
+
+class Doubling(FunctionTool):
+    """A FunctionTool whose own ``run`` the shortcut must not skip."""
+
+    async def run(self, args: Any, cancellation_token: CancellationToken) -> Any:
+        return 2 * await super().run(args, cancellation_token)
+
+
+async def takes_token(a: int, cancellation_token: CancellationToken) -> str:
+    """Say whether a token came."""
+    return f"{a} {type(cancellation_token).__name__}"
+
+
+async def test_a_function_tools_shortcut_gives_what_run_gives() -> None:
+    assert await FunctionTool(add).run_json({"a": 1, "b": 2}) == 3
+    assert await Doubling(add).run_json({"a": 1, "b": 2}) == 6  # an overridden run() is called
+    assert await FunctionTool(takes_token).run_json({"a": 1}) == "1 CancellationToken"
+    with pytest.raises(Exception, match="do not match its schema"):
+        await FunctionTool(add).run_json({"a": "x", "b": 2})
+
+
+async def test_a_workbench_subclass_own_call_tool_is_called_by_the_loop() -> None:
+    seen: list[str] = []
+
+    class Watching(StaticWorkbench):
+        async def call_tool(self, name: str, *args: Any, **kwargs: Any) -> ToolResult:
+            seen.append(f"{name} {kwargs.get('call_id')}")
+            return await super().call_tool(name, *args, **kwargs)
+
+    client = ReplayChatCompletionClient([calls(("c1", "add", '{"a": 1, "b": 2}')), "3"])
+    agent = AssistantAgent("a", client, workbench=Watching([FunctionTool(add)]))
+    result = await agent.run(task="1 + 2?")
+    assert seen == ["add c1"]
+    assert result.messages[-1].content == "3"
+
+
+async def test_a_thought_comes_before_its_answer_in_both_exits() -> None:
+    client = ReplayChatCompletionClient([text("42", thought="thinking")])
+    result = await AssistantAgent("a", client).run(task="?")
+    assert kinds(result.messages) == ["TextMessage", "ThoughtEvent", "TextMessage"]
+    reflecting = ReplayChatCompletionClient([calls(("c1", "add", '{"a": 1, "b": 2}')), text("3", thought="so")])
+    agent = AssistantAgent("b", reflecting, tools=[add], reflect_on_tool_use=True)
+    result = await agent.run(task="1 + 2?")
+    assert kinds(result.messages)[-2:] == ["ThoughtEvent", "TextMessage"]
+    assert result.messages[-2].content == "so" and result.messages[-1].content == "3"
