@@ -333,8 +333,8 @@ class AssistantAgent(Component):
         handoff_names = [handoff.name for handoff in handoff_list]
         if len(set(handoff_names)) != len(handoff_names):
             raise ValueError(f"Handoff names must be unique: {handoff_names}")
-        # AutoGen's rule: neither a handoff's tool name nor its target may be a tool's name
-        clash = (set(handoff_names) | {handoff.target for handoff in handoff_list}) & set(tool_names)
+        # a handoff's tool name may not be a tool's name; its target may (fix 5 of docs/contract.md)
+        clash = set(handoff_names) & set(tool_names)
         if clash:
             raise ValueError(f"Handoff names must be unique from tool names: {sorted(clash)}")
         self._handoffs = {handoff.name: handoff for handoff in handoff_list}
