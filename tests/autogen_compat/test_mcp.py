@@ -225,7 +225,7 @@ async def test_cancelling_the_token_cancels_the_call_on_the_server(http_server_u
         started = time.perf_counter()
         with pytest.raises(asyncio.CancelledError):
             await server.call_tool("wait", {"seconds": 60, "label": "direct"}, token)
-        assert time.perf_counter() - started < 5
+        assert time.perf_counter() - started < 45  # not the 60 s call: a hang guard far above a loaded figure
         # The server was told (notifications/cancelled) and its handler was cancelled.
         assert await _eventually_async(lambda: _cancelled_labels(server), "direct")
         # The connection is still good.
@@ -243,7 +243,7 @@ async def test_agent_run_cancelled_during_an_mcp_call(http_server_url: str) -> N
         started = time.perf_counter()
         with pytest.raises(asyncio.CancelledError):
             await agent.run(task="wait a minute", cancellation_token=token)
-        assert time.perf_counter() - started < 5 and not agent.is_running
+        assert time.perf_counter() - started < 45 and not agent.is_running  # not the 60 s call
         last = agent.model_context.messages[-1]
         assert isinstance(last, FunctionExecutionResultMessage)
         assert [(r.call_id, r.is_error) for r in last.content] == [("w1", True)]
