@@ -113,6 +113,7 @@ def test_no_import_cycles(graph: grimp.ImportGraph) -> None:
     assert cycles == []
 
 
+@pytest.mark.subprocess
 def test_import_nbagent_loads_no_pandas_pyarrow_or_ipywidgets() -> None:
     """Nor IPython, nor markdown-it and nh3 (loaded when a Markdown answer is first rendered)."""
     code = textwrap.dedent(

@@ -49,7 +49,7 @@ from nbagent import (  # noqa: E402
 
 from .conftest import time_server_params, time_server_processes  # noqa: E402
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.mcp]
 
 # The 1x1 red PNG that mcp_http_server.py's pixel tool returns (not imported: that module builds a server).
 PIXEL_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
@@ -22,6 +23,8 @@ from nbagent.render import ANSWER_CHARS
 
 from ..kernels import execute_notebook
 from ..notebooks._kernel import KERNEL_NAME, write_kernelspec
+
+pytestmark = pytest.mark.kernel
 
 RUNS = 10
 ANSWER_BYTES = 200_000
