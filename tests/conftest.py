@@ -2,8 +2,8 @@
 
 Tiers (docs/testing.md): a test that starts a kernel, a browser, a server process, Spark, a receiver, an
 MCP server or any other child process is ``slow``, through a sub-marker (``SUB_MARKERS``; the folders of
-``FOLDER_MARKERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, run in
-one process (``pytest_cmdline_main``). A test not marked ``slow`` that starts a child process fails
+``FOLDER_MARKERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, on two
+workers (``pytest_cmdline_main``). A test not marked ``slow`` that starts a child process fails
 (``ChildProcessGuard``): a marker cannot go missing silently.
 
 Workers (pyproject's ``addopts``: 4 workers, ``--dist=loadgroup``):
@@ -81,7 +81,12 @@ SUB_MARKERS = ("kernel", "browser", "realserver", "receivers", "spark", "killpoi
 FOLDER_MARKERS = {"browser": "browser", "servers": "realserver", "receivers": "receivers"}
 """Every test of ``tests/<folder>`` gets the folder's marker."""
 FAST_TIER = "not slow"
-"""The marker expression of the fast tier: one process unless ``-n``/``--numprocesses`` is given."""
+"""The marker expression of the fast tier: ``FAST_TIER_WORKERS`` workers unless ``-n``/``--numprocesses`` is given."""
+FAST_TIER_WORKERS = 2
+"""The fast tier's workers: its tests wait on nothing, so one per core; measured on the 2-core machine
+(docs/testing.md): 8 min 38 s on two workers against 9 min 37 s in one process, both at load averages of 8
+to 16 (about 2 min 50 s of CPU either way). Four workers' start-up outweighs them on small selections
+(issue 45 measured ``tests/render`` in 70-77 s on four workers, 14-15 s in one process)."""
 
 
 class ChildProcessStarted(RuntimeError):
@@ -270,12 +275,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """The fast tier (``-m "not slow"``) in one process: xdist's four workers take longer to start than its
-    tests take to run (docs/testing.md has the figures). ``-n``/``--numprocesses`` on the command line wins."""
+    """The fast tier (``-m "not slow"``) on ``FAST_TIER_WORKERS`` workers, not the four the slow tests need
+    (docs/testing.md has the figures). ``-n``/``--numprocesses`` on the command line wins."""
     explicit = any(arg == "-n" or arg.startswith(("-n", "--numprocesses")) for arg in config.invocation_params.args)
     fast_tier = " ".join((config.option.markexpr or "").split()) == FAST_TIER
     if fast_tier and not explicit and config.pluginmanager.has_plugin("xdist"):
-        config.option.numprocesses = 0
+        config.option.numprocesses = min(FAST_TIER_WORKERS, os.cpu_count() or 1)
 
 
 def pytest_configure(config: pytest.Config) -> None:
