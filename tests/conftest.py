@@ -302,12 +302,16 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
-    """A phase in which the guard refused a child process fails with the guard's message."""
+    """A phase in which the guard refused a child process fails with the guard's message; one that stopped on
+    importing a module only an extra installs (a fixture's or a test's own import) is skipped with the reason."""
     report: pytest.TestReport = yield
     if GUARD.attempts:
         report.outcome = "failed"
         report.longrepr = "\n".join(dict.fromkeys(GUARD.attempts))
         GUARD.attempts = []
+    elif report.failed and call.excinfo is not None and (reason := missing_optional(call.excinfo.value)):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {reason}")
     return report
 
 
