@@ -66,7 +66,7 @@ stepper = nbagent.step(looper(), "Add up.")
 display(stepper)
 w = stepper.widget()
 async def paused_at():
-    while stepper.status != "paused":
+    while w.busy:  # the widget's walk: busy until it pauses at a move boundary
         await asyncio.sleep(0.002)
     return time.time()
 watcher = None
@@ -174,7 +174,8 @@ def pause(kernel: Kernel) -> float:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the walk made fewer than 5 moves in {IOPUB_DEADLINE_S:g} s")
         time.sleep(0.1)
-    kernel.run("watcher = asyncio.ensure_future(paused_at())")
+    if kernel.run("watcher = asyncio.ensure_future(paused_at())\nprint(w.busy)").strip() != "True":
+        raise RuntimeError("the walk ended before Pause was clicked")
     clicked = kernel.click(pause_button)
     status, paused = kernel.run("paused = await watcher\nprint(stepper.status, paused)").split()
     if status != "paused":
