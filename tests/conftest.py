@@ -38,6 +38,7 @@ import importlib.util
 import multiprocessing.process
 import os
 import platform
+import re
 import subprocess
 import traceback
 from collections import defaultdict
@@ -193,8 +194,15 @@ FOLDER_NEEDS = {"browser": ("nbformat", "playwright"), "notebooks": ("nbformat",
 """The folders whose conftest imports optional modules: left out of collection without them (``collect_ignore``)."""
 
 
+EXTRA_HINT = re.compile(r"pip install 'nbagent-loop\[(\w+)\]'")
+"""The install hint of nbagent's own error for a feature of an extra (``Trace.to_parquet`` without pyarrow)."""
+
+
 def missing_optional(error: BaseException | None) -> str | None:
-    """Why a test module cannot be imported without an extra, or None if ``error`` is no such import error."""
+    """Why a test cannot run without an extra (a module only an extra installs, or nbagent's own error for a
+    feature of an extra), or None if ``error`` is no such import error."""
+    if isinstance(error, ImportError) and not isinstance(error, ModuleNotFoundError) and EXTRA_HINT.search(str(error)):
+        return f"an optional feature: {error}"
     if not isinstance(error, ModuleNotFoundError) or error.name is None:
         return None
     top = error.name.partition(".")[0]
