@@ -14,7 +14,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 from nbconvert import HTMLExporter
 
-from ..kernels import execute_cells, kernel_manager, run_code, running_kernel
+from ..kernels import execute_cells, kernel_manager, next_iopub, run_code, running_kernel
 from ..kernels import kernel_dirs as make_kernel_dirs
 from ..notebooks._kernel import cell_outputs
 
@@ -176,7 +176,7 @@ def wait_idle(client: object, msg_id: str) -> list[str]:
     """Error names of the execution ``msg_id``, once its kernel is idle again."""
     errors = []
     while True:
-        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
+        message = next_iopub(client, "the cell to end")
         if message["parent_header"].get("msg_id") != msg_id:
             continue
         if message["msg_type"] == "error":
@@ -226,7 +226,7 @@ def wait_errors(client: object, msg_id: str) -> list[tuple[str, list[str]]]:
     """(name, traceback lines) of each error of the execution ``msg_id``, once its kernel is idle again."""
     errors = []
     while True:
-        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
+        message = next_iopub(client, "the cell's errors and its end")
         if message["parent_header"].get("msg_id") != msg_id:
             continue
         if message["msg_type"] == "error":
@@ -246,7 +246,7 @@ def interrupt_when_started(manager: KernelManager, client: object, code: str) ->
 def wait_for_stdout(client: object, text: str) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
+        message = next_iopub(client, f"{text!r} printed by the cell")
         if message["msg_type"] == "stream" and text in message["content"]["text"]:
             return
     raise TimeoutError(f"{text!r} never printed")
@@ -329,7 +329,7 @@ def click_stop(client: object, msg_id: str, button: str | None = None) -> tuple[
     click, the cell's errors so far and whether it has ended already (a background run's cell)."""
     started, idle, errors = False, False, []
     while button is None or not started:
-        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
+        message = next_iopub(client, "the tool to start and the Stop button")
         kind, mine = message["msg_type"], message["parent_header"].get("msg_id") == msg_id
         if kind == "comm_open":
             state = message["content"]["data"].get("state", {})
@@ -475,7 +475,7 @@ def test_a_stream_and_its_ticking_status_stay_far_under_the_iopub_limit(
     msg_id = client.execute("view = await nbagent.show(talker, 'talk')")  # type: ignore[attr-defined]
     times = []
     while True:
-        message = client.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
+        message = next_iopub(client, "the streamed run's widget messages and its end")
         if message["parent_header"].get("msg_id") != msg_id:
             continue
         if message["msg_type"] == "comm_msg":
