@@ -2,9 +2,10 @@
 
 Tiers (docs/testing.md): a test that starts a kernel, a browser, a server process, Spark, a receiver, an
 MCP server or any other child process is ``slow``, through a sub-marker (``SUB_MARKERS``; the folders of
-``FOLDER_MARKERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, on two
+``GROUPED_FOLDERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, on two
 workers (``pytest_cmdline_main``). A test not marked ``slow`` that starts a child process fails
-(``ChildProcessGuard``): a marker cannot go missing silently.
+(``ChildProcessGuard``): a marker cannot go missing silently. A test that needs a module only an extra
+installs is skipped with its reason (``OptionalModule``, ``missing_optional``).
 
 Workers (pyproject's ``addopts``: 4 workers, ``--dist=loadgroup``):
 
@@ -51,6 +52,8 @@ import pytest
 import nbagent
 
 GROUPED_FOLDERS = {"browser": "browser", "servers": "realserver", "receivers": "receivers"}
+"""The folders whose tests are one xdist group (``tests/browser`` in three, ``BROWSER_GROUPS``), each test of
+them marked with the group's name (a sub-marker of ``slow``)."""
 BROWSER_GROUPS = {
     "browser-b": ("reopen_browser", "theme_contrast", "explorer_browser", "security"),
     "browser-c": ("screenshots_script", "view_layout_browser", "autogen_browser", "stepper_pause_browser")
@@ -79,8 +82,6 @@ LONGEST_FIRST = (
 
 SUB_MARKERS = ("kernel", "browser", "realserver", "receivers", "spark", "killpoints", "mcp", "subprocess")
 """The markers that imply ``slow`` (each registered in pyproject with what it starts)."""
-FOLDER_MARKERS = {"browser": "browser", "servers": "realserver", "receivers": "receivers"}
-"""Every test of ``tests/<folder>`` gets the folder's marker."""
 FAST_TIER = "not slow"
 """The marker expression of the fast tier: ``FAST_TIER_WORKERS`` workers unless ``-n``/``--numprocesses`` is given."""
 FAST_TIER_WORKERS = 2
@@ -325,12 +326,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of ``FOLDER_MARKERS``' folders, ``slow`` on every test with a sub-marker (first: before
+    """Mark the tests of ``GROUPED_FOLDERS``' folders, ``slow`` on every test with a sub-marker (first: before
     ``-m`` deselects); under xdist, order the groups longest first (every worker collects the same order)."""
     for item in items:
         top = item.nodeid.removeprefix("tests/").partition("/")[0]
-        if top in FOLDER_MARKERS:
-            item.add_marker(FOLDER_MARKERS[top])
+        if top in GROUPED_FOLDERS:
+            item.add_marker(GROUPED_FOLDERS[top])
         if any(item.get_closest_marker(name) for name in SUB_MARKERS):
             item.add_marker("slow")
     if os.environ.get("PYTEST_XDIST_WORKER"):
