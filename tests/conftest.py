@@ -285,7 +285,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """The fast tier (``-m "not slow"``) on ``FAST_TIER_WORKERS`` workers, not the four the slow tests need
-    (docs/testing.md has the figures). ``-n``/``--numprocesses`` on the command line wins."""
+    (docs/testing.md has the figures). ``-n``/``--numprocesses`` on the command line wins. Not in a worker:
+    xdist turns its workers' ``numprocesses`` off, and a worker given workers would start its own, each of
+    them theirs, without end."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     explicit = any(arg == "-n" or arg.startswith(("-n", "--numprocesses")) for arg in config.invocation_params.args)
     fast_tier = " ".join((config.option.markexpr or "").split()) == FAST_TIER
     if fast_tier and not explicit and config.pluginmanager.has_plugin("xdist"):
