@@ -7,10 +7,19 @@ import asyncio
 import multiprocessing
 import os
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import GUARD, PRODUCT, SUB_MARKERS, ChildProcessStarted, missing_optional
+from tests.conftest import (
+    FAST_TIER_WORKERS,
+    GUARD,
+    PRODUCT,
+    SUB_MARKERS,
+    ChildProcessStarted,
+    missing_optional,
+    pytest_cmdline_main,
+)
 
 
 async def test_the_guard_refuses_every_way_to_start_a_child_process(request: pytest.FixtureRequest) -> None:
@@ -63,3 +72,28 @@ def test_an_optional_module_missing_inside_nbagent_is_not_skipped() -> None:
     with pytest.raises(ModuleNotFoundError) as raised:
         exec(code, {})
     assert missing_optional(raised.value) is None
+
+
+def fast_tier_config(*args: str) -> SimpleNamespace:
+    """What ``pytest_cmdline_main`` reads of a config: the command line, ``-m``, the xdist plugin."""
+    return SimpleNamespace(
+        invocation_params=SimpleNamespace(args=args),
+        option=SimpleNamespace(markexpr="not  slow", numprocesses=4),
+        pluginmanager=SimpleNamespace(has_plugin=lambda name: True),
+    )
+
+
+def test_the_fast_tier_gets_its_workers_but_a_worker_gets_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker given workers would start its own, each of them theirs, without end."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    controller = fast_tier_config("-m", "not slow")
+    pytest_cmdline_main(controller)  # type: ignore[arg-type]
+    assert controller.option.numprocesses == min(FAST_TIER_WORKERS, os.cpu_count() or 1)
+    explicit = fast_tier_config("-m", "not slow", "-n", "3")
+    pytest_cmdline_main(explicit)  # type: ignore[arg-type]
+    assert explicit.option.numprocesses == 4  # the command line's
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    worker = fast_tier_config("-m", "not slow")
+    worker.option.numprocesses = None  # as xdist leaves it in a worker
+    pytest_cmdline_main(worker)  # type: ignore[arg-type]
+    assert worker.option.numprocesses is None
