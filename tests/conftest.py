@@ -2,8 +2,8 @@
 
 Tiers (docs/testing.md): a test that starts a kernel, a browser, a server process, Spark, a receiver, an
 MCP server or any other child process is ``slow``, through a sub-marker (``SUB_MARKERS``; the folders of
-``GROUPED_FOLDERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, on two
-workers (``pytest_cmdline_main``). A test not marked ``slow`` that starts a child process fails
+``GROUPED_FOLDERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, in one
+process (``pytest_cmdline_main``). A test not marked ``slow`` that starts a child process fails
 (``ChildProcessGuard``): a marker cannot go missing silently. A test that needs a module only an extra
 installs is skipped with its reason (``OptionalModule``, ``missing_optional``).
 
@@ -83,12 +83,13 @@ LONGEST_FIRST = (
 SUB_MARKERS = ("kernel", "browser", "realserver", "receivers", "spark", "killpoints", "mcp", "subprocess")
 """The markers that imply ``slow`` (each registered in pyproject with what it starts)."""
 FAST_TIER = "not slow"
-"""The marker expression of the fast tier: ``FAST_TIER_WORKERS`` workers unless ``-n``/``--numprocesses`` is given."""
-FAST_TIER_WORKERS = 2
-"""The fast tier's workers: its tests wait on nothing, so one per core; measured on the 2-core machine
-(docs/testing.md): 8 min 38 s on two workers against 9 min 37 s in one process, both at load averages of 8
-to 16 (about 2 min 50 s of CPU either way). Four workers' start-up outweighs them on small selections
-(issue 45 measured ``tests/render`` in 70-77 s on four workers, 14-15 s in one process)."""
+"""The marker expression of the fast tier: one process unless ``-n``/``--numprocesses`` is given."""
+FAST_TIER_WORKERS = 0
+"""The fast tier's xdist workers: none (one process). Measured one after the other on the 2-core machine
+(docs/testing.md), at load averages of 3 to 5: 4 min 32 s in one process (2 min 13 s of CPU) against
+4 min 47 s on two workers (2 min 57 s of CPU); its tests wait on nothing, so workers only add start-up.
+The pyproject's four cost more on small selections (issue 45: ``tests/render`` in 70-77 s on four
+workers, 14-15 s in one process)."""
 
 
 class ChildProcessStarted(RuntimeError):
@@ -284,16 +285,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """The fast tier (``-m "not slow"``) on ``FAST_TIER_WORKERS`` workers, not the four the slow tests need
-    (docs/testing.md has the figures). ``-n``/``--numprocesses`` on the command line wins. Not in a worker:
-    xdist turns its workers' ``numprocesses`` off, and a worker given workers would start its own, each of
-    them theirs, without end."""
+    """The fast tier (``-m "not slow"``) with ``FAST_TIER_WORKERS`` workers (one process), not the four the slow
+    tests need (docs/testing.md has the figures). ``-n``/``--numprocesses`` on the command line wins. Never
+    in a worker: xdist turns its workers' ``numprocesses`` off, and a worker given workers would start its
+    own, each of them theirs, without end."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
     explicit = any(arg == "-n" or arg.startswith(("-n", "--numprocesses")) for arg in config.invocation_params.args)
     fast_tier = " ".join((config.option.markexpr or "").split()) == FAST_TIER
     if fast_tier and not explicit and config.pluginmanager.has_plugin("xdist"):
-        config.option.numprocesses = min(FAST_TIER_WORKERS, os.cpu_count() or 1)
+        config.option.numprocesses = FAST_TIER_WORKERS
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -83,17 +83,17 @@ def fast_tier_config(*args: str) -> SimpleNamespace:
     )
 
 
-def test_the_fast_tier_gets_its_workers_but_a_worker_gets_none(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fast_tier_runs_in_one_process_and_a_worker_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker given workers would start its own, each of them theirs, without end."""
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     controller = fast_tier_config("-m", "not slow")
     pytest_cmdline_main(controller)  # type: ignore[arg-type]
-    assert controller.option.numprocesses == min(FAST_TIER_WORKERS, os.cpu_count() or 1)
+    assert controller.option.numprocesses == FAST_TIER_WORKERS == 0  # one process
     explicit = fast_tier_config("-m", "not slow", "-n", "3")
     pytest_cmdline_main(explicit)  # type: ignore[arg-type]
     assert explicit.option.numprocesses == 4  # the command line's
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
     worker = fast_tier_config("-m", "not slow")
-    worker.option.numprocesses = None  # as xdist leaves it in a worker
+    worker.option.numprocesses = None  # as xdist leaves it in a worker (the hook must not set it, to 0 or more)
     pytest_cmdline_main(worker)  # type: ignore[arg-type]
     assert worker.option.numprocesses is None
