@@ -1,12 +1,20 @@
-# make test: the test suite; make lint: ruff and mypy --strict; make bench: every benchmark into bench/RESULTS.md;
+# make test: the test suite; make test-fast: its fast tier (no child process, one process, docs/testing.md);
+# make soak: the kill-point tests at every file operation (scheduled, not in make test);
+# make lint: ruff and mypy --strict; make bench: every benchmark into bench/RESULTS.md;
 # make bench-against COMMIT=e22d83f: bench_loop.py on this tree against that commit, alternating (bench/against.py).
 # The test and bench extras install what these need: pip install -e '.[test,bench]'
 PYTHON ?= python3
 
-.PHONY: test lint bench bench-quick bench-against
+.PHONY: test test-fast soak lint bench bench-quick bench-against
 
 test:
 	$(PYTHON) -m pytest
+
+test-fast:
+	$(PYTHON) -m pytest -m "not slow"
+
+soak:
+	NBAGENT_SOAK=1 $(PYTHON) -m pytest -m killpoints -p no:xdist
 
 lint:
 	$(PYTHON) -m ruff check src tests bench

@@ -1,4 +1,13 @@
-"""How the suite is spread over pytest-xdist workers (pyproject's ``addopts``: 4 workers, ``--dist=loadgroup``).
+"""The suite's tiers (markers, the child-process guard) and how it is spread over pytest-xdist workers.
+
+Tiers (docs/testing.md): a test that starts a kernel, a browser, a server process, Spark, a receiver, an
+MCP server or any other child process is ``slow``, through a sub-marker (``SUB_MARKERS``; the folders of
+``GROUPED_FOLDERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, in one
+process (``pytest_cmdline_main``). A test not marked ``slow`` that starts a child process fails
+(``ChildProcessGuard``): a marker cannot go missing silently. A test that needs a module only an extra
+installs is skipped with its reason (``OptionalModule``, ``missing_optional``).
+
+Workers (pyproject's ``addopts``: 4 workers, ``--dist=loadgroup``):
 
 Each test belongs to a group (``group_of``), each group runs whole on one worker, so its expensive
 session- or module-scoped fixtures start once:
@@ -25,13 +34,26 @@ groups (``pytest_terminal_summary``): what to look at when the suite's wall time
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import multiprocessing.process
 import os
+import platform
+import re
+import subprocess
+import traceback
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import nbagent
+
 GROUPED_FOLDERS = {"browser": "browser", "servers": "realserver", "receivers": "receivers"}
+"""The folders whose tests are one xdist group (``tests/browser`` in three, ``BROWSER_GROUPS``), each test of
+them marked with the group's name (a sub-marker of ``slow``)."""
 BROWSER_GROUPS = {
     "browser-b": ("reopen_browser", "theme_contrast", "explorer_browser", "security"),
     "browser-c": ("screenshots_script", "view_layout_browser", "autogen_browser", "stepper_pause_browser")
@@ -42,8 +64,8 @@ others are the first group. Balanced by their seconds in one run (first 343 s, s
 on two idle workers)."""
 BROWSER_GROUP_OF = {f"test_{name}.py": group for group, names in BROWSER_GROUPS.items() for name in names}
 ALONE = (
-    "trace/test_atomic_writes.py::test_a_trace_part_killed_at_every_file_operation",
-    "trace/test_atomic_writes.py::test_a_batch_killed_at_every_file_operation_resumes_with_each_task_once",
+    "trace/test_atomic_writes.py::test_a_trace_part_killed_at_file_operations",
+    "trace/test_atomic_writes.py::test_a_batch_killed_at_file_operations_resumes_with_each_task_once",
 )
 LONGEST_FIRST = (
     "browser-c",
@@ -56,6 +78,172 @@ LONGEST_FIRST = (
     "replay/test_fork.py",
     "realserver",
 )
+
+
+SUB_MARKERS = ("kernel", "browser", "realserver", "receivers", "spark", "killpoints", "mcp", "subprocess")
+"""The markers that imply ``slow`` (each registered in pyproject with what it starts)."""
+FAST_TIER = "not slow"
+"""The marker expression of the fast tier: one process unless ``-n``/``--numprocesses`` is given."""
+FAST_TIER_WORKERS = 0
+"""The fast tier's xdist workers: none (one process). Measured one after the other on the 2-core machine
+(docs/testing.md), at load averages of 3 to 5: 4 min 32 s in one process (2 min 13 s of CPU) against
+4 min 47 s on two workers (2 min 57 s of CPU); its tests wait on nothing, so workers only add start-up.
+The pyproject's four cost more on small selections (issue 45: ``tests/render`` in 70-77 s on four
+workers, 14-15 s in one process)."""
+
+
+class ChildProcessStarted(RuntimeError):
+    """A test not marked ``slow`` started a child process."""
+
+
+class ChildProcessGuard:
+    """Wraps every way a test can start a child process (``subprocess.Popen``, which asyncio's subprocesses and
+    ``os.popen`` use, ``multiprocessing``'s ``Process.start``, ``os.fork``, ``os.forkpty``, ``os.posix_spawn``,
+    ``os.posix_spawnp``, ``os.system``). While armed (a test not marked ``slow`` is running), each call is
+    refused with :class:`ChildProcessStarted` and recorded, so the test fails even if its code swallows the
+    error (``pytest_runtest_makereport``)."""
+
+    def __init__(self) -> None:
+        self.armed_for: str | None = None
+        self.attempts: list[str] = []
+
+    def refuse(self, what: str) -> None:
+        """Record and refuse ``what`` when armed; do nothing otherwise."""
+        if self.armed_for is None:
+            return
+        message = (
+            f"{self.armed_for} is not marked slow but started a child process ({what}): mark it "
+            f"@pytest.mark.slow or with a sub-marker ({', '.join(SUB_MARKERS)}), see docs/testing.md"
+        )
+        self.attempts.append(message)
+        raise ChildProcessStarted(message)
+
+    def guarded(self, function: Callable[..., Any], what: str) -> Callable[..., Any]:
+        """``function``, refused while armed."""
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self.refuse(f"{what}{_shown(args)}")
+            return function(*args, **kwargs)
+
+        wrapper.__wrapped__ = function  # type: ignore[attr-defined]
+        return wrapper
+
+    def install(self) -> None:
+        """Wrap the process-starting functions (once per session; they pass through while disarmed)."""
+        popen_init = subprocess.Popen.__init__
+        guard = self
+
+        def popen(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+            guard.refuse(f"subprocess.Popen({args!r})")
+            popen_init(self, args, *rest, **kwargs)
+
+        subprocess.Popen.__init__ = popen  # type: ignore[method-assign]
+        process_start = multiprocessing.process.BaseProcess.start
+        multiprocessing.process.BaseProcess.start = self.guarded(  # type: ignore[method-assign]
+            process_start, "multiprocessing Process.start"
+        )
+        for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
+            if hasattr(os, name):
+                setattr(os, name, self.guarded(getattr(os, name), f"os.{name}"))
+
+    @contextlib.contextmanager
+    def armed(self, nodeid: str) -> Iterator[None]:
+        """Refuse child processes while a test not marked ``slow`` runs (its fixtures' setup and teardown too)."""
+        self.armed_for, self.attempts = nodeid, []
+        try:
+            yield
+        finally:
+            self.armed_for = None
+
+
+def _shown(args: tuple[Any, ...]) -> str:
+    """The first argument of a refused call, for the message (a command line, a path, a process)."""
+    return f"({args[0]!r})" if args and not isinstance(args[0], multiprocessing.process.BaseProcess) else "()"
+
+
+GUARD = ChildProcessGuard()
+
+OPTIONAL_MODULES = {
+    "pyarrow": "parquet",
+    "duckdb": "test",
+    "polars": "test",
+    "pyspark": "test",
+    "mlflow": "test",
+    "fakellm": "test",
+    "grimp": "test",
+    "playwright": "test",
+    "nbformat": "test",
+    "nbclient": "test",
+    "nbconvert": "test",
+    "jupyter_client": "test",
+    "ipykernel": "test",
+    "jupyterlab": "lab",
+    "notebook": "test",
+    "mcp": "mcp",
+    "mcp_server_time": "test",
+    "google": "otlp",
+    "opentelemetry": "otlp",
+    "autogen_core": "autogen",
+    "autogen_agentchat": "autogen",
+    "autogen_ext": "autogen",
+    "tiktoken": "test",
+}
+"""The top-level modules only an extra installs (pyproject), with that extra: a test module whose import stops
+on one of them is skipped with its name; any other import error, and one raised inside nbagent itself (the
+plain install must work without its extras), fails as before."""
+PRODUCT = Path(nbagent.__file__).resolve().parent
+FOLDER_NEEDS = {"browser": ("nbformat", "playwright"), "notebooks": ("nbformat", "jupyter_client")}
+"""The folders whose conftest imports optional modules: left out of collection without them (``collect_ignore``)."""
+
+
+EXTRA_HINT = re.compile(r"pip install 'nbagent-loop\[(\w+)\]'")
+"""The install hint of nbagent's own error for a feature of an extra (``Trace.to_parquet`` without pyarrow)."""
+
+
+def missing_optional(error: BaseException | None) -> str | None:
+    """Why a test cannot run without an extra (a module only an extra installs, or nbagent's own error for a
+    feature of an extra), or None if ``error`` is no such import error."""
+    if isinstance(error, ImportError) and not isinstance(error, ModuleNotFoundError) and EXTRA_HINT.search(str(error)):
+        return f"an optional feature: {error}"
+    if not isinstance(error, ModuleNotFoundError) or error.name is None:
+        return None
+    top = error.name.partition(".")[0]
+    frames = traceback.extract_tb(error.__traceback__)
+    if top not in OPTIONAL_MODULES or any(Path(frame.filename).resolve().is_relative_to(PRODUCT) for frame in frames):
+        return None
+    return f"needs {top}, which the {OPTIONAL_MODULES[top]} extra installs: pip install -e '.[{OPTIONAL_MODULES[top]}]'"
+
+
+class OptionalModule(pytest.Module):
+    """A test module skipped, with its reason, when it imports a module only an extra installs."""
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        try:
+            return super().collect()
+        except self.CollectError as error:
+            reason = missing_optional(error.__cause__)
+            if reason is None:
+                raise
+            raise pytest.skip.Exception(reason, allow_module_level=True) from error
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
+    """Every test module, skipped with its reason if an optional dependency is missing."""
+    return OptionalModule.from_parent(parent, path=module_path)
+
+
+collect_ignore = [
+    f"{folder}" for folder, modules in FOLDER_NEEDS.items() if not all(importlib.util.find_spec(m) for m in modules)
+]
+"""The folders of ``FOLDER_NEEDS`` whose modules are missing (``pytest_report_header`` says which and why)."""
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The folders left out of collection for a missing optional dependency, with the extra that installs it."""
+    return [
+        f"not collected: tests/{folder} needs {', '.join(FOLDER_NEEDS[folder])}: pip install -e '.[test]'"
+        for folder in collect_ignore
+    ]
 
 
 def group_of(nodeid: str) -> str:
@@ -95,8 +283,62 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return GroupScheduling(config, log)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The fast tier (``-m "not slow"``) with ``FAST_TIER_WORKERS`` workers (one process), not the four the slow
+    tests need (docs/testing.md has the figures). ``-n``/``--numprocesses`` on the command line wins. Never
+    in a worker: xdist turns its workers' ``numprocesses`` off, and a worker given workers would start its
+    own, each of them theirs, without end."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    explicit = any(arg == "-n" or arg.startswith(("-n", "--numprocesses")) for arg in config.invocation_params.args)
+    fast_tier = " ".join((config.option.markexpr or "").split()) == FAST_TIER
+    if fast_tier and not explicit and config.pluginmanager.has_plugin("xdist"):
+        config.option.numprocesses = FAST_TIER_WORKERS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Wrap the process-starting functions for the guard (in each process that runs tests). First,
+    ``platform.processor()`` runs ``uname -p`` once and keeps its answer: the openai SDK asks for it in its
+    first request's headers, which would otherwise start that child process in whichever test came first."""
+    platform.processor()
+    GUARD.install()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A test not marked ``slow`` runs with the guard armed."""
+    if item.get_closest_marker("slow"):
+        return (yield)
+    with GUARD.armed(item.nodeid):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """A phase in which the guard refused a child process fails with the guard's message; one that stopped on
+    importing a module only an extra installs (a fixture's or a test's own import) is skipped with the reason."""
+    report: pytest.TestReport = yield
+    if GUARD.attempts:
+        report.outcome = "failed"
+        report.longrepr = "\n".join(dict.fromkeys(GUARD.attempts))
+        GUARD.attempts = []
+    elif report.failed and call.excinfo is not None and (reason := missing_optional(call.excinfo.value)):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {reason}")
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under xdist, order the groups longest first (every worker collects the same order)."""
+    """Mark the tests of ``GROUPED_FOLDERS``' folders, ``slow`` on every test with a sub-marker (first: before
+    ``-m`` deselects); under xdist, order the groups longest first (every worker collects the same order)."""
+    for item in items:
+        top = item.nodeid.removeprefix("tests/").partition("/")[0]
+        if top in GROUPED_FOLDERS:
+            item.add_marker(GROUPED_FOLDERS[top])
+        if any(item.get_closest_marker(name) for name in SUB_MARKERS):
+            item.add_marker("slow")
     if os.environ.get("PYTEST_XDIST_WORKER"):
         rank = {group: index for index, group in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # stable: the rest keep their order

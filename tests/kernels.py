@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import queue
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,11 +36,25 @@ def kernel_manager(name: str, dirs: list[str]) -> KernelManager:
     return KernelManager(kernel_name=name, kernel_spec_manager=KernelSpecManager(kernel_dirs=dirs))
 
 
-IOPUB_OPTIONS: dict[str, Any] = {"iopub_timeout": 60, "raise_on_iopub_timeout": True}
+IOPUB_DEADLINE_S = 180.0
+"""How long a test waits for a kernel's next IOPub message: a hang guard, three times the 60 s that a cell
+of 50 ``nbagent.show`` calls once overran at a load average of 18-21 (issue 45), where it passed alone."""
+IOPUB_OPTIONS: dict[str, Any] = {"iopub_timeout": IOPUB_DEADLINE_S, "raise_on_iopub_timeout": True}
 """How long nbclient reads a cell's IOPub output after the cell's execute reply, and an error past it. Its
 default, 4 s then a warning, drops the rest of the cell's output: under load a cell that showed 50 runs
 (about 160 widget messages each) still had more than 4 s of IOPub to read, and lost its last print (seen
 in two CI runs at a load average of 13)."""
+
+
+def next_iopub(client: Any, waiting_for: str) -> dict[str, Any]:
+    """The kernel's next IOPub message; none within :data:`IOPUB_DEADLINE_S`: an AssertionError that says
+    what the test was waiting for."""
+    try:
+        return client.get_iopub_msg(timeout=IOPUB_DEADLINE_S)
+    except queue.Empty:
+        raise AssertionError(
+            f"no IOPub message from the kernel in {IOPUB_DEADLINE_S:g} s: waiting for {waiting_for}"
+        ) from None
 
 
 def execute_notebook(nb: nbformat.NotebookNode, manager: KernelManager, **options: Any) -> nbformat.NotebookNode:
@@ -79,7 +94,7 @@ def running_kernel(name: str, dirs: list[str]) -> Iterator[tuple[KernelManager, 
     manager.start_kernel()
     client = manager.client()
     client.start_channels()
-    client.wait_for_ready(timeout=60)
+    client.wait_for_ready(timeout=IOPUB_DEADLINE_S)
     try:
         yield manager, client
     finally:
@@ -92,7 +107,7 @@ def run_code(client: Any, code: str) -> str:
     msg_id = client.execute(code)
     text = []
     while True:
-        message = client.get_iopub_msg(timeout=60)
+        message = next_iopub(client, f"the end of the cell {code[:60]!r}")
         if message["parent_header"].get("msg_id") != msg_id:
             continue
         if message["msg_type"] == "stream":

@@ -56,7 +56,7 @@ def hint_problems(text: str) -> list[str]:
 
 
 def _word_problems(hint: str, word: str) -> list[str]:
-    word = word.rstrip(".,:")  # the end of a sentence
+    word = word if word == "." else word.rstrip(".,:")  # the end of a sentence (not the project's folder)
     if word == "." or word.startswith(".["):
         extras = set(re.findall(r"[\w-]+", word[1:]))
         return [f"{hint!r}: extra {e!r} is not in pyproject" for e in extras - EXTRAS.keys()]

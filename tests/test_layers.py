@@ -203,6 +203,7 @@ def test_the_core_tests_no_autogen_module_name(graph: grimp.ImportGraph) -> None
     assert found == []
 
 
+@pytest.mark.subprocess
 def test_import_nbagent_loads_no_pandas_pyarrow_or_ipywidgets() -> None:
     """Nor IPython, nor markdown-it and nh3 (loaded when a Markdown answer is first rendered)."""
     code = textwrap.dedent(

@@ -20,6 +20,7 @@ def mypy_cache() -> Path:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.subprocess
 def test_a_misspelt_name_of_nbagent_is_no_attribute_for_mypy(tmp_path: Path) -> None:
     snippet = tmp_path / "snippet.py"
     snippet.write_text("import nbagent\n\nnbagent.shwo\nreveal_type(nbagent.show)\n", encoding="utf-8")

@@ -241,6 +241,7 @@ async def test_step_mode_waits_before_each_model_call_until_the_next_item_is_ask
     assert seen == [0, 1]
 
 
+@pytest.mark.subprocess
 def test_importing_nbagent_autogen_imports_no_autogen_and_is_autogen_needs_none() -> None:
     code = textwrap.dedent(
         """

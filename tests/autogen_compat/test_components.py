@@ -718,6 +718,7 @@ def test_autogen_exported_openai_client_loads(monkeypatch: pytest.MonkeyPatch) -
     assert SECRET in direct.secrets
 
 
+@pytest.mark.mcp
 async def test_autogen_style_mcp_workbench_config_loads_and_connects() -> None:
     """AutoGen's McpWorkbench cannot be imported with the mcp SDK 2 this project uses, so its config is
     written by hand to AutoGen's McpWorkbenchConfig (server_params with its type, tool_overrides)."""

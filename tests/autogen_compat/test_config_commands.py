@@ -68,6 +68,7 @@ def wait_for(path: Path, limit_s: float) -> bool:
     return path.exists()
 
 
+@pytest.mark.mcp
 async def test_a_stdio_server_in_a_loaded_config_needs_allow_commands(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     config = agent_config(marker)

@@ -39,7 +39,7 @@ from nbagent.components import CommandNotAllowedError  # noqa: E402
 
 from .conftest import time_server_params  # noqa: E402
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.mcp]
 
 ADD = Tool(
     name="add",

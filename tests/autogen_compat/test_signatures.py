@@ -466,6 +466,7 @@ async def test_memory_mime_type_and_static_stream_workbench_as_autogen_uses_them
     assert streamed[-1].to_text() == "3"  # type: ignore[union-attr]
 
 
+@pytest.mark.subprocess
 def test_import_nbagent_stays_light() -> None:
     code = textwrap.dedent(
         """

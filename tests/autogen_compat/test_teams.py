@@ -164,6 +164,7 @@ print([(type(m).__name__, m.source) for m in result.messages])
 """
 
 
+@pytest.mark.subprocess
 def test_agents_made_before_autogen_is_imported_join_its_teams(tmp_path: Path) -> None:
     script = tmp_path / "agents_first.py"
     script.write_text(AGENTS_FIRST)
@@ -175,6 +176,7 @@ def test_agents_made_before_autogen_is_imported_join_its_teams(tmp_path: Path) -
     )
 
 
+@pytest.mark.subprocess
 def test_agents_join_when_another_finder_loaded_autogen() -> None:
     script = (
         "import sys, nbagent\n"

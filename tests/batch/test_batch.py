@@ -226,13 +226,11 @@ async def test_a_task_past_its_timeout_is_cancelled_and_the_batch_goes_on() -> N
     gauge = Gauge(5.0)
     slow = Factory(tool=gauge.tool)
     fast = Factory()
-    started = time.perf_counter()
     batch = Batch(lambda t: slow(t) if t == "slow" else fast(t), ["Paris", "slow", "Oslo"], timeout=0.3, progress=None)
     await batch.run()
-    assert time.perf_counter() - started < 2
     results = batch.results
-    assert list(results["status"]) == ["ok", "timeout", "ok"]
-    assert 0.3 <= results["duration_s"].iloc[1] < 1.5
+    assert list(results["status"]) == ["ok", "timeout", "ok"]  # not the 5 s tool's "ok"
+    assert results["duration_s"].iloc[1] >= 0.3
     assert contexts_valid(slow.agents + fast.agents) == []
     # The tool call that never finished has an error result in the context.
     assert slow.agents[0].model_context.messages[-1].content[0].is_error  # type: ignore[union-attr]
@@ -249,10 +247,8 @@ async def test_stop_ends_every_run_promptly_and_keeps_the_finished_rows() -> Non
     running = asyncio.ensure_future(batch.run())
     while gauge.now < 6:
         await asyncio.sleep(0.01)
-    stopped = time.perf_counter()
     batch.stop()
-    await asyncio.wait_for(running, 2)
-    assert time.perf_counter() - stopped < 0.5
+    await asyncio.wait_for(running, 60)  # a hang guard: a stop that waited for the 30 s tools would end "ok"
     assert batch.state == "stopped"
     results = batch.results
     assert list(results["status"]) == ["ok", "ok"] + ["cancelled"] * 8

@@ -114,6 +114,7 @@ async def test_shards_make_one_dataset(tmp_path: Path) -> None:
     assert list(merged["task"]) == list(tasks["task"])
 
 
+@pytest.mark.slow  # 2,500 tasks under tracemalloc: the fast tier's longest test by far (63 s at a load of 10)
 async def test_memory_stays_flat_with_output(tmp_path: Path) -> None:
     """What a batch keeps once it has run (tracemalloc, after a collection, the batch still referenced)
     does not grow with its tasks: 2,000 tasks keep about what 500 do, in all and in what nbagent's

@@ -97,13 +97,13 @@ CHROMIUM_ARGS = [
 ]
 START_TIMEOUT_S = 90.0
 RUN_TIMEOUT_MS = 120_000
-HANG_BOUND_S = 5.0
+HANG_BOUND_S = 20.0
 """The bound a browser test puts on a user-visible latency (Stop to cancelled, Pause to paused): against a
-hang, not a speed target (the tools there wait for ever or 30 s). The seconds are printed. The 1 s targets
-are asserted in a real kernel, from a comm click or a kernel interrupt to the run's or walk's end, where
-no page adds to them: tests/notebook/test_kernel.py (Stop on each entry point; the stepper's Pause and an
-interrupt of ``run_to_end``) and tests/batch/test_kernel.py (a batch's Stop). Measured in the page, idle:
-0.03-0.24 s; at a load average of 13 on the two cores: 0.54-1.93 s."""
+hang, not a speed target (the tools there wait for ever or 30 s, so a Stop that did nothing still fails).
+The seconds are printed. The 1 s targets are figures measured in a real kernel, from a comm click or a
+kernel interrupt to the run's or walk's end, where no page adds to them: bench/bench_stop_pause.py (the
+kernel tests record them too). Measured in the page, idle: 0.03-0.24 s; at a load average of 13 on the two
+cores: 0.54-1.93 s, so 20 s is ten times the loaded figure."""
 SECRET_ENV = "NBAGENT_TEST_API_KEY"
 
 

@@ -5,7 +5,7 @@ JupyterLab.
 leaves the walk paused at a move boundary (not cancelled), and Next goes on from there. A double click
 on Next makes one move. A cell ``await stepper.run_to_end()`` interrupted from the kernel menu ends in
 one line (``WalkInterrupted``), the walk paused. The seconds each takes are printed and bounded by
-``HANG_BOUND_S``; the 1 s target is asserted in a real kernel (tests/notebook/test_kernel.py).
+``HANG_BOUND_S``; the 1 s target is a figure measured in a real kernel (bench/bench_stop_pause.py).
 """
 
 from __future__ import annotations

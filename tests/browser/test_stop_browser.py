@@ -6,7 +6,7 @@ One notebook, run with Run All: ``await nbagent.show``, ``nbagent.start`` (a bac
 cancels its token. Each run waits in a tool that never returns; the test clicks its Stop (the
 background run's while the ``run(show=True)`` cell blocks the kernel) and measures, in the page, the
 seconds from the click to the view showing ``cancelled`` (printed, bounded by ``HANG_BOUND_S``; the 1 s
-target is asserted in the kernel: tests/notebook/test_kernel.py). The queued cells go on running,
+target is a figure measured in a real kernel: bench/bench_stop_pause.py). The queued cells go on running,
 and the last one finds every agent idle, its context valid (the tool call has an error result) and a
 new run on it answering.
 """

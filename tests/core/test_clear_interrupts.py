@@ -258,12 +258,14 @@ def interrupt_script(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[s
 
 
 @pytest.mark.parametrize("mode", list(EXPECTED))
+@pytest.mark.subprocess
 def test_ctrl_c_in_a_script_ends_in_one_line(mode: str, tmp_path: Path) -> None:
     done = interrupt_script(tmp_path, mode)
     assert done.stderr.splitlines() == [EXPECTED[mode]]
     assert done.returncode == -signal.SIGINT  # the exit status of a program Ctrl-C ended
 
 
+@pytest.mark.subprocess
 def test_ctrl_c_of_show_in_a_script_says_ctrl_c(tmp_path: Path) -> None:
     """The text view of a run Ctrl-C ended in a script names Ctrl-C (no kernel is there to interrupt)."""
     done = interrupt_script(tmp_path, "show")
@@ -272,6 +274,7 @@ def test_ctrl_c_of_show_in_a_script_says_ctrl_c(tmp_path: Path) -> None:
     assert done.returncode == -signal.SIGINT
 
 
+@pytest.mark.subprocess
 def test_an_interrupt_of_no_run_keeps_pythons_traceback(tmp_path: Path) -> None:
     done = interrupt_script(tmp_path, "other")
     assert "Traceback (most recent call last)" in done.stderr and done.stderr.rstrip().endswith("KeyboardInterrupt")

@@ -174,6 +174,7 @@ async def test_wrong_streams_are_refused_naming_the_parameter() -> None:
         await nbagent.Console(empty())
 
 
+@pytest.mark.subprocess
 def test_show_and_start_in_a_script_print_the_run_as_text(tmp_path: Path) -> None:
     script = tmp_path / "script.py"
     script.write_text(
@@ -224,6 +225,7 @@ def test_show_and_start_in_a_script_print_the_run_as_text(tmp_path: Path) -> Non
     assert lines[-1].startswith("RuntimeError: nbagent.start runs the agent in the background of a running event")
 
 
+@pytest.mark.subprocess
 def test_a_started_run_the_script_does_not_wait_for_says_how_it_ended(tmp_path: Path) -> None:
     """A script that ends before the run nbagent.start began: the run is cancelled with the program, and its
     text says so and what to write (it stopped mid-run, silently)."""

@@ -31,7 +31,7 @@ async def test_a_stream_that_never_ends_raises_model_timeout_error(server: ChatS
     with pytest.raises(ModelTimeoutError, match=r"gpt-4o at .*: the stream did not end within the timeout \(1.0 s\)"):
         async for item in client.create_stream([USER]):
             shown.append(item)
-    assert time.monotonic() - start < 6  # the timeout plus a margin: it used to run for ever
+    assert time.monotonic() - start < 60  # a hang guard (the 1 s timeout, loaded): it used to run for ever
     assert (shown.count(".") > 0) == (trickle == "chunk")
     await client.close()
 
@@ -42,7 +42,7 @@ async def test_an_answer_that_trickles_raises_model_timeout_error(server: ChatSe
     start = time.monotonic()
     with pytest.raises(ModelTimeoutError, match=r"no answer within the timeout \(1.0 s\)"):
         await client.create([USER])
-    assert time.monotonic() - start < 6
+    assert time.monotonic() - start < 60  # a hang guard
     await client.close()
 
 

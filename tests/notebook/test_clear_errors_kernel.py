@@ -120,7 +120,7 @@ def test_a_kernel_interrupt_of_an_awaited_run_ends_at_once_in_one_line(kernel: t
     assert errors == [
         ("CancelledError", [f"CancelledError: the run of agent 'awaited' was interrupted ({why}); {LEFT}"])
     ]
-    assert float(out.split("DELAY ")[1]) < 10  # the tool sleeps 60 s: before, the interrupt waited for it
+    assert float(out.split("DELAY ")[1]) < 30  # a hang guard: the tool sleeps 60 s; before, the interrupt waited for it
 
     for code in ("make('synced').run_sync('go')", "nbagent.run(make('synced'), 'go')"):
         out, err, errors = run(client, code, manager)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -185,19 +186,21 @@ async def test_a_live_trace_fills_the_table_at_most_ten_times_a_second() -> None
     widget = explorer.widget()
     assert explorer.live and widget.position.value == "page 1 of 1 · 0 of 0 runs"
     updates = []
+    started = time.perf_counter()  # the explorer's clock
     for i in range(30):
         agent = chat("chat", f"answer {i}")
         with trace.recording(agent):
             await agent.run(task=f"task {i}")
         await asyncio.sleep(0.01)
         updates.append(explorer.updates)
-    deadline = asyncio.get_running_loop().time() + 5
+    deadline = asyncio.get_running_loop().time() + 60  # a hang guard
     while len(explorer.table) < 30 and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.05)
     assert len(explorer.table) == 30 and widget.position.value.endswith("30 of 30 runs")
-    elapsed = explorer._last_update  # noqa: SLF001 the time of the last update, to bound the rate
+    # The rate over the time the runs really took (longer on a loaded machine), not their nominal sleeps.
+    elapsed = explorer._last_update - started  # noqa: SLF001 the time of the last update, to bound the rate
     assert 1 <= explorer.updates
-    assert explorer.updates <= MAX_UPDATES_PER_S * (0.2 + 30 * 0.02) + 2, (explorer.updates, elapsed)
+    assert explorer.updates <= MAX_UPDATES_PER_S * elapsed + 2, (explorer.updates, elapsed)
     assert "chat" in widget.agent.options
     explorer.close()
     assert explorer._timer is None  # noqa: SLF001

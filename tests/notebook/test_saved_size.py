@@ -24,6 +24,8 @@ from nbagent.render import ANSWER_CHARS
 from ..kernels import execute_notebook
 from ..notebooks._kernel import KERNEL_NAME, write_kernelspec
 
+pytestmark = pytest.mark.kernel
+
 RUNS = 10
 ANSWER_BYTES = 200_000
 LIMIT = 1_000_000

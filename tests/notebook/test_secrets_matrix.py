@@ -252,6 +252,7 @@ def notebook_artefacts(path: Path) -> Artefacts:
     return out
 
 
+@pytest.mark.kernel
 @pytest.mark.timeout(600)
 async def test_no_secret_reaches_any_artefact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     values = new_secrets()

@@ -91,6 +91,7 @@ def test_describe_a_user_message() -> None:
     assert cli.describe(TextMessage(content="hi   there", source="user")) == "   TextMessage  hi there"
 
 
+@pytest.mark.subprocess
 def test_python_m_nbagent_demo_runs_offline() -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(ROOT), "OPENAI_API_KEY": "", "NBAGENT_BASE_URL": ""}
     done = subprocess.run(
@@ -152,6 +153,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.subprocess
 def test_python_m_nbagent_lab_serves_the_walkthrough(tmp_path: Path) -> None:
     """A real JupyterLab starts (offline) with the notebooks folder as its root and the walkthrough in it."""
     port, token = _free_port(), secrets.token_hex(16)
@@ -213,6 +215,7 @@ def test_help_is_plain_text_and_documents_every_option(argv: list[str], capsys: 
 
 
 @pytest.mark.timeout(150)
+@pytest.mark.subprocess
 def test_running_the_shipped_notebooks_in_lab_rewrites_no_tracked_file(tmp_path: Path) -> None:
     """JupyterLab saves what it ran (outputs, widget state, kernel metadata): under `nbagent lab` a shipped
     notebook is saved as the repository keeps it, byte for byte; any other notebook keeps its outputs."""

@@ -73,6 +73,7 @@ def test_the_setup_block_is_what_ci_runs() -> None:
 
 
 @pytest.mark.parametrize("code", PYTHON, ids=_title)
+@pytest.mark.subprocess
 def test_block_runs_as_a_script(code: str, tmp_path: Path) -> None:
     (tmp_path / "block.py").write_text(code, encoding="utf-8")
     (tmp_path / "runner.py").write_text(RUNNER, encoding="utf-8")
@@ -98,6 +99,7 @@ def test_block_runs_in_a_kernel(code: str, tmp_path: Path, kernels_dir: Path) ->
         assert line in printed
 
 
+@pytest.mark.subprocess
 def test_the_sql_block_runs_on_what_the_traces_block_wrote(tmp_path: Path) -> None:
     duckdb = pytest.importorskip("duckdb")
     traces = next(code for code in PYTHON if _title(code) == "Traces")

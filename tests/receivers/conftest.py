@@ -22,10 +22,6 @@ from .servers import PINS, QUIET_ENV, STARTERS, Receiver, installed
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "receivers: sends traces to real receivers or reads them with real engines")
-
-
 def _missing(why: str) -> None:
     if IN_CI:
         pytest.fail(f"{why} (CI installs it: see .ci/run)", pytrace=False)

@@ -101,6 +101,7 @@ async def test_tool_calls_join_the_llm_call_that_requested_them(dataset: tuple[P
     assert "llm_call_id" in COLUMNS["llm_calls"] and "llm_call_id" in COLUMNS["tool_calls"]
 
 
+@pytest.mark.spark
 async def test_spark_reads_the_dataset_and_agrees_with_duckdb_and_polars(
     dataset: tuple[Path, list[Trace]], spark: Any, polars: Any
 ) -> None:
@@ -150,6 +151,7 @@ async def test_jsonl_tables_are_read_whole_by_duckdb_and_polars(tmp_path: Path, 
 
 
 @pytest.mark.timeout(1200)  # five kills, each read by Spark table by table: minutes on a loaded machine
+@pytest.mark.spark
 async def test_spark_reads_a_dataset_whose_writer_was_killed(tmp_path: Path, spark: Any) -> None:
     """A Batch SIGKILLed before its first rename, among its renames and after them (tests/trace/
     test_atomic_writes.py kills it at every file operation, read by DuckDB, pandas and load_parquet):

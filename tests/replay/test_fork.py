@@ -341,7 +341,7 @@ async def test_a_walk_names_a_listed_workbench_s_tools_and_a_hanging_listing_is_
     await hanging.next()
     started = time.monotonic()
     await hanging.next()  # paused before call_llm: the listing gives up after LIST_TOOLS_TIMEOUT_S
-    assert time.monotonic() - started < 5 and hanging.upcoming is not None
+    assert time.monotonic() - started < 60 and hanging.upcoming is not None  # a hang guard: it hung for ever
     assert hanging.upcoming.name == "call_llm"
     with pytest.raises(ValueError, match=r"tools\[0\] must be the name of a tool of the agent \(\[\]\)"):
         hanging.edit_request(tools=["mul"])

@@ -62,6 +62,7 @@ async def click(widget: StepperWidget, button_name: str) -> None:
     await widget.task
 
 
+@pytest.mark.subprocess
 def test_import_nbagent_does_not_import_ipywidgets() -> None:
     code = (
         "import sys, nbagent; assert 'ipywidgets' not in sys.modules; nbagent.step; assert 'ipywidgets' in sys.modules"

@@ -1,11 +1,16 @@
 """Datasets are written whole or not at all: a writer SIGKILLed at each file operation of a write (each
 open, write, rename, unlink and mkdir under the dataset, see ``kill_writer``) leaves a dataset DuckDB,
 pandas and ``load_parquet`` read (an unfinished part skipped and reported), and the next write (a
-Batch's resume) finishes or removes the part: no run is lost whole, none is counted twice."""
+Batch's resume) finishes or removes the part: no run is lost whole, none is counted twice.
+
+Each test kills the writer at the boundaries (the first and last operation, the first and last rename and
+the operation after each) and at ``SAMPLE`` more points drawn with a fixed seed; ``NBAGENT_SOAK=1`` (``make
+soak``) kills it at every operation."""
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -26,6 +31,21 @@ from .helpers import calls, text
 REPO = Path(__file__).resolve().parents[2]
 TRACE_TABLES = ("events", "llm_calls", "tool_calls", "runs", "context_logs", "snapshots")
 BATCH_TABLES = (*TRACE_TABLES, "attempts", "results")
+SOAK = os.environ.get("NBAGENT_SOAK", "") not in ("", "0")
+SAMPLE = 6
+"""The kill points drawn besides the boundaries (every point under ``NBAGENT_SOAK=1``)."""
+
+
+def kill_points(ops: list[str]) -> list[int]:
+    """The operations (numbered from 1) to kill the writer at: every one under ``NBAGENT_SOAK=1``; else the
+    boundaries and ``SAMPLE`` others drawn with a fixed seed (the same points in every run)."""
+    every = set(range(1, len(ops) + 1))
+    if SOAK:
+        return sorted(every)
+    renames = [number for number, op in enumerate(ops, 1) if op.startswith("replace")]
+    boundaries = {1, len(ops), renames[0], renames[0] + 1, renames[-1], renames[-1] + 1} & every
+    rest = sorted(every - boundaries)
+    return sorted(boundaries | set(random.Random(45).sample(rest, min(SAMPLE, len(rest)))))
 
 
 def lookup(city: str) -> str:
@@ -144,14 +164,15 @@ def pending(root: Path) -> list[Path]:
     return list(root.glob(".pending-*"))
 
 
-@pytest.mark.timeout(1200)  # some 30 kills, each read by three readers: minutes on a loaded machine
-async def test_a_trace_part_killed_at_every_file_operation(tmp_path: Path, trace_writer: Writer) -> None:
+@pytest.mark.killpoints
+@pytest.mark.timeout(1200)  # some 30 kills under NBAGENT_SOAK, each read by three readers: minutes when loaded
+async def test_a_trace_part_killed_at_file_operations(tmp_path: Path, trace_writer: Writer) -> None:
     first = await two_runs("s1")
     first.to_parquet(tmp_path / "count")  # the operations of a second part of a session
     shutil.copytree(tmp_path / "count", tmp_path / "first")  # the session's first part, copied before each kill
     ops = trace_writer.operations(tmp_path / "count")
     assert sum(op.startswith("replace") for op in ops) == 6 and len(ops) >= 18  # 6 tables: open, write, replace
-    for kill_at in range(1, len(ops) + 1):
+    for kill_at in kill_points(ops):
         root = tmp_path / f"k{kill_at}"
         shutil.copytree(tmp_path / "first", root)
         code, said = trace_writer.write(root, kill_at)
@@ -170,14 +191,15 @@ async def test_a_trace_part_killed_at_every_file_operation(tmp_path: Path, trace
         assert len(runs) == (4 if renamed else 2), (kill_at, ops[kill_at - 1])
 
 
-@pytest.mark.timeout(1800)  # some 50 kills, each read, resumed and read again
-async def test_a_batch_killed_at_every_file_operation_resumes_with_each_task_once(
+@pytest.mark.killpoints
+@pytest.mark.timeout(1800)  # some 50 kills under NBAGENT_SOAK, each read, resumed and read again
+async def test_a_batch_killed_at_file_operations_resumes_with_each_task_once(
     tmp_path: Path, batch_writer: Writer
 ) -> None:
     ops = batch_writer.operations(tmp_path / "count")
     assert sum(op.startswith("replace") for op in ops) == 8
     tasks = ["Oslo", "Lima", "Pune"]
-    for kill_at in range(1, len(ops) + 1):
+    for kill_at in kill_points(ops):
         root = tmp_path / f"k{kill_at}"
         code, said = batch_writer.write(root, kill_at)
         assert code == -9, (kill_at, ops[kill_at - 1], said)
@@ -229,3 +251,13 @@ async def test_committed_files_in_a_folder_whose_name_has_a_quote(tmp_path: Path
     rows = duckdb.sql(f"SELECT session, count(*) FROM {duckdb_source(root, 'runs')} GROUP BY ALL ORDER BY 1")
     assert rows.fetchall() == [("s1", 2), ("s2", 2)]
     assert committed_files(root, "runs", session="s2") == [root / "runs" / "session=s2" / "part-0.parquet"]
+
+
+def test_kill_points_are_the_boundaries_and_a_fixed_sample() -> None:
+    ops = ["mkdir a", *[f"{kind} t{i}" for i in range(6) for kind in ("open", "write", "replace")], "unlink a"]
+    points = kill_points(ops)
+    if SOAK:
+        assert points == list(range(1, len(ops) + 1))
+        return
+    assert points == kill_points(ops) and len(points) == 5 + SAMPLE  # the same points in every run
+    assert {1, 4, 5, 19, 20} <= set(points)  # the first and last operation, each side of the first and last rename

@@ -118,7 +118,7 @@ async def test_to_otlp_names_the_endpoint_when_refused_or_silent() -> None:
         start = time.monotonic()
         with pytest.raises(OTLPSendError, match=f"OTLP endpoint {collector.endpoint} {expected}"):
             await asyncio.to_thread(trace.to_otlp, collector.endpoint, timeout=0.5)
-        assert time.monotonic() - start < 10  # bounded in all (a trickle used to hold it for ever)
+        assert time.monotonic() - start < 60  # a hang guard: a trickle used to hold it for ever
         collector.close()
 
 
