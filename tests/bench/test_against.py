@@ -38,6 +38,7 @@ def test_the_ratio_is_the_median_of_the_rounds_with_its_spread() -> None:
     assert "absent" not in against.summarize(head, base, ["absent"])
 
 
+@pytest.mark.subprocess
 def test_a_commit_git_does_not_know_is_named_in_the_error() -> None:
     with pytest.raises(SystemExit, match="commit 'no-such-commit' is not a commit"):
         against.resolve("no-such-commit")

@@ -302,6 +302,7 @@ async def test_a_stream_iterated_without_async_says_async_for() -> None:
     assert not agent.is_running
 
 
+@pytest.mark.subprocess
 def test_a_script_that_forgets_await_is_told_at_the_line(tmp_path: Path) -> None:
     """In a script, ``nbagent.show(...)`` and ``nbagent.Console(...)`` without await printed nothing (a bare
     RuntimeWarning at exit): now one line each on stderr, at the script's line, naming the fix."""

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SMOKE = Path(__file__).resolve().parents[1] / "install" / "smoke_core.py"
 NO_PYARROW = (
     "import runpy, sys; sys.modules['pyarrow'] = None; sys.argv = ['smoke_core', '--expect-no-pyarrow']; "
@@ -15,6 +17,7 @@ NO_PYARROW = (
 )
 
 
+@pytest.mark.subprocess
 def test_every_core_step_runs_without_pyarrow() -> None:
     done = subprocess.run([sys.executable, "-c", NO_PYARROW], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
