@@ -84,7 +84,7 @@ import time
 import weakref
 from array import array
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -104,11 +104,8 @@ from .models.retries import OUTER_RETRIES
 from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
 from .sync import run_coroutine
-from .trace import Trace, TraceFrames
-from .trace.combine import cast, stack
-from .trace.dataset import Dataset
-from .trace.explore import TOOL_USE_COLUMNS, RunFollower, tool_errors_only
-from .trace.schema import empty as empty_frame
+from .trace import Trace
+from .trace.dataset import Dataset, DatasetFollower
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -120,7 +117,6 @@ __all__ = [
     "RESULT_COLUMNS",
     "STATUSES",
     "Batch",
-    "BatchFollower",
     "BatchProgress",
     "ProgressDisplay",
     "TextProgress",
@@ -665,6 +661,11 @@ class _Part:
         self.open = 0  # tasks running in it
         self.started = 0
         self.sealed = False  # no task starts in it any more
+
+    @property
+    def run_rows(self) -> list[AttemptRow]:
+        """Its attempts: the rows of its runs a follower puts beside them (:class:`DatasetFollower`)."""
+        return self.attempts
 
 
 def _part_tables(part: _Part) -> dict[str, Any]:
@@ -1381,10 +1382,12 @@ class Batch:
         ``attempt`` (null for a run of no attempt recorded yet: an attempt is recorded as it ends)."""
         return _with_tasks(frame, self.attempts_df())
 
-    def follow(self) -> BatchFollower:
-        """What a live view of this batch reads at each update: the runs new or changed since the last
-        (with ``output=``, without reading again the parts it has read: :class:`BatchFollower`)."""
-        return BatchFollower(self, self._trace, self._dataset, lambda: list(self._unwritten))
+    def follow(self) -> DatasetFollower:
+        """What a live view of this batch reads at each update: the runs new or changed since the last,
+        with their task (:class:`~nbagent.trace.dataset.DatasetFollower`: with ``output=``, the parts in
+        memory followed row by row and each written part read once at most; without, the batch's trace)."""
+        parts = (lambda: list(self._unwritten)) if self._dataset is not None else (lambda: [self._memory])
+        return DatasetFollower(self._dataset, parts, "attempts", list(ATTEMPT_COLUMNS), _runs_with_tasks)
 
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
         """The trace's events with each row's ``task_index``, ``task_key`` and ``attempt``."""
@@ -1422,127 +1425,11 @@ def _with_tasks(frame: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
     return merged.drop(columns="_run")
 
 
-class BatchFollower:
-    """The runs of a batch new or changed since the last :meth:`changes`, each with its task: what its
-    live run explorer puts in its table. With ``output=``: the runs of the parts in memory are followed
-    row by row (:class:`~nbagent.trace.explore.RunFollower`), a part once written is not read again
-    (its last rows are taken from memory), and a part written before it was seen in memory is read
-    once, its ``runs``, ``tool_calls`` (run and tool name) and ``attempts`` files alone. Without
-    ``output=``: the batch's trace followed row by row. Runs come in the order a reading of the whole
-    batch has them; when a run would come before runs already given (a retry's run in an earlier part
-    than another task's run), :meth:`changes` says to read the whole batch again."""
-
-    def __init__(
-        self, batch: Batch, trace: Trace, dataset: Dataset | None, unwritten: Callable[[], list[_Part]]
-    ) -> None:
-        # ``trace``: the batch's (without output=); ``unwritten``: its parts in memory now (with output=)
-        self.batch = batch
-        self._trace, self._dataset, self._unwritten = trace, dataset, unwritten
-        self._trace_follower = RunFollower(trace) if dataset is None else None
-        self._read: set[int] = set()  # the parts whose every run has been given, by number
-        self._memory: dict[int, tuple[_Part, RunFollower, int]] = {}  # part, its follower, its attempts taken
-        self._tasks: dict[str, AttemptRow] = {}  # run id -> its attempt (the parts in memory's)
-        self._given: set[str] = set()
-        self._top = -1  # the highest part some run of which has been given
-        self.reset()
-
-    def reset(self) -> None:
-        """Count what the batch holds now as given: call it just before reading the whole batch (after
-        :meth:`changes` gave ``None`` too); a run written in between is given again (its row replaced)."""
-        if self._trace_follower is not None:
-            self._trace_follower = RunFollower(self._trace)
-            return
-        self._read = set(self._committed())
-        self._memory, self._tasks, self._given = {}, {}, set()
-        for part in self._unwritten():
-            if part.number not in self._read:
-                self._memory[part.number] = (part, RunFollower(part.trace), len(part.attempts))
-                self._tasks.update((attempt[3], attempt) for attempt in part.attempts)
-                self._given.update(str(run) for run in part.trace.runs_df()["run_id"])  # read with the batch
-        numbers = self._read | {number for number, (part, _, _) in self._memory.items() if len(part.trace)}
-        self._top = max(numbers, default=-1)
-
-    def _committed(self) -> list[int]:
-        assert self._dataset is not None
-        return self._dataset.committed()
-
-    def changes(self, also: Collection[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-        """``(runs, tool_calls)``: the rows of ``runs_df()`` (with their task) and the ``TOOL_USE_COLUMNS``
-        of ``tool_calls_df()`` (results of tool errors only) of the runs new or changed since the last call (and of the
-        runs ``also`` names, when they are in memory); ``None``: read the whole batch again."""
-        batch = self.batch
-        if self._trace_follower is not None:
-            got = self._trace_follower.changes(also)
-            if got is None:
-                return None
-            return batch.with_tasks(got[0]), tool_errors_only(got[1][list(TOOL_USE_COLUMNS)])
-        dataset = self._dataset
-        assert dataset is not None
-        committed = set(self._committed())  # listed before the parts in memory: a part moves from there to here
-        in_memory = {part.number: part for part in self._unwritten()}
-        runs: list[pd.DataFrame] = []
-        tools: list[pd.DataFrame] = []
-        attempts: list[AttemptRow] = []
-        for number in sorted((committed - self._read) | set(in_memory) | set(self._memory)):
-            if number in self._read:
-                continue
-            if number in self._memory:  # followed in memory: its new rows and attempts (all of them once written)
-                part, follower, taken = self._memory[number]
-                fresh = part.attempts[taken:]
-                self._tasks.update((attempt[3], attempt) for attempt in fresh)
-                matched = {attempt[3] for attempt in fresh} | {run for run in also if run in self._tasks}
-                got = follower.changes(matched)
-                if got is None:
-                    return None
-                runs.append(got[0])
-                tools.append(tool_errors_only(got[1][list(TOOL_USE_COLUMNS)]))
-                self._memory[number] = (part, follower, len(part.attempts))
-                if number in committed:
-                    del self._memory[number]
-                    self._read.add(number)
-            elif number in in_memory:  # a part new in memory: its rows so far, then followed
-                part = in_memory[number]
-                follower = RunFollower(part.trace)
-                runs.append(part.trace.runs_df())
-                tools.append(tool_errors_only(part.trace.tool_calls_df()[list(TOOL_USE_COLUMNS)]))
-                self._tasks.update((attempt[3], attempt) for attempt in part.attempts)
-                self._memory[number] = (part, follower, len(part.attempts))
-            else:  # written before it was seen in memory: read once
-                read = dataset.part_tables(number, {"runs": None, "tool_calls": TOOL_USE_COLUMNS})
-                runs.append(cast(read["runs"], "runs"))
-                tools.append(tool_errors_only(cast(read["tool_calls"], "tool_calls", TOOL_USE_COLUMNS)))
-                attempts += _attempt_rows(dataset, number)
-                self._read.add(number)
-            fresh_runs = [str(run) for run in runs[-1]["run_id"] if str(run) not in self._given]
-            if fresh_runs:
-                if number < self._top:  # it would come before runs of a later part given already
-                    return None
-                self._top = number
-                self._given.update(fresh_runs)
-        if not runs:
-            return empty_frame("runs"), empty_frame("tool_calls")[list(TOOL_USE_COLUMNS)]
-        all_runs = stack(runs, "runs")
-        found = {attempt[3]: attempt for attempt in attempts}
-        found.update((run, self._tasks[run]) for run in all_runs["run_id"].astype(str) if run in self._tasks)
-        data = {name: [a[i] for a in found.values()] for i, name in enumerate(ATTEMPT_COLUMNS)}
-        return _with_tasks(all_runs, _frame(ATTEMPT_COLUMNS, data)), stack(tools, "tool_calls", TOOL_USE_COLUMNS)
-
-    def trace_of(self, run_id: str) -> TraceFrames:
-        """A trace holding run ``run_id``'s rows as the whole batch's trace has them: its part's in
-        memory, else the run read alone from the output folder (with ``output=``)."""
-        if self._dataset is None:
-            return self._trace
-        for part in [*self._unwritten(), *(part for part, _, _ in self._memory.values())]:
-            if run_id in part.trace.runs_df()["run_id"].astype(str).tolist():
-                return part.trace
-        return self._dataset.lazy().run(run_id)
-
-
-def _attempt_rows(dataset: Dataset, number: int) -> list[AttemptRow]:
-    """The attempts of part ``number`` of ``dataset``'s session, as tuples of :data:`ATTEMPT_COLUMNS` (the
-    file holds all but ``session``: its folder names it)."""
-    stored = [name for name in ATTEMPT_COLUMNS if name != "session"]
-    return [(*values, dataset.session) for values in dataset.part_rows(number, "attempts", stored)]
+def _runs_with_tasks(runs: pd.DataFrame, attempts: list[AttemptRow]) -> pd.DataFrame:
+    """``runs`` with each run's ``task_index``, ``task_key`` and ``attempt`` from ``attempts``."""
+    return _with_tasks(
+        runs, _frame(ATTEMPT_COLUMNS, {name: [a[i] for a in attempts] for i, name in enumerate(ATTEMPT_COLUMNS)})
+    )
 
 
 def _numbers(parts: Sequence[_Part]) -> frozenset[int]:

@@ -40,7 +40,8 @@ from .view import AgentRunView
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..batch import Batch, BatchFollower
+    from ..batch import Batch
+    from ..trace.dataset import DatasetFollower
     from .compare_view import CompareView
     from .stepper_widget import NotebookStepper
 
@@ -364,7 +365,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         # a live trace's new rows, read incrementally (a batch's runs not matched to a task yet, again); a
         # batch writing to a dataset: the parts in memory followed, each written part read once
         self._follower = self.trace.follower() if self.live else None
-        self._batch: BatchFollower | None = None
+        self._batch: DatasetFollower | None = None
         if self.live and isinstance(source, Batch) and self._rereads:
             self._batch = source.follow()
         self._unmatched: set[str] = set()

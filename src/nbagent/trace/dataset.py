@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import count
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .combine import ALL_TABLES, combine
+from .base import NoSuchRun, TraceFrames
+from .combine import ALL_TABLES, cast, combine, stack
+from .explore import TOOL_USE_COLUMNS, RunFollower, tool_errors_only
+from .follow import Follower
 from .loaded import LazyTrace, LoadedTrace
 from .parquet import (
     WRITE_ORDER,
@@ -38,12 +41,14 @@ from .parquet import (
     session_folder,
     write_part,
 )
-from .schema import TraceTables, tables_of
+from .schema import TraceTables, empty, tables_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Dataset"]
+    from .live import Trace
+
+__all__ = ["Dataset", "DatasetFollower", "MemoryPart"]
 
 
 class Dataset:
@@ -186,3 +191,140 @@ class Dataset:
         else:
             self._lazy.refresh()
         return self._lazy
+
+
+class MemoryPart(Protocol):
+    """A part still in memory (being recorded, or waiting to be written): its number, its trace, and the
+    writer's rows of its runs so far (tuples of the follower's ``columns``), appended to as runs end."""
+
+    @property
+    def number(self) -> int: ...
+
+    @property
+    def trace(self) -> Trace: ...
+
+    @property
+    def run_rows(self) -> Sequence[tuple[Any, ...]]: ...
+
+
+class DatasetFollower(Follower):
+    """The runs new or changed since the last :meth:`changes` of a writer's parts, in memory and committed
+    to ``dataset`` (``None``: parts in memory only), each with the writer's row of it: what a live view of
+    a Batch puts in its table. The parts in memory (``in_memory()``) are followed row by row
+    (:class:`~nbagent.trace.explore.RunFollower`); a part once committed is not read again (its last rows
+    are taken from memory); a part committed before it was seen in memory is read once, its ``runs``,
+    ``tool_calls`` (the tool-use columns) and ``run_table`` files alone. ``columns`` are the writer's
+    per-run rows' (``run_id`` among them; ``session``, if there, is the dataset's: its files do not hold
+    it); ``with_rows(runs, rows)`` puts them beside the runs. Runs come in the order a reading of the
+    whole dataset has them; when a run would come before runs already given (a retry's run in an earlier
+    part than another task's run), :meth:`changes` says to read the whole again."""
+
+    def __init__(
+        self,
+        dataset: Dataset | None,
+        in_memory: Callable[[], Sequence[MemoryPart]],
+        run_table: str,
+        columns: Sequence[str],
+        with_rows: Callable[[pd.DataFrame, list[tuple[Any, ...]]], pd.DataFrame],
+    ) -> None:
+        self._dataset, self._in_memory, self._run_table = dataset, in_memory, run_table
+        self._columns, self._run, self._with_rows = list(columns), list(columns).index("run_id"), with_rows
+        self._read: set[int] = set()  # the parts whose every run has been given, by number
+        self._memory: dict[int, tuple[MemoryPart, RunFollower, int]] = {}  # part, its follower, its rows taken
+        self._rows: dict[str, tuple[Any, ...]] = {}  # run id -> the writer's row of it (the parts in memory's)
+        self._given: set[str] = set()
+        self._top = -1  # the highest part some run of which has been given
+        self.reset()
+
+    def reset(self) -> None:
+        """Count what the writer holds now as given: call it just before reading the whole (after
+        :meth:`changes` gave ``None`` too); a run committed in between is given again (its row replaced)."""
+        self._read = set(self._committed())
+        self._memory, self._rows, self._given = {}, {}, set()
+        for part in self._in_memory():
+            if part.number not in self._read:
+                self._memory[part.number] = (part, RunFollower(part.trace), len(part.run_rows))
+                self._rows.update((row[self._run], row) for row in part.run_rows)
+                self._given.update(str(run) for run in part.trace.runs_df()["run_id"])  # read with the whole
+        numbers = self._read | {number for number, (part, _, _) in self._memory.items() if len(part.trace)}
+        self._top = max(numbers, default=-1)
+
+    def _committed(self) -> list[int]:
+        return [] if self._dataset is None else self._dataset.committed()
+
+    def state(self) -> tuple[object, ...]:
+        """The committed parts and, of each part in memory, its number, rows and the writer's rows."""
+        memory = [(part.number, len(part.trace), len(part.run_rows)) for part in self._in_memory()]
+        return tuple(self._committed()), *memory
+
+    def changes(self, also: Collection[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+        """``(runs, tool_calls)``: the rows of ``runs_df()`` (with the writer's columns) and the tool-use
+        columns of ``tool_calls_df()`` (results of tool errors only) of the runs new or changed since the
+        last call (and of the runs ``also`` names, when they are in memory); ``None``: read the whole again."""
+        committed = set(self._committed())  # listed before the parts in memory: a part moves from there to here
+        in_memory = {part.number: part for part in self._in_memory()}
+        runs: list[pd.DataFrame] = []
+        tools: list[pd.DataFrame] = []
+        stored: list[tuple[Any, ...]] = []
+        for number in sorted((committed - self._read) | set(in_memory) | set(self._memory)):
+            if number in self._read:
+                continue
+            if number in self._memory:  # followed in memory: its new rows and the writer's (all once committed)
+                part, follower, taken = self._memory[number]
+                fresh = part.run_rows[taken:]
+                self._rows.update((row[self._run], row) for row in fresh)
+                matched = {row[self._run] for row in fresh} | {run for run in also if run in self._rows}
+                got = follower.changes(matched)
+                if got is None:
+                    return None
+                runs.append(got[0])
+                tools.append(tool_errors_only(got[1][list(TOOL_USE_COLUMNS)]))
+                self._memory[number] = (part, follower, len(part.run_rows))
+                if number in committed:
+                    del self._memory[number]
+                    self._read.add(number)
+            elif number in in_memory:  # a part new in memory: its rows so far, then followed
+                part = in_memory[number]
+                runs.append(part.trace.runs_df())
+                tools.append(tool_errors_only(part.trace.tool_calls_df()[list(TOOL_USE_COLUMNS)]))
+                self._rows.update((row[self._run], row) for row in part.run_rows)
+                self._memory[number] = (part, RunFollower(part.trace), len(part.run_rows))
+            else:  # committed before it was seen in memory: read once
+                assert self._dataset is not None
+                read = self._dataset.part_tables(number, {"runs": None, "tool_calls": TOOL_USE_COLUMNS})
+                runs.append(cast(read["runs"], "runs"))
+                tools.append(tool_errors_only(cast(read["tool_calls"], "tool_calls", TOOL_USE_COLUMNS)))
+                stored += self._stored_rows(number)
+                self._read.add(number)
+            fresh_runs = [str(run) for run in runs[-1]["run_id"] if str(run) not in self._given]
+            if fresh_runs:
+                if number < self._top:  # it would come before runs of a later part given already
+                    return None
+                self._top = number
+                self._given.update(fresh_runs)
+        if not runs:
+            return empty("runs"), empty("tool_calls")[list(TOOL_USE_COLUMNS)]
+        all_runs = stack(runs, "runs")
+        found = {row[self._run]: row for row in stored}
+        found.update((run, self._rows[run]) for run in all_runs["run_id"].astype(str) if run in self._rows)
+        return self._with_rows(all_runs, list(found.values())), stack(tools, "tool_calls", TOOL_USE_COLUMNS)
+
+    def trace_of(self, run_id: str) -> TraceFrames:
+        """A trace holding run ``run_id``'s rows as the whole has them: its part's in memory, else the run
+        read alone from the dataset (:meth:`Dataset.lazy`)."""
+        for part in [*self._in_memory(), *(part for part, _, _ in self._memory.values())]:
+            if run_id in part.trace.runs_df()["run_id"].astype(str).tolist():
+                return part.trace
+        if self._dataset is None:
+            raise NoSuchRun(f"run {run_id!r} is not in memory, and there is no dataset to read it from")
+        return self._dataset.lazy().run(run_id)
+
+    def _stored_rows(self, number: int) -> list[tuple[Any, ...]]:
+        """The writer's rows of committed part ``number``, as tuples of ``columns`` (``session``: the folder's)."""
+        assert self._dataset is not None
+        session = self._dataset.session
+        held = [name for name in self._columns if name != "session"]
+        rows = self._dataset.part_rows(number, self._run_table, held)
+        return [
+            tuple(session if name == "session" else row[held.index(name)] for name in self._columns) for row in rows
+        ]
