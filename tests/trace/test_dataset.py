@@ -4,6 +4,7 @@ committed; the writer's own tables carry per-run columns (a task key, a variant,
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 import nbagent.trace.dataset
 from nbagent.trace import LoadedTrace, Trace, load_parquet
-from nbagent.trace.dataset import Dataset
+from nbagent.trace.dataset import Dataset, DatasetFollower
 from nbagent.trace.parquet import pending_folder
 
 from .explore_data import record_runs
@@ -144,3 +145,66 @@ async def test_a_part_a_killed_writer_left_is_never_listed_and_is_removed_on_ope
     reopened = Dataset(tmp_path, "s1", ("results",))
     assert reopened.repaired == ["part 1 of session s1: removed"] and not pending.exists()
     assert reopened.new_number() == 1
+
+
+@dataclasses.dataclass
+class InMemory:
+    """A writer's part in memory (:class:`~nbagent.trace.dataset.MemoryPart`)."""
+
+    number: int
+    trace: Trace
+    run_rows: list[tuple[Any, ...]] = dataclasses.field(default_factory=list)
+
+
+COLUMNS = ["run_id", "task_key", "variant", "repeat", "status", "session"]
+
+
+def rows_of(trace: Trace, variant: str) -> list[tuple[Any, ...]]:
+    return [(str(run), f"{variant}/{run}", variant, 0, "ok", "s1") for run in trace.runs_df()["run_id"]]
+
+
+def with_rows(runs: pd.DataFrame, rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    variants = {row[0]: row[2] for row in rows}
+    return runs.assign(variant=[variants.get(str(run)) for run in runs["run_id"]])
+
+
+async def test_a_follower_gives_the_new_parts_alone_and_reads_a_committed_part_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dataset = Dataset(tmp_path, "s1", ("results",))
+    before = await new_part(dataset, 2, 1)
+    dataset.commit(dataset.new_number(), before, own(before))
+    memory: list[InMemory] = []
+    follower = DatasetFollower(dataset, lambda: memory, "results", COLUMNS, with_rows)
+    reads: list[int] = []
+    real = Dataset.part_tables
+
+    def counted(self: Dataset, number: int, columns: Any) -> dict[str, pd.DataFrame]:
+        reads.append(number)
+        return real(self, number, columns)
+
+    monkeypatch.setattr(Dataset, "part_tables", counted)
+    got = follower.changes()
+    assert got is not None and len(got[0]) == 0 and reads == []  # what was there is the whole read before
+    # A part in memory: its runs, with the writer's rows beside them.
+    live = InMemory(dataset.new_number(), await new_part(dataset, 3, 2))
+    live.run_rows += rows_of(live.trace, "v1")
+    memory.append(live)
+    got = follower.changes()
+    assert got is not None
+    assert sorted(got[0]["run_id"].astype(str)) == sorted(live.trace.runs_df()["run_id"].astype(str))
+    assert set(got[0]["variant"]) == {"v1"} and reads == []
+    # Committed: taken from memory, never read from the folder.
+    dataset.commit(live.number, live.trace, own(live.trace, "v1"))
+    memory.clear()
+    follower.changes()
+    assert reads == []
+    # A part committed before it was seen in memory: read once, its writer's rows from its file.
+    unseen = await new_part(dataset, 2, 3)
+    dataset.commit(dataset.new_number(), unseen, own(unseen, "v2"))
+    got = follower.changes()
+    assert got is not None and reads == [2]
+    assert sorted(got[0]["run_id"].astype(str)) == sorted(unseen.runs_df()["run_id"].astype(str))
+    assert set(got[0]["variant"]) == {"v2"}
+    got = follower.changes()
+    assert got is not None and len(got[0]) == 0 and reads == [2]  # nothing new: nothing read
