@@ -208,3 +208,9 @@ async def test_a_follower_gives_the_new_parts_alone_and_reads_a_committed_part_o
     assert set(got[0]["variant"]) == {"v2"}
     got = follower.changes()
     assert got is not None and len(got[0]) == 0 and reads == [2]  # nothing new: nothing read
+
+
+def test_a_session_that_cannot_name_a_folder_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"Dataset: session: a session \(trace\) id must be letters"):
+        Dataset(tmp_path / "out", "../up", ("results",))
+    assert not (tmp_path / "out").exists()

@@ -28,6 +28,7 @@ from .parquet import (
     WRITE_ORDER,
     arrow_table,
     check_schema,
+    check_session,
     committed_parts,
     next_part,
     part_name,
@@ -58,8 +59,11 @@ class Dataset:
 
     def __init__(self, folder: Path, session: str, extra_tables: Sequence[str] = ()) -> None:
         require_pyarrow()
+        try:
+            self.session = check_session(session)
+        except ValueError as error:
+            raise ValueError(f"Dataset: session: {error}") from None
         self.folder = folder
-        self.session = session
         self.tables = (*WRITE_ORDER, *extra_tables)
         folder.mkdir(parents=True, exist_ok=True)
         #: What opening the folder finished or removed of the parts a killed writer left (one line each).
