@@ -214,3 +214,29 @@ def test_a_session_that_cannot_name_a_folder_is_refused_before_anything_is_made(
     with pytest.raises(ValueError, match=r"Dataset: session: a session \(trace\) id must be letters"):
         Dataset(tmp_path / "out", "../up", ("results",))
     assert not (tmp_path / "out").exists()
+
+
+async def test_each_trace_kind_gives_its_follower_and_reading_code(tmp_path: Path) -> None:
+    """What the explorer asks instead of a trace's kind: a live trace's rows followed on the loop, a
+    dataset's parts off it, a loaded trace not followed; a dataset's code reads it again lazily."""
+    trace = Trace(trace_id="s1")
+    await record_runs(trace, 1, 2)
+    trace.to_parquet(tmp_path)
+    live, lazy = trace.follower(), load_parquet(tmp_path, lazy=True)
+    assert live is not None and not live.reads_files
+    assert load_parquet(tmp_path).follower() is None
+    parts = lazy.follower()
+    assert parts is not None and parts.reads_files
+    seen = parts.state()
+    await record_runs(trace, 2, 2)
+    assert live.state() != (trace.store.epoch, 0)
+    got = live.changes()
+    assert got is not None and len(got[0]) == 2  # the two new runs alone
+    trace.to_parquet(tmp_path)
+    assert parts.state() != seen
+    got = parts.changes()
+    assert got is not None and len(got[0]) == 2 and len(lazy.runs_df()) == 4
+    opening, tools = lazy.reading_code("trace")
+    assert opening == f"import nbagent\ntrace = nbagent.load_parquet({str(tmp_path)!r}, lazy=True)\n"
+    assert tools.startswith('trace.table("tool_calls", [')
+    assert trace.reading_code("t") == ("", "t.tool_calls_df()")
