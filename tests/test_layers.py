@@ -10,6 +10,7 @@ import ast
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import grimp
@@ -236,22 +237,65 @@ def test_widgets_and_ipython_only_in_the_notebook_layer_and_above() -> None:
 def test_parquet_files_are_read_and_written_in_the_trace_layer_alone() -> None:
     """``trace/`` is the only owner of run data at rest (issue 42.1): no module outside it imports
     ``pyarrow.parquet`` (grimp sees external packages by their top-level name only: the sources are read)."""
-    import ast
-    from pathlib import Path
+    found = []
+    for where, node in nodes_outside_trace():
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        if any(name == "pyarrow.parquet" or name.startswith("pyarrow.parquet.") for name in names):
+            found.append(f"{where}:{node.lineno}")
+    assert found == []
 
+
+def nodes_outside_trace() -> Iterator[tuple[str, ast.AST]]:
+    """Every AST node of every module of nbagent outside ``trace/``, with its module's path."""
     import nbagent
 
     root = Path(nbagent.__file__).parent
-    found = []
     for path in sorted(root.rglob("*.py")):
-        if path.relative_to(root).parts[0] == "trace":
+        if path.relative_to(root).parts[0] != "trace":
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                yield str(path.relative_to(root)), node
+
+
+DATASET_FILES = ("nbagent.trace.parquet", "nbagent.trace.lazy")
+"""The modules that know a dataset folder's files: outside trace/, a dataset is reached through
+``trace.dataset`` (Dataset, DatasetFollower), ``load_parquet`` and the traces' own methods."""
+
+
+def test_a_dataset_folder_is_known_in_the_trace_layer_alone(graph: grimp.ImportGraph) -> None:
+    """No module outside ``trace/`` imports the modules that know a dataset's files (issue 42.1: Batch
+    keeps scheduling, retries and progress; trace/dataset.py owns its parts)."""
+    found = sorted(
+        f"{module} -> {imported}"
+        for module in graph.modules
+        if not module.startswith("nbagent.trace")
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported in DATASET_FILES
+    )
+    assert found == []
+
+
+TRACE_KINDS = {"Trace", "LoadedTrace", "LazyTrace"}
+
+
+def test_no_module_outside_trace_probes_a_traces_kind() -> None:
+    """Outside ``trace/`` no ``isinstance`` names a kind of trace and no ``getattr``/``hasattr`` asks a trace
+    for a method: what callers need is on the shared interface (``TraceFrames``: ``follower()``,
+    ``reading_code()``, ``run()``, ``table()``, ``span_tables()``), each kind overriding it (issue 42.1)."""
+    found = []
+    for where, node in nodes_outside_trace():
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module is not None:
-                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-            if any(name == "pyarrow.parquet" or name.startswith("pyarrow.parquet.") for name in names):
-                found.append(f"{path.relative_to(root)}:{node.lineno}")
+        if node.func.id == "isinstance" and len(node.args) == 2:
+            named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+            named |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
+            if named & TRACE_KINDS:
+                found.append(f"{where}:{node.lineno} isinstance")
+        elif node.func.id in ("getattr", "hasattr") and len(node.args) >= 2:
+            target = ast.unparse(node.args[0])
+            if "trace" in target.lower():
+                found.append(f"{where}:{node.lineno} {node.func.id}({target}, ...)")
     assert found == []

@@ -76,19 +76,16 @@ pandas and pyarrow are imported only when results are built or written.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import random
-import shutil
 import sys
 import time
 import weakref
 from array import array
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import count
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
@@ -107,27 +104,8 @@ from .models.retries import OUTER_RETRIES
 from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
 from .sync import entry_point, run_coroutine
-from .trace import LazyTrace, Trace, TraceFrames
-from .trace.combine import ALL_TABLES, cast, combine, stack
-from .trace.explore import TOOL_USE_COLUMNS, RunFollower, tool_errors_only
-from .trace.parquet import (
-    WRITE_ORDER,
-    arrow_table,
-    check_schema,
-    committed_parts,
-    next_part,
-    part_name,
-    part_of,
-    pending_sessions,
-    read_arrow,
-    read_part,
-    read_table_file,
-    repair,
-    session_folder,
-    write_part,
-)
-from .trace.schema import empty as empty_frame
-from .trace.schema import tables_of
+from .trace import Trace
+from .trace.dataset import Dataset, DatasetFollower
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -139,7 +117,6 @@ __all__ = [
     "RESULT_COLUMNS",
     "STATUSES",
     "Batch",
-    "BatchFollower",
     "BatchProgress",
     "ProgressDisplay",
     "TextProgress",
@@ -196,8 +173,9 @@ UPDATES_PER_SECOND = 10
 LIVE_LATENCIES = 2048
 """While a batch runs its p50/p95 are those of the last this many tasks; at the end, of every task."""
 LAST_ERRORS = 5
-PART_TABLES = (*WRITE_ORDER, "attempts", "results")
-"""The tables of a part with output=, in the order its files are moved into place (results last)."""
+OWN_TABLES = ("attempts", "results")
+"""The tables a part with output= holds besides its trace's, placed after them (results last: a task is
+done, and a rerun skips it, only once every row of its runs is in place)."""
 PENDING_PARTS = 2
 """With ``output=``: parts waiting to be written before no new task starts (memory stays flat when
 tasks finish faster than parts are written)."""
@@ -684,130 +662,52 @@ class _Part:
         self.started = 0
         self.sealed = False  # no task starts in it any more
 
+    @property
+    def run_rows(self) -> list[AttemptRow]:
+        """Its attempts: the rows of its runs a follower puts beside them (:class:`DatasetFollower`)."""
+        return self.attempts
 
-class _Dataset:
-    """An output folder: one folder per table, a ``session=<id>`` folder per session, parts in it."""
 
-    def __init__(self, folder: Path, session: str) -> None:
-        from .trace.parquet import require_pyarrow
+def _part_tables(part: _Part) -> dict[str, Any]:
+    """A part's own tables (besides its trace's), as pyarrow Tables: its ``attempts`` and ``results``."""
+    import pyarrow as pa
 
-        require_pyarrow()
-        self.folder = folder
-        self.session = session
-        folder.mkdir(parents=True, exist_ok=True)
-        self.repaired = self._repair()
-        self._parts = count(next_part(folder, session, PART_TABLES))
+    attempts = [dict(zip(ATTEMPT_COLUMNS, attempt)) for attempt in part.attempts]
+    results = [_result_record(row) for row in part.rows]
+    return {
+        "attempts": pa.Table.from_pylist(attempts, schema=_arrow_schema(ATTEMPT_COLUMNS)),
+        "results": pa.Table.from_pylist(results, schema=_results_schema()),
+    }
 
-    def _repair(self) -> list[str]:
-        """Finish or remove the parts of every session a killed batch left unfinished (so a rerun never
-        runs a task whose rows are in place, nor finds its rows twice), and remove the scratch folders
-        of earlier versions (``.writing-*``)."""
-        done = []
-        for scratch in self.folder.glob(".writing-*"):
-            if scratch.is_dir():
-                shutil.rmtree(scratch, ignore_errors=True)
-                done.append(f"removed {scratch.name}")
-        sessions = {p.name[len("session=") :] for t in PART_TABLES for p in (self.folder / t).glob("session=*")}
-        for session in sorted(sessions | pending_sessions(self.folder)):
-            with contextlib.suppress(ValueError):  # a stray folder: not a session of a batch
-                done += repair(self.folder, session, PART_TABLES)
-        return done
 
-    def new_number(self) -> int:
-        return next(self._parts)
+def _results_schema() -> Any:
+    import pyarrow as pa
 
-    def write(self, part: _Part) -> None:
-        """Write a part's trace tables, attempts and results, whole or not at all (in a worker thread:
-        no loop object is touched). The results file is moved into place last: a task is done (and a
-        rerun skips it) only once every row of its runs is in place."""
-        import pyarrow as pa
+    return _arrow_schema(RESULT_COLUMNS, [("task_index", pa.int64())])
 
-        frames = tables_of(part.trace)
-        tables = {table: arrow_table(frames[table], table, self.session) for table in WRITE_ORDER}
-        tables["attempts"] = pa.Table.from_pylist(
-            [dict(zip(ATTEMPT_COLUMNS, attempt)) for attempt in part.attempts], schema=_arrow_schema(ATTEMPT_COLUMNS)
-        )
-        tables["results"] = pa.Table.from_pylist(
-            [_result_record(row) for row in part.rows],
-            schema=_arrow_schema(RESULT_COLUMNS, [("task_index", pa.int64())]),
-        )
-        write_part(self.folder, self.session, part.number, tables)
 
-    # ------------------------------------------------------------------ reading
+def _read_table(
+    dataset: Dataset,
+    table: str,
+    columns: Mapping[str, tuple[str, str]],
+    session: str | None = None,
+    skip: frozenset[int] = frozenset(),
+) -> Any:
+    """A table of this module (results, attempts) across sessions (but the parts numbered in ``skip``,
+    which are in memory), with a ``session`` column, typed as ``columns`` says."""
+    import pandas as pd
 
-    def files(
-        self, table: str, session: str | None = None, skip: frozenset[int] = frozenset()
-    ) -> list[tuple[str, Path]]:
-        """(session, path) of every part of ``table`` (of one session; but parts numbered in ``skip``,
-        which are in memory), in session and part order."""
-        pattern = f"session={session}" if session is not None else "session=*"
-        found = []
-        for folder in sorted((self.folder / table).glob(pattern)):
-            sid = folder.name.partition("=")[2]
-            numbered = [(int(path.stem.split("-")[-1]), path) for path in folder.glob("part-*.parquet")]
-            found += [(sid, path) for number, path in sorted(numbered) if number not in skip]
-        return found
-
-    def read(
-        self,
-        table: str,
-        columns: Mapping[str, tuple[str, str]],
-        session: str | None = None,
-        skip: frozenset[int] = frozenset(),
-    ) -> Any:
-        """A table of this module (results, attempts) across sessions (but the parts numbered in
-        ``skip``), with a ``session`` column."""
-        import pandas as pd
-
-        frames = []
-        import pyarrow as pa
-
-        expected = _arrow_schema(columns, [("task_index", pa.int64())] if table == "results" else [])
-        for sid, path in self.files(table, session, skip):
-            stored = read_arrow(path)
-            check_schema(path, table, stored.schema, expected, expected.names)  # a foreign file: named
-            df = stored.to_pandas()
-            df["session"] = sid
-            frames.append(df)
-        if not frames:
-            data: dict[str, list[Any]] = {name: [] for name in columns}
-            empty = _frame(columns, data)
-            if table == "results":
-                empty["task_index"] = pd.array([], dtype="Int64")
-            return empty
-        df = pd.concat(frames, ignore_index=True)
-        typed = _frame(columns, {name: df[name].tolist() if name in df else [None] * len(df) for name in columns})
-        if "task_index" in df and "task_index" not in typed:
-            typed["task_index"] = pd.array(df["task_index"].tolist(), dtype="Int64")
-        return typed
-
-    def done_keys(self) -> set[str]:
-        """The keys of the tasks some session ended ok (read from the results tables, key and status only)."""
-        keys: set[str] = set()
-        for _, path in self.files("results"):
-            table = read_arrow(path, ["task_key", "status"])
-            for key, status in zip(table.column("task_key").to_pylist(), table.column("status").to_pylist()):
-                if status == "ok" and key is not None:
-                    keys.add(key)
-        return keys
-
-    def load_trace(self, trace_id: str, live: Mapping[int, Trace] | None = None) -> LoadedTrace:
-        """This session's trace tables, every committed part in order, as one :class:`~nbagent.LoadedTrace`
-        (:func:`nbagent.trace.combine.combine`); the parts ``live`` numbers (parts in memory) are read from
-        its traces instead."""
-        from .trace import LoadedTrace
-
-        live = live or {}
-        stored = [number for number in committed_parts(self.folder, self.session) if number not in live]
-        pieces = []
-        for number in sorted({*stored, *live}):
-            trace = live.get(number)
-            if trace is not None:
-                pieces.append(tables_of(trace))
-            else:
-                part = part_of(self.folder, self.session, number)
-                pieces.append({table: read_part(part, table) for table in ALL_TABLES})
-        return LoadedTrace(combine(pieces), trace_id)
+    schema = _results_schema() if table == "results" else _arrow_schema(columns)
+    df = dataset.read_extra(table, schema, session, skip)
+    if df is None:
+        empty = _frame(columns, {name: [] for name in columns})
+        if table == "results":
+            empty["task_index"] = pd.array([], dtype="Int64")
+        return empty
+    typed = _frame(columns, {name: df[name].tolist() if name in df else [None] * len(df) for name in columns})
+    if "task_index" in df and "task_index" not in typed:
+        typed["task_index"] = pd.array(df["task_index"].tolist(), dtype="Int64")
+    return typed
 
 
 def _result_record(row: _Row) -> dict[str, Any]:
@@ -896,7 +796,7 @@ class Batch:
         self.session = new_id()
         """This batch's session: its trace's id, and its folder in the output dataset."""
         self.output = None if output is None else Path(output)
-        self._dataset = None if self.output is None else _Dataset(self.output, self.session)
+        self._dataset = None if self.output is None else Dataset(self.output, self.session, OWN_TABLES)
         self._trace = Trace(trace_id=self.session)
         self._memory = _Part(0, self._trace)  # without output=: every run, every attempt
         self._rows: dict[int, _Row] = {}  # by position (in memory: every task; with output: the running ones)
@@ -960,7 +860,7 @@ class Batch:
         ``to_parquet`` leaves out the runs still going, as a live trace's does)."""
         if self._dataset is None:
             return self._trace
-        loaded = self._dataset.load_trace(self.session, {part.number: part.trace for part in self._unwritten})
+        loaded = self._dataset.trace(self.session, {part.number: part.trace for part in self._unwritten})
         loaded.records_runs = bool(self._unwritten)  # runs in memory: some may still be going
         return loaded
 
@@ -1086,7 +986,7 @@ class Batch:
         self._reset_counters()
         done = {key for key, row in ((r.key, r) for r in self._rows.values()) if row.status == "ok"}
         if self._dataset is not None:
-            done |= self._dataset.done_keys()
+            done |= self._dataset.committed_tasks()
         self._done_keys = done
         if self._source.read:  # run again: read the tasks again from the start
             self._source = self._source.again()
@@ -1328,7 +1228,7 @@ class Batch:
             self._part = None
         dataset = self._dataset
         assert dataset is not None
-        written = asyncio.ensure_future(asyncio.to_thread(dataset.write, part))
+        written = asyncio.ensure_future(asyncio.to_thread(dataset.commit, part.number, part.trace, _part_tables(part)))
         written.add_done_callback(lambda done: self._written(done, part))
         self._writes.append(written)
 
@@ -1442,7 +1342,7 @@ class Batch:
 
         assert self._dataset is not None
         self._check_not_running("results")
-        stored = self._dataset.read("results", RESULT_COLUMNS)
+        stored = _read_table(self._dataset, "results", RESULT_COLUMNS)
         mine = stored[stored["session"] == self.session]
         known = dict(zip(mine["task_key"].tolist(), mine["task_index"].tolist()))
         known.update((key, position) for position, key in self._skipped_keys)
@@ -1469,7 +1369,7 @@ class Batch:
             attempts = self._memory.attempts
         else:
             unwritten = list(self._unwritten)
-            stored = self._dataset.read("attempts", ATTEMPT_COLUMNS, self.session, _numbers(unwritten))
+            stored = _read_table(self._dataset, "attempts", ATTEMPT_COLUMNS, self.session, _numbers(unwritten))
             attempts = [attempt for part in unwritten for attempt in part.attempts]
             if not attempts:
                 return stored
@@ -1483,10 +1383,12 @@ class Batch:
         ``attempt`` (null for a run of no attempt recorded yet: an attempt is recorded as it ends)."""
         return _with_tasks(frame, self.attempts_df())
 
-    def follow(self) -> BatchFollower:
-        """What a live view of this batch reads at each update: the runs new or changed since the last
-        (with ``output=``, without reading again the parts it has read: :class:`BatchFollower`)."""
-        return BatchFollower(self, self._trace, self._dataset, lambda: list(self._unwritten))
+    def follow(self) -> DatasetFollower:
+        """What a live view of this batch reads at each update: the runs new or changed since the last,
+        with their task (:class:`~nbagent.trace.dataset.DatasetFollower`: with ``output=``, the parts in
+        memory followed row by row and each written part read once at most; without, the batch's trace)."""
+        parts = (lambda: list(self._unwritten)) if self._dataset is not None else (lambda: [self._memory])
+        return DatasetFollower(self._dataset, parts, "attempts", list(ATTEMPT_COLUMNS), _runs_with_tasks)
 
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
         """The trace's events with each row's ``task_index``, ``task_key`` and ``attempt``."""
@@ -1524,137 +1426,11 @@ def _with_tasks(frame: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
     return merged.drop(columns="_run")
 
 
-class BatchFollower:
-    """The runs of a batch new or changed since the last :meth:`changes`, each with its task: what its
-    live run explorer puts in its table. With ``output=``: the runs of the parts in memory are followed
-    row by row (:class:`~nbagent.trace.explore.RunFollower`), a part once written is not read again
-    (its last rows are taken from memory), and a part written before it was seen in memory is read
-    once, its ``runs``, ``tool_calls`` (run and tool name) and ``attempts`` files alone. Without
-    ``output=``: the batch's trace followed row by row. Runs come in the order a reading of the whole
-    batch has them; when a run would come before runs already given (a retry's run in an earlier part
-    than another task's run), :meth:`changes` says to read the whole batch again."""
-
-    def __init__(
-        self, batch: Batch, trace: Trace, dataset: _Dataset | None, unwritten: Callable[[], list[_Part]]
-    ) -> None:
-        # ``trace``: the batch's (without output=); ``unwritten``: its parts in memory now (with output=)
-        self.batch = batch
-        self._trace, self._dataset, self._unwritten = trace, dataset, unwritten
-        self._trace_follower = RunFollower(trace) if dataset is None else None
-        self._read: set[int] = set()  # the parts whose every run has been given, by number
-        self._memory: dict[int, tuple[_Part, RunFollower, int]] = {}  # part, its follower, its attempts taken
-        self._tasks: dict[str, AttemptRow] = {}  # run id -> its attempt (the parts in memory's)
-        self._given: set[str] = set()
-        self._top = -1  # the highest part some run of which has been given
-        self._lazy: LazyTrace | None = None
-        self.reset()
-
-    def reset(self) -> None:
-        """Count what the batch holds now as given: call it just before reading the whole batch (after
-        :meth:`changes` gave ``None`` too); a run written in between is given again (its row replaced)."""
-        if self._trace_follower is not None:
-            self._trace_follower = RunFollower(self._trace)
-            return
-        self._read = set(self._committed())
-        self._memory, self._tasks, self._given = {}, {}, set()
-        for part in self._unwritten():
-            if part.number not in self._read:
-                self._memory[part.number] = (part, RunFollower(part.trace), len(part.attempts))
-                self._tasks.update((attempt[3], attempt) for attempt in part.attempts)
-                self._given.update(str(run) for run in part.trace.runs_df()["run_id"])  # read with the batch
-        numbers = self._read | {number for number, (part, _, _) in self._memory.items() if len(part.trace)}
-        self._top = max(numbers, default=-1)
-
-    def _committed(self) -> list[int]:
-        assert self._dataset is not None
-        return committed_parts(self._dataset.folder, self._dataset.session)
-
-    def changes(self, also: Collection[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-        """``(runs, tool_calls)``: the rows of ``runs_df()`` (with their task) and the ``TOOL_USE_COLUMNS``
-        of ``tool_calls_df()`` (results of tool errors only) of the runs new or changed since the last call (and of the
-        runs ``also`` names, when they are in memory); ``None``: read the whole batch again."""
-        batch = self.batch
-        if self._trace_follower is not None:
-            got = self._trace_follower.changes(also)
-            if got is None:
-                return None
-            return batch.with_tasks(got[0]), tool_errors_only(got[1][list(TOOL_USE_COLUMNS)])
-        dataset = self._dataset
-        assert dataset is not None
-        committed = set(self._committed())  # listed before the parts in memory: a part moves from there to here
-        in_memory = {part.number: part for part in self._unwritten()}
-        runs: list[pd.DataFrame] = []
-        tools: list[pd.DataFrame] = []
-        attempts: list[AttemptRow] = []
-        for number in sorted((committed - self._read) | set(in_memory) | set(self._memory)):
-            if number in self._read:
-                continue
-            if number in self._memory:  # followed in memory: its new rows and attempts (all of them once written)
-                part, follower, taken = self._memory[number]
-                fresh = part.attempts[taken:]
-                self._tasks.update((attempt[3], attempt) for attempt in fresh)
-                matched = {attempt[3] for attempt in fresh} | {run for run in also if run in self._tasks}
-                got = follower.changes(matched)
-                if got is None:
-                    return None
-                runs.append(got[0])
-                tools.append(tool_errors_only(got[1][list(TOOL_USE_COLUMNS)]))
-                self._memory[number] = (part, follower, len(part.attempts))
-                if number in committed:
-                    del self._memory[number]
-                    self._read.add(number)
-            elif number in in_memory:  # a part new in memory: its rows so far, then followed
-                part = in_memory[number]
-                follower = RunFollower(part.trace)
-                runs.append(part.trace.runs_df())
-                tools.append(tool_errors_only(part.trace.tool_calls_df()[list(TOOL_USE_COLUMNS)]))
-                self._tasks.update((attempt[3], attempt) for attempt in part.attempts)
-                self._memory[number] = (part, follower, len(part.attempts))
-            else:  # written before it was seen in memory: read once
-                files = {table: session_folder(dataset.folder, table, dataset.session) / part_name(number)
-                         for table in ("runs", "tool_calls", "attempts")}  # fmt: skip
-                runs.append(cast(read_table_file(files["runs"], "runs"), "runs"))
-                uses = read_table_file(files["tool_calls"], "tool_calls", TOOL_USE_COLUMNS)
-                tools.append(tool_errors_only(cast(uses, "tool_calls", TOOL_USE_COLUMNS)))
-                attempts += _attempt_rows(files["attempts"], dataset.session)
-                self._read.add(number)
-            fresh_runs = [str(run) for run in runs[-1]["run_id"] if str(run) not in self._given]
-            if fresh_runs:
-                if number < self._top:  # it would come before runs of a later part given already
-                    return None
-                self._top = number
-                self._given.update(fresh_runs)
-        if not runs:
-            return empty_frame("runs"), empty_frame("tool_calls")[list(TOOL_USE_COLUMNS)]
-        all_runs = stack(runs, "runs")
-        found = {attempt[3]: attempt for attempt in attempts}
-        found.update((run, self._tasks[run]) for run in all_runs["run_id"].astype(str) if run in self._tasks)
-        data = {name: [a[i] for a in found.values()] for i, name in enumerate(ATTEMPT_COLUMNS)}
-        return _with_tasks(all_runs, _frame(ATTEMPT_COLUMNS, data)), stack(tools, "tool_calls", TOOL_USE_COLUMNS)
-
-    def trace_of(self, run_id: str) -> TraceFrames:
-        """A trace holding run ``run_id``'s rows as the whole batch's trace has them: its part's in
-        memory, else the run read alone from the output folder (with ``output=``)."""
-        if self._dataset is None:
-            return self._trace
-        for part in [*self._unwritten(), *(part for part, _, _ in self._memory.values())]:
-            if run_id in part.trace.runs_df()["run_id"].astype(str).tolist():
-                return part.trace
-        if self._lazy is None:
-            self._lazy = LazyTrace(self._dataset.folder, self._dataset.session)
-        else:
-            self._lazy.refresh()
-        return self._lazy.run(run_id)
-
-
-def _attempt_rows(path: Path, session: str) -> list[AttemptRow]:
-    """The attempts of one ``attempts`` file of ``session``, as tuples of :data:`ATTEMPT_COLUMNS` (the
-    file holds all but ``session``: its folder names it)."""
-    if not path.exists():
-        return []
-    stored = [name for name in ATTEMPT_COLUMNS if name != "session"]
-    table = read_arrow(path, stored).to_pydict()
-    return [(*values, session) for values in zip(*(table[name] for name in stored))]
+def _runs_with_tasks(runs: pd.DataFrame, attempts: list[AttemptRow]) -> pd.DataFrame:
+    """``runs`` with each run's ``task_index``, ``task_key`` and ``attempt`` from ``attempts``."""
+    return _with_tasks(
+        runs, _frame(ATTEMPT_COLUMNS, {name: [a[i] for a in attempts] for i, name in enumerate(ATTEMPT_COLUMNS)})
+    )
 
 
 def _numbers(parts: Sequence[_Part]) -> frozenset[int]:

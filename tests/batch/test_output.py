@@ -7,12 +7,15 @@ import gc
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas as pd
 import pytest
 
 import nbagent.batch
+import nbagent.trace.dataset
+import nbagent.trace.parquet
 from nbagent import Batch, LoadedTrace
 
 from .helpers import Factory, Gauge
@@ -49,6 +52,27 @@ async def test_runs_are_written_in_parts_by_table_and_read_back(tmp_path: Path) 
     assert counted == [(session, 25)]
     events = duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/events/**/*.parquet')").fetchall()
     assert events == [(len(trace.events_df()),)]
+
+
+async def test_batch_trace_reads_each_written_part_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[int] = []
+    real = nbagent.trace.parquet.read_part
+
+    def counted(part: Any, table: str, *args: Any) -> pd.DataFrame:
+        reads.append(part.number)
+        return real(part, table, *args)
+
+    for module in (nbagent.trace.parquet, nbagent.trace.dataset):
+        monkeypatch.setattr(module, "read_part", counted, raising=False)
+    tasks = [f"city {i}" for i in range(9)]
+    batch = await Batch(Factory(), tasks, concurrency=3, part_size=3, output=tmp_path, progress=None).run()
+    first = batch.trace.runs_df()
+    read_once = len(reads)
+    assert sorted(set(reads)) == [0, 1, 2]
+    again = batch.trace.runs_df()
+    assert len(reads) == read_once  # the parts on disk were kept, not read again
+    pd.testing.assert_frame_equal(first, again)
+    assert sorted(again["run_id"].astype(str)) == sorted(batch.results["run_id"])
 
 
 async def test_a_rerun_on_the_same_folder_skips_the_tasks_done(tmp_path: Path) -> None:
@@ -179,11 +203,11 @@ def test_without_pyarrow_output_names_the_extra(monkeypatch: pytest.MonkeyPatch,
 async def test_a_full_disk_fails_the_batch_without_unretrieved_task_errors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def full(self: object, part: object) -> None:
+    def full(self: object, *part: object) -> None:
         time.sleep(0.05)  # a disk slower than the tasks: parts pile up, and several workers wait on them
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(nbagent.batch._Dataset, "write", full)  # noqa: SLF001 (the disk under the dataset)
+    monkeypatch.setattr(nbagent.trace.dataset.Dataset, "commit", full)  # the disk under the dataset
     seen: list[str] = []
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(lambda _, context: seen.append(str(context["message"])))

@@ -14,6 +14,7 @@ from .. import _check as check
 from ..agent import AssistantAgent
 from ..render import STYLE
 from ..stepper import Stepper
+from ..trace import TraceFrames
 from ..trace.compare import Comparison
 from ..trace.replay import ReplaySource
 from .static_display import StaticCopyDisplay
@@ -35,8 +36,8 @@ def run_of(where: str, param: str, side: object) -> tuple[ReplaySource, str]:
         return side.trace, str(runs["run_id"].iloc[-1])
     if isinstance(side, tuple) and len(side) == 2:
         trace, run_id = side
-        if not (callable(getattr(trace, "events_df", None)) and callable(getattr(trace, "context_df", None))):
-            raise check.wrong_type(where, f"{param}[0]", "a trace (Trace or LoadedTrace)", trace)
+        if not isinstance(trace, TraceFrames):  # the shared trace interface: a live, loaded or lazy trace
+            raise check.wrong_type(where, f"{param}[0]", "a trace (Trace, LoadedTrace or LazyTrace)", trace)
         check.string(where, f"{param}[1]", run_id)
         runs = trace.runs_df()
         if run_id not in set(runs["run_id"].astype("object")):

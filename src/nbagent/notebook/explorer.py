@@ -31,8 +31,8 @@ import ipywidgets as widgets
 from .. import _check as check
 from ..agent import replayed
 from ..render import STYLE, Markup, concat, el, format_duration, portable
-from ..trace import LazyTrace, Trace, TraceFrames
-from ..trace.explore import TABLE_COLUMNS, TOOL_USE_COLUMNS, RunFollower, RunTable, Selection, tool_uses
+from ..trace import LazyTrace, TraceFrames
+from ..trace.explore import TABLE_COLUMNS, RunTable, Selection, tool_uses
 from .explorer_table import ExplorerTable
 from .static_display import StaticCopyDisplay
 from .view import AgentRunView
@@ -40,7 +40,8 @@ from .view import AgentRunView
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..batch import Batch, BatchFollower
+    from ..batch import Batch
+    from ..trace.dataset import DatasetFollower
     from .compare_view import CompareView
     from .stepper_widget import NotebookStepper
 
@@ -344,7 +345,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         self._rereads = isinstance(source, Batch) and source.output is not None
         #: Whether the table follows the trace's new runs (a live trace's or a batch's, by default).
         if live is None:  # a dataset's folder is followed too: a batch or an exporting session adds to it
-            live = isinstance(self.trace, Trace | LazyTrace) or (
+            live = self.trace.follower() is not None or (
                 isinstance(source, Batch) and self._rereads and source.state in ("new", "running")
             )
         self.live = bool(live)
@@ -364,8 +365,8 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         self.updates = 0
         # a live trace's new rows, read incrementally (a batch's runs not matched to a task yet, again); a
         # batch writing to a dataset: the parts in memory followed, each written part read once
-        self._follower = RunFollower(self.trace) if self.live and isinstance(self.trace, Trace) else None
-        self._batch: BatchFollower | None = None
+        self._follower = self.trace.follower() if self.live else None
+        self._batch: DatasetFollower | None = None
         if self.live and isinstance(source, Batch) and self._rereads:
             self._batch = source.follow()
         self._unmatched: set[str] = set()
@@ -405,7 +406,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         """Read what changed in the trace since the last update: the new and changed runs alone."""
         from ..batch import Batch
 
-        if isinstance(self.trace, LazyTrace) and self.live:  # a dataset: the parts committed since, alone
+        if self._reads_files():  # a dataset: the parts committed since, alone
             self._seen = self._signature()  # before listing: a part committed meanwhile is seen next time
             whole, self._dropped = self._dropped, False
             self._take(self._fetch_parts(whole))
@@ -427,15 +428,12 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         """The parts of the followed folder committed since the last update, read (from a worker thread
         too: it touches no widget): ``(whole, runs, tool uses)``, ``whole`` when they are the whole
         table (a new part went before parts read: a session that started earlier); ``None``: none."""
-        assert isinstance(self.trace, LazyTrace)
+        follower = self._follower
+        assert follower is not None
         with self._folder_lock:
-            known = self.trace.parts
-            new = self.trace.refresh()
-            if not whole:  # ``whole``: a read before was not shown (the caller, on the loop, says so)
-                if not new.parts:
-                    return None
-                if self.trace.parts[: len(known)] == known:
-                    return False, new.runs_df(), tool_uses(new)
+            got = follower.changes()
+            if not whole and got is not None:  # ``whole``: a read before was not shown (the caller says so)
+                return (False, *got) if len(got[0]) or len(got[1]) else None
             return True, self.trace.runs_df(), tool_uses(self.trace)
 
     def _take(self, fetched: tuple[bool, pd.DataFrame, pd.DataFrame] | None) -> None:
@@ -473,16 +471,16 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
             self._updated(started)
         self._schedule()
 
+    def _reads_files(self) -> bool:
+        """Whether an update reads files (a followed dataset's folder): then off the event loop."""
+        return self._follower is not None and self._follower.reads_files
+
     def _signature(self) -> tuple[object, ...] | None:
         from ..batch import Batch
 
         if self._rereads and isinstance(self.source, Batch):
             return (self.source.state, *self.source.recorded)
-        if isinstance(self.trace, Trace):
-            return self.trace.store.epoch, len(self.trace)
-        if isinstance(self.trace, LazyTrace):
-            return _folder_state(self.trace.folder)
-        return None
+        return None if self._follower is None else self._follower.state()
 
     @property
     def selection(self) -> pd.DataFrame:
@@ -498,13 +496,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
     @property
     def code(self) -> str:
         """:attr:`query` as lines to paste, over the explored trace (or batch) named as ``trace`` (``batch``)."""
-        opening = ""
-        if isinstance(self.trace, LazyTrace):  # the dataset read again, the tool calls' columns it needs only
-            session = f", {self.trace.session!r}" if self.trace.session is not None else ""
-            opening = f"import nbagent\ntrace = nbagent.load_parquet({str(self.trace.folder)!r}{session}, lazy=True)\n"
-            tools = f'trace.table("tool_calls", {list(TOOL_USE_COLUMNS)!r})'
-        else:
-            tools = f"{self.name}.tool_calls_df()"
+        opening, tools = self.trace.reading_code(self.name)
         return (
             f"{opening}import pandas as pd\nruns = {self.name}.runs_df()\ntool_calls = {tools}\n"
             f"selection = {self.query}"
@@ -696,7 +688,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         self._timer = None
         if self._widget is None or not self._widget.comm or self._fetching is not None:
             return
-        if isinstance(self.trace, LazyTrace) and self.live:  # a folder: its files read off the loop
+        if self._reads_files():  # a folder: its files read off the loop
             if self._due():
                 self._fetching = asyncio.get_running_loop().create_task(self._poll_folder())
                 return  # it schedules the next tick when done
@@ -802,17 +794,6 @@ def _recorded_times(view: AgentRunView, trace: TraceFrames, run: str) -> None:
         {str(call_id): seconds(value) for call_id, value in zip(tools["call_id"], tools["duration_s"], strict=True)},
         seconds(ran.iloc[0]) if len(ran) else None,
     )
-
-
-def _folder_state(folder: Path) -> tuple[object, ...]:
-    """What changes when a part is committed to a dataset: the modification times of the folder (a
-    pending folder removed), of ``runs/`` (a session added) and of each ``runs/session=*`` (a part added)."""
-    try:
-        runs = folder / "runs"
-        sessions = sorted((entry.name, entry.stat().st_mtime_ns) for entry in os.scandir(runs) if entry.is_dir())
-        return folder.stat().st_mtime_ns, runs.stat().st_mtime_ns, *sessions
-    except OSError:  # not there (yet, or any more)
-        return ()
 
 
 def _write_whole(target: Path, text: str) -> None:

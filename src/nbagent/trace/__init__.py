@@ -14,11 +14,14 @@ bottom to top (each imports only those before it; pandas, numpy and pyarrow only
 * :mod:`~nbagent.trace.summary`, :mod:`~nbagent.trace.timeline`, :mod:`~nbagent.trace.views`: what
   a trace shows; :mod:`~nbagent.trace.combine`: several traces' tables as one;
   :mod:`~nbagent.trace.parquet`, :mod:`~nbagent.trace.jsonl`, :mod:`~nbagent.trace.otlp`: the
-  exports, of any ``TraceTables``;
+  exports, of any ``TraceTables``; :mod:`~nbagent.trace.follow`: the ``Follower`` interface (what a
+  live view reads at each update); :mod:`~nbagent.trace.explore`: the explorer's table, ``RunFollower``;
 * :mod:`~nbagent.trace.base`: ``TraceFrames``, what a live and a loaded trace share;
   :mod:`~nbagent.trace.lazy`: reading a Parquet dataset on demand;
   :mod:`~nbagent.trace.loaded`: ``LoadedTrace``, ``LazyTrace``, ``load_parquet``, ``load_jsonl``, ``concat``;
-  :mod:`~nbagent.trace.live`: ``Trace``, ``context_frame``.
+  :mod:`~nbagent.trace.live`: ``Trace``, ``context_frame``;
+* :mod:`~nbagent.trace.dataset`: ``Dataset``, a Parquet dataset folder a writer adds parts to (a
+  Batch's ``output=``), and ``DatasetFollower``, its parts in memory and committed followed.
 """
 
 from ..redact import DefaultRedactor, Redactor

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from .follow import Follower
     from .otlp import SpanTables
     from .replay import Replay
     from .timeline import Timeline
@@ -110,6 +111,18 @@ class TraceFrames(ABC):
         if run not in set(self.runs_df()["run_id"].astype("object")):
             raise NoSuchRun(str(check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)))
         return self
+
+    def follower(self) -> Follower | None:
+        """What a live view of this trace reads at each update (the runs new or changed since the last):
+        ``None`` where the trace does not change (a loaded trace); a live trace's follows its rows, a
+        lazily read dataset's the parts committed to its folder."""
+        return None
+
+    def reading_code(self, name: str) -> tuple[str, str]:
+        """What code pasted elsewhere reads this trace with, when it is named ``name``: the lines that make
+        it in a new session (none: ``name`` is the user's variable) and the expression of its tool calls'
+        table (a dataset's: the columns the explorer's filters read only)."""
+        return "", f"{name}.tool_calls_df()"
 
     def last_run(self, started: bool = False) -> str:
         """The id of the trace's last run (of the last run started, if ``started``); :class:`NoSuchRun` if none."""

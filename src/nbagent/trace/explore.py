@@ -13,17 +13,19 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Protocol, get_args
 
 from .. import _check as check
 from ..records import RunStatus
+from .follow import Follower
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from ..redact import Redactor
     from .base import TraceFrames
-    from .live import Trace
+    from .store import RowStore
 
 __all__ = [
     "SORT_KEYS",
@@ -474,13 +476,27 @@ def _display(runs: pd.DataFrame, tool_errors: dict[str, str]) -> pd.DataFrame:
     )
 
 
-class RunFollower:
+class Recorded(Protocol):
+    """What :class:`RunFollower` reads of a live trace: its rows' store, id and redactor."""
+
+    @property
+    def store(self) -> RowStore: ...
+
+    @property
+    def trace_id(self) -> str: ...
+
+    def __len__(self) -> int: ...
+
+    def redactor(self) -> Redactor: ...
+
+
+class RunFollower(Follower):
     """What changed in a live trace since it was last asked: :meth:`changes` gives the rows of
     ``runs_df()`` and ``tool_calls_df()`` of the runs with new rows since (their whole rows, built from
     their rows alone), for :meth:`RunTable.update`. A run's rows are kept as their positions among the
     trace's rows; when rows were forgotten (``trace.clear()``, ``max_runs``) it says to start over."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Recorded) -> None:
         self.trace = trace
         self._epoch = trace.store.epoch
         self._seen = 0
@@ -500,6 +516,10 @@ class RunFollower:
                 self._rows_of.setdefault(run, []).append(start + offset)
                 touched[run] = None
         return list(touched)
+
+    def state(self) -> tuple[object, ...]:
+        """The trace's epoch (it changes when rows are forgotten) and its number of rows."""
+        return self.trace.store.epoch, len(self.trace)
 
     def changes(self, also: Collection[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame] | None:
         """``(runs, tool_calls)`` of the runs with rows added since the last call (and of the runs

@@ -28,6 +28,7 @@ from ..records import LLMCall, RunItem, RunSource, RunStarted, ToolExecution
 from ..redact import DefaultRedactor, Redactor, keep, mask
 from .base import NoSuchRun, TraceFrames
 from .context import context_columns, context_rows, context_tables, pick_snapshot, snapshot_context
+from .explore import RunFollower
 from .frames import (
     event_columns,
     events_frame,
@@ -243,6 +244,10 @@ class Trace(TraceFrames):
             if type(row) is RunStarted:
                 return row.run_id
         raise NoSuchRun("the trace holds no run")
+
+    def follower(self) -> RunFollower:
+        """Its rows followed as they are recorded (:class:`~nbagent.trace.explore.RunFollower`)."""
+        return RunFollower(self)
 
     def run(self, run_id: str) -> LoadedTrace:
         """Run ``run_id``'s rows alone, with what its replay, timeline, context and comparison read (its

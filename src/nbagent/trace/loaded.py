@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
@@ -12,6 +13,8 @@ from .. import _check as check
 from .base import NoSuchRun, TraceFrames
 from .combine import combine
 from .context import pick_snapshot
+from .explore import TOOL_USE_COLUMNS, tool_uses
+from .follow import Follower
 from .jsonl import read_jsonl
 from .lazy import open_dataset, read_all, read_run, read_table
 from .parquet import Part, in_order, new_parts, read_parquet, session_id
@@ -184,6 +187,17 @@ class LazyTrace(TraceFrames):
             return self.load().context_df(None, seq, agent)
         return self.run(run_id).context_df(run_id, seq, agent)
 
+    def follower(self) -> PartFollower:
+        """The parts committed to its folder since, each read once
+        (:class:`~nbagent.trace.explore.PartFollower`: its files read, call it off the event loop)."""
+        return PartFollower(self)
+
+    def reading_code(self, name: str) -> tuple[str, str]:
+        """The dataset read again lazily, and the tool calls' columns the explorer's filters read only."""
+        session = f", {self.session!r}" if self.session is not None else ""
+        opening = f"import nbagent\n{name} = nbagent.load_parquet({str(self.folder)!r}{session}, lazy=True)\n"
+        return opening, f'{name}.table("tool_calls", {list(TOOL_USE_COLUMNS)!r})'
+
     def run(self, run_id: str) -> LoadedTrace:
         """Run ``run_id``'s rows alone, read from the dataset: a :class:`LoadedTrace` whose replay,
         timeline, context and comparison of that run are those in the whole dataset (what else it
@@ -298,3 +312,34 @@ def concat(traces: Iterable[TraceTables]) -> LoadedTrace:
         sessions += trace.sessions if isinstance(trace, LoadedTrace) else [trace.trace_id]
     order = list(dict.fromkeys(sessions))
     return LoadedTrace(combine([tables_of(trace) for trace in given]), order[0], order)
+
+
+class PartFollower(Follower):
+    """The parts committed to a lazily read dataset since it was last asked (its files read: call
+    :meth:`changes` off the event loop; one call at a time). :meth:`changes` takes the new parts into the
+    trace (:meth:`~nbagent.trace.LazyTrace.refresh`: no part is read twice) and gives their runs; when a
+    new part goes before parts already given (a session that started earlier), ``None``."""
+
+    reads_files = True
+
+    def __init__(self, trace: LazyTrace) -> None:
+        self.trace = trace
+        self._lock = threading.Lock()
+
+    def state(self) -> tuple[object, ...]:
+        """The modification times of the folder (a pending folder removed), of ``runs/`` (a session
+        added) and of each ``runs/session=*`` (a part added): what changes when a part is committed."""
+        try:
+            runs = self.trace.folder / "runs"
+            sessions = sorted((entry.name, entry.stat().st_mtime_ns) for entry in os.scandir(runs) if entry.is_dir())
+            return self.trace.folder.stat().st_mtime_ns, runs.stat().st_mtime_ns, *sessions
+        except OSError:  # not there (yet, or any more)
+            return ()
+
+    def changes(self, also: Collection[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+        with self._lock:
+            known = self.trace.parts
+            new = self.trace.refresh()
+            if self.trace.parts[: len(known)] != known:
+                return None
+            return new.runs_df(), tool_uses(new)
