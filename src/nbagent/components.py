@@ -107,6 +107,11 @@ DUMPED: Hook[[ComponentModel], ComponentModel] = Hook("dumped")
 participants' dumps as AutoGen's ``ComponentModel``): the same fields in a class both take; ``None``:
 nbagent's as it is (registered by :mod:`nbagent.autogen` once AutoGen is imported)."""
 
+FOREIGN_COMPONENT: Hook[[ComponentModel], object] = Hook("foreign component")
+"""A config whose provider nbagent has no class for but an adapter builds (AutoGen's teams and
+termination conditions, with nbagent's counterparts of their parts), under the load's settings
+(``allow_source_code``, ``allow_commands``, ``functions``); ``None``: not its library's."""
+
 
 class SourceCodeNotAllowedError(ValueError):
     """A config holds Python source code (a ``FunctionTool``'s) and loading it was not allowed."""
@@ -466,6 +471,15 @@ def _as_model(model: Any) -> ComponentModel:
 
 def _load(model: Any, wanted: type[Any]) -> Any:
     loaded = _as_model(model)
+    if loaded.provider not in _PROVIDERS:
+        built = FOREIGN_COMPONENT(loaded)
+        if built is not None:
+            if not isinstance(built, wanted):
+                raise TypeError(
+                    f"load_component: the config builds a {type(built).__name__} ({loaded.provider}), "
+                    f"not a {wanted.__name__}"
+                )
+            return built
     component_class = _resolve(loaded.provider)
     for name in ("component_config_schema", "component_type"):
         if not hasattr(component_class, name):
