@@ -39,6 +39,7 @@ import inspect
 import json
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -350,6 +351,20 @@ class ComponentSchemaType(Generic[ConfigT]):
 
     component_config_schema: ClassVar[type[BaseModel]]
     required_class_vars: ClassVar[list[str]] = ["component_config_schema", "component_type"]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Warn, as AutoGen does, when a component class (one that implements ``_from_config``) is
+        defined without its class variables; the bases it implements the protocol for need none, and
+        a variable the class body declares (``component_config_schema: ClassVar[...]``) is set later."""
+        super().__init_subclass__(**kwargs)
+        if "_from_config" in cls.__dict__:
+            declared = cls.__dict__.get("__annotations__", {})
+            for var in cls.required_class_vars:
+                if not hasattr(cls, var) and var not in declared:
+                    warnings.warn(
+                        f"Class variable '{var}' must be defined in {cls.__name__} to be a valid component",
+                        stacklevel=2,
+                    )
 
 
 class ComponentLoader:

@@ -28,7 +28,7 @@ import sys
 import warnings
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, TextIO
+from typing import Annotated, Any, ClassVar, Literal, Self, TextIO
 
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -644,6 +644,7 @@ class _TransportAdapter(McpToolAdapter):
     does), connected on the first call and kept open."""
 
     _params_type: type[BaseModel]
+    component_config_schema: ClassVar[type[BaseModel]]  # each transport's config
 
     def __init__(
         self,
