@@ -15,6 +15,8 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -434,6 +436,34 @@ async def test_step_mode_holds_an_nbagent_agent_before_its_model_call() -> None:
     assert stepper.status == "finished"
     durations = stepper.trace.llm_calls_df()["duration_s"]
     assert durations.notna().all()
+
+
+async def test_step_mode_records_an_nbagent_agents_held_call_with_its_start_once_sent() -> None:
+    """The call is recorded when its wait ends, with the time it starts then: no recorder holds a call
+    whose start is rewritten afterwards (as the trace did before, the start being made at the pause)."""
+    calc = AssistantAgent("calc", replay(add_call(), "It is 3."), tools=[add], reflect_on_tool_use=True)
+    seen: list[tuple[nbagent.LLMCall, datetime, float]] = []
+
+    class Spy:
+        def record(self, item: Any) -> None:
+            if type(item) is nbagent.LLMCall:
+                seen.append((item, item.started_at, item.start_perf))
+
+    calc.recorders.append(Spy())  # type: ignore[arg-type]  # a recorder: record(item)
+    team = RoundRobinGroupChat([calc], termination_condition=MaxMessageTermination(2))
+    stepper = AutoGenStepper(team, "1 + 2?", trace=Trace())
+    taken: dict[int, float] = {}
+    while not stepper.done:
+        step = await stepper.next()
+        if isinstance(step.item, nbagent.LLMCall):
+            assert not any(call is step.item for call, _, _ in seen)  # shown at the pause, not yet recorded
+            taken[id(step.item)] = time.perf_counter()
+    assert len(seen) == 2 and len(taken) == 2
+    for call, started_at, start_perf in seen:
+        assert (call.started_at, call.start_perf) == (started_at, start_perf)  # as recorded, never rewritten
+        assert start_perf > taken[id(call)]  # it started after the consumer took it, when it was sent
+    calls = stepper.trace.llm_calls_df()
+    assert list(calls["started_at"]) == [started_at for _, started_at, _ in seen]
 
 
 async def test_nbagent_autogen_run_refuses_nbagents_own_agent_naming_the_entry_point() -> None:
