@@ -376,6 +376,7 @@ class AutoGenRun(RunIterator):
         self._contexts: dict[int, tuple[RunItem, list[nb.LLMMessage]]] = {}  # see context_at
         self._gates: dict[int, asyncio.Future[None]] = {}
         self.held_calls: set[int] = set()  # ids of the calls a gate handed on before they were recorded
+        self._unrecorded: dict[int, tuple[_Agent, LLMCall]] = {}  # AutoGen's agents' calls recorded once sent
         self._wake: asyncio.Event | None = None
         # A single agent's last chat message: its answer if the stream ends after it.
         self._held: tuple[ag.BaseChatMessage | ag.BaseAgentEvent, nb.BaseChatMessage] | None = None
@@ -737,11 +738,18 @@ class AutoGenRun(RunIterator):
                 gate.cancel()
         self._gates.clear()
         self.held_calls.clear()  # never sent: never recorded
+        for agent, call in self._unrecorded.values():  # shown already: recorded as they end, never sent
+            agent.source.record(call)
+        self._unrecorded.clear()
 
     def _open_gates(self, item: RunItem) -> None:
         if type(item) is LLMCall:
             gate = self._gates.pop(id(item), None)
             if gate is not None and not gate.done():
+                unrecorded = self._unrecorded.pop(id(item), None)
+                if unrecorded is not None:  # sent now: its time starts here, and its record has it
+                    item.started_at, item.start_perf = utc_now(), time.perf_counter()
+                    unrecorded[0].source.record(item)
                 gate.set_result(None)
 
     def _drain(self, before: ag.BaseChatMessage | ag.BaseAgentEvent | None, out: list[RunItem]) -> None:
@@ -775,7 +783,10 @@ class AutoGenRun(RunIterator):
         if call.streaming:
             agent.stream_call = call
             agent.chunks_seen = 0
-        agent.source.record(call)
+        if id(call) in self._gates:  # held (step by step): recorded when sent, its start time then
+            self._unrecorded[id(call)] = (agent, call)
+        else:
+            agent.source.record(call)
         self._emit(agent, call, out)
 
     # ------------------------------------------------------------------ runs
