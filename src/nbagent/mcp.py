@@ -619,8 +619,10 @@ def _mcp_tool_schema(tool: Any) -> ToolSchema:
 
 
 class _TransportAdapterConfig(BaseModel):
-    """AutoGen's config of a per-transport MCP tool adapter: the server and the MCP tool (its JSON)."""
+    """AutoGen's config of a per-transport MCP tool adapter: the server and the MCP tool (its JSON), in
+    AutoGen's order (each transport's config narrows ``server_params``)."""
 
+    server_params: Any
     tool: dict[str, Any]
 
 
