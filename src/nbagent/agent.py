@@ -130,8 +130,9 @@ TEAM_CALL_GATE: ContextVar[Callable[[Any, LLMCall], Awaitable[None] | None] | No
     "nbagent_team_call_gate", default=None
 )
 """Set by a runner of an AutoGen team (``nbagent.autogen``'s step-by-step mode) in the team's context:
-called with the agent and each ``LLMCall`` its run makes in the team, before the call is sent; an
-awaitable it returns is awaited first (the walk pauses there)."""
+called with the agent and each ``LLMCall`` its run makes in the team, before the call is sent and
+recorded; an awaitable it returns is awaited first (the walk pauses there: the gate shows the call to
+its consumer itself), and the call's time starts when the wait ends, before the recorders get it."""
 SummaryFormatter = Callable[[FunctionCall, FunctionExecutionResult], str]
 
 
@@ -643,22 +644,23 @@ class AssistantAgent(Component):
         else:
             outgoing, gated = caller
         run = self._new_run(check_messages(where, messages), check_token(where, cancellation_token), True)
+        run.gated = gated
         try:
             async for item in run:
                 if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, NOT_EVENTS):
                     yield item if outgoing is None else outgoing.item(item)
-                elif gated and type(item) is LLMCall:
-                    await self._team_gate(item, run.token)
         finally:
             await run.aclose()
 
-    async def _team_gate(self, call: LLMCall, token: CancellationToken) -> None:
-        """In an AutoGen team run step by step (:data:`TEAM_CALL_GATE`): wait before the call is sent;
-        the call's time starts once it is."""
+    async def _team_gate(self, run: AgentRun, call: LLMCall) -> None:
+        """In an AutoGen team run step by step (:data:`TEAM_CALL_GATE`): wait before the call is sent
+        and recorded; its time starts once the wait is over, so the recorders get it right."""
+        if not run.gated:
+            return
         gate = TEAM_CALL_GATE.get()
         waiting = None if gate is None else gate(self, call)
         if waiting is not None:
-            await guarded(waiting, token)
+            await guarded(waiting, run.token)
             call.started_at, call.start_perf = utc_now(), _perf()
 
     async def on_pause(self, cancellation_token: CancellationToken | None = None) -> None:  # noqa: B027
@@ -997,6 +999,7 @@ class AssistantAgent(Component):
             call.chunks, call.chunk_perf = pieces, times
             if chunk_events:
                 call.chunk_ids = ids
+        await self._team_gate(run, call)  # called by an AutoGen team walked step by step: held until sent
         yield call
         try:
             if self._model_client_stream:
@@ -1590,7 +1593,7 @@ class AgentRun(RunIterator):
 
     __slots__ = (
         "agent", "messages", "cancellation_token", "chunk_events", "token", "run_id", "status", "response",
-        "llm_call", "plan", "_slot", "_loop", "_repair", "_steps", "_record", "__weakref__",
+        "llm_call", "plan", "gated", "_slot", "_loop", "_repair", "_steps", "_record", "__weakref__",
     )  # fmt: skip
     token: CancellationToken  # the run's own, linked to the caller's ``cancellation_token``
 
@@ -1615,6 +1618,7 @@ class AgentRun(RunIterator):
         self.response: Response | None = None
         self.llm_call: LLMCall | None = None  # the run's current (last started) model call
         self.plan = plan  # what a walk changes at move boundaries: the loop's one seam (interventions.py)
+        self.gated = False  # run for an AutoGen team: its model calls ask TEAM_CALL_GATE first
         self._slot = slot
         self._loop = steps
         self._repair = repair

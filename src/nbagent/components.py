@@ -39,6 +39,7 @@ import inspect
 import json
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -106,6 +107,11 @@ DUMPED: Hook[[ComponentModel], ComponentModel] = Hook("dumped")
 """A component's dump as a model another library's configs also take (AutoGen's teams validate their
 participants' dumps as AutoGen's ``ComponentModel``): the same fields in a class both take; ``None``:
 nbagent's as it is (registered by :mod:`nbagent.autogen` once AutoGen is imported)."""
+
+FOREIGN_COMPONENT: Hook[[ComponentModel], object] = Hook("foreign component")
+"""A config whose provider nbagent has no class for but an adapter builds (AutoGen's teams and
+termination conditions, with nbagent's counterparts of their parts), under the load's settings
+(``allow_source_code``, ``allow_commands``, ``functions``); ``None``: not its library's."""
 
 
 class SourceCodeNotAllowedError(ValueError):
@@ -346,6 +352,20 @@ class ComponentSchemaType(Generic[ConfigT]):
     component_config_schema: ClassVar[type[BaseModel]]
     required_class_vars: ClassVar[list[str]] = ["component_config_schema", "component_type"]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Warn, as AutoGen does, when a component class (one that implements ``_from_config``) is
+        defined without its class variables; the bases it implements the protocol for need none, and
+        a variable the class body declares (``component_config_schema: ClassVar[...]``) is set later."""
+        super().__init_subclass__(**kwargs)
+        if "_from_config" in cls.__dict__:
+            declared = cls.__dict__.get("__annotations__", {})
+            for var in cls.required_class_vars:
+                if not hasattr(cls, var) and var not in declared:
+                    warnings.warn(
+                        f"Class variable '{var}' must be defined in {cls.__name__} to be a valid component",
+                        stacklevel=2,
+                    )
+
 
 class ComponentLoader:
     """AutoGen's ``load_component``, on any class: ``ChatCompletionClient.load_component(config)``."""
@@ -466,6 +486,15 @@ def _as_model(model: Any) -> ComponentModel:
 
 def _load(model: Any, wanted: type[Any]) -> Any:
     loaded = _as_model(model)
+    if loaded.provider not in _PROVIDERS:
+        built = FOREIGN_COMPONENT(loaded)
+        if built is not None:
+            if not isinstance(built, wanted):
+                raise TypeError(
+                    f"load_component: the config builds a {type(built).__name__} ({loaded.provider}), "
+                    f"not a {wanted.__name__}"
+                )
+            return built
     component_class = _resolve(loaded.provider)
     for name in ("component_config_schema", "component_type"):
         if not hasattr(component_class, name):

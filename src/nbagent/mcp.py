@@ -28,7 +28,7 @@ import sys
 import warnings
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, TextIO
+from typing import Annotated, Any, ClassVar, Literal, Self, TextIO
 
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -619,8 +619,10 @@ def _mcp_tool_schema(tool: Any) -> ToolSchema:
 
 
 class _TransportAdapterConfig(BaseModel):
-    """AutoGen's config of a per-transport MCP tool adapter: the server and the MCP tool (its JSON)."""
+    """AutoGen's config of a per-transport MCP tool adapter: the server and the MCP tool (its JSON), in
+    AutoGen's order (each transport's config narrows ``server_params``)."""
 
+    server_params: Any
     tool: dict[str, Any]
 
 
@@ -644,6 +646,7 @@ class _TransportAdapter(McpToolAdapter):
     does), connected on the first call and kept open."""
 
     _params_type: type[BaseModel]
+    component_config_schema: ClassVar[type[BaseModel]]  # each transport's config
 
     def __init__(
         self,

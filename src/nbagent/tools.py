@@ -1148,9 +1148,9 @@ class StaticWorkbench(Workbench):
         tool = self._plain.get(name) if type(self).call_tool_stream is StaticWorkbench.call_tool_stream else None
         if tool is not None:
             return await _run_plain(tool, name, arguments, cancellation_token)
-        result: ToolResult | None = None  # a tool that streams (its events are dropped), or none of that name
+        result: Any = None  # a tool that streams (its events and values are dropped), or none of that name
         async for item in self.call_tool_stream(name, arguments, cancellation_token, call_id):
-            result = item  # type: ignore[assignment]
+            result = item
         assert isinstance(result, ToolResult)
         return result
 
@@ -1160,7 +1160,9 @@ class StaticWorkbench(Workbench):
         arguments: Mapping[str, Any] | None = None,
         cancellation_token: CancellationToken | None = None,
         call_id: str | None = None,
-    ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | ToolResult]:
+    ) -> AsyncIterator[Any]:
+        """A stream tool's events and intermediate values as they come (AutoGen's
+        ``StaticStreamWorkbench``), then its :class:`ToolResult`: its last value's text, or its error."""
         tool = self._exposed.get(name)
         if tool is None:
             yield tool_not_found(name)
@@ -1168,17 +1170,25 @@ class StaticWorkbench(Workbench):
         if name in self._plain:
             yield await _run_plain(tool, name, arguments, cancellation_token)
             return
+        # As AutoGen's StaticStreamWorkbench: each item but the last is yielded as it comes (events and
+        # intermediate values alike, in order), the last value is the result.
+        value: Any = None
+        pending: list[Any] = []  # the item before the newest, yielded once the next one comes
         try:
-            value: Any = None
             async for item in tool.run_json_stream(arguments or {}, cancellation_token):
-                if isinstance(item, (BaseAgentEvent, BaseChatMessage)):
-                    yield item
-                else:
+                if pending:
+                    yield pending.pop()
+                pending.append(item)
+                if not isinstance(item, (BaseAgentEvent, BaseChatMessage)):
                     value = item
+            if pending and isinstance(pending[0], (BaseAgentEvent, BaseChatMessage)):
+                yield pending.pop()  # a tool ending on an event: its result is its last value
             text = tool.return_value_as_string(value)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a tool's failure (or its value's) becomes an error result the model can read
+            if pending:
+                yield pending.pop()  # what the tool yielded before it failed, as AutoGen's
             yield ToolResult(name, error_text(error), is_error=True)
             return
         yield ToolResult(name, text)
@@ -1205,7 +1215,8 @@ async def _run_plain(
 
 StaticStreamWorkbench = StaticWorkbench
 """AutoGen's ``StaticStreamWorkbench``: nbagent's :class:`StaticWorkbench` already streams (its
-``call_tool_stream`` yields a tool's events, then its result) and loads AutoGen's configs of either."""
+``call_tool_stream`` yields a stream tool's events and intermediate values, then its result) and loads
+AutoGen's configs of either."""
 
 
 # --------------------------------------------------------------------------- AutoGen's protocol, duck-typed
@@ -1312,7 +1323,9 @@ async def invoke_tool_stream(
     call_id: str | None = None,
 ) -> AsyncIterator[BaseAgentEvent | BaseChatMessage | ToolResult]:
     """``workbench.call_tool_stream`` (or ``call_tool`` when it has none): nbagent's events as they
-    come, then the :class:`ToolResult`. Other items are dropped with a warning, as AutoGen does."""
+    come, then the :class:`ToolResult`. Other items are dropped: a stream tool's intermediate values
+    from nbagent's :class:`StaticWorkbench` silently, any other with a warning, as AutoGen does."""
+    quiet = isinstance(workbench, StaticWorkbench)
     stream = class_method(workbench, "call_tool_stream")
     if stream is None:
         yield await invoke_tool(workbench, name, arguments, cancellation_token, call_id)
@@ -1324,7 +1337,7 @@ async def invoke_tool_stream(
                 yield item
             elif isinstance(item, ToolResult) or _looks_like_result(item):
                 yield as_tool_result(item, name)
-            else:
+            elif not quiet:
                 warnings.warn(f"Unexpected event type: {type(item)} in tool call streaming.", UserWarning, stacklevel=2)
     finally:
         aclose = getattr(items, "aclose", None)

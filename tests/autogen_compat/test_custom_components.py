@@ -10,6 +10,8 @@ imported, and a ``FunctionTool`` config's source code needs ``allow_source_code=
 from __future__ import annotations
 
 import json
+import types
+import warnings
 from typing import Any
 
 import autogen_core
@@ -296,3 +298,41 @@ def test_a_function_tool_in_a_loaded_config_still_needs_permission() -> None:
     with pytest.raises(nbagent.SourceCodeNotAllowedError):
         load_component(text)
     assert isinstance(load_component(text, functions=[double]), AssistantAgent)
+
+
+def test_a_component_class_missing_its_class_variables_warns_at_definition_as_autogens() -> None:
+    def define(base: Any, component: Any, with_type: bool) -> type:
+        body: dict[str, Any] = {
+            "__init__": lambda self, value: setattr(self, "value", value),
+            "_to_config": lambda self: Config(value=self.value),
+            "_from_config": classmethod(lambda cls, config: cls(config.value)),
+        }
+        if with_type:
+            body["component_type"] = "custom"
+        bases = (base[Config], component[Config])
+        return types.new_class("MyInvalidMissingAttrs", bases, exec_body=lambda space: space.update(body))
+
+    for base, component in ((ComponentBase, Component), (autogen_core.ComponentBase, autogen_core.Component)):
+        with pytest.warns(UserWarning) as caught:
+            define(base, component, with_type=False)
+        assert sorted(str(w.message) for w in caught) == [
+            "Class variable 'component_config_schema' must be defined in MyInvalidMissingAttrs to be a valid component",
+            "Class variable 'component_type' must be defined in MyInvalidMissingAttrs to be a valid component",
+        ], base
+        with pytest.warns(UserWarning, match="'component_config_schema' must be defined"):
+            define(base, component, with_type=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a whole class, and a base implementing no _from_config, warn nothing
+
+        class Fine(ComponentBase[Config], Component[Config]):
+            component_type = "custom"
+            component_config_schema = Config
+
+            @classmethod
+            def _from_config(cls, config: Config) -> Fine:
+                return cls()
+
+        class Base(Component[Config]):
+            """A base its subclasses make whole."""
+
+    assert is_component_class(Fine) and is_component_class(Base)

@@ -115,6 +115,7 @@ async def test_an_autogen_http_adapter_config_loads_and_runs(http_server_url: st
     ours = adapter.dump_component()
     assert ours.provider == "nbagent.StreamableHttpMcpToolAdapter"
     assert ours.config["tool"]["name"] == "add" and ours.config["server_params"]["url"] == http_server_url
+    assert list(json.loads(ours.model_dump_json())["config"]) == ["server_params", "tool"]  # AutoGen's JSON order
     again = load_component(ours.model_dump_json())
     assert again.schema == adapter.schema
     await adapter.workbench.stop()

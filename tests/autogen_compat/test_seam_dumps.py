@@ -7,6 +7,9 @@ Everything here is real AutoGen 0.7.5 (its ``AssistantAgent``, teams, ``AgentToo
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +18,8 @@ from autogen_agentchat.agents import AssistantAgent as AgAssistantAgent
 from autogen_agentchat.agents import SocietyOfMindAgent
 from autogen_agentchat.base import ChatAgent, Team
 from autogen_agentchat.base import TaskResult as AgTaskResult
-from autogen_agentchat.conditions import MaxMessageTermination
-from autogen_agentchat.teams import RoundRobinGroupChat
+from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
+from autogen_agentchat.teams import RoundRobinGroupChat, SelectorGroupChat, Swarm
 from autogen_agentchat.tools import AgentTool, TeamTool
 from autogen_agentchat.ui import Console as AgConsole
 from autogen_core import CancellationToken as AgCancellationToken
@@ -29,7 +32,8 @@ from autogen_core.models import UserMessage as AgUserMessage
 from autogen_ext.models.replay import ReplayChatCompletionClient as AgReplay
 
 import nbagent
-from nbagent import AssistantAgent, ComponentModel, ReplayChatCompletionClient, load_component
+import nbagent.autogen as na
+from nbagent import AssistantAgent, ComponentModel, ReplayChatCompletionClient, Trace, load_component
 
 INFO: Any = {
     "function_calling": True,
@@ -207,3 +211,103 @@ async def test_swarm_takes_an_nbagent_agent_without_handoffs_as_its_first_partic
     team = Swarm([first], termination_condition=MaxMessageTermination(2))  # refused on ce8e2c5
     result = await team.run(task="go")
     assert result.messages[-1].content == "Done."
+
+
+# ---------------------------------------------------------------------- AutoGen's team configs loaded by nbagent
+
+
+def ag_agent(name: str, *answers: str, **kwargs: Any) -> AgAssistantAgent:
+    return AgAssistantAgent(name, AgReplay(list(answers), model_info=INFO), **kwargs)
+
+
+async def test_nbagent_loads_autogens_round_robin_config_and_traces_its_run() -> None:
+    team = RoundRobinGroupChat(
+        [ag_agent("writer", "A draft."), ag_agent("editor", "Edited. TERMINATE")],
+        termination_condition=MaxMessageTermination(3) | TextMentionTermination("TERMINATE"),
+    )
+    config = json.loads(team.dump_component().model_dump_json())  # AutoGen's JSON, as saved to a file
+    loaded = load_component(config)
+    assert type(loaded) is RoundRobinGroupChat
+    participants = loaded._participants  # noqa: SLF001 AutoGen's team keeps them there
+    assert [(type(p), p.name) for p in participants] == [(AssistantAgent, "writer"), (AssistantAgent, "editor")]
+
+    trace = Trace()
+    result = await na.run(loaded, "Write.", trace=trace)
+    assert [m.content for m in result.messages] == ["Write.", "A draft.", "Edited. TERMINATE"]
+    runs = trace.runs_df()
+    assert list(runs["agent"]) == ["RoundRobinGroupChat", "writer", "editor"]
+    assert list(runs["parent_run_id"].iloc[1:]) == [runs["run_id"].iloc[0]] * 2
+    assert list(trace.llm_calls_df()["response_text"]) == ["A draft.", "Edited. TERMINATE"]
+
+
+async def test_nbagent_loads_autogens_selector_and_swarm_configs() -> None:
+    selector = SelectorGroupChat(
+        [ag_agent("a", "from a"), ag_agent("b", "from b")],
+        model_client=AgReplay(["b"], model_info=INFO),
+        termination_condition=MaxMessageTermination(2),
+    )
+    loaded = load_component(selector.dump_component().model_dump())
+    assert type(loaded) is SelectorGroupChat
+    assert type(loaded._model_client) is AgReplay  # noqa: SLF001 AutoGen checks its own client type there
+    assert all(type(p) is AssistantAgent for p in loaded._participants)  # noqa: SLF001
+    result = await loaded.run(task="go")
+    assert [m.source for m in result.messages] == ["user", "b"]
+
+    swarm = Swarm(
+        [ag_agent("triage", "", handoffs=["expert"]), ag_agent("expert", "Solved. TERMINATE")],
+        termination_condition=TextMentionTermination("TERMINATE"),
+    )
+    loaded_swarm = load_component(swarm.dump_component().model_dump(), Team)
+    assert type(loaded_swarm) is Swarm
+    triage = loaded_swarm._participants[0]  # noqa: SLF001
+    assert type(triage) is AssistantAgent and [h.target for h in triage.handoffs.values()] == ["expert"]
+
+
+async def test_a_team_configs_tool_source_code_needs_allow_source_code() -> None:
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    def given_add(a: int, b: int) -> int:
+        return 100 * (a + b)
+
+    team = RoundRobinGroupChat([ag_agent("calc", "3", tools=[add])], termination_condition=MaxMessageTermination(2))
+    config = team.dump_component().model_dump()
+    with pytest.raises(nbagent.SourceCodeNotAllowedError):
+        load_component(config)
+    for loaded, answer in (
+        (load_component(config, allow_source_code=True), "3"),
+        (load_component(config, functions={"add": given_add}), "300"),
+    ):
+        calc = loaded._participants[0]  # noqa: SLF001 AutoGen's team keeps them there
+        assert [t["name"] for t in calc.tools] == ["add"]
+        result = await calc.workbench[0].call_tool("add", {"a": 1, "b": 2})
+        assert result.to_text() == answer
+
+
+def test_a_team_config_naming_no_autogen_component_is_refused_and_loads_nothing() -> None:
+    team = RoundRobinGroupChat([ag_agent("a", "x")], termination_condition=MaxMessageTermination(2))
+    config = team.dump_component().model_dump()
+    bad = {**config, "config": {**config["config"], "termination_condition": {"provider": "os.system", "config": {}}}}
+    with pytest.raises(TypeError, match="'os.system' is not one of AutoGen's component classes"):
+        load_component(bad)
+    unknown = {**config, "provider": "autogen_agentchat.nowhere.Team"}
+    with pytest.raises(ValueError, match="'autogen_agentchat.nowhere' is not"):
+        load_component(unknown)
+    with pytest.raises(TypeError, match="builds a RoundRobinGroupChat .* not a AssistantAgent"):
+        AssistantAgent.load_component(config)
+
+
+@pytest.mark.slow
+def test_a_team_json_loads_with_only_nbagent_imported(tmp_path: Path) -> None:
+    team = RoundRobinGroupChat([ag_agent("a", "x")], termination_condition=MaxMessageTermination(2))
+    path = tmp_path / "team.json"
+    path.write_text(team.dump_component().model_dump_json())
+    code = (
+        "import sys, nbagent\n"
+        f"team = nbagent.load_component(open({str(path)!r}).read())\n"
+        "print(type(team).__name__, [type(p).__name__ for p in team._participants])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "RoundRobinGroupChat ['AssistantAgent']"
+    assert "Warning" not in done.stderr

@@ -15,6 +15,8 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -436,6 +438,40 @@ async def test_step_mode_holds_an_nbagent_agent_before_its_model_call() -> None:
     assert stepper.status == "finished"
     durations = stepper.trace.llm_calls_df()["duration_s"]
     assert durations.notna().all()
+
+
+async def test_step_mode_records_a_held_call_with_its_start_once_sent() -> None:
+    """A call held at a pause (an nbagent agent's and an AutoGen agent's) is recorded when its wait ends,
+    with the time it starts then: no recorder holds a call whose start is rewritten afterwards (as
+    before, the start being made at the pause and changed once the call was sent)."""
+    calc = AssistantAgent("calc", replay(add_call(), "It is 3."), tools=[add], reflect_on_tool_use=True)
+    checker = AgAssistantAgent("checker", AgReplayClient(["Checked."], model_info=INFO))
+    seen: list[tuple[nbagent.LLMCall, datetime, float]] = []
+
+    class Spy:
+        def record(self, item: Any) -> None:
+            if type(item) is nbagent.LLMCall:
+                seen.append((item, item.started_at, item.start_perf))
+
+    calc.recorders.append(Spy())  # type: ignore[arg-type]  # a recorder: record(item)
+    team = RoundRobinGroupChat([calc, checker], termination_condition=MaxMessageTermination(3))
+    stepper = AutoGenStepper(team, "1 + 2?", trace=Trace())
+    taken: list[tuple[nbagent.LLMCall, float]] = []
+    while not stepper.done:
+        step = await stepper.next()
+        if isinstance(step.item, nbagent.LLMCall):
+            # shown at the pause, not yet recorded: the trace has the calls before it only
+            assert len(stepper.trace.llm_calls_df()) == len(taken)
+            assert not any(call is step.item for call, _, _ in seen)
+            taken.append((step.item, time.perf_counter()))
+    assert len(seen) == 2 and len(taken) == 3
+    for call, started_at, start_perf in seen:
+        assert (call.started_at, call.start_perf) == (started_at, start_perf)  # as recorded, never rewritten
+    calls = stepper.trace.llm_calls_df()
+    assert list(calls["agent"]) == ["calc", "calc", "checker"]
+    assert list(calls["started_at"].iloc[:2]) == [started_at for _, started_at, _ in seen]
+    for call, at in taken:
+        assert call.start_perf > at  # it started after the walker took it, when it was sent
 
 
 async def test_nbagent_autogen_run_refuses_nbagents_own_agent_naming_the_entry_point() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from collections.abc import AsyncGenerator
 from typing import Annotated, Any, Literal
 
@@ -276,6 +277,65 @@ async def test_a_base_stream_tool_streams_its_events_in_the_agent() -> None:
     messages = [message async for message in agent.run_stream(task="count")]
     thoughts = [m.content for m in messages if isinstance(m, ThoughtEvent)]
     assert thoughts == ["step 0", "step 1"]
+    execution = next(m for m in messages if isinstance(m, ToolCallExecutionEvent))
+    assert execution.content[0].content == '{"total": 2}'
+
+
+def progress_class(base: Any, event: Any) -> Any:
+    class Progressing(base[AddArgs, Any, Sum]):  # type: ignore[misc,valid-type]
+        """Yields a Progress value per step, an event between, and its Sum last (or fails after a step)."""
+
+        def __init__(self, name: str = "progress") -> None:
+            super().__init__(AddArgs, Sum, name, "Count with progress.")
+
+        async def run_stream(self, args: AddArgs, cancellation_token: Any) -> AsyncGenerator[Any, None]:
+            for step in range(args.a, args.b):
+                yield Progress(step=step)
+                yield event(content=f"step {step}", source="progress")
+            if args.b < 0:
+                raise ValueError("no count below zero")
+            yield Sum(total=args.b - args.a)
+
+        async def run(self, args: AddArgs, cancellation_token: Any) -> Sum:
+            return Sum(total=args.b - args.a)
+
+    return Progressing
+
+
+def described(item: Any) -> Any:
+    if isinstance(item, (ag_tools.ToolResult, nbagent.ToolResult)):  # an error's text: a kept difference
+        return ("result", item.is_error, item.to_text().removeprefix("Error: ValueError: "))
+    return (type(item).__name__, getattr(item, "content", None) or item.model_dump())
+
+
+async def test_a_stream_tools_intermediate_values_come_out_of_the_workbench_as_autogens() -> None:
+    from autogen_agentchat.messages import ThoughtEvent as AgThought
+
+    theirs = ag_tools.StaticStreamWorkbench([progress_class(ag_tools.BaseStreamTool, AgThought)()])
+    ours = nbagent.StaticStreamWorkbench([progress_class(BaseStreamTool, ThoughtEvent)()])
+    for arguments in ({"a": 0, "b": 2}, {"a": -2, "b": -1}, {"a": 0, "b": 0}):
+        expected = [described(i) async for i in theirs.call_tool_stream("progress", arguments)]
+        got = [described(i) async for i in ours.call_tool_stream("progress", arguments)]
+        assert got == expected, arguments
+    assert got == [("result", False, '{"total": 0}')]
+    values = [i async for i in ours.call_tool_stream("progress", {"a": 0, "b": 2})]
+    assert [type(i).__name__ for i in values] == ["Progress", "ThoughtEvent", "Progress", "ThoughtEvent", "ToolResult"]
+
+
+async def test_the_agent_shows_a_stream_tools_events_not_its_intermediate_values() -> None:
+    script = [
+        CreateResult(
+            finish_reason="function_calls",
+            content=[FunctionCall(id="c1", name="progress", arguments='{"a": 0, "b": 2}')],
+        )
+    ]
+    agent = AssistantAgent(
+        "a", ReplayChatCompletionClient(script), tools=[progress_class(BaseStreamTool, ThoughtEvent)()]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "Unexpected event type" for nbagent's own workbench's values
+        messages = [message async for message in agent.run_stream(task="count")]
+    assert [m.content for m in messages if isinstance(m, ThoughtEvent)] == ["step 0", "step 1"]
     execution = next(m for m in messages if isinstance(m, ToolCallExecutionEvent))
     assert execution.content[0].content == '{"total": 2}'
 

@@ -16,7 +16,7 @@ import importlib
 import os
 import sys
 import types
-from typing import Any
+from typing import Annotated, Any, get_origin
 
 import nbagent
 from nbagent.autogen.loaders import SharedComponentModel
@@ -58,9 +58,16 @@ def substitutions(mode: str) -> list[tuple[str, str, Any]]:
         loaded = importlib.import_module(module)
         for name in getattr(loaded, "__all__", ()):
             ours = getattr(nbagent, name, None)
-            if name != "ComponentModel" and isinstance(ours, type) and isinstance(getattr(loaded, name, None), type):
+            if name != "ComponentModel" and _same_kind(ours, getattr(loaded, name, None)):
                 found.append((module, name, ours))
     return found
+
+
+def _same_kind(ours: object, theirs: object) -> bool:
+    """Both classes, or both pydantic field types (``Annotated``: the ``ChatMessage`` and ``AgentEvent`` unions)."""
+    if isinstance(ours, type) and isinstance(theirs, type):
+        return True
+    return ours is not None and get_origin(ours) is Annotated and get_origin(theirs) is Annotated
 
 
 def _module(name: str) -> types.ModuleType | None:

@@ -24,7 +24,7 @@ from autogen_core import models as agm
 from autogen_core.models import ChatCompletionClient, CreateResult, LLMMessage, ModelInfo, RequestUsage
 from pydantic import BaseModel
 
-from .._ids import new_id, utc_now
+from .._ids import new_id
 from ..cancellation import CANCELLED
 from ..models.base import ModelRequest
 from ..models.bridge import client_config, client_secrets
@@ -39,7 +39,8 @@ class CallSink(Protocol):
     """Who hears of the calls of a :class:`RecordingClient` (the run recording its agent)."""
 
     def call_started(self, call: LLMCall) -> Awaitable[None] | None:
-        """``call`` starts; an awaitable returned is awaited before the call is sent."""
+        """``call`` starts; an awaitable returned is awaited before the call is sent (whoever completes it
+        sets the call's start time then: the wait is not the call's time)."""
         ...
 
     def call_ended(self, call: LLMCall) -> None:
@@ -123,9 +124,7 @@ class RecordingClient(ChatCompletionClient):
         if sink is not None:
             gate = sink.call_started(call)
             if gate is not None:
-                await gate
-                # The call is sent now: the pause before it (the step-by-step mode) is not its time.
-                call.started_at, call.start_perf = utc_now(), _perf()
+                await gate  # the sink sets the call's start when it opens the gate (the pause is not its time)
 
     # ------------------------------------------------------------------ AutoGen's interface
 

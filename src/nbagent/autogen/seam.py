@@ -19,7 +19,7 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
 * ``agent.AGENT_MADE`` and AutoGen's imports: nbagent's ``AssistantAgent`` is a virtual subclass of
   AutoGen's ``ChatAgent`` and ``BaseChatAgent``, so AutoGen's teams and ``AgentTool`` take it;
 * ``components.DUMPED`` and AutoGen's loader: nbagent's dumps in AutoGen's configs, and back
-  (:mod:`.loaders`);
+  (:mod:`.loaders`); ``components.FOREIGN_COMPONENT``: AutoGen's team configs loaded by nbagent;
 * ``hooks.HINT``: what to say when AutoGen's object is given where nbagent's is expected.
 
 Each converter first reads ``sys.modules``: an object of a module never imported cannot be AutoGen's,
@@ -28,6 +28,7 @@ so registering imports no AutoGen module, and neither does any hook's answer for
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -40,6 +41,9 @@ from .._imports import when_imported
 from ..models import base as model_base
 from ..models import bridge
 
+AUTOGENS_OWN = frozenset({"autogen_agentchat", "autogen_core"})
+"""AutoGen's packages whose modules a config may name (teams, conditions, agents) and make nbagent import,
+as AutoGen's loader would; any other module (autogen_ext's reach other libraries) must be imported first."""
 _LLM_NAMES = frozenset({"SystemMessage", "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage"})
 
 
@@ -166,6 +170,22 @@ def dumped(model: components.ComponentModel) -> components.ComponentModel | None
     return shared(model)
 
 
+def foreign_component(model: components.ComponentModel) -> object:
+    """Once AutoGen is imported: AutoGen's component of an ``autogen_*`` provider nbagent has no class
+    for (a team, a termination condition), built by AutoGen's loader from a config whose parts nbagent
+    has counterparts of are nbagent's (:mod:`.loaders`). A config naming ``autogen_agentchat`` or
+    ``autogen_core`` imports AutoGen (installed), as AutoGen's loader would."""
+    root = model.provider.split(".")[0]
+    if not root.startswith("autogen"):
+        return None
+    if _loaded("autogen_core") is None and (root not in AUTOGENS_OWN or importlib.util.find_spec(root) is None):
+        return None
+    importlib.import_module("autogen_core")  # first: its import hook imports .loaders
+    from .loaders import load_autogens
+
+    return load_autogens(model, AUTOGENS_OWN)
+
+
 def _loadable(module: ModuleType) -> None:
     """At ``autogen_core``'s import: nbagent's providers made known to AutoGen's loader."""
     from .loaders import make_known
@@ -248,6 +268,7 @@ def register() -> None:
     hooks.HINT.register(hint)
     agent_module.AGENT_MADE.register(joined)
     components.DUMPED.register(dumped)
+    components.FOREIGN_COMPONENT.register(foreign_component)
     when_imported("autogen_agentchat.base", join)
     when_imported("autogen_agentchat.agents", join_agents)
     when_imported("autogen_core", _loadable)

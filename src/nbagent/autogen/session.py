@@ -284,6 +284,9 @@ class _Forwarder:
         run = self._run()
         if run is None or run.status != "running":
             return
+        if type(item) is LLMCall and id(item) in run.held_calls:  # handed on when its gate was made
+            run.held_calls.discard(id(item))
+            return
         if isinstance(item, RunStarted):
             item.parent_run_id = run.run_id
             run.turns.append((item.agent, item.run_id))
@@ -372,6 +375,8 @@ class AutoGenRun(RunIterator):
         self._positions: dict[int, int] = {}
         self._contexts: dict[int, tuple[RunItem, list[nb.LLMMessage]]] = {}  # see context_at
         self._gates: dict[int, asyncio.Future[None]] = {}
+        self.held_calls: set[int] = set()  # ids of the calls a gate handed on before they were recorded
+        self._unrecorded: dict[int, tuple[_Agent, LLMCall]] = {}  # AutoGen's agents' calls recorded once sent
         self._wake: asyncio.Event | None = None
         # A single agent's last chat message: its answer if the stream ends after it.
         self._held: tuple[ag.BaseChatMessage | ag.BaseAgentEvent, nb.BaseChatMessage] | None = None
@@ -716,10 +721,15 @@ class AutoGenRun(RunIterator):
     def _gate_own(self, agent: object, call: LLMCall) -> asyncio.Future[None] | None:
         """:data:`~nbagent.agent.TEAM_CALL_GATE` in the step-by-step mode: an nbagent agent of the team
         waits before sending ``call`` until the consumer has taken it and asks for the next item."""
-        if self.status != "running" or not any(one.own is agent for one in self.agents):
+        own = next((one for one in self.agents if one.own is agent), None)
+        if self.status != "running" or own is None or own.forwarder is None:
             return None
         gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._gates[id(call)] = gate
+        # The call goes to the consumer now, the agent's recorders get it once the gate opens (its
+        # time started then); the forwarder, one of them, does not hand it on twice.
+        own.forwarder.record(call)
+        self.held_calls.add(id(call))
         return gate
 
     def _cancel_gates(self) -> None:
@@ -727,11 +737,19 @@ class AutoGenRun(RunIterator):
             if not gate.done():
                 gate.cancel()
         self._gates.clear()
+        self.held_calls.clear()  # never sent: never recorded
+        for agent, call in self._unrecorded.values():  # shown already: recorded as they end, never sent
+            agent.source.record(call)
+        self._unrecorded.clear()
 
     def _open_gates(self, item: RunItem) -> None:
         if type(item) is LLMCall:
             gate = self._gates.pop(id(item), None)
             if gate is not None and not gate.done():
+                unrecorded = self._unrecorded.pop(id(item), None)
+                if unrecorded is not None:  # sent now: its time starts here, and its record has it
+                    item.started_at, item.start_perf = utc_now(), time.perf_counter()
+                    unrecorded[0].source.record(item)
                 gate.set_result(None)
 
     def _drain(self, before: ag.BaseChatMessage | ag.BaseAgentEvent | None, out: list[RunItem]) -> None:
@@ -765,7 +783,10 @@ class AutoGenRun(RunIterator):
         if call.streaming:
             agent.stream_call = call
             agent.chunks_seen = 0
-        agent.source.record(call)
+        if id(call) in self._gates:  # held (step by step): recorded when sent, its start time then
+            self._unrecorded[id(call)] = (agent, call)
+        else:
+            agent.source.record(call)
         self._emit(agent, call, out)
 
     # ------------------------------------------------------------------ runs

@@ -26,8 +26,8 @@ TOTAL_AVAILABLE_TOKENS = 10_000
 class ReplayExhaustedError(ModelError, ValueError):
     """The script has no answer left for this call.
 
-    Also a ``ValueError``, which AutoGen's replay client raises then (``"No more mock responses
-    available"``): ``except ValueError`` written for AutoGen catches it."""
+    Also a ``ValueError`` starting with AutoGen's words (``"No more mock responses available"``), as its
+    replay client raises: ``except ValueError`` (and a match on those words) written for AutoGen catches it."""
 
 
 class ReplayChatCompletionClientConfig(BaseModel):
@@ -160,8 +160,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     def _next(self, request: ModelRequest) -> CreateResult:
         if self._index >= len(self.chat_completions):
             raise ReplayExhaustedError(
-                f"ReplayChatCompletionClient has no answer left: all {len(self.chat_completions)} "
-                "scripted answers were used (call reset() or add more)"
+                f"No more mock responses available: ReplayChatCompletionClient has no answer left: all "
+                f"{len(self.chat_completions)} scripted answers were used (call reset() or add more)"
             )
         item = self.chat_completions[self._index]
         self._index += 1
