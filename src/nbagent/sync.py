@@ -103,19 +103,12 @@ def _restore() -> None:
     _saved.clear()
 
 
-_LOOP_NAMES = (
-    "run_forever",
-    "run_until_complete",
-    "_run_once",
-    "_check_running",
-    "_check_runnung",
-    "_num_runs_pending",
-    "_is_proactorloop",
-    "_nest_deferred",
-    "_nest_patched",
-    "_nest_asyncio2",
-)
-"""What nest_asyncio2 sets on the class of the loop it patches (nest_asyncio2 1.7: ``_patch_loop``)."""
+_LOOP_NAMES = ("run_forever", "run_until_complete", "_run_once", "_check_running", "_check_runnung", "_nest_patched")
+"""What nest_asyncio2 sets on the class of the loop it patches (nest_asyncio2 1.7: ``_patch_loop``) and is put
+back: its methods and its mark. Its data (``_num_runs_pending``, ``_is_proactorloop``, ``_nest_deferred``,
+``_nest_asyncio2``), which no method of asyncio's reads, stays on the class: a loop of that class that another
+thread started meanwhile (an ipykernel subshell's) runs nest_asyncio2's ``run_forever`` to its end and reads it
+then."""
 
 
 @contextmanager

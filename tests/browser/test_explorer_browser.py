@@ -213,7 +213,9 @@ def test_filter_sort_open_compare_keyboard_themes_and_reopen(
     page.locator(f"{GRID} tr[data-run='{other['run']}']").click(modifiers=["Shift"])
     page.wait_for_function("(sel) => document.querySelector(sel + ' .nba-x-detail .nba-compare table')", arg=LIVE)
     compared = page.locator(f"{LIVE} .nba-x-detail .nba-compare").inner_text()
-    assert calc["run"] in compared and other["run"] in compared
+    assert calc["run"][:8] in compared and other["run"][:8] in compared  # runs named short (issue 43.4)
+    compared_html = page.locator(f"{LIVE} .nba-x-detail .nba-compare").inner_html()
+    assert calc["run"] in compared_html and other["run"] in compared_html  # the full ids on hover
     figures: dict[str, float] = {}
     failures: list[Any] = []
     contrast(nb, "compare", figures, failures)

@@ -111,3 +111,33 @@ def test_a_loop_that_cannot_be_patched_leaves_asyncio_as_it_was() -> None:
     assert "await agent.run(...)" in str(seen["error"])
     assert seen["same"] and seen["Task"] is asyncio.tasks._CTask  # noqa: SLF001 (the C class, as the process starts)
     assert _run_closes_its_loop()
+
+
+async def test_a_loop_another_thread_started_during_the_call_ends_cleanly_after_it() -> None:
+    """An ipykernel subshell's thread may start its loop while a sync call has the loop class patched: that loop
+    runs nest_asyncio2's ``run_forever`` and, ending after the call put the class back, still reads the data it
+    keeps on the class (the saved notebooks of CI run 2026-12-06 held "AttributeError: '_UnixSelectorEventLoop'
+    object has no attribute '_is_proactorloop'" from a subshell thread)."""
+    other = asyncio.new_event_loop()
+    running = threading.Event()
+    errors: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            other.call_soon(running.set)
+            other.run_forever()
+        except BaseException as error:  # what the thread ended with is the answer
+            errors.append(error)
+
+    thread = threading.Thread(target=serve)
+
+    async def start_the_other_loop() -> str:
+        thread.start()
+        assert await asyncio.to_thread(running.wait, 30)  # a hang guard: the thread's loop is running
+        return "started"
+
+    assert run_coroutine(start_the_other_loop) == "started"
+    other.call_soon_threadsafe(other.stop)
+    thread.join(30)
+    other.close()
+    assert not thread.is_alive() and errors == []
