@@ -22,28 +22,22 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import start_new_kernel
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.kernels import SLOW_AGENT  # noqa: E402 (the repository's tests, beside bench/)
+
 TARGET_S = 1.0
 IOPUB_DEADLINE_S = 120.0
-SETUP = """
-import asyncio, time, nbagent
-from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
-
-async def slow(x: int) -> int:
-    "Takes a minute."
-    print("STARTED", flush=True)
-    await asyncio.sleep(60)
-    return x
-
-def make(name):
-    call = FunctionCall(id="c1", name="slow", arguments='{"x": 1}')
-    script = [CreateResult(finish_reason="function_calls", content=[call]), "done"]
-    return AssistantAgent(name, ReplayChatCompletionClient(script), tools=[slow])
+SETUP = (
+    SLOW_AGENT
+    + """
+import time
 
 def looper():
     calls = [CreateResult(finish_reason="function_calls",
@@ -61,6 +55,7 @@ def ended_at(view):
     "The wall-clock time the view's run ended."
     return time.time() - (time.perf_counter() - view._finished_perf)
 """
+)
 PAUSE = """
 stepper = nbagent.step(looper(), "Add up.")
 display(stepper)
@@ -113,19 +108,20 @@ class Kernel:
         return clicked
 
     def until(self, msg_id: str, text: str, button: str | None = None) -> str | None:
-        """Read the cell ``msg_id``'s IOPub until it printed ``text``: the model id of the last button
-        labelled ``button`` it opened."""
-        found = None
-        while True:
-            message = self.message(f"{text!r} from the cell")
+        """Read the cell ``msg_id``'s IOPub until it printed ``text`` and, if ``button`` is given, opened a
+        button labelled ``button`` (a shown run goes live, its Stop button with it, once it has run for
+        ``GO_LIVE_S``: after its tool may have printed): the model id of the last such button."""
+        found, printed = None, False
+        while not printed or (button is not None and found is None):
+            message = self.message(f"{text!r} from the cell" + (f" and its {button!r} button" if button else ""))
             kind = message["msg_type"]
             if kind == "comm_open" and button is not None:
                 state = message["content"]["data"].get("state", {})
                 if state.get("_model_name") == "ButtonModel" and state.get("description") == button:
                     found = message["content"]["comm_id"]
             elif kind == "stream" and text in message["content"]["text"]:
-                if message["parent_header"].get("msg_id") == msg_id:
-                    return found
+                printed = printed or message["parent_header"].get("msg_id") == msg_id
+        return found
 
     def idle(self, msg_id: str) -> list[tuple[str, float]]:
         """The errors of the cell ``msg_id`` (name, when received), once it is idle."""

@@ -16,6 +16,24 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from nbclient import NotebookClient
 
+SLOW_AGENT = """
+import asyncio, nbagent
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
+
+async def slow(x: int) -> int:
+    "Takes a minute."
+    print("STARTED", flush=True)
+    await asyncio.sleep(60)
+    return x
+
+def make(name):
+    call = FunctionCall(id="c1", name="slow", arguments='{"x": 1}')
+    script = [CreateResult(finish_reason="function_calls", content=[call]), "done"]
+    return AssistantAgent(name, ReplayChatCompletionClient(script), tools=[slow])
+"""
+"""Kernel code: ``make(name)``, an agent whose one tool call sleeps a minute (printing ``STARTED`` as it begins):
+what Stop, Pause and interrupts are tried on."""
+
 
 def kernel_dirs(tmp_path_factory: pytest.TempPathFactory, name: str, display_name: str) -> list[str]:
     """A kernelspec ``name`` for this interpreter (no OpenAI key in its environment), in a folder of its own."""

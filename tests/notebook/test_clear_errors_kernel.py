@@ -13,28 +13,14 @@ from jupyter_client.manager import KernelManager
 
 from nbagent.notebook.hints import ASYNCIO_RUN_HINT, RUN_UNTIL_COMPLETE_HINT
 
+from ..kernels import SLOW_AGENT, running_kernel
 from ..kernels import kernel_dirs as make_kernel_dirs
-from ..kernels import running_kernel
 
 pytestmark = pytest.mark.kernel
 
 KERNEL = "nbagent-clear-errors-test"
 
-SETUP = """
-import asyncio, nbagent
-from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
-
-async def slow(x: int) -> int:
-    "Takes a minute."
-    print("STARTED", flush=True)
-    await asyncio.sleep(60)
-    return x
-
-def make(name):
-    call = FunctionCall(id="c1", name="slow", arguments='{"x": 1}')
-    script = [CreateResult(finish_reason="function_calls", content=[call]), "done"]
-    return AssistantAgent(name, ReplayChatCompletionClient(script), tools=[slow])
-"""
+SETUP = SLOW_AGENT
 LEFT = "its context is valid (every tool call has a result) and keeps the task: agent.retry() goes on from it"
 
 
