@@ -80,8 +80,14 @@ LONGEST_FIRST = (
 )
 
 
-SUB_MARKERS = ("kernel", "browser", "realserver", "receivers", "spark", "killpoints", "mcp", "subprocess")
+SUB_MARKERS = ("kernel", "browser", "realserver", "receivers", "spark", "killpoints", "mcp", "subprocess", "long")
 """The markers that imply ``slow`` (each registered in pyproject with what it starts)."""
+LONG_TESTS = frozenset(
+    line.strip()
+    for line in (Path(__file__).parent / "long_tests.txt").read_text(encoding="utf-8").splitlines()
+    if line.strip() and not line.startswith("#")
+)
+"""The node ids of the tests marked ``long`` (``tests/long_tests.txt``: the fast tier's longest, measured)."""
 FAST_TIER = "not slow"
 """The marker expression of the fast tier: one process unless ``-n``/``--numprocesses`` is given."""
 FAST_TIER_WORKERS = 0
@@ -337,6 +343,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         top = item.nodeid.removeprefix("tests/").partition("/")[0]
         if top in GROUPED_FOLDERS:
             item.add_marker(GROUPED_FOLDERS[top])
+        if item.nodeid in LONG_TESTS:
+            item.add_marker("long")
         if any(item.get_closest_marker(name) for name in SUB_MARKERS):
             item.add_marker("slow")
     if os.environ.get("PYTEST_XDIST_WORKER"):
