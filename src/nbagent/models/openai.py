@@ -123,6 +123,42 @@ MODEL_INFO: dict[str, ModelInfo] = {
         ("Llama-4-Maverick-17B-128E-Instruct-FP8", True, True, True, True, "llama-4-maverick"),
     )
 }
+#: The context window (tokens) of the known models, by name or the prefix of a dated version: the
+#: published windows, as AutoGen 0.7.5's OpenAI client knows them. A model not here has no known window.
+TOKEN_LIMITS: dict[str, int] = {
+    "gpt-3.5-turbo": 16_385,
+    "gpt-4": 8_192,
+    "gpt-4-32k": 32_768,
+    "gpt-4-turbo": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.5-preview": 128_000,
+    "gpt-5": 400_000,
+    "o1": 200_000,
+    "o1-mini": 128_000,
+    "o1-preview": 128_000,
+    "o3": 200_000,
+    "o3-mini": 200_000,
+    "o4-mini": 200_000,
+    "gemini-1.5-flash": 1_048_576,
+    "gemini-1.5-pro": 2_097_152,
+    "gemini-2.0-flash": 1_048_576,
+    "gemini-2.5-flash": 1_048_576,
+    "claude-3-haiku": 50_000,
+    "claude-3-sonnet": 200_000,
+    "claude-3-opus": 200_000,
+    "claude-3-5-haiku": 200_000,
+    "claude-3-5-sonnet": 200_000,
+    "claude-3-7-sonnet": 200_000,
+    "claude-4-sonnet": 200_000,
+    "claude-4-opus": 200_000,
+    "Llama-3.3-8B-Instruct": 128_000,
+    "Llama-3.3-70B-Instruct": 128_000,
+    "Llama-4-Scout-17B-16E-Instruct-FP8": 128_000,
+    "Llama-4-Maverick-17B-128E-Instruct-FP8": 128_000,
+}
+
 #: Capabilities assumed for a model not in the table (a local server's model, say): text, tools
 #: and JSON, no images. Pass ``model_info=`` to say otherwise.
 UNKNOWN_MODEL_INFO = ModelInfo(
@@ -287,6 +323,12 @@ def model_info_for(model: str) -> ModelInfo:
 
 
 # --------------------------------------------------------------------------- request conversion
+
+
+def token_limit_for(model: str) -> int | None:
+    """The context window of ``model`` (:data:`TOKEN_LIMITS`, longest matching prefix), ``None`` if not known."""
+    matches = [name for name in TOKEN_LIMITS if model == name or model.startswith(name + "-")]
+    return TOKEN_LIMITS[max(matches, key=len)] if matches else None
 
 
 def merge_system_messages(messages: Sequence[LLMMessage]) -> list[LLMMessage]:
@@ -826,6 +868,24 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     @property
     def base_url(self) -> str:
         return str(self._client.base_url)
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens (:data:`TOKEN_LIMITS`), ``None`` when nbagent does not know it
+        (a model of another server, a name not in the table)."""
+        return token_limit_for(self._model)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Any] = ()) -> int:
+        """AutoGen's: the tokens left in the model's context window once ``messages`` and ``tools`` are sent
+        (:meth:`count_tokens`' estimate). A ``ValueError`` when the window is not known (:attr:`context_window`):
+        a ``TokenLimitedChatCompletionContext`` then needs ``token_limit=...``."""
+        window = self.context_window
+        if window is None:
+            raise ValueError(
+                f"OpenAIChatCompletionClient: the context window of {self._model!r} is not known, so the tokens "
+                "remaining cannot be told: give TokenLimitedChatCompletionContext a token_limit=..."
+            )
+        return window - self.count_tokens(messages, tools=tools)
 
     def __repr__(self) -> str:
         return f"OpenAIChatCompletionClient(model={self._model!r}, base_url={self.base_url!r})"
