@@ -358,9 +358,18 @@ class ComponentFromConfig(Generic[FromConfigT]):
     @classmethod
     def _from_config_past_version(cls, config: dict[str, Any], version: int) -> Self:
         """A new component from a config of an older ``component_version``: by default read with the
-        current schema (nbagent's schemas accept the older fields AutoGen's configs had)."""
+        current schema (nbagent's schemas accept the older fields AutoGen's configs had); a config the
+        current schema refuses raises AutoGen's ``NotImplementedError`` (the class must implement this)."""
         schema: type[BaseModel] = getattr(cls, "component_config_schema")  # noqa: B009 (set by the subclass)
-        return cls._from_config(schema.model_validate(config))  # type: ignore[arg-type]
+        try:
+            current = schema.model_validate(config)
+        except ValidationError as error:
+            raise NotImplementedError(
+                f"Tried to load component {cls} which is on version {cls.component_version} with a config on "
+                f"version {version} but _from_config_past_version is not implemented (and the config does not "
+                f"validate with the current {schema.__name__})"
+            ) from error
+        return cls._from_config(current)  # type: ignore[arg-type]
 
 
 class ComponentSchemaType(Generic[ConfigT]):
