@@ -365,7 +365,8 @@ class ComponentFromConfig(Generic[FromConfigT]):
             current = schema.model_validate(config)
         except ValidationError as error:
             raise NotImplementedError(
-                f"Tried to load component {cls} which is on version {cls.component_version} with a config on "
+                f"Tried to load component {cls} which is on version {getattr(cls, 'component_version', 1)} "
+                f"with a config on "
                 f"version {version} but _from_config_past_version is not implemented (and the config does not "
                 f"validate with the current {schema.__name__})"
             ) from error

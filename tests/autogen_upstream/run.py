@@ -83,7 +83,9 @@ def extras() -> Path:
     return site
 
 
-REPOSITORY_PACKAGES = {"autogen-core/test_component_config.py": ("autogen_test_utils", "python/packages/autogen-test-utils")}
+REPOSITORY_PACKAGES = {
+    "autogen-core/test_component_config.py": ("autogen_test_utils", "python/packages/autogen-test-utils"),
+}
 """Files whose tests import a package of AutoGen's repository that is not on the package index: ``(module,
 folder in the repository)``. It is built from a git copy of AutoGen's repository at the tag
 (``NBAGENT_AUTOGEN_REPO``: its git directory or a checkout) and installed with pip into ``CACHE/site``,

@@ -190,7 +190,8 @@ def _nbagents_component(provider: str) -> bool:
     """Whether ``provider`` names a class of nbagent's component protocol in a module already imported (a
     module of the user's whose name starts with ``autogen``): nbagent's loader builds it, not AutoGen's."""
     module_name, _, class_name = provider.rpartition(".")
-    return components.is_component_class(getattr(sys.modules.get(module_name), class_name, None))
+    found = getattr(sys.modules.get(module_name), class_name, None)
+    return isinstance(found, type) and components.is_component_class(found)
 
 
 def _loadable(module: ModuleType) -> None:
