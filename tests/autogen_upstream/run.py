@@ -156,7 +156,8 @@ def run_file(name: str, mode: str, timeout: float) -> dict[str, object]:
     if reason is not None:
         return {"file": name, "mode": mode, "cannot_run": reason}
     path = test_path(name)
-    report = CACHE / "reports" / (name.replace("/", "__") + ".xml")
+    # one report per process: several checkouts share the cache, and may run the same file at once
+    report = CACHE / "reports" / f"{name.replace('/', '__')}.{os.getpid()}.xml"
     report.parent.mkdir(parents=True, exist_ok=True)
     report.unlink(missing_ok=True)
     env = {
@@ -180,7 +181,9 @@ def run_file(name: str, mode: str, timeout: float) -> dict[str, object]:
         return {"file": name, "mode": mode, "errors": 1, "failing": ["(no report: the run crashed)"]}
     counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
     failing: list[str] = []
-    for case in ET.parse(report).getroot().iter("testcase"):
+    cases = list(ET.parse(report).getroot().iter("testcase"))
+    report.unlink()
+    for case in cases:
         outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
         key = {"failure": "failed", "error": "errors"}.get(outcome, outcome)
         counts[key] += 1
