@@ -6,6 +6,10 @@ with pip (``pip download --no-deps --no-binary :all:``, kept in ``~/.cache/nbage
 runs each listed file in its own pytest process with the plugin ``shim.py`` beside this file (nbagent's
 names in AutoGen's modules) and prints the counts per file; ``--json PATH`` writes them with each
 failing test's id. What still fails is listed in docs/contract.md with its reason.
+
+``NBAGENT_AUTOGEN_REPO`` (a git copy of AutoGen's repository) lets the runner build ``autogen-test-utils``,
+which ``test_component_config.py`` imports and which is in that repository only; without it that file
+is reported as one that cannot run here, as the MCP adapters' file always is (:data:`CANNOT_RUN`).
 """
 
 from __future__ import annotations
