@@ -40,6 +40,7 @@ import json
 import sys
 import textwrap
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -178,6 +179,22 @@ def _provider_of(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+_LOADED_AS: dict[int, tuple[str, str | None, str | None]] = {}
+"""``(provider, description, label)`` of a config naming one of a class's ``component_aliases`` (AutoGen's
+provider), by the id of the component it built (while it lives): its dumps name that provider, so that
+AutoGen's dump-load-dump round trips hold (:func:`_remember_loaded_as`)."""
+
+
+def _remember_loaded_as(instance: object, loaded: ComponentModel) -> None:
+    """Let ``instance``, built from ``loaded`` under another provider than its class's own, dump as ``loaded``
+    names it (an object that cannot be weakly referenced dumps as its class's, as it is not remembered)."""
+    try:
+        weakref.finalize(instance, _LOADED_AS.pop, id(instance), None)
+    except TypeError:
+        return
+    _LOADED_AS[id(instance)] = (loaded.provider, loaded.description, loaded.label)
+
+
 def provider_class(provider: str) -> type[Any] | None:
     """The nbagent class a provider string builds (``nbagent.X`` or an alias), ``None`` if none."""
     return _PROVIDERS.get(provider)
@@ -313,13 +330,15 @@ class ComponentToConfig(Generic[ToConfigT]):
         with _set(_INCLUDE_SECRETS, include_secrets):
             config = self._to_config().model_dump(exclude_none=True)
             config = _reveal(config) if _INCLUDE_SECRETS.get() else _hide(config)
+        # loaded from a config naming AutoGen's provider: dumped under it (its description and label too)
+        provider, description, label = _LOADED_AS.get(id(self), (provider, None, None))
         model = ComponentModel(
             provider=provider,
             component_type=self.component_type,
             version=self.component_version,
             component_version=self.component_version,
-            description=self.component_description or _description_of(cls),
-            label=self.component_label or cls.__name__,
+            description=description or self.component_description or _description_of(cls),
+            label=label or self.component_label or cls.__name__,
             config=config,
         )
         return DUMPED(model) or model
@@ -339,9 +358,19 @@ class ComponentFromConfig(Generic[FromConfigT]):
     @classmethod
     def _from_config_past_version(cls, config: dict[str, Any], version: int) -> Self:
         """A new component from a config of an older ``component_version``: by default read with the
-        current schema (nbagent's schemas accept the older fields AutoGen's configs had)."""
+        current schema (nbagent's schemas accept the older fields AutoGen's configs had); a config the
+        current schema refuses raises AutoGen's ``NotImplementedError`` (the class must implement this)."""
         schema: type[BaseModel] = getattr(cls, "component_config_schema")  # noqa: B009 (set by the subclass)
-        return cls._from_config(schema.model_validate(config))  # type: ignore[arg-type]
+        try:
+            current = schema.model_validate(config)
+        except ValidationError as error:
+            raise NotImplementedError(
+                f"Tried to load component {cls} which is on version {getattr(cls, 'component_version', 1)} "
+                f"with a config on "
+                f"version {version} but _from_config_past_version is not implemented (and the config does not "
+                f"validate with the current {schema.__name__})"
+            ) from error
+        return cls._from_config(current)  # type: ignore[arg-type]
 
 
 class ComponentSchemaType(Generic[ConfigT]):
@@ -516,6 +545,8 @@ def _load(model: Any, wanted: type[Any]) -> Any:
         raise
     if not isinstance(instance, wanted):
         raise TypeError(f"load_component: expected a {wanted.__name__}, got a {type(instance).__name__}")
+    if loaded.provider != _provider_of(component_class) and type(instance) is component_class:
+        _remember_loaded_as(instance, loaded)
     return instance
 
 

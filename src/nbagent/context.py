@@ -319,6 +319,14 @@ class BufferedChatCompletionContext(ChatCompletionContext):
         return cls(config.buffer_size, initial_messages=config.initial_messages)
 
 
+def _knows_its_window(model_client: object) -> bool:
+    """Whether ``model_client`` tells the tokens left (``remaining_tokens``): AutoGen's clients, the replay
+    client, nbagent's OpenAI clients for a model whose window is known (``context_window`` not ``None``)."""
+    if not callable(getattr(model_client, "remaining_tokens", None)):
+        return False
+    return getattr(model_client, "context_window", 0) is not None
+
+
 class TokenLimitedChatCompletionContextConfig(BaseModel):
     model_client: ComponentModel | None = None
     token_limit: int | None = None
@@ -334,7 +342,8 @@ class TokenLimitedChatCompletionContext(ChatCompletionContext):
     by ``count_tokens`` (a function of one message) if given, else by the model client's
     ``count_tokens``, else by :func:`estimate_tokens`; the tools in ``tool_schema`` are counted
     against the limit too. Without ``token_limit`` the budget is what the model client's
-    ``remaining_tokens`` says is left (AutoGen's clients know it; nbagent's need ``token_limit``).
+    ``remaining_tokens`` says is left (AutoGen's clients and nbagent's OpenAI clients know it for the
+    models whose context window is known; for another model ``token_limit`` is needed).
     The view keeps the newest messages whole (AutoGen drops messages from the middle, which can
     part a tool call from its result).
     """
@@ -360,14 +369,15 @@ class TokenLimitedChatCompletionContext(ChatCompletionContext):
         tools = [] if tool_schema is None else check.sequence(where, "tool_schema", tool_schema, "a list of schemas")
         for index, tool in enumerate(tools):
             check.mapping(where, f"tool_schema[{index}]", tool, "a tool schema (a dict)")
-        if token_limit is None and not callable(getattr(model_client, "remaining_tokens", None)):
+        if token_limit is None and not _knows_its_window(model_client):
             raise check.wrong_value(
                 where,
                 "token_limit",
                 "a number of tokens",
                 token_limit,
                 "Without it the model client must tell how many tokens are left (remaining_tokens), "
-                "which nbagent's clients do not know: pass token_limit=...",
+                f"which {type(model_client).__name__} cannot for its model (its context window is not "
+                "known): pass token_limit=...",
             )
         super().__init__(initial_messages)
         self.model_client = model_client

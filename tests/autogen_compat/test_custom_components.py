@@ -336,3 +336,68 @@ def test_a_component_class_missing_its_class_variables_warns_at_definition_as_au
             """A base its subclasses make whole."""
 
     assert is_component_class(Fine) and is_component_class(Base)
+
+
+class _Info(BaseModel):
+    info: str
+
+
+class _Info2(BaseModel):
+    info2: str
+
+
+class UpgradedComponent(ComponentBase[_Info2], Component[_Info2]):
+    component_type = "custom"
+    component_config_schema = _Info2
+    component_version = 2
+
+    def __init__(self, info: str) -> None:
+        self.info = info
+
+    def _to_config(self) -> _Info2:
+        return _Info2(info2=self.info)
+
+    @classmethod
+    def _from_config(cls, config: _Info2) -> UpgradedComponent:
+        return cls(config.info2)
+
+
+def test_a_users_component_in_a_module_named_autogen_something_is_loaded_by_nbagent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 40.5: a module of the user's whose name starts with ``autogen`` (AutoGen's own
+    ``autogen_test_utils``) holding nbagent components is not AutoGen's: nbagent's loader builds them."""
+    module = types.ModuleType("autogen_mine")
+
+    class Mine(ComponentBase[_Info], Component[_Info]):
+        component_type = "custom"
+        component_config_schema = _Info
+
+        def __init__(self, info: str) -> None:
+            self.info = info
+
+        def _to_config(self) -> _Info:
+            return _Info(info=self.info)
+
+        @classmethod
+        def _from_config(cls, config: _Info) -> Mine:
+            return cls(config.info)
+
+    Mine.__module__, Mine.__qualname__ = "autogen_mine", "Mine"
+    module.Mine = Mine  # type: ignore[attr-defined]
+    monkeypatch.setitem(__import__("sys").modules, "autogen_mine", module)
+    dumped = Mine("x").dump_component()
+    assert dumped.provider == "autogen_mine.Mine"
+    loaded = load_component(json.loads(dumped.model_dump_json()))
+    assert type(loaded) is Mine and loaded.info == "x"
+
+
+def test_an_older_config_the_current_schema_refuses_is_autogens_not_implemented_error() -> None:
+    """Issue 40.5: a class on version 2 without ``_from_config_past_version`` given a version-1 config:
+    read with the current schema when it fits, else AutoGen's ``NotImplementedError``."""
+
+    old = ComponentModel(provider="nbagent.x", component_version=1, config={"info": "test"})
+    with pytest.raises(NotImplementedError, match="_from_config_past_version is not implemented"):
+        UpgradedComponent.load_component({**old.model_dump(), "provider": f"{__name__}.UpgradedComponent"})
+    fits = {**old.model_dump(), "provider": f"{__name__}.UpgradedComponent", "config": {"info2": "kept"}}
+    assert UpgradedComponent.load_component(fits).info == "kept"

@@ -564,3 +564,29 @@ async def test_a_duck_typed_client_with_checkpoint_and_restore_is_rewound_by_res
     assert client.position == 0
     await stepper.run_to_end()
     assert stepper.response is not None and stepper.response.chat_message.to_text() == "answer 1"
+
+
+async def test_a_duck_typed_clients_key_is_read_at_its_first_call_not_at_construction() -> None:
+    """Issue 40.5 (key-read-at-construction): constructing the agent calls no ``dump_component`` of the
+    client (AutoGen's agent calls none, and AutoGen's test counts the calls); the key its config holds is
+    masked from its first call on, in the error it raises and the trace."""
+    secret = "sk-duck-" + "7f3a9c1e5b2d4680"
+    client = MagicMock()
+    client.model_info = {"function_calling": False, "vision": False, "family": "unknown"}
+    client.dump_component = MagicMock(
+        return_value=nbagent.ComponentModel(provider="test", config={"model": "duck-1", "api_key": secret})
+    )
+    client.create = AsyncMock(side_effect=RuntimeError(f"HTTP 401: invalid key {secret}"))
+    agent = AssistantAgent("duck", model_client=client)
+    assert client.dump_component.call_count == 0
+    with pytest.raises(RuntimeError) as failed:
+        await agent.run(task="hi")
+    assert secret not in str(failed.value) and "[REDACTED]" in str(failed.value)
+    assert secret not in agent.trace.llm_calls_df().to_json()
+    assert agent.trace.llm_calls_df()["model"].tolist() == ["duck-1"]
+    assert client.dump_component.call_count == 1  # read once, at the first call
+
+    second = MagicMock(model_info=client.model_info, dump_component=client.dump_component)
+    client.dump_component.reset_mock()
+    AssistantAgent("duck2", model_client=second).dump_component()
+    assert client.dump_component.call_count == 1  # the agent's dump is the one call: its config read from it

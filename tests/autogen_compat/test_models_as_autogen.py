@@ -184,7 +184,7 @@ def test_azure_client_config_loads_from_autogens_and_keeps_no_key(monkeypatch: p
     assert isinstance(client, AzureOpenAIChatCompletionClient)
     assert client.base_url == "https://example-resource.openai.azure.com/openai/deployments/my-gpt/"
     ours = client.dump_component()
-    assert ours.provider == "nbagent.AzureOpenAIChatCompletionClient"
+    assert ours.provider == dumped["provider"]  # dumped under the provider it was loaded under (issue 40.5)
     assert FAKE_KEY not in ours.model_dump_json()
     assert {"azure_endpoint", "azure_deployment", "api_version", "model"} <= ours.config.keys()
     with pytest.raises(ValueError, match="no credentials"):

@@ -311,3 +311,30 @@ def test_a_team_json_loads_with_only_nbagent_imported(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "RoundRobinGroupChat ['AssistantAgent']"
     assert "Warning" not in done.stderr
+
+
+def test_a_component_loaded_from_autogens_config_dumps_under_autogens_provider() -> None:
+    """Issue 40.5 (provider-alias): AutoGen's dump-load-dump round trips hold with nbagent's classes loading
+    AutoGen's configs; nbagent's own objects and configs still dump as nbagent's."""
+    from autogen_core.memory import ListMemory as AgListMemory
+
+    for theirs in (AgReplay(["x"], model_info=INFO), AgListMemory(name="notes")):
+        dumped = theirs.dump_component()
+        ours = load_component(dumped)
+        assert type(ours).__module__.startswith("nbagent.")
+        again = ours.dump_component()
+        assert (again.provider, again.description, again.label) == (dumped.provider, dumped.description, dumped.label)
+        assert again.config == dumped.config
+        assert type(load_component(again)) is type(ours)
+
+    # AutoGen's team holding nbagent's agents whose clients are AutoGen's: AutoGen's loader, then a dump alike
+    team = RoundRobinGroupChat(
+        [AssistantAgent("a", AgReplay(["x"], model_info=INFO)), AssistantAgent("b", AgReplay(["y"], model_info=INFO))],
+        termination_condition=MaxMessageTermination(3),
+    )
+    dumped_team = team.dump_component()
+    assert RoundRobinGroupChat.load_component(dumped_team).dump_component() == dumped_team
+
+    own = ReplayChatCompletionClient(["x"])
+    assert own.dump_component().provider == "nbagent.ReplayChatCompletionClient"
+    assert load_component(own.dump_component()).dump_component().provider == "nbagent.ReplayChatCompletionClient"

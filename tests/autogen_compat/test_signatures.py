@@ -151,8 +151,23 @@ async def test_token_limited_context_counts_the_tools() -> None:
 
 
 async def test_token_limited_context_without_limit_needs_a_client_that_knows_one() -> None:
-    with pytest.raises(ValueError, match="remaining_tokens"):
-        TokenLimitedChatCompletionContext(OpenAIChatCompletionClient("gpt-4o", api_key=FAKE_KEY))
+    # nbagent's OpenAI client knows the window of the models AutoGen's does (issue 40.5, token-limit-required)
+    known = OpenAIChatCompletionClient("gpt-4.1-nano", api_key=FAKE_KEY)
+    assert known.context_window == 1_047_576
+    assert known.remaining_tokens([UserMessage(content="hello", source="user")]) == 1_047_576 - known.count_tokens(
+        [UserMessage(content="hello", source="user")]
+    )
+    windowed = TokenLimitedChatCompletionContext(known)
+    for text in ("Hello!", "What can I do for you?", "Tell what are some fun things to do in seattle."):
+        await windowed.add_message(UserMessage(content=text, source="user"))
+    assert len(await windowed.get_messages()) == 3
+    # a model whose window is not known (another server's): refused, naming token_limit
+    local = OpenAIChatCompletionClient("my-local-model", base_url="http://127.0.0.1:9/v1", api_key="")
+    assert local.context_window is None
+    with pytest.raises(ValueError, match="token_limit must be a number of tokens.*context window is not known"):
+        TokenLimitedChatCompletionContext(local)
+    with pytest.raises(ValueError, match="context window of 'my-local-model' is not known"):
+        local.remaining_tokens([])
     context = TokenLimitedChatCompletionContext(ReplayChatCompletionClient(["x"]))  # AutoGen's replay budget
     await context.add_message(UserMessage(content="hello", source="user"))
     assert [m.content for m in await context.get_messages()] == ["hello"]

@@ -6,6 +6,10 @@ with pip (``pip download --no-deps --no-binary :all:``, kept in ``~/.cache/nbage
 runs each listed file in its own pytest process with the plugin ``shim.py`` beside this file (nbagent's
 names in AutoGen's modules) and prints the counts per file; ``--json PATH`` writes them with each
 failing test's id. What still fails is listed in docs/contract.md with its reason.
+
+``NBAGENT_AUTOGEN_REPO`` (a git copy of AutoGen's repository) lets the runner build ``autogen-test-utils``,
+which ``test_component_config.py`` imports and which is in that repository only; without it that file
+is reported as one that cannot run here, as the MCP adapters' file always is (:data:`CANNOT_RUN`).
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ FILES: dict[str, tuple[str, str]] = {
 }
 """Each test file (package/path under its ``tests/``) with the shim's mode."""
 
+NO_KEY = {"autogen-ext/models/test_openai_model_client.py"}
+"""Files run without ``OPENAI_API_KEY``: their tests that call OpenAI's real API skip without one, as in a
+checkout without AutoGen's secrets (with a placeholder key they would try the network, which is not
+theirs to reach here); their other tests give their clients a key themselves."""
+
 
 def sources() -> Path:
     """The three source distributions' folders, downloaded and unpacked once."""
@@ -78,22 +87,86 @@ def extras() -> Path:
     return site
 
 
+REPOSITORY_PACKAGES = {
+    "autogen-core/test_component_config.py": ("autogen_test_utils", "python/packages/autogen-test-utils"),
+}
+"""Files whose tests import a package of AutoGen's repository that is not on the package index: ``(module,
+folder in the repository)``. It is built from a git copy of AutoGen's repository at the tag
+(``NBAGENT_AUTOGEN_REPO``: its git directory or a checkout) and installed with pip into ``CACHE/site``,
+once; nothing of it is kept in nbagent's tree."""
+
+REPOSITORY_TAG = f"python-v{VERSION}"
+
+
+def repository_package(name: str) -> str | None:
+    """Install the repository package ``name``'s tests need (:data:`REPOSITORY_PACKAGES`); the reason it
+    cannot be (no ``NBAGENT_AUTOGEN_REPO``, no such tag), or ``None`` when it is there."""
+    if name not in REPOSITORY_PACKAGES:
+        return None
+    module, folder = REPOSITORY_PACKAGES[name]
+    site = CACHE / "site"
+    if (site / module).exists():
+        return None
+    repository = os.environ.get("NBAGENT_AUTOGEN_REPO")
+    if not repository:
+        return f"{module} is in AutoGen's repository only: set NBAGENT_AUTOGEN_REPO to a git copy of it"
+    git = ["git", "--git-dir", str(_git_dir(Path(repository)))]
+    listed = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", REPOSITORY_TAG, "--", folder],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if listed.returncode != 0 or not listed.stdout.strip():
+        return f"{folder} not found at {REPOSITORY_TAG} in {repository}: {listed.stderr.strip()[:200]}"
+    source = CACHE / "repository" / REPOSITORY_TAG
+    for path in listed.stdout.split():
+        target = source / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shown = subprocess.run([*git, "show", f"{REPOSITORY_TAG}:{path}"], capture_output=True, timeout=120, check=True)
+        target.write_bytes(shown.stdout)
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site)]
+    subprocess.run([*command, str(source / folder)], check=True, timeout=600)
+    return None
+
+
+def _git_dir(repository: Path) -> Path:
+    """A checkout's ``.git``, or the git directory itself."""
+    return repository / ".git" if (repository / ".git").exists() else repository
+
+
+CANNOT_RUN = {
+    "autogen-ext/tools/test_mcp_tools.py": (
+        "autogen-ext 0.7.5's MCP adapters need the mcp SDK of AutoGen's lock at the tag (1.12.1), which imports "
+        "a pydantic internal (eval_type_backport) that the installed pydantic (2.14) no longer has: only a "
+        "second environment with an older pydantic runs them, and it would not test nbagent as installed"
+    ),
+}
+"""Files that cannot run in nbagent's environment, with the reason (docs/contract.md, ``environment``)."""
+
+
+def cannot_run(name: str) -> str | None:
+    """Why file ``name`` cannot run here (installing what it needs first), ``None`` when it can."""
+    return CANNOT_RUN.get(name) or repository_package(name)
+
+
 def test_path(name: str) -> Path:
     package, _, rest = name.partition("/")
     return sources() / f"{package.replace('-', '_')}-{VERSION}" / "tests" / rest
 
 
 def run_file(name: str, mode: str, timeout: float) -> dict[str, object]:
-    """One file's counts (``passed``, ``failed``, ``errors``, ``skipped``) and failing ids."""
+    """One file's counts (``passed``, ``failed``, ``errors``, ``skipped``) and failing ids; a file that
+    cannot run here (:func:`cannot_run`) has ``cannot_run``, its reason."""
+    reason = cannot_run(name)
+    if reason is not None:
+        return {"file": name, "mode": mode, "cannot_run": reason}
     path = test_path(name)
-    report = CACHE / "reports" / (name.replace("/", "__") + ".xml")
+    # one report per process: several checkouts share the cache, and may run the same file at once
+    report = CACHE / "reports" / f"{name.replace('/', '__')}.{os.getpid()}.xml"
     report.parent.mkdir(parents=True, exist_ok=True)
     report.unlink(missing_ok=True)
     env = {
-        **os.environ,
+        **{key: value for key, value in os.environ.items() if key != "OPENAI_API_KEY" or name not in NO_KEY},
         "NBAGENT_SHIM": mode,
-        # AutoGen's CI runs its tests with a key set; no test here reaches a real server
-        "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY") or "sk-" + "not-a-real-key",
         # the shim by its module name: AutoGen's own tests are a package called ``tests`` too
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(Path(__file__).parent), str(extras())]),
     }
@@ -102,6 +175,8 @@ def run_file(name: str, mode: str, timeout: float) -> dict[str, object]:
         "-p", "shim", f"--junitxml={report}", "-o", "asyncio_mode=auto",
         f"--rootdir={path.parent}", "--timeout=120",
     ]  # fmt: skip
+    if name not in NO_KEY:  # AutoGen's CI runs its tests with a key set; no test here reaches a real server
+        env["OPENAI_API_KEY"] = os.environ.get("OPENAI_API_KEY") or "sk-" + "not-a-real-key"
     try:
         subprocess.run(command, env=env, cwd=path.parent, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -110,7 +185,9 @@ def run_file(name: str, mode: str, timeout: float) -> dict[str, object]:
         return {"file": name, "mode": mode, "errors": 1, "failing": ["(no report: the run crashed)"]}
     counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
     failing: list[str] = []
-    for case in ET.parse(report).getroot().iter("testcase"):
+    cases = list(ET.parse(report).getroot().iter("testcase"))
+    report.unlink()
+    for case in cases:
         outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
         key = {"failure": "failed", "error": "errors"}.get(outcome, outcome)
         counts[key] += 1
@@ -128,6 +205,9 @@ def main() -> None:
     args = parser.parse_args()
     results = [run_file(name, FILES[name][1], args.timeout) for name in args.files or FILES]
     for result in results:
+        if "cannot_run" in result:
+            print(f"{result['file']:60} {result['mode']:5} cannot run here: {result['cannot_run']}", flush=True)
+            continue
         total = sum(int(result.get(key, 0)) for key in ("passed", "failed", "errors"))  # type: ignore[call-overload]
         print(f"{result['file']:60} {result['mode']:5} passed {result.get('passed', 0)} of {total}", flush=True)
     if args.json:

@@ -29,6 +29,8 @@ def test_every_reason_is_explained_in_the_contract() -> None:
 def test_autogens_own_tests_pass_but_for_the_listed_failures(name: str) -> None:
     expected = EXPECTED["files"][name]
     result = run.run_file(name, run.FILES[name][1], timeout=1200)
+    if "cannot_run" in result:
+        pytest.skip(f"{name}: {result['cannot_run']}")
     assert not result.get("timeout"), f"{name} did not finish in 1200 s"
     failing = {line.split(": ", 1)[0] for line in result.get("failing", [])}  # type: ignore[union-attr]
     unlisted = sorted(failing - set(expected["known"]))

@@ -176,7 +176,7 @@ def foreign_component(model: components.ComponentModel) -> object:
     has counterparts of are nbagent's (:mod:`.loaders`). A config naming ``autogen_agentchat`` or
     ``autogen_core`` imports AutoGen (installed), as AutoGen's loader would."""
     root = model.provider.split(".")[0]
-    if not root.startswith("autogen"):
+    if not root.startswith("autogen") or _nbagents_component(model.provider):
         return None
     if _loaded("autogen_core") is None and (root not in AUTOGENS_OWN or importlib.util.find_spec(root) is None):
         return None
@@ -184,6 +184,14 @@ def foreign_component(model: components.ComponentModel) -> object:
     from .loaders import load_autogens
 
     return load_autogens(model, AUTOGENS_OWN)
+
+
+def _nbagents_component(provider: str) -> bool:
+    """Whether ``provider`` names a class of nbagent's component protocol in a module already imported (a
+    module of the user's whose name starts with ``autogen``): nbagent's loader builds it, not AutoGen's."""
+    module_name, _, class_name = provider.rpartition(".")
+    found = getattr(sys.modules.get(module_name), class_name, None)
+    return isinstance(found, type) and components.is_component_class(found)
 
 
 def _loadable(module: ModuleType) -> None:

@@ -159,17 +159,27 @@ class BridgedClient(ChatCompletionClient):
         self.inner = inner
         self._message_out = message_out
         self._token_out = token_out
-        config = client_config(inner)
-        model = config.get("model") or config.get("azure_deployment") or getattr(inner, "model", None)
-        self._model_name = model if isinstance(model, str) and model else type(inner).__name__
         self.provider = provider  # gen_ai.provider.name: the adapter knows its library's clients
-        self._secrets = client_secrets(config)
-        hold_secrets(self._secrets)  # masked in every view and artefact of the process
+        self._config: Mapping[str, Any] | None = None  # read when first needed (_read_config)
+        self._secrets: tuple[str, ...] = ()
         self._last: tuple[list[LLMMessage], list[Any]] = ([], [])  # the last call's messages, both ways
+
+    def _read_config(self, dumped: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+        """The client's component config (its model name, its key), read once: before its first call, at
+        the first read of :attr:`model_name`, or from its first dump (``dumped``), never at construction
+        (AutoGen's agent calls no ``dump_component`` of its client until it is dumped itself). Its secrets
+        are masked in every view and artefact of the process from then on, before the client says anything."""
+        if self._config is None:
+            self._config = client_config(self.inner) if dumped is None else dumped
+            self._secrets = client_secrets(self._config)
+            hold_secrets(self._secrets)
+        return self._config
 
     @property
     def model_name(self) -> str:
-        return self._model_name
+        config = self._read_config()
+        model = config.get("model") or config.get("azure_deployment") or getattr(self.inner, "model", None)
+        return model if isinstance(model, str) and model else type(self.inner).__name__
 
     @property
     def model_info(self) -> ModelInfo:  # type: ignore[override]  # read from the client each time, as AutoGen's agent does
@@ -230,6 +240,7 @@ class BridgedClient(ChatCompletionClient):
     async def complete(
         self, request: ModelRequest, cancellation_token: CancellationToken | None = None
     ) -> CreateResult:
+        self._read_config()
         answer = self.inner.create(  # type: ignore[attr-defined]
             self._messages(request.messages), **self._kwargs(request, cancellation_token)
         )
@@ -270,6 +281,7 @@ class BridgedClient(ChatCompletionClient):
             raise TypeError(
                 f"{type(self.inner).__name__} has no create_stream(): it cannot stream (use model_client_stream=False)"
             )
+        self._read_config()
         items = create_stream(self._messages(request.messages), **self._kwargs(request, cancellation_token))
         if not isinstance(items, AsyncIterator) and not hasattr(items, "__aiter__"):
             raise ModelResponseError(
@@ -353,7 +365,9 @@ class BridgedClient(ChatCompletionClient):
     def dump_component(self, *, include_secrets: bool | None = None) -> ComponentModel:
         """The client's own component config (AutoGen's ``dump_component()``, as nbagent's
         ``ComponentModel``: an agent's dump holds its client's AutoGen provider and config)."""
-        return dump_nested(self.inner)
+        dumped = dump_nested(self.inner)
+        self._read_config(dumped.config)  # its first dump tells its key, without asking it again
+        return dumped
 
     def __repr__(self) -> str:
         return f"BridgedClient({self.inner!r})"

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import importlib
+import inspect
 import json
 import os
 import time
@@ -26,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from .. import _check as check
 from .._ids import new_id
+from .._imports import when_imported
 from ..cancellation import CancellationToken, guarded
 from ..components import MASKED_SECRET, include_secrets
 from ..messages import (
@@ -120,6 +123,42 @@ MODEL_INFO: dict[str, ModelInfo] = {
         ("Llama-4-Maverick-17B-128E-Instruct-FP8", True, True, True, True, "llama-4-maverick"),
     )
 }
+#: The context window (tokens) of the known models, by name or the prefix of a dated version: the
+#: published windows, as AutoGen 0.7.5's OpenAI client knows them. A model not here has no known window.
+TOKEN_LIMITS: dict[str, int] = {
+    "gpt-3.5-turbo": 16_385,
+    "gpt-4": 8_192,
+    "gpt-4-32k": 32_768,
+    "gpt-4-turbo": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.5-preview": 128_000,
+    "gpt-5": 400_000,
+    "o1": 200_000,
+    "o1-mini": 128_000,
+    "o1-preview": 128_000,
+    "o3": 200_000,
+    "o3-mini": 200_000,
+    "o4-mini": 200_000,
+    "gemini-1.5-flash": 1_048_576,
+    "gemini-1.5-pro": 2_097_152,
+    "gemini-2.0-flash": 1_048_576,
+    "gemini-2.5-flash": 1_048_576,
+    "claude-3-haiku": 50_000,
+    "claude-3-sonnet": 200_000,
+    "claude-3-opus": 200_000,
+    "claude-3-5-haiku": 200_000,
+    "claude-3-5-sonnet": 200_000,
+    "claude-3-7-sonnet": 200_000,
+    "claude-4-sonnet": 200_000,
+    "claude-4-opus": 200_000,
+    "Llama-3.3-8B-Instruct": 128_000,
+    "Llama-3.3-70B-Instruct": 128_000,
+    "Llama-4-Scout-17B-16E-Instruct-FP8": 128_000,
+    "Llama-4-Maverick-17B-128E-Instruct-FP8": 128_000,
+}
+
 #: Capabilities assumed for a model not in the table (a local server's model, say): text, tools
 #: and JSON, no images. Pass ``model_info=`` to say otherwise.
 UNKNOWN_MODEL_INFO = ModelInfo(
@@ -142,6 +181,46 @@ def _sdk() -> ModuleType:
     import openai
 
     return openai
+
+
+_SDK_METHODS = (
+    ("openai.resources.chat.completions", "AsyncCompletions", "create"),
+    ("openai.resources.chat.completions", "AsyncCompletions", "parse"),
+    ("openai.lib.streaming.chat", "AsyncChatCompletionStreamManager", "__aenter__"),
+)
+"""The SDK's public methods that code of the user's (a test suite) patches or mocks: ``(module, class,
+method)``. Where one is not the SDK's own, nbagent's client goes through it."""
+
+_SDK_OWN: dict[str, tuple[type, object]] = {}
+"""Each of :data:`_SDK_METHODS` by method name: its class and the method as the SDK defined it, recorded
+when the SDK is imported (a method found already replaced is recorded as :data:`_NOT_THE_SDKS`)."""
+
+_NOT_THE_SDKS = object()
+
+
+def _record_sdk_methods(_: ModuleType) -> None:
+    """Record :data:`_SDK_OWN` (a class this SDK version lacks is left out: nothing to patch there)."""
+    for module_name, class_name, name in _SDK_METHODS:
+        owner = getattr(importlib.import_module(module_name), class_name, None)
+        if isinstance(owner, type) and name in vars(owner):
+            method = vars(owner)[name]
+            own = str(getattr(method, "__module__", "")).startswith("openai.")
+            _SDK_OWN[name] = (owner, method if own else _NOT_THE_SDKS)
+
+
+when_imported("openai.resources.chat.completions", _record_sdk_methods)
+
+
+def _replaced(name: str, instance: object = None) -> bool:
+    """Whether the SDK's method ``name`` (of :data:`_SDK_METHODS`) is patched or mocked: not the SDK's own
+    on its class, or set on ``instance`` (``mock.patch.object(completions, "create")``).
+
+    Dictionary look-ups and an identity check: the fast path (``post()``) costs nothing more.
+    """
+    if instance is not None and name in vars(instance):
+        return True
+    recorded = _SDK_OWN.get(name)
+    return recorded is not None and vars(recorded[0]).get(name) is not recorded[1]
 
 
 def _omit() -> Any:
@@ -244,6 +323,12 @@ def model_info_for(model: str) -> ModelInfo:
 
 
 # --------------------------------------------------------------------------- request conversion
+
+
+def token_limit_for(model: str) -> int | None:
+    """The context window of ``model`` (:data:`TOKEN_LIMITS`, longest matching prefix), ``None`` if not known."""
+    matches = [name for name in TOKEN_LIMITS if model == name or model.startswith(name + "-")]
+    return TOKEN_LIMITS[max(matches, key=len)] if matches else None
 
 
 def merge_system_messages(messages: Sequence[LLMMessage]) -> list[LLMMessage]:
@@ -359,9 +444,12 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def response_format(json_output: bool | type[BaseModel] | None, info: ModelInfo) -> dict[str, Any] | None:
-    """The ``response_format`` parameter for ``json_output`` (``None``: plain text)."""
-    if json_output is None or json_output is False:
+    """The ``response_format`` parameter for ``json_output`` (``None``: none sent; ``False``: plain text
+    asked for, as AutoGen's client asks, whatever the create args say)."""
+    if json_output is None:
         return None
+    if json_output is False:
+        return {"type": "text"}
     if json_output is True:
         if not info.get("json_output", False):
             raise ValueError("this model has no JSON mode (model_info['json_output'] is False)")
@@ -781,6 +869,24 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     def base_url(self) -> str:
         return str(self._client.base_url)
 
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens (:data:`TOKEN_LIMITS`), ``None`` when nbagent does not know it
+        (a model of another server, a name not in the table)."""
+        return token_limit_for(self._model)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Any] = ()) -> int:
+        """AutoGen's: the tokens left in the model's context window once ``messages`` and ``tools`` are sent
+        (:meth:`count_tokens`' estimate). A ``ValueError`` when the window is not known (:attr:`context_window`):
+        a ``TokenLimitedChatCompletionContext`` then needs ``token_limit=...``."""
+        window = self.context_window
+        if window is None:
+            raise ValueError(
+                f"OpenAIChatCompletionClient: the context window of {self._model!r} is not known, so the tokens "
+                "remaining cannot be told: give TokenLimitedChatCompletionContext a token_limit=..."
+            )
+        return window - self.count_tokens(messages, tools=tools)
+
     def __repr__(self) -> str:
         return f"OpenAIChatCompletionClient(model={self._model!r}, base_url={self.base_url!r})"
 
@@ -888,13 +994,22 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 raise ValueError(f"tool_choice {tool_choice!r} is neither auto/required/none nor an offered tool")
             if self.parallel_tool_calls is not None:
                 request["parallel_tool_calls"] = self.parallel_tool_calls
-        fmt = response_format(call.json_output, self.model_info)
-        if fmt is not None:
-            request["response_format"] = fmt
         if stream:
             request["stream"] = True
             request["stream_options"] = {"include_usage": True}
         request.update(call.extra_create_args)
+        fmt = response_format(call.json_output, self.model_info)
+        if fmt is not None:  # json_output wins over a response_format of the create args, as in AutoGen
+            given = request.get("response_format")
+            if given is not None and given != fmt and _is_model_class(call.json_output):
+                warnings.warn(
+                    "response_format is found in extra_create_args while json_output is set to a Pydantic "
+                    "model class. Skipping the response_format in extra_create_args in favor of the "
+                    "json_output. Structured output will be used.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+            request["response_format"] = fmt
         return request
 
     def request_parameters(self, call: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
@@ -986,10 +1101,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         # Authorization of their own on a keyless client is sent, not omitted), names without case.
         for name, value in (*self._send_args.items(), *sent.items()):
             if name == "extra_headers":
-                if value:
-                    given = {header.lower() for header in value}
-                    headers = {header: v for header, v in headers.items() if header.lower() not in given}
-                    headers.update(value)
+                headers = _merged_headers(headers, value)
             elif name == "extra_query":
                 if value is not None:
                     options["params"] = value
@@ -1017,28 +1129,56 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     async def complete(
         self, request: ModelRequest, cancellation_token: CancellationToken | None = None
     ) -> CreateResult:
-        body, options = self._post_arguments(self.build_request(request))
+        sent = self.build_request(request)
+        body, options = self._post_arguments(sent)
+        completions = self._sdk_client().chat.completions
+        parse = _is_model_class(request.json_output) and _replaced("parse", completions)
         try:
             # The completion's bytes (the SDK's status errors, retries and timeouts as for create()),
             # read here as JSON, without the SDK's models of it, which cost more CPU than the rest of
             # the conversion (a batch of short calls is CPU-bound). The timeout bounds the whole call,
             # however slowly the answer trickles in (the SDK's timeout bounds each read).
             async with asyncio.timeout(self._timeout):
-                content = await guarded(
-                    self._sdk_client().post("/chat/completions", cast_to=bytes, body=body, options=options),
-                    cancellation_token,
-                )
+                if parse or _replaced("create", completions):  # patched or mocked by the user's code
+                    completions, args = self._completions(), self._create_arguments(sent)
+                    if parse:  # as AutoGen calls it for a structured output: the class as response_format
+                        call = completions.parse(**{**args, "response_format": request.json_output})
+                    else:
+                        call = completions.create(**args)
+                    answer = await guarded(call, cancellation_token)
+                else:
+                    answer = await guarded(
+                        self._sdk_client().post("/chat/completions", cast_to=bytes, body=body, options=options),
+                        cancellation_token,
+                    )
         except TimeoutError:
             raise self._overtime() from None
         except (_sdk().OpenAIError, AttributeError, TypeError) as error:  # the answer's JSON is read below
             raise self._error(error) from None
         try:
-            result = self._result(json.loads(content))
+            result = self._result(json.loads(answer) if isinstance(answer, bytes) else _json_of(answer))
         except (ValueError, AttributeError, TypeError, LookupError) as error:
             # ValueError: malformed JSON, a body that is not UTF-8 text, a value the result's models reject
             raise self._error(error) from None
         self._count_usage(result.usage, actual=True)
         return result
+
+    def _completions(self) -> Any:
+        """The SDK client's ``chat.completions`` for the running loop; inside a caller that retries itself,
+        one of a copy that does not retry (as :meth:`_post_arguments` says), unless the user's code set
+        a method on the client's own (a mock is called where it was set)."""
+        completions = self._sdk_client().chat.completions
+        if not OUTER_RETRIES.get() or {"create", "parse"} & vars(completions).keys():
+            return completions
+        return self._sdk_client().with_options(max_retries=0).chat.completions
+
+    def _create_arguments(self, sent: dict[str, Any]) -> dict[str, Any]:
+        """``sent`` (:meth:`build_request`) with this client's own send arguments: the keyword arguments of
+        ``chat.completions.create``, for an SDK method the user's code replaced (:func:`_replaced`)."""
+        own = self._send_args.get("extra_headers")
+        if not own:
+            return sent
+        return {**sent, "extra_headers": _merged_headers(own, sent.get("extra_headers"))}
 
     def _result(self, completion: Any) -> CreateResult:
         """The ``CreateResult`` of a completion's JSON (a shape that is not one raises ``ModelResponseError``)."""
@@ -1110,7 +1250,9 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         cancellation_token: CancellationToken | None = None,
         stream: ModelStream | None = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
-        body, options = self._post_arguments(self.build_request(request, stream=True))
+        sent = self.build_request(request, stream=True)
+        body, options = self._post_arguments(sent)
+        structured = _is_model_class(request.json_output) and _replaced("__aenter__")
         started = time.perf_counter()
         # The timeout bounds the whole call: the request and every chunk to the last (a stream that
         # trickles comments or chunks for ever ends with ModelTimeoutError; the SDK's bounds each read).
@@ -1120,17 +1262,26 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             openai = _sdk()
             chat = openai.types.chat
             async with asyncio.timeout_at(deadline):
-                response = await guarded(
-                    self._sdk_client().post(
-                        "/chat/completions",
-                        cast_to=chat.ChatCompletion,
-                        body=body,
-                        options=options,
-                        stream=True,
-                        stream_cls=openai.AsyncStream[chat.ChatCompletionChunk],
-                    ),
-                    cancellation_token,
-                )
+                if structured:  # the user's code replaced the SDK's stream manager: AutoGen's call for a class
+                    args = {**self._create_arguments(sent), "response_format": request.json_output}
+                    del args["stream"]
+                    manager = self._completions().stream(**args)
+                    response: Any = _chunk_events(manager, await guarded(manager.__aenter__(), cancellation_token))
+                elif _replaced("create", self._sdk_client().chat.completions):  # patched or mocked: called
+                    call = self._completions().create(**self._create_arguments(sent))
+                    response = await guarded(call, cancellation_token)
+                else:
+                    response = await guarded(
+                        self._sdk_client().post(
+                            "/chat/completions",
+                            cast_to=chat.ChatCompletion,
+                            body=body,
+                            options=options,
+                            stream=True,
+                            stream_cls=openai.AsyncStream[chat.ChatCompletionChunk],
+                        ),
+                        cancellation_token,
+                    )
         except TimeoutError:
             raise self._overtime() from None
         except _sdk().OpenAIError as error:
@@ -1159,7 +1310,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         except (_sdk().OpenAIError, json.JSONDecodeError, AttributeError, TypeError) as error:
             raise self._error(error) from None
         finally:
-            await response.close()
+            await _close(response)
         try:
             result = self._stream_result(assembly)
         except ValueError as error:  # a usage or a tool call of a shape it cannot have
@@ -1199,6 +1350,42 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
             response_model=assembly.response_model,
             response_id=assembly.response_id,
         )
+
+
+def _merged_headers(first: Mapping[str, Any], then: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``first``'s headers, then ``then``'s, which win over ``first``'s of the same name (names without case)."""
+    if not then:
+        return dict(first)
+    given = {name.lower() for name in then}
+    return {**{name: v for name, v in first.items() if name.lower() not in given}, **then}
+
+
+def _is_model_class(json_output: object) -> bool:
+    return isinstance(json_output, type) and issubclass(json_output, BaseModel)
+
+
+def _json_of(completion: Any) -> Any:
+    """A completion an SDK method the user's code replaced answered (the SDK's model, or a dict), as JSON data."""
+    dump = getattr(completion, "model_dump", None)
+    return dump(mode="json") if callable(dump) else completion
+
+
+async def _chunk_events(manager: Any, events: Any) -> AsyncGenerator[Any, None]:
+    """The chunks of an SDK stream manager's events (``type == "chunk"``); the manager closed at the end."""
+    try:
+        async for event in events:
+            if getattr(event, "type", None) == "chunk":
+                yield event.chunk
+    finally:
+        await manager.__aexit__(None, None, None)
+
+
+async def _close(response: Any) -> None:
+    """Close a stream: the SDK's (``close()``), or an async generator a replaced SDK method gave (``aclose()``)."""
+    close = getattr(response, "close", None) or getattr(response, "aclose", None)
+    closed = close() if callable(close) else None
+    if inspect.isawaitable(closed):
+        await closed
 
 
 def _answered_by(chunk: Any) -> tuple[str | None, str | None]:
