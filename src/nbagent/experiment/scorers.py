@@ -153,9 +153,7 @@ def _annotated_kind(fn: Callable[..., Any]) -> Kind | None:
     return None
 
 
-def scorer(
-    fn: Callable[..., Any] | None = None, *, name: str | None = None, kind: Kind | None = None
-) -> Any:
+def scorer(fn: Callable[..., Any] | None = None, *, name: str | None = None, kind: Kind | None = None) -> Any:
     """A :class:`Scorer` of ``fn``, named ``name`` (default its ``__name__``); as a decorator too:
     ``@scorer(name="short")``."""
     if fn is None:
@@ -306,7 +304,9 @@ class Judge(Scorer):
         expected = ""
         if self.field is not None and row.get(self.field) is not None:
             expected = f"\nExpected answer ({self.field}):\n{row[self.field]}\n"
-        return JUDGE_PROMPT.format(rubric=self.rubric, task=_text(row.get("task")), expected=expected, output=_text(output))
+        return JUDGE_PROMPT.format(
+            rubric=self.rubric, task=_text(row.get("task")), expected=expected, output=_text(output)
+        )
 
     def key(self, prompt: str) -> str:
         """The cache key of a prompt: a hash of the model, the kind and the prompt."""
@@ -344,7 +344,9 @@ class Judge(Scorer):
         if self.kind == "pass/fail":
             found = _VERDICT.findall(answer)
             if not found:
-                raise ValueError(f"the judge's answer has no line 'VERDICT: PASS' or 'VERDICT: FAIL': {answer[-200:]!r}")
+                raise ValueError(
+                    f"the judge's answer has no line 'VERDICT: PASS' or 'VERDICT: FAIL': {answer[-200:]!r}"
+                )
             return 1.0 if found[-1].upper() == "PASS" else 0.0
         numbers = _SCORE.findall(answer)
         if not numbers:
