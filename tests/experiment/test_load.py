@@ -189,3 +189,36 @@ def test_rescoring_one_variant_then_another_keeps_both(tmp_path: Path) -> None:
     results = exp.rescore(short, variants=["b"])
     assert results["short"].tolist() == [True, True, True, True]
     pd.testing.assert_frame_equal(load_experiment(folder).results, results)
+
+
+def test_the_explorer_shows_an_experiments_variant_as_a_column_and_a_filter(tmp_path: Path) -> None:
+    from nbagent.notebook.explorer import RunExplorer, table_html
+
+    folder = tmp_path / "exp"
+    Experiment(arithmetic(3), {"right": right, "zero": constant("0")}, output=folder, progress=None).run_sync()
+    explorer = nbagent.explore(folder)
+    assert isinstance(explorer, RunExplorer)
+    assert explorer.table.choices("variant") == ["right", "zero"]
+    page = explorer.page()
+    assert list(page.columns).index("variant") == list(page.columns).index("agent") + 1
+    assert 'data-column="variant"' in str(table_html(page))
+    explorer.filter(variant="zero").sort_by("variant")
+    kept = explorer.selection
+    assert len(kept) == 3 and set(kept["variant"]) == {"zero"}
+    namespace: dict[str, object] = {"trace": explorer.trace}
+    exec(explorer.code, namespace)  # noqa: S102 the code the explorer gives to paste
+    assert namespace["selection"]["run_id"].tolist() == kept["run_id"].tolist()  # type: ignore[index]
+    widget = explorer.widget()
+    assert widget.variant.options == ("right", "zero") and widget.variant.layout.display is None
+    widget.variant.value = ("right",)
+    assert set(explorer.selection["variant"]) == {"right"}
+
+
+def test_the_explorer_of_a_dataset_of_no_experiment_has_no_variant(tmp_path: Path) -> None:
+    batch = nbagent.Batch(right, arithmetic(2), output=tmp_path / "batch", progress=None).run_sync()
+    explorer = nbagent.explore(tmp_path / "batch")
+    assert "variant" not in explorer.page().columns and batch.state == "done"
+    assert explorer.table.choices("variant") == []
+    assert explorer.widget().variant.layout.display == "none"
+    with pytest.raises(ValueError, match="sort must be one of"):
+        explorer.sort_by("variant")
