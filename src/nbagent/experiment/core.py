@@ -202,6 +202,7 @@ class Experiment:
                 output=self.output,
                 part_size=part_size,
                 key="task_key",
+                group="variant",
                 title=title or f"experiment: {len(names)} variants × {len(self.tasks):,} tasks × {self.repeats}",
                 task_table=self._scoring,
             )
@@ -237,7 +238,13 @@ class Experiment:
 
         positions = self._grid["task_index"].to_numpy()
         task_values = np.asarray(self.tasks["task"].to_numpy(dtype=object))[positions] if len(positions) else []
-        return pd.DataFrame({"task": list(task_values), "task_key": self._grid["task_key"].tolist()})
+        return pd.DataFrame(
+            {
+                "task": list(task_values),
+                "task_key": self._grid["task_key"].tolist(),
+                "variant": self._grid["variant"].tolist(),
+            }
+        )
 
     def _make_agent(self, row: Any) -> AssistantAgent:
         variant, position, _ = self._scoring.keys[str(row["task_key"])]

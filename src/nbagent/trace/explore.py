@@ -611,11 +611,10 @@ class Variants:
     def of(cls, trace: TraceFrames) -> Variants | None:
         """The variants of ``trace``'s runs when it reads a dataset folder that is an experiment's (a part
         holds a :data:`VARIANT_TABLE`); ``None`` otherwise."""
-        from .loaded import LazyTrace
-
-        if not isinstance(trace, LazyTrace) or not (trace.folder / VARIANT_TABLE).is_dir():
+        folder = trace.source_folder()
+        if folder is None or not (folder / VARIANT_TABLE).is_dir():
             return None
-        return cls(trace.folder)
+        return cls(folder)
 
     def put(self, runs: pd.DataFrame) -> pd.DataFrame:
         """``runs`` with their :data:`VARIANT` (null for a run of no variant): the parts committed since
