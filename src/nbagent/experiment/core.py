@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _check as check
 from ..agent import AssistantAgent
 from ..batch import Batch, BatchProgress, TaskEnd, agent_copier
+from ..redact import mask
 from ..sync import entry_point, run_coroutine
 from ..trace import committed_files
 from ..trace.dataset import committed_tables, read_whole, write_whole
@@ -142,7 +143,7 @@ async def score_into(
             record[scorer.name], record[f"{scorer.name}_error"] = None, "CancelledError: the experiment was stopped"
             continue
         except Exception as error:  # the scorer's error is this run's score error: the experiment goes on
-            record[scorer.name], record[f"{scorer.name}_error"] = None, _error_text(error)
+            record[scorer.name], record[f"{scorer.name}_error"] = None, mask(_error_text(error))
             continue
         record[scorer.name], record[f"{scorer.name}_error"] = float(value), None
 
