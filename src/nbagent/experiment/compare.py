@@ -1,0 +1,355 @@
+"""Two variants of an experiment compared task by task: :func:`compare_variants` (``exp.compare(a, b)``).
+
+The runs of the two variants over the same task are *paired*: repeat ``r`` of ``a`` with repeat ``r`` of
+``b`` (a repeat one variant lacks leaves its pair's scores missing). Per task:
+
+- :attr:`VariantComparison.pairs`: one row per pair: each score of ``a`` and ``b`` and its ``delta``
+  (``b - a``; a pass/fail score counts 1 and 0), tokens, latency and their deltas, and where the pair's
+  runs first part (``parted_at``: the aligned move's position, ``parting_move`` its name, ``parting``
+  what differed there, see :data:`PARTINGS`).
+- :attr:`VariantComparison.frame`: one row per task: the means over its pairs (with one repeat, the
+  pair itself; a pass/fail score becomes a pass rate), and its first pair's runs and parting.
+- :attr:`VariantComparison.stats`: per score, the paired statistics over the tasks
+  (:func:`nbagent.experiment.stats.paired`): the mean delta, a bootstrap confidence interval (tasks
+  resampled, ``seed`` fixed) and a p-value. A pass/fail score with one repeat: McNemar's exact test on
+  the pairs; with repeats, the tasks are the independent units (a task's repeats are not), so each
+  task's pass-rate delta is a number and the Wilcoxon signed-rank test judges them. A number: the
+  Wilcoxon signed-rank test, the paired t-test beside it. ``tokens`` and ``latency_s`` are compared the
+  same way.
+- :attr:`VariantComparison.parting`: over every pair, how many first part at each kind of move.
+
+Where the runs of a pair part is read from the runs' moves in bulk (:func:`~nbagent.trace.compare.moves_of_runs`:
+one read of each table for all the runs) and found as :class:`~nbagent.trace.compare.Comparison` finds
+its first divergence (:func:`~nbagent.trace.compare.first_parting`), comparing what each move did (its
+events, tool calls and results); :meth:`VariantComparison.runs` gives the full comparison of one task's
+two runs, which also compares the context after each move.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .. import _check as check
+from ..trace.compare import Comparison, MoveView, Row, first_parting, moves_of_runs
+from .stats import Kind, paired
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..stepper import Stepper
+    from ..trace import TraceFrames
+
+__all__ = ["PARTINGS", "ComparedExperiment", "VariantComparison", "compare_variants", "parting_of"]
+
+PARTINGS: dict[str, str] = {
+    "llm_answer": "the model's answer",
+    "tool_choice": "the tools called (or none)",
+    "tool_arguments": "a tool call's arguments",
+    "tool_result": "a tool's result",
+    "run_end": "one run ended, the other went on",
+    "other": "another move (memory, a handoff...)",
+    "never": "the runs never part",
+}
+"""What differs where the runs of a pair first part (the ``parting`` column), in plain words."""
+
+_LLM_MOVES = {"call_llm", "next_llm_call", "reflect", "summarize", "text_exit"}
+_NUMBERS = ("tokens", "latency_s")
+
+
+class ComparedExperiment(Protocol):
+    """What a comparison reads of an experiment (:class:`nbagent.Experiment`, or one loaded)."""
+
+    @property
+    def results(self) -> pd.DataFrame:
+        """One row per variant x task x repeat (``variant``, ``task_id``, ``repeat``, ``run_id``, the scores...)."""
+
+    @property
+    def trace(self) -> TraceFrames:
+        """The trace holding every run."""
+
+    @property
+    def scorers(self) -> Mapping[str, Any]:
+        """The scorers by name (their names are the score columns of ``results``)."""
+
+
+def parting_of(left: Sequence[MoveView], right: Sequence[MoveView]) -> tuple[int, Row, str] | None:
+    """Where two runs' moves first part: the aligned position (from 1), its row and what differed there
+    (a key of :data:`PARTINGS`); ``None``: they never do."""
+    found = first_parting(left, right)
+    if found is None:
+        return None
+    position, row = found
+    return position, row, _what_differs(row, left, right)
+
+
+def _what_differs(row: Row, left: Sequence[MoveView], right: Sequence[MoveView]) -> str:
+    a, b = row.left, row.right
+    if a is None or b is None:
+        return "run_end"
+    names = {a.name, b.name}
+    if a.name != b.name:
+        if "tool_request" in names and names & _LLM_MOVES:
+            return "tool_choice"  # one side called tools where the other answered
+        return "llm_answer" if names <= _LLM_MOVES else "other"
+    if a.name in _LLM_MOVES:
+        return "llm_answer"
+    if a.name == "tool_request":  # the calls requested differ: their tools, or only their arguments
+        tools_a, tools_b = _tools_after(a, left), _tools_after(b, right)
+        return "tool_arguments" if tools_a == tools_b else "tool_choice"
+    if a.name == "tool_execution":
+        calls_a = [(name, arguments) for name, arguments, _, _ in a.tool_calls]
+        calls_b = [(name, arguments) for name, arguments, _, _ in b.tool_calls]
+        if calls_a == calls_b:
+            return "tool_result"
+        return "tool_arguments" if [c[0] for c in calls_a] == [c[0] for c in calls_b] else "tool_choice"
+    return "other"
+
+
+def _tools_after(move: MoveView, moves: Sequence[MoveView]) -> list[str]:
+    """The names of the tools a ``tool_request`` move asked for: those its ``tool_execution`` ran."""
+    following = moves[move.index :]  # MoveView.index counts from 1: the moves after this one
+    execution = next((m for m in following if m.name == "tool_execution"), None)
+    return [] if execution is None else [name for name, _, _, _ in execution.tool_calls]
+
+
+@dataclasses.dataclass
+class VariantComparison:
+    """Variants ``a`` and ``b`` of an experiment compared task by task (see the module's text)."""
+
+    a: str
+    b: str
+    pairs: pd.DataFrame
+    frame: pd.DataFrame
+    stats: pd.DataFrame
+    parting: pd.DataFrame
+    trace: TraceFrames
+    scores: dict[str, Kind]
+    tasks: pd.DataFrame | None = None
+
+    def runs(self, task_id: str, repeat: int = 0) -> Comparison:
+        """The two runs of task ``task_id`` (its repeat ``repeat``) side by side, aligned move by move."""
+        pair = self._pair("VariantComparison.runs", task_id, repeat)
+        run_a, run_b = str(pair["run_id_a"]), str(pair["run_id_b"])
+        return Comparison((self.trace.run(run_a), run_a), (self.trace.run(run_b), run_b), (self.a, self.b))
+
+    def run_ids(self, task_id: str, repeat: int = 0) -> tuple[str, str]:
+        """The ids of the two runs of task ``task_id`` (its repeat ``repeat``): ``a``'s, ``b``'s."""
+        pair = self._pair("VariantComparison.run_ids", task_id, repeat)
+        return str(pair["run_id_a"]), str(pair["run_id_b"])
+
+    async def walk_to_parting(self, task_id: str, repeat: int = 0, *, side: str | None = None) -> Stepper:
+        """A stepper replaying the run of variant ``side`` (default ``b``) on task ``task_id``, walked to
+        just before the move where it parts from the other variant's run: ``await stepper.fork()`` there
+        (or change the next move) to try another way. Runs that never part: walked to the end."""
+        from ..stepper import Stepper
+
+        where = "VariantComparison.walk_to_parting"
+        side = self.b if side is None else check.choice(where, "side", side, (self.a, self.b))
+        pair = self._pair(where, task_id, repeat)
+        run_id = str(pair["run_id_a" if side == self.a else "run_id_b"])
+        index = pair["parting_index_a" if side == self.a else "parting_index_b"]
+        stepper = Stepper(self.trace.replay(run_id))
+        if index is None or _missing(index):
+            await stepper.run_to_end()
+        elif int(index) > 1:
+            before = int(index) - 1
+            await stepper.run_until(lambda result: result.index >= before)
+        return stepper
+
+    def _pair(self, where: str, task_id: str, repeat: int) -> dict[str, Any]:
+        check.string(where, "task_id", task_id)
+        check.integer(where, "repeat", repeat, minimum=0)
+        rows = self.pairs[(self.pairs["task_id"] == task_id) & (self.pairs["repeat"] == repeat)]
+        if not len(rows):
+            known = self.pairs["task_id"].drop_duplicates()
+            if task_id not in set(known):
+                raise check.wrong_value(where, "task_id", "the id of a task of the experiment", task_id)
+            raise check.wrong_value(where, "repeat", f"a repeat of task {task_id!r} run by both variants", repeat)
+        pair: dict[str, Any] = rows.iloc[0].to_dict()
+        if _missing(pair["run_id_a"]) or _missing(pair["run_id_b"]):
+            raise check.wrong_value(where, "task_id", "a task both variants ran", task_id)
+        return pair
+
+    def html(self) -> str:
+        """The comparison as HTML through the one renderer (light and dark, untrusted text escaped)."""
+        from ..render.experiment import comparison_html
+
+        return str(comparison_html(self))
+
+    def text(self) -> str:
+        """The comparison as plain text (a terminal's view)."""
+        from ..render.experiment import comparison_text
+
+        return comparison_text(self)
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def compare_variants(
+    exp: ComparedExperiment,
+    a: str,
+    b: str,
+    *,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int | None = 0,
+) -> VariantComparison:
+    """Variants ``a`` and ``b`` of experiment ``exp`` compared task by task: ``.frame`` (one row per task),
+    ``.stats`` (per score: mean delta, bootstrap interval at ``confidence`` from ``resamples`` resamples
+    drawn with ``seed``, p-value), ``.pairs`` and ``.parting`` (see the module's text)."""
+    import pandas as pd
+
+    where = "compare"
+    results = exp.results
+    variants = [str(v) for v in pd.unique(results["variant"].astype("object"))]
+    for param, name in (("a", a), ("b", b)):
+        check.string(where, param, name)
+        if name not in variants:
+            raise check.wrong_value(where, param, f"the name of a variant ({', '.join(map(repr, variants))})", name)
+    if a == b:
+        raise check.wrong_value(where, "b", f"a variant other than a ({a!r})", b)
+    scores = _score_kinds(results, list(exp.scorers))
+    pairs = _pairs(results, a, b, scores)
+    _add_partings(pairs, exp.trace)
+    frame = _per_task(pairs, scores)
+    tasks = getattr(exp, "tasks", None)
+    if isinstance(tasks, pd.DataFrame) and {"task_id", "task"} <= set(tasks.columns):
+        texts = tasks.assign(task_id=tasks["task_id"].astype("string")).set_index("task_id")["task"]
+        frame.insert(1, "task", frame["task_id"].map(texts).astype("string"))
+    one_repeat = bool((frame["pairs"] <= 1).all())
+    rows = []
+    for score, kind in [*scores.items(), *((name, "number") for name in _NUMBERS)]:
+        unit = pairs if one_repeat else frame
+        if kind == "pass/fail" and not one_repeat:  # pass rates per task: numbers
+            result = paired(
+                score, unit[f"{score}_a"], unit[f"{score}_b"], kind="number", confidence=confidence, resamples=resamples, seed=seed
+            )
+            result = dataclasses.replace(result, kind="pass/fail")
+        else:
+            result = paired(
+                score, unit[f"{score}_a"], unit[f"{score}_b"], kind=kind, confidence=confidence, resamples=resamples, seed=seed  # type: ignore[arg-type]
+            )
+        rows.append(result.row())
+    stats = pd.DataFrame(rows).set_index("score")
+    stats = stats.astype({"a_only": "Int64", "b_only": "Int64", "kind": "category", "test": "category"})
+    return VariantComparison(a, b, pairs, frame, stats, _parting_counts(pairs), exp.trace, scores, tasks)
+
+
+def _score_kinds(results: pd.DataFrame, names: Sequence[str]) -> dict[str, Kind]:
+    """Each scorer's score column and its kind: ``pass/fail`` for a boolean column, else ``number``."""
+    import pandas as pd
+
+    kinds: dict[str, Kind] = {}
+    for name in names:
+        if name not in results.columns:
+            continue  # a scorer not run yet (rescore adds it)
+        column = results[name]
+        kinds[name] = "pass/fail" if pd.api.types.is_bool_dtype(column.dtype) else "number"
+    return kinds
+
+
+def _pairs(results: pd.DataFrame, a: str, b: str, scores: Mapping[str, Kind]) -> pd.DataFrame:
+    """One row per task x repeat run by either variant: each side's run, scores, tokens and latency."""
+    import pandas as pd
+
+    columns = ["task_id", "repeat", "run_id", "status", *scores, *_NUMBERS]
+    variant = results["variant"].astype("object")
+    sides = []
+    for name in (a, b):
+        side = results.loc[variant == name, [c for c in columns if c in results.columns]].copy()
+        side["task_id"] = side["task_id"].astype("string")
+        side["repeat"] = side["repeat"].astype("Int64")
+        for score in scores:
+            side[score] = side[score].astype("Float64")
+        sides.append(side)
+    pairs = pd.merge(sides[0], sides[1], on=["task_id", "repeat"], how="outer", suffixes=("_a", "_b"), sort=False)
+    order = results[["task_id"]].astype({"task_id": "string"}).drop_duplicates()
+    order["position"] = range(len(order))
+    pairs = pairs.merge(order, on="task_id", how="left").sort_values(["position", "repeat"], kind="stable")
+    pairs = pairs.drop(columns="position").reset_index(drop=True)
+    for name in [*scores, *_NUMBERS]:
+        if f"{name}_a" not in pairs.columns:
+            pairs[f"{name}_a"] = pairs[f"{name}_b"] = pd.NA
+        pairs[f"{name}_a"] = pairs[f"{name}_a"].astype("Float64")
+        pairs[f"{name}_b"] = pairs[f"{name}_b"].astype("Float64")
+        pairs[f"{name}_delta"] = pairs[f"{name}_b"] - pairs[f"{name}_a"]
+    return pairs
+
+
+def _add_partings(pairs: pd.DataFrame, trace: TraceFrames) -> None:
+    """Where each pair's runs first part: ``parted_at``, ``parting_move``, ``parting`` (and each side's
+    move index there, for walking to it)."""
+    import pandas as pd
+
+    both = pairs["run_id_a"].notna() & pairs["run_id_b"].notna()
+    run_a = pairs["run_id_a"].astype("object").where(both, None).tolist()
+    run_b = pairs["run_id_b"].astype("object").where(both, None).tolist()
+    moves = moves_of_runs(trace, [r for r in run_a + run_b if r is not None])
+    at: list[int | None] = []
+    move: list[str | None] = []
+    what: list[str | None] = []
+    index_a: list[int | None] = []
+    index_b: list[int | None] = []
+    for left, right in zip(run_a, run_b):
+        found = None if left is None else parting_of(moves[left], moves[str(right)])
+        if left is None or found is None:
+            at.append(None)
+            move.append(None)
+            what.append(None if left is None else "never")
+            index_a.append(None)
+            index_b.append(None)
+            continue
+        position, row, differs = found
+        at.append(position)
+        move.append((row.right or row.left).name if row.left is None or row.right is None else row.right.name)
+        what.append(differs)
+        index_a.append(None if row.left is None else row.left.index)
+        index_b.append(None if row.right is None else row.right.index)
+    pairs["parted_at"] = pd.array(at, dtype="Int64")
+    pairs["parting_move"] = pd.array(move, dtype="string")
+    pairs["parting"] = pd.Categorical(what, categories=list(PARTINGS))
+    pairs["parting_index_a"] = pd.array(index_a, dtype="Int64")
+    pairs["parting_index_b"] = pd.array(index_b, dtype="Int64")
+
+
+def _per_task(pairs: pd.DataFrame, scores: Mapping[str, Kind]) -> pd.DataFrame:
+    """One row per task: the means over its pairs, its first pair's runs and parting."""
+    means = [f"{name}_{side}" for name in [*scores, *_NUMBERS] for side in ("a", "b", "delta")]
+    grouped = pairs.groupby("task_id", sort=False, observed=True)
+    if bool((grouped.size() <= 1).all()):  # one repeat: the pairs are the tasks
+        frame = pairs.copy()
+        frame.insert(1, "pairs", 1)
+    else:
+        frame = grouped[means].mean()
+        first = grouped.first()
+        kept = ["run_id_a", "run_id_b", "status_a", "status_b", "parted_at", "parting_move", "parting"]
+        frame = frame.join(first[kept]).reset_index()
+        frame.insert(1, "pairs", grouped.size().to_numpy())
+        frame["parting"] = frame["parting"].astype(pairs["parting"].dtype)
+    keep = ["task_id", "pairs", *means, "run_id_a", "run_id_b", "status_a", "status_b", "parted_at", "parting_move", "parting"]
+    frame = frame[[c for c in keep if c in frame.columns]]
+    return frame.astype({"pairs": "Int64"}).reset_index(drop=True)
+
+
+def _parting_counts(pairs: pd.DataFrame) -> pd.DataFrame:
+    """How many pairs first part at each kind of move (the pairs both variants ran)."""
+    import pandas as pd
+
+    counts = pairs["parting"].value_counts(sort=False).reindex(list(PARTINGS), fill_value=0)
+    total = int(counts.sum())
+    frame = pd.DataFrame({"what": list(PARTINGS.values()), "pairs": counts.to_numpy()}, index=list(PARTINGS))
+    frame["share"] = frame["pairs"] / total if total else 0.0
+    frame.index.name = "parting"
+    return frame
+
+
+def _missing(value: object) -> bool:
+    import pandas as pd
+
+    return value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value))
