@@ -118,5 +118,8 @@ def weather_tasks(n: int) -> pd.DataFrame:
     """``n`` tasks ``t0``..: a city each."""
     cities = ["Paris", "Oslo", "Lima", "Pune", "Kyiv", "Rome", "Bern", "Doha", "Riga", "Oulu"]
     return pd.DataFrame(
-        {"task_id": [f"t{i}" for i in range(n)], "task": [cities[i % len(cities)] + str(i // 10 or "") for i in range(n)]}
+        {
+            "task_id": [f"t{i}" for i in range(n)],
+            "task": [cities[i % len(cities)] + str(i // 10 or "") for i in range(n)],
+        }
     )

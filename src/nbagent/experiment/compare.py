@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _check as check
+from ..render.experiment import STATIC_ROWS, comparison_html, comparison_text
 from ..trace.compare import Comparison, MoveView, Row, first_parting, moves_of_runs
 from .stats import Kind, paired
 
@@ -172,23 +173,36 @@ class VariantComparison:
             raise check.wrong_value(where, "task_id", "a task both variants ran", task_id)
         return pair
 
-    def html(self) -> str:
-        """The comparison as HTML through the one renderer (light and dark, untrusted text escaped)."""
-        from ..render.experiment import comparison_html
+    def html(self, *, sort: str | None = None, ascending: bool = True, rows: int = STATIC_ROWS) -> str:
+        """The comparison as HTML through the one renderer (light and dark, untrusted text escaped): the
+        statistics, where the pairs part, and ``rows`` tasks by ``sort`` (a column of :attr:`frame`;
+        default the first score's delta, the largest changes first)."""
+        return str(
+            comparison_html(
+                self.a,
+                self.b,
+                self.stats,
+                self.parting,
+                self.frame,
+                list(self.scores),
+                sort=sort,
+                ascending=ascending,
+                rows=rows,
+            )
+        )
 
-        return str(comparison_html(self))
-
-    def text(self) -> str:
-        """The comparison as plain text (a terminal's view)."""
-        from ..render.experiment import comparison_text
-
-        return comparison_text(self)
+    def text(self, *, rows: int = STATIC_ROWS) -> str:
+        """The comparison as plain text (a terminal's view): the same rows as :meth:`html`."""
+        return comparison_text(self.a, self.b, self.stats, self.parting, self.frame, list(self.scores), rows=rows)
 
     def _repr_html_(self) -> str:
         return self.html()
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        return {"text/html": self.html(), "text/plain": self.text()}
+
     def __repr__(self) -> str:
-        return self.text()
+        return f"<VariantComparison {self.a!r} vs {self.b!r}: {len(self.frame)} tasks, scores {list(self.scores)}>"
 
 
 def compare_variants(
@@ -228,12 +242,24 @@ def compare_variants(
         unit = pairs if one_repeat else frame
         if kind == "pass/fail" and not one_repeat:  # pass rates per task: numbers
             result = paired(
-                score, unit[f"{score}_a"], unit[f"{score}_b"], kind="number", confidence=confidence, resamples=resamples, seed=seed
+                score,
+                unit[f"{score}_a"],
+                unit[f"{score}_b"],
+                kind="number",
+                confidence=confidence,
+                resamples=resamples,
+                seed=seed,
             )
             result = dataclasses.replace(result, kind="pass/fail")
         else:
             result = paired(
-                score, unit[f"{score}_a"], unit[f"{score}_b"], kind=kind, confidence=confidence, resamples=resamples, seed=seed  # type: ignore[arg-type]
+                score,
+                unit[f"{score}_a"],
+                unit[f"{score}_b"],
+                kind=kind,
+                confidence=confidence,
+                resamples=resamples,
+                seed=seed,
             )
         rows.append(result.row())
     stats = pd.DataFrame(rows).set_index("score")
@@ -307,7 +333,8 @@ def _add_partings(pairs: pd.DataFrame, trace: TraceFrames) -> None:
             continue
         position, row, differs = found
         at.append(position)
-        move.append((row.right or row.left).name if row.left is None or row.right is None else row.right.name)
+        side = row.right if row.right is not None else row.left
+        move.append(None if side is None else side.name)  # b's move there (a's where b made none)
         what.append(differs)
         index_a.append(None if row.left is None else row.left.index)
         index_b.append(None if row.right is None else row.right.index)
@@ -332,7 +359,18 @@ def _per_task(pairs: pd.DataFrame, scores: Mapping[str, Kind]) -> pd.DataFrame:
         frame = frame.join(first[kept]).reset_index()
         frame.insert(1, "pairs", grouped.size().to_numpy())
         frame["parting"] = frame["parting"].astype(pairs["parting"].dtype)
-    keep = ["task_id", "pairs", *means, "run_id_a", "run_id_b", "status_a", "status_b", "parted_at", "parting_move", "parting"]
+    keep = [
+        "task_id",
+        "pairs",
+        *means,
+        "run_id_a",
+        "run_id_b",
+        "status_a",
+        "status_b",
+        "parted_at",
+        "parting_move",
+        "parting",
+    ]
     frame = frame[[c for c in keep if c in frame.columns]]
     return frame.astype({"pairs": "Int64"}).reset_index(drop=True)
 

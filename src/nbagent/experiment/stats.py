@@ -211,14 +211,13 @@ def paired(
     seed: int | None = 0,
 ) -> PairedStats:
     """The paired statistics of ``score``: ``a[i]`` and ``b[i]`` the two variants' scores of pair ``i``
-    (``None``/NaN: missing, that pair is left out and counted). ``kind="pass/fail"``: scores are 0/1
+    (``None``, ``pd.NA`` or NaN: missing, that pair is left out and counted). ``kind="pass/fail"``: scores are 0/1
     (or bools) and the p-value is McNemar's exact test's; ``"number"``: the Wilcoxon signed-rank test's."""
     import numpy as np
 
     where = "paired"
     check.choice(where, "kind", kind, ("pass/fail", "number"))
-    left = np.asarray([math.nan if v is None else v for v in a], dtype=np.float64)
-    right = np.asarray([math.nan if v is None else v for v in b], dtype=np.float64)
+    left, right = _scores(a), _scores(b)
     if left.shape != right.shape:
         raise check.wrong_value(where, "b", f"as many scores as a ({len(left)})", f"{len(right)} scores")
     both = ~(np.isnan(left) | np.isnan(right))
@@ -254,6 +253,15 @@ def paired(
         t_statistic=t.statistic,
         t_p_value=t.p_value,
     )
+
+
+def _scores(values: Sequence[float | None] | Floats) -> Floats:
+    """Scores as floats, missing ones (``None``, ``pd.NA``, NaN) NaN; bools count 1 and 0."""
+    import numpy as np
+    import pandas as pd
+
+    floats: Floats = pd.array(values, dtype="Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+    return floats
 
 
 def _midranks(values: Floats) -> tuple[Floats, Floats]:

@@ -23,6 +23,8 @@ from .replay import ReplaySource
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .base import TraceFrames
+
 _RECORDS = {"Move", "LLMCall", "ToolExecution", "RunStarted", "RunFinished", "ModelClientStreamingChunkEvent"}
 
 
@@ -91,7 +93,7 @@ def moves_of(trace: ReplaySource, run_id: str, *, by_items: bool = False) -> lis
     return moves
 
 
-def moves_of_runs(trace: ReplaySource, run_ids: Sequence[str]) -> dict[str, list[MoveView]]:
+def moves_of_runs(trace: TraceFrames, run_ids: Sequence[str]) -> dict[str, list[MoveView]]:
     """The moves of runs ``run_ids`` of ``trace`` read in bulk (one read of each table, only these runs'
     rows), as :func:`moves_of` makes them but without the context after each move (read run by run, it
     would cost a read per move): what each move did, its tokens and time. A run with no rows: no moves."""
