@@ -30,6 +30,7 @@ from .context import (
     UnboundedChatCompletionContext,
 )
 from .entry import run  # the sync entry point: nbagent.run(agent, task)
+from .experiment import Experiment, contains, exact_match, llm_judge, load_experiment, numeric, regex
 from .interventions import Interventions
 from .language import get_language, set_language
 from .mcp import (  # no SDK import here
@@ -264,6 +265,7 @@ __all__ = [
     "BaseToolWithState",
     "Batch",
     "BatchProgress",
+    "Experiment",
     "BufferedChatCompletionContext",
     "CancellationToken",
     "CancelledWithResult",
@@ -388,6 +390,12 @@ __all__ = [
     "__version__",
     "compare",
     "explore",
+    "contains",
+    "exact_match",
+    "llm_judge",
+    "load_experiment",
+    "numeric",
+    "regex",
     "concat",
     "default_model",
     "dump_message",

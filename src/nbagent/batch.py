@@ -119,6 +119,8 @@ __all__ = [
     "Batch",
     "BatchProgress",
     "ProgressDisplay",
+    "TaskEnd",
+    "TaskTable",
     "TextProgress",
     "register_cell_display",
     "register_kernel_check",
@@ -175,11 +177,10 @@ LIVE_LATENCIES = 2048
 LAST_ERRORS = 5
 OWN_TABLES = ("attempts", "results")
 """The tables a part with output= holds besides its trace's, placed after them (results last: a task is
-done, and a rerun skips it, only once every row of its runs is in place)."""
+done, and a rerun skips it, only once every row of its runs is in place); a ``task_table`` goes between."""
 PENDING_PARTS = 2
 """With ``output=``: parts waiting to be written before no new task starts (memory stays flat when
 tasks finish faster than parts are written)."""
-"""How many of the last failures a progress snapshot names."""
 
 T = TypeVar("T")
 MakeAgent = Callable[[Any], AssistantAgent] | AssistantAgent
@@ -386,6 +387,54 @@ def register_cell_display(show: CellDisplay) -> None:
     _CELL_DISPLAYS[:] = [show]
 
 
+# ---------------------------------------------------------------------- a table of one row per task
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEnd:
+    """A task that has ended, as a :class:`TaskTable` is given it (before its row counts as done)."""
+
+    arg: object
+    """What ``make_agent`` was given: the task, or its DataFrame row."""
+    key: str
+    position: int
+    status: str
+    """ok, error, timeout or cancelled (:data:`STATUSES`)."""
+    answer: str | None
+    error: str | None
+    run_id: str | None
+    """The run of its last attempt (``None``: no run started)."""
+    trace: Trace
+    """The live trace its runs are recorded in (``trace.run(run_id)``: that run's frames)."""
+    tokens: int | None
+    """Prompt and completion tokens over every attempt (``None``: none reported)."""
+    tool_calls: int
+    tool_errors: int
+    """Tool calls of its last attempt's run that gave an error result."""
+    duration_s: float
+    token: CancellationToken
+    """Cancelled when the batch is stopped: pass it to what the table awaits (a model call)."""
+
+
+class TaskTable(Protocol):
+    """A table of one row per task that a :class:`Batch` keeps beside its results (``task_table=``): with
+    ``output=`` each part holds it, committed with the part's runs (before its results, so a task is done
+    only once its row is in place). How an :class:`~nbagent.Experiment` stores its variants and scores."""
+
+    @property
+    def name(self) -> str:
+        """The table's name in the dataset (a folder of the output, beside ``results``)."""
+        ...
+
+    async def row(self, end: TaskEnd) -> dict[str, Any]:
+        """The task's row, once it has ended (awaited before the task counts as done)."""
+        ...
+
+    def table(self, rows: list[dict[str, Any]]) -> Any:
+        """The rows of a part as a pyarrow Table (called when the part is written)."""
+        ...
+
+
 # ---------------------------------------------------------------------- tasks
 
 
@@ -510,7 +559,7 @@ def task_text(task: object) -> str:
 # ---------------------------------------------------------------------- agents
 
 
-def _agent_copier(template: AssistantAgent) -> Callable[[object], AssistantAgent]:
+def agent_copier(template: AssistantAgent, where: str = "Batch: make_agent") -> Callable[[object], AssistantAgent]:
     """A factory of copies of ``template`` (:meth:`AssistantAgent.copy`), each with a fresh model context.
 
     The copies share the template's tools and workbenches, memory stores, output type and summary
@@ -534,7 +583,7 @@ def _agent_copier(template: AssistantAgent) -> Callable[[object], AssistantAgent
             else f"AssistantAgent.copy() failed on {type(template).__name__}"
         )
         raise TypeError(
-            f"Batch: make_agent, the agent {template.name!r}, cannot be copied for each task: {why} "
+            f"{where}, the agent {template.name!r}, cannot be copied for each task: {why} "
             f"({_error_text(error)}); pass a function that builds a fresh agent for a task instead: "
             "Batch(lambda task: AssistantAgent(...), tasks)"
         ) from error
@@ -552,7 +601,7 @@ class _Row:
     __slots__ = (
         "position", "key", "task", "status", "answer", "error", "stop_reason", "prompt_tokens",
         "completion_tokens", "llm_calls", "tool_calls", "duration_s", "started_at", "ended_at", "run_id",
-        "attempts", "session",
+        "attempts", "session", "tool_errors",
     )  # fmt: skip
 
     def __init__(self, task: _Task, session: str) -> None:
@@ -573,6 +622,7 @@ class _Row:
         self.run_id: str | None = None
         self.attempts = 0
         self.session = session
+        self.tool_errors = 0  # of the last attempt's run (not a results column: a task table's)
 
     def mask(self, secrets: Sequence[str]) -> None:
         """Mask secrets in the texts (a key the server echoed in the answer...), as the trace does."""
@@ -651,13 +701,14 @@ def _arrow_schema(columns: Mapping[str, tuple[str, str]], extra: Sequence[tuple[
 class _Part:
     """The runs of up to ``part_size`` tasks: recorded in their own trace, written together."""
 
-    __slots__ = ("number", "trace", "rows", "attempts", "open", "started", "sealed")
+    __slots__ = ("number", "trace", "rows", "attempts", "extra", "open", "started", "sealed")
 
     def __init__(self, number: int, trace: Trace) -> None:
         self.number = number
         self.trace = trace
         self.rows: list[_Row] = []
         self.attempts: list[AttemptRow] = []
+        self.extra: list[dict[str, Any]] = []  # its task table's rows
         self.open = 0  # tasks running in it
         self.started = 0
         self.sealed = False  # no task starts in it any more
@@ -668,16 +719,18 @@ class _Part:
         return self.attempts
 
 
-def _part_tables(part: _Part) -> dict[str, Any]:
-    """A part's own tables (besides its trace's), as pyarrow Tables: its ``attempts`` and ``results``."""
+def _part_tables(part: _Part, task_table: TaskTable | None) -> dict[str, Any]:
+    """A part's own tables (besides its trace's), as pyarrow Tables: its ``attempts``, its task table's
+    and its ``results`` (in the order they are placed)."""
     import pyarrow as pa
 
     attempts = [dict(zip(ATTEMPT_COLUMNS, attempt)) for attempt in part.attempts]
     results = [_result_record(row) for row in part.rows]
-    return {
-        "attempts": pa.Table.from_pylist(attempts, schema=_arrow_schema(ATTEMPT_COLUMNS)),
-        "results": pa.Table.from_pylist(results, schema=_results_schema()),
-    }
+    tables = {"attempts": pa.Table.from_pylist(attempts, schema=_arrow_schema(ATTEMPT_COLUMNS))}
+    if task_table is not None:
+        tables[task_table.name] = task_table.table(part.extra)
+    tables["results"] = pa.Table.from_pylist(results, schema=_results_schema())
+    return tables
 
 
 def _results_schema() -> Any:
@@ -739,7 +792,8 @@ class Batch:
     write the runs to as they end (and to resume from); ``part_size`` tasks per written part.
     ``shard=(i, n)``: only the i-th of n shards. ``key``: how a task is known in the folder (a
     column name for a DataFrame, or a function of the task or row); by default its position and a
-    hash of its text. ``title``: the progress display's title.
+    hash of its text. ``title``: the progress display's title. ``task_table``: a :class:`TaskTable`
+    given each task as it ends, whose rows the batch keeps (with ``output=``, in each part).
     """
 
     def __init__(
@@ -759,10 +813,11 @@ class Batch:
         shard: tuple[int, int] | None = None,
         key: Key = None,
         title: str | None = None,
+        task_table: TaskTable | None = None,
     ) -> None:
         where = "Batch"
         if isinstance(make_agent, AssistantAgent):
-            self._make: Callable[[object], AssistantAgent] = _agent_copier(make_agent)
+            self._make: Callable[[object], AssistantAgent] = agent_copier(make_agent)
             self._template: AssistantAgent | None = make_agent
         elif callable(make_agent):
             self._make = make_agent
@@ -796,7 +851,9 @@ class Batch:
         self.session = new_id()
         """This batch's session: its trace's id, and its folder in the output dataset."""
         self.output = None if output is None else Path(output)
-        self._dataset = None if self.output is None else Dataset(self.output, self.session, OWN_TABLES)
+        self._task_table = task_table
+        tables = OWN_TABLES if task_table is None else ("attempts", task_table.name, "results")
+        self._dataset = None if self.output is None else Dataset(self.output, self.session, tables)
         self._trace = Trace(trace_id=self.session)
         self._memory = _Part(0, self._trace)  # without output=: every run, every attempt
         self._rows: dict[int, _Row] = {}  # by position (in memory: every task; with output: the running ones)
@@ -1069,9 +1126,30 @@ class Batch:
                 part.trace.detach(agent)
                 agent.recorders[:] = recorders
             row.mask(process_secrets(agent.secrets if agent is not None else ()))
-            self._end_row(row, start, part)
+            duration = time.perf_counter() - start
+            if self._task_table is not None:
+                await self._table_row(task, row, part, duration)
+            self._end_row(row, duration, part)
             if agent is not None:
                 await self._clients.end(agent.model_client)
+
+    async def _table_row(self, task: _Task, row: _Row, part: _Part, duration: float) -> None:
+        """Give the task table the task that ended; its row goes in the part (with output=)."""
+        assert self._task_table is not None
+        token = CancellationToken()
+        self._tokens.add(token)
+        if self._stopping:
+            token.cancel()
+        tokens = None if row.prompt_tokens is None else row.prompt_tokens + (row.completion_tokens or 0)
+        end = TaskEnd(
+            task.arg, row.key, row.position, row.status, row.answer, row.error, row.run_id, part.trace, tokens,
+            row.tool_calls, row.tool_errors, duration, token,
+        )  # fmt: skip
+        try:
+            record = await self._task_table.row(end)
+        finally:
+            self._tokens.discard(token)
+        part.extra.append(record)
 
     def _ending(self, timed_out: bool) -> str:
         """The error of a task that timed out or was cancelled."""
@@ -1158,6 +1236,7 @@ class Batch:
 
     async def _consume(self, run: AsyncIterator[Any], row: _Row) -> Response:
         calls: list[LLMCall] = []
+        tools: list[ToolExecution] = []
         response: Response | None = None
         try:
             async for item in run:
@@ -1166,11 +1245,13 @@ class Batch:
                     calls.append(item)
                 elif kind is ToolExecution:
                     row.tool_calls += 1
+                    tools.append(item)
                 elif kind is Response:
                     response = item
         finally:
             await run.aclose()  # type: ignore[attr-defined]
             self._count_calls(calls, row)
+            row.tool_errors = sum(1 for tool in tools if tool.result is not None and tool.result.is_error)
         assert response is not None, "a run ended without a Response"
         last = calls[-1].result if calls else None
         if last is not None:
@@ -1193,9 +1274,9 @@ class Batch:
         error = None if error is None else mask(error, process_secrets())
         part.attempts.append((row.position, row.key, row.attempts, row.run_id or "", status, error, wait, self.session))
 
-    def _end_row(self, row: _Row, start: float, part: _Part) -> None:
+    def _end_row(self, row: _Row, duration: float, part: _Part) -> None:
         row.ended_at = time.time()
-        row.duration_s = time.perf_counter() - start
+        row.duration_s = duration
         self._running -= 1
         self._counts[row.status] += 1
         if row.status != "ok":
@@ -1228,7 +1309,8 @@ class Batch:
             self._part = None
         dataset = self._dataset
         assert dataset is not None
-        written = asyncio.ensure_future(asyncio.to_thread(dataset.commit, part.number, part.trace, _part_tables(part)))
+        tables = _part_tables(part, self._task_table)
+        written = asyncio.ensure_future(asyncio.to_thread(dataset.commit, part.number, part.trace, tables))
         written.add_done_callback(lambda done: self._written(done, part))
         self._writes.append(written)
 

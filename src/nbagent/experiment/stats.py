@@ -42,7 +42,10 @@ __all__ = [
     "mcnemar_exact",
     "paired",
     "paired_t",
+    "pass_at_k",
+    "pass_hat_k",
     "wilcoxon_signed_rank",
+    "wilson_ci",
 ]
 
 Kind = Literal["pass/fail", "number"]
@@ -320,3 +323,40 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
         if abs(c * d - 1.0) < 1e-15:
             break
     return fraction
+
+
+def wilson_ci(successes: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval of a proportion: ``successes`` of ``n`` trials (no trial: NaN, NaN); what
+    ``statsmodels.stats.proportion.proportion_confint(method="wilson")`` gives."""
+    from statistics import NormalDist
+
+    level = float(check.number("wilson_ci", "confidence", confidence) or 0.0)
+    if not 0 < level < 1:
+        raise check.wrong_value(
+            "wilson_ci", "confidence", "a number between 0 and 1 (0.95: a 95% interval)", confidence
+        )
+    if n <= 0:
+        return math.nan, math.nan
+    z = NormalDist().inv_cdf((1 + level) / 2)
+    p = successes / n
+    scale = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / scale
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / scale
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased estimate of pass@k from ``n`` runs of a task, ``c`` of which passed: the chance that
+    at least one of ``k`` runs drawn without replacement passes, ``1 - C(n-c, k) / C(n, k)``."""
+    if not 0 < k <= n:
+        raise check.wrong_value("pass_at_k", "k", f"an int from 1 to n ({n})", k)
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k from ``n`` runs of a task, ``c`` of which passed: the chance that ``k`` runs drawn without
+    replacement all pass, ``C(c, k) / C(n, k)`` (how reliably the agent passes, where pass@k is whether
+    it can)."""
+    if not 0 < k <= n:
+        raise check.wrong_value("pass_hat_k", "k", f"an int from 1 to n ({n})", k)
+    return math.comb(c, k) / math.comb(n, k)

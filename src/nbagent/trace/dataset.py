@@ -49,7 +49,30 @@ if TYPE_CHECKING:
 
     from .live import Trace
 
-__all__ = ["Dataset", "DatasetFollower", "MemoryPart"]
+__all__ = ["Dataset", "DatasetFollower", "MemoryPart", "read_whole", "write_whole"]
+
+
+def write_whole(path: Path, arrow: Any) -> None:
+    """Write ``arrow`` (a pyarrow Table) to the Parquet file ``path`` beside a dataset's parts (an
+    experiment's tasks, a rescored score, a judge's cache), visible whole or not at all: written to a
+    hidden file in the same folder, then renamed over ``path`` (a reader sees the old file or the new)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    require_pyarrow()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    aside = path.with_name(f".{path.name}.writing-{os.getpid()}")
+    try:
+        pq.write_table(arrow, aside)
+        os.replace(aside, path)
+    finally:
+        aside.unlink(missing_ok=True)
+
+
+def read_whole(path: Path) -> Any:
+    """The file :func:`write_whole` wrote, as a pyarrow Table (``None``: there is none)."""
+    return read_arrow(path) if path.is_file() else None
 
 
 class Dataset:
