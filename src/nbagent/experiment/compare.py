@@ -28,7 +28,7 @@ two runs, which also compares the context after each move.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _check as check
@@ -41,8 +41,18 @@ if TYPE_CHECKING:
 
     from ..stepper import Stepper
     from ..trace import TraceFrames
+    from ..trace.replay import Replay
 
-__all__ = ["PARTINGS", "ComparedExperiment", "VariantComparison", "compare_variants", "parting_of"]
+__all__ = [
+    "PARTINGS",
+    "ComparedExperiment",
+    "VariantComparison",
+    "compare_variants",
+    "parting_of",
+    "register_view",
+    "view_of",
+    "walk_to",
+]
 
 PARTINGS: dict[str, str] = {
     "llm_answer": "the model's answer",
@@ -54,6 +64,23 @@ PARTINGS: dict[str, str] = {
     "never": "the runs never part",
 }
 """What differs where the runs of a pair first part (the ``parting`` column), in plain words."""
+
+_VIEWS: dict[str, Callable[..., Any]] = {}
+"""The notebook side's widgets, by what they show (``"comparison"``, ``"experiment"``): registered by ``nbagent``."""
+
+
+def register_view(kind: str, factory: Callable[..., Any]) -> None:
+    """Set the widget :meth:`VariantComparison.view` (``kind="comparison"``) or ``Experiment.view``
+    (``"experiment"``) makes: the notebook layer registers its own, this layer imports no widget."""
+    _VIEWS[kind] = factory
+
+
+def view_of(kind: str, *args: Any, **kwargs: Any) -> Any:
+    """The registered widget of ``kind`` made of ``args``; a RuntimeError when the notebook side is absent."""
+    if kind not in _VIEWS:
+        raise RuntimeError(f"the {kind} view needs the notebook side: import nbagent (and ipywidgets) first")
+    return _VIEWS[kind](*args, **kwargs)
+
 
 _LLM_MOVES = {"call_llm", "next_llm_call", "reflect", "summarize", "text_exit"}
 _NUMBERS = ("tokens", "latency_s")
@@ -115,19 +142,72 @@ def _tools_after(move: MoveView, moves: Sequence[MoveView]) -> list[str]:
     return [] if execution is None else [name for name, _, _, _ in execution.tool_calls]
 
 
-@dataclasses.dataclass
 class VariantComparison:
-    """Variants ``a`` and ``b`` of an experiment compared task by task (see the module's text)."""
+    """Variants ``a`` and ``b`` of an experiment compared task by task (see the module's text).
 
-    a: str
-    b: str
-    pairs: pd.DataFrame
-    frame: pd.DataFrame
-    stats: pd.DataFrame
-    parting: pd.DataFrame
-    trace: TraceFrames
-    scores: dict[str, Kind]
-    tasks: pd.DataFrame | None = None
+    The scores, deltas and :attr:`stats` come from the results alone, at once. Where the runs part
+    (:attr:`parting`, and the parting columns of :attr:`pairs` and :attr:`frame`) is read from the runs'
+    moves in bulk the first time one of these is asked for, then kept (:attr:`has_partings`).
+    """
+
+    def __init__(
+        self,
+        a: str,
+        b: str,
+        pairs: pd.DataFrame,
+        stats: pd.DataFrame,
+        trace: TraceFrames,
+        scores: dict[str, Kind],
+        scorers: Mapping[str, Any],
+        tasks: pd.DataFrame | None = None,
+    ) -> None:
+        self.a, self.b = a, b
+        self.stats = stats
+        """Per score (then ``tokens`` and ``latency_s``): the paired statistics over the tasks."""
+        self.trace = trace
+        self.scores = scores
+        """Each score's kind (``pass/fail`` or ``number``), in the experiment's order."""
+        self.scorers = scorers
+        """The experiment's scorers by name (:meth:`score_run` scores a fork's run with them)."""
+        self.tasks = tasks
+        self._pairs = pairs
+        self._frame = _per_task(pairs, scores, tasks)  # without the partings until they are read
+        self._parted = False
+
+    @property
+    def has_partings(self) -> bool:
+        """Whether where the runs part has been read (reading it costs a read of every run's moves)."""
+        return self._parted
+
+    def _parting_read(self) -> None:
+        if not self._parted:  # on a copy, put in place whole (a view may read it from a worker thread)
+            pairs = self._pairs.copy()
+            _add_partings(pairs, self.trace)
+            self._pairs, self._frame = pairs, _per_task(pairs, self.scores, self.tasks)
+            self._parted = True
+
+    @property
+    def pairs(self) -> pd.DataFrame:
+        """One row per pair (task x repeat): each side's run, scores, figures, deltas and where they part."""
+        self._parting_read()
+        return self._pairs
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """One row per task: the means over its pairs, its first pair's runs and where they part."""
+        self._parting_read()
+        return self._frame
+
+    @property
+    def scored(self) -> pd.DataFrame:
+        """:attr:`frame` as far as it is known without reading the runs: where the runs part only once read."""
+        return self._frame
+
+    @property
+    def parting(self) -> pd.DataFrame:
+        """Over every pair both variants ran: how many first part at each kind of move (:data:`PARTINGS`)."""
+        self._parting_read()
+        return _parting_counts(self._pairs)
 
     def runs(self, task_id: str, repeat: int = 0) -> Comparison:
         """The two runs of task ``task_id`` (its repeat ``repeat``) side by side, aligned move by move."""
@@ -140,31 +220,78 @@ class VariantComparison:
         pair = self._pair("VariantComparison.run_ids", task_id, repeat)
         return str(pair["run_id_a"]), str(pair["run_id_b"])
 
+    def parting_replay(self, task_id: str, repeat: int = 0, *, side: str | None = None) -> tuple[Replay, int | None]:
+        """The replay of variant ``side``'s run (default ``b``) on task ``task_id`` and the moves it makes
+        before the one where it parts from the other variant's run (``None``: they never part)."""
+        where = "VariantComparison.parting_replay"
+        side = self.b if side is None else check.choice(where, "side", side, (self.a, self.b))
+        pair = self._pair(where, task_id, repeat)
+        run_a, run_b = str(pair["run_id_a"]), str(pair["run_id_b"])
+        if self._parted:
+            index = pair["parting_index_a" if side == self.a else "parting_index_b"]
+            index = None if _missing(index) else int(index)
+        else:  # this pair's runs alone
+            left = moves_of_runs(self.trace.run(run_a), [run_a], figures=False)[run_a]
+            right = moves_of_runs(self.trace.run(run_b), [run_b], figures=False)[run_b]
+            found = first_parting(left, right)
+            row = None if found is None else found[1]
+            move = None if row is None else row.left if side == self.a else row.right
+            index = None if move is None else move.index
+        return self.trace.replay(run_a if side == self.a else run_b), None if index is None else index - 1
+
     async def walk_to_parting(self, task_id: str, repeat: int = 0, *, side: str | None = None) -> Stepper:
         """A stepper replaying the run of variant ``side`` (default ``b``) on task ``task_id``, walked to
         just before the move where it parts from the other variant's run: ``await stepper.fork()`` there
         (or change the next move) to try another way. Runs that never part: walked to the end."""
         from ..stepper import Stepper
 
-        where = "VariantComparison.walk_to_parting"
-        side = self.b if side is None else check.choice(where, "side", side, (self.a, self.b))
-        pair = self._pair(where, task_id, repeat)
-        run_id = str(pair["run_id_a" if side == self.a else "run_id_b"])
-        index = pair["parting_index_a" if side == self.a else "parting_index_b"]
-        stepper = Stepper(self.trace.replay(run_id))
-        if index is None or _missing(index):
-            await stepper.run_to_end()
-        elif int(index) > 1:
-            before = int(index) - 1
-            await stepper.run_until(lambda result: result.index >= before)
+        replay, before = self.parting_replay(task_id, repeat, side=side)
+        stepper = Stepper(replay)
+        await walk_to(stepper, before)
         return stepper
+
+    async def score_run(self, trace: TraceFrames, run_id: str, task_id: str) -> dict[str, bool | float | str | None]:
+        """Run ``run_id`` of ``trace`` (a fork's, a walk's) scored by the experiment's scorers as the run of
+        task ``task_id``: each score (``None`` where the scorer raised, its text in ``<name>_error``)."""
+        from ..cancellation import CancellationToken
+        from .scorers import as_scorer
+
+        where = "VariantComparison.score_run"
+        check.string(where, "run_id", run_id)
+        row = self._task_row(where, task_id)
+        runs = trace.table("runs", ["run_id", "final_text"], [run_id])
+        if not len(runs):
+            raise check.wrong_value(where, "run_id", "the id of a run of that trace", run_id)
+        output = runs["final_text"].iloc[0]
+        output = None if _missing(output) else str(output)
+        scored: dict[str, bool | float | str | None] = {}
+        token = CancellationToken()
+        for name, value in self.scorers.items():
+            scorer = as_scorer(value, where, f"scorers[{name!r}]")
+            try:
+                scored[name] = await scorer.score(output, row, lambda: trace.run(run_id), token)
+            except Exception as error:  # noqa: BLE001 a scorer that raises is that score's error, as in a run
+                scored[name] = None
+                scored[f"{name}_error"] = f"{type(error).__name__}: {error}"
+        return scored
+
+    def _task_row(self, where: str, task_id: str) -> dict[str, Any]:
+        check.string(where, "task_id", task_id)
+        if self.tasks is None:
+            return {"task_id": task_id}
+        found = self.tasks[self.tasks["task_id"].astype("string") == task_id]
+        if not len(found):
+            raise check.wrong_value(where, "task_id", "the id of a task of the experiment", task_id)
+        row: dict[str, Any] = found.iloc[0].to_dict()
+        return row
 
     def _pair(self, where: str, task_id: str, repeat: int) -> dict[str, Any]:
         check.string(where, "task_id", task_id)
         check.integer(where, "repeat", repeat, minimum=0)
-        rows = self.pairs[(self.pairs["task_id"] == task_id) & (self.pairs["repeat"] == repeat)]
+        pairs = self._pairs
+        rows = pairs[(pairs["task_id"] == task_id) & (pairs["repeat"] == repeat)]
         if not len(rows):
-            known = self.pairs["task_id"].drop_duplicates()
+            known = pairs["task_id"].drop_duplicates()
             if task_id not in set(known):
                 raise check.wrong_value(where, "task_id", "the id of a task of the experiment", task_id)
             raise check.wrong_value(where, "repeat", f"a repeat of task {task_id!r} run by both variants", repeat)
@@ -198,6 +325,11 @@ class VariantComparison:
     def _repr_html_(self) -> str:
         return self.html()
 
+    def view(self, *, page_size: int = 20) -> Any:
+        """The comparison as a widget (display it): the tasks sortable and paged, a click opens a task's two
+        runs in ``nbagent.compare``, a fork at the first difference (:mod:`nbagent.notebook.experiment_view`)."""
+        return view_of("comparison", self, page_size=page_size)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         return {"text/html": self.html(), "text/plain": self.text()}
 
@@ -230,16 +362,13 @@ def compare_variants(
         raise check.wrong_value(where, "b", f"a variant other than a ({a!r})", b)
     scores = _score_kinds(results, list(exp.scorers))
     pairs = _pairs(results, a, b, scores)
-    _add_partings(pairs, exp.trace)
-    frame = _per_task(pairs, scores)
     tasks = getattr(exp, "tasks", None)
-    if isinstance(tasks, pd.DataFrame) and {"task_id", "task"} <= set(tasks.columns):
-        texts = tasks.assign(task_id=tasks["task_id"].astype("string")).set_index("task_id")["task"]
-        frame.insert(1, "task", frame["task_id"].map(texts).astype("string"))
+    tasks = tasks if isinstance(tasks, pd.DataFrame) and {"task_id", "task"} <= set(tasks.columns) else None
+    frame = _per_task(pairs, scores, tasks)
     one_repeat = bool((frame["pairs"] <= 1).all())
     rows = []
     for score, kind in [*scores.items(), *((name, "number") for name in _NUMBERS)]:
-        unit = pairs if one_repeat else frame
+        unit = pairs if one_repeat else frame  # the tasks are the units (a task's repeats are not independent)
         if kind == "pass/fail" and not one_repeat:  # pass rates per task: numbers
             result = paired(
                 score,
@@ -264,7 +393,15 @@ def compare_variants(
         rows.append(result.row())
     stats = pd.DataFrame(rows).set_index("score")
     stats = stats.astype({"a_only": "Int64", "b_only": "Int64", "kind": "category", "test": "category"})
-    return VariantComparison(a, b, pairs, frame, stats, _parting_counts(pairs), exp.trace, scores, tasks)
+    return VariantComparison(a, b, pairs, stats, exp.trace, scores, dict(exp.scorers), tasks)
+
+
+async def walk_to(stepper: Stepper, before: int | None) -> None:
+    """Walk ``stepper`` until it has made ``before`` moves (``None``: to its end)."""
+    if before is None:
+        await stepper.run_to_end()
+    elif before > 0 and len(stepper.history) < before:
+        await stepper.run_until(lambda result: result.index >= before)
 
 
 def _score_kinds(results: pd.DataFrame, names: Sequence[str]) -> dict[str, Kind]:
@@ -316,7 +453,7 @@ def _add_partings(pairs: pd.DataFrame, trace: TraceFrames) -> None:
     both = pairs["run_id_a"].notna() & pairs["run_id_b"].notna()
     run_a = pairs["run_id_a"].astype("object").where(both, None).tolist()
     run_b = pairs["run_id_b"].astype("object").where(both, None).tolist()
-    moves = moves_of_runs(trace, [r for r in run_a + run_b if r is not None])
+    moves = moves_of_runs(trace, [r for r in run_a + run_b if r is not None], figures=False)
     at: list[int | None] = []
     move: list[str | None] = []
     what: list[str | None] = []
@@ -345,34 +482,27 @@ def _add_partings(pairs: pd.DataFrame, trace: TraceFrames) -> None:
     pairs["parting_index_b"] = pd.array(index_b, dtype="Int64")
 
 
-def _per_task(pairs: pd.DataFrame, scores: Mapping[str, Kind]) -> pd.DataFrame:
-    """One row per task: the means over its pairs, its first pair's runs and parting."""
+def _per_task(pairs: pd.DataFrame, scores: Mapping[str, Kind], tasks: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per task: the means over its pairs, its first pair's runs and parting (when read), its text."""
     means = [f"{name}_{side}" for name in [*scores, *_NUMBERS] for side in ("a", "b", "delta")]
     grouped = pairs.groupby("task_id", sort=False, observed=True)
+    kept = ["run_id_a", "run_id_b", "status_a", "status_b", "parted_at", "parting_move", "parting"]
     if bool((grouped.size() <= 1).all()):  # one repeat: the pairs are the tasks
         frame = pairs.copy()
         frame.insert(1, "pairs", 1)
     else:
         frame = grouped[means].mean()
         first = grouped.first()
-        kept = ["run_id_a", "run_id_b", "status_a", "status_b", "parted_at", "parting_move", "parting"]
-        frame = frame.join(first[kept]).reset_index()
+        frame = frame.join(first[[c for c in kept if c in first.columns]]).reset_index()
         frame.insert(1, "pairs", grouped.size().to_numpy())
-        frame["parting"] = frame["parting"].astype(pairs["parting"].dtype)
-    keep = [
-        "task_id",
-        "pairs",
-        *means,
-        "run_id_a",
-        "run_id_b",
-        "status_a",
-        "status_b",
-        "parted_at",
-        "parting_move",
-        "parting",
-    ]
-    frame = frame[[c for c in keep if c in frame.columns]]
-    return frame.astype({"pairs": "Int64"}).reset_index(drop=True)
+        if "parting" in frame.columns:
+            frame["parting"] = frame["parting"].astype(pairs["parting"].dtype)
+    frame = frame[[c for c in ["task_id", "pairs", *means, *kept] if c in frame.columns]]
+    frame = frame.astype({"pairs": "Int64"}).reset_index(drop=True)
+    if tasks is not None:
+        texts = tasks.assign(task_id=tasks["task_id"].astype("string")).set_index("task_id")["task"]
+        frame.insert(1, "task", frame["task_id"].map(texts).astype("string"))
+    return frame
 
 
 def _parting_counts(pairs: pd.DataFrame) -> pd.DataFrame:

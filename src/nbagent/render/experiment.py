@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .markup import EMPTY, Markup, el
+from .markup import EMPTY, Markup, concat, el
 from .style import STYLE
 
 if TYPE_CHECKING:
@@ -20,13 +20,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STATIC_ROWS",
+    "comparison_head_html",
     "comparison_html",
     "comparison_text",
     "figure",
     "frame_table",
+    "order_tasks",
     "parting_words",
     "summary_html",
     "summary_text",
+    "task_columns",
     "task_rows_html",
 ]
 
@@ -192,7 +195,7 @@ def comparison_html(
     a: str,
     b: str,
     stats: pd.DataFrame,
-    parting: pd.DataFrame,
+    parting: pd.DataFrame | None,
     tasks: pd.DataFrame,
     scores: Sequence[str],
     *,
@@ -203,21 +206,33 @@ def comparison_html(
 ) -> Markup:
     """Variants ``a`` and ``b`` compared: the statistics per score, where the pairs part, and the tasks
     (``rows`` of them, ordered by ``sort``: default the first score's delta, the largest changes first)."""
-    ordered, sort, ascending = _ordered(tasks, scores, sort, ascending)
+    ordered, sort, ascending = order_tasks(tasks, scores, sort, ascending)
     shown = ordered.head(rows)
     more = len(ordered) - len(shown)
-    title = el("b", f"{a} vs {b}: {len(tasks)} tasks")
     body: list[Markup] = [
-        title,
-        el("div", "delta = b − a; a pass/fail score counts 1 and 0", class_="nba-muted"),
-        frame_table(_stats_view(stats), index="score"),
-        frame_table(_parting_view(parting), index="the runs first part at", caption="where each pair's runs part"),
+        comparison_head_html(a, b, stats, parting, len(tasks)),
         el("div", f"tasks by {sort} ({'ascending' if ascending else 'descending'})", class_="nba-muted"),
         task_rows_html(shown, scores, sort=sort, ascending=ascending),
     ]
     if more > 0:
         body.append(el("div", f"… {more} more tasks (the widget, or .frame, has them all)", class_="nba-muted"))
     return (STYLE if style else EMPTY) + el("div", *body, class_="nba-trace nba-experiment nba-experiment-compare")
+
+
+def comparison_head_html(a: str, b: str, stats: pd.DataFrame, parting: pd.DataFrame | None, tasks: int) -> Markup:
+    """The head of a comparison: its title, the statistics per score and where the pairs part (``None``:
+    not read yet)."""
+    where = (
+        el("div", "where each pair's runs part: reading the runs…", class_="nba-muted")
+        if parting is None
+        else frame_table(_parting_view(parting), index="the runs first part at", caption="where each pair's runs part")
+    )
+    return concat(
+        el("b", f"{a} vs {b}: {tasks} tasks"),
+        el("div", "delta = b − a; a pass/fail score counts 1 and 0", class_="nba-muted"),
+        frame_table(_stats_view(stats), index="score"),
+        where,
+    )
 
 
 def comparison_text(
@@ -231,7 +246,7 @@ def comparison_text(
     rows: int = STATIC_ROWS,
 ) -> str:
     """Variants ``a`` and ``b`` compared, as text: the same rows as :func:`comparison_html`."""
-    ordered, sort, ascending = _ordered(tasks, scores, None, True)
+    ordered, sort, ascending = order_tasks(tasks, scores, None, True)
     shown = ordered.head(rows)
     view = shown.assign(task=[_short(t, 40) for t in shown.get("task", shown["task_id"])])
     view["parting"] = [parting_words(c, m) for c, m in zip(shown["parting"], shown["parting_move"])]
@@ -250,8 +265,8 @@ def comparison_text(
     return "\n".join(lines)
 
 
-def _ordered(
-    tasks: pd.DataFrame, scores: Sequence[str], sort: str | None, ascending: bool
+def order_tasks(
+    tasks: pd.DataFrame, scores: Sequence[str], sort: str | None = None, ascending: bool = True
 ) -> tuple[pd.DataFrame, str, bool]:
     """The tasks in the order shown: by ``sort`` (default: the first score's delta, largest changes first)."""
     if sort is None or sort not in tasks.columns:

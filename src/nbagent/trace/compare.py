@@ -93,18 +93,27 @@ def moves_of(trace: ReplaySource, run_id: str, *, by_items: bool = False) -> lis
     return moves
 
 
-def moves_of_runs(trace: TraceFrames, run_ids: Sequence[str]) -> dict[str, list[MoveView]]:
+def moves_of_runs(trace: TraceFrames, run_ids: Sequence[str], *, figures: bool = True) -> dict[str, list[MoveView]]:
     """The moves of runs ``run_ids`` of ``trace`` read in bulk (one read of each table, only these runs'
     rows), as :func:`moves_of` makes them but without the context after each move (read run by run, it
-    would cost a read per move): what each move did, its tokens and time. A run with no rows: no moves."""
+    would cost a read per move): what each move did, its tokens and time (``figures=False``: neither,
+    the model calls' table is not read; where runs diverge does not depend on them). A run with no rows:
+    no moves."""
     ids = list(dict.fromkeys(str(run) for run in run_ids))
     events = _Columns(trace.table("events", _EVENT_COLUMNS, ids), _EVENT_COLUMNS)
-    calls = _Columns(trace.table("llm_calls", _CALL_COLUMNS, ids), _CALL_COLUMNS)
+    calls_frame = trace.table("llm_calls", _CALL_COLUMNS, ids) if figures else _no_rows(_CALL_COLUMNS)
+    calls = _Columns(calls_frame, _CALL_COLUMNS)
     tools = _Columns(trace.table("tool_calls", _TOOL_COLUMNS, ids), _TOOL_COLUMNS)
     return {run: _moves(events.of(run), calls.of(run), tools.of(run), False)[0] for run in ids}
 
 
 Rows = tuple[Sequence[int], dict[str, list[Any]]]
+
+
+def _no_rows(columns: Sequence[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame({name: pd.Series([], dtype="object") for name in columns})
 
 
 def _moves(events: Rows, calls: Rows, tools: Rows, by_items: bool) -> tuple[list[MoveView], list[int]]:
