@@ -18,7 +18,7 @@ Every variant x task x repeat is one task of ONE :class:`~nbagent.Batch` (bounde
 timeouts, progress, resume; its key ``variant/task_id/repeat``), so the runs are the loop's runs and
 ``exp.trace`` is the batch's trace. The scores are computed as each run ends (a run not ok is not
 scored: its scores are null) and kept in the batch's :class:`~nbagent.batch.TaskTable` (with
-``output=``, in each part of the dataset: :mod:`nbagent.experiment.load`).
+``output=``, in each part of the dataset: :mod:`nbagent.experiment.folder`).
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from .. import _check as check
 from ..agent import AssistantAgent
 from ..batch import Batch, BatchProgress, TaskEnd, agent_copier
 from ..sync import entry_point, run_coroutine
-from ..trace.dataset import read_whole, write_whole
+from ..trace import committed_files
+from ..trace.dataset import committed_tables, read_whole, write_whole
 from ..trace.loaded import LazyTrace
-from ..trace.parquet import committed_files
-from .load import (
+from .folder import (
     JUDGES,
     META,
     RESCORED,
@@ -360,7 +360,7 @@ class Experiment:
         """One row per variant x task x repeat, in the order of ``variants``, then of the tasks, then the
         repeats: ``variant``, ``task_id``, ``repeat``, ``run_id``, ``status``, each score (and its
         ``<name>_error``), ``tokens``, ``latency_s``, ``tool_calls``, ``tool_errors``, ``error``
-        (:func:`~nbagent.experiment.load.results_frame`). A task not run yet is ``cancelled``."""
+        (:func:`~nbagent.experiment.folder.results_frame`). A task not run yet is ``cancelled``."""
         if self._batch is not None and self._batch.state == "running" and self.output is not None:
             raise RuntimeError("Experiment.results: with output= it is read from the folder once the run has ended")
         stored, kinds = self._stored()
@@ -474,11 +474,9 @@ class Experiment:
         else:
             answers = {}
             assert self.output is not None
-            from ..trace.parquet import read_arrow
-
-            for path in committed_files(self.output, "results"):
-                table = read_arrow(path, ["run_id", "answer"]).to_pydict()
-                answers.update(zip(table["run_id"], table["answer"]))
+            for table in committed_tables(self.output, "results", ["run_id", "answer"]):
+                data = table.to_pydict()
+                answers.update(zip(data["run_id"], data["answer"]))
         return {run: (None if answers.get(run) is None else str(answers[run])) for run in run_ids}
 
     # ------------------------------------------------------------------ the folder's files

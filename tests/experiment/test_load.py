@@ -1,0 +1,178 @@
+"""An experiment's folder: one dataset, resumed exactly, read back offline, rescored whole without a model."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import nbagent
+from nbagent import AssistantAgent, Experiment, ReplayChatCompletionClient, load_experiment
+from tests.experiment.helpers import arithmetic, constant, right, tool_variant
+
+
+class Counted:
+    """A variant that builds ``right`` agents and counts them (by task id)."""
+
+    def __init__(self, latency: float = 0.0) -> None:
+        self.built: list[str] = []
+        self.latency = latency
+
+    def __call__(self, row: dict[str, Any]) -> AssistantAgent:
+        self.built.append(str(row["task_id"]))
+        client = ReplayChatCompletionClient([str(row["expected"])], latency=self.latency)
+        return AssistantAgent("right", client)
+
+
+def test_one_dataset_with_the_experiment_table_and_a_second_run_runs_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "exp"
+    counted = Counted()
+    exp = Experiment(
+        arithmetic(), {"a": counted, "b": constant("0")}, [nbagent.exact_match()], repeats=2, output=folder,
+        progress=None, part_size=3,
+    )  # fmt: skip
+    exp.run_sync()
+    first = exp.results
+    assert len(counted.built) == 8
+    assert {p.name for p in folder.iterdir()} >= {"runs", "results", "attempts", "experiment", "tasks.parquet"}
+    stored = pd.concat([pq.read_table(p).to_pandas() for p in sorted((folder / "experiment").rglob("*.parquet"))])
+    assert len(stored) == 16 and set(stored["variant"]) == {"a", "b"}
+    assert {"task_key", "task_id", "repeat", "exact_match", "exact_match_error"} <= set(stored.columns)
+
+    again = Experiment(
+        arithmetic(), {"a": counted, "b": constant("0")}, [nbagent.exact_match()], repeats=2, output=folder,
+        progress=None,
+    )  # fmt: skip
+    again.run_sync()
+    assert len(counted.built) == 8  # nothing already committed ran again
+    assert again.batch is not None and again.batch.progress().skipped == 16
+    pd.testing.assert_frame_equal(again.results, first)
+    assert len(again.trace.runs_df()) == 16  # the trace: every session of the folder
+
+
+def test_a_stopped_run_keeps_what_ended_and_the_next_runs_the_rest_once(tmp_path: Path) -> None:
+    folder = tmp_path / "exp"
+    counted = Counted(latency=0.05)
+    tasks = arithmetic(12)
+
+    async def stop_midway() -> Experiment:
+        exp = Experiment(tasks, {"a": counted}, [nbagent.exact_match()], output=folder, concurrency=2, progress=None)
+        running = asyncio.ensure_future(exp.run())
+        while exp.batch is not None and exp.batch.progress().ok < 4:
+            await asyncio.sleep(0.01)
+        exp.stop()
+        await running
+        return exp
+
+    stopped = asyncio.run(stop_midway())
+    results = stopped.results
+    done = int((results["status"] == "ok").sum())
+    assert 4 <= done < 12
+    assert results.loc[results["status"] == "ok", "exact_match"].all()
+    assert (results.loc[results["status"] != "ok", "exact_match"].isna()).all()
+    built = len(counted.built)
+
+    resumed = Experiment(tasks, {"a": counted}, [nbagent.exact_match()], output=folder, progress=None).run_sync()
+    final = resumed.results
+    assert (final["status"] == "ok").all() and final["exact_match"].all()
+    assert len(counted.built) - built == 12 - done  # each task not done ran once more; none done ran again
+    ok_runs = final["run_id"].tolist()
+    assert final.loc[results["status"] == "ok", "run_id"].tolist() == [
+        r for r, s in zip(ok_runs, results["status"]) if s == "ok"
+    ]
+
+
+def test_load_experiment_gives_the_same_results_and_summary_offline(tmp_path: Path) -> None:
+    folder = tmp_path / "exp"
+
+    def length(output: str, row: dict[str, Any]) -> float:
+        return float(len(output))
+
+    exp = Experiment(
+        arithmetic(6), {"right": right, "tools": tool_variant}, [nbagent.exact_match(), length], repeats=2,
+        output=folder, progress=None,
+    )  # fmt: skip
+    exp.run_sync()
+    loaded = load_experiment(folder)
+    pd.testing.assert_frame_equal(loaded.results, exp.results)
+    pd.testing.assert_frame_equal(loaded.summary(), exp.summary())
+    assert list(loaded.variants) == ["right", "tools"] and loaded.variants["right"] is None
+    assert loaded.batch is None
+    run_id = str(loaded.results["run_id"].iloc[0])
+    assert loaded.trace.run(run_id).runs_df()["run_id"].astype(str).tolist() == [run_id]
+    with pytest.raises(RuntimeError, match="no agents to run"):
+        loaded.run_sync()
+
+
+def test_load_experiment_of_a_folder_that_is_none() -> None:
+    with pytest.raises(TypeError, match="load_experiment: folder must be a str or pathlib.Path"):
+        load_experiment(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="folder must be the output folder of an Experiment"):
+        load_experiment(Path(__file__).parent)
+
+
+def test_another_experiment_in_the_same_folder_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "exp"
+    Experiment(arithmetic(2), {"a": right}, output=folder, progress=None).run_sync()
+    with pytest.raises(ValueError, match="output must be a new folder, or one of an experiment of the same tasks"):
+        Experiment(arithmetic(3), {"a": right}, output=folder, progress=None)
+    with pytest.raises(ValueError, match="same tasks .* and repeats"):
+        Experiment(arithmetic(2), {"a": right}, output=folder, repeats=2, progress=None)
+    # another variant over the same tasks joins the folder: both are in the loaded experiment
+    Experiment(arithmetic(2), {"b": constant("0")}, output=folder, progress=None).run_sync()
+    assert load_experiment(folder).results["variant"].tolist() == ["a", "a", "b", "b"]
+
+
+def test_rescore_adds_and_replaces_a_score_without_calling_a_model(tmp_path: Path) -> None:
+    folder = tmp_path / "exp"
+    counted = Counted()
+    exp = Experiment(arithmetic(4), {"right": counted, "zero": constant("0")}, [nbagent.exact_match()], output=folder,
+                     progress=None)  # fmt: skip
+    exp.run_sync()
+    runs = len(exp.trace.runs_df())
+
+    def has_digit(output: str, row: dict[str, Any]) -> bool:
+        return any(ch.isdigit() for ch in output)
+
+    def tools_used(run: Any) -> float:
+        return float(len(run.tool_calls_df()))
+
+    results = exp.rescore(has_digit)
+    assert results["has_digit"].all() and results["has_digit"].dtype == "boolean"
+    assert (folder / "rescored" / "has_digit.parquet").is_file()
+    # replace exact_match by a stricter one of the same name: its column is replaced, not added
+    strict = nbagent.exact_match(field="task_id", name="exact_match")
+    results = exp.rescore(strict)
+    assert list(results.columns).count("exact_match") == 1 and not results["exact_match"].any()
+
+    loaded = load_experiment(folder)
+    pd.testing.assert_frame_equal(loaded.results, results)
+    again = loaded.rescore(tools_used, variants=["zero"])
+    assert again.loc[again["variant"] == "zero", "tools_used"].tolist() == [0.0] * 4
+    assert again.loc[again["variant"] == "right", "tools_used"].isna().all()
+    assert "tools_used" in load_experiment(folder).results.columns
+    assert len(counted.built) == 4 and len(exp.trace.runs_df()) == runs  # no agent built, no run made
+
+    # in memory too
+    memory = Experiment(arithmetic(2), {"right": right}, [nbagent.exact_match()], progress=None).run_sync()
+    assert memory.rescore(has_digit)["has_digit"].tolist() == [True, True]
+    assert "has_digit" in memory.scorers
+
+
+def test_rescore_with_a_scorer_that_raises_records_it_and_writes_nothing_half(tmp_path: Path) -> None:
+    folder = tmp_path / "exp"
+    exp = Experiment(arithmetic(3), {"right": right}, output=folder, progress=None).run_sync()
+
+    def odd(output: str, row: dict[str, Any]) -> bool:
+        if row["task_id"] == "t1":
+            raise ValueError("t1 is odd")
+        return True
+
+    results = exp.rescore(odd)
+    assert results["odd"].isna().tolist() == [False, True, False]
+    assert results["odd_error"].tolist()[1] == "ValueError: t1 is odd"
+    assert [p.name for p in (folder / "rescored").iterdir()] == ["odd.parquet"]  # no file left aside
