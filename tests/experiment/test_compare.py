@@ -162,15 +162,19 @@ def test_unknown_variant_names_the_parameter(runs: PairedRuns) -> None:
         comparison.runs("t1", repeat=4)
 
 
-async def test_walk_to_parting_stops_before_the_move_that_differs(runs: PairedRuns) -> None:
+async def test_walk_to_parting_stops_before_the_move_to_fork_at(runs: PairedRuns) -> None:
     comparison = compare_variants(runs, "a", "b")
-    row = comparison.pairs.set_index("task_id").loc["t2"]
-    stepper = await comparison.walk_to_parting("t2")
-    assert stepper.upcoming is not None and stepper.upcoming.name == "tool_request"
-    assert len(stepper.history) == int(row["parting_index_b"]) - 1
+    stepper = await comparison.walk_to_parting("t2")  # b asked for another city: the model call that did
+    assert stepper.upcoming is not None and stepper.upcoming.name == "call_llm"
     fork = await stepper.fork()
+    fork.give_answer("Lima: sunny.")
     await fork.run_to_end()
-    assert fork.response is not None
+    assert fork.response is not None and fork.response.chat_message.content == "Lima: sunny."
+    at_tool = await comparison.walk_to_parting("t4")  # b's tool answered otherwise: before the tools run
+    assert at_tool.upcoming is not None and at_tool.upcoming.name == "tool_execution"
+    answered = await comparison.walk_to_parting("t1", side="a")  # the answers differ: before a's reflection
+    assert answered.upcoming is not None and answered.upcoming.name == "reflect"
+    assert len(answered.history) == int(comparison.frame.set_index("task_id").loc["t1", "parted_at"]) - 1
     walked = await comparison.walk_to_parting("t0")  # never parts: walked to its end
     assert walked.done
     with pytest.raises(ValueError, match="side"):

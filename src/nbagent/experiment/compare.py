@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _check as check
 from ..render.experiment import STATIC_ROWS, comparison_html, comparison_text
+from ..stepper import LLM_MOVES
 from ..trace.compare import Comparison, MoveView, Row, first_parting, moves_of_runs
 from .stats import Kind, paired
 
@@ -221,28 +222,32 @@ class VariantComparison:
         return str(pair["run_id_a"]), str(pair["run_id_b"])
 
     def parting_replay(self, task_id: str, repeat: int = 0, *, side: str | None = None) -> tuple[Replay, int | None]:
-        """The replay of variant ``side``'s run (default ``b``) on task ``task_id`` and the moves it makes
-        before the one where it parts from the other variant's run (``None``: they never part)."""
+        """The replay of variant ``side``'s run (default ``b``) on task ``task_id`` and how many moves it makes
+        before the one to fork at (``None``: the runs never part, walk to the end): the move where the two
+        runs part, or, where what differs is a model's answer (its text, the tools it called or their
+        arguments), the model call that gave it, so that the fork can be given another answer."""
         where = "VariantComparison.parting_replay"
         side = self.b if side is None else check.choice(where, "side", side, (self.a, self.b))
         pair = self._pair(where, task_id, repeat)
         run_a, run_b = str(pair["run_id_a"]), str(pair["run_id_b"])
-        if self._parted:
-            index = pair["parting_index_a" if side == self.a else "parting_index_b"]
-            index = None if _missing(index) else int(index)
-        else:  # this pair's runs alone
-            left = moves_of_runs(self.trace.run(run_a), [run_a], figures=False)[run_a]
-            right = moves_of_runs(self.trace.run(run_b), [run_b], figures=False)[run_b]
-            found = first_parting(left, right)
-            row = None if found is None else found[1]
-            move = None if row is None else row.left if side == self.a else row.right
-            index = None if move is None else move.index
-        return self.trace.replay(run_a if side == self.a else run_b), None if index is None else index - 1
+        left = moves_of_runs(self.trace.run(run_a), [run_a], figures=False)[run_a]
+        right = moves_of_runs(self.trace.run(run_b), [run_b], figures=False)[run_b]
+        found = parting_of(left, right)
+        moves = left if side == self.a else right
+        move = None if found is None else found[1].left if side == self.a else found[1].right
+        replay = self.trace.replay(run_a if side == self.a else run_b)
+        if found is None or move is None:
+            return replay, None
+        if found[2] in ("llm_answer", "tool_choice", "tool_arguments"):
+            calls = [m for m in moves[: move.index] if m.name in LLM_MOVES]
+            move = calls[-1] if calls else move
+        return replay, move.index - 1
 
     async def walk_to_parting(self, task_id: str, repeat: int = 0, *, side: str | None = None) -> Stepper:
         """A stepper replaying the run of variant ``side`` (default ``b``) on task ``task_id``, walked to
-        just before the move where it parts from the other variant's run: ``await stepper.fork()`` there
-        (or change the next move) to try another way. Runs that never part: walked to the end."""
+        just before the move to fork at (:meth:`parting_replay`): ``await stepper.fork()`` there (or
+        change the next move: another answer, another tool result) to try another way. Runs that never
+        part: walked to the end."""
         from ..stepper import Stepper
 
         replay, before = self.parting_replay(task_id, repeat, side=side)
@@ -446,8 +451,7 @@ def _pairs(results: pd.DataFrame, a: str, b: str, scores: Mapping[str, Kind]) ->
 
 
 def _add_partings(pairs: pd.DataFrame, trace: TraceFrames) -> None:
-    """Where each pair's runs first part: ``parted_at``, ``parting_move``, ``parting`` (and each side's
-    move index there, for walking to it)."""
+    """Where each pair's runs first part: ``parted_at``, ``parting_move``, ``parting``."""
     import pandas as pd
 
     both = pairs["run_id_a"].notna() & pairs["run_id_b"].notna()
@@ -457,29 +461,21 @@ def _add_partings(pairs: pd.DataFrame, trace: TraceFrames) -> None:
     at: list[int | None] = []
     move: list[str | None] = []
     what: list[str | None] = []
-    index_a: list[int | None] = []
-    index_b: list[int | None] = []
     for left, right in zip(run_a, run_b):
         found = None if left is None else parting_of(moves[left], moves[str(right)])
         if left is None or found is None:
             at.append(None)
             move.append(None)
             what.append(None if left is None else "never")
-            index_a.append(None)
-            index_b.append(None)
             continue
         position, row, differs = found
         at.append(position)
         side = row.right if row.right is not None else row.left
         move.append(None if side is None else side.name)  # b's move there (a's where b made none)
         what.append(differs)
-        index_a.append(None if row.left is None else row.left.index)
-        index_b.append(None if row.right is None else row.right.index)
     pairs["parted_at"] = pd.array(at, dtype="Int64")
     pairs["parting_move"] = pd.array(move, dtype="string")
     pairs["parting"] = pd.Categorical(what, categories=list(PARTINGS))
-    pairs["parting_index_a"] = pd.array(index_a, dtype="Int64")
-    pairs["parting_index_b"] = pd.array(index_b, dtype="Int64")
 
 
 def _per_task(pairs: pd.DataFrame, scores: Mapping[str, Kind], tasks: pd.DataFrame | None) -> pd.DataFrame:
