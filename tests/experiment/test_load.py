@@ -176,3 +176,16 @@ def test_rescore_with_a_scorer_that_raises_records_it_and_writes_nothing_half(tm
     assert results["odd"].isna().tolist() == [False, True, False]
     assert results["odd_error"].tolist()[1] == "ValueError: t1 is odd"
     assert [p.name for p in (folder / "rescored").iterdir()] == ["odd.parquet"]  # no file left aside
+
+
+def test_rescoring_one_variant_then_another_keeps_both(tmp_path: Path) -> None:
+    folder = tmp_path / "exp"
+    exp = Experiment(arithmetic(2), {"a": right, "b": constant("0")}, output=folder, progress=None).run_sync()
+
+    def short(output: str, row: dict[str, Any]) -> bool:
+        return len(output) < 2
+
+    exp.rescore(short, variants=["a"])
+    results = exp.rescore(short, variants=["b"])
+    assert results["short"].tolist() == [True, True, True, True]
+    pd.testing.assert_frame_equal(load_experiment(folder).results, results)

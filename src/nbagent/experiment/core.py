@@ -66,8 +66,6 @@ __all__ = ["Experiment"]
 
 Variant = AssistantAgent | Callable[[Mapping[str, Any]], AssistantAgent]
 WHERE = "Experiment"
-SCORE_TIMEOUT = 120.0
-"""Seconds an ``async`` scorer has for one run (a judge: its own ``timeout``)."""
 
 
 def _error_text(error: BaseException) -> str:
@@ -106,6 +104,7 @@ class _Scoring:
             "tool_errors": end.tool_errors,
             "error": end.error,
             "ended_at": datetime.now(UTC),
+            "answer": end.answer,  # kept in memory for rescoring (the batch's results hold it in the folder)
         }
         if end.status == "ok" and end.run_id is not None:
             frames: list[TraceFrames] = []
@@ -137,11 +136,7 @@ async def score_into(
     """Put each scorer's score of one run in ``record`` (a pass as 1.0), or its error in ``<name>_error``."""
     for scorer in scorers:
         try:
-            if isinstance(scorer, Judge):
-                value = await scorer.score(output, row, run, token)
-            else:
-                async with asyncio.timeout(SCORE_TIMEOUT):
-                    value = await scorer.score(output, row, run, token)
+            value = await scorer.score(output, row, run, token)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
@@ -457,25 +452,20 @@ class Experiment:
             if isinstance(found, Judge):
                 self._save_judge(found)
         else:
+            by_run = {record["run_id"]: record for record in self._scoring.memory.values()}
             for item in scored:
-                self._rescore_memory(found.name, item)
-        return self.results
-
-    def _rescore_memory(self, name: str, item: Mapping[str, Any]) -> None:
-        for record in self._scoring.memory.values():
-            if record["run_id"] == item["run_id"]:
-                record[name], record[f"{name}_error"] = item["value"], item["error"]
+                record = by_run[item["run_id"]]
+                record[found.name], record[f"{found.name}_error"] = item["value"], item["error"]
+        return _with_score(results, found, scored)
 
     def _answers(self, run_ids: Sequence[str]) -> dict[str, str | None]:
         """The final answers of ``run_ids`` (the last message of each run)."""
         if not run_ids:
             return {}
-        if self._batch is not None and self.output is None:
-            results = self._batch.results
-            answers = dict(zip(results["run_id"].astype(object), results["answer"].astype(object)))
+        if self.output is None:
+            answers = {record["run_id"]: record["answer"] for record in self._scoring.memory.values()}
         else:
             answers = {}
-            assert self.output is not None
             for table in committed_tables(self.output, "results", ["run_id", "answer"]):
                 data = table.to_pydict()
                 answers.update(zip(data["run_id"], data["answer"]))
@@ -495,16 +485,21 @@ class Experiment:
         write_whole(self.output / TASKS_FILE, table.replace_schema_metadata({META: json.dumps(manifest).encode()}))
 
     def _write_rescored(self, scorer: Scorer, scored: list[dict[str, Any]]) -> None:
+        """The scores of ``scorer`` in ``rescored/<name>.parquet``, written whole: these, and those an
+        earlier rescoring of the same name gave the runs not rescored now (another variant's)."""
         import pyarrow as pa
 
         assert self.output is not None
+        path = self.output / RESCORED / f"{_file_name(scorer.name)}.parquet"
+        before = read_whole(path, ["run_id", "value", "error"])
+        if before is not None:
+            now = {item["run_id"] for item in scored}
+            scored = [item for item in before.to_pylist() if item["run_id"] not in now] + scored
         schema = pa.schema(
             [("run_id", pa.string()), ("value", pa.float64()), ("error", pa.string())],
             metadata={META: json.dumps({"name": scorer.name, "kind": scorer.kind}).encode()},
         )
-        write_whole(
-            self.output / RESCORED / f"{_file_name(scorer.name)}.parquet", pa.Table.from_pylist(scored, schema=schema)
-        )
+        write_whole(path, pa.Table.from_pylist(scored, schema=schema))
 
     def _judges(self) -> list[Judge]:
         return [s for s in self._scoring.scorers.values() if isinstance(s, Judge)]
@@ -578,6 +573,30 @@ class Experiment:
             "text/html": str(summary_html(summary, title=repr(self), note=note)),
             "text/plain": summary_text(summary, title=repr(self), note=note),
         }
+
+
+def _with_score(results: pd.DataFrame, scorer: Scorer, scored: list[dict[str, Any]]) -> pd.DataFrame:
+    """``results`` with ``scorer``'s column (and its error's) set to ``scored`` (run_id, value, error) for
+    those runs, kept for the others (null for a new column, put after the other scores): what reading
+    the results again gives, without reading them again."""
+    import pandas as pd
+
+    name, error = scorer.name, f"{scorer.name}_error"
+    by_run = {item["run_id"]: item for item in scored}
+    runs = results["run_id"].astype(object).tolist()
+    old = results[name].astype(object).tolist() if name in results else [None] * len(runs)
+    old_errors = results[error].astype(object).tolist() if error in results else [None] * len(runs)
+    values = [by_run[r]["value"] if r in by_run else v for r, v in zip(runs, old)]
+    errors = [by_run[r]["error"] if r in by_run else e for r, e in zip(runs, old_errors)]
+    out = results.copy()
+    if name not in out:
+        at = list(out.columns).index("tokens")
+        out.insert(at, error, pd.array([None] * len(out), dtype="string"))
+        out.insert(at, name, pd.array([None] * len(out), dtype="Float64"))
+    column = pd.array([None if v is None or v is pd.NA else float(v) for v in values], dtype="Float64")
+    out[name] = column.astype("boolean") if scorer.kind == "pass/fail" else column.astype("float64")
+    out[error] = pd.array(errors, dtype="string")
+    return out
 
 
 def _file_name(name: str) -> str:

@@ -18,6 +18,7 @@ rescoring with it again makes no call).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import math
@@ -41,6 +42,8 @@ Kind = Literal["pass/fail", "number"]
 KINDS = ("pass/fail", "number")
 ARGUMENTS = ("output", "row", "run")
 """The parameters a scorer may be given by name."""
+SCORE_TIMEOUT = 120.0
+"""Seconds an ``async`` scorer function has for one run (a judge: its own ``timeout``)."""
 RESERVED = frozenset(
     {"variant", "task_id", "repeat", "run_id", "status", "tokens", "latency_s", "tool_calls", "tool_errors", "error"}
 )
@@ -123,7 +126,8 @@ class FunctionScorer(Scorer):
             given = {"output": output, "row": row}
             value = self.fn(**{name: run() if name == "run" else given[name] for name in self.by_name})
         if inspect.isawaitable(value):
-            value = await guarded(_awaited(value), token)
+            async with asyncio.timeout(SCORE_TIMEOUT):
+                value = await guarded(_awaited(value), token)
         return self.checked(value)
 
 
@@ -325,8 +329,6 @@ class Judge(Scorer):
         return self.checked(cached[1] == 1.0 if self.kind == "pass/fail" else cached[1])
 
     async def _ask(self, prompt: str, token: CancellationToken) -> str:
-        import asyncio
-
         verdict = "VERDICT: PASS or VERDICT: FAIL" if self.kind == "pass/fail" else "SCORE: <a number from 0 to 1>"
         agent = AssistantAgent(
             self.name, self.model_client, system_message=JUDGE_SYSTEM.format(verdict=verdict), description="a judge"
