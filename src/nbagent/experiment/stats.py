@@ -51,7 +51,7 @@ __all__ = [
 Kind = Literal["pass/fail", "number"]
 _EXACT_MAX = 50  # Wilcoxon: the exact distribution up to this many pairs (without ties or zeros)
 _FLIPS_MAX = 13  # Wilcoxon with ties or zeros: every sign flip up to this many pairs (2**13 of them)
-_MULTINOMIAL_MAX = 64  # bootstrap: deltas with at most this many distinct values are resampled as counts
+_MULTINOMIAL_MAX = 256  # bootstrap: deltas with at most this many distinct values are resampled as counts
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,8 @@ def bootstrap_ci(
         chunk = max(1, 2**22 // n)  # at most ~4 million draws in memory at once
         for start in range(0, count, chunk):
             rows = min(chunk, count - start)
-            means[start : start + rows] = values[rng.integers(0, n, size=(rows, n))].mean(axis=1)
+            drawn = rng.integers(0, n, size=(rows, n), dtype=np.int32 if n < 2**31 else np.int64)
+            means[start : start + rows] = np.take(values, drawn).sum(axis=1) / n
     tail = (1 - level) / 2
     low, high = np.quantile(means, [tail, 1 - tail])
     return float(low), float(high)
