@@ -36,10 +36,12 @@ from .. import _check as check
 from ..agent import AssistantAgent
 from ..batch import Batch, BatchProgress, TaskEnd, agent_copier
 from ..redact import mask
+from ..render.experiment import summary_html, summary_text
 from ..sync import entry_point, run_coroutine
 from ..trace import committed_files
 from ..trace.dataset import committed_tables, read_whole, write_whole
 from ..trace.loaded import LazyTrace
+from .compare import VariantComparison, compare_variants, view_of
 from .folder import (
     JUDGES,
     META,
@@ -550,6 +552,35 @@ class Experiment:
             f"Experiment({len(self.variants)} variants × {len(self.tasks):,} tasks × {self.repeats} repeats, "
             f"scorers {list(self._scoring.scorers)}{where})"
         )
+
+    # ------------------------------------------------------------------ comparing and showing (issue 38 4, 5)
+
+    def compare(
+        self, a: str, b: str, *, confidence: float = 0.95, resamples: int = 2000, seed: int | None = 0
+    ) -> VariantComparison:
+        """Variants ``a`` and ``b`` compared task by task (:func:`~nbagent.experiment.compare.compare_variants`):
+        ``.frame`` one row per task, ``.stats`` the paired statistics per score, ``.parting`` where the runs
+        of each pair first part, counted; display it, or ``.view()`` for the widget."""
+        return compare_variants(self, a, b, confidence=confidence, resamples=resamples, seed=seed)
+
+    def view(self, a: str | None = None, b: str | None = None) -> Any:
+        """The experiment as a widget (display it): the summary per variant, and variants ``a`` and ``b``
+        (default the first two) compared task by task (:mod:`nbagent.notebook.experiment_view`)."""
+        for param, name in (("a", a), ("b", b)):
+            if name is not None and name not in self.variants:
+                raise check.wrong_value(
+                    f"{WHERE}.view", param, f"a variant ({', '.join(map(repr, self.variants))})", name
+                )
+        return view_of("experiment", self, a, b)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        """The summary per variant (HTML through the one renderer, and text); ``view()`` for the widget."""
+        note = "exp.compare(a, b) compares two variants task by task; exp.view() is the widget"
+        summary = self.summary()
+        return {
+            "text/html": str(summary_html(summary, title=repr(self), note=note)),
+            "text/plain": summary_text(summary, title=repr(self), note=note),
+        }
 
 
 def _with_score(results: pd.DataFrame, scorer: Scorer, scored: list[dict[str, Any]]) -> pd.DataFrame:

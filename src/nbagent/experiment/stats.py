@@ -51,7 +51,7 @@ __all__ = [
 Kind = Literal["pass/fail", "number"]
 _EXACT_MAX = 50  # Wilcoxon: the exact distribution up to this many pairs (without ties or zeros)
 _FLIPS_MAX = 13  # Wilcoxon with ties or zeros: every sign flip up to this many pairs (2**13 of them)
-_MULTINOMIAL_MAX = 64  # bootstrap: deltas with at most this many distinct values are resampled as counts
+_MULTINOMIAL_MAX = 256  # bootstrap: deltas with at most this many distinct values are resampled as counts
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,8 @@ def bootstrap_ci(
         chunk = max(1, 2**22 // n)  # at most ~4 million draws in memory at once
         for start in range(0, count, chunk):
             rows = min(chunk, count - start)
-            means[start : start + rows] = values[rng.integers(0, n, size=(rows, n))].mean(axis=1)
+            drawn = rng.integers(0, n, size=(rows, n), dtype=np.int32 if n < 2**31 else np.int64)
+            means[start : start + rows] = np.take(values, drawn).sum(axis=1) / n
     tail = (1 - level) / 2
     low, high = np.quantile(means, [tail, 1 - tail])
     return float(low), float(high)
@@ -214,14 +215,13 @@ def paired(
     seed: int | None = 0,
 ) -> PairedStats:
     """The paired statistics of ``score``: ``a[i]`` and ``b[i]`` the two variants' scores of pair ``i``
-    (``None``/NaN: missing, that pair is left out and counted). ``kind="pass/fail"``: scores are 0/1
+    (``None``, ``pd.NA`` or NaN: missing, that pair is left out and counted). ``kind="pass/fail"``: scores are 0/1
     (or bools) and the p-value is McNemar's exact test's; ``"number"``: the Wilcoxon signed-rank test's."""
     import numpy as np
 
     where = "paired"
     check.choice(where, "kind", kind, ("pass/fail", "number"))
-    left = np.asarray([math.nan if v is None else v for v in a], dtype=np.float64)
-    right = np.asarray([math.nan if v is None else v for v in b], dtype=np.float64)
+    left, right = _scores(a), _scores(b)
     if left.shape != right.shape:
         raise check.wrong_value(where, "b", f"as many scores as a ({len(left)})", f"{len(right)} scores")
     both = ~(np.isnan(left) | np.isnan(right))
@@ -257,6 +257,15 @@ def paired(
         t_statistic=t.statistic,
         t_p_value=t.p_value,
     )
+
+
+def _scores(values: Sequence[float | None] | Floats) -> Floats:
+    """Scores as floats, missing ones (``None``, ``pd.NA``, NaN) NaN; bools count 1 and 0."""
+    import numpy as np
+    import pandas as pd
+
+    floats: Floats = pd.array(values, dtype="Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+    return floats
 
 
 def _midranks(values: Floats) -> tuple[Floats, Floats]:
