@@ -68,6 +68,13 @@ machines make one dataset::
     duckdb.sql("SELECT status, count(*) FROM read_parquet('s3-mount/evals/results/**/*.parquet',"
                " hive_partitioning=true) GROUP BY status")
 
+**Groups and a table per task** (what :class:`~nbagent.Experiment` runs on): ``group="column"`` counts
+each group of tasks (a DataFrame column's values: an experiment's variants) in the progress
+(:attr:`BatchProgress.groups`: each group's done, ok and failed, shown by the widget and the text bar);
+``task_table=`` (a :class:`TaskTable`) is given each task as it ends (:class:`TaskEnd`: its status,
+answer, run and the trace it is in) and returns the task's row, kept in each part of the dataset before
+its results, so a task counts as done only with its row in place.
+
 The loop layer: it imports the agent, the trace, the models and the renderer, never the notebook
 (the widget registers itself as the ``"widget"`` progress display, see :func:`register_progress_display`).
 pandas and pyarrow are imported only when results are built or written.
