@@ -246,6 +246,14 @@ def test_bad_variants_repeats_and_scorers() -> None:
         Experiment(tasks, {"v": right}, [scorer(lambda output, row: True, name="status")])
     with pytest.raises(ValueError, match="no name"):
         Experiment(tasks, {"v": right}, [lambda output, row: True])
+    with pytest.raises(TypeError, match="scorers must be a list of scorers"):
+        Experiment(tasks, {"v": right}, nbagent.exact_match())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="output must be a folder"):
+        Experiment(tasks, {"v": right}, output=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="k must be an int from 1 to 1"):
+        Experiment(tasks, {"v": right}, progress=None).summary(k=2)
+    with pytest.raises(ValueError, match="confidence must be a number between 0 and 1"):
+        Experiment(tasks, {"v": right}, progress=None).summary(confidence=95)
 
 
 def test_an_unknown_variant_name_in_rescore() -> None:
