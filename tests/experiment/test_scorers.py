@@ -131,9 +131,9 @@ def test_a_failing_judge_is_that_scores_error_and_the_run_is_kept() -> None:
 
 
 def test_a_numeric_judge_reads_its_score() -> None:
-    judge = nbagent.llm_judge(verdicts("Decent.\nSCORE: 0.75"), "How good?", kind="number", name="quality")
+    judge = nbagent.llm_judge(verdicts("Decent.\nSCORE: 0.75"), "How good?", kind="number", name="quality 0-1")
     results = Experiment(arithmetic(1), {"right": right}, [judge], progress=None).run_sync().results
-    assert results["quality"].dtype == "float64" and results["quality"].tolist() == [0.75]
+    assert results["quality 0-1"].dtype == "float64" and results["quality 0-1"].tolist() == [0.75]
 
 
 def test_the_judges_cache_makes_rescoring_offline(tmp_path: Path) -> None:
