@@ -44,6 +44,7 @@ LAYERS: list[set[str]] = [
         "nbagent.autogen",
         "nbagent.batch",
         "nbagent.console",
+        "nbagent.experiment",
     },
     {"nbagent.notebook"},
     {"nbagent.demo", "nbagent.entry", "nbagent.__main__", "nbagent"},
