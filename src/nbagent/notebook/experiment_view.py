@@ -174,7 +174,8 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
         check.instance(_WHERE, "comparison", comparison, VariantComparison, "a comparison (exp.compare(a, b))")
         self.comparison = comparison
         self.page_size = int(check.integer(_WHERE, "page_size", page_size, minimum=1) or 20)
-        self.sort: str | None = None  # None: the first score's delta, the largest changes first
+        self.sort: str | None = None
+        """The column the tasks are ordered by (``None``: the first score's delta, the largest changes first)."""
         self.ascending = True
         self.page_number = 0
         self.picked: str | None = None
@@ -183,6 +184,8 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
         self.walk_task: str | None = None
         self.walk_scores: pd.DataFrame | None = None
         self.reading: asyncio.Future[Any] | None = None
+        self.owner: ExperimentView | None = None
+        """The experiment's view this comparison is shown in (its static copy holds this one's)."""
 
     def read_partings(self) -> asyncio.Future[Any] | None:
         """Read where the runs part (every run's moves, once) off the event loop, then show it; ``None``
@@ -204,10 +207,15 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
         comparison = self.comparison
         return comparison.frame if comparison.has_partings else comparison.scored
 
+    def changed(self) -> None:
+        """The widget and the static copies (this one's, and the experiment view's holding it) show the new state."""
+        super().changed()
+        if self.owner is not None:
+            self.owner.changed()
+
     def ordered(self) -> pd.DataFrame:
         """The tasks in the order shown (:attr:`sort`, :attr:`ascending`)."""
-        scores = list(self.comparison.scores)
-        frame, self.sort, self.ascending = order_tasks(self.tasks(), scores, self.sort, self.ascending)
+        frame, _, _ = order_tasks(self.tasks(), list(self.comparison.scores), self.sort, self.ascending)
         return frame
 
     def pages(self) -> int:
@@ -375,6 +383,7 @@ class ExperimentView(StaticCopyDisplay[ExperimentWidget]):
         from ..experiment.compare import compare_variants
 
         self.comparison = ComparisonView(compare_variants(self.experiment, a, b))
+        self.comparison.owner = self
         self.a, self.b = a, b
         self.changed()
         return self.comparison
