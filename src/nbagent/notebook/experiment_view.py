@@ -21,7 +21,7 @@ import ipywidgets as widgets
 
 from .. import _check as check
 from ..experiment.compare import VariantComparison, walk_to
-from ..render import STYLE, Markup, el
+from ..render import STYLE, Markup, el, portable
 from ..render.experiment import (
     comparison_head_html,
     comparison_html,
@@ -33,7 +33,7 @@ from ..render.experiment import (
 )
 from .compare_view import CompareView, compare
 from .explorer_table import ExplorerTable
-from .static_display import StaticCopyDisplay
+from .static_display import StaticCopyDisplay, cell_stylesheet
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -302,26 +302,31 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
     def _make_widget(self) -> ComparisonWidget:
         return ComparisonWidget(self)
 
-    def _static_html(self) -> str:
+    def copy_html(self) -> Markup:
+        """The view's state as HTML without the stylesheet: the statistics, the page of tasks, the picked
+        task's two runs and the walks' scores."""
         comparison = self.comparison
-        ordered = self.page()
         body = comparison_html(
             comparison.a,
             comparison.b,
             comparison.stats,
             comparison.parting if comparison.has_partings else None,
-            ordered,
+            self.page(),
             list(comparison.scores),
             sort=self.sort,
             ascending=self.ascending,
             rows=self.page_size,
+            style=False,
         )
         note = el("div", f"page {self.page_number + 1} of {self.pages()}", class_="nba-muted")
         parts = [body, note]
         if self.runs is not None:
-            parts.append(Markup(self.runs.html()))
+            parts.append(Markup(self.runs.html(style=False)))
         parts.append(self.scores_html())
-        return str(Markup("").join(parts))
+        return Markup("").join(parts)
+
+    def _static_html(self) -> str:
+        return static_copy(self.copy_html())
 
     def __repr__(self) -> str:
         return self.comparison.text(rows=self.page_size)
@@ -392,14 +397,20 @@ class ExperimentView(StaticCopyDisplay[ExperimentWidget]):
         return ExperimentWidget(self)
 
     def _static_html(self) -> str:
-        parts = [summary_html(self.summary, title=self.title)]
+        parts = [summary_html(self.summary, title=self.title, style=False)]
         if self.comparison is not None:
-            parts.append(Markup(self.comparison.static_bundle()["text/html"]))
-        return str(Markup("").join(parts))
+            parts.append(self.comparison.copy_html())
+        return static_copy(Markup("").join(parts))
 
     def __repr__(self) -> str:
         text = summary_text(self.summary, title=self.title)
         return text if self.comparison is None else f"{text}\n{self.comparison!r}"
+
+
+def static_copy(content: Markup) -> str:
+    """A view's static copy: the stylesheet (once per cell), then ``content`` laid out inline (readable where a
+    sanitizer drops the stylesheet), marked as the copy a connected widget after it hides."""
+    return str(cell_stylesheet() + el("div", portable(content), class_="nba-trace nba-experiment nba-static-copy"))
 
 
 def comparison_view(comparison: VariantComparison, *, page_size: int = 20) -> ComparisonView:

@@ -99,13 +99,13 @@ def frame_table(
     return el("table", *parts, *rows, class_="nba-table nba-experiment-table")
 
 
-def summary_html(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "") -> Markup:
-    """The aggregate per variant (a row each: ``summary()``'s frame) as HTML with the stylesheet."""
+def summary_html(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "", style: bool = True) -> Markup:
+    """The aggregate per variant (a row each: ``summary()``'s frame) as HTML (``style``: with the stylesheet)."""
     body = [el("b", title)]
     if note:
         body.append(el("div", note, class_="nba-muted"))
     body.append(frame_table(summary, index="variant"))
-    return STYLE + el("div", *body, class_="nba-trace nba-experiment")
+    return (STYLE if style else EMPTY) + el("div", *body, class_="nba-trace nba-experiment")
 
 
 def summary_text(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "") -> str:
