@@ -155,6 +155,12 @@ def test_unknown_variant_names_the_parameter(runs: PairedRuns) -> None:
         compare_variants(runs, "a", "a")
     with pytest.raises(TypeError, match=r"\bb\b"):
         compare_variants(runs, "a", 2)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"compare.*confidence"):
+        compare_variants(runs, "a", "b", confidence=95)
+    with pytest.raises(ValueError, match=r"compare.*resamples"):
+        compare_variants(runs, "a", "b", resamples=0)
+    with pytest.raises(TypeError, match=r"compare.*seed"):
+        compare_variants(runs, "a", "b", seed="x")  # type: ignore[arg-type]
     comparison = compare_variants(runs, "a", "b")
     with pytest.raises(ValueError, match="task_id"):
         comparison.runs("nope")

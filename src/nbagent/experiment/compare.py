@@ -365,6 +365,11 @@ def compare_variants(
             raise check.wrong_value(where, param, f"the name of a variant ({', '.join(map(repr, variants))})", name)
     if a == b:
         raise check.wrong_value(where, "b", f"a variant other than a ({a!r})", b)
+    level = check.number(where, "confidence", confidence)
+    if level is None or not 0 < level < 1:
+        raise check.wrong_value(where, "confidence", "a number between 0 and 1 (0.95: a 95% interval)", confidence)
+    check.integer(where, "resamples", resamples, minimum=1)
+    check.integer(where, "seed", seed, minimum=0, none=True)
     scores = _score_kinds(results, list(exp.scorers))
     pairs = _pairs(results, a, b, scores)
     tasks = getattr(exp, "tasks", None)
