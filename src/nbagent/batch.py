@@ -68,6 +68,13 @@ machines make one dataset::
     duckdb.sql("SELECT status, count(*) FROM read_parquet('s3-mount/evals/results/**/*.parquet',"
                " hive_partitioning=true) GROUP BY status")
 
+**Groups and a table per task** (what :class:`~nbagent.Experiment` runs on): ``group="column"`` counts
+each group of tasks (a DataFrame column's values: an experiment's variants) in the progress
+(:attr:`BatchProgress.groups`: each group's done, ok and failed, shown by the widget and the text bar);
+``task_table=`` (a :class:`TaskTable`) is given each task as it ends (:class:`TaskEnd`: its status,
+answer, run and the trace it is in) and returns the task's row, kept in each part of the dataset before
+its results, so a task counts as done only with its row in place.
+
 The loop layer: it imports the agent, the trace, the models and the renderer, never the notebook
 (the widget registers itself as the ``"widget"`` progress display, see :func:`register_progress_display`).
 pandas and pyarrow are imported only when results are built or written.
@@ -118,6 +125,7 @@ __all__ = [
     "STATUSES",
     "Batch",
     "BatchProgress",
+    "GroupProgress",
     "ProgressDisplay",
     "TaskEnd",
     "TaskTable",
@@ -191,6 +199,29 @@ Key = str | Callable[[Any], object] | None
 
 
 @dataclass(frozen=True)
+class GroupProgress:
+    """Where the tasks of one group of a batch are (``group=``: an experiment's variant)."""
+
+    name: str
+    total: int
+    done: int
+    """Tasks ended (any status) or skipped as done before."""
+    ok: int
+    failed: int
+    """Tasks that ended with an error or a timeout."""
+
+    @property
+    def fraction(self) -> float:
+        """Done over total (1 for a group of no task)."""
+        return 1.0 if self.total == 0 else min(self.done / self.total, 1.0)
+
+    def text(self) -> str:
+        """``name done/total`` and the failures, short."""
+        failed = f" ({self.failed:,} failed)" if self.failed else ""
+        return f"{self.name} {self.done:,}/{self.total:,}{failed}"
+
+
+@dataclass(frozen=True)
 class BatchProgress:
     """Where a batch is: what progress displays show (a snapshot, taken at most 10 times a second)."""
 
@@ -214,6 +245,8 @@ class BatchProgress:
     title: str = ""
     last_errors: tuple[tuple[str, str, str], ...] = ()
     """The last few tasks that did not end ok: (task, status, error), texts cut short."""
+    groups: tuple[GroupProgress, ...] = ()
+    """Each group's progress, in the order of the tasks (a batch with ``group=``; else none)."""
 
     @property
     def failed(self) -> int:
@@ -290,7 +323,8 @@ class BatchProgress:
         else:
             parts.append(f"in {m['elapsed']}")
         head = f"{self.title}: " if self.title else ""
-        return f"{head}{self.state} · " + " · ".join(parts)
+        groups = "".join(f" · {group.text()}" for group in self.groups)
+        return f"{head}{self.state} · " + " · ".join(parts) + groups
 
 
 def _seconds(value: float) -> str:
@@ -335,10 +369,9 @@ class TextProgress:
 
     def update(self, progress: BatchProgress) -> None:
         m = progress.metrics()
-        self._bar.set_postfix_str(
-            f"ok {m['ok']} · failed {m['failed']} · running {m['running']} · {m['tokens']} tok · p50 {m['p50']}",
-            refresh=False,
-        )
+        groups = "".join(f" · {group.text()}" for group in progress.groups)
+        figures = f"ok {m['ok']} · failed {m['failed']} · running {m['running']} · {m['tokens']} tok · p50 {m['p50']}"
+        self._bar.set_postfix_str(figures + groups, refresh=False)
         if progress.total is not None and self._bar.total != progress.total:
             self._bar.total = progress.total
         self._bar.update(progress.done - self._shown)
@@ -601,7 +634,7 @@ class _Row:
     __slots__ = (
         "position", "key", "task", "status", "answer", "error", "stop_reason", "prompt_tokens",
         "completion_tokens", "llm_calls", "tool_calls", "duration_s", "started_at", "ended_at", "run_id",
-        "attempts", "session", "tool_errors",
+        "attempts", "session", "tool_errors", "group",
     )  # fmt: skip
 
     def __init__(self, task: _Task, session: str) -> None:
@@ -623,6 +656,7 @@ class _Row:
         self.attempts = 0
         self.session = session
         self.tool_errors = 0  # of the last attempt's run (not a results column: a task table's)
+        self.group: str | None = None  # its group's name (group=)
 
     def mask(self, secrets: Sequence[str]) -> None:
         """Mask secrets in the texts (a key the server echoed in the answer...), as the trace does."""
@@ -792,8 +826,10 @@ class Batch:
     write the runs to as they end (and to resume from); ``part_size`` tasks per written part.
     ``shard=(i, n)``: only the i-th of n shards. ``key``: how a task is known in the folder (a
     column name for a DataFrame, or a function of the task or row); by default its position and a
-    hash of its text. ``title``: the progress display's title. ``task_table``: a :class:`TaskTable`
-    given each task as it ends, whose rows the batch keeps (with ``output=``, in each part).
+    hash of its text. ``title``: the progress display's title. ``group``: a column of the tasks
+    DataFrame whose values group the tasks in the progress (each group's done, ok and failed: an
+    experiment's variants). ``task_table``: a :class:`TaskTable` given each task as it ends, whose
+    rows the batch keeps (with ``output=``, in each part).
     """
 
     def __init__(
@@ -813,6 +849,7 @@ class Batch:
         shard: tuple[int, int] | None = None,
         key: Key = None,
         title: str | None = None,
+        group: str | None = None,
         task_table: TaskTable | None = None,
     ) -> None:
         where = "Batch"
@@ -847,6 +884,8 @@ class Batch:
         if key is not None and not isinstance(key, str):
             check.function(where, "key", key, "a column name, a function (task -> key) or None")
         self._source = _Source(tasks, task_column, key, shard)
+        self._group = check.string(where, "group", group, none=True)
+        self._group_totals = self._totals_by_group()
         self.title = check.string(where, "title", title, none=True) or self._default_title()
         self.session = new_id()
         """This batch's session: its trace's id, and its folder in the output dataset."""
@@ -877,6 +916,20 @@ class Batch:
         self._last_update = float("-inf")
         self._results_cache: Any = None
 
+    def _totals_by_group(self) -> dict[str, int]:
+        """The tasks of the shard per group (``group=``), in the order of the tasks."""
+        group = self._group
+        if group is None:
+            return {}
+        frame = self._source.frame
+        if frame is None or group not in frame.columns:
+            raise check.wrong_value("Batch", "group", "a column of the tasks DataFrame (tasks that are one)", group)
+        positions = self._source.positions()
+        assert positions is not None  # a DataFrame has a length
+        values = frame[group].iloc[list(positions)].astype(str)
+        counts = values.value_counts(sort=False)
+        return {name: int(counts[name]) for name in values.unique()}
+
     def _default_title(self) -> str:
         name = self._template.name if self._template is not None else getattr(self._make, "__name__", "")
         if not name.isidentifier():  # a lambda
@@ -894,6 +947,7 @@ class Batch:
         self._durations = array("d")
         self._recent: deque[float] = deque(maxlen=LIVE_LATENCIES)
         self._last_errors: deque[tuple[str, str, str]] = deque(maxlen=LAST_ERRORS)
+        self._groups = {name: [0, 0, 0] for name in self._group_totals}  # done, ok, failed
         self._started_perf = time.perf_counter()
         self._elapsed: float | None = None
 
@@ -969,6 +1023,9 @@ class Batch:
             state=state,
             title=self.title,
             last_errors=tuple(self._last_errors),
+            groups=tuple(
+                GroupProgress(name, self._group_totals[name], *counts) for name, counts in self._groups.items()
+            ),
         )
 
     def stop(self) -> None:
@@ -1064,8 +1121,13 @@ class Batch:
                 continue
             await self._run_task(task)
 
+    def _group_of(self, task: _Task) -> str | None:
+        return None if self._group is None else str(task.arg[self._group])  # type: ignore[index]
+
     def _skip(self, task: _Task) -> None:
         self._skipped += 1
+        if self._group is not None:
+            self._groups[str(self._group_of(task))][0] += 1
         if self._dataset is not None:
             self._skipped_keys.append((task.position, task.key))
         self._changed()
@@ -1074,6 +1136,7 @@ class Batch:
 
     async def _run_task(self, task: _Task) -> None:
         row = _Row(task, self.session)
+        row.group = self._group_of(task)
         self._rows[task.position] = row
         row.started_at = time.time()
         start = time.perf_counter()
@@ -1279,6 +1342,11 @@ class Batch:
         row.duration_s = duration
         self._running -= 1
         self._counts[row.status] += 1
+        if row.group is not None:
+            counts = self._groups[row.group]
+            counts[0] += 1
+            counts[1] += row.status == "ok"
+            counts[2] += row.status in ("error", "timeout")
         if row.status != "ok":
             self._last_errors.append((_short(row.task, 80), row.status, _short(row.error or row.status, 200)))
         if row.attempts:

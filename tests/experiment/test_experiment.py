@@ -246,9 +246,47 @@ def test_bad_variants_repeats_and_scorers() -> None:
         Experiment(tasks, {"v": right}, [scorer(lambda output, row: True, name="status")])
     with pytest.raises(ValueError, match="no name"):
         Experiment(tasks, {"v": right}, [lambda output, row: True])
+    with pytest.raises(TypeError, match="scorers must be a list of scorers"):
+        Experiment(tasks, {"v": right}, nbagent.exact_match())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="output must be a folder"):
+        Experiment(tasks, {"v": right}, output=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="k must be an int from 1 to 1"):
+        Experiment(tasks, {"v": right}, progress=None).summary(k=2)
+    with pytest.raises(ValueError, match="confidence must be a number between 0 and 1"):
+        Experiment(tasks, {"v": right}, progress=None).summary(confidence=95)
 
 
 def test_an_unknown_variant_name_in_rescore() -> None:
     exp = experiment().run_sync()
     with pytest.raises(ValueError, match=r"variants must be names of variants among 'right', 'zero'"):
         exp.rescore(nbagent.contains(), variants=["rigth"])
+
+
+def test_progress_per_variant_in_the_snapshots_the_text_bar_and_the_widgets_html(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from nbagent.batch import GroupProgress
+    from nbagent.notebook.batch_view import progress_html
+
+    def failing(row: dict[str, Any]) -> AssistantAgent:
+        raise RuntimeError("no agent")
+
+    seen: list[nbagent.BatchProgress] = []
+    variants = {"right": right, "<i>bad": failing}
+    Experiment(arithmetic(3), variants, progress=seen.append, repeats=2).run_sync()
+    last = seen[-1]
+    assert last.groups == (GroupProgress("right", 6, 6, 6, 0), GroupProgress("<i>bad", 6, 6, 0, 6))
+    assert last.line().endswith("· right 6/6 · <i>bad 6/6 (6 failed)")
+    html = str(progress_html(last, live=False))
+    assert 'data-group="right"' in html and "&lt;i&gt;bad" in html and "<i>bad" not in html
+
+    Experiment(arithmetic(2), {"right": right, "zero": constant("0")}, progress="text").run_sync()
+    err = capsys.readouterr().err
+    assert "right 2/2" in err and "zero 2/2" in err
+
+
+def test_a_batch_group_must_be_a_column() -> None:
+    with pytest.raises(ValueError, match="group must be a column of the tasks DataFrame"):
+        nbagent.Batch(right, arithmetic(2), group="variant", progress=None)
+    with pytest.raises(ValueError, match="group must be a column of the tasks DataFrame"):
+        nbagent.Batch(right, ["a", "b"], group="variant", progress=None)

@@ -189,3 +189,77 @@ def test_rescoring_one_variant_then_another_keeps_both(tmp_path: Path) -> None:
     results = exp.rescore(short, variants=["b"])
     assert results["short"].tolist() == [True, True, True, True]
     pd.testing.assert_frame_equal(load_experiment(folder).results, results)
+
+
+def test_the_explorer_shows_an_experiments_variant_as_a_column_and_a_filter(tmp_path: Path) -> None:
+    from nbagent.notebook.explorer import RunExplorer, table_html
+
+    folder = tmp_path / "exp"
+    Experiment(arithmetic(3), {"right": right, "zero": constant("0")}, output=folder, progress=None).run_sync()
+    explorer = nbagent.explore(folder)
+    assert isinstance(explorer, RunExplorer)
+    assert explorer.table.choices("variant") == ["right", "zero"]
+    page = explorer.page()
+    assert list(page.columns).index("variant") == list(page.columns).index("agent") + 1
+    assert 'data-column="variant"' in str(table_html(page))
+    explorer.filter(variant="zero").sort_by("variant")
+    kept = explorer.selection
+    assert len(kept) == 3 and set(kept["variant"]) == {"zero"}
+    namespace: dict[str, object] = {"trace": explorer.trace}
+    exec(explorer.code, namespace)  # noqa: S102 the code the explorer gives to paste
+    assert namespace["selection"]["run_id"].tolist() == kept["run_id"].tolist()  # type: ignore[index]
+    widget = explorer.widget()
+    assert widget.variant.options == ("right", "zero") and widget.variant.layout.display is None
+    widget.variant.value = ("right",)
+    assert set(explorer.selection["variant"]) == {"right"}
+
+
+def test_the_explorer_of_a_dataset_of_no_experiment_has_no_variant(tmp_path: Path) -> None:
+    batch = nbagent.Batch(right, arithmetic(2), output=tmp_path / "batch", progress=None).run_sync()
+    explorer = nbagent.explore(tmp_path / "batch")
+    assert "variant" not in explorer.page().columns and batch.state == "done"
+    assert explorer.table.choices("variant") == []
+    assert explorer.widget().variant.layout.display == "none"
+    with pytest.raises(ValueError, match="sort must be one of"):
+        explorer.sort_by("variant")
+
+
+@pytest.mark.subprocess
+@pytest.mark.timeout(300)
+def test_an_experiment_killed_mid_run_resumes_running_each_missing_task_once(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from nbagent.trace import committed_files
+    from tests.experiment.kill_experiment import TASKS
+
+    root = tmp_path / "exp"
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo / "src"), str(repo)])}
+    child = subprocess.Popen([sys.executable, "-m", "tests.experiment.kill_experiment", str(root)], cwd=repo, env=env)
+    try:
+        deadline = time.monotonic() + 240
+        while not root.exists() or len(committed_files(root, "experiment")) < 2:  # two parts committed
+            assert child.poll() is None, "the experiment ended before it was killed"
+            assert time.monotonic() < deadline, "no part committed in time"
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+
+    counted = Counted()
+    exp = Experiment(arithmetic(TASKS), {"a": counted}, [nbagent.exact_match()], output=root, progress=None)
+    # opening the folder finished or removed what the kill left half written: what is done now is kept
+    done = int((load_experiment(root).results["status"] == "ok").sum())
+    assert 8 <= done < TASKS
+    exp.run_sync()
+    assert len(counted.built) == TASKS - done  # each task not committed ran once; none committed ran again
+    results = exp.results
+    assert (results["status"] == "ok").all() and results["exact_match"].all()
+    stored = pd.concat([pq.read_table(p).to_pandas() for p in committed_files(root, "experiment")])
+    ok = stored[stored["status"] == "ok"]
+    assert ok["task_key"].is_unique and len(ok) == TASKS  # one ok run per task in the dataset

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import nbagent
@@ -165,3 +166,21 @@ def test_a_judge_with_another_rubric_is_not_served_from_the_cache(tmp_path: Path
     assert results["llm_judge"].tolist() == [False]
     assert len(other.trace.runs_df()) == 1
     assert isinstance(results, pd.DataFrame)
+
+
+def test_secrets_reach_no_score_error_and_no_judges_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-proj-experimentsecret0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+
+    def leaky(output: str, row: dict[str, Any]) -> bool:
+        raise ValueError(f"the key was {secret}")
+
+    judge = nbagent.llm_judge(verdicts(f"I saw {secret}.\nVERDICT: PASS"), "ok?")
+    folder = tmp_path / "exp"
+    exp = Experiment(arithmetic(1), {"right": right}, [leaky, judge], output=folder, progress=None).run_sync()
+    error = str(exp.results["leaky_error"].iloc[0])
+    assert error.startswith("ValueError: the key was") and secret not in error
+    assert exp.results["llm_judge"].tolist() == [True]
+    for path in folder.rglob("*.parquet"):  # every cell of every file: the runs', the scores', the judge's cache
+        cells = [str(value) for column in pq.read_table(path).to_pylist() for value in column.values()]
+        assert not [cell for cell in cells if secret in cell], path

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _check as check
 from ..agent import AssistantAgent
 from ..batch import Batch, BatchProgress, TaskEnd, agent_copier
+from ..redact import mask
 from ..render.experiment import summary_html, summary_text
 from ..sync import entry_point, run_coroutine
 from ..trace import committed_files
@@ -144,7 +145,7 @@ async def score_into(
             record[scorer.name], record[f"{scorer.name}_error"] = None, "CancelledError: the experiment was stopped"
             continue
         except Exception as error:  # the scorer's error is this run's score error: the experiment goes on
-            record[scorer.name], record[f"{scorer.name}_error"] = None, _error_text(error)
+            record[scorer.name], record[f"{scorer.name}_error"] = None, mask(_error_text(error))
             continue
         record[scorer.name], record[f"{scorer.name}_error"] = float(value), None
 
@@ -204,6 +205,7 @@ class Experiment:
                 output=self.output,
                 part_size=part_size,
                 key="task_key",
+                group="variant",
                 title=title or f"experiment: {len(names)} variants × {len(self.tasks):,} tasks × {self.repeats}",
                 task_table=self._scoring,
             )
@@ -239,7 +241,13 @@ class Experiment:
 
         positions = self._grid["task_index"].to_numpy()
         task_values = np.asarray(self.tasks["task"].to_numpy(dtype=object))[positions] if len(positions) else []
-        return pd.DataFrame({"task": list(task_values), "task_key": self._grid["task_key"].tolist()})
+        return pd.DataFrame(
+            {
+                "task": list(task_values),
+                "task_key": self._grid["task_key"].tolist(),
+                "variant": self._grid["variant"].tolist(),
+            }
+        )
 
     def _make_agent(self, row: Any) -> AssistantAgent:
         variant, position, _ = self._scoring.keys[str(row["task_key"])]
@@ -296,16 +304,26 @@ class Experiment:
         """Run every variant x task x repeat not done yet (with ``output=``: not committed to the folder by
         an earlier run), scoring each run as it ends; returns the experiment."""
         batch = self._running_batch()
-        if self.output is not None:
-            self._write_manifest()
-            self._load_judges()
+        if self.output is not None:  # the folder's files, read and written off the event loop
+            await asyncio.to_thread(self._open_folder)
         try:
             await batch.run()
         finally:
             if self.output is not None:
-                self._write_manifest()
-                self._save_judges()
+                await asyncio.to_thread(self._close_folder)
         return self
+
+    def _open_folder(self) -> None:
+        """Before a run: the manifest written (the tasks, variants, scorers), the judges' caches read."""
+        self._write_manifest()
+        for judge in self._judges():
+            self._load_judge(judge)
+
+    def _close_folder(self) -> None:
+        """After a run: the scorers' kinds in the manifest, the judges' caches and runs written."""
+        self._write_manifest()
+        for judge in self._judges():
+            self._save_judge(judge)
 
     def run_sync(self) -> Experiment:
         """:meth:`run` without ``await``: in a script, and inside a notebook cell."""
@@ -421,18 +439,18 @@ class Experiment:
                 check.choice(where, "variants", name, list(self.variants), "names of variants among")
         if self._batch is not None and self._batch.state == "running":
             raise RuntimeError("Experiment.rescore: the experiment is running: rescore once it has ended")
-        results = self.results
+        results = await asyncio.to_thread(lambda: self.results)  # the folder's files: off the event loop
         picked = results[results["status"].isin(["ok", "tool_error"]) & results["variant"].isin(chosen)]
         trace = self.trace if found.wants_run else None
         rows = self._scoring.task_rows
         positions = dict(zip(self.tasks["task_id"].tolist(), range(len(self.tasks))))
-        answers = self._answers(picked["run_id"].tolist())
+        answers = await asyncio.to_thread(self._answers, picked["run_id"].tolist())
         from ..cancellation import CancellationToken
 
         token = CancellationToken()
         scored: list[dict[str, Any]] = []
         if isinstance(found, Judge) and self.output is not None:
-            self._load_judge(found)
+            await asyncio.to_thread(self._load_judge, found)
         for run_id, task_id in zip(picked["run_id"].tolist(), picked["task_id"].tolist()):
             record: dict[str, Any] = {"run_id": run_id}
             frames: list[TraceFrames] = []
@@ -447,10 +465,7 @@ class Experiment:
             scored.append({"run_id": run_id, "value": record[found.name], "error": record[f"{found.name}_error"]})
         self._scoring.scorers[found.name] = found
         if self.output is not None:
-            self._write_rescored(found, scored)
-            self._write_manifest()
-            if isinstance(found, Judge):
-                self._save_judge(found)
+            await asyncio.to_thread(self._save_rescored, found, scored)
         else:
             by_run = {record["run_id"]: record for record in self._scoring.memory.values()}
             for item in scored:
@@ -484,6 +499,13 @@ class Experiment:
         table = _storable(self.tasks)
         write_whole(self.output / TASKS_FILE, table.replace_schema_metadata({META: json.dumps(manifest).encode()}))
 
+    def _save_rescored(self, scorer: Scorer, scored: list[dict[str, Any]]) -> None:
+        """After a rescoring: its scores, the manifest (the scorer's name and kind), a judge's cache and runs."""
+        self._write_rescored(scorer, scored)
+        self._write_manifest()
+        if isinstance(scorer, Judge):
+            self._save_judge(scorer)
+
     def _write_rescored(self, scorer: Scorer, scored: list[dict[str, Any]]) -> None:
         """The scores of ``scorer`` in ``rescored/<name>.parquet``, written whole: these, and those an
         earlier rescoring of the same name gave the runs not rescored now (another variant's)."""
@@ -504,10 +526,6 @@ class Experiment:
     def _judges(self) -> list[Judge]:
         return [s for s in self._scoring.scorers.values() if isinstance(s, Judge)]
 
-    def _load_judges(self) -> None:
-        for judge in self._judges():
-            self._load_judge(judge)
-
     def _load_judge(self, judge: Judge) -> None:
         assert self.output is not None
         table = read_whole(self.output / JUDGES / f"{_file_name(judge.name)}.cache.parquet")
@@ -515,10 +533,6 @@ class Experiment:
             data = table.to_pydict()
             for key, answer, score in zip(data["key"], data["answer"], data["score"]):
                 judge.cache.setdefault(key, (answer, score))
-
-    def _save_judges(self) -> None:
-        for judge in self._judges():
-            self._save_judge(judge)
 
     def _save_judge(self, judge: Judge) -> None:
         """Its cache, whole, and its runs (a trace dataset: each run written once) in ``judges/``."""

@@ -30,6 +30,7 @@ from .. import _check as check
 from ..agent import AssistantAgent
 from ..cancellation import CancellationToken, guarded
 from ..models.base import ChatCompletionClient
+from ..redact import mask, process_secrets
 from ..trace import Trace
 
 if TYPE_CHECKING:
@@ -340,7 +341,7 @@ class Judge(Scorer):
                 result = await agent.run(task=prompt, cancellation_token=token)
         finally:
             self.trace.detach(agent)
-        return result.messages[-1].to_text()
+        return mask(result.messages[-1].to_text(), process_secrets(agent.secrets))  # kept in the cache
 
     def _verdict(self, answer: str) -> float:
         if self.kind == "pass/fail":
