@@ -317,6 +317,7 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
             ascending=self.ascending,
             rows=self.page_size,
             style=False,
+            total=len(comparison.scored),
         )
         note = el("div", f"page {self.page_number + 1} of {self.pages()}", class_="nba-muted")
         parts = [body, note]

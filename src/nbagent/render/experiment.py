@@ -203,14 +203,16 @@ def comparison_html(
     ascending: bool = True,
     rows: int = STATIC_ROWS,
     style: bool = True,
+    total: int | None = None,
 ) -> Markup:
     """Variants ``a`` and ``b`` compared: the statistics per score, where the pairs part, and the tasks
-    (``rows`` of them, ordered by ``sort``: default the first score's delta, the largest changes first)."""
+    (``rows`` of them, ordered by ``sort``: default the first score's delta, the largest changes first;
+    ``total``: how many tasks the comparison has, when ``tasks`` is a page of them)."""
     ordered, sort, ascending = order_tasks(tasks, scores, sort, ascending)
     shown = ordered.head(rows)
     more = len(ordered) - len(shown)
     body: list[Markup] = [
-        comparison_head_html(a, b, stats, parting, len(tasks)),
+        comparison_head_html(a, b, stats, parting, len(tasks) if total is None else total),
         el("div", f"tasks by {sort} ({'ascending' if ascending else 'descending'})", class_="nba-muted"),
         task_rows_html(shown, scores, sort=sort, ascending=ascending),
     ]
