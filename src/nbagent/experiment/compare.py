@@ -110,13 +110,18 @@ def parting_of(left: Sequence[MoveView], right: Sequence[MoveView]) -> tuple[int
     if found is None:
         return None
     position, row = found
-    return position, row, _what_differs(row, left, right)
+    return position, row, _what_differs(position, row, left, right)
 
 
-def _what_differs(row: Row, left: Sequence[MoveView], right: Sequence[MoveView]) -> str:
+def _what_differs(position: int, row: Row, left: Sequence[MoveView], right: Sequence[MoveView]) -> str:
     a, b = row.left, row.right
-    if a is None or b is None:
-        return "run_end"
+    if a is None or b is None:  # one run made a move the other did not
+        alone, other = (a, right) if b is None else (b, left)
+        if alone is None or len(other) < position:  # the other made no move from here on: it ended
+            return "run_end"
+        if alone.name in ("tool_request", "tool_execution"):
+            return "tool_choice"  # tools called where the other called none
+        return "llm_answer" if alone.name in _LLM_MOVES else "other"
     names = {a.name, b.name}
     if a.name != b.name:
         if "tool_request" in names and names & _LLM_MOVES:
