@@ -131,9 +131,9 @@ def test_a_failing_judge_is_that_scores_error_and_the_run_is_kept() -> None:
 
 
 def test_a_numeric_judge_reads_its_score() -> None:
-    judge = nbagent.llm_judge(verdicts("Decent.\nSCORE: 0.75"), "How good?", kind="number", name="quality")
+    judge = nbagent.llm_judge(verdicts("Decent.\nSCORE: 0.75"), "How good?", kind="number", name="quality 0-1")
     results = Experiment(arithmetic(1), {"right": right}, [judge], progress=None).run_sync().results
-    assert results["quality"].dtype == "float64" and results["quality"].tolist() == [0.75]
+    assert results["quality 0-1"].dtype == "float64" and results["quality 0-1"].tolist() == [0.75]
 
 
 def test_the_judges_cache_makes_rescoring_offline(tmp_path: Path) -> None:
@@ -184,3 +184,21 @@ def test_secrets_reach_no_score_error_and_no_judges_cache(tmp_path: Path, monkey
     for path in folder.rglob("*.parquet"):  # every cell of every file: the runs', the scores', the judge's cache
         cells = [str(value) for column in pq.read_table(path).to_pylist() for value in column.values()]
         assert not [cell for cell in cells if secret in cell], path
+
+
+async def test_stopping_the_experiment_cancels_a_judges_call_and_records_it() -> None:
+    import asyncio
+
+    judge = nbagent.llm_judge(ReplayChatCompletionClient(["VERDICT: PASS"], latency=60), "ok?")
+    exp = Experiment(arithmetic(1), {"right": right}, [judge, nbagent.exact_match()], progress=None)
+    running = asyncio.ensure_future(exp.run())
+    async with asyncio.timeout(60):  # a hang guard
+        while not len(judge.trace.runs_df()):
+            await asyncio.sleep(0.01)
+        exp.stop()
+        await running
+    results = exp.results
+    assert results["status"].tolist() == ["ok"]  # the run had ended: it is kept, and scored by the others
+    assert results["exact_match"].tolist() == [True]
+    assert results["llm_judge"].isna().all()
+    assert results["llm_judge_error"].tolist() == ["CancelledError: the experiment was stopped"]

@@ -27,7 +27,7 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,13 +80,16 @@ class _Scoring:
 
     name = TABLE
 
-    def __init__(self, keys: Mapping[str, tuple[str, int, int]], rows: list[dict[str, Any]], variants: list[str]):
+    def __init__(
+        self, keys: Mapping[str, tuple[str, int, int]], rows: list[dict[str, Any]], variants: list[str], keep: bool
+    ) -> None:
         self.keys = keys  # task key -> (variant, task position, repeat)
         self.task_rows = rows  # the tasks' fields, by position
         self.task_ids = [str(row["task_id"]) for row in rows]
         self.variants = variants
         self.scorers: dict[str, Scorer] = {}
-        self.memory: dict[str, dict[str, Any]] = {}  # without output=: the last row of each task key
+        self.keep = keep  # without output=: the rows are kept here (with output=, in the folder's parts)
+        self.memory: dict[str, dict[str, Any]] = {}  # the last row of each task key, when kept
 
     async def row(self, end: TaskEnd) -> dict[str, Any]:
         variant, position, repeat = self.keys[end.key]
@@ -116,7 +119,8 @@ class _Scoring:
                 return frames[0]
 
             await score_into(record, self.scorers.values(), end.answer, self.task_rows[position], run, end.token)
-        self.memory[end.key] = record
+        if self.keep:
+            self.memory[end.key] = record
         return record
 
     def table(self, rows: list[dict[str, Any]]) -> Any:
@@ -128,7 +132,7 @@ class _Scoring:
 
 async def score_into(
     record: dict[str, Any],
-    scorers: Sequence[Scorer] | Any,
+    scorers: Iterable[Scorer],
     output: str | None,
     row: Mapping[str, Any],
     run: Callable[[], TraceFrames],
@@ -232,7 +236,8 @@ class Experiment:
         self._grid = grid_frame(tasks["task_id"].tolist(), names, repeats)
         grid = self._grid
         positions = zip(grid["variant"].tolist(), grid["task_index"].tolist(), grid["repeat"].tolist())
-        self._scoring = _Scoring(dict(zip(grid["task_key"].tolist(), positions)), tasks.to_dict("records"), names)
+        keys = dict(zip(grid["task_key"].tolist(), positions))
+        self._scoring = _Scoring(keys, tasks.to_dict("records"), names, keep=output is None)
         self._batch = None
 
     def _grid_tasks(self) -> pd.DataFrame:

@@ -172,20 +172,19 @@ def results_frame(
             [s if isinstance(s, str) else "cancelled" for s in column("status")], categories=list(STATUSES)
         ),
     }
+    runs = column("run_id").tolist()
     for name in scorers:
-        values = pd.array(column(name), dtype="Float64")
-        errors = pd.array(column(f"{name}_error"), dtype="string")
+        value_list, error_list = column(name).tolist(), column(f"{name}_error").tolist()
         overlay = overlays.get(name)
-        if overlay is not None:
-            frame = overlay[0].drop_duplicates("run_id", keep="last").set_index("run_id")
-            present = pd.Series(run_ids).isin(frame.index).to_numpy(dtype=bool)
-            looked = frame.reindex(pd.Series(run_ids).astype(object).where(present, None).tolist())
-            values = pd.array(
-                np.where(present, looked["value"].to_numpy(dtype=object), values.astype(object)), "Float64"
-            )
-            errors = pd.array(
-                np.where(present, looked["error"].to_numpy(dtype=object), errors.astype(object)), "string"
-            )
+        if overlay is not None:  # rescored: its rows (the last of a run) over the stored scores
+            given = overlay[0]
+            by_run = dict(zip(given["run_id"].tolist(), zip(given["value"].tolist(), given["error"].tolist())))
+            for at, run in enumerate(runs):
+                hit = by_run.get(run)
+                if hit is not None:
+                    value_list[at], error_list[at] = hit
+        values = pd.array(value_list, dtype="Float64")
+        errors = pd.array(error_list, dtype="string")
         if kinds.get(name) == "pass/fail":
             out[name] = values.astype("boolean")
         else:

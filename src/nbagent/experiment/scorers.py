@@ -331,8 +331,8 @@ class Judge(Scorer):
 
     async def _ask(self, prompt: str, token: CancellationToken) -> str:
         verdict = "VERDICT: PASS or VERDICT: FAIL" if self.kind == "pass/fail" else "SCORE: <a number from 0 to 1>"
-        agent = AssistantAgent(
-            self.name, self.model_client, system_message=JUDGE_SYSTEM.format(verdict=verdict), description="a judge"
+        agent = AssistantAgent(  # named "judge" whatever the score's name (an agent's name is an identifier)
+            "judge", self.model_client, system_message=JUDGE_SYSTEM.format(verdict=verdict), description="a judge"
         )
         agent.recorders[:] = [r for r in agent.recorders if r is not agent.trace]
         self.trace.attach(agent)
