@@ -366,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         Script("bench_long_session.py", ["--runs", "10000", "--big-runs", "20"] if args.quick else []),
         Script("bench_iopub.py", ["--runs", "30"] if args.quick else []),
         Script("bench_runs_at_scale.py", ["--quick"] if args.quick else []),
+        Script("bench_experiment_compare.py", ["--tasks", "1000", "--rounds", "2"] if args.quick else []),
     ]
     scripts = [script for script in listed if script is not None]
     for script in scripts:

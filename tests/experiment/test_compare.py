@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from nbagent.experiment.compare import PARTINGS, compare_variants, parting_of
-from nbagent.trace.compare import Comparison, moves_of, moves_of_runs
+from nbagent.trace.compare import Comparison, MoveView, moves_of, moves_of_runs
 
 from .pairs import PARTS, PairedRuns, run_pairs, weather_tasks
 
@@ -155,6 +155,12 @@ def test_unknown_variant_names_the_parameter(runs: PairedRuns) -> None:
         compare_variants(runs, "a", "a")
     with pytest.raises(TypeError, match=r"\bb\b"):
         compare_variants(runs, "a", 2)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"compare.*confidence"):
+        compare_variants(runs, "a", "b", confidence=95)
+    with pytest.raises(ValueError, match=r"compare.*resamples"):
+        compare_variants(runs, "a", "b", resamples=0)
+    with pytest.raises(TypeError, match=r"compare.*seed"):
+        compare_variants(runs, "a", "b", seed="x")  # type: ignore[arg-type]
     comparison = compare_variants(runs, "a", "b")
     with pytest.raises(ValueError, match="task_id"):
         comparison.runs("nope")
@@ -179,3 +185,29 @@ async def test_walk_to_parting_stops_before_the_move_to_fork_at(runs: PairedRuns
     assert walked.done
     with pytest.raises(ValueError, match="side"):
         await comparison.walk_to_parting("t2", side="c")
+
+
+def _moves(*specs: tuple[str, list[tuple[str, str]], list[tuple[str, str, str, bool]]]) -> list[MoveView]:
+    return [
+        MoveView(index, name, None, None, list(events), list(calls))
+        for index, (name, events, calls) in enumerate(specs, 1)
+    ]
+
+
+def test_what_differs_where_runs_part() -> None:
+    start = [("add_messages", [], []), ("message_id", [], []), ("call_llm", [], [])]
+    ask = ("tool_request", [("ToolCallRequestEvent", "lookup(Oslo)")], [])
+    ran = ("tool_execution", [], [("lookup", '{"city": "Oslo"}', "sunny", False)])
+    answer = ("text_exit", [("Response", "It is sunny.")], [])
+    whole = _moves(*start, ask, ran, answer)
+    assert parting_of(whole, _moves(*start, ask, ran, answer)) is None
+    ended = parting_of(whole, _moves(*start, ask, ran))
+    assert ended is not None and (ended[0], ended[2]) == (6, "run_end")
+    failed = ("tool_execution", [], [("lookup", '{"city": "Oslo"}', "boom", True)])
+    assert parting_of(whole, _moves(*start, ask, failed, answer))[2] == "tool_result"  # type: ignore[index]
+    memory = _moves(("add_messages", [], []), ("memory", [("MemoryQueryEvent", "x")], []), *start[1:], ask, ran, answer)
+    other = _moves(("add_messages", [], []), ("memory", [("MemoryQueryEvent", "y")], []), *start[1:], ask, ran, answer)
+    assert parting_of(memory, other)[2] == "other"  # type: ignore[index]
+    said = ("text_exit", [("Response", "It rains.")], [])
+    assert parting_of(whole, _moves(*start, ask, ran, said))[2] == "llm_answer"  # type: ignore[index]
+    assert parting_of(whole, _moves(*start, said))[2] == "tool_choice"  # answered where the other called a tool

@@ -149,7 +149,8 @@ def test_the_static_copy_and_text_of_the_view(runs: PairedRuns) -> None:
     view.sort_by("task_id")
     bundle = view.static_bundle()
     assert task_ids(bundle["text/html"]) == ["t0", "t1", "t10", "t11", "t12"]
-    assert "page 1 of 6" in bundle["text/html"]
+    assert "page 1 of 6" in bundle["text/html"] and "a vs b: 30 tasks" in bundle["text/html"]
+    assert "nba-static-copy" in bundle["text/html"]  # the copy a connected widget after it hides
     assert "&lt;script&gt;" in bundle["text/html"] and "<script>alert" not in bundle["text/html"]
     assert bundle["text/plain"].startswith("a vs b: 30 tasks")
 

@@ -110,13 +110,18 @@ def parting_of(left: Sequence[MoveView], right: Sequence[MoveView]) -> tuple[int
     if found is None:
         return None
     position, row = found
-    return position, row, _what_differs(row, left, right)
+    return position, row, _what_differs(position, row, left, right)
 
 
-def _what_differs(row: Row, left: Sequence[MoveView], right: Sequence[MoveView]) -> str:
+def _what_differs(position: int, row: Row, left: Sequence[MoveView], right: Sequence[MoveView]) -> str:
     a, b = row.left, row.right
-    if a is None or b is None:
-        return "run_end"
+    if a is None or b is None:  # one run made a move the other did not
+        alone, other = (a, right) if b is None else (b, left)
+        if alone is None or len(other) < position:  # the other made no move from here on: it ended
+            return "run_end"
+        if alone.name in ("tool_request", "tool_execution"):
+            return "tool_choice"  # tools called where the other called none
+        return "llm_answer" if alone.name in _LLM_MOVES else "other"
     names = {a.name, b.name}
     if a.name != b.name:
         if "tool_request" in names and names & _LLM_MOVES:
@@ -365,6 +370,11 @@ def compare_variants(
             raise check.wrong_value(where, param, f"the name of a variant ({', '.join(map(repr, variants))})", name)
     if a == b:
         raise check.wrong_value(where, "b", f"a variant other than a ({a!r})", b)
+    level = check.number(where, "confidence", confidence)
+    if level is None or not 0 < level < 1:
+        raise check.wrong_value(where, "confidence", "a number between 0 and 1 (0.95: a 95% interval)", confidence)
+    check.integer(where, "resamples", resamples, minimum=1)
+    check.integer(where, "seed", seed, minimum=0, none=True)
     scores = _score_kinds(results, list(exp.scorers))
     pairs = _pairs(results, a, b, scores)
     tasks = getattr(exp, "tasks", None)

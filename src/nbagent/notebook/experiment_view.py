@@ -21,7 +21,7 @@ import ipywidgets as widgets
 
 from .. import _check as check
 from ..experiment.compare import VariantComparison, walk_to
-from ..render import STYLE, Markup, el
+from ..render import STYLE, Markup, el, portable
 from ..render.experiment import (
     comparison_head_html,
     comparison_html,
@@ -33,7 +33,7 @@ from ..render.experiment import (
 )
 from .compare_view import CompareView, compare
 from .explorer_table import ExplorerTable
-from .static_display import StaticCopyDisplay
+from .static_display import StaticCopyDisplay, cell_stylesheet
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -174,7 +174,8 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
         check.instance(_WHERE, "comparison", comparison, VariantComparison, "a comparison (exp.compare(a, b))")
         self.comparison = comparison
         self.page_size = int(check.integer(_WHERE, "page_size", page_size, minimum=1) or 20)
-        self.sort: str | None = None  # None: the first score's delta, the largest changes first
+        self.sort: str | None = None
+        """The column the tasks are ordered by (``None``: the first score's delta, the largest changes first)."""
         self.ascending = True
         self.page_number = 0
         self.picked: str | None = None
@@ -183,6 +184,8 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
         self.walk_task: str | None = None
         self.walk_scores: pd.DataFrame | None = None
         self.reading: asyncio.Future[Any] | None = None
+        self.owner: ExperimentView | None = None
+        """The experiment's view this comparison is shown in (its static copy holds this one's)."""
 
     def read_partings(self) -> asyncio.Future[Any] | None:
         """Read where the runs part (every run's moves, once) off the event loop, then show it; ``None``
@@ -204,10 +207,15 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
         comparison = self.comparison
         return comparison.frame if comparison.has_partings else comparison.scored
 
+    def changed(self) -> None:
+        """The widget and the static copies (this one's, and the experiment view's holding it) show the new state."""
+        super().changed()
+        if self.owner is not None:
+            self.owner.changed()
+
     def ordered(self) -> pd.DataFrame:
         """The tasks in the order shown (:attr:`sort`, :attr:`ascending`)."""
-        scores = list(self.comparison.scores)
-        frame, self.sort, self.ascending = order_tasks(self.tasks(), scores, self.sort, self.ascending)
+        frame, _, _ = order_tasks(self.tasks(), list(self.comparison.scores), self.sort, self.ascending)
         return frame
 
     def pages(self) -> int:
@@ -294,26 +302,32 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
     def _make_widget(self) -> ComparisonWidget:
         return ComparisonWidget(self)
 
-    def _static_html(self) -> str:
+    def copy_html(self) -> Markup:
+        """The view's state as HTML without the stylesheet: the statistics, the page of tasks, the picked
+        task's two runs and the walks' scores."""
         comparison = self.comparison
-        ordered = self.page()
         body = comparison_html(
             comparison.a,
             comparison.b,
             comparison.stats,
             comparison.parting if comparison.has_partings else None,
-            ordered,
+            self.page(),
             list(comparison.scores),
             sort=self.sort,
             ascending=self.ascending,
             rows=self.page_size,
+            style=False,
+            total=len(comparison.scored),
         )
         note = el("div", f"page {self.page_number + 1} of {self.pages()}", class_="nba-muted")
         parts = [body, note]
         if self.runs is not None:
-            parts.append(Markup(self.runs.html()))
+            parts.append(Markup(self.runs.html(style=False)))
         parts.append(self.scores_html())
-        return str(Markup("").join(parts))
+        return Markup("").join(parts)
+
+    def _static_html(self) -> str:
+        return static_copy(self.copy_html())
 
     def __repr__(self) -> str:
         return self.comparison.text(rows=self.page_size)
@@ -375,6 +389,7 @@ class ExperimentView(StaticCopyDisplay[ExperimentWidget]):
         from ..experiment.compare import compare_variants
 
         self.comparison = ComparisonView(compare_variants(self.experiment, a, b))
+        self.comparison.owner = self
         self.a, self.b = a, b
         self.changed()
         return self.comparison
@@ -383,14 +398,20 @@ class ExperimentView(StaticCopyDisplay[ExperimentWidget]):
         return ExperimentWidget(self)
 
     def _static_html(self) -> str:
-        parts = [summary_html(self.summary, title=self.title)]
+        parts = [summary_html(self.summary, title=self.title, style=False)]
         if self.comparison is not None:
-            parts.append(Markup(self.comparison.static_bundle()["text/html"]))
-        return str(Markup("").join(parts))
+            parts.append(self.comparison.copy_html())
+        return static_copy(Markup("").join(parts))
 
     def __repr__(self) -> str:
         text = summary_text(self.summary, title=self.title)
         return text if self.comparison is None else f"{text}\n{self.comparison!r}"
+
+
+def static_copy(content: Markup) -> str:
+    """A view's static copy: the stylesheet (once per cell), then ``content`` laid out inline (readable where a
+    sanitizer drops the stylesheet), marked as the copy a connected widget after it hides."""
+    return str(cell_stylesheet() + el("div", portable(content), class_="nba-trace nba-experiment nba-static-copy"))
 
 
 def comparison_view(comparison: VariantComparison, *, page_size: int = 20) -> ComparisonView:

@@ -99,13 +99,13 @@ def frame_table(
     return el("table", *parts, *rows, class_="nba-table nba-experiment-table")
 
 
-def summary_html(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "") -> Markup:
-    """The aggregate per variant (a row each: ``summary()``'s frame) as HTML with the stylesheet."""
+def summary_html(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "", style: bool = True) -> Markup:
+    """The aggregate per variant (a row each: ``summary()``'s frame) as HTML (``style``: with the stylesheet)."""
     body = [el("b", title)]
     if note:
         body.append(el("div", note, class_="nba-muted"))
     body.append(frame_table(summary, index="variant"))
-    return STYLE + el("div", *body, class_="nba-trace nba-experiment")
+    return (STYLE if style else EMPTY) + el("div", *body, class_="nba-trace nba-experiment")
 
 
 def summary_text(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "") -> str:
@@ -203,14 +203,16 @@ def comparison_html(
     ascending: bool = True,
     rows: int = STATIC_ROWS,
     style: bool = True,
+    total: int | None = None,
 ) -> Markup:
     """Variants ``a`` and ``b`` compared: the statistics per score, where the pairs part, and the tasks
-    (``rows`` of them, ordered by ``sort``: default the first score's delta, the largest changes first)."""
+    (``rows`` of them, ordered by ``sort``: default the first score's delta, the largest changes first;
+    ``total``: how many tasks the comparison has, when ``tasks`` is a page of them)."""
     ordered, sort, ascending = order_tasks(tasks, scores, sort, ascending)
     shown = ordered.head(rows)
     more = len(ordered) - len(shown)
     body: list[Markup] = [
-        comparison_head_html(a, b, stats, parting, len(tasks)),
+        comparison_head_html(a, b, stats, parting, len(tasks) if total is None else total),
         el("div", f"tasks by {sort} ({'ascending' if ascending else 'descending'})", class_="nba-muted"),
         task_rows_html(shown, scores, sort=sort, ascending=ascending),
     ]

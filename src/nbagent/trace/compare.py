@@ -346,8 +346,9 @@ class Comparison:
         ints = [c for c in ints if c != "context_diff"]
         return frame.astype({c: "Int64" for c in ints} | {"diverged": "boolean"})
 
-    def html(self) -> str:
-        """The comparison as HTML through the one renderer: a row per aligned move, diverged ones marked."""
+    def html(self, *, style: bool = True) -> str:
+        """The comparison as HTML through the one renderer: a row per aligned move, diverged ones marked
+        (``style``: with the stylesheet; a view holding it gives it once)."""
         a, b = self.labels
         first = self.first_divergence
         summary = "the runs never diverge" if first is None else f"the runs diverge at aligned move {first}"
@@ -386,9 +387,8 @@ class Comparison:
             el("span", self.right[1][:8], title=self.right[1]),
         )
         table = el("table", *body, class_="nba-table nba-compare-table")
-        return str(
-            STYLE + el("div", title, el("div", summary, class_="nba-muted"), table, class_="nba-trace nba-compare")
-        )
+        shown = el("div", title, el("div", summary, class_="nba-muted"), table, class_="nba-trace nba-compare")
+        return str((STYLE if style else Markup("")) + shown)
 
     def _repr_html_(self) -> str:
         return self.html()
