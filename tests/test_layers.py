@@ -40,6 +40,7 @@ LAYERS: list[set[str]] = [
         "nbagent.agent_input",
         "nbagent.interventions",
         "nbagent.stepper",
+        "nbagent.predict",
         "nbagent.sync",
         "nbagent.autogen",
         "nbagent.batch",

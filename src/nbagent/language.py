@@ -142,6 +142,35 @@ _ZH_WORDS = {
     "Reset": "重来",
     "working…": "正在走…",
     "pausing…": "正在暂停…",
+    # predict mode (nbagent.predict, the stepper widget's Predict)
+    "Predict": "预测",
+    "Predict mode": "预测模式",
+    "Predict each move before it is made": "每一步走之前先预测",
+    "Predict move {number}:": "预测第 {number} 步:",
+    "After {move}, what comes next?": "{move} 之后,接下来是哪一步?",
+    "{move}: what will the model answer?": "{move}:模型会怎么回答?",
+    "text: the final answer": "纯文本:直接当最终答案",
+    "a call of the tool {name}": "调用工具 {name}",
+    "hand off to {target} ({name})": "handoff 给 {target}({name})",
+    "tool calls": "工具调用",
+    "the run ends": "运行结束",
+    "(skipped)": "(跳过)",
+    "Right: {what}.": "对了:{what}。",
+    "Not quite: you said {picked}; the loop went to {what}.": "不对:你选的是 {picked};循环走向了 {what}。",
+    "Skipped: the loop went to {what}.": "跳过了:循环走向了 {what}。",
+    "The model answered with text.": "模型回了文本。",
+    "The model asked for {tools}.": "模型要调用 {tools}。",
+    "The run failed: {error}": "运行失败:{error}",
+    "(tool-loop iteration {number} of max_tool_iterations={limit}; reflect_on_tool_use={reflect})": (
+        "(工具循环第 {number} 轮,max_tool_iterations={limit};reflect_on_tool_use={reflect})"
+    ),
+    "{right} of {answered} predictions right": "{answered} 个预测里对了 {right} 个",
+    "({skipped} skipped)": "(跳过 {skipped} 个)",
+    "Score: {score}": "得分:{score}",
+    "move {number}": "第 {number} 步",
+    "you said: {picked}": "你选:{picked}",
+    "the loop: {what}": "循环:{what}",
+    "Enter picks it": "按 Enter 选它",
 }
 
 _ENGLISH = dict(MOVES)

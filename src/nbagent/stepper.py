@@ -382,6 +382,12 @@ class Stepper:
         return self._upcoming
 
     @property
+    def offered(self) -> list[ToolSchema] | None:
+        """The tools listed from the agent's workbenches for the upcoming model call (``None``: no model
+        call offering tools is next, or the listing failed)."""
+        return self._offered
+
+    @property
     def moving(self) -> bool:
         """A move is being made right now."""
         return self._moving
