@@ -41,6 +41,7 @@ LAYERS: list[set[str]] = [
         "nbagent.interventions",
         "nbagent.stepper",
         "nbagent.predict",
+        "nbagent.exercises",
         "nbagent.sync",
         "nbagent.autogen",
         "nbagent.batch",
