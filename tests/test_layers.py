@@ -42,6 +42,7 @@ LAYERS: list[set[str]] = [
         "nbagent.stepper",
         "nbagent.predict",
         "nbagent.exercises",
+        "nbagent.whatif",
         "nbagent.sync",
         "nbagent.autogen",
         "nbagent.batch",

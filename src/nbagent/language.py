@@ -171,6 +171,43 @@ _ZH_WORDS = {
     "you said: {picked}": "你选:{picked}",
     "the loop: {what}": "循环:{what}",
     "Enter picks it": "按 Enter 选它",
+    # what-if forks and the comparison's sentences (nbagent.whatif, trace.compare)
+    "the model has not asked for a tool yet: walk on to STEP 5's tool request": (
+        "模型还没请求过工具:先走到 STEP 5 的工具请求"
+    ),
+    "make a first move": "先走一步",
+    "What if the tool fails?": "如果工具失败了?",
+    "What if the model calls a second tool?": "如果模型再调一个工具?",
+    "this fork makes its first {moves} moves as its parent did: ask its parent walk": (
+        "这个分叉的前 {moves} 步和父分支一样:去问父分支"
+    ),
+    "What if reflection is off?": "如果关掉反思(reflect)?",
+    "What if reflection is on?": "如果打开反思(reflect)?",
+    "What if the iteration limit is {limit}?": "如果轮数上限是 {limit}?",
+    "the model also calls {name}": "模型还调用了 {name}",
+    "At move {position} ({move}) the runs differ in: {what}.": "第 {position} 步({move}),两次运行的不同之处:{what}。",
+    "At move {position} only {side} goes on: {move}.": "第 {position} 步只有 {side} 继续:{move}。",
+    "At move {position}, {a} goes to {left} and {b} to {right}.": "第 {position} 步,{a} 走向 {left},{b} 走向 {right}。",
+    "At move {position}, {a} asks for {left} and {b} for {right}.": (
+        "第 {position} 步,{a} 请求 {left},{b} 请求 {right}。"
+    ),
+    "an error {text}": "错误 {text}",
+    "the result {text}": "结果 {text}",
+    "At move {position}, {name} gives {a} {left} and {b} {right}.": (
+        "第 {position} 步,{name} 给 {a} 的是{left},给 {b} 的是{right}。"
+    ),
+    "{a} and {b} make the same moves with the same results.": "{a} 和 {b} 走的步一样,结果也一样。",
+    "At move {position} ({move}) a change was made: {change}.": "第 {position} 步({move})做了改动:{change}。",
+    "Model calls: {a} {n}, {b} {m}; tool calls: {a} {t}, {b} {u}.": (
+        "模型调用:{a} {n} 次,{b} {m} 次;工具调用:{a} {t} 次,{b} {u} 次。"
+    ),
+    "At move {position}, {side} also runs {call}.": "第 {position} 步,{side} 还执行了 {call}。",
+    "{side} has not answered yet.": "{side} 还没给出答案。",
+    "Both end with the same answer: {answer}": "两边的答案一样:{answer}",
+    "{a} answers {left}; {b} answers {right}": "{a} 的答案是 {left};{b} 的答案是 {right}",
+    "Fork the walk where this first matters and walk the fork to its end": (
+        "在这个改动第一次起作用的地方分叉,并把分叉走到底"
+    ),
     # the walkthrough's exercises (nbagent.exercises)
     "done": "完成",
     "not done yet": "还没做",

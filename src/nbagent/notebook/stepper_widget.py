@@ -71,6 +71,7 @@ from ..render import (
 )
 from ..stepper import MoveUndone, Stepper, StepResult
 from ..sync import entry_point
+from ..trace.compare import Comparison
 from .click_button import ClickButton
 from .fork_panel import ForkPanel
 from .predict_panel import PredictPanel, quiz_html
@@ -289,6 +290,21 @@ def fork_title(stepper: Stepper) -> Markup:
     return el("div", text, class_="nba-fork-title", title=run)
 
 
+def what_if_html(stepper: Stepper) -> Markup:
+    """A what-if fork's question and what changed from its parent, in words (empty for any other walk)."""
+    parent = stepper.parent
+    if stepper.what_if is None or parent is None or parent.run_id is None or stepper.run_id is None:
+        return EMPTY
+    runs = (parent.agent.trace, parent.run_id), (stepper.agent.trace, stepper.run_id)
+    sentences = Comparison(*runs, labels=("parent", "fork")).sentences()
+    return el(
+        "div",
+        el("b", stepper.what_if),
+        el("ul", [el("li", sentence) for sentence in sentences], class_="nba-compare-sentences"),
+        class_="nba-what-if-answer",
+    )
+
+
 def _status_text(stepper: Stepper) -> str:
     return words("{status} · {moves} moves").format(status=stepper.status, moves=len(stepper.history))
 
@@ -312,6 +328,7 @@ def _stepper_copy(stepper: Stepper, *, nested: bool = False) -> Markup:
     copy = el(
         "div",
         fork_title(stepper),
+        what_if_html(stepper),
         status,
         replay_html(stepper),
         quiz_html(stepper.quiz) if isinstance(stepper, NotebookStepper) else EMPTY,
