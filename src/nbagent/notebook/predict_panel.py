@@ -111,7 +111,7 @@ def log_html(quiz: Quiz) -> Markup:
         )
         for prediction in quiz.predictions
     ]
-    return el("details", el("summary", score_html(quiz)), el("ol", items, class_="nba-predict-log"), open=True)
+    return el("details", el("summary", score_html(quiz)), el("ul", items, class_="nba-predict-log"), open=True)
 
 
 def quiz_html(quiz: Quiz, *, live: bool | None = False) -> Markup:

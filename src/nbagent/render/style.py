@@ -280,7 +280,7 @@ STYLESHEET = (
 .nba-predict-verdict[data-verdict=wrong] .nba-predict-mark,.nba-predict-item[data-verdict=wrong]>.nba-predict-mark{
   color:var(--nba-error);font-weight:600}
 .nba-predict-reason{color:var(--nba-muted);font-size:12px}
-.nba-predict-log{margin:2px 0;padding-left:1.6em;font-size:12px}
+.nba-predict-log{margin:2px 0;padding-left:4px;list-style:none;font-size:12px}
 .nba-predict-score{display:inline;font-weight:600}
 .nba-predict-choices{flex-wrap:wrap;gap:4px}
 .nba-predict-choice:focus-visible{outline:2px solid var(--nba-link);outline-offset:1px}
