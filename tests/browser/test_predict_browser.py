@@ -8,23 +8,12 @@ import nbformat
 import pytest
 
 from .conftest import LabNotebook
+from .test_stepper_browser import CELLS as STEPPER_CELLS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 CELLS = [
-    "import nbagent\n"
-    "from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient\n"
-    "def add(a: int, b: int) -> int:\n"
-    '    """Add two integers."""\n'
-    "    return a + b\n"
-    "def mul(a: int, b: int) -> int:\n"
-    '    """Multiply two integers."""\n'
-    "    return a * b\n"
-    "def calls(call_id, name, arguments):\n"
-    "    call = FunctionCall(id=call_id, name=name, arguments=arguments)\n"
-    "    return CreateResult(finish_reason='function_calls', content=[call])\n"
-    "script = [calls('c1', 'add', '{\"a\": 2, \"b\": 3}'), calls('c2', 'mul', '{\"a\": 5, \"b\": 4}'), '20']\n"
-    "agent = AssistantAgent('assistant', ReplayChatCompletionClient(script), tools=[add, mul], max_tool_iterations=3)",
+    STEPPER_CELLS[0],  # the stepper test's agent: add and mul, up to three tool rounds, then the answer
     "stepper = nbagent.step(agent, 'What is (2 + 3) * 4?', predict=True)\nstepper",
     "print('cells done')",
 ]
@@ -49,7 +38,6 @@ STATE_JS = """() => {
 def wait_for_move(nb: LabNotebook, index: int) -> dict[str, object]:
     nb.page.wait_for_function(
         "(i) => { const h = document.querySelector('.jp-OutputArea .nba-stepper-live .nba-stepper-head');"
-        " const b = document.querySelector('.jp-OutputArea .nba-stepper-live .nba-predict-choice');"
         " return h && h.dataset.index === String(i); }",
         arg=index,
     )

@@ -186,3 +186,14 @@ async def test_the_sentences_speak_the_notebooks_language() -> None:
         "第 6 步,walk 走向 STEP 5 · 再调一次 LLM 生成自然语言总结 (reflect),"
         "fork 走向 STEP 5 · 把工具结果格式化成 ToolCallSummaryMessage。"
     )
+
+
+async def test_a_trace_replays_walk_is_asked_too_its_recorded_model_moved_past_the_replaced_answer() -> None:
+    agent = jacket_agent()
+    await agent.run(task="Do I need a jacket today?")
+    walk = Stepper(agent.trace.replay(str(agent.trace.runs_df()["run_id"].iloc[-1])))
+    await walk.run_to_end()
+    fork = await ask(walk, "second_tool")
+    assert fork.status == "finished", fork.history[-1].error
+    assert fork.response is not None and fork.response.chat_message.content == JACKET  # the recorded reflection
+    assert walk.agent.model_client.position == 2  # type: ignore[attr-defined]  # the walk's own: untouched

@@ -561,11 +561,20 @@ def step(
     """
     source = agent
     agent, task = replayed("nbagent.step", agent, task)  # a trace's replay: its agent and recorded task
+    check.boolean("nbagent.step", "predict", predict)
     foreign = FOREIGN_STEPPER(agent, task, cancellation_token)  # AutoGen's: nbagent.autogen.step, with its widget
     if foreign is not None:
+        if predict:
+            raise check.wrong_value(
+                "nbagent.step",
+                "predict",
+                "False for an AutoGen agent or team",
+                predict,
+                "predict mode asks about nbagent's loop (STEP 1-5); an AutoGen agent is walked item by item of its "
+                "stream: walk an nbagent AssistantAgent with predict=True",
+            )
         return foreign
     check_entry("nbagent.step", agent, task, cancellation_token)
-    check.boolean("nbagent.step", "predict", predict)
     if TYPE_CHECKING:  # for the type checker: check_entry refused anything else
         assert isinstance(agent, AssistantAgent)
     stepper = NotebookStepper(agent, task, cancellation_token, predict=predict)
