@@ -153,7 +153,6 @@ class PredictPanel(widgets.VBox):  # type: ignore[misc]
         self.choices.add_class("nba-predict-choices")
         self.body = parts.html()
         self._buttons: list[ClickButton] = []
-        self._button_layout = widgets.Layout(width="auto")  # one for every choice button
         self._keys: list[str] = []
         self._focus = False  # a choice was picked: the next question's first choice gets the focus
         super().__init__([self.body, self.choices], layout=parts.layout)
@@ -168,7 +167,7 @@ class PredictPanel(widgets.VBox):  # type: ignore[misc]
 
     def _button(self, index: int) -> ClickButton:
         while len(self._buttons) <= index:
-            button = ClickButton(layout=self._button_layout, style=self.owner.parts.toggle_style)
+            button = ClickButton(layout=self.owner.parts.layout, style=self.owner.parts.toggle_style)  # CSS: width auto
             button.add_class("nba-predict-choice")
             button.add_class(f"nba-choice-{len(self._buttons)}")
             button.on_click(functools.partial(self._clicked, len(self._buttons)))

@@ -278,7 +278,7 @@ def replay_html(stepper: Stepper) -> Markup:
 
 def fork_title(stepper: Stepper) -> Markup:
     """A fork's title (empty for a walk that is no fork): ``Fork of run <first 8 of the parent's run> at move
-    N: <what was changed on it>``, the parent's full run id on hover."""
+    N: <what was changed on it>``, the parent's full run id on hover; a what-if fork's question first."""
     parent = stepper.parent
     if parent is None:
         return EMPTY
@@ -287,22 +287,19 @@ def fork_title(stepper: Stepper) -> Markup:
     at = source.moves if source is not None else 0
     change = "; ".join(stepper.changes) or words("no change yet")
     text = words("Fork of run {run} at move {move}: {change}").format(run=run[:8], move=at, change=change)
-    return el("div", text, class_="nba-fork-title", title=run)
+    asked = el("span", stepper.what_if + " ", class_="nba-what-if-question") if stepper.what_if else None
+    return el("div", asked, text, class_="nba-fork-title", title=run)
 
 
 def what_if_html(stepper: Stepper) -> Markup:
-    """A what-if fork's question and what changed from its parent, in words (empty for any other walk)."""
+    """What changed from a what-if fork's parent to it, in words (empty for any other walk; its title asks the
+    question)."""
     parent = stepper.parent
     if stepper.what_if is None or parent is None or parent.run_id is None or stepper.run_id is None:
         return EMPTY
     runs = (parent.agent.trace, parent.run_id), (stepper.agent.trace, stepper.run_id)
     sentences = Comparison(*runs, labels=("parent", "fork")).sentences()
-    return el(
-        "div",
-        el("b", stepper.what_if),
-        el("ul", [el("li", sentence) for sentence in sentences], class_="nba-compare-sentences"),
-        class_="nba-what-if-answer",
-    )
+    return el("ul", [el("li", sentence) for sentence in sentences], class_="nba-compare-sentences nba-what-if-answer")
 
 
 def _status_text(stepper: Stepper) -> str:

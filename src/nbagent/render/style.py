@@ -282,7 +282,8 @@ STYLESHEET = (
 .nba-predict-reason{color:var(--nba-muted);font-size:12px}
 .nba-predict-log{margin:2px 0;padding-left:4px;list-style:none;font-size:12px}
 .nba-predict-score{display:inline;font-weight:600}
-.nba-predict-choices{flex-wrap:wrap;gap:4px}
+.nba-predict-choices,.nba-what-if{flex-wrap:wrap;gap:4px}
+:is(.nba-predict-choices,.nba-what-if) .jupyter-button{width:auto;max-width:none}
 .nba-predict-choice:focus-visible{outline:2px solid var(--nba-link);outline-offset:1px}
 .jp-CodeCell.jp-mod-outputsScrolled .jp-Cell-outputArea:has(:is(.nba-explorer-live,.nba-stepper-live)){
   max-height:none;overflow-y:visible}
