@@ -232,3 +232,14 @@ async def test_what_a_model_says_is_escaped_in_the_verdict() -> None:
     assert PAYLOAD in stepper.quiz.last.reason
     for html in (stepper.widget().predict_panel.body.value, stepper_html(stepper)):
         assert PAYLOAD not in html and "&lt;img src=x" in html
+
+
+async def test_predict_mode_turned_on_from_code_keeps_a_pick_made_before_the_widget_caught_up() -> None:
+    stepper = nbagent.step(scenario("plain_text").agent(), "hi")
+    widget = stepper.widget()
+    stepper.quiz.active = True  # the widget's toggle still shows off until its next refresh
+    stepper.quiz.pick("message_id")
+    widget.refresh()  # the toggle catches up: that is no click of the learner's, the pick stays
+    assert widget.predict_panel.toggle.value is True and stepper.quiz.picked == "message_id"
+    await stepper.next()
+    assert stepper.quiz.last is not None and stepper.quiz.last.verdict == "right"

@@ -159,6 +159,8 @@ class PredictPanel(widgets.VBox):  # type: ignore[misc]
         self.add_class("nba-predict-panel")
 
     def _toggled(self, change: dict[str, Any]) -> None:
+        if self.quiz.active == bool(change["new"]):
+            return  # the widget catching up with the quiz (predict mode turned on from code)
         self.quiz.active = bool(change["new"])
         self.quiz.picked = None
         refresh = getattr(self.owner, "refresh", None)
