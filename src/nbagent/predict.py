@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from . import _check as check
 from .language import words
-from .messages import FunctionCall
 from .records import END, MOVES, LoopSettings, MoveName
 
 if TYPE_CHECKING:
@@ -165,14 +164,6 @@ def question_at(stepper: Stepper) -> Question | None:
     return Question(number, move, words("After {move}, what comes next?").format(move=title), choices)
 
 
-def _called(result: StepResult) -> list[FunctionCall]:
-    """The tool calls the model answered with in this move (a model call's), else none."""
-    created = result.result
-    if created is None or isinstance(created.content, str):
-        return []
-    return list(created.content)
-
-
 def judge(question: Question, picked: str | None, result: StepResult, settings: LoopSettings) -> Prediction:
     """Check ``picked`` (a key of ``question``'s choices, or ``None`` for a skipped question) against
     ``result``, the move made after it was asked by an agent with ``settings``; the reason says what
@@ -181,7 +172,7 @@ def judge(question: Question, picked: str | None, result: StepResult, settings: 
     following: str = END if upcoming is None else upcoming.name
     actual: str
     if question.move in LLM_QUESTION_MOVES:
-        calls = _called(result)
+        calls = result.asked_tools
         if following == TEXT:
             actual, right = TEXT, picked == TEXT
             reason = words("The model answered with text.")

@@ -251,6 +251,12 @@ class StepResult:
         return [execution.call for execution in self.tool_executions]
 
     @property
+    def asked_tools(self) -> list[FunctionCall]:
+        """The tool calls this move's model call answered with (none: it answered with text, or called no model)."""
+        created = self.result
+        return [] if created is None or isinstance(created.content, str) else list(created.content)
+
+    @property
     def tool_results(self) -> list[FunctionExecutionResult]:
         for item in self.items:
             if isinstance(item, ToolCallExecutionEvent):

@@ -48,11 +48,6 @@ def _first(history: list[StepResult], *names: str) -> StepResult | None:
     return next((result for result in history if result.name in names), None)
 
 
-def _asked_tools(result: StepResult) -> list[FunctionCall]:
-    created = result.result
-    return [] if created is None or isinstance(created.content, str) else list(created.content)
-
-
 def what_ifs(stepper: Stepper) -> list[WhatIf]:
     """The four questions about ``stepper``'s walk, each with the move its fork is made after, or why it
     cannot be asked yet."""
@@ -61,7 +56,7 @@ def what_ifs(stepper: Stepper) -> list[WhatIf]:
     no_tool = words("the model has not asked for a tool yet: walk on to STEP 5's tool request")
     batch = _first(history, "tool_execution")
     fails = batch.index - 1 if batch is not None else len(history) if upcoming == "tool_execution" else None
-    asking = next((r for r in history if r.name in ("call_llm", "next_llm_call") and _asked_tools(r)), None)
+    asking = next((r for r in history if r.name in ("call_llm", "next_llm_call") and r.asked_tools), None)
     second = asking.index - 1 if asking is not None else None
     limit = 1 if settings.max_tool_iterations > 1 else 2
     after: int | None = len(history) or None
@@ -155,7 +150,7 @@ async def ask(stepper: Stepper, key: str) -> Stepper:
         fork.give_tool_result(call.id, error=FAILURE)
     elif key == "second_tool":
         asked = next(r for r in stepper.history if r.index == what.at + 1)
-        calls = _asked_tools(asked)
+        calls = asked.asked_tools
         extra = _second_call(stepper, calls)
         fork.give_answer([*calls, extra])
         fork.changes[-1] = words("the model also calls {name}").format(name=extra.name)
