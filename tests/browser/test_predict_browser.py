@@ -1,6 +1,7 @@
 """Predict mode in a real browser (issue 44.1, 44.5): in JupyterLab and Notebook 7 a learner answers the
-stepper's predictions right and wrong, with the mouse and with the keyboard (a choice focused, Enter), the
-widget says which and keeps the score, in the light and the dark theme; the saved notebook keeps the answers."""
+stepper's predictions right and wrong, with the mouse and with the keyboard (a choice focused, Enter); the
+widget says which and keeps the score, its texts at WCAG AA contrast in the light and the dark theme; the
+saved notebook keeps the answers."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import nbformat
 import pytest
 
 from .conftest import LabNotebook
+from .measure import CONTRAST_JS
 from .test_stepper_browser import CELLS as STEPPER_CELLS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -18,6 +20,7 @@ CELLS = [
     "print('cells done')",
 ]
 LIVE = ".jp-OutputArea .nba-stepper-live"
+AA = 4.5
 STATE_JS = """() => {
   const view = document.querySelector('.jp-OutputArea .nba-stepper-live');
   const question = view.querySelector('.nba-predict-question');
@@ -89,11 +92,9 @@ def test_a_learner_predicts_right_and_wrong_with_mouse_and_keyboard(run_notebook
 
     for theme in ("JupyterLab Dark", "JupyterLab Light"):
         nb.set_theme(theme)
-        colours = page.evaluate(
-            "() => { const v = document.querySelector('.jp-OutputArea .nba-stepper-live .nba-predict');"
-            " const s = getComputedStyle(v); return [s.color, getComputedStyle(document.body).backgroundColor]; }"
-        )
-        assert colours[0] != colours[1]
+        found = page.evaluate(CONTRAST_JS, [["predict", f"{LIVE} .nba-predict-panel"]])["predict"]
+        print(f"{frontend} · {theme} · predict panel: {found['texts']} texts, min {found['min']}:1")
+        assert found["texts"] >= 10 and found["min"] >= AA, (theme, found["worst"])  # WCAG AA, as every view
         nb.shot(f"predict-{theme.split()[-1].lower()}", selector=f"{LIVE} .nba-predict-panel")
     assert nb.error_outputs() == [] and nb.console_errors == []
     if frontend == "lab":

@@ -55,6 +55,7 @@ MIXES: dict[str, tuple[str, str, int]] = {
     # name: (colour, colour it is mixed into, percent of the first)
     "muted": ("fg", "surface", 72),
     "code-bg": ("chip", "surface", 50),
+    "ok-text": ("ok", "fg", 75),  # the success colour as text: JupyterLab Light's alone is 4.1:1 on white
 }
 
 
@@ -276,7 +277,7 @@ STYLESHEET = (
 .nba-predict-question{margin:4px 0;color:var(--nba-fg)}
 .nba-predict-verdict{margin:4px 0;color:var(--nba-fg)}
 .nba-predict-verdict[data-verdict=right] .nba-predict-mark,.nba-predict-item[data-verdict=right]>.nba-predict-mark{
-  color:var(--nba-ok);font-weight:600}
+  color:var(--nba-ok-text);font-weight:600}
 .nba-predict-verdict[data-verdict=wrong] .nba-predict-mark,.nba-predict-item[data-verdict=wrong]>.nba-predict-mark{
   color:var(--nba-error);font-weight:600}
 .nba-predict-reason{color:var(--nba-muted);font-size:12px}
