@@ -173,6 +173,9 @@ async def test_the_widgets_what_if_buttons_fork_in_one_click() -> None:
     copy = stepper_html(stepper)
     assert "What if the tool fails?" in copy and "parent has not answered yet." in copy
     assert stepper.status == "paused" and stepper.upcoming.name == "tool_execution"  # the walk waits where it was
+    await stepper.run_to_end()  # the walk goes on: the copy's sentences are read again (they are kept per state)
+    copy = stepper_html(stepper)
+    assert "parent has not answered yet." not in copy and f"Both end with the same answer: &#x27;{JACKET}" in copy
 
 
 async def test_the_sentences_speak_the_notebooks_language() -> None:

@@ -40,6 +40,7 @@ import asyncio
 import concurrent.futures
 import json
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -291,15 +292,26 @@ def fork_title(stepper: Stepper) -> Markup:
     return el("div", asked, text, class_="nba-fork-title", title=run)
 
 
+_WHAT_CHANGED: weakref.WeakKeyDictionary[Stepper, tuple[tuple[object, ...], Markup]] = weakref.WeakKeyDictionary()
+"""Per what-if fork, its sentences and the state of both walks they were read at (reading both runs' frames
+takes about 0.2 s: the parent's static copy is drawn after each of its moves)."""
+
+
 def what_if_html(stepper: Stepper) -> Markup:
     """What changed from a what-if fork's parent to it, in words (empty for any other walk; its title asks the
     question)."""
     parent = stepper.parent
     if stepper.what_if is None or parent is None or parent.run_id is None or stepper.run_id is None:
         return EMPTY
+    state = (parent.run_id, len(parent.history), parent.status, stepper.run_id, len(stepper.history), stepper.status)
+    cached = _WHAT_CHANGED.get(stepper)
+    if cached is not None and cached[0] == state:
+        return cached[1]
     runs = (parent.agent.trace, parent.run_id), (stepper.agent.trace, stepper.run_id)
     sentences = Comparison(*runs, labels=("parent", "fork")).sentences()
-    return el("ul", [el("li", sentence) for sentence in sentences], class_="nba-compare-sentences nba-what-if-answer")
+    said = el("ul", [el("li", sentence) for sentence in sentences], class_="nba-compare-sentences nba-what-if-answer")
+    _WHAT_CHANGED[stepper] = (state, said)
+    return said
 
 
 def _status_text(stepper: Stepper) -> str:
