@@ -391,12 +391,18 @@ class AssistantAgent(Component):
         return self._index_tools([(wb, await guarded(wb.list_tools(), token)) for wb in self._workbench])
 
     def copy(
-        self, *, model_client: ChatCompletionClient | None = None, workbench: Sequence[Workbench] | None = None
+        self,
+        *,
+        model_client: ChatCompletionClient | None = None,
+        workbench: Sequence[Workbench] | None = None,
+        max_tool_iterations: int | None = None,
+        reflect_on_tool_use: bool | None = None,
     ) -> AssistantAgent:
         """A fresh agent with this one's configuration that shares no run state.
 
         The copy has the same name, model client (or ``model_client``), tools and workbenches (or
-        ``workbench``), memory stores, handoffs, system message and settings (the same objects), and a
+        ``workbench``), memory stores, handoffs, system message and settings (the same objects; or
+        ``max_tool_iterations``, ``reflect_on_tool_use``: a fork that asks "what if"), and a
         new model context of the same kind (:meth:`ChatCompletionContext.fresh`: its initial messages,
         none of this one's conversation). Its runs, failed run and trace are its own: it runs while this one runs. It is
         made by the constructor of this agent's class (a subclass with another signature overrides it).
@@ -412,8 +418,8 @@ class AssistantAgent(Component):
             description=self.description,
             system_message=self._system_messages[0].content if self._system_messages else None,
             model_client_stream=self._model_client_stream,
-            reflect_on_tool_use=self._reflect_on_tool_use,
-            max_tool_iterations=self._max_tool_iterations,
+            reflect_on_tool_use=self._reflect_on_tool_use if reflect_on_tool_use is None else reflect_on_tool_use,
+            max_tool_iterations=self._max_tool_iterations if max_tool_iterations is None else max_tool_iterations,
             tool_call_summary_format=self._tool_call_summary_format,
             tool_call_summary_formatter=self._tool_call_summary_formatter,
             output_content_type=self._output_content_type,

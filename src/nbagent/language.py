@@ -142,6 +142,175 @@ _ZH_WORDS = {
     "Reset": "重来",
     "working…": "正在走…",
     "pausing…": "正在暂停…",
+    # predict mode (nbagent.predict, the stepper widget's Predict)
+    "Predict": "预测",
+    "Predict mode": "预测模式",
+    "Predict each move before it is made": "每一步走之前先预测",
+    "Predict move {number}:": "预测第 {number} 步:",
+    "After {move}, what comes next?": "{move} 之后,接下来是哪一步?",
+    "{move}: what will the model answer?": "{move}:模型会怎么回答?",
+    "text: the final answer": "纯文本:直接当最终答案",
+    "a call of the tool {name}": "调用工具 {name}",
+    "hand off to {target} ({name})": "handoff 给 {target}({name})",
+    "tool calls": "工具调用",
+    "the run ends": "运行结束",
+    "(skipped)": "(跳过)",
+    "Right: {what}.": "对了:{what}。",
+    "Not quite: you said {picked}; the loop went to {what}.": "不对:你选的是 {picked};循环走向了 {what}。",
+    "Skipped: the loop went to {what}.": "跳过了:循环走向了 {what}。",
+    "The model answered with text.": "模型回了文本。",
+    "The model asked for {tools}.": "模型要调用 {tools}。",
+    "The run failed: {error}": "运行失败:{error}",
+    "(tool-loop iteration {number} of max_tool_iterations={limit}; reflect_on_tool_use={reflect})": (
+        "(工具循环第 {number} 轮,max_tool_iterations={limit};reflect_on_tool_use={reflect})"
+    ),
+    "{right} of {answered} predictions right": "{answered} 个预测里对了 {right} 个",
+    "({skipped} skipped)": "(跳过 {skipped} 个)",
+    "Score: {score}": "得分:{score}",
+    "move {number}": "第 {number} 步",
+    "you said: {picked}": "你选:{picked}",
+    "the loop: {what}": "循环:{what}",
+    "Enter picks it": "按 Enter 选它",
+    # what-if forks and the comparison's sentences (nbagent.whatif, trace.compare)
+    "the model has not asked for a tool yet: walk on to STEP 5's tool request": (
+        "模型还没请求过工具:先走到 STEP 5 的工具请求"
+    ),
+    "make a first move": "先走一步",
+    "What if the tool fails?": "如果工具失败了?",
+    "What if the model calls a second tool?": "如果模型再调一个工具?",
+    "this fork makes its first {moves} moves as its parent did: ask its parent walk": (
+        "这个分叉的前 {moves} 步和父分支一样:去问父分支"
+    ),
+    "What if reflection is off?": "如果关掉反思(reflect)?",
+    "What if reflection is on?": "如果打开反思(reflect)?",
+    "What if the iteration limit is {limit}?": "如果轮数上限是 {limit}?",
+    "the model also calls {name}": "模型还调用了 {name}",
+    "At move {position} ({move}) the runs differ in: {what}.": "第 {position} 步({move}),两次运行的不同之处:{what}。",
+    "At move {position} only {side} goes on: {move}.": "第 {position} 步只有 {side} 继续:{move}。",
+    "At move {position}, {a} goes to {left} and {b} to {right}.": "第 {position} 步,{a} 走向 {left},{b} 走向 {right}。",
+    "At move {position}, {a} asks for {left} and {b} for {right}.": (
+        "第 {position} 步,{a} 请求 {left},{b} 请求 {right}。"
+    ),
+    "an error {text}": "错误 {text}",
+    "the result {text}": "结果 {text}",
+    "At move {position}, {name} gives {a} {left} and {b} {right}.": (
+        "第 {position} 步,{name} 给 {a} 的是{left},给 {b} 的是{right}。"
+    ),
+    "{a} and {b} make the same moves with the same results.": "{a} 和 {b} 走的步一样,结果也一样。",
+    "At move {position} ({move}) a change was made: {change}.": "第 {position} 步({move})做了改动:{change}。",
+    "Model calls: {a} {n}, {b} {m}; tool calls: {a} {t}, {b} {u}.": (
+        "模型调用:{a} {n} 次,{b} {m} 次;工具调用:{a} {t} 次,{b} {u} 次。"
+    ),
+    "At move {position}, {side} also runs {call}.": "第 {position} 步,{side} 还执行了 {call}。",
+    "{side} has not answered yet.": "{side} 还没给出答案。",
+    "Both end with the same answer: {answer}": "两边的答案一样:{answer}",
+    "{a} answers {left}; {b} answers {right}": "{a} 的答案是 {left};{b} 的答案是 {right}",
+    "Fork the walk where this first matters and walk the fork to its end": (
+        "在这个改动第一次起作用的地方分叉,并把分叉走到底"
+    ),
+    # the walkthrough's exercises (nbagent.exercises)
+    "done": "完成",
+    "not done yet": "还没做",
+    "not right yet": "还不对",
+    "Exercise 1 · STEP 1, the context": "练习 1 · STEP 1,上下文",
+    "Exercise 2 · STEP 2, memory": "练习 2 · STEP 2,记忆",
+    "Exercise 3 · STEP 3, the message id": "练习 3 · STEP 3,message_id",
+    "Exercise 4 · STEP 4, the request": "练习 4 · STEP 4,请求",
+    "Exercise 5 · STEP 5, the branches": "练习 5 · STEP 5,分支",
+    "Exercise 6 · the tool loop, a tool": "练习 6 · 工具循环,写一个工具",
+    "Exercise 7 · the tool loop, what if the tool fails": "练习 7 · 工具循环,如果工具失败了会怎样",
+    "{what} raised {error}": "{what} 抛出了 {error}",
+    "the run failed: {error}": "运行失败:{error}",
+    "set second_turn to the task of the second call: only the new message": (
+        "把 second_turn 设成第二次调用的 task:只放新消息"
+    ),
+    "the new question is in the context once": "新问题在上下文里出现一次",
+    "the first turn is in the context once: the context remembers it": "第一轮的消息在上下文里只有一次:上下文记得它",
+    "the context does not hold {text!r} once: pass it as the task": (
+        "上下文里 {text!r} 不是正好一次:把它作为 task 传进去"
+    ),
+    "{text!r} is in the context {count} times: pass only the new message": (
+        "{text!r} 在上下文里出现了 {count} 次:只传新消息"
+    ),
+    "set memory to a ListMemory holding the fact 'The user prefers metric units.'": (
+        "把 memory 设成一个 ListMemory,里面放上事实 'The user prefers metric units.'"
+    ),
+    "STEP 2 queried your memory and it answered (a MemoryQueryEvent)": (
+        "STEP 2 查了你的记忆,并且有命中(MemoryQueryEvent)"
+    ),
+    "your memory gave no hit: add a MemoryContent to it": "你的记忆没有命中:往里加一条 MemoryContent",
+    "the model's request holds the fact about metric units": "发给模型的请求里有关于公制单位的事实",
+    "no system message of the request mentions metric units: the fact is not in your memory": (
+        "请求里没有哪条 system message 提到公制单位(metric):这个事实不在你的记忆里"
+    ),
+    "define find_id(chunks) returning the id of the message the chunks build": (
+        "定义 find_id(chunks),返回这些分片组成的那条消息的 id"
+    ),
+    "the id is the answer's: every chunk named it before the answer existed": (
+        "这正是答案的 id:答案还不存在时,每个分片就已经指向它了"
+    ),
+    "find_id returned {got!r}, not the answer's id: read a chunk's full_message_id": (
+        "find_id 返回了 {got!r},不是答案的 id:读分片的 full_message_id"
+    ),
+    "define make_agent(model) returning an AssistantAgent on that model": (
+        "定义 make_agent(model),用这个 model 返回一个 AssistantAgent"
+    ),
+    "make_agent(model) returned {got}, not an AssistantAgent": "make_agent(model) 返回的是 {got},不是 AssistantAgent",
+    "the agent calls the model it was given": "agent 调用的是传给它的那个 model",
+    "the model given to make_agent was never called: build the agent on it": (
+        "传给 make_agent 的 model 一次都没被调用:用它来建 agent"
+    ),
+    "the request starts with your system message about the weather": "请求以你写的、关于天气的 system message 开头",
+    "the request's system message does not mention the weather: give system_message=": (
+        "请求的 system message 没提到天气(weather):给出 system_message="
+    ),
+    "the model is offered get_weather": "模型拿到了 get_weather 工具",
+    "the model is offered {names}, not get_weather: give tools=[get_weather]": (
+        "模型拿到的工具是 {names},没有 get_weather:给出 tools=[get_weather]"
+    ),
+    "set script to the model's answers: a tool call of get_weather, then a text": (
+        "把 script 设成模型的回答:先调用 get_weather,再回一段文本"
+    ),
+    "the first answer takes the tool branch: get_weather runs": "第一个回答走工具分支:get_weather 执行了",
+    "no get_weather call: the first answer must be tool calls, not a text": (
+        "没有调用 get_weather:第一个回答得是工具调用,不是文本"
+    ),
+    "then the model answers with text: the text exit, with an iteration left": (
+        "然后模型回文本:从纯文本出口结束,还剩一轮没用"
+    ),
+    "the moves were {moves}; expected {expected}": "实际走的是 {moves};应该是 {expected}",
+    "define to_fahrenheit(celsius: float) -> float with a docstring": (
+        "定义带 docstring 的 to_fahrenheit(celsius: float) -> float"
+    ),
+    "to_fahrenheit still raises NotImplementedError: write its body": (
+        "to_fahrenheit 还在抛 NotImplementedError:把函数体写出来"
+    ),
+    "its docstring is the description the model reads": "它的 docstring 就是模型读到的工具描述",
+    "it has no docstring: the model would read no description of it": "它没有 docstring:模型读不到任何描述",
+    "its parameter celsius is a number in the schema the model is sent": "发给模型的 schema 里,参数 celsius 是 number",
+    "the schema has no number parameter celsius: type it celsius: float": (
+        "schema 里没有 number 类型的参数 celsius:写成 celsius: float"
+    ),
+    "called with celsius=21 it returns 69.8: the answer (a ToolCallSummaryMessage)": (
+        "用 celsius=21 调用返回 69.8:这就是答案(ToolCallSummaryMessage)"
+    ),
+    "called with celsius=21 it returned {got!r}, not 69.8 (F = C × 9/5 + 32)": (
+        "用 celsius=21 调用返回了 {got!r},不是 69.8(F = C × 9/5 + 32)"
+    ),
+    "the tool gave an error result: {text}": "工具给出了错误结果:{text}",
+    "define edit(fork) giving the fork's tool call an error": "定义 edit(fork),让分叉里的工具调用得到一个错误",
+    "the fork was not changed: call fork.give_tool_result(call_id, error=...)": (
+        "分叉没被改动:调用 fork.give_tool_result(call_id, error=...)"
+    ),
+    "your edit changed the fork: {changes}": "你的改动改了分叉:{changes}",
+    "the fork's tool call got an error result; the loop went on to reflect on it": (
+        "分叉里的工具调用得到了错误结果;循环接着带着它去 reflect"
+    ),
+    "the fork's tool call got a result, not an error: give error= (the tool fails)": (
+        "分叉里的工具调用得到的是结果,不是错误:用 error=(工具失败)"
+    ),
+    "the walk forked from is untouched: its tool ran": "被分叉的那次单步走没被动过:它的工具照常执行",
+    "the walk forked from changed too: edit the fork, not the walk": "被分叉的那次单步走也变了:改分叉,别改原来的",
 }
 
 _ENGLISH = dict(MOVES)

@@ -251,6 +251,12 @@ class StepResult:
         return [execution.call for execution in self.tool_executions]
 
     @property
+    def asked_tools(self) -> list[FunctionCall]:
+        """The tool calls this move's model call answered with (none: it answered with text, or called no model)."""
+        created = self.result
+        return [] if created is None or isinstance(created.content, str) else list(created.content)
+
+    @property
     def tool_results(self) -> list[FunctionExecutionResult]:
         for item in self.items:
             if isinstance(item, ToolCallExecutionEvent):
@@ -352,12 +358,15 @@ class Stepper:
         self._pause_requested = False
         self._move_task: asyncio.Task[StepResult] | None = None  # the move being made (Pause may undo it)
         self._undoing = False  # Pause cancelled the move being made: undo it rather than end the walk
+        self._boundaries: list[object | None] = []  # the model client's checkpoint() before each move (fork(at=))
         self._seq = 0
         self._plan = Interventions()
         self.fork_source: ForkSource | None = None
         """What this walk, a fork, makes again of its parent's moves (``fork()`` sets it)."""
         self.parent: Stepper | None = None
         """The walk this one is a fork of (``fork()``), or ``None``."""
+        self.what_if: str | None = None
+        """The "what if" question this walk, a fork, answers (:func:`nbagent.whatif.ask`), or ``None``."""
         self.changes: list[str] = []
         """What was changed on this walk (:meth:`edit_request`, :meth:`give_answer`, :meth:`give_tool_result`),
         a short text each (``tool call c1 given an error ('service down')``), in order (a fork's title says
@@ -380,6 +389,12 @@ class Stepper:
     def upcoming(self) -> Move | None:
         """The move the next ``next()`` makes (``None`` before the first one and after the end)."""
         return self._upcoming
+
+    @property
+    def offered(self) -> list[ToolSchema] | None:
+        """The tools listed from the agent's workbenches for the upcoming model call (``None``: no model
+        call offering tools is next, or the listing failed)."""
+        return self._offered
 
     @property
     def moving(self) -> bool:
@@ -466,7 +481,7 @@ class Stepper:
             await run.aclose()
         answers, results, memory = _given_of(self.history[:moves])
         source = ForkSource(self._plan, answers, results, memory, run.run_id, moves)
-        own = self.fork_source
+        own, boundaries = self.fork_source, self._boundaries[:moves]
         self._moving = False
         try:
             await Stepper.reset(self)  # this class's: a view of the walk is refreshed once, when it is paused again
@@ -480,6 +495,7 @@ class Stepper:
                     await self._advance()
             finally:
                 self.fork_source = own
+        self._boundaries = boundaries  # the moves made again were given their answers: the client did not move
         self.agent.model_client.restore(checkpoint)
 
     @entry_point("stepper.run_to_end()")
@@ -629,14 +645,21 @@ class Stepper:
             self.agent.failed_run = snapshot.failed_run
         self.history.clear()
         self.changes.clear()
+        self._boundaries.clear()
         self._lead = []
         self.status = "ready"
 
     # ------------------------------------------------------------------ forks and interventions
 
     @entry_point("stepper.fork()")
-    async def fork(self) -> Stepper:
-        """A second walk paused at the same move, on a copy of the agent and its context.
+    async def fork(
+        self,
+        at: int | None = None,
+        *,
+        max_tool_iterations: int | None = None,
+        reflect_on_tool_use: bool | None = None,
+    ) -> Stepper:
+        """A second walk paused at the same move (or after move ``at``), on a copy of the agent and its context.
 
         The copy (:meth:`AssistantAgent.copy`) starts from the context this walk started from and makes
         the moves this walk made again through the loop's seam (:mod:`nbagent.interventions`): the
@@ -647,26 +670,58 @@ class Stepper:
         are shared. Its runs are recorded in its agent's trace, with ``forked_from`` and ``fork_move``.
         Before going on, change what comes next with :meth:`edit_request`, :meth:`give_answer` and
         :meth:`give_tool_result`.
+
+        ``at`` (from 1 to the moves made; a finished walk too) forks after an earlier move: the fork makes
+        the first ``at`` moves again, with this walk's changes made in them, and its model client (a
+        replay script, a trace's replay) is where this walk's was then. ``max_tool_iterations`` and
+        ``reflect_on_tool_use`` give the fork's agent other settings (what if the limit were 1?); the
+        moves made again must be ones the changed agent makes too, so fork before the first move they
+        change. Either is listed in the fork's :attr:`changes`.
         """
         where = "Stepper.fork"
         if self._moving:
             raise RuntimeError(f"{where}: a move is being made; await it, then fork the walk paused at its next move")
-        if self.done:
+        made = len(self.history)
+        if at is None and self.done:
             raise StepperFinished(
-                f"{where}: the walk is over ({self.status}); fork a walk paused before a move, or reset() it first"
+                f"{where}: the walk is over ({self.status}); fork a walk paused before a move, fork it at= an "
+                f"earlier move, or reset() it first"
             )
+        if at is not None:
+            source = self.fork_source
+            check.integer(where, "at", at, minimum=source.moves if source is not None else 1, maximum=made)
+        moves = made if at is None else at
+        check.integer(where, "max_tool_iterations", max_tool_iterations, minimum=1, none=True)
+        check.boolean(where, "reflect_on_tool_use", reflect_on_tool_use, none=True)
         agent = self.agent
-        copy = agent.copy(model_client=_client_copy(agent.model_client), workbench=_workbench_copy(agent.workbench))
+        settings: dict[str, Any] = {}
+        if max_tool_iterations is not None:
+            settings["max_tool_iterations"] = max_tool_iterations
+        if reflect_on_tool_use is not None:
+            settings["reflect_on_tool_use"] = reflect_on_tool_use
+        client = agent.model_client
+        now = client.checkpoint()
+        if moves < made:  # the client as it was before move at + 1: the fork asks what this walk asked next then
+            client.restore(self._boundaries[moves])
+        try:
+            model_client = _client_copy(client)
+        finally:
+            client.restore(now)
+        copy = agent.copy(model_client=model_client, workbench=_workbench_copy(agent.workbench), **settings)
         start = self._snapshot.messages if self._snapshot is not None else agent.model_context.messages
         await copy.model_context.clear()  # a fresh context holds its initial messages, which start has
         for message in start:  # messages are immutable: the copy's context shares them
             await copy.model_context.add_message(message)
         fork = type(self)(copy, list(self.messages), self.cancellation_token)
         fork.parent, fork.replay = self, self.replay
-        if self._run is not None:  # paused: the moves made so far are given as they were made
-            answers, results, memory = _given_of(self.history)
-            fork.fork_source = ForkSource(self._plan, answers, results, memory, self._run.run_id, len(self.history))
-            for _ in self.history:
+        fork.changes.extend(f"{name}={value}" for name, value in settings.items())
+        run_id = self.run_id
+        if moves and run_id is not None:  # the moves made so far are given as they were made
+            answers, results, memory = _given_of(self.history[:moves])
+            changes = Interventions()
+            changes.applied = [(move, change) for move, change in self._plan.applied if move <= moves]
+            fork.fork_source = ForkSource(changes, answers, results, memory, run_id, moves)
+            for _ in range(moves):
                 await fork.next()
         return fork
 
@@ -824,6 +879,7 @@ class Stepper:
         assert self._run is not None and self._upcoming is not None
         run, move = self._run, self._upcoming
         self._plan.move = len(self.history) + 1
+        self._boundaries[len(self.history) :] = [self.agent.model_client.checkpoint()]
         items, self._lead = self._lead, []
         before = self.agent.model_context.messages
         upcoming: Move | None = None

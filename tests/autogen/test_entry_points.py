@@ -33,6 +33,12 @@ def test_nbagent_step_gives_the_autogen_stepper() -> None:
     assert steps[-1].kind == "RunFinished" and stepper.status == "finished"
 
 
+def test_predict_mode_is_refused_for_an_autogen_team_naming_the_parameter() -> None:
+    team, _, _ = swarm()
+    with pytest.raises(ValueError, match=r"nbagent.step: predict must be False for an AutoGen agent or team"):
+        nbagent.step(team, "Weather in Oslo?", predict=True)
+
+
 async def test_the_live_view_shows_a_swarm_turn_by_turn_with_the_handoff() -> None:
     team, _, _ = swarm()
     view = AgentRunView(team.name)

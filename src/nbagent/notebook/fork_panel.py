@@ -6,6 +6,11 @@ is paused before a model call, a text can be given as the model's answer; before
 tool call (chosen by its id) can be given a result, an error or a timeout
 (:meth:`~nbagent.stepper.Stepper.give_answer`, :meth:`~nbagent.stepper.Stepper.give_tool_result`).
 A fork's panel has *Compare with parent*, which shows :func:`nbagent.compare` of the two walks.
+
+The *What if* row asks a question of the walk in one click (:mod:`nbagent.whatif`): the tool fails, the
+model calls a second tool, another iteration limit, reflection the other way. Each makes the fork where
+the change first matters, walks it to its end and shows it below with its comparison (what changed, in
+words). A question the walk cannot be asked yet is disabled, its tooltip saying why.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import ipywidgets as widgets
 from ..language import words
 from ..render import el
 from ..stepper import LLM_MOVES, Stepper
+from ..whatif import WHAT_IFS, ask, what_ifs
 from .click_button import ClickButton
 from .compare_view import compare
 from .static_display import SharedParts
@@ -68,19 +74,51 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.give_timeout.on_click(lambda _: self._give("timeout"))
         self.give_answer.on_click(lambda _: self._give("answer"))
         self.compare_button.on_click(lambda _: self.show_comparison())
+        self.what_if_buttons = {key: widgets.Button(**shared) for key in WHAT_IFS}
+        for key, button in self.what_if_buttons.items():
+            button.add_class("nba-what-if-button")
+            button.add_class(f"nba-what-if-{key.replace('_', '-')}")
+            button.on_click(lambda _, key=key: owner.click(lambda: self.what_if(key)))
+        self.what_if_row = widgets.HBox(
+            list(self.what_if_buttons.values()),
+            layout=parts.layout,
+        )
+        self.what_if_row.add_class("nba-what-if")
         self.note = parts.html()
         self.tool_row = widgets.HBox([self.call_id, self.value, self.give_result, self.give_error, self.give_timeout])
         self.answer_row = widgets.HBox([self.answer, self.give_answer])
         self.forks = widgets.VBox(layout=parts.layout)
         self.comparison = widgets.VBox(layout=parts.layout)
         self.forks.add_class("nba-forks")
-        children = [self.tool_row, self.answer_row, self.compare_button, self.note, self.comparison, self.forks]
+        children = [
+            self.tool_row,
+            self.answer_row,
+            self.what_if_row,
+            self.compare_button,
+            self.note,
+            self.comparison,
+            self.forks,
+        ]
         super().__init__(children, layout=parts.layout)
         self.add_class("nba-fork-panel")
 
     async def fork(self) -> Stepper:
         """Fork the walk where it is paused and show the fork's widget below."""
         fork = await self.owner.stepper.fork()
+        self._show(fork)
+        return fork
+
+    async def what_if(self, key: str) -> Stepper:
+        """Answer a what-if question with a fork walked to its end, shown below with its comparison."""
+        fork = await ask(self.owner.stepper, key)
+        self._show(fork)
+        panel = getattr(getattr(fork, "widget", lambda: None)(), "fork_panel", None)
+        if isinstance(panel, ForkPanel):
+            panel.show_comparison()
+        return fork
+
+    def _show(self, fork: Stepper) -> None:
+        """Show a fork's widget below (and in the walk's static copy)."""
         widget = getattr(fork, "widget", None)
         if widget is not None:
             self.forks.children = (*self.forks.children, widget())
@@ -88,7 +126,6 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
             if shown is not None:  # the parent's static copy shows it too
                 shown.append(fork)
                 self.owner.stepper.changed()  # type: ignore[attr-defined]
-        return fork
 
     def show_comparison(self) -> None:
         """Show the comparison of this walk (a fork) with its parent."""
@@ -139,6 +176,13 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.tool_row.layout.display = None if ids and not busy else "none"
         self.answer_row.layout.display = None if upcoming in LLM_MOVES and not busy else "none"
         self.compare_button.layout.display = None if stepper.parent is not None else "none"
+        for what in what_ifs(stepper):
+            button = self.what_if_buttons[what.key]
+            button.description = what.question
+            button.tooltip = what.why_not or words(
+                "Fork the walk where this first matters and walk the fork to its end"
+            )
+            button.disabled = busy or what.at is None
         # A move already forked: its changes belong to the fork (a change typed above a fork's buttons went
         # to the parent); this walk's give buttons are disabled and say so.
         forked = any(

@@ -40,17 +40,20 @@ import asyncio
 import concurrent.futures
 import json
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
+from .. import _check as check
 from ..agent import AssistantAgent, check_entry, replayed
 from ..agent_input import Task
 from ..cancellation import CancellationToken
 from ..context import message_text
 from ..language import words
 from ..messages import ModelClientStreamingChunkEvent
+from ..predict import Quiz
 from ..records import FOREIGN_STEPPER, MOVES
 from ..render import (
     EMPTY,
@@ -69,8 +72,10 @@ from ..render import (
 )
 from ..stepper import MoveUndone, Stepper, StepResult
 from ..sync import entry_point
+from ..trace.compare import Comparison
 from .click_button import ClickButton
 from .fork_panel import ForkPanel
+from .predict_panel import PredictPanel, quiz_html
 from .static_display import SharedParts, StaticCopyDisplay
 
 if TYPE_CHECKING:
@@ -274,7 +279,7 @@ def replay_html(stepper: Stepper) -> Markup:
 
 def fork_title(stepper: Stepper) -> Markup:
     """A fork's title (empty for a walk that is no fork): ``Fork of run <first 8 of the parent's run> at move
-    N: <what was changed on it>``, the parent's full run id on hover."""
+    N: <what was changed on it>``, the parent's full run id on hover; a what-if fork's question first."""
     parent = stepper.parent
     if parent is None:
         return EMPTY
@@ -283,7 +288,30 @@ def fork_title(stepper: Stepper) -> Markup:
     at = source.moves if source is not None else 0
     change = "; ".join(stepper.changes) or words("no change yet")
     text = words("Fork of run {run} at move {move}: {change}").format(run=run[:8], move=at, change=change)
-    return el("div", text, class_="nba-fork-title", title=run)
+    asked = el("span", stepper.what_if + " ", class_="nba-what-if-question") if stepper.what_if else None
+    return el("div", asked, text, class_="nba-fork-title", title=run)
+
+
+_WHAT_CHANGED: weakref.WeakKeyDictionary[Stepper, tuple[tuple[object, ...], Markup]] = weakref.WeakKeyDictionary()
+"""Per what-if fork, its sentences and the state of both walks they were read at (reading both runs' frames
+takes about 0.2 s: the parent's static copy is drawn after each of its moves)."""
+
+
+def what_if_html(stepper: Stepper) -> Markup:
+    """What changed from a what-if fork's parent to it, in words (empty for any other walk; its title asks the
+    question)."""
+    parent = stepper.parent
+    if stepper.what_if is None or parent is None or parent.run_id is None or stepper.run_id is None:
+        return EMPTY
+    state = (parent.run_id, len(parent.history), parent.status, stepper.run_id, len(stepper.history), stepper.status)
+    cached = _WHAT_CHANGED.get(stepper)
+    if cached is not None and cached[0] == state:
+        return cached[1]
+    runs = (parent.agent.trace, parent.run_id), (stepper.agent.trace, stepper.run_id)
+    sentences = Comparison(*runs, labels=("parent", "fork")).sentences()
+    said = el("ul", [el("li", sentence) for sentence in sentences], class_="nba-compare-sentences nba-what-if-answer")
+    _WHAT_CHANGED[stepper] = (state, said)
+    return said
 
 
 def _status_text(stepper: Stepper) -> str:
@@ -309,8 +337,10 @@ def _stepper_copy(stepper: Stepper, *, nested: bool = False) -> Markup:
     copy = el(
         "div",
         fork_title(stepper),
+        what_if_html(stepper),
         status,
         replay_html(stepper),
+        quiz_html(stepper.quiz) if isinstance(stepper, NotebookStepper) else EMPTY,
         pipeline_html(stepper),
         move_html(stepper),
         *forks,
@@ -353,6 +383,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         self.run_button.on_click(lambda _: self.click(self.stepper.run_to_end))
         self.reset_button.on_click(lambda _: self.click(self.stepper.reset))
         self.fork_panel = ForkPanel(self)  # Fork here, and the changes a walk can make (issue 26)
+        self.predict_panel = PredictPanel(self, stepper.quiz)  # predict mode (issue 44)
         bar = widgets.HBox(
             [
                 self.next_button,
@@ -360,12 +391,22 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
                 self.pause_button,
                 self.reset_button,
                 self.fork_panel.fork_button,
+                self.predict_panel.toggle,
                 self.status,
             ],
             layout=parts.layout,
         )
         bar.add_class("nba-stepper-bar")
-        children = [parts.html(STYLE), self.title, bar, self.replay_note, self.diagram, self.panel, self.fork_panel]
+        children = [
+            parts.html(STYLE),
+            self.title,
+            bar,
+            self.replay_note,
+            self.predict_panel,
+            self.diagram,
+            self.panel,
+            self.fork_panel,
+        ]
         super().__init__(children, layout=parts.layout)
         self.add_class("nba-stepper")
         self.add_class("nba-stepper-live")
@@ -454,13 +495,23 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             self.diagram.value = pipeline_html(stepper)
             self.panel.value = move_html(stepper)
             self.fork_panel.refresh(busy)
+            self.predict_panel.refresh(busy)
 
 
 class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
     """A :class:`Stepper` that shows its widget when displayed and refreshes it after every move."""
 
-    def __init__(self, agent: AssistantAgent, task: Task, cancellation_token: CancellationToken | None = None) -> None:
+    def __init__(
+        self,
+        agent: AssistantAgent,
+        task: Task,
+        cancellation_token: CancellationToken | None = None,
+        *,
+        predict: bool = False,
+    ) -> None:
         super().__init__(agent, task, cancellation_token)
+        self.quiz = Quiz(self, active=predict)
+        """Predict mode (:mod:`nbagent.predict`): on with ``predict=True`` or the widget's Predict toggle."""
         self.shown_forks: list[NotebookStepper] = []
         """The forks its widget's Fork here button made: its static copy shows them below, as the widget does."""
 
@@ -478,8 +529,11 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
 
     @entry_point("stepper.next()")
     async def next(self) -> StepResult:
+        question = self.quiz.question  # asked before the move, checked after it (a skip if nothing was picked)
         try:
-            return await super().next()
+            result = await super().next()
+            self.quiz.record(question, result)
+            return result
         finally:
             self.changed()
 
@@ -493,28 +547,46 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
     async def reset(self) -> None:
         try:
             await super().reset()
+            self.quiz.reset()
         finally:
             self.changed()
 
 
 def step(
-    agent: AssistantAgent | Replay | object, task: Task = None, cancellation_token: CancellationToken | None = None
+    agent: AssistantAgent | Replay | object,
+    task: Task = None,
+    cancellation_token: CancellationToken | None = None,
+    *,
+    predict: bool = False,
 ) -> NotebookStepper | Any:
     """Walk one run of ``agent`` on ``task`` move by move; display the result to get the widget.
 
     ``await stepper.next()`` makes one move, ``run_to_end()`` all of them, ``run_until(...)`` stops
     at a breakpoint and ``reset()`` restores the context (and a replay script) to walk it again.
+    ``predict=True`` starts in predict mode (:mod:`nbagent.predict`): before each move with a choice the
+    learner picks what comes next (the widget's buttons, or ``await stepper.quiz.answer(key)``), the
+    move checks it, and ``stepper.quiz.score`` is the walk's score.
     An AutoGen agent or team is walked item by item of its stream (:mod:`nbagent.autogen.stepper`).
     """
     source = agent
     agent, task = replayed("nbagent.step", agent, task)  # a trace's replay: its agent and recorded task
+    check.boolean("nbagent.step", "predict", predict)
     foreign = FOREIGN_STEPPER(agent, task, cancellation_token)  # AutoGen's: nbagent.autogen.step, with its widget
     if foreign is not None:
+        if predict:
+            raise check.wrong_value(
+                "nbagent.step",
+                "predict",
+                "False for an AutoGen agent or team",
+                predict,
+                "predict mode asks about nbagent's loop (STEP 1-5); an AutoGen agent is walked item by item of its "
+                "stream: walk an nbagent AssistantAgent with predict=True",
+            )
         return foreign
     check_entry("nbagent.step", agent, task, cancellation_token)
     if TYPE_CHECKING:  # for the type checker: check_entry refused anything else
         assert isinstance(agent, AssistantAgent)
-    stepper = NotebookStepper(agent, task, cancellation_token)
+    stepper = NotebookStepper(agent, task, cancellation_token, predict=predict)
     if source is not agent:  # a trace's replay: the widget says what it plays and cannot reproduce
         stepper.replay = cast("Replay", source)
     return stepper

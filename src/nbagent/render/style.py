@@ -55,6 +55,7 @@ MIXES: dict[str, tuple[str, str, int]] = {
     # name: (colour, colour it is mixed into, percent of the first)
     "muted": ("fg", "surface", 72),
     "code-bg": ("chip", "surface", 50),
+    "ok-text": ("ok", "fg", 75),  # the success colour as text: JupyterLab Light's alone is 4.1:1 on white
 }
 
 
@@ -271,6 +272,20 @@ STYLESHEET = (
   background:var(--nba-raised);color:var(--nba-fg);padding:4px 6px;margin:4px 0}
 .nba-fork-walk{margin:8px 0 4px 16px;padding:4px 0 4px 10px;border-left:3px solid var(--nba-handoff)}
 .nba-fork-title{font-weight:600;font-size:14px;margin:0 0 4px;color:var(--nba-fg)}
+.nba-predict{margin:6px 0;padding:4px 0 4px 10px;border-left:3px solid var(--nba-user);color:var(--nba-fg)}
+.nba-predict-title{font-weight:600;font-size:13px;margin:0 0 2px}
+.nba-predict-question{margin:4px 0;color:var(--nba-fg)}
+.nba-predict-verdict{margin:4px 0;color:var(--nba-fg)}
+.nba-predict-verdict[data-verdict=right] .nba-predict-mark,.nba-predict-item[data-verdict=right]>.nba-predict-mark{
+  color:var(--nba-ok-text);font-weight:600}
+.nba-predict-verdict[data-verdict=wrong] .nba-predict-mark,.nba-predict-item[data-verdict=wrong]>.nba-predict-mark{
+  color:var(--nba-error);font-weight:600}
+.nba-predict-reason{color:var(--nba-muted);font-size:12px}
+.nba-predict-log{margin:2px 0;padding-left:4px;list-style:none;font-size:12px}
+.nba-predict-score{display:inline;font-weight:600}
+.nba-predict-choices,.nba-what-if{flex-wrap:wrap;gap:4px}
+:is(.nba-predict-choices,.nba-what-if) .jupyter-button{width:auto;max-width:none}
+.nba-predict-choice:focus-visible{outline:2px solid var(--nba-link);outline-offset:1px}
 .jp-CodeCell.jp-mod-outputsScrolled .jp-Cell-outputArea:has(:is(.nba-explorer-live,.nba-stepper-live)){
   max-height:none;overflow-y:visible}
 .jp-OutputArea-child:has(.nba-static-copy):has(+.jp-OutputArea-child .nba-stepper-live):not(

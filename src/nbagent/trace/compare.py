@@ -15,8 +15,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from ..language import words
+from ..records import MOVES, MoveName
 from ..render import STYLE, Markup, el
 from .replay import ReplaySource
 
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
     from .base import TraceFrames
 
 _RECORDS = {"Move", "LLMCall", "ToolExecution", "RunStarted", "RunFinished", "ModelClientStreamingChunkEvent"}
+_ENDS = {"text_exit", "reflect", "summarize", "handoff_check"}  # the moves a run can end with its answer
+_MODEL_MOVES = {"call_llm", "next_llm_call", "reflect"}
 
 
 @dataclass
@@ -310,6 +314,11 @@ class Comparison:
         """The position (from 1) of the first aligned move where the runs differ; ``None``: they never do."""
         return next((index for index, row in enumerate(self.rows, 1) if row.diverged), None)
 
+    def sentences(self) -> list[str]:
+        """What changed from one run to the other, in words a learner reads (the notebook's language): where
+        they first part and how, the model calls each made, and their answers."""
+        return describe(self.rows, self.labels)
+
     @property
     def parting(self) -> Row | None:
         """The first aligned move where the runs differ (``None``: they never do)."""
@@ -387,7 +396,8 @@ class Comparison:
             el("span", self.right[1][:8], title=self.right[1]),
         )
         table = el("table", *body, class_="nba-table nba-compare-table")
-        shown = el("div", title, el("div", summary, class_="nba-muted"), table, class_="nba-trace nba-compare")
+        said = el("ul", [el("li", sentence) for sentence in self.sentences()], class_="nba-compare-sentences")
+        shown = el("div", title, el("div", summary, class_="nba-muted"), said, table, class_="nba-trace nba-compare")
         return str((STYLE if style else Markup("")) + shown)
 
     def _repr_html_(self) -> str:
@@ -420,3 +430,122 @@ def _figure(move: MoveView | None, name: str) -> str:
     if value is None:
         return "–"
     return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _move_name(move: MoveView) -> str:
+    info = MOVES.get(cast(MoveName, move.name))
+    return f"STEP {move.step} · {info.title}" if info is not None else move.name
+
+
+def _answer(moves: Sequence[MoveView]) -> str | None:
+    """A run's answer (its final message's text, quoted), or ``None`` while it has not ended with one."""
+    if not moves or moves[-1].name not in _ENDS:
+        return None
+    said = [repr(_short(text, 120)) for kind, text in moves[-1].events if kind == "Response"]
+    return said[-1] if said else None
+
+
+def _first_difference(position: int, row: Row, labels: tuple[str, str]) -> str:
+    """How two runs part at aligned move ``position``."""
+    a, b = labels
+    left, right = row.left, row.right
+    if left is None or right is None:
+        alone, side = (right, b) if left is None else (left, a)
+        assert alone is not None
+        return words("At move {position} only {side} goes on: {move}.").format(
+            position=position, side=side, move=_move_name(alone)
+        )
+    if left.key != right.key:
+        return words("At move {position}, {a} goes to {left} and {b} to {right}.").format(
+            position=position, a=a, b=b, left=_move_name(left), right=_move_name(right)
+        )
+    if left.tool_calls != right.tool_calls:
+        for index in range(max(len(left.tool_calls), len(right.tool_calls))):
+            one = left.tool_calls[index] if index < len(left.tool_calls) else None
+            other = right.tool_calls[index] if index < len(right.tool_calls) else None
+            if one == other:
+                continue
+            if one is None or other is None:
+                extra, side = (other, b) if one is None else (one, a)
+                assert extra is not None
+                return words("At move {position}, {side} also runs {call}.").format(
+                    position=position, side=side, call=_short(_call(extra), 120)
+                )
+            return words("At move {position}, {name} gives {a} {left} and {b} {right}.").format(
+                position=position,
+                name=one[0],
+                a=a,
+                b=b,
+                left=_result_words(one),
+                right=_result_words(other),
+            )
+    asked = [[text for kind, text in side.events if kind == "ToolCallRequestEvent"] for side in (left, right)]
+    if asked[0] and asked[1] and asked[0] != asked[1]:
+        return words("At move {position}, {a} asks for {left} and {b} for {right}.").format(
+            position=position, a=a, b=b, left=_short(asked[0][0], 120), right=_short(asked[1][0], 120)
+        )
+    what = ", ".join(row.differences())
+    return words("At move {position} ({move}) the runs differ in: {what}.").format(
+        position=position, move=_move_name(left), what=what
+    )
+
+
+def _result_words(call: tuple[str, str, str, bool]) -> str:
+    text = repr(_short(call[2], 80))
+    return words("an error {text}").format(text=text) if call[3] else words("the result {text}").format(text=text)
+
+
+def _changed(row: Row) -> str | None:
+    """What a side was changed by at this aligned move (its ``Intervention`` events), when that is all
+    that differs in it: the change that makes the runs part, said before how they part."""
+    left, right = row.left, row.right
+    if left is None or right is None or left.key != right.key or left.tool_calls != right.tool_calls:
+        return None
+    if left.context != right.context:
+        return None
+    one = [text for kind, text in left.events if kind != "Intervention"]
+    other = [text for kind, text in right.events if kind != "Intervention"]
+    changes = [text for kind, text in left.events + right.events if kind == "Intervention"]
+    return "; ".join(changes) if one == other and changes else None
+
+
+def describe(rows: Sequence[Row], labels: tuple[str, str]) -> list[str]:
+    """Sentences saying what changed between the two sides of ``rows`` (see :meth:`Comparison.sentences`)."""
+    a, b = labels
+    diverged = [(position, row) for position, row in enumerate(rows, 1) if row.diverged]
+    if not diverged:
+        return [words("{a} and {b} make the same moves with the same results.").format(a=a, b=b)]
+    said = []
+    for position, row in diverged:
+        change = _changed(row)
+        if change is None:
+            said.append(_first_difference(position, row, labels))
+            break
+        move = row.left if row.left is not None else row.right
+        assert move is not None
+        said.append(
+            words("At move {position} ({move}) a change was made: {change}.").format(
+                position=position, move=_move_name(move), change=_short(change, 160)
+            )
+        )
+    sides = [[row.left for row in rows if row.left is not None], [row.right for row in rows if row.right is not None]]
+    calls = [sum(move.name in _MODEL_MOVES for move in side) for side in sides]
+    tools = [sum(len(move.tool_calls) for move in side) for side in sides]
+    if calls[0] != calls[1] or tools[0] != tools[1]:
+        said.append(
+            words("Model calls: {a} {n}, {b} {m}; tool calls: {a} {t}, {b} {u}.").format(
+                a=a, b=b, n=calls[0], m=calls[1], t=tools[0], u=tools[1]
+            )
+        )
+    answers = [_answer(side) for side in sides]
+    for side, answer in zip((a, b), answers, strict=True):
+        if answer is None:
+            said.append(words("{side} has not answered yet.").format(side=side))
+    if answers[0] is not None and answers[1] is not None:
+        if answers[0] == answers[1]:
+            said.append(words("Both end with the same answer: {answer}").format(answer=answers[0]))
+        else:
+            said.append(
+                words("{a} answers {left}; {b} answers {right}").format(a=a, b=b, left=answers[0], right=answers[1])
+            )
+    return said

@@ -240,6 +240,12 @@ class RecordedChatCompletionClient(ChatCompletionClient):
         """The index of the next recorded answer."""
         return self._index
 
+    @position.setter
+    def position(self, index: int) -> None:
+        if not 0 <= index <= len(self.answers):
+            raise ValueError(f"position is between 0 and {len(self.answers)}, got {index}")
+        self._index = index
+
     def copy(self) -> RecordedChatCompletionClient:
         """A client of the same recording at the same position (a fork's)."""
         twin = RecordedChatCompletionClient(
