@@ -395,7 +395,9 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         """What the view shows, as data (its status, totals and entries)."""
         self._title = self.title_widget = frame.html(self.model.title_html)
         self.status_widget = frame.html(self.model.status_html, "nba-status")
-        self.stop_button = _LaterButton(description="Stop", icon="stop", button_style="danger", disabled=True)
+        self.stop_button = _LaterButton(
+            description="Stop", icon="stop", button_style="danger", disabled=True, layout=frame.layout
+        )
         self.stop_button.add_class("nba-stop")
         self.stop_button.on_click(lambda _: self.stop())
         header = frame.box([self._title, self.status_widget, self.stop_button], "nba-header", kind=_LaterHBox)
@@ -693,7 +695,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     def _go_live(self, now: float) -> None:
         """Display the live view, if the budget of widget models opened lately allows it."""
-        models = sum(1 for _ in descendants(self)) + 4  # each widget; the shared parts, the button's
+        models = sum(1 for _ in descendants(self)) + 3  # each widget; the shared layout and style, the button's style
         if _live_budget_allows(models, now):
             self._deferred = False
             self._display_live()
