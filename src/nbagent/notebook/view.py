@@ -300,18 +300,24 @@ class _Stream:
 class _Drawing:
     """Draws a view's :class:`RunViewModel` into its widgets: the model's :class:`ViewListener`.
 
-    Each entry of the model is one widget of the body (a streamed text's and a tool batch's, a box of
-    them); each change of the model sets the values of the widgets that show it, at most once a frame.
+    It makes the widgets of the header (``title``, ``status``) and the ``footer``; each entry of the model
+    is one widget of the view's body (a streamed text's and a tool batch's, a box of them); each change of
+    the model sets the values of the widgets that show it, at most once a frame.
     """
 
-    __slots__ = ("view", "frame", "interval", "_widgets", "_streams")
+    __slots__ = ("view", "model", "frame", "interval", "title", "status", "footer", "_widgets", "_streams")
 
-    def __init__(self, view: AgentRunView, frame: _Frame, interval: float) -> None:
+    def __init__(self, view: AgentRunView, model: RunViewModel, frame: _Frame, interval: float) -> None:
         self.view = view
+        self.model = model
         self.frame = frame
         self.interval = interval
+        self.title = frame.html(model.title_html)
+        self.status = frame.html(model.status_html, "nba-status")
+        self.footer = frame.html(model.footer_html, "nba-footer-box")
         self._widgets: dict[Block | ToolCard, widgets.HTML] = {}
         self._streams: dict[StreamText, _Stream] = {}
+        model.listener = self
 
     def _widget(self, entry: Entry) -> widgets.Widget:
         frame = self.frame
@@ -357,18 +363,17 @@ class _Drawing:
             drawn.coalescer.close()
 
     def status_changed(self, previous: str) -> None:
-        view = self.view
-        status = view.model.status
+        status = self.model.status
         if status != previous:
-            view.remove_class(f"nba-state-{previous}")
-            view.add_class(f"nba-state-{status}")
-        self.frame.set(view.status_widget, view.model.status_html)
+            self.view.remove_class(f"nba-state-{previous}")
+            self.view.add_class(f"nba-state-{status}")
+        self.frame.set(self.status, self.model.status_html)
 
     def footer_changed(self) -> None:
-        self.frame.set(self.view.footer_widget, self.view.model.footer_html)
+        self.frame.set(self.footer, self.model.footer_html)
 
     def title_changed(self) -> None:
-        self.view.title_widget.value = self.view.model.title_html
+        self.title.value = self.model.title_html
 
     def flush(self) -> None:
         """Send now the streamed text and values still held back."""
@@ -390,21 +395,18 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, title: str = "", *, interval: float = DEFAULT_INTERVAL) -> None:
         frame = _Frame()
-        self._drawing = _Drawing(self, frame, interval)
-        self.model = RunViewModel(title, listener=self._drawing)
+        self.model = RunViewModel(title)
         """What the view shows, as data (its status, totals and entries)."""
-        self._title = self.title_widget = frame.html(self.model.title_html)
-        self.status_widget = frame.html(self.model.status_html, "nba-status")
+        self._drawing = drawing = _Drawing(self, self.model, frame, interval)
+        self._title = drawing.title
         self.stop_button = _LaterButton(
             description="Stop", icon="stop", button_style="danger", disabled=True, layout=frame.layout
         )
         self.stop_button.add_class("nba-stop")
         self.stop_button.on_click(lambda _: self.stop())
-        header = frame.box([self._title, self.status_widget, self.stop_button], "nba-header", kind=_LaterHBox)
+        header = frame.box([self._title, drawing.status, self.stop_button], "nba-header", kind=_LaterHBox)
         self.body = frame.box([], "nba-body", kind=_LaterVBox)
-        self.footer_widget = frame.html(EMPTY, "nba-footer-box")
-        self._style = frame.html(STYLE)
-        super().__init__([self._style, header, self.body, self.footer_widget], layout=frame.layout)
+        super().__init__([frame.html(STYLE), header, self.body, drawing.footer], layout=frame.layout)
         self.add_class("nba-view")
         self.add_class("nba-state-idle")
         self._runner = Runner(self)
