@@ -1,19 +1,20 @@
 """The runner alone (notebook/runner.py, issue 43.2): it drives a run into what shows it, with no widget.
 
 A :class:`Runner` is given a plain object that speaks :class:`Shown` (here, one that writes down what it is
-told): every item of the run reaches it, and how the run ended is told apart (ok, error, cancelled by Stop
-or the token, interrupted by a cancelled task), as the view shows it.
+told) and how to make the run (:func:`run_of`): every item of the run reaches it, and how the run ended is
+told apart (ok, error, cancelled by Stop or the token, interrupted by a cancelled task), as the view shows it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 import pytest
 
 from nbagent import AssistantAgent, CancellationToken, CreateResult, FunctionCall, ReplayChatCompletionClient
 from nbagent.messages import Response
-from nbagent.notebook.runner import RunInterrupted, Runner
+from nbagent.notebook.runner import RunInterrupted, Runner, run_of
 from nbagent.records import RunFinished, RunItem, ToolExecution
 
 
@@ -75,7 +76,9 @@ async def started(shown: Shown) -> None:
 
 async def test_every_item_reaches_what_shows_the_run() -> None:
     shown = Shown()
-    response = await Runner(shown).run(AssistantAgent("bot", ReplayChatCompletionClient(["hi there"])), "hello")
+    response = await Runner(shown).run(
+        partial(run_of, AssistantAgent("bot", ReplayChatCompletionClient(["hi there"])), "hello")
+    )
     assert response is not None and response is shown.response and response.chat_message.to_text() == "hi there"
     assert shown.agent_name == "bot" and shown.status == "ok" and shown.ends == []  # RunFinished told it
     assert type(shown.items[0]).__name__ == "RunStarted" and isinstance(shown.items[-1], RunFinished)
@@ -84,7 +87,7 @@ async def test_every_item_reaches_what_shows_the_run() -> None:
 async def test_stop_ends_the_run_as_cancelled_and_returns_none() -> None:
     shown = Shown()
     runner = Runner(shown)
-    task = runner.start(waiting_agent(), "go")
+    task = runner.start(partial(run_of, waiting_agent(), "go"))
     await started(shown)
     runner.stop()
     assert await runner.wait() is None
@@ -96,7 +99,7 @@ async def test_a_cancelled_token_ends_the_run_as_cancelled_and_propagates() -> N
     shown = Shown()
     token = CancellationToken()
     runner = Runner(shown)
-    task = asyncio.ensure_future(runner.run(waiting_agent(), "go", cancellation_token=token))
+    task = asyncio.ensure_future(runner.run(partial(run_of, waiting_agent(), "go", token)))
     await started(shown)
     token.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -107,7 +110,7 @@ async def test_a_cancelled_token_ends_the_run_as_cancelled_and_propagates() -> N
 async def test_a_task_cancelled_from_outside_is_interrupted() -> None:
     shown = Shown()
     runner = Runner(shown)
-    task = asyncio.ensure_future(runner.run(waiting_agent(), "go"))
+    task = asyncio.ensure_future(runner.run(partial(run_of, waiting_agent(), "go")))
     await started(shown)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -118,7 +121,7 @@ async def test_a_task_cancelled_from_outside_is_interrupted() -> None:
 async def test_an_interrupted_wait_stops_the_background_run() -> None:
     shown = Shown()
     runner = Runner(shown)
-    runner.start(waiting_agent(), "go")
+    runner.start(partial(run_of, waiting_agent(), "go"))
     await started(shown)
     waiting = asyncio.ensure_future(runner.wait())
     await asyncio.sleep(0.05)
@@ -134,7 +137,7 @@ async def test_an_interrupted_wait_stops_the_background_run() -> None:
 async def test_a_failing_run_is_shown_then_raises() -> None:
     shown = Shown()
     with pytest.raises(Exception, match="no answer left"):
-        await Runner(shown).run(AssistantAgent("bot", ReplayChatCompletionClient([])), "hello")
+        await Runner(shown).run(partial(run_of, AssistantAgent("bot", ReplayChatCompletionClient([])), "hello"))
     ((status, error),) = shown.ends
     assert status == "error" and error is not None and error.startswith("ReplayExhaustedError")
 

@@ -24,7 +24,16 @@ from ..messages import Response
 from ..records import FOREIGN_RUN, ForeignRun, RunItem
 from .kernel import in_kernel
 
-__all__ = ["STOP_GRACE_S", "WAKE_INTERVAL", "RunInterrupted", "RunKeyboardInterrupt", "Runner", "Shown", "Waker"]
+__all__ = [
+    "STOP_GRACE_S",
+    "WAKE_INTERVAL",
+    "RunInterrupted",
+    "RunKeyboardInterrupt",
+    "Runner",
+    "Shown",
+    "Waker",
+    "run_of",
+]
 
 WAKE_INTERVAL = 0.1
 """Seconds between event-loop wake-ups while a run is shown (see :class:`Waker`)."""
@@ -129,6 +138,23 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
         task.exception()
 
 
+def run_of(
+    source: AssistantAgent | AgentRun | object, task: Task = None, cancellation_token: CancellationToken | None = None
+) -> AgentRun | ForeignRun:
+    """The run of ``task`` on ``source``: an AutoGen agent's or team's (through ``FOREIGN_RUN``), an
+    :class:`AgentRun` given (given a token if it has none), or ``agent.iter`` with no chunk events (a view
+    reads only the text of streamed chunks)."""
+    autogen = FOREIGN_RUN(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
+    if autogen is not None:
+        return autogen
+    if isinstance(source, AgentRun):
+        if source.cancellation_token is None and source.status == "new":
+            source.cancellation_token = CancellationToken()
+        return source
+    agent = cast(AssistantAgent, source)  # AutoGen's were dispatched above
+    return agent.iter(task_messages(task), cancellation_token or CancellationToken(), chunk_events=False)
+
+
 class Runner:
     """Runs one run at a time into ``shown``: the foreground (:meth:`run`) or the background (:meth:`start`),
     its Stop (:meth:`stop`) and the interrupts of the cell that waits for it."""
@@ -142,30 +168,13 @@ class Runner:
         self.interrupted = False
         """A kernel interrupt (or the waiting task cancelled) ended the run."""
 
-    async def run(
-        self,
-        source: AssistantAgent | AgentRun | object,
-        task: Task = None,
-        *,
-        cancellation_token: CancellationToken | None = None,
-    ) -> Response | None:
-        """Run ``task`` on ``source`` (or consume an :class:`AgentRun`), showing every item.
+    async def run(self, make: Callable[[], AgentRun | ForeignRun]) -> Response | None:
+        """Run what ``make`` gives (:func:`run_of`, called as the run starts), showing every item.
 
         Returns the ``Response``, or ``None`` when Stop ended the run. Errors and outside cancellation (a
         kernel interrupt, ``task.cancel()``) are shown, then propagate.
         """
-        autogen = FOREIGN_RUN(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
-        run: AgentRun | ForeignRun
-        if autogen is not None:
-            run = autogen
-        elif isinstance(source, AgentRun):
-            run = source
-            if run.cancellation_token is None and run.status == "new":
-                run.cancellation_token = CancellationToken()
-        else:
-            # The view reads only the text of streamed chunks: no chunk events are built for it.
-            agent = cast(AssistantAgent, source)  # AutoGen's were dispatched above
-            run = agent.iter(task_messages(task), cancellation_token or CancellationToken(), chunk_events=False)
+        run = make()
         shown = self.shown
         self.token = run.cancellation_token
         shown.begin(run.agent.name)
@@ -223,16 +232,10 @@ class Runner:
             if signal.getsignal(signal.SIGINT) is on_interrupt:
                 signal.signal(signal.SIGINT, previous)
 
-    def start(
-        self,
-        source: AssistantAgent | AgentRun | object,
-        task: Task = None,
-        *,
-        cancellation_token: CancellationToken | None = None,
-    ) -> asyncio.Task[Response | None]:
-        """Run in the background on the current event loop."""
+    def start(self, make: Callable[[], AgentRun | ForeignRun]) -> asyncio.Task[Response | None]:
+        """Run what ``make`` gives in the background on the current event loop."""
         loop = asyncio.get_event_loop()
-        self.task = loop.create_task(self.run(source, task, cancellation_token=cancellation_token))
+        self.task = loop.create_task(self.run(make))
         self.task.add_done_callback(_retrieve)
         return self.task
 

@@ -47,6 +47,7 @@ import uuid
 import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import ipywidgets as widgets
@@ -62,7 +63,7 @@ from ..render.textlog import TextLog
 from ..sync import Pending, entry_point, run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
 from .kernel import in_kernel
-from .runner import RunInterrupted, RunKeyboardInterrupt, Runner
+from .runner import RunInterrupted, RunKeyboardInterrupt, Runner, run_of
 from .static_display import cell_stylesheet, close_widget, descendants, finish
 from .view_model import (
     ENDED,
@@ -597,7 +598,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         Returns the ``Response``, or ``None`` when the Stop button ended the run. Errors and outside
         cancellation (a kernel interrupt, ``task.cancel()``) are shown, then propagate.
         """
-        return await self._runner.run(source, task, cancellation_token=cancellation_token)
+        return await self._runner.run(partial(run_of, source, task, cancellation_token))
 
     def start(
         self,
@@ -607,7 +608,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         cancellation_token: CancellationToken | None = None,
     ) -> asyncio.Task[Response | None]:
         """Run in the background on the current event loop; the view keeps updating after the cell ends."""
-        return self._runner.start(source, task, cancellation_token=cancellation_token)
+        return self._runner.start(partial(run_of, source, task, cancellation_token))
 
     def stop(self) -> None:
         """Cancel the run (what the Stop button does); the agent's context stays valid."""
