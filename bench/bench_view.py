@@ -83,7 +83,7 @@ for chunk in chunks:
     view.handle(chunk)
 loop_s = time.perf_counter() - start
 await asyncio.sleep(0.1)
-text = view._streams["m1"].coalescer.text
+text = view.model.entries[-1].text
 assert text == "".join(f"w{{i}} " for i in range({n}))
 print("RESULT" + json.dumps({{**spent, "wall_s": loop_s}}))
 """

@@ -15,7 +15,16 @@ import pytest
 from jupyter_client.manager import KernelManager
 from nbconvert import HTMLExporter
 
-from ..kernels import NOT_COUNTED, execute_cells, highest_rate, kernel_manager, next_iopub, run_code, running_kernel
+from ..kernels import (
+    NOT_COUNTED,
+    execute_cells,
+    execute_notebook,
+    highest_rate,
+    kernel_manager,
+    next_iopub,
+    run_code,
+    running_kernel,
+)
 from ..kernels import kernel_dirs as make_kernel_dirs
 from ..notebooks._kernel import cell_outputs
 
@@ -540,6 +549,48 @@ def test_in_voila_finished_views_keep_their_widgets(kernel_dirs: list[str], tmp_
     shown = [output for output in nb.cells[2].outputs if output.output_type == "display_data"]
     assert "application/vnd.jupyter.widget-view+json" not in shown[0].data
     assert "nba-state-ok" in shown[0].data["text/html"]
+
+
+def test_every_kind_of_view_finishes_as_its_static_copy_with_no_comm_open(
+    kernel_dirs: list[str], tmp_path: Path
+) -> None:
+    """Issue 43.2: one finish path (``static_display.finish``) for a run's view, a batch's progress, a
+    stepper, a comparison and an explorer: each live output is replaced by the static copy (or emptied where
+    the copy is an output of its own) and no comm of theirs stays open in the kernel. Saved with widget
+    state (as nbclient saves), the notebook shows that each went live."""
+    count = "import comm\nprint(len(comm.get_comm_manager().comms))"
+    cells = [
+        SETUP + "slow = AssistantAgent('slow', ReplayChatCompletionClient(['one two three four five six'], "
+        "chunk_delay=0.08), model_client_stream=True)",
+        count,
+        "view = await nbagent.show(slow, 'talk slowly')\nprint(view.status)",
+        "batch = nbagent.Batch(make('b'), ['say it'] * 3, progress='widget')\nawait batch.run()\nprint('batch')",
+        "stepper = nbagent.step(make('s'), 'say it')\ndisplay(stepper)\nawait stepper.run_to_end()\n"
+        "stepper.close_widgets()\nprint(stepper.status)",
+        "comparison = nbagent.compare(stepper, slow)\ndisplay(comparison)\ncomparison.close_widgets()",
+        "explorer = nbagent.explore(slow.trace, live=False)\ndisplay(explorer)\nexplorer.close()",
+        count,
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+    execute_notebook(nb, kernel_manager(KERNEL, kernel_dirs), timeout=120, store_widget_state=True)
+    errors = [output for cell in nb.cells for output in cell.outputs if output.output_type == "error"]
+    assert errors == []
+    before, after = int(printed(nb.cells[1])), int(printed(nb.cells[7]))
+    assert after == before, (before, after)
+    assert (printed(nb.cells[2]), printed(nb.cells[4])) == ("ok", "finished")
+    widget_view = "application/vnd.jupyter.widget-view+json"
+    for index, copy_class in (
+        (2, "nba-view"),
+        (3, "nba-batch"),
+        (4, "nba-static-copy"),
+        (5, "nba-compare-table"),
+        (6, "nba-explorer"),
+    ):
+        shown = [output for output in nb.cells[index].outputs if output.output_type == "display_data"]
+        assert shown and not any(widget_view in output.data for output in shown), (index, shown)
+        assert any(copy_class in output.data.get("text/html", "") for output in shown), (index, shown)
+    models = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    assert len(models) > 10  # they went live (nbclient kept the models it saw open)
 
 
 def test_views_never_shown_close_their_widgets_too(kernel_dirs: list[str], tmp_path: Path) -> None:

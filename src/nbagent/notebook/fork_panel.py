@@ -58,16 +58,20 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         self.fork_button.add_class("nba-fork")
         self.fork_button.on_click(lambda _: owner.click(self.fork))
         self.call_id = widgets.Dropdown(description="tool call", layout=widgets.Layout(width="16em"))
-        self.value = widgets.Text(placeholder="the tool's result or error", layout=widgets.Layout(width="24em"))
+        text = {"layout": widgets.Layout(width="24em"), "style": parts.text_style}  # the two text boxes share them
+        self.value = widgets.Text(placeholder="the tool's result or error", **text)
         self.value.add_class("nba-give-result")
-        self.answer = widgets.Text(placeholder="the model's answer", layout=widgets.Layout(width="24em"))
+        self.answer = widgets.Text(placeholder="the model's answer", **text)
         self.answer.add_class("nba-give-answer")
         self.give_result = widgets.Button(description=words("Give result"), **shared)
         self.give_error = widgets.Button(description=words("Give error"), **shared)
         self.give_timeout = widgets.Button(description=words("Timeout"), **shared)
         self.give_answer = widgets.Button(description=words("Give answer"), **shared)
         self.compare_button = widgets.Button(
-            description=words("Compare with parent"), icon="columns", layout=widgets.Layout(width="auto")
+            description=words("Compare with parent"),
+            icon="columns",
+            layout=widgets.Layout(width="auto"),  # its own: shown and hidden on its own
+            style=parts.button_style,
         )
         self.give_result.on_click(lambda _: self._give("result"))
         self.give_error.on_click(lambda _: self._give("error"))

@@ -107,12 +107,13 @@ class SharedParts:
     def __init__(self) -> None:
         import ipywidgets
         from ipywidgets.widgets.widget_bool import ToggleButtonStyle
-        from ipywidgets.widgets.widget_string import HTMLStyle
+        from ipywidgets.widgets.widget_string import HTMLStyle, TextStyle
 
         self.layout = ipywidgets.Layout()
         self.html_style = HTMLStyle()
         self.button_style = ipywidgets.ButtonStyle()
         self.toggle_style = ToggleButtonStyle()
+        self.text_style = TextStyle()
 
     def html(self, value: str = "") -> ipywidgets.HTML:
         """An HTML widget of the view."""

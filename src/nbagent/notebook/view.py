@@ -41,70 +41,58 @@ more rows, each holding a ``.nba-tool-card`` with ``data-tool-name``, ``data-cal
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
-import threading
 import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO, cast
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import ipywidgets as widgets
 from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..agent import AgentRun, AssistantAgent, check_entry, replayed
-from ..agent_input import Task, task_messages
+from ..agent_input import Task
 from ..cancellation import CancellationToken
-from ..messages import (
-    BaseAgentEvent,
-    BaseChatMessage,
-    FunctionCall,
-    HandoffMessage,
-    MemoryQueryEvent,
-    ModelClientStreamingChunkEvent,
-    RequestUsage,
-    Response,
-    ThoughtEvent,
-    ToolCallExecutionEvent,
-    ToolCallRequestEvent,
-)
-from ..records import FOREIGN_RUN, ForeignRun, LLMCall, Move, MoveName, RunFinished, RunItem, RunStarted, ToolExecution
-from ..redact import mask
-from ..render import (
-    EMPTY,
-    STYLE,
-    Markup,
-    Options,
-    el,
-    error_block,
-    footer,
-    plural,
-    portable,
-    printable,
-    stream_head,
-    stream_segment,
-    tool_card,
-    tool_group_head,
-)
-from ..render import to_html as item_html
+from ..messages import ModelClientStreamingChunkEvent, RequestUsage, Response
+from ..records import FOREIGN_RUN, LLMCall, Move, RunFinished, RunItem, ToolExecution
+from ..render import EMPTY, STYLE, Markup, stream_segment
 from ..render.textlog import TextLog
 from ..sync import Pending, entry_point, run_coroutine
 from .coalesce import DEFAULT_INTERVAL, Coalescer
 from .kernel import in_kernel
+from .runner import RunInterrupted, RunKeyboardInterrupt, Runner, run_of
 from .static_display import cell_stylesheet, close_widget, descendants, finish
+from .view_model import (
+    ENDED,
+    SEGMENT_CHARS,
+    STREAM_CLASSES,
+    TOOL_GROUP_CLASSES,
+    Block,
+    Entry,
+    RunViewModel,
+    StreamText,
+    ToolCard,
+)
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+__all__ = [
+    "FRAME_S",
+    "GO_LIVE_S",
+    "TICK_INTERVAL",
+    "AgentRunView",
+    "RunInterrupted",
+    "RunKeyboardInterrupt",
+    "last_view",
+    "show",
+    "show_sync",
+    "start",
+]
 
-SEGMENT_CHARS = 4000
-"""The most characters one streamed-text widget holds before the text goes on in a new one."""
-WAKE_INTERVAL = 0.1
-"""Seconds between event-loop wake-ups while a run is shown (see :class:`_Waker`)."""
 TICK_INTERVAL = 0.25
 """Seconds between two refreshes of the live status (elapsed time, the running LLM call's line).
 
@@ -126,14 +114,10 @@ second over 3 s) counts: its state updates and its ``comm_close`` when the run e
 runs that each last just over ``GO_LIVE_S`` stays well under it: past this budget a run's view waits,
 still showing nothing, until the window has room (or the run ends: its static copy)."""
 LIVE_WINDOW_S = 3.0
-STOP_GRACE_S = 2.0
-"""How long an interrupted :meth:`AgentRunView.wait` waits for the run to end at its token, and then
-again once its task has been cancelled."""
-ENDED = frozenset({"ok", "error", "cancelled", "interrupted"})
-"""The statuses of a view whose run has ended."""
+FRAME_S = 1 / 25
+"""Seconds between two sends of a live view's changed values (its footer, status, LLM call lines, tool
+cards): each is sent at most once a frame, its latest value."""
 
-PREVIEW_CHARS = 120
-"""How much of an answer's first line a view's ``text/plain`` preview holds (its static copy holds more)."""
 _last_view: weakref.ref[AgentRunView] | None = None
 _went_live: deque[tuple[float, int]] = deque()  # (when, how many models) of the views gone live lately
 
@@ -155,45 +139,6 @@ def last_view() -> AgentRunView | None:
     how to reach it (``nbagent.last_view().status``, its ``response``, ``llm_calls``...).
     """
     return _last_view() if _last_view is not None else None
-
-
-class RunInterrupted(asyncio.CancelledError):
-    """A shown run ended by a kernel interrupt: one line in the notebook, not a traceback.
-
-    It is a ``CancelledError`` (what the interrupt raised), so code that handles cancellation
-    handles it. ``view`` is the view of the run, also :func:`last_view`.
-    """
-
-    def __init__(self, view: AgentRunView) -> None:
-        super().__init__(f"the run of {view.agent_name!r} was interrupted; its view: nbagent.last_view()")
-        self.view = view
-
-    def _render_traceback_(self) -> list[str]:
-        """What IPython shows instead of the traceback."""
-        return [f"{type(self).__name__}: {self}"]
-
-
-class RunKeyboardInterrupt(KeyboardInterrupt):
-    """A shown run driven without ``await`` (``nbagent.run(..., show=True)``, ``%%agent``) ended by a
-    kernel interrupt: one line in the notebook. ``view`` is the view of the run."""
-
-    def __init__(self, view: AgentRunView) -> None:
-        super().__init__(f"the run of {view.agent_name!r} was interrupted; its view: nbagent.last_view()")
-        self.view = view
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"KeyboardInterrupt: {self}"]
-
-
-# The kind (``nba-item-<kind>``) of an item the view shows as it comes; any other event is an "event".
-_KINDS: dict[type, str] = {ThoughtEvent: "thought", MemoryQueryEvent: "memory"}
-
-
-def _html(frame: _Frame, value: Markup, kind: str) -> widgets.HTML:
-    widget = frame.html(value)
-    widget.add_class("nba-item")
-    widget.add_class(f"nba-item-{kind}")
-    return widget
 
 
 class _OpenLater(widgets.Widget):  # type: ignore[misc]
@@ -220,63 +165,33 @@ class _OpenLater(widgets.Widget):  # type: ignore[misc]
         return cast(str, super().model_id)
 
 
+# The kinds of widget a view is made of, each opening its model when first shown (one mechanism: _OpenLater).
 class _LaterHTML(_OpenLater, widgets.HTML):  # type: ignore[misc]
-    """An HTML widget whose model opens when first shown."""
+    pass
 
 
 class _LaterButton(_OpenLater, widgets.Button):  # type: ignore[misc]
-    """A button whose model opens when first shown."""
+    pass
 
 
 class _LaterBox(_OpenLater, widgets.Box):  # type: ignore[misc]
-    """A Box whose model opens when first shown."""
+    pass
 
 
 class _LaterHBox(_OpenLater, widgets.HBox):  # type: ignore[misc]
-    """An HBox whose model opens when first shown."""
+    pass
 
 
 class _LaterVBox(_OpenLater, widgets.VBox):  # type: ignore[misc]
-    """A VBox whose model opens when first shown."""
+    pass
 
 
 class _LaterLayout(_OpenLater, widgets.Layout):  # type: ignore[misc]
-    """A layout whose model opens when a widget using it is first shown."""
+    pass
 
 
 class _LaterHTMLStyle(_OpenLater, HTMLStyle):  # type: ignore[misc]
-    """An HTML widget's style whose model opens when a widget using it is first shown."""
-
-
-class _Waker:
-    """Wakes the event loop every ``WAKE_INTERVAL`` seconds while a run is shown, calling ``tick``.
-
-    ipykernel 7 turns a kernel interrupt of an awaiting cell into a task cancellation that is only
-    processed when the loop next wakes up: with a tool sleeping 30 s, the interrupt took 30 s. The
-    wake-ups make it take at most ``WAKE_INTERVAL``; they also drive the view's live status.
-    """
-
-    __slots__ = ("_loop", "_handle", "_tick")
-
-    def __init__(self, tick: Callable[[], None] | None = None) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._tick = tick
-        self._handle: asyncio.TimerHandle | None = self._loop.call_later(WAKE_INTERVAL, self._wake)
-
-    def _wake(self) -> None:
-        self._handle = self._loop.call_later(WAKE_INTERVAL, self._wake)
-        if self._tick is not None:
-            self._tick()
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-
-FRAME_S = 1 / 25
-"""Seconds between two sends of a live view's changed values (its footer, status, LLM call lines, tool
-cards): each is sent at most once a frame, its latest value."""
+    pass
 
 
 class _Frame:
@@ -286,7 +201,7 @@ class _Frame:
 
     A burst of items (a batch of tool calls and their results, the footer after each) becomes one update
     a widget a frame; a widget whose model is not open (a view not yet live) is assigned at once, which
-    sends nothing. :meth:`flush` sends what is pending (before a static copy is made of the widgets).
+    sends nothing. :meth:`flush` sends what is pending.
     """
 
     __slots__ = ("_pending", "_timer", "layout", "style")
@@ -297,13 +212,19 @@ class _Frame:
         self.layout = _LaterLayout()
         self.style = _LaterHTMLStyle()
 
-    def html(self, value: str = EMPTY) -> widgets.HTML:
-        """A new HTML widget of the view (its model opens when first shown)."""
-        return _LaterHTML(value, layout=self.layout, style=self.style)
+    def html(self, value: str = EMPTY, *classes: str) -> widgets.HTML:
+        """A new HTML widget of the view (its model opens when first shown), with CSS ``classes``."""
+        widget = _LaterHTML(value, layout=self.layout, style=self.style)
+        for name in classes:
+            widget.add_class(name)
+        return widget
 
-    def box(self, children: list[widgets.Widget], kind: type[widgets.Box] | None = None) -> widgets.Box:
-        """A new box of the view (a ``Box``, or ``kind``: ``_LaterHBox``, ``_LaterVBox``)."""
-        return (kind or _LaterBox)(children, layout=self.layout)
+    def box(self, children: list[widgets.Widget], *classes: str, kind: type[widgets.Box] = _LaterBox) -> widgets.Box:
+        """A new box of the view (a ``Box``, or ``kind``: ``_LaterHBox``, ``_LaterVBox``), with CSS ``classes``."""
+        box = kind(children, layout=self.layout)
+        for name in classes:
+            box.add_class(name)
+        return box
 
     def set(self, widget: widgets.HTML, value: str) -> None:
         """Give ``widget`` ``value``: now if its model is closed, else by the end of the frame."""
@@ -330,72 +251,32 @@ class _Frame:
             widget.value = value
 
 
-class _ToolCard:
-    """The widget of one tool call and what is known about it."""
-
-    __slots__ = ("call", "widget", "execution", "done", "recorded_s", "_frame")
-
-    def __init__(self, call: FunctionCall, frame: _Frame) -> None:
-        self.call = call
-        self.execution: ToolExecution | None = None
-        self.done = False
-        self.recorded_s: float | None = None  # its recorded duration, shown instead of the one measured here
-        self._frame = frame
-        self.widget = frame.html(tool_card(call))
-        self.widget.add_class("nba-tool-card-widget")
-
-    def show_running(self) -> None:
-        """Its batch has started: the call runs."""
-        if not self.done:
-            self._frame.set(self.widget, tool_card(self.call, running=True))
-
-    def show_result(self, cancelled: bool = False) -> None:
-        execution = self.execution
-        result = execution.result if execution is not None else None
-        duration = execution.duration_s if execution is not None else None
-        if self.recorded_s is not None:
-            duration = self.recorded_s
-        self.done = result is not None or cancelled
-        self._frame.set(self.widget, tool_card(self.call, result, duration, cancelled=cancelled and result is None))
-
-
 class _Stream:
-    """The widgets that show one message's text while its chunks arrive.
+    """The widgets that draw one message's text while its chunks arrive (a :class:`StreamText`).
 
-    The text goes into segments of at most ``SEGMENT_CHARS`` characters, and only the new text is
-    escaped at each update: an update re-sends only the last segment, however long the message
-    grows, and costs the same at its end as at its start. The segments sit in a scroll box of
-    bounded height laid out from its end (``column-reverse``): it keeps the newest text in view
-    while the text grows, with no script; its head line's "expand" checkbox lifts the bound.
+    The text arrives through a :class:`Coalescer`, so the browser gets at most ~22 updates a second, and
+    goes into segments of at most ``SEGMENT_CHARS`` characters (the model's, cut at the same places); only
+    the new text is escaped at each update: an update re-sends only the last segment, however long the
+    message grows, and costs the same at its end as at its start. The segments sit in a scroll box of
+    bounded height laid out from its end (``column-reverse``): it keeps the newest text in view while the
+    text grows, with no script; its head line's "expand" checkbox lifts the bound.
     """
 
-    __slots__ = ("box", "call", "coalescer", "head", "_badge", "_body", "_segment", "_escaped", "_length", "_frame")
+    __slots__ = ("box", "coalescer", "head", "_body", "_segment", "_escaped", "_length", "_frame")
 
-    def __init__(self, badge: Markup, interval: float, frame: _Frame, call: LLMCall | None = None) -> None:
-        self.call = call
-        self._badge = badge
+    def __init__(self, stream: StreamText, interval: float, frame: _Frame) -> None:
         self._frame = frame
         self._segment = frame.html()
         self._escaped = EMPTY
         self._length = 0
-        self.head = frame.html(stream_head(badge))
-        self._body = frame.box([self._segment])
-        self._body.add_class("nba-stream-body")
-        scroll = frame.box([self._body])
-        scroll.add_class("nba-scroll")
-        self.box = frame.box([self.head, scroll])
-        for name in ("nba-item", "nba-item-stream", "nba-event", "nba-text", "nba-stream"):
-            self.box.add_class(name)
+        self.head = frame.html(stream.head)
+        self._body = frame.box([self._segment], "nba-stream-body")
+        self.box = frame.box([self.head, frame.box([self._body], "nba-scroll")], *STREAM_CLASSES)
         self.coalescer = Coalescer(self._show, interval)
 
-    @property
-    def segments(self) -> tuple[widgets.HTML, ...]:
-        """The HTML widgets holding the text so far, in order."""
-        return tuple(self._body.children)
-
-    def discard(self) -> None:
+    def discard(self, stream: StreamText) -> None:
         """Mark the text as never having entered the model context (its message was never complete)."""
-        self.head.value = stream_head(self._badge, discarded=True)
+        self.head.value = stream.head
         self.box.add_class("nba-discarded")
 
     def _show(self, new: str) -> None:
@@ -417,101 +298,202 @@ class _Stream:
             close_widget(widget, parts=False)
 
 
-class _LLMRow:
-    """The line of one LLM call: running, then its duration and tokens (or its error)."""
+class _Drawing:
+    """Draws a view's :class:`RunViewModel` into its widgets: the model's :class:`ViewListener`.
 
-    __slots__ = ("call", "options", "widget", "recorded_s", "_frame")
+    It makes the widgets of the header (``title``, ``status``) and the ``footer``; each entry of the model
+    is one widget of the view's body (a streamed text's and a tool batch's, a box of them); each change of
+    the model sets the values of the widgets that show it, at most once a frame.
+    """
 
-    def __init__(self, call: LLMCall, options: Options, frame: _Frame) -> None:
-        self.call = call
-        self.options = options
-        self.recorded_s: float | None = None  # its recorded duration, shown instead of the one measured here
-        self._frame = frame
-        self.widget = _html(frame, EMPTY, "llm")
-        self.render()
+    __slots__ = ("view", "model", "frame", "interval", "title", "status", "footer", "_widgets", "_streams")
 
-    def render(self, now: float | None = None) -> None:
-        options = self.options if now is None else Options(self.options.move, self.options.number, now)
-        call = self.call if self.recorded_s is None else replace(self.call, duration_s=self.recorded_s)
-        self._frame.set(self.widget, item_html(call, options))
+    def __init__(self, view: AgentRunView, model: RunViewModel, frame: _Frame, interval: float) -> None:
+        self.view = view
+        self.model = model
+        self.frame = frame
+        self.interval = interval
+        self.title = frame.html(model.title_html)
+        self.status = frame.html(model.status_html, "nba-status")
+        self.footer = frame.html(model.footer_html, "nba-footer-box")
+        self._widgets: dict[Block | ToolCard, widgets.HTML] = {}
+        self._streams: dict[StreamText, _Stream] = {}
+        model.listener = self
+
+    def _widget(self, entry: Entry) -> widgets.Widget:
+        frame = self.frame
+        if isinstance(entry, Block):
+            widget = self._widgets[entry] = frame.html(entry.html, "nba-item", f"nba-item-{entry.kind}")
+            return widget
+        if isinstance(entry, StreamText):
+            stream = self._streams[entry] = _Stream(entry, self.interval, frame)
+            return stream.box
+        cards = []
+        for card in entry.cards:
+            cards.append(frame.html(card.html, "nba-tool-card-widget"))
+            self._widgets[card] = cards[-1]
+        row = frame.box(cards, "nba-tool-cards")
+        return frame.box([frame.html(entry.head), row], *TOOL_GROUP_CLASSES, kind=_LaterVBox)
+
+    def added(self, entry: Entry) -> None:
+        body = self.view.body
+        body.children = (*body.children, self._widget(entry))
+
+    def replaced(self, old: StreamText, new: Block) -> None:
+        stream = self._streams.pop(old)
+        stream.coalescer.close()
+        widget = self._widget(new)
+        body = self.view.body
+        body.children = tuple(widget if child is stream.box else child for child in body.children)
+        stream.close()
+
+    def changed(self, part: Block | ToolCard | StreamText) -> None:
+        if isinstance(part, StreamText):
+            stream = self._streams.get(part)
+            if stream is not None:
+                stream.discard(part)
+            return
+        self.frame.set(self._widgets[part], part.html)
+
+    def streamed(self, stream: StreamText, text: str) -> None:
+        self._streams[stream].coalescer.append(text)
+
+    def stream_ended(self, stream: StreamText) -> None:
+        drawn = self._streams.get(stream)
+        if drawn is not None:
+            drawn.coalescer.close()
+
+    def status_changed(self, previous: str) -> None:
+        status = self.model.status
+        if status != previous:
+            self.view.remove_class(f"nba-state-{previous}")
+            self.view.add_class(f"nba-state-{status}")
+        self.frame.set(self.status, self.model.status_html)
+
+    def footer_changed(self) -> None:
+        self.frame.set(self.footer, self.model.footer_html)
+
+    def title_changed(self) -> None:
+        self.title.value = self.model.title_html
+
+    def flush(self) -> None:
+        """Send now the streamed text and values still held back."""
+        for stream in self._streams.values():
+            stream.coalescer.flush()
+        self.frame.flush()
 
 
 class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     """A live view of one agent run; call :meth:`run` (or :func:`show` / :func:`start`) to fill it.
 
-    :meth:`handle` takes the run's items one by one and is the whole model of the view: it can be
-    driven without a kernel or browser. The mime bundle adds ``text/html`` and ``text/plain`` of
-    the current state to the widget view, so a saved notebook shows the finished run anywhere.
+    Three parts, one job each: :attr:`model` (a :class:`~nbagent.notebook.view_model.RunViewModel`: what
+    the view shows, built from the run's items, no widget), the widgets that draw it (this VBox), and the
+    runner (:class:`~nbagent.notebook.runner.Runner`: the run, Stop, interrupts). :meth:`handle` takes the
+    run's items one by one: it can be driven without a kernel or browser. The mime bundle adds
+    ``text/html`` and ``text/plain`` of the current state to the widget view, so a saved notebook shows
+    the finished run anywhere.
     """
 
     def __init__(self, title: str = "", *, interval: float = DEFAULT_INTERVAL) -> None:
-        self._interval = interval
-        self._frame = _Frame()
-        self._title = self._frame.html()
-        self._set_title(title)
-        self._status_html = self._frame.html()
-        self._status_html.add_class("nba-status")
-        self.stop_button = _LaterButton(description="Stop", icon="stop", button_style="danger", disabled=True)
+        frame = _Frame()
+        self.model = RunViewModel(title)
+        """What the view shows, as data (its status, totals and entries)."""
+        self._drawing = drawing = _Drawing(self, self.model, frame, interval)
+        self._title = drawing.title
+        self.stop_button = _LaterButton(
+            description="Stop", icon="stop", button_style="danger", disabled=True, layout=frame.layout
+        )
         self.stop_button.add_class("nba-stop")
         self.stop_button.on_click(lambda _: self.stop())
-        header = self._frame.box([self._title, self._status_html, self.stop_button], _LaterHBox)
-        header.add_class("nba-header")
-        self.body = self._frame.box([], _LaterVBox)
-        self.body.add_class("nba-body")
-        self._footer = self._frame.html()
-        self._footer.add_class("nba-footer-box")
-        self._style = self._frame.html(STYLE)
-        super().__init__([self._style, header, self.body, self._footer], layout=self._frame.layout)
+        header = frame.box([self._title, drawing.status, self.stop_button], "nba-header", kind=_LaterHBox)
+        self.body = frame.box([], "nba-body", kind=_LaterVBox)
+        super().__init__([frame.html(STYLE), header, self.body, drawing.footer], layout=frame.layout)
         self.add_class("nba-view")
-
-        self.status = "idle"
-        self.error: str | None = None
-        self.response: Response | None = None
-        self.move: Move | None = None
-        self.llm_calls: list[LLMCall] = []
-        self.tool_executions: list[ToolExecution] = []
-        self._started: RunStarted | None = None
-        self._finished_perf: float | None = None
-        self._streams: dict[str, _Stream] = {}
-        self._cards: dict[str, _ToolCard] = {}
-        self._llm_rows: list[_LLMRow] = []  # those of the calls still running
-        self._call_rows: list[_LLMRow] = []  # every call's, in order
-        self._token: CancellationToken | None = None
-        self._stop_requested = False
-        self._interrupted = False
-        self.detail: str | None = None
-        """How the run ended, when not ``ok``: the error, or what stopped it."""
+        self.add_class("nba-state-idle")
+        self._runner = Runner(self)
         self._last_tick = 0.0
         self._display_ids: list[str] = []
         self._shown_in: int | None = None
         self._deferred = False  # displayed by show_later(): shown once its run has gone on GO_LIVE_S
         self._copy_style: Markup | None = None  # the stylesheet its static copies in outputs carry
-        self.task: asyncio.Task[Response | None] | None = None
         self._echo: tuple[TextLog, TextIO] | None = None  # outside a notebook: the run as text (echo_to)
         self._echo_ended = False  # the echo wrote the run's end
-        """The background task when started with :meth:`start`."""
-        self._set_status("idle")
 
-    # ------------------------------------------------------------------ the model
+    # ------------------------------------------------------------------ what the model holds
+
+    @property
+    def status(self) -> str:
+        """``idle``, ``running``, ``ok``, ``error``, ``cancelled`` or ``interrupted``."""
+        return self.model.status
+
+    @property
+    def detail(self) -> str | None:
+        """How the run ended, when not ``ok``: the error, or what stopped it."""
+        return self.model.detail
+
+    @property
+    def error(self) -> str | None:
+        return self.model.error
+
+    @property
+    def response(self) -> Response | None:
+        return self.model.response
+
+    @property
+    def move(self) -> Move | None:
+        return self.model.move
+
+    @property
+    def llm_calls(self) -> list[LLMCall]:
+        return self.model.llm_calls
+
+    @property
+    def tool_executions(self) -> list[ToolExecution]:
+        return self.model.tool_executions
+
+    @property
+    def usage(self) -> RequestUsage:
+        """Tokens of the run's finished LLM calls."""
+        return self.model.usage
+
+    @property
+    def elapsed_s(self) -> float | None:
+        return self.model.elapsed_s
+
+    @property
+    def agent_name(self) -> str:
+        """The name of the agent whose run the view shows (its title before the run has started)."""
+        return self.model.agent_name
+
+    @property
+    def _finished_perf(self) -> float | None:
+        return self.model.finished_perf
+
+    @property
+    def task(self) -> asyncio.Task[Response | None] | None:
+        """The background task when started with :meth:`start`."""
+        return self._runner.task
+
+    @property
+    def status_html(self) -> str:
+        """The header's status line as HTML: the status (with the current move while running, how the
+        run ended otherwise), the element ``nba-status-text`` with ``data-status``."""
+        return str(self.model.status_html)
+
+    @property
+    def footer_html(self) -> str:
+        """The footer as HTML: the run's totals, one ``data-metric``/``data-value`` pair each."""
+        return str(self.model.footer_html)
+
+    # ------------------------------------------------------------------ the items
 
     def handle(self, item: RunItem) -> None:
         """Show one item of a run (record, event, message or ``Response``)."""
-        kind = type(item)
         if self._echo is not None:
             self._write_echo(item)
-        if kind is str:  # a chunk of the current LLM call's message (a run without chunk events)
-            self._stream(self.llm_calls[-1].message_id, item)  # type: ignore[arg-type]
-            return
-        if kind is ModelClientStreamingChunkEvent:
-            self._stream(item.full_message_id or "", item.content)  # type: ignore[union-attr]
-            return
-        self._refresh_llm_rows()
-        on_item = self._ON_ITEM.get(kind)
-        if on_item is not None:  # an item that changes what is shown already, or the view's state
-            on_item(self, item)
-        elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):  # shown as the renderer draws it
-            self._add(_html(self._frame, item_html(item, Options(self._move_name())), _KINDS.get(kind, "event")))
-        self._update_footer()
+        self.model.handle(item)
+        if type(item) is RunFinished:
+            self._ended()
 
     def echo_to(self, out: TextIO) -> None:
         """Also write the run as text to ``out`` as it goes (``show``/``start`` outside a notebook, where
@@ -540,7 +522,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         log, out = self._echo
         lines = self.to_text().splitlines()
         text = log.close() + f"run ended  {lines[0]}\n{lines[-1]}\n"
-        if self.task is not None and self.status == "interrupted" and not self._interrupted:
+        if self.task is not None and self.status == "interrupted" and not self._runner.interrupted:
             text += (
                 "(a run nbagent.start began is cancelled when its program ends: `await view.wait()` waits for it, "
                 "or write `await nbagent.show(agent, task)`)\n"
@@ -551,128 +533,13 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
     def tick(self) -> None:
         """Refresh the live status (elapsed time, the running call's line) if ``TICK_INTERVAL`` has passed."""
         now = time.perf_counter()
-        if self._deferred and self._started is not None and now - self._started.start_perf >= GO_LIVE_S:
+        started = self.model.started
+        if self._deferred and started is not None and now - started.start_perf >= GO_LIVE_S:
             self._go_live(now)
         if self.status != "running" or now - self._last_tick < TICK_INTERVAL:
             return
         self._last_tick = now
-        for row in self._llm_rows:  # the calls still running
-            row.render(now)
-        self._update_footer()
-
-    def _on_move(self, move: Move) -> None:
-        self.move = move
-        self._set_status("running")
-
-    def _on_run_started(self, started: RunStarted) -> None:
-        self._started = started
-        task = Options("add_messages")
-        for message in started.task:
-            self._add(_html(self._frame, item_html(message, task), "user"))
-        self._set_status("running")
-
-    def _on_llm_call(self, call: LLMCall) -> None:
-        self.llm_calls.append(call)
-        row = _LLMRow(call, Options(self._move_name(), len(self.llm_calls)), self._frame)
-        self._llm_rows.append(row)
-        self._call_rows.append(row)
-        self._add(row.widget)
-
-    def _on_tool_execution(self, execution: ToolExecution) -> None:
-        self.tool_executions.append(execution)
-        card = self._cards.get(execution.call.id)
-        if card is not None:
-            card.execution = execution
-            card.show_running()
-
-    def _on_tool_results(self, event: ToolCallExecutionEvent) -> None:
-        for result in event.content:
-            card = self._cards.get(result.call_id)
-            if card is not None:
-                card.show_result()
-
-    def _on_run_finished(self, finished: RunFinished) -> None:
-        self._finished_perf = finished.end_perf
-        self._end(finished.status, finished.error)
-
-    def _stream(self, message_id: str, text: str) -> None:
-        stream = self._streams.get(message_id)
-        if stream is None:
-            call = self.llm_calls[-1] if self.llm_calls else None
-            stream = self._streams[message_id] = _Stream(self._badge(), self._interval, self._frame, call)
-            self._add(stream.box)
-        stream.coalescer.append(text)
-
-    def _on_thought(self, thought: ThoughtEvent) -> None:
-        """The reasoning of a call that went on to call tools: it replaces that call's streamed text."""
-        block = _html(self._frame, item_html(thought, Options(self._move_name())), "thought")
-        call = self.llm_calls[-1] if self.llm_calls else None
-        stream = self._streams.pop(call.message_id, None) if call is not None else None
-        if stream is None:
-            self._add(block)
-        else:
-            self._replace(stream, block)
-
-    def _set_title(self, title: str) -> None:
-        self._title_text = title
-        self._title.value = el("span", el("b", title), class_="nba-title")
-
-    def _move_name(self) -> MoveName | None:
-        return self.move.name if self.move is not None else None
-
-    def _badge(self) -> Markup:
-        return Options(self._move_name()).badge
-
-    def _add(self, widget: widgets.Widget) -> None:
-        self.body.children = (*self.body.children, widget)
-
-    def _on_tool_request(self, event: ToolCallRequestEvent) -> None:
-        cards = [_ToolCard(call, self._frame) for call in event.content]
-        for card in cards:
-            self._cards[card.call.id] = card
-        head = self._frame.html(tool_group_head(len(cards), self._badge()))
-        row = self._frame.box([card.widget for card in cards])
-        row.add_class("nba-tool-cards")
-        group = self._frame.box([head, row], _LaterVBox)
-        for name in ("nba-item", "nba-item-tools", "nba-event", "nba-tool-group"):
-            group.add_class(name)
-        self._add(group)
-
-    def _on_response(self, response: Response) -> None:
-        self.response = response
-        message = response.chat_message
-        kind = "handoff" if isinstance(message, HandoffMessage) else "final"
-        value = item_html(message, Options(self._move_name()))
-        stream = self._streams.pop(message.id, None)
-        if stream is None:
-            self._add(_html(self._frame, value, kind))
-        else:
-            self._replace(stream, _html(self._frame, value, kind))
-
-    # What the view does with the items that change its state or what it shows already (the others it
-    # adds as the renderer draws them).
-    _ON_ITEM: ClassVar[dict[type, Callable[[AgentRunView, Any], None]]] = {
-        Move: _on_move,
-        RunStarted: _on_run_started,
-        LLMCall: _on_llm_call,
-        ToolExecution: _on_tool_execution,
-        ToolCallRequestEvent: _on_tool_request,
-        ToolCallExecutionEvent: _on_tool_results,
-        Response: _on_response,
-        RunFinished: _on_run_finished,
-        ThoughtEvent: _on_thought,
-    }
-
-    def _replace(self, stream: _Stream, widget: widgets.Widget) -> None:
-        stream.coalescer.close()
-        self.body.children = tuple(widget if child is stream.box else child for child in self.body.children)
-        stream.close()
-
-    def _refresh_llm_rows(self) -> None:
-        for row in self._llm_rows:
-            if row.call.duration_s is not None:
-                row.render()
-        self._llm_rows = [row for row in self._llm_rows if row.call.duration_s is None]
+        self.model.tick(now)
 
     def show_recorded_times(
         self, llm_s: Sequence[float | None], tools_s: Mapping[str, float | None], elapsed_s: float | None
@@ -680,106 +547,31 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         """Show the times a recording kept instead of those measured here (a run replayed from its trace: its
         replayed calls take no time): each LLM call's (``llm_s``, in order), each tool call's (``tools_s``, by
         call id) and the run's (``elapsed_s``); a missing one leaves the time measured here."""
-        for row, seconds in zip(self._call_rows, llm_s, strict=False):
-            if seconds is not None:
-                row.recorded_s = float(seconds)
-                row.render()
-        for call_id, seconds in tools_s.items():
-            card = self._cards.get(call_id)
-            if card is not None and seconds is not None:
-                card.recorded_s = float(seconds)
-                card.show_result()
-        if elapsed_s is not None and self._started is not None:
-            self._finished_perf = self._started.start_perf + float(elapsed_s)
-        self._update_footer()
+        self.model.show_recorded_times(llm_s, tools_s, elapsed_s)
         self._refresh_displays()
-
-    # ------------------------------------------------------------------ totals and status
-
-    @property
-    def usage(self) -> RequestUsage:
-        """Tokens of the run's finished LLM calls."""
-        total = RequestUsage()
-        for call in self.llm_calls:
-            if call.result is not None:
-                total = total + call.result.usage
-        return total
-
-    @property
-    def status_html(self) -> str:
-        """The header's status line as HTML: the status (with the current move while running, how the
-        run ended otherwise), the element ``nba-status-text`` with ``data-status``."""
-        self._frame.flush()
-        return str(self._status_html.value)
-
-    @property
-    def footer_html(self) -> str:
-        """The footer as HTML: the run's totals, one ``data-metric``/``data-value`` pair each."""
-        self._frame.flush()
-        return str(self._footer.value)
 
     def flush(self) -> None:
         """Show now the streamed text and values still held back (sent within ``interval`` and ``FRAME_S``
         otherwise)."""
-        for stream in self._streams.values():
-            stream.coalescer.flush()
-        self._frame.flush()
+        self._drawing.flush()
 
-    @property
-    def elapsed_s(self) -> float | None:
-        if self._started is None:
-            return None
-        end = self._finished_perf if self._finished_perf is not None else time.perf_counter()
-        return end - self._started.start_perf
+    # ------------------------------------------------------------------ running (the runner's)
 
-    def _update_footer(self) -> None:
-        shown = "" if self.status == "idle" else self.status
-        streaming = None
-        if self.status == "running" and self.llm_calls:
-            call = self.llm_calls[-1]
-            streaming = len(call.chunks) if call.duration_s is None and call.chunks else None
-        self._frame.set(
-            self._footer,
-            footer(self.usage, len(self.llm_calls), len(self.tool_executions), self.elapsed_s, shown, streaming),
-        )
+    def begin(self, agent_name: str) -> None:
+        """Its run is about to start: titled after ``agent_name`` if it has no title, Stop enabled."""
+        if not self.model.title:
+            self.model.set_title(agent_name)
+        self.stop_button.disabled = False
 
-    def _set_status(self, status: str, detail: str | None = None) -> None:
-        if status != self.status or not self._status_html.value:
-            self.remove_class(f"nba-state-{self.status}")
-            self.add_class(f"nba-state-{status}")
-            self.status = status
-        text = status
-        badge = EMPTY
-        if status == "running" and self.move is not None:
-            badge = self._badge()
-            text = f"running · {self.move.info.title}"
-        elif detail:
-            text = f"{status}: {detail}"
-        self._frame.set(self._status_html, badge + el("span", text, class_="nba-status-text", data_status=status))
+    def end(self, status: str, error: str | None = None) -> None:
+        """Its run ended with ``status`` (``error``: what failed, or what stopped it) and no ``RunFinished``."""
+        self.model.end(status, error)
+        self._ended()
 
-    def _end(self, status: str, error: str | None = None) -> None:
-        for stream in self._streams.values():
-            stream.coalescer.close()
-            if status != "ok" and (stream.call is None or stream.call.result is None):
-                stream.discard()  # its call never returned: the text never entered the context
-        self._refresh_llm_rows()
-        for card in self._cards.values():
-            if not card.done:
-                card.show_result(cancelled=True)
-        if error is not None and status == "error" and self.error is None:
-            # Shown once: in the line of the LLM call that failed with it, else in a block of its own
-            # (the status says "error"; the run's end and its exception both bring it here).
-            self.error = error
-            if not any(call.error == error for call in self.llm_calls):
-                self._add(_html(self._frame, error_block(error), "error"))
-        if self._finished_perf is None:
-            self._finished_perf = time.perf_counter()
+    def _ended(self) -> None:
+        """The model has its end: Stop disabled, the output becomes the static copy, the widgets close."""
         self.stop_button.disabled = True
-        if self.detail is None:
-            self.detail = None if status == "ok" else error
-        self._set_status(status, None if status == "error" else self.detail)
-        self._update_footer()
-        self._frame.flush()
+        self._drawing.flush()
         if self._deferred:  # ended before it went live: its static copy alone shows it
             self._deferred = False
             from IPython.display import display
@@ -790,7 +582,9 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
             self.close_widgets()  # its widgets; displayed later, it shows its static copy
         self._end_echo()
 
-    # ------------------------------------------------------------------ running
+    def refresh(self) -> None:
+        """Its outputs show the current state (the static copy alone once the run has ended)."""
+        self._refresh_displays()
 
     async def run(
         self,
@@ -804,75 +598,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         Returns the ``Response``, or ``None`` when the Stop button ended the run. Errors and outside
         cancellation (a kernel interrupt, ``task.cancel()``) are shown, then propagate.
         """
-        autogen = FOREIGN_RUN(source, task, cancellation_token)  # an AutoGen agent or team: nbagent.autogen
-        run: AgentRun | ForeignRun
-        if autogen is not None:
-            run = autogen
-        elif isinstance(source, AgentRun):
-            run = source
-            if run.cancellation_token is None and run.status == "new":
-                run.cancellation_token = CancellationToken()
-        else:
-            # The view reads only the text of streamed chunks: no chunk events are built for it.
-            agent = cast(AssistantAgent, source)  # AutoGen's were dispatched above
-            run = agent.iter(task_messages(task), cancellation_token or CancellationToken(), chunk_events=False)
-        self._token = run.cancellation_token
-        if not self._title_text:
-            self._set_title(run.agent.name)
-        self.stop_button.disabled = False
-        self._interrupted = False
-        waker = _Waker(self.tick)
-        try:
-            with self._watch_interrupts(foreground=asyncio.current_task() is not self.task):
-                async for item in run:
-                    self.handle(item)
-        except asyncio.CancelledError:
-            token = self._token
-            if self._stop_requested or (not self._interrupted and token is not None and token.is_cancelled()):
-                self._end("cancelled", "stopped with the Stop button" if self._stop_requested else "token cancelled")
-                if self._stop_requested:
-                    return None
-                raise
-            self._end("interrupted", _interrupt_name() if self._interrupted else "task cancelled")
-            if self._interrupted:
-                raise RunInterrupted(self) from None
-            raise
-        except KeyboardInterrupt:
-            if self._token is not None:
-                self._token.cancel()
-            await run.aclose()
-            self._end("interrupted", _interrupt_name())
-            raise
-        except Exception as error:
-            self._end("error", f"{type(error).__name__}: {error}")
-            raise
-        finally:
-            waker.stop()
-            await run.aclose()
-        return self.response
-
-    @contextmanager
-    def _watch_interrupts(self, foreground: bool) -> Iterator[None]:
-        """Note a kernel interrupt (SIGINT) during a run in the cell's own task, then let it act as before.
-
-        A run in the background (:meth:`start`) is not interrupted by the kernel, and a handler set
-        there would outlive the cell: nothing is installed then, nor outside the main thread.
-        """
-        previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
-        if not foreground or not callable(previous):
-            yield
-            return
-
-        def on_interrupt(signum: int, frame: Any) -> Any:
-            self._interrupted = True
-            return previous(signum, frame)
-
-        signal.signal(signal.SIGINT, on_interrupt)
-        try:
-            yield
-        finally:
-            if signal.getsignal(signal.SIGINT) is on_interrupt:
-                signal.signal(signal.SIGINT, previous)
+        return await self._runner.run(partial(run_of, source, task, cancellation_token))
 
     def start(
         self,
@@ -882,20 +608,11 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         cancellation_token: CancellationToken | None = None,
     ) -> asyncio.Task[Response | None]:
         """Run in the background on the current event loop; the view keeps updating after the cell ends."""
-        loop = asyncio.get_event_loop()
-        self.task = loop.create_task(self.run(source, task, cancellation_token=cancellation_token))
-        self.task.add_done_callback(_retrieve)
-        return self.task
+        return self._runner.start(partial(run_of, source, task, cancellation_token))
 
     def stop(self) -> None:
         """Cancel the run (what the Stop button does); the agent's context stays valid."""
-        if self.status not in ("idle", "running") or (self._token is None and self.task is None):
-            return
-        self._stop_requested = True
-        if self._token is not None:
-            self._token.cancel()
-        elif self.task is not None:
-            self.task.cancel()
+        self._runner.stop()
 
     @entry_point("view.wait()")
     async def wait(self) -> Response | None:
@@ -905,64 +622,20 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         button does, and waits for it to end (the agent is free again, its context valid): the cell
         ends in one line, :class:`RunInterrupted`.
         """
-        if self.task is None:
-            raise RuntimeError("this view has no background run: use start() first")
-        task = self.task
-        try:
-            response = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.done():
-                raise
-            waiting = asyncio.current_task()
-            if waiting is not None:
-                waiting.uncancel()  # answered here: the waits below may run
-            self._interrupted = True
-            if self._token is not None:
-                self._token.cancel()
-            else:
-                task.cancel()
-            await asyncio.wait([task], timeout=STOP_GRACE_S)
-            if not task.done():  # it did not end at the token: cancelled where it waits
-                task.cancel()
-                await asyncio.wait([task], timeout=STOP_GRACE_S)
-            raise RunInterrupted(self) from None
-        self._refresh_displays()
-        return response
+        return await self._runner.wait()
 
     # ------------------------------------------------------------------ static fallback
 
     def to_html(self, *, stylesheet: bool = True) -> str:
         """Self-contained HTML of the current state (every value already escaped); without its
         stylesheet if not ``stylesheet`` (its layout stays, inline)."""
-        self._frame.flush()
-        inner = _joined(_static(child) for child in self.children if child is not self._style)
-        if stylesheet:
-            inner = STYLE + _SPACE + inner
-        return str(portable(el("div", inner, class_=f"nba-view nba-state-{self.status}", data_status=self.status)))
+        return self.model.html(stylesheet=stylesheet)
 
     def to_text(self) -> str:
         """A short plain-text summary (the output's ``text/plain`` preview, beside the static copy that
-        holds the answer): status, the answer's first line capped at ``PREVIEW_CHARS``, totals, run id;
-        secrets masked, controls and invisible marks shown (:func:`~nbagent.render.printable`)."""
-        lines = [f"{self.agent_name} · {self.status}" + (f" ({mask(self.detail)})" if self.detail else "")]
-        if self.response is not None:
-            answer = mask(self.response.chat_message.to_text())
-            first = answer.split("\n", 1)[0][:PREVIEW_CHARS]
-            rest = len(answer) - len(first)
-            lines.append(first + (f" … ({rest:,} more characters)" if rest else ""))
-        usage = self.usage
-        elapsed = self.elapsed_s
-        totals = [
-            f"{usage.prompt_tokens + usage.completion_tokens:,} tokens",
-            plural(len(self.llm_calls), "LLM call"),
-            plural(len(self.tool_executions), "tool call"),
-        ]
-        if elapsed is not None:
-            totals.append(f"{elapsed:.2f} s")
-        if self._started is not None:
-            totals.append(f"run {self._started.run_id}")
-        lines.append(" · ".join(totals))
-        return printable("\n".join(lines))
+        holds the answer): status, the answer's first line capped, totals, run id; secrets masked,
+        controls and invisible marks shown (:func:`~nbagent.render.printable`)."""
+        return self.model.to_text()
 
     def __repr__(self) -> str:
         """Short, for a script or a log: ipywidgets' own repr spells out every child widget's HTML."""
@@ -970,11 +643,6 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
             f"AgentRunView(agent={self.agent_name!r}, status={self.status!r}, llm_calls={len(self.llm_calls)}, "
             f"tool_calls={len(self.tool_executions)})"
         )
-
-    @property
-    def agent_name(self) -> str:
-        """The name of the agent whose run the view shows (its title before the run has started)."""
-        return self._started.agent if self._started is not None else (self._title_text or "agent")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         if self.comm is None and (self._may_open or self.status in ENDED):
@@ -1030,7 +698,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
 
     def _go_live(self, now: float) -> None:
         """Display the live view, if the budget of widget models opened lately allows it."""
-        models = sum(1 for _ in descendants(self)) + 4  # each widget; the shared parts, the button's
+        models = sum(1 for _ in descendants(self)) + 3  # each widget; the shared layout and style, the button's style
         if _live_budget_allows(models, now):
             self._deferred = False
             self._display_live()
@@ -1067,46 +735,8 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         self.__dict__.pop("_repr_mimebundle_", None)  # ipywidgets' close() blanks it: the static copy shows
 
 
-def _static(widget: widgets.Widget) -> Markup:
-    """The HTML a widget shows, for the static fallback.
-
-    The value of an HTML widget of the view is the renderer's markup (only the view sets it, and
-    only from :mod:`nbagent.render`), so it is taken as it is.
-    """
-    if isinstance(widget, widgets.HTML):
-        return Markup(widget.value)
-    if isinstance(widget, widgets.Box):
-        names = widget._dom_classes  # noqa: SLF001 ipywidgets' CSS classes trait (no public reader)
-        classes = " ".join(names)
-        inner = _joined(_static(child) for child in widget.children)
-        if "nba-tool-group" in names:
-            return el("div", inner, class_=classes, data_count=len(widget.children[1].children))
-        return el("div", inner, class_=classes)
-    return EMPTY  # buttons
-
-
-_SPACE = Markup("\n")
-
-
-def _joined(parts: Iterator[Markup]) -> Markup:
-    """Sibling elements with white space between them, as text readers (and pages without the
-    stylesheet) see them apart: the title and the status are not one word."""
-    return _SPACE.join(part for part in parts if part)
-
-
 def _name(source: AssistantAgent | AgentRun | object) -> str:
     return source.agent.name if isinstance(source, AgentRun) else str(getattr(source, "name", ""))
-
-
-def _interrupt_name() -> str:
-    """What interrupted a run: a kernel interrupt in a notebook, Ctrl-C anywhere else (a script)."""
-    return "kernel interrupt" if in_kernel() else "Ctrl-C"
-
-
-def _retrieve(task: asyncio.Task[Any]) -> None:
-    """Mark a background run's exception as seen: the view already shows it."""
-    if not task.cancelled():
-        task.exception()
 
 
 def show(
