@@ -75,14 +75,14 @@ class Dataset:
     def _repair(self) -> list[str]:
         """Finish or remove the parts of every session a killed writer left unfinished (so a rerun never
         runs a task whose rows are in place, nor finds its rows twice), and remove the scratch folders
-        of earlier versions (``.writing-*``)."""
+        of earlier versions (``.writing-*``). The parts other writers are writing meanwhile (other
+        processes, machines or Spark executors adding to the same folder) are left alone."""
         done = []
         for scratch in self.folder.glob(".writing-*"):
             if scratch.is_dir():
                 shutil.rmtree(scratch, ignore_errors=True)
                 done.append(f"removed {scratch.name}")
-        sessions = {p.name[len("session=") :] for t in self.tables for p in (self.folder / t).glob("session=*")}
-        for session in sorted(sessions | pending_sessions(self.folder)):
+        for session in sorted(pending_sessions(self.folder)):
             with contextlib.suppress(ValueError):  # a stray folder: not a session of a writer
                 done += repair(self.folder, session, self.tables)
         return done
