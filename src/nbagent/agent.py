@@ -75,6 +75,7 @@ from .messages import (
 )
 from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
 from .models.bridge import as_model_client
+from .models.limit import REQUEST_LIMIT
 from .models.openai import OpenAIChatCompletionClient
 from .models.replay import ReplayChatCompletionClient
 from .printable import printable
@@ -1001,7 +1002,11 @@ class AssistantAgent(Component):
                 call.chunk_ids = ids
         await self._team_gate(run, call)  # called by an AutoGen team walked step by step: held until sent
         yield call
+        release: Callable[[], None] | None = None
         try:
+            limit = REQUEST_LIMIT.get()  # a limit shared by many runs (nbagent.spark's job-wide one): a slot first
+            if limit is not None:
+                release = await guarded(limit.acquire(), token)
             if self._model_client_stream:
                 result: CreateResult | None = None
                 source = self.name
@@ -1053,6 +1058,9 @@ class AssistantAgent(Component):
         except BaseException as error:
             call.finish(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             raise
+        finally:
+            if release is not None:
+                release()
         call.finish(result)
 
     async def _process_model_result(

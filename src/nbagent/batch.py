@@ -106,6 +106,7 @@ from .redact import mask, process_secrets
 from .sync import entry_point, run_coroutine
 from .trace import Trace
 from .trace.dataset import Dataset, DatasetFollower
+from .trace.parquet import MAX_ID, check_session
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -739,7 +740,9 @@ class Batch:
     write the runs to as they end (and to resume from); ``part_size`` tasks per written part.
     ``shard=(i, n)``: only the i-th of n shards. ``key``: how a task is known in the folder (a
     column name for a DataFrame, or a function of the task or row); by default its position and a
-    hash of its text. ``title``: the progress display's title.
+    hash of its text. ``title``: the progress display's title. ``session``: this batch's session id
+    (its trace's id and its folders in ``output``; by default a new one): a writer that names its
+    sessions (:func:`nbagent.spark.run_batch`) finds them again.
     """
 
     def __init__(
@@ -759,6 +762,7 @@ class Batch:
         shard: tuple[int, int] | None = None,
         key: Key = None,
         title: str | None = None,
+        session: str | None = None,
     ) -> None:
         where = "Batch"
         if isinstance(make_agent, AssistantAgent):
@@ -793,7 +797,7 @@ class Batch:
             check.function(where, "key", key, "a column name, a function (task -> key) or None")
         self._source = _Source(tasks, task_column, key, shard)
         self.title = check.string(where, "title", title, none=True) or self._default_title()
-        self.session = new_id()
+        self.session = new_id() if session is None else _session(where, session)
         """This batch's session: its trace's id, and its folder in the output dataset."""
         self.output = None if output is None else Path(output)
         self._dataset = None if self.output is None else Dataset(self.output, self.session, OWN_TABLES)
@@ -1435,6 +1439,15 @@ def _runs_with_tasks(runs: pd.DataFrame, attempts: list[AttemptRow]) -> pd.DataF
 
 def _numbers(parts: Sequence[_Part]) -> frozenset[int]:
     return frozenset(part.number for part in parts)
+
+
+def _session(where: str, session: object) -> str:
+    """A session id given to a batch: a str that can name a folder (ValueError naming ``session``)."""
+    try:
+        return check_session(_given(check.string(where, "session", session)))
+    except ValueError:
+        expected = f"an id that can name a folder (letters, digits, '.', '_' or '-'; at most {MAX_ID})"
+        raise check.wrong_value(where, "session", expected, session) from None
 
 
 def _short(text: str, limit: int) -> str:
