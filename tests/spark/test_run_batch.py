@@ -4,6 +4,7 @@ reader; resumed exactly; a killed executor's retried partition commits each task
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ import nbagent
 from nbagent import Batch
 from nbagent.spark import RESULT_SCHEMA, run_batch
 
-from .agents import dies_once, local_weather, raises_once, weather
+from tests.models.chat_server import ChatServer, Reply
+
+from .agents import dies_once, local_weather, raises_once, served, weather
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -143,3 +146,55 @@ def test_clear_errors_before_anything_runs(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"run_batch: requests_per_second must be"):
         run_batch(frame, weather, tmp_path, requests_per_second=0)
     assert not list(tmp_path.iterdir())  # nothing was written
+
+
+class Arrivals:
+    """The test server's responder: when each request came (its task's text) and how many were answered at once."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.times: list[tuple[float, str]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, body: Any) -> Reply:
+        with self.lock:
+            self.times.append((time.monotonic(), str(body["messages"][-1]["content"])))
+        return Reply.text("done", delay=self.delay, usage=(5, 1))
+
+    def most_within(self, seconds: float) -> int:
+        times = sorted(t for t, _ in self.times)
+        return max(sum(1 for t in times if start <= t < start + seconds) for start in times)
+
+    def span(self) -> float:
+        times = [t for t, _ in self.times]
+        return max(times) - min(times)
+
+    def most_at_once(self) -> int:
+        """Requests whose [arrival, arrival + delay) overlap (a request is answered no sooner than that)."""
+        return self.most_within(self.delay)
+
+
+@pytest.mark.parametrize("limit", ["rate", "in_flight"])
+def test_the_job_wide_limit_holds_across_two_executors(spark: Any, tmp_path: Path, limit: str) -> None:
+    """Two partitions run at once (local[2]), each a Batch of concurrency 6: the driver's limit bounds the
+    requests the server sees, whichever executor sends them."""
+    arrivals = Arrivals(delay=0.4 if limit == "in_flight" else 0.0)
+    with ChatServer(responder=arrivals) as server:
+        tasks = cities(16, base_url=[server.base_url] * 16)
+        frame = spark.createDataFrame(tasks).repartition(2)
+        options: dict[str, Any] = {"requests_per_second": 4.0} if limit == "rate" else {"max_in_flight": 2}
+        got = run_batch(frame, served, tmp_path, concurrency=6, timeout=120, **options).toPandas()
+    assert set(got["status"]) == {"ok"} and len(arrivals.times) == 16
+    assert set(got["prompt_tokens"]) == {5}
+    partitions = got.set_index("task_id")["session"].str.extract(r"-p(\d+)-")[0]
+    order = [partitions[int(task.split()[-1])] for _, task in sorted(arrivals.times)]
+    assert len(set(order)) == 2 and order != sorted(order)  # both executors' requests, interleaved
+    if limit == "rate":
+        # The driver grants one request every 0.25 s; they reach the server a little later, each by its own
+        # delay (a loaded machine): 16 requests span 3.75 s less that jitter (unlimited: all at once), and
+        # any 2 s hold 2 * 4 of them, + 1 for the window's edges, + 2 for the jitter.
+        assert arrivals.span() >= 15 / 4 - 1.0
+        assert arrivals.most_within(2.0) <= 2 * 4 + 1 + 2
+    else:
+        unlimited = 2 * 6
+        assert arrivals.most_at_once() <= 2 < unlimited
