@@ -1002,11 +1002,9 @@ class AssistantAgent(Component):
                 call.chunk_ids = ids
         await self._team_gate(run, call)  # called by an AutoGen team walked step by step: held until sent
         yield call
-        release: Callable[[], None] | None = None
+        release = _no_slot
         try:
-            limit = REQUEST_LIMIT.get()  # a limit shared by many runs (nbagent.spark's job-wide one): a slot first
-            if limit is not None:
-                release = await guarded(limit.acquire(), token)
+            release = await _request_slot(token)
             if self._model_client_stream:
                 result: CreateResult | None = None
                 source = self.name
@@ -1059,8 +1057,7 @@ class AssistantAgent(Component):
             call.finish(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             raise
         finally:
-            if release is not None:
-                release()
+            release()
         call.finish(result)
 
     async def _process_model_result(
@@ -1459,6 +1456,17 @@ def _sent_args(client: ChatCompletionClient) -> Mapping[str, Any]:
     if args is None:  # most clients (and no ABC isinstance check for them)
         return _NO_ARGS
     return args if isinstance(args, Mapping) and args else _NO_ARGS
+
+
+def _no_slot() -> None:
+    """What gives back no slot (no request limit is set)."""
+
+
+async def _request_slot(token: CancellationToken) -> Callable[[], None]:
+    """A slot of the request limit shared by many runs, if one is set (:data:`~nbagent.models.limit.REQUEST_LIMIT`:
+    nbagent.spark's job-wide one), waited for before the request; returns what gives it back."""
+    limit = REQUEST_LIMIT.get()
+    return _no_slot if limit is None else await guarded(limit.acquire(), token)
 
 
 def _sent_parameters(client: ChatCompletionClient, request: ModelRequest, stream: bool) -> Mapping[str, Any] | None:

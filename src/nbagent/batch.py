@@ -105,8 +105,7 @@ from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
 from .sync import entry_point, run_coroutine
 from .trace import Trace
-from .trace.dataset import Dataset, DatasetFollower
-from .trace.parquet import MAX_ID, check_session
+from .trace.dataset import MAX_ID, Dataset, DatasetFollower, check_session
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -15,7 +15,6 @@ import pytest
 import nbagent
 from nbagent import Batch
 from nbagent.spark import RESULT_SCHEMA, run_batch
-
 from tests.models.chat_server import ChatServer, Reply
 
 from .agents import dies_once, local_weather, raises_once, served, weather
@@ -33,7 +32,9 @@ def run_ids(folder: Path, table: str) -> list[str]:
     """Every run id of ``table``'s files (duplicates kept)."""
     import pyarrow.dataset as ds
 
-    return [str(run) for run in ds.dataset(folder / table, partitioning="hive").to_table(["run_id"]).column(0).to_pylist()]
+    return [
+        str(run) for run in ds.dataset(folder / table, partitioning="hive").to_table(["run_id"]).column(0).to_pylist()
+    ]
 
 
 def test_200_tasks_over_4_partitions_equal_a_local_batch_and_every_reader_reads_them(

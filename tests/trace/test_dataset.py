@@ -302,3 +302,21 @@ async def test_a_part_whose_writer_died_among_its_renames_is_finished_on_open(tm
     reopened = Dataset(tmp_path, "s2", ("results",))
     assert reopened.repaired == ["part 1 of session s1: finished"] and not pending.exists()
     assert writer.committed() == [0, 1]
+
+
+async def test_keys_of_the_sessions_a_prefix_names_are_their_committed_keys_whatever_the_status(
+    tmp_path: Path,
+) -> None:
+    first = Dataset(tmp_path, "job-p1-a0", ("results",))
+    trace = await new_part(first, 3, 1)
+    runs = [str(run) for run in trace.runs_df()["run_id"]]
+    first.commit(first.new_number(), trace, own(trace, failed=frozenset(runs[:1])))
+    other = Dataset(tmp_path, "job-p10-a0", ("results",))  # another partition: not p1's
+    other_trace = await new_part(other, 2, 2)
+    other.commit(other.new_number(), other_trace, own(other_trace))
+    pending = pending_folder(tmp_path, "job-p1-a0", 1)  # a part not committed: not counted
+    (pending / "results" / "session=job-p1-a0").mkdir(parents=True)
+    assert first.keys_of("job-p1-") == {f"base/{run}" for run in runs}
+    assert first.committed_tasks() >= {f"base/{run}" for run in runs[1:]}
+    assert f"base/{runs[0]}" not in first.committed_tasks()  # failed: a rerun runs it; keys_of counts it
+    assert first.keys_of("job-p2-") == set()

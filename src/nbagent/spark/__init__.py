@@ -56,7 +56,6 @@ from ..agent import AssistantAgent
 from ..batch import OWN_TABLES, Batch
 from ..models.limit import REQUEST_LIMIT
 from ..trace.dataset import Dataset
-from ..trace.parquet import read_arrow
 from .limit import JobLimit, LimitAddress, LimitClient, LimitUnreachable
 
 if TYPE_CHECKING:
@@ -141,7 +140,7 @@ def run_batch(
     if not isinstance(output, (str, PathLike)):
         raise check.wrong_type(WHERE, "output", "a folder (a str or a path) every executor reaches", output)
     folder = Path(output).absolute()
-    options = {
+    options: dict[str, Any] = {
         "concurrency": concurrency,
         "timeout": timeout,
         "retries": retries,
@@ -166,7 +165,8 @@ def run_batch(
     if rate is not None or in_flight is not None:
         host = str(spark.conf.get("spark.driver.host", "127.0.0.1"))
         limit = JobLimit(rate, in_flight, host, port)
-    job = _Job(str(folder), prefix, agent_factory, tuple(tasks.columns), options, limit and limit.address)
+    address = None if limit is None else limit.address
+    job = _Job(str(folder), prefix, agent_factory, tuple(tasks.columns), options, address)
     keyed = tasks.withColumn(KEY, sql.functions.col("task_id").cast("string"))
     try:
         keyed.mapInPandas(partial(_run_partition, job), STATS_SCHEMA).collect()  # a row per partition
@@ -197,7 +197,7 @@ def _check_picklable(factory: object) -> None:
     from pyspark import cloudpickle
 
     try:
-        cloudpickle.dumps(factory)
+        cloudpickle.dumps(factory)  # type: ignore[no-untyped-call]
     except Exception as error:
         raise TypeError(
             f"{WHERE}: agent_factory cannot be pickled, so Spark cannot send it to the executors "
@@ -261,8 +261,8 @@ def _run_partition(job: _Job, frames: Iterator[pd.DataFrame]) -> Iterator[pd.Dat
     mine = f"{job.prefix}-p{partition:05d}"
     session = f"{mine}-a{attempt}-{secrets.token_hex(3)}"
     output = Path(job.output)
-    Dataset(output, session, OWN_TABLES)  # opening it finishes or removes what a killed attempt left
-    todo = frame[~frame[KEY].isin(_committed_keys(output, mine))]
+    dataset = Dataset(output, session, OWN_TABLES)  # opening it finishes or removes what a killed attempt left
+    todo = frame[~frame[KEY].isin(dataset.keys_of(mine + "-"))]  # what the earlier attempts committed
     if len(todo):
         batch = Batch(
             _Factory(job.factory, job.columns),
@@ -279,14 +279,6 @@ def _run_partition(job: _Job, frames: Iterator[pd.DataFrame]) -> Iterator[pd.Dat
     else:
         skipped = 0
     yield pd.DataFrame({"partition": [partition], "ran": [len(todo) - skipped], "skipped": [len(frame) - len(todo)]})
-
-
-def _committed_keys(output: Path, partition: str) -> set[str]:
-    """The task keys the earlier attempts of ``partition`` (its sessions' prefix) committed, any status."""
-    keys: set[str] = set()
-    for path in (output / "results").glob(f"session={partition}-*/part-*.parquet"):
-        keys.update(str(key) for key in read_arrow(path, ["task_key"]).column(0).to_pylist())
-    return keys
 
 
 async def _run(batch: Batch, limit: LimitAddress | None) -> None:

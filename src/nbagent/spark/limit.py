@@ -84,7 +84,7 @@ class JobLimit:
             )
         assert self._server is not None
         bound = self._server.sockets[0].getsockname()
-        self.address = LimitAddress(host, int(bound[1]), self._secret, connect_timeout, wait_timeout)
+        self.address: LimitAddress = LimitAddress(host, int(bound[1]), self._secret, connect_timeout, wait_timeout)
         """Where executors reach it (:class:`LimitAddress`)."""
 
     def _serve(self, host: str, port: int, started: threading.Event, failure: list[BaseException]) -> None:
@@ -121,7 +121,7 @@ class JobLimit:
             writer.write(GO)
             await writer.drain()
             await closed  # held until the client closes (its request ended) or dies
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+        except (TimeoutError, OSError, asyncio.IncompleteReadError):
             pass
         finally:
             if granted:
@@ -185,7 +185,7 @@ class LimitClient:
             return await asyncio.wait_for(
                 asyncio.open_connection(self.address.host, self.address.port), self.address.connect_timeout
             )
-        except (OSError, asyncio.TimeoutError) as error:
+        except (TimeoutError, OSError) as error:
             raise LimitUnreachable(
                 f"{self._where()} did not answer within {self.address.connect_timeout:g} s ({type(error).__name__}: "
                 f"{error}): the driver has ended, or this executor cannot reach the driver's host on that port "
@@ -199,7 +199,7 @@ class LimitClient:
             writer.write(f"{self.address.secret} ping\n".encode("ascii"))
             await writer.drain()
             answer = await asyncio.wait_for(reader.readline(), self.address.connect_timeout)
-        except (OSError, asyncio.TimeoutError) as error:
+        except (TimeoutError, OSError) as error:
             raise LimitUnreachable(f"{self._where()} did not answer a ping ({type(error).__name__})") from error
         finally:
             writer.close()
@@ -213,7 +213,7 @@ class LimitClient:
             writer.write(f"{self.address.secret} acquire\n".encode("ascii"))
             await writer.drain()
             answer = await asyncio.wait_for(reader.readline(), self.address.wait_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             writer.close()
             raise TimeoutError(
                 f"waited {self.address.wait_timeout:g} s for a request slot from {self._where()}: the job's rate "

@@ -25,6 +25,7 @@ from .explore import TOOL_USE_COLUMNS, RunFollower, tool_errors_only
 from .follow import Follower
 from .loaded import LazyTrace, LoadedTrace
 from .parquet import (
+    MAX_ID,
     WRITE_ORDER,
     arrow_table,
     check_schema,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
     from .live import Trace
 
-__all__ = ["Dataset", "DatasetFollower", "MemoryPart"]
+__all__ = ["MAX_ID", "Dataset", "DatasetFollower", "MemoryPart", "check_session"]
 
 
 class Dataset:
@@ -150,6 +151,19 @@ class Dataset:
             for value, status in zip(arrow.column(key).to_pylist(), arrow.column("status").to_pylist()):
                 if status == "ok" and value is not None:
                     keys.add(value)
+        return keys
+
+    def keys_of(self, prefix: str, table: str = "results", key: str = "task_key") -> set[str]:
+        """The keys (column ``key`` of the writer's ``table``) the committed parts of the sessions whose id
+        starts with ``prefix`` hold, whatever their status: what a writer that names its sessions (an
+        attempt of a Spark partition) finds of its earlier attempts (their files alone are read)."""
+        keys: set[str] = set()
+        for folder in (self.folder / table).glob(f"session={prefix}*"):
+            session = folder.name.partition("=")[2]
+            for number in committed_parts(self.folder, session):
+                path = folder / part_name(number)
+                if path.exists():
+                    keys.update(str(value) for value in read_arrow(path, [key]).column(0).to_pylist())
         return keys
 
     def part(self, number: int) -> dict[str, pd.DataFrame]:
