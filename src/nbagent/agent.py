@@ -1004,7 +1004,7 @@ class AssistantAgent(Component):
         yield call
         release = _no_slot
         try:
-            release = await _request_slot(token)
+            release = _no_slot if REQUEST_LIMIT.get() is None else await _request_slot(token)  # (no await: none)
             if self._model_client_stream:
                 result: CreateResult | None = None
                 source = self.name
@@ -1463,7 +1463,7 @@ def _no_slot() -> None:
 
 
 async def _request_slot(token: CancellationToken) -> Callable[[], None]:
-    """A slot of the request limit shared by many runs, if one is set (:data:`~nbagent.models.limit.REQUEST_LIMIT`:
+    """A slot of the request limit shared by many runs (:data:`~nbagent.models.limit.REQUEST_LIMIT`:
     nbagent.spark's job-wide one), waited for before the request; returns what gives it back."""
     limit = REQUEST_LIMIT.get()
     return _no_slot if limit is None else await guarded(limit.acquire(), token)
