@@ -354,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         Script("bench_import.py"),
         Script("bench_batch.py", ["--rounds", "1", "--tasks", "500"] if args.quick else []),
         Script("bench_replay.py", ["--runs", "200", "--repeats", "1"] if args.quick else []),
+        Script("bench_experiment.py", ["--tasks", "1000", "--rounds", "1"] if args.quick else []),
         Script(
             "bench_explorer.py",
             ["--runs", "20000", "--repeats", "2", "--live-runs", "2000", "--dataset-runs", "20000"]

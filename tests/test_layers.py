@@ -45,6 +45,7 @@ LAYERS: list[set[str]] = [
         "nbagent.batch",
         "nbagent.spark",
         "nbagent.console",
+        "nbagent.experiment",
     },
     {"nbagent.notebook"},
     {"nbagent.demo", "nbagent.entry", "nbagent.__main__", "nbagent"},

@@ -30,6 +30,8 @@ from .context import (
     UnboundedChatCompletionContext,
 )
 from .entry import run  # the sync entry point: nbagent.run(agent, task)
+from .experiment import Experiment, contains, exact_match, llm_judge, load_experiment, numeric, regex
+from .experiment import compare as _experiment_compare
 from .interventions import Interventions
 from .language import get_language, set_language
 from .mcp import (  # no SDK import here
@@ -140,7 +142,9 @@ if TYPE_CHECKING:  # the notebook side (ipywidgets) loads on first use, see __ge
     from contextlib import AbstractContextManager
 
     from .autogen.stepper import AutoGenStepper as _AutoGenStepper
+    from .experiment.compare import VariantComparison
     from .notebook.compare_view import CompareView, compare
+    from .notebook.experiment_view import ComparisonView, ExperimentView
     from .notebook.explorer import RunExplorer, explore
     from .notebook.stepper_widget import NotebookStepper, StepperWidget, step
     from .notebook.view import AgentRunView, last_view, show, start
@@ -198,6 +202,24 @@ def _explorer(trace: TraceFrames, *, page_size: int, live: bool | None) -> "RunE
 
 
 _trace_base.register_explorer(_explorer)
+
+
+def _comparison_view(comparison: "VariantComparison", *, page_size: int) -> "ComparisonView":
+    """``comparison.view()``: the notebook side's widget (ipywidgets loads on first use)."""
+    from .notebook.experiment_view import comparison_view
+
+    return comparison_view(comparison, page_size=page_size)
+
+
+def _experiment_view(experiment: Experiment, a: str | None = None, b: str | None = None) -> "ExperimentView":
+    """``exp.view()``: the notebook side's widget (ipywidgets loads on first use)."""
+    from .notebook.experiment_view import experiment_view
+
+    return experiment_view(experiment, a, b)
+
+
+_experiment_compare.register_view("comparison", _comparison_view)
+_experiment_compare.register_view("experiment", _experiment_view)
 
 
 # The notebook layer's kernel-specific code, hooked into the loop layer (which imports no IPython):
@@ -264,6 +286,7 @@ __all__ = [
     "BaseToolWithState",
     "Batch",
     "BatchProgress",
+    "Experiment",
     "BufferedChatCompletionContext",
     "CancellationToken",
     "CancelledWithResult",
@@ -388,6 +411,12 @@ __all__ = [
     "__version__",
     "compare",
     "explore",
+    "contains",
+    "exact_match",
+    "llm_judge",
+    "load_experiment",
+    "numeric",
+    "regex",
     "concat",
     "default_model",
     "dump_message",

@@ -97,6 +97,7 @@ SHIPPED = frozenset(
         "05_live_models.ipynb",
         "06_batch_runs.ipynb",
         "07_autogen_teams.ipynb",
+        "08_experiments.ipynb",
     }
 )
 """The names of the notebooks the repository ships (tests/notebooks/test_main.py checks the list)."""

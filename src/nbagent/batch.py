@@ -68,6 +68,13 @@ machines make one dataset::
     duckdb.sql("SELECT status, count(*) FROM read_parquet('s3-mount/evals/results/**/*.parquet',"
                " hive_partitioning=true) GROUP BY status")
 
+**Groups and a table per task** (what :class:`~nbagent.Experiment` runs on): ``group="column"`` counts
+each group of tasks (a DataFrame column's values: an experiment's variants) in the progress
+(:attr:`BatchProgress.groups`: each group's done, ok and failed, shown by the widget and the text bar);
+``task_table=`` (a :class:`TaskTable`) is given each task as it ends (:class:`TaskEnd`: its status,
+answer, run and the trace it is in) and returns the task's row, kept in each part of the dataset before
+its results, so a task counts as done only with its row in place.
+
 The loop layer: it imports the agent, the trace, the models and the renderer, never the notebook
 (the widget registers itself as the ``"widget"`` progress display, see :func:`register_progress_display`).
 pandas and pyarrow are imported only when results are built or written.
@@ -118,7 +125,10 @@ __all__ = [
     "STATUSES",
     "Batch",
     "BatchProgress",
+    "GroupProgress",
     "ProgressDisplay",
+    "TaskEnd",
+    "TaskTable",
     "TextProgress",
     "register_cell_display",
     "register_kernel_check",
@@ -175,11 +185,10 @@ LIVE_LATENCIES = 2048
 LAST_ERRORS = 5
 OWN_TABLES = ("attempts", "results")
 """The tables a part with output= holds besides its trace's, placed after them (results last: a task is
-done, and a rerun skips it, only once every row of its runs is in place)."""
+done, and a rerun skips it, only once every row of its runs is in place); a ``task_table`` goes between."""
 PENDING_PARTS = 2
 """With ``output=``: parts waiting to be written before no new task starts (memory stays flat when
 tasks finish faster than parts are written)."""
-"""How many of the last failures a progress snapshot names."""
 
 T = TypeVar("T")
 MakeAgent = Callable[[Any], AssistantAgent] | AssistantAgent
@@ -187,6 +196,29 @@ Key = str | Callable[[Any], object] | None
 
 
 # ---------------------------------------------------------------------- progress
+
+
+@dataclass(frozen=True)
+class GroupProgress:
+    """Where the tasks of one group of a batch are (``group=``: an experiment's variant)."""
+
+    name: str
+    total: int
+    done: int
+    """Tasks ended (any status) or skipped as done before."""
+    ok: int
+    failed: int
+    """Tasks that ended with an error or a timeout."""
+
+    @property
+    def fraction(self) -> float:
+        """Done over total (1 for a group of no task)."""
+        return 1.0 if self.total == 0 else min(self.done / self.total, 1.0)
+
+    def text(self) -> str:
+        """``name done/total`` and the failures, short."""
+        failed = f" ({self.failed:,} failed)" if self.failed else ""
+        return f"{self.name} {self.done:,}/{self.total:,}{failed}"
 
 
 @dataclass(frozen=True)
@@ -213,6 +245,8 @@ class BatchProgress:
     title: str = ""
     last_errors: tuple[tuple[str, str, str], ...] = ()
     """The last few tasks that did not end ok: (task, status, error), texts cut short."""
+    groups: tuple[GroupProgress, ...] = ()
+    """Each group's progress, in the order of the tasks (a batch with ``group=``; else none)."""
 
     @property
     def failed(self) -> int:
@@ -289,7 +323,8 @@ class BatchProgress:
         else:
             parts.append(f"in {m['elapsed']}")
         head = f"{self.title}: " if self.title else ""
-        return f"{head}{self.state} · " + " · ".join(parts)
+        groups = "".join(f" · {group.text()}" for group in self.groups)
+        return f"{head}{self.state} · " + " · ".join(parts) + groups
 
 
 def _seconds(value: float) -> str:
@@ -334,10 +369,9 @@ class TextProgress:
 
     def update(self, progress: BatchProgress) -> None:
         m = progress.metrics()
-        self._bar.set_postfix_str(
-            f"ok {m['ok']} · failed {m['failed']} · running {m['running']} · {m['tokens']} tok · p50 {m['p50']}",
-            refresh=False,
-        )
+        groups = "".join(f" · {group.text()}" for group in progress.groups)
+        figures = f"ok {m['ok']} · failed {m['failed']} · running {m['running']} · {m['tokens']} tok · p50 {m['p50']}"
+        self._bar.set_postfix_str(figures + groups, refresh=False)
         if progress.total is not None and self._bar.total != progress.total:
             self._bar.total = progress.total
         self._bar.update(progress.done - self._shown)
@@ -384,6 +418,54 @@ def register_cell_display(show: CellDisplay) -> None:
     """``show(batch, shown_in)`` displays a batch that ends a cell (``await batch.run()``): the notebook
     layer's, registered by ``nbagent`` at import (this layer imports no IPython)."""
     _CELL_DISPLAYS[:] = [show]
+
+
+# ---------------------------------------------------------------------- a table of one row per task
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEnd:
+    """A task that has ended, as a :class:`TaskTable` is given it (before its row counts as done)."""
+
+    arg: object
+    """What ``make_agent`` was given: the task, or its DataFrame row."""
+    key: str
+    position: int
+    status: str
+    """ok, error, timeout or cancelled (:data:`STATUSES`)."""
+    answer: str | None
+    error: str | None
+    run_id: str | None
+    """The run of its last attempt (``None``: no run started)."""
+    trace: Trace
+    """The live trace its runs are recorded in (``trace.run(run_id)``: that run's frames)."""
+    tokens: int | None
+    """Prompt and completion tokens over every attempt (``None``: none reported)."""
+    tool_calls: int
+    tool_errors: int
+    """Tool calls of its last attempt's run that gave an error result."""
+    duration_s: float
+    token: CancellationToken
+    """Cancelled when the batch is stopped: pass it to what the table awaits (a model call)."""
+
+
+class TaskTable(Protocol):
+    """A table of one row per task that a :class:`Batch` keeps beside its results (``task_table=``): with
+    ``output=`` each part holds it, committed with the part's runs (before its results, so a task is done
+    only once its row is in place). How an :class:`~nbagent.Experiment` stores its variants and scores."""
+
+    @property
+    def name(self) -> str:
+        """The table's name in the dataset (a folder of the output, beside ``results``)."""
+        ...
+
+    async def row(self, end: TaskEnd) -> dict[str, Any]:
+        """The task's row, once it has ended (awaited before the task counts as done)."""
+        ...
+
+    def table(self, rows: list[dict[str, Any]]) -> Any:
+        """The rows of a part as a pyarrow Table (called when the part is written)."""
+        ...
 
 
 # ---------------------------------------------------------------------- tasks
@@ -510,7 +592,7 @@ def task_text(task: object) -> str:
 # ---------------------------------------------------------------------- agents
 
 
-def _agent_copier(template: AssistantAgent) -> Callable[[object], AssistantAgent]:
+def agent_copier(template: AssistantAgent, where: str = "Batch: make_agent") -> Callable[[object], AssistantAgent]:
     """A factory of copies of ``template`` (:meth:`AssistantAgent.copy`), each with a fresh model context.
 
     The copies share the template's tools and workbenches, memory stores, output type and summary
@@ -534,7 +616,7 @@ def _agent_copier(template: AssistantAgent) -> Callable[[object], AssistantAgent
             else f"AssistantAgent.copy() failed on {type(template).__name__}"
         )
         raise TypeError(
-            f"Batch: make_agent, the agent {template.name!r}, cannot be copied for each task: {why} "
+            f"{where}, the agent {template.name!r}, cannot be copied for each task: {why} "
             f"({_error_text(error)}); pass a function that builds a fresh agent for a task instead: "
             "Batch(lambda task: AssistantAgent(...), tasks)"
         ) from error
@@ -552,7 +634,7 @@ class _Row:
     __slots__ = (
         "position", "key", "task", "status", "answer", "error", "stop_reason", "prompt_tokens",
         "completion_tokens", "llm_calls", "tool_calls", "duration_s", "started_at", "ended_at", "run_id",
-        "attempts", "session",
+        "attempts", "session", "tool_errors", "group",
     )  # fmt: skip
 
     def __init__(self, task: _Task, session: str) -> None:
@@ -573,6 +655,8 @@ class _Row:
         self.run_id: str | None = None
         self.attempts = 0
         self.session = session
+        self.tool_errors = 0  # of the last attempt's run (not a results column: a task table's)
+        self.group: str | None = None  # its group's name (group=)
 
     def mask(self, secrets: Sequence[str]) -> None:
         """Mask secrets in the texts (a key the server echoed in the answer...), as the trace does."""
@@ -651,13 +735,14 @@ def _arrow_schema(columns: Mapping[str, tuple[str, str]], extra: Sequence[tuple[
 class _Part:
     """The runs of up to ``part_size`` tasks: recorded in their own trace, written together."""
 
-    __slots__ = ("number", "trace", "rows", "attempts", "open", "started", "sealed")
+    __slots__ = ("number", "trace", "rows", "attempts", "extra", "open", "started", "sealed")
 
     def __init__(self, number: int, trace: Trace) -> None:
         self.number = number
         self.trace = trace
         self.rows: list[_Row] = []
         self.attempts: list[AttemptRow] = []
+        self.extra: list[dict[str, Any]] = []  # its task table's rows
         self.open = 0  # tasks running in it
         self.started = 0
         self.sealed = False  # no task starts in it any more
@@ -668,16 +753,18 @@ class _Part:
         return self.attempts
 
 
-def _part_tables(part: _Part) -> dict[str, Any]:
-    """A part's own tables (besides its trace's), as pyarrow Tables: its ``attempts`` and ``results``."""
+def _part_tables(part: _Part, task_table: TaskTable | None) -> dict[str, Any]:
+    """A part's own tables (besides its trace's), as pyarrow Tables: its ``attempts``, its task table's
+    and its ``results`` (in the order they are placed)."""
     import pyarrow as pa
 
     attempts = [dict(zip(ATTEMPT_COLUMNS, attempt)) for attempt in part.attempts]
     results = [_result_record(row) for row in part.rows]
-    return {
-        "attempts": pa.Table.from_pylist(attempts, schema=_arrow_schema(ATTEMPT_COLUMNS)),
-        "results": pa.Table.from_pylist(results, schema=_results_schema()),
-    }
+    tables = {"attempts": pa.Table.from_pylist(attempts, schema=_arrow_schema(ATTEMPT_COLUMNS))}
+    if task_table is not None:
+        tables[task_table.name] = task_table.table(part.extra)
+    tables["results"] = pa.Table.from_pylist(results, schema=_results_schema())
+    return tables
 
 
 def _results_schema() -> Any:
@@ -739,7 +826,10 @@ class Batch:
     write the runs to as they end (and to resume from); ``part_size`` tasks per written part.
     ``shard=(i, n)``: only the i-th of n shards. ``key``: how a task is known in the folder (a
     column name for a DataFrame, or a function of the task or row); by default its position and a
-    hash of its text. ``title``: the progress display's title. ``session``: this batch's session id
+    hash of its text. ``title``: the progress display's title. ``group``: a column of the tasks
+    DataFrame whose values group the tasks in the progress (each group's done, ok and failed: an
+    experiment's variants). ``task_table``: a :class:`TaskTable` given each task as it ends, whose
+    rows the batch keeps (with ``output=``, in each part). ``session``: this batch's session id
     (its trace's id and its folders in ``output``; by default a new one): a writer that names its
     sessions (:func:`nbagent.spark.run_batch`) finds them again.
     """
@@ -761,11 +851,13 @@ class Batch:
         shard: tuple[int, int] | None = None,
         key: Key = None,
         title: str | None = None,
+        group: str | None = None,
+        task_table: TaskTable | None = None,
         session: str | None = None,
     ) -> None:
         where = "Batch"
         if isinstance(make_agent, AssistantAgent):
-            self._make: Callable[[object], AssistantAgent] = _agent_copier(make_agent)
+            self._make: Callable[[object], AssistantAgent] = agent_copier(make_agent)
             self._template: AssistantAgent | None = make_agent
         elif callable(make_agent):
             self._make = make_agent
@@ -795,11 +887,15 @@ class Batch:
         if key is not None and not isinstance(key, str):
             check.function(where, "key", key, "a column name, a function (task -> key) or None")
         self._source = _Source(tasks, task_column, key, shard)
+        self._group = check.string(where, "group", group, none=True)
+        self._group_totals = self._totals_by_group()
         self.title = check.string(where, "title", title, none=True) or self._default_title()
         self.session = new_id() if session is None else _session(where, session)
         """This batch's session: its trace's id, and its folder in the output dataset."""
         self.output = None if output is None else Path(output)
-        self._dataset = None if self.output is None else Dataset(self.output, self.session, OWN_TABLES)
+        self._task_table = task_table
+        tables = OWN_TABLES if task_table is None else ("attempts", task_table.name, "results")
+        self._dataset = None if self.output is None else Dataset(self.output, self.session, tables)
         self._trace = Trace(trace_id=self.session)
         self._memory = _Part(0, self._trace)  # without output=: every run, every attempt
         self._rows: dict[int, _Row] = {}  # by position (in memory: every task; with output: the running ones)
@@ -823,6 +919,20 @@ class Batch:
         self._last_update = float("-inf")
         self._results_cache: Any = None
 
+    def _totals_by_group(self) -> dict[str, int]:
+        """The tasks of the shard per group (``group=``), in the order of the tasks."""
+        group = self._group
+        if group is None:
+            return {}
+        frame = self._source.frame
+        if frame is None or group not in frame.columns:
+            raise check.wrong_value("Batch", "group", "a column of the tasks DataFrame (tasks that are one)", group)
+        positions = self._source.positions()
+        assert positions is not None  # a DataFrame has a length
+        values = frame[group].iloc[list(positions)].astype(str)
+        counts = values.value_counts(sort=False)
+        return {name: int(counts[name]) for name in values.unique()}
+
     def _default_title(self) -> str:
         name = self._template.name if self._template is not None else getattr(self._make, "__name__", "")
         if not name.isidentifier():  # a lambda
@@ -840,6 +950,7 @@ class Batch:
         self._durations = array("d")
         self._recent: deque[float] = deque(maxlen=LIVE_LATENCIES)
         self._last_errors: deque[tuple[str, str, str]] = deque(maxlen=LAST_ERRORS)
+        self._groups = {name: [0, 0, 0] for name in self._group_totals}  # done, ok, failed
         self._started_perf = time.perf_counter()
         self._elapsed: float | None = None
 
@@ -915,6 +1026,9 @@ class Batch:
             state=state,
             title=self.title,
             last_errors=tuple(self._last_errors),
+            groups=tuple(
+                GroupProgress(name, self._group_totals[name], *counts) for name, counts in self._groups.items()
+            ),
         )
 
     def stop(self) -> None:
@@ -1010,8 +1124,13 @@ class Batch:
                 continue
             await self._run_task(task)
 
+    def _group_of(self, task: _Task) -> str | None:
+        return None if self._group is None else str(task.arg[self._group])  # type: ignore[index]
+
     def _skip(self, task: _Task) -> None:
         self._skipped += 1
+        if self._group is not None:
+            self._groups[str(self._group_of(task))][0] += 1
         if self._dataset is not None:
             self._skipped_keys.append((task.position, task.key))
         self._changed()
@@ -1020,6 +1139,7 @@ class Batch:
 
     async def _run_task(self, task: _Task) -> None:
         row = _Row(task, self.session)
+        row.group = self._group_of(task)
         self._rows[task.position] = row
         row.started_at = time.time()
         start = time.perf_counter()
@@ -1072,9 +1192,30 @@ class Batch:
                 part.trace.detach(agent)
                 agent.recorders[:] = recorders
             row.mask(process_secrets(agent.secrets if agent is not None else ()))
-            self._end_row(row, start, part)
+            duration = time.perf_counter() - start
+            if self._task_table is not None:
+                await self._table_row(task, row, part, duration)
+            self._end_row(row, duration, part)
             if agent is not None:
                 await self._clients.end(agent.model_client)
+
+    async def _table_row(self, task: _Task, row: _Row, part: _Part, duration: float) -> None:
+        """Give the task table the task that ended; its row goes in the part (with output=)."""
+        assert self._task_table is not None
+        token = CancellationToken()
+        self._tokens.add(token)
+        if self._stopping:
+            token.cancel()
+        tokens = None if row.prompt_tokens is None else row.prompt_tokens + (row.completion_tokens or 0)
+        end = TaskEnd(
+            task.arg, row.key, row.position, row.status, row.answer, row.error, row.run_id, part.trace, tokens,
+            row.tool_calls, row.tool_errors, duration, token,
+        )  # fmt: skip
+        try:
+            record = await self._task_table.row(end)
+        finally:
+            self._tokens.discard(token)
+        part.extra.append(record)
 
     def _ending(self, timed_out: bool) -> str:
         """The error of a task that timed out or was cancelled."""
@@ -1161,6 +1302,7 @@ class Batch:
 
     async def _consume(self, run: AsyncIterator[Any], row: _Row) -> Response:
         calls: list[LLMCall] = []
+        tools: list[ToolExecution] = []
         response: Response | None = None
         try:
             async for item in run:
@@ -1169,11 +1311,13 @@ class Batch:
                     calls.append(item)
                 elif kind is ToolExecution:
                     row.tool_calls += 1
+                    tools.append(item)
                 elif kind is Response:
                     response = item
         finally:
             await run.aclose()  # type: ignore[attr-defined]
             self._count_calls(calls, row)
+            row.tool_errors = sum(1 for tool in tools if tool.result is not None and tool.result.is_error)
         assert response is not None, "a run ended without a Response"
         last = calls[-1].result if calls else None
         if last is not None:
@@ -1196,11 +1340,16 @@ class Batch:
         error = None if error is None else mask(error, process_secrets())
         part.attempts.append((row.position, row.key, row.attempts, row.run_id or "", status, error, wait, self.session))
 
-    def _end_row(self, row: _Row, start: float, part: _Part) -> None:
+    def _end_row(self, row: _Row, duration: float, part: _Part) -> None:
         row.ended_at = time.time()
-        row.duration_s = time.perf_counter() - start
+        row.duration_s = duration
         self._running -= 1
         self._counts[row.status] += 1
+        if row.group is not None:
+            counts = self._groups[row.group]
+            counts[0] += 1
+            counts[1] += row.status == "ok"
+            counts[2] += row.status in ("error", "timeout")
         if row.status != "ok":
             self._last_errors.append((_short(row.task, 80), row.status, _short(row.error or row.status, 200)))
         if row.attempts:
@@ -1231,7 +1380,8 @@ class Batch:
             self._part = None
         dataset = self._dataset
         assert dataset is not None
-        written = asyncio.ensure_future(asyncio.to_thread(dataset.commit, part.number, part.trace, _part_tables(part)))
+        tables = _part_tables(part, self._task_table)
+        written = asyncio.ensure_future(asyncio.to_thread(dataset.commit, part.number, part.trace, tables))
         written.add_done_callback(lambda done: self._written(done, part))
         self._writes.append(written)
 

@@ -164,11 +164,11 @@ async def test_a_template_agent_is_copied_for_each_task() -> None:
 
 
 async def test_a_template_shares_a_stateless_client_and_the_tool_objects() -> None:
-    from nbagent.batch import _agent_copier
+    from nbagent.batch import agent_copier
 
     client = nbagent.OpenAIChatCompletionClient("gpt-4o", base_url="http://127.0.0.1:9/v1", api_key="sk-x")
     template = AssistantAgent("a", client, tools=[LOOKUP], system_message="Hi.", max_tool_iterations=3)
-    copy = _agent_copier(template)
+    copy = agent_copier(template)
     first, second = copy("x"), copy("y")
     assert first.model_client is client and second.model_client is client  # its connections are shared
     assert first.workbench == template.workbench and first.tools == template.tools

@@ -21,10 +21,23 @@ EXPECTED_NOTEBOOKS = [
     "05_live_models.ipynb",
     "06_batch_runs.ipynb",
     "07_autogen_teams.ipynb",
+    "08_experiments.ipynb",
 ]
 
 # Lines each notebook must print when it runs offline: the behaviour its text explains happened.
 EXPECTED_OUTPUT = {
+    "08_experiments.ipynb": [
+        "brief: contains 0.68, words 3.7",
+        "careful: contains 0.90, words 11.0",
+        "contains: delta +0.22 [+0.08, +0.38], McNemar exact p = 0.0127",
+        "only brief passed: 3 · only careful passed: 14",
+        "careful lost: ['t13', 't23', 't43']",
+        "{'parted_at': 4, 'parting_move': 'tool_request', 'parting': 'tool_arguments'}",
+        "paused before: call_llm",
+        "fork answered: I looked it up: it is 26 °C in Dakar today.",
+        "the fork scored: {'contains': True, 'words': 11.0}",
+        "{'mean_a': 0.0, 'mean_b': 1.0}",
+    ],
     "01_quickstart.ipynb": [
         "model: replay",
         "It is sunny in Tokyo: 18 °C, which is 64.4 °F.",

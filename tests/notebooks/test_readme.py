@@ -49,6 +49,11 @@ EXPECTED = {
     "Traces": ["True"],
     "Models": [],
     "Many runs": ["20"],
+    "Experiments": [
+        "{'terse': 0.75, 'careful': 1.0}",
+        "delta +0.25, only careful passed: 10, only terse: 0, p = 0.0020",
+        "40",
+    ],
     "AutoGen's own agents and teams": ["Hello from AutoGen."],
     "Cassettes": ["Hello!"],
     "Replay, fork and compare": ["[False, False, False, False, True, True]", "True"],

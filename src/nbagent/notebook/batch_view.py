@@ -16,7 +16,8 @@ Stable hooks for tests: the root has the classes ``nba-view nba-batch nba-state-
 ``data-state`` (the batch's state); ``nba-batch-metrics`` holds spans with ``data-metric`` (``done``,
 ``ok``, ``failed``, ``running``, ``tokens``, ``throughput``, ``eta``, ``p50``, ``p95``, ``elapsed``)
 and ``data-value``; the bar ``nba-batch-bar`` has ``aria-valuenow`` (percent); the Stop button
-``nba-stop``; the last errors are rows of ``nba-batch-errors``.
+``nba-stop``; the last errors are rows of ``nba-batch-errors``; a batch with ``group=`` (an experiment's
+variants) has a row per group in ``nba-batch-groups`` (``data-group``: its name), with its own bar.
 
 Registered as the ``"widget"`` progress display of :mod:`nbagent.batch` by :mod:`nbagent`
 (``progress="auto"`` picks it in a kernel).
@@ -105,13 +106,30 @@ def progress_html(progress: BatchProgress, *, live: bool = True) -> Markup:
             )
         )
     metrics = el("div", Markup(" ").join(spans), class_="nba-batch-metrics")
+    groups = EMPTY
+    if progress.groups:  # group=: each group's progress (an experiment's variants)
+        rows = [
+            el(
+                "tr",
+                el("td", group.name),
+                el("td", el("div", el("div", class_="nba-batch-fill", style=f"width:{round(group.fraction * 100, 1)}%"),
+                            class_="nba-batch-bar", role="progressbar", aria_valuemin=0, aria_valuemax=100,
+                            aria_valuenow=round(group.fraction * 100, 1))),
+                el("td", f"{group.done:,}/{group.total:,}"),
+                el("td", f"{group.ok:,} ok"),
+                el("td", f"{group.failed:,} failed"),
+                data_group=group.name,
+            )
+            for group in progress.groups
+        ]  # fmt: skip
+        groups = el("table", *rows, class_="nba-table nba-batch-groups")
     errors = EMPTY
     failures = [(task, status, error) for task, status, error in progress.last_errors if status != "cancelled"]
     if failures:  # a task the Stop cancelled is counted under "cancelled", not listed as a failure
         rows = [el("tr", el("td", task), el("td", status), el("td", error)) for task, status, error in failures]
         caption = el("caption", f"last {plural(len(rows), 'failure')}")
         errors = el("table", caption, *rows, class_="nba-table nba-batch-errors")
-    body = el("div", head, bar, metrics, errors, class_="nba-batch-body")
+    body = el("div", head, bar, metrics, groups, errors, class_="nba-batch-body")
     if live:
         return body
     return portable(

@@ -32,7 +32,16 @@ from .. import _check as check
 from ..agent import replayed
 from ..render import STYLE, Markup, concat, el, format_duration, portable
 from ..trace import LazyTrace, TraceFrames
-from ..trace.explore import TABLE_COLUMNS, RunTable, Selection, tool_uses
+from ..trace.explore import (
+    TABLE_COLUMNS,
+    VARIANT,
+    VARIANT_TABLE,
+    RunTable,
+    Selection,
+    Variants,
+    table_columns,
+    tool_uses,
+)
 from .explorer_table import ExplorerTable
 from .static_display import StaticCopyDisplay
 from .view import AgentRunView
@@ -63,6 +72,7 @@ _HEADERS = {
     "latency_s": "latency",
     "started_at": "started (UTC)",
     "agent": "agent",
+    VARIANT: "variant",
     "parent": "parent",
     "run_id": "run",
 }
@@ -93,18 +103,20 @@ def _cell(column: str, value: Any) -> str:
     return str(value)
 
 
-# One row of the table; Markup.format escapes (and masks) every value put in it.
-_ROW = (
-    Markup('<tr class="{}" data-run="{}" data-status="{}">')
-    + Markup("").join(
-        el("td", Markup("{}"), class_=_CLASSES.get(column), title=Markup("{}") if column == "run_id" else None)
-        for column in TABLE_COLUMNS
+def _row_template(columns: tuple[str, ...]) -> Markup:
+    """One row of the table of ``columns``; Markup.format escapes (and masks) every value put in it."""
+    return (
+        Markup('<tr class="{}" data-run="{}" data-status="{}">')
+        + Markup("").join(
+            el("td", Markup("{}"), class_=_CLASSES.get(column), title=Markup("{}") if column == "run_id" else None)
+            for column in columns
+        )
+        + Markup("</tr>")
     )
-    + Markup("</tr>")
-)
 
 
-_RUN, _STATUS = list(TABLE_COLUMNS).index("run_id"), list(TABLE_COLUMNS).index("status")
+#: The row templates by the columns shown (an experiment's runs have one more, their variant).
+_ROWS = {columns: _row_template(columns) for columns in (tuple(TABLE_COLUMNS),)}
 
 
 def table_html(
@@ -113,24 +125,27 @@ def table_html(
     """The rows of ``page`` (the display table's columns) as an HTML table, every value escaped; the
     header of the ``sort`` column says its order (``aria-sort``)."""
     order = "ascending" if ascending else "descending"
+    shown = tuple(table_columns(page))
+    template = _ROWS.get(shown) or _ROWS.setdefault(shown, _row_template(shown))
+    at_run, at_status = shown.index("run_id"), shown.index("status")
     head = el(
         "tr",
         [
             el("th", _HEADERS[column], scope="col", data_column=column, aria_sort=order if column == sort else None)
-            for column in TABLE_COLUMNS
+            for column in shown
         ],
     )
-    columns = [page[column].tolist() for column in TABLE_COLUMNS]
+    columns = [page[column].tolist() for column in shown]
     rows = []
     for values in zip(*columns, strict=True):
-        run_id, status = str(values[_RUN]), str(values[_STATUS])
+        run_id, status = str(values[at_run]), str(values[at_status])
         row_class = "nba-x-row nba-x-selected" if run_id in selected else "nba-x-row"
         cells: list[str] = []
-        for column, value in zip(TABLE_COLUMNS, values, strict=True):
+        for column, value in zip(shown, values, strict=True):
             if column == "run_id":
                 cells.append(run_id)  # the title: the whole id
             cells.append(_cell(column, value))
-        rows.append(_ROW.format(row_class, run_id, status, *cells))
+        rows.append(template.format(row_class, run_id, status, *cells))
     return el("table", [el("thead", head), el("tbody", rows)], class_="nba-table nba-explorer-table")
 
 
@@ -144,13 +159,16 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
         layout = widgets.Layout(width="auto")
         self.status = widgets.SelectMultiple(options=table.choices("status"), description="status", rows=3)
         self.agent = widgets.SelectMultiple(options=table.choices("agent"), description="agent", rows=3)
+        # an experiment's runs: their variant (hidden for runs of none)
+        self.variant = widgets.SelectMultiple(options=table.choices(VARIANT), description="variant", rows=3)
         self.tool = widgets.SelectMultiple(options=table.choices("tool"), description="tool", rows=3)
         self.error = widgets.Text(description="error", placeholder="error text", continuous_update=False)
         self.search = widgets.Text(description="search", placeholder="task or answer", continuous_update=False)
         self.since = widgets.Text(description="since", placeholder="2026-12-01 09:00", continuous_update=False)
         self.until = widgets.Text(description="until", placeholder="UTC, ISO", continuous_update=False)
         # Trace order is "" (a Dropdown whose value is None has no selection: it showed a blank).
-        self.sort = widgets.Dropdown(options=[("trace order", ""), *((_HEADERS[c], c) for c in TABLE_COLUMNS)])
+        shown = table_columns(table.display)
+        self.sort = widgets.Dropdown(options=[("trace order", ""), *((_HEADERS[c], c) for c in shown)])
         self.sort.description = "sort by"
         self.descending = widgets.ToggleButton(description="descending", value=False, layout=layout)
         self.message = widgets.Label()
@@ -166,6 +184,7 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
         filter_controls = {
             "status": self.status,
             "agent": self.agent,
+            VARIANT: self.variant,
             "tool": self.tool,
             "error": self.error,
             "search": self.search,
@@ -183,7 +202,7 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
         self.next.on_click(lambda _: self._turn(1))
         self.replay_button.on_click(lambda _: self._replay())
         self.export_button.on_click(lambda _: self._export())
-        filters = widgets.HBox([self.status, self.agent, self.tool])
+        filters = widgets.HBox([self.status, self.agent, self.variant, self.tool])
         texts = widgets.HBox([widgets.VBox([self.error, self.search]), widgets.VBox([self.since, self.until])])
         super().__init__(
             [
@@ -216,6 +235,7 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
                 self.explorer.filter(
                     status=self.status.value,
                     agent=self.agent.value,
+                    variant=self.variant.value,
                     tool=self.tool.value,
                     error=self.error.value,
                     search=self.search.value,
@@ -237,7 +257,7 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
         event = message["event"]
         try:
             with explorer.settling():
-                if event == "sort" and message.get("column") in TABLE_COLUMNS:
+                if event == "sort" and message.get("column") in table_columns(explorer.table.display):
                     column = message["column"]
                     same = explorer.current.sort == column
                     explorer.sort_by(column, ascending=not explorer.current.ascending if same else True)
@@ -275,13 +295,14 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
         with self.hold_sync():
             self._updating = True
             try:
-                for name in ("status", "agent", "tool"):
+                for name in ("status", "agent", VARIANT, "tool"):
                     control = getattr(self, name)
                     choices = tuple(table.choices(name))
                     if tuple(control.options) != choices:
                         keep = tuple(value for value in control.value if value in choices)
                         control.options = choices
                         control.value = keep
+                self.variant.layout.display = None if self.variant.options else "none"
                 self.message.value = "" if not self.message.value.startswith("written") else self.message.value
                 current = explorer.current
                 table_view = table_html(page, frozenset(explorer.picked), current.sort, current.ascending)
@@ -374,6 +395,8 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         self._folder_lock = threading.Lock()
         self._fetching: asyncio.Task[None] | None = None
         self._dropped = False  # a read's parts were not taken in (its update cancelled): read the whole next
+        #: An experiment's dataset: each run's variant, read with the runs.
+        self._variants = Variants.of(self.trace)
         self.table = self._read()
         self.current: Selection = self.table.select()
 
@@ -391,7 +414,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
                 self.trace = self.source.trace  # the runs so far
             runs = self.source.with_tasks(self.trace.runs_df())
         else:
-            runs = self.source.runs_df()
+            runs = self._labelled(self.source.runs_df())
         table = RunTable(runs, tool_uses(self.trace))
         self._unmatched = self._without_task(table.runs)
         return table
@@ -433,8 +456,12 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         with self._folder_lock:
             got = follower.changes()
             if not whole and got is not None:  # ``whole``: a read before was not shown (the caller says so)
-                return (False, *got) if len(got[0]) or len(got[1]) else None
-            return True, self.trace.runs_df(), tool_uses(self.trace)
+                return (False, self._labelled(got[0]), got[1]) if len(got[0]) or len(got[1]) else None
+            return True, self._labelled(self.trace.runs_df()), tool_uses(self.trace)
+
+    def _labelled(self, runs: pd.DataFrame) -> pd.DataFrame:
+        """``runs`` with their variant when the source is an experiment's dataset."""
+        return runs if self._variants is None else self._variants.put(runs)
 
     def _take(self, fetched: tuple[bool, pd.DataFrame, pd.DataFrame] | None) -> None:
         """Put what :meth:`_fetch_parts` read into the table."""
@@ -497,8 +524,12 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
     def code(self) -> str:
         """:attr:`query` as lines to paste, over the explored trace (or batch) named as ``trace`` (``batch``)."""
         opening, tools = self.trace.reading_code(self.name)
+        variants = ""
+        if self._variants is not None:  # an experiment's dataset: each run's variant from its own table
+            table = str(self._variants.folder / VARIANT_TABLE)
+            variants = f'runs = runs.merge(pd.read_parquet({table!r}, columns=["run_id", "{VARIANT}"]), how="left")\n'
         return (
-            f"{opening}import pandas as pd\nruns = {self.name}.runs_df()\ntool_calls = {tools}\n"
+            f"{opening}import pandas as pd\nruns = {self.name}.runs_df()\n{variants}tool_calls = {tools}\n"
             f"selection = {self.query}"
         )
 
@@ -510,7 +541,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         return self.current.page(self.page_number, self.page_size)
 
     def filter(self, **filters: Any) -> RunExplorer:
-        """Keep the runs with ``status``, ``agent``, ``tool`` (a name or a list), ``error`` and ``search``
+        """Keep the runs with ``status``, ``agent``, ``variant``, ``tool`` (a name or a list), ``error`` and ``search``
         (text, case-insensitive), ``since``/``until`` (times, UTC); ``None`` or empty clears one."""
         self.current = self.table.select(
             self.current.filters.with_(**filters), self.current.sort, self.current.ascending

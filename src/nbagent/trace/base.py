@@ -112,6 +112,11 @@ class TraceFrames(ABC):
             raise NoSuchRun(str(check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)))
         return self
 
+    def source_folder(self) -> Path | None:
+        """The dataset folder this trace reads its frames from (a lazily read dataset's); ``None`` for a
+        trace whose frames are in memory."""
+        return None
+
     def follower(self) -> Follower | None:
         """What a live view of this trace reads at each update (the runs new or changed since the last):
         ``None`` where the trace does not change (a loaded trace); a live trace's follows its rows, a

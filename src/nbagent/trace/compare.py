@@ -23,6 +23,8 @@ from .replay import ReplaySource
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .base import TraceFrames
+
 _RECORDS = {"Move", "LLMCall", "ToolExecution", "RunStarted", "RunFinished", "ModelClientStreamingChunkEvent"}
 
 
@@ -50,68 +52,124 @@ class MoveView:
         return (self.key, self.events, self.tool_calls, self.context)
 
 
+_EVENT_COLUMNS = ("run_id", "seq", "kind", "move", "step", "iteration", "text")
+_CALL_COLUMNS = ("run_id", "prompt_tokens", "completion_tokens", "duration_s")
+_TOOL_COLUMNS = ("run_id", "tool_name", "arguments", "result", "is_error", "duration_s")
+
+
+class _Columns:
+    """A table's columns as Python lists (missing values ``None``) and, per run, the positions of its rows."""
+
+    def __init__(self, frame: pd.DataFrame, columns: Sequence[str]) -> None:
+        self.values = {name: frame[name].to_numpy(dtype=object, na_value=None).tolist() for name in columns}
+        runs = frame["run_id"].astype("object")
+        self.rows: dict[str, Sequence[int]] = {
+            str(run): rows for run, rows in runs.groupby(runs, sort=False).indices.items()
+        }
+
+    def of(self, run_id: str) -> tuple[Sequence[int], dict[str, list[Any]]]:
+        return self.rows.get(run_id, ()), self.values
+
+
 def moves_of(trace: ReplaySource, run_id: str, *, by_items: bool = False) -> list[MoveView]:
     """The moves of run ``run_id`` of ``trace``, each with its events, tool calls, tokens, time and context.
 
     ``by_items``: a run recorded without its moves (an AutoGen agent's, ``nbagent.autogen``) is cut at
     each model call and each event instead (``llm_call``, ``ToolCallRequestEvent``...), without context.
     """
+    tables = []
+    for frame, columns in (
+        (trace.events_df(), _EVENT_COLUMNS),
+        (trace.llm_calls_df(), _CALL_COLUMNS),
+        (trace.tool_calls_df(), _TOOL_COLUMNS),
+    ):
+        tables.append(_Columns(frame[frame["run_id"].astype("object") == run_id], columns))
+    events, calls, tools = tables
+    moves, ends = _moves(events.of(run_id), calls.of(run_id), tools.of(run_id), by_items)
+    if not ends:
+        raise KeyError(f"no run {run_id!r} in this trace")
+    if not by_items:
+        _add_contexts(trace, run_id, moves, ends)
+    return moves
+
+
+def moves_of_runs(trace: TraceFrames, run_ids: Sequence[str], *, figures: bool = True) -> dict[str, list[MoveView]]:
+    """The moves of runs ``run_ids`` of ``trace`` read in bulk (one read of each table, only these runs'
+    rows), as :func:`moves_of` makes them but without the context after each move (read run by run, it
+    would cost a read per move): what each move did, its tokens and time (``figures=False``: neither,
+    the model calls' table is not read; where runs diverge does not depend on them). A run with no rows:
+    no moves."""
+    ids = list(dict.fromkeys(str(run) for run in run_ids))
+    events = _Columns(trace.table("events", _EVENT_COLUMNS, ids), _EVENT_COLUMNS)
+    calls_frame = trace.table("llm_calls", _CALL_COLUMNS, ids) if figures else _no_rows(_CALL_COLUMNS)
+    calls = _Columns(calls_frame, _CALL_COLUMNS)
+    tools = _Columns(trace.table("tool_calls", _TOOL_COLUMNS, ids), _TOOL_COLUMNS)
+    return {run: _moves(events.of(run), calls.of(run), tools.of(run), False)[0] for run in ids}
+
+
+Rows = tuple[Sequence[int], dict[str, list[Any]]]
+
+
+def _no_rows(columns: Sequence[str]) -> pd.DataFrame:
     import pandas as pd
 
-    events = trace.events_df()
-    events = events[events["run_id"].astype("object") == run_id].reset_index(drop=True)
-    if not len(events):
-        raise KeyError(f"no run {run_id!r} in this trace")
-    calls = trace.llm_calls_df()
-    calls = calls[calls["run_id"].astype("object") == run_id].reset_index(drop=True)
-    tools = trace.tool_calls_df()
-    tools = tools[tools["run_id"].astype("object") == run_id].reset_index(drop=True)
+    return pd.DataFrame({name: pd.Series([], dtype="object") for name in columns})
+
+
+def _moves(events: Rows, calls: Rows, tools: Rows, by_items: bool) -> tuple[list[MoveView], list[int]]:
+    """A run's moves from its rows (the positions of its rows in each table's columns), and the seq of each
+    move's last item (none: the run has no events)."""
+    rows, ev = events
+    call_rows, call = calls
+    tool_rows, tool = tools
     moves: list[MoveView] = []
     tools_s: dict[int, float] = {}  # per move: its tool calls' time (they run together: the longest)
     ends: list[int] = []  # per move: the seq of its last item
     n_calls = n_tools = 0
-    for row in events.itertuples():
-        kind = str(row.kind)
+    for i in rows:
+        kind = str(ev["kind"][i])
         if by_items and kind == "Move":
             continue
         starts = kind == "Move" or (by_items and kind not in _RECORDS) or (by_items and kind == "LLMCall")
         if starts:
             if moves:
-                ends.append(int(row.seq) - 1)
-            step = None if by_items or pd.isna(row.step) else int(row.step)
-            iteration = None if by_items or pd.isna(row.iteration) else int(row.iteration)
-            name = ("llm_call" if kind == "LLMCall" else kind) if by_items else str(row.move)
+                ends.append(int(ev["seq"][i]) - 1)
+            step = None if by_items or ev["step"][i] is None else int(ev["step"][i])
+            iteration = None if by_items or ev["iteration"][i] is None else int(ev["iteration"][i])
+            name = ("llm_call" if kind == "LLMCall" else kind) if by_items else str(ev["move"][i])
             moves.append(MoveView(len(moves) + 1, name, step, iteration))
             if kind == "Move":
                 continue
         if not moves:
             continue
         move = moves[-1]
-        if kind == "LLMCall" and n_calls < len(calls):
-            call = calls.iloc[n_calls]
+        if kind == "LLMCall" and n_calls < len(call_rows):
+            c = call_rows[n_calls]
             n_calls += 1
-            used = [call["prompt_tokens"], call["completion_tokens"]]
-            if not all(pd.isna(value) for value in used):
-                move.tokens = (move.tokens or 0) + sum(int(value) for value in used if not pd.isna(value))
-            move.seconds = _plus(move.seconds, call["duration_s"])  # the model calls of a move: one after another
-        elif kind == "ToolExecution" and n_tools < len(tools):
-            tool = tools.iloc[n_tools]
+            used = [value for value in (call["prompt_tokens"][c], call["completion_tokens"][c]) if value is not None]
+            if used:
+                move.tokens = (move.tokens or 0) + sum(int(value) for value in used)
+            move.seconds = _plus(move.seconds, call["duration_s"][c])  # the model calls of a move: one after another
+        elif kind == "ToolExecution" and n_tools < len(tool_rows):
+            t = tool_rows[n_tools]
             n_tools += 1
-            arguments = tool["arguments"]
             move.tool_calls.append(
-                (str(tool["tool_name"]), _text(arguments), _text(tool["result"]), _flag(tool["is_error"]))
+                (
+                    str(tool["tool_name"][t]),
+                    _text(tool["arguments"][t]),
+                    _text(tool["result"][t]),
+                    _flag(tool["is_error"][t]),
+                )
             )
-            tools_s[id(move)] = max(tools_s.get(id(move), 0.0), _seconds(tool["duration_s"]) or 0.0)  # concurrent
+            tools_s[id(move)] = max(tools_s.get(id(move), 0.0), _seconds(tool["duration_s"][t]) or 0.0)  # concurrent
         elif kind not in _RECORDS:
-            move.events.append((kind, _text(row.text)))
-    last = events.iloc[-1]
-    ends.append(int(last["seq"]))
+            move.events.append((kind, _text(ev["text"][i])))
+    if len(rows):
+        ends.append(int(ev["seq"][rows[-1]]))
     for move in moves:  # a move's own time: its model calls and tools, never a pause of its walk after it
         if id(move) in tools_s:
             move.seconds = (move.seconds or 0.0) + tools_s[id(move)]
-    if not by_items:
-        _add_contexts(trace, run_id, moves, ends)
-    return moves
+    return moves, ends
 
 
 def _add_contexts(trace: ReplaySource, run_id: str, moves: list[MoveView], ends: list[int]) -> None:
@@ -190,8 +248,11 @@ class Row:
 
 
 def align(left: Sequence[MoveView], right: Sequence[MoveView]) -> list[Row]:
-    """The moves of two runs aligned by name (a move made at another iteration aligns, and diverges)."""
-    rows: list[Row] = []
+    """The moves of two runs aligned by name (a move made at another iteration aligns, and diverges): the
+    moves they begin with by the same names side by side, then the rest as :mod:`difflib` matches it."""
+    shared = _shared_names(left, right)
+    rows = [Row(left[k], right[k]) for k in range(shared)]
+    left, right = left[shared:], right[shared:]
     matcher = difflib.SequenceMatcher(None, [m.name for m in left], [m.name for m in right], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -201,6 +262,29 @@ def align(left: Sequence[MoveView], right: Sequence[MoveView]) -> list[Row]:
         for k in range(max(len(a), len(b))):  # a replaced stretch: side by side, the longer one alone at its end
             rows.append(Row(a[k] if k < len(a) else None, b[k] if k < len(b) else None))
     return rows
+
+
+def _shared_names(left: Sequence[MoveView], right: Sequence[MoveView]) -> int:
+    """How many moves the two runs begin with by the same names."""
+    shared = 0
+    for a, b in zip(left, right):
+        if a.name != b.name:
+            break
+        shared += 1
+    return shared
+
+
+def first_parting(left: Sequence[MoveView], right: Sequence[MoveView]) -> tuple[int, Row] | None:
+    """Where two runs first part: the position (from 1) and the row of the first diverged move of
+    ``align(left, right)``, found without aligning what follows it; ``None``: they never do."""
+    shared = _shared_names(left, right)
+    for position in range(shared):
+        row = Row(left[position], right[position])
+        if row.diverged:
+            return position + 1, row
+    if shared == len(left) == len(right):
+        return None
+    return shared + 1, align(left[shared:], right[shared:])[0]  # its first row differs in its move
 
 
 class Comparison:
@@ -225,6 +309,12 @@ class Comparison:
     def first_divergence(self) -> int | None:
         """The position (from 1) of the first aligned move where the runs differ; ``None``: they never do."""
         return next((index for index, row in enumerate(self.rows, 1) if row.diverged), None)
+
+    @property
+    def parting(self) -> Row | None:
+        """The first aligned move where the runs differ (``None``: they never do)."""
+        first = self.first_divergence
+        return None if first is None else self.rows[first - 1]
 
     @property
     def frame(self) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from .parquet import (
     arrow_table,
     check_schema,
     check_session,
+    committed_files,
     committed_parts,
     next_part,
     part_name,
@@ -50,7 +51,47 @@ if TYPE_CHECKING:
 
     from .live import Trace
 
-__all__ = ["MAX_ID", "Dataset", "DatasetFollower", "MemoryPart", "check_session"]
+__all__ = [
+    "MAX_ID",
+    "Dataset",
+    "DatasetFollower",
+    "MemoryPart",
+    "check_session",
+    "committed_tables",
+    "read_whole",
+    "write_whole",
+]
+
+
+def committed_tables(folder: Path, table: str, columns: Sequence[str] | None = None) -> list[Any]:
+    """The writer's ``table`` (or a trace table) in every committed part of the dataset in ``folder``
+    (every session), as pyarrow Tables of its ``columns`` (default all), in session and part order, each
+    with its file's metadata (a part being written, or left half by a killed writer, is not read)."""
+    return [read_arrow(path, columns) for path in committed_files(folder, table)]
+
+
+def write_whole(path: Path, arrow: Any) -> None:
+    """Write ``arrow`` (a pyarrow Table) to the Parquet file ``path`` beside a dataset's parts (an
+    experiment's tasks, a rescored score, a judge's cache), visible whole or not at all: written to a
+    hidden file in the same folder, then renamed over ``path`` (a reader sees the old file or the new)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    require_pyarrow()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    aside = path.with_name(f".{path.name}.writing-{os.getpid()}")
+    try:
+        pq.write_table(arrow, aside)
+        os.replace(aside, path)
+    finally:
+        aside.unlink(missing_ok=True)
+
+
+def read_whole(path: Path, columns: Sequence[str] | None = None) -> Any:
+    """The file :func:`write_whole` wrote, as a pyarrow Table of its ``columns`` (default all; ``None``:
+    there is no file)."""
+    return read_arrow(path, columns) if path.is_file() else None
 
 
 class Dataset:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, get_args
 
 from .. import _check as check
@@ -32,11 +33,15 @@ __all__ = [
     "TABLE_COLUMNS",
     "TOOL_ERROR",
     "TOOL_USE_COLUMNS",
+    "VARIANT",
+    "VARIANT_TABLE",
     "Filters",
     "RunFollower",
     "RunTable",
     "Selection",
+    "Variants",
     "run_table",
+    "table_columns",
     "tool_uses",
 ]
 
@@ -56,7 +61,24 @@ TABLE_COLUMNS: dict[str, str] = {
     "run_id": "id of the run (its first 8 characters shown; the whole id on hover)",
 }
 
-#: Table column -> the ``runs_df()`` columns it sorts by (``tokens`` is their sum, made for the sort).
+#: The column of an experiment's runs (a dataset with a :data:`VARIANT_TABLE`): the variant each run is of,
+#: shown after ``agent`` (and a filter) when the runs have it.
+VARIANT = "variant"
+#: The writer's per-run table that names each run's variant (``run_id``, ``variant``): an Experiment's.
+VARIANT_TABLE = "experiment"
+
+
+def table_columns(display: pd.DataFrame) -> list[str]:
+    """The columns of a display table: :data:`TABLE_COLUMNS`, and :data:`VARIANT` after ``agent`` when
+    it has one (an experiment's runs)."""
+    columns = list(TABLE_COLUMNS)
+    if VARIANT in display.columns:
+        columns.insert(columns.index("agent") + 1, VARIANT)
+    return columns
+
+
+#: Table column -> the ``runs_df()`` columns it sorts by (``tokens`` is their sum, made for the sort; an
+#: experiment's :data:`VARIANT` sorts by itself).
 SORT_KEYS: dict[str, tuple[str, ...]] = {
     "task": ("task",),
     "status": ("status",),
@@ -106,12 +128,14 @@ def _time(param: str, value: object) -> pd.Timestamp | None:
 
 @dataclass(frozen=True)
 class Filters:
-    """What the explorer keeps: runs with one of ``status`` (any when empty), of one of ``agent``, that
-    called one of ``tool``, whose error contains ``error``, whose task or answer contains ``search``
-    (both case-insensitive), started in ``[since, until]`` (UTC; a naive time is read as UTC)."""
+    """What the explorer keeps: runs with one of ``status`` (any when empty), of one of ``agent``, of one
+    of ``variant`` (an experiment's runs), that called one of ``tool``, whose error contains ``error``,
+    whose task or answer contains ``search`` (both case-insensitive), started in ``[since, until]`` (UTC; a
+    naive time is read as UTC)."""
 
     status: tuple[str, ...] = ()
     agent: tuple[str, ...] = ()
+    variant: tuple[str, ...] = ()
     tool: tuple[str, ...] = ()
     error: str = ""
     search: str = ""
@@ -125,7 +149,7 @@ class Filters:
         if unknown:
             raise check.wrong_value(_WHERE, unknown[0], f"one of {', '.join(cls.__dataclass_fields__)}", unknown[0])
         fields: dict[str, Any] = {}
-        for name in ("status", "agent", "tool"):
+        for name in ("status", "agent", "variant", "tool"):
             if given.get(name) is not None:
                 fields[name] = _strings(name, given[name])
         for name in ("error", "search"):
@@ -200,6 +224,8 @@ class Selection:
             terms.append(term)
         if f.agent:
             terms.append(f'runs["agent"].isin({list(f.agent)!r})')
+        if f.variant:
+            terms.append(f'runs["{VARIANT}"].isin({list(f.variant)!r})')
         if f.tool:
             terms.append(
                 f'runs["run_id"].isin(tool_calls.loc[tool_calls["tool_name"].isin({list(f.tool)!r}), "run_id"])'
@@ -220,7 +246,7 @@ class Selection:
         code = "runs[" + " & ".join(terms) + "]" if terms else "runs"
         if self.sort is None:
             return code
-        keys = list(SORT_KEYS[self.sort])
+        keys = list(SORT_KEYS.get(self.sort, (self.sort,)))
         order = f'.sort_values({keys!r}, ascending={self.ascending}, kind="stable", na_position="last")'
         if self.sort == "tokens":
             return (
@@ -309,12 +335,15 @@ class RunTable:
             self._masks[key] = grown
 
     def choices(self, column: str) -> list[str]:
-        """The values a filter of ``column`` (``status``, ``agent``, ``tool``) can take, sorted."""
-        check.choice(_WHERE, "column", column, ("status", "agent", "tool"))
+        """The values a filter of ``column`` (``status``, ``agent``, ``variant``, ``tool``) can take, sorted
+        (``variant``: none when the runs are no experiment's)."""
+        check.choice(_WHERE, "column", column, ("status", "agent", VARIANT, "tool"))
         known = self._choices.get(column)
         if known is None:
             if column == "tool":
                 known = sorted(self._tool_runs)
+            elif column == VARIANT and VARIANT not in self.runs.columns:
+                known = []
             else:
                 known = sorted(str(value) for value in self.runs[column].dropna().astype("object").unique())
                 if column == "status" and bool((self.runs["n_tool_errors"].fillna(0) > 0).any()):
@@ -340,6 +369,10 @@ class RunTable:
             return kept
         if name in ("status", "agent"):
             return np.asarray(runs[name].isin(list(value)), dtype=bool)
+        if name == VARIANT:
+            if VARIANT not in runs.columns:
+                return np.zeros(len(runs), dtype=bool)
+            return np.asarray(runs[VARIANT].isin(list(value)), dtype=bool)
         if name == "tool":
             used = np.zeros(len(self.run_ids), dtype=bool)
             for tool in value:
@@ -366,13 +399,13 @@ class RunTable:
             if status not in RUN_STATUSES and status not in self.choices("status"):
                 raise check.wrong_value(_WHERE, "status", f"a run status ({', '.join(RUN_STATUSES)})", status)
         if sort is not None:
-            check.choice(_WHERE, "sort", sort, SORT_KEYS)
+            check.choice(_WHERE, "sort", sort, table_columns(self.display))
         check.boolean(_WHERE, "ascending", ascending)
         cached = self._sorted
         if cached is not None and cached[:3] == (filters, sort, ascending):
             return Selection(self, filters, sort, ascending, cached[3])
         keep = np.ones(len(self.runs), dtype=bool)
-        for name in ("status", "agent", "tool", "error", "search", "since", "until"):
+        for name in ("status", "agent", VARIANT, "tool", "error", "search", "since", "until"):
             value = getattr(filters, name)
             if value not in ((), "", None):
                 keep &= self._mask(name, value)
@@ -390,8 +423,10 @@ class RunTable:
             frame = self.runs[["prompt_tokens", "completion_tokens"]].iloc[positions].reset_index(drop=True)
             frame = frame.assign(tokens=frame["prompt_tokens"].fillna(0) + frame["completion_tokens"].fillna(0))
         else:
-            frame = self.runs[list(SORT_KEYS[sort])].iloc[positions].reset_index(drop=True)
-        ordered = frame.sort_values(list(SORT_KEYS[sort]), ascending=ascending, kind="stable", na_position="last")
+            frame = self.runs[list(SORT_KEYS.get(sort, (sort,)))].iloc[positions].reset_index(drop=True)
+        ordered = frame.sort_values(
+            list(SORT_KEYS.get(sort, (sort,))), ascending=ascending, kind="stable", na_position="last"
+        )
         return np.asarray(ordered.index, dtype=np.int64)
 
     def refilter(self, selection: Selection, **changes: Any) -> Selection:
@@ -457,23 +492,24 @@ def _display(runs: pd.DataFrame, tool_errors: dict[str, str]) -> pd.DataFrame:
     first_tool_error = runs["run_id"].astype("object").map(lambda run: _first_line(tool_errors.get(str(run))) or None)
     error = error.where(error.notna(), first_tool_error)
     error = error.mask(error.isna(), float("nan"))  # missing as a run's own missing error is (NaN)
-    return pd.DataFrame(
-        {
-            "task": runs["task"].astype("object").map(_first_line).astype("object"),
-            "status": status,
-            "error": error,
-            "tool_errors": runs["n_tool_errors"],
-            "llm_calls": runs["n_llm_calls"],
-            "tool_calls": runs["n_tool_calls"],
-            "tokens": tokens.astype("Int64"),
-            "latency_s": runs["duration_s"],
-            "started_at": runs["started_at"],
-            "agent": runs["agent"].astype("object"),
-            "parent": shown,
-            "run_id": runs["run_id"].astype("object"),
-        },
-        index=runs.index,
-    )
+    shown_columns = {
+        "task": runs["task"].astype("object").map(_first_line).astype("object"),
+        "status": status,
+        "error": error,
+        "tool_errors": runs["n_tool_errors"],
+        "llm_calls": runs["n_llm_calls"],
+        "tool_calls": runs["n_tool_calls"],
+        "tokens": tokens.astype("Int64"),
+        "latency_s": runs["duration_s"],
+        "started_at": runs["started_at"],
+        "agent": runs["agent"].astype("object"),
+        "parent": shown,
+        "run_id": runs["run_id"].astype("object"),
+    }
+    if VARIANT in runs.columns:
+        shown_columns[VARIANT] = runs[VARIANT].astype("object")
+    display = pd.DataFrame(shown_columns, index=runs.index)
+    return display[table_columns(display)]
 
 
 class Recorded(Protocol):
@@ -555,5 +591,40 @@ def tool_errors_only(calls: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_table(trace: TraceFrames) -> RunTable:
-    """The explorer's table of ``trace``'s runs."""
-    return RunTable(trace.runs_df(), tool_uses(trace))
+    """The explorer's table of ``trace``'s runs (with their variant, an experiment's dataset's)."""
+    variants = Variants.of(trace)
+    runs = trace.runs_df()
+    return RunTable(runs if variants is None else variants.put(runs), tool_uses(trace))
+
+
+class Variants:
+    """The variant of each run of an experiment's dataset (the ``run_id`` and ``variant`` of each
+    committed part's :data:`VARIANT_TABLE`), read once per part: what puts the :data:`VARIANT` column
+    beside a dataset's runs."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._read: set[Path] = set()
+        self._of: dict[str, str] = {}
+
+    @classmethod
+    def of(cls, trace: TraceFrames) -> Variants | None:
+        """The variants of ``trace``'s runs when it reads a dataset folder that is an experiment's (a part
+        holds a :data:`VARIANT_TABLE`); ``None`` otherwise."""
+        folder = trace.source_folder()
+        if folder is None or not (folder / VARIANT_TABLE).is_dir():
+            return None
+        return cls(folder)
+
+    def put(self, runs: pd.DataFrame) -> pd.DataFrame:
+        """``runs`` with their :data:`VARIANT` (null for a run of no variant): the parts committed since
+        the last call are read, their two columns alone."""
+        from .parquet import committed_files, read_arrow
+
+        for path in committed_files(self.folder, VARIANT_TABLE):
+            if path not in self._read:
+                data = read_arrow(path, ["run_id", VARIANT]).to_pydict()
+                self._of.update((run, variant) for run, variant in zip(data["run_id"], data[VARIANT]) if run)
+                self._read.add(path)
+        found = runs["run_id"].astype("object").map(lambda run: self._of.get(str(run)))
+        return runs.assign(**{VARIANT: found.astype("object")})

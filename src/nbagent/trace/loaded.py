@@ -187,6 +187,9 @@ class LazyTrace(TraceFrames):
             return self.load().context_df(None, seq, agent)
         return self.run(run_id).context_df(run_id, seq, agent)
 
+    def source_folder(self) -> Path:
+        return self.folder
+
     def follower(self) -> PartFollower:
         """The parts committed to its folder since, each read once
         (:class:`~nbagent.trace.explore.PartFollower`: its files read, call it off the event loop)."""
