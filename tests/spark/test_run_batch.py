@@ -199,3 +199,39 @@ def test_the_job_wide_limit_holds_across_two_executors(spark: Any, tmp_path: Pat
     else:
         unlimited = 2 * 6
         assert arrivals.most_at_once() <= 2 < unlimited
+
+
+def test_an_experiment_on_spark_has_the_results_and_comparisons_of_a_local_run(spark: Any, tmp_path: Path) -> None:
+    from nbagent import Experiment, exact_match, load_experiment
+    from nbagent.spark import run_experiment
+    from tests.experiment.helpers import arithmetic, constant, right, tool_variant
+
+    def build(output: Path) -> Experiment:
+        variants = {"right": right, "tools": tool_variant}
+        return Experiment(arithmetic(6), variants, [exact_match()], repeats=2, output=output, progress=None)
+
+    local = build(tmp_path / "local").run_sync()
+    on_spark = run_experiment(build(tmp_path / "spark"), spark, partitions=3)
+    columns = ["variant", "task_id", "repeat", "status", "exact_match", "tokens", "tool_calls", "tool_errors", "error"]
+    expected = local.results[columns].reset_index(drop=True)
+    pd.testing.assert_frame_equal(on_spark.results[columns].reset_index(drop=True), expected)
+    loaded = load_experiment(tmp_path / "spark")
+    pd.testing.assert_frame_equal(loaded.results[columns].reset_index(drop=True), expected)
+    figures = [c for c in local.summary().columns if "latency" not in c]
+    pd.testing.assert_frame_equal(loaded.summary()[figures], local.summary()[figures])
+    timed = ["latency_s"]  # wall time: the one figure of a run that differs from machine to machine
+    pd.testing.assert_frame_equal(
+        loaded.compare("right", "tools").stats.drop(index=timed),
+        local.compare("right", "tools").stats.drop(index=timed),
+    )
+    sessions = {s for s in pd.read_parquet(tmp_path / "spark" / "results")["session"]}
+    assert len(sessions) == 3 and all(s.startswith("spark-") for s in sessions)
+    assert sorted(run_ids(tmp_path / "spark", "runs")) == sorted(on_spark.results["run_id"].astype(str))
+    # Run again: every run is committed, none runs again.
+    again = run_experiment(build(tmp_path / "spark"), spark, partitions=3)
+    assert sorted(run_ids(tmp_path / "spark", "runs")) == sorted(again.results["run_id"].astype(str))
+    agent = Experiment(arithmetic(2), {"zero": constant("0")}, output=tmp_path / "agent", progress=None)
+    with pytest.raises(TypeError, match=r"run_experiment: variants\['zero'\] cannot be pickled"):
+        run_experiment(agent, spark)
+    with pytest.raises(ValueError, match=r"run_experiment: experiment must be an Experiment built with output="):
+        run_experiment(Experiment(arithmetic(2), {"right": right}, progress=None), spark)

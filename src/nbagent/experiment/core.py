@@ -27,7 +27,7 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -312,6 +312,39 @@ class Experiment:
             if self.output is not None:
                 await asyncio.to_thread(self._close_folder)
         return self
+
+    async def run_part(self, keys: Collection[str], session: str) -> Batch:
+        """Run the runs of the grid whose task keys (``variant/task_id/repeat``) are in ``keys`` alone, as a
+        :class:`~nbagent.Batch` of their own (this experiment's agents, scorers and options) writing session
+        ``session`` of the output folder: one partition of the experiment, run where
+        :func:`nbagent.spark.run_experiment` sends it. Returns that batch."""
+        batch = self._running_batch()
+        if self.output is None:
+            raise RuntimeError("Experiment.run_part: the experiment has no output folder to write its part to")
+        frame = self._grid_tasks()
+        part = Batch(
+            self._make_agent,
+            frame[frame["task_key"].isin(set(keys))].reset_index(drop=True),
+            concurrency=batch.concurrency,
+            timeout=batch.timeout,
+            retries=batch.retries,
+            backoff=batch.backoff,
+            max_backoff=batch.max_backoff,
+            progress=None,
+            output=self.output,
+            part_size=batch.part_size,
+            key="task_key",
+            group="variant",
+            title=f"{batch.title} (session {session})",
+            task_table=self._scoring,
+            session=session,
+        )
+        await asyncio.to_thread(self._open_folder)
+        try:
+            await part.run()
+        finally:
+            await asyncio.to_thread(self._close_folder)
+        return part
 
     def _open_folder(self) -> None:
         """Before a run: the manifest written (the tasks, variants, scorers), the judges' caches read."""

@@ -44,8 +44,8 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from dataclasses import dataclass, replace
 from functools import partial
 from os import PathLike
 from pathlib import Path
@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _check as check
 from ..agent import AssistantAgent
 from ..batch import OWN_TABLES, Batch
+from ..experiment.folder import TABLE as EXPERIMENT_TABLE
 from ..models.limit import REQUEST_LIMIT
 from ..trace.dataset import Dataset
 from .limit import JobLimit, LimitAddress, LimitClient, LimitUnreachable
@@ -61,7 +62,9 @@ from .limit import JobLimit, LimitAddress, LimitClient, LimitUnreachable
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["RESULT_SCHEMA", "LimitUnreachable", "run_batch"]
+    from ..experiment import Experiment
+
+__all__ = ["RESULT_SCHEMA", "LimitUnreachable", "run_batch", "run_experiment"]
 
 WHERE = "nbagent.spark.run_batch"
 KEY = "_nbagent_task_key"
@@ -97,14 +100,57 @@ def _pyspark() -> Any:
 
 @dataclass(frozen=True)
 class _Job:
-    """What each partition is given (pickled with the job)."""
+    """What each partition is given (pickled with the job): where to write, its sessions' prefix, the
+    job's limit, and what runs its tasks."""
 
     output: str
     prefix: str
+    work: _BatchWork | _ExperimentWork
+    limit: LimitAddress | None
+
+
+@dataclass(frozen=True)
+class _BatchWork:
+    """run_batch's partition: a Batch of the factory's agents over its rows."""
+
     factory: Callable[[dict[str, Any]], AssistantAgent]
     columns: tuple[str, ...]
     options: Mapping[str, Any]
-    limit: LimitAddress | None
+    tables: tuple[str, ...] = OWN_TABLES
+
+    async def run(self, todo: pd.DataFrame, output: Path, session: str, title: str) -> Batch:
+        batch = Batch(
+            _Factory(self.factory, self.columns),
+            todo.reset_index(drop=True),
+            key=KEY,
+            output=output,
+            session=session,
+            progress=None,
+            title=title,
+            **self.options,
+        )
+        return await batch.run()
+
+
+@dataclass(frozen=True)
+class _ExperimentWork:
+    """run_experiment's partition: the experiment built again on the executor, its runs of the partition's
+    keys run (:meth:`~nbagent.Experiment.run_part`)."""
+
+    tasks: pd.DataFrame
+    variants: Mapping[str, Any]
+    scorers: tuple[Any, ...]
+    repeats: int
+    options: Mapping[str, Any]
+    tables: tuple[str, ...] = ("attempts", EXPERIMENT_TABLE, "results")
+
+    async def run(self, todo: pd.DataFrame, output: Path, session: str, title: str) -> Batch:
+        from ..experiment import Experiment
+
+        exp = Experiment(
+            self.tasks, self.variants, self.scorers, repeats=self.repeats, output=output, progress=None, **self.options
+        )
+        return await exp.run_part(todo[KEY].tolist(), session)
 
 
 def run_batch(
@@ -153,27 +199,90 @@ def run_batch(
     in_flight = check.integer(WHERE, "max_in_flight", max_in_flight, minimum=1, none=True)
     port = _port(limit_port)
     spark = tasks.sparkSession
-    if str(spark.conf.get("spark.speculation", "false")).lower() == "true":
-        raise ValueError(
-            f"{WHERE}: spark.speculation is on: two attempts of a partition would run its tasks at once and "
-            "both commit them; set spark.speculation=false for this job"
-        )
+    _check_speculation(spark, WHERE)
     _check_keys(tasks)
     folder.mkdir(parents=True, exist_ok=True)
     prefix = f"spark-{secrets.token_hex(6)}"
+    work = _BatchWork(agent_factory, tuple(tasks.columns), options)
+    keyed = tasks.withColumn(KEY, sql.functions.col("task_id").cast("string"))
+    _run_job(keyed, _Job(str(folder), prefix, work, None), rate, in_flight, port)
+    return _results(spark, folder, prefix, keyed, id_type)
+
+
+def run_experiment(
+    experiment: Experiment,
+    spark: Any,
+    *,
+    partitions: int | None = None,
+    requests_per_second: float | None = None,
+    max_in_flight: int | None = None,
+    limit_port: int = 0,
+) -> Experiment:
+    """Run ``experiment`` (an :class:`~nbagent.Experiment` with ``output=``) on Spark: its variant x task x
+    repeat runs (the keys of its one Batch) in ``partitions`` partitions (default: the session's default
+    parallelism), each run on an executor by the experiment built again there
+    (:meth:`~nbagent.Experiment.run_part`: the same agents, scorers, concurrency, timeout, retries) into
+    its folder, resumed and retried exactly as :func:`run_batch`'s. Returns ``experiment``, whose
+    ``results``, ``summary()`` and ``compare()`` read the folder (as :func:`~nbagent.load_experiment` does).
+    Its variants and scorers are sent to the executors: functions (or agents) that can be pickled."""
+    from ..experiment import Experiment
+    from ..experiment.folder import grid_frame
+
+    sql = _pyspark()
+    where = "nbagent.spark.run_experiment"
+    check.instance(where, "experiment", experiment, Experiment, "an nbagent.Experiment")
+    if experiment.output is None or experiment.batch is None:
+        raise check.wrong_value(
+            where,
+            "experiment",
+            "an Experiment built with output= (its folder is where the executors write)",
+            experiment,
+            "Experiment(tasks, variants, scorers, output='shared/folder')",
+        )
+    if not isinstance(spark, sql.SparkSession):
+        raise check.wrong_type(where, "spark", "a SparkSession", spark)
+    count = check.integer(where, "partitions", partitions, minimum=1, none=True)
+    rate = check.number(where, "requests_per_second", requests_per_second, positive=True, none=True)
+    in_flight = check.integer(where, "max_in_flight", max_in_flight, minimum=1, none=True)
+    port = _port(limit_port)
+    _check_speculation(spark, where)
+    for name, variant in experiment.variants.items():
+        _check_picklable(variant, where, f"variants[{name!r}]")
+    for name, scorer in experiment.scorers.items():
+        _check_picklable(scorer, where, f"scorers ({name!r})")
+    batch = experiment.batch
+    options = {
+        "concurrency": batch.concurrency,
+        "timeout": batch.timeout,
+        "retries": batch.retries,
+        "part_size": batch.part_size,
+    }
+    names = list(experiment.variants)
+    work = _ExperimentWork(
+        experiment.tasks, dict(experiment.variants), tuple(experiment.scorers.values()), experiment.repeats, options
+    )
+    import pandas as pd
+
+    keys = grid_frame(experiment.tasks["task_id"].tolist(), names, experiment.repeats)["task_key"]
+    frame = spark.createDataFrame(pd.DataFrame({KEY: keys.tolist()}), f"{KEY} string")
+    frame = frame.repartition(count or spark.sparkContext.defaultParallelism)
+    job = _Job(str(experiment.output.absolute()), f"spark-{secrets.token_hex(6)}", work, None)
+    _run_job(frame, job, rate, in_flight, port)
+    return experiment
+
+
+def _run_job(frame: Any, job: _Job, rate: float | None, in_flight: int | None, port: int) -> None:
+    """Run every partition of ``frame`` (a job-wide limit on the driver for the job's length, if asked)."""
     limit = None
     if rate is not None or in_flight is not None:
-        host = str(spark.conf.get("spark.driver.host", "127.0.0.1"))
+        host = str(frame.sparkSession.conf.get("spark.driver.host", "127.0.0.1"))
         limit = JobLimit(rate, in_flight, host, port)
-    address = None if limit is None else limit.address
-    job = _Job(str(folder), prefix, agent_factory, tuple(tasks.columns), options, address)
-    keyed = tasks.withColumn(KEY, sql.functions.col("task_id").cast("string"))
+        job = replace(job, limit=limit.address)
     try:
-        keyed.mapInPandas(partial(_run_partition, job), STATS_SCHEMA).collect()  # a row per partition
+        frame.mapInPandas(partial(_run_partition, job), STATS_SCHEMA).collect()  # a row per partition
     finally:
         if limit is not None:
             limit.close()
-    return _results(spark, folder, prefix, keyed, id_type)
 
 
 def _check_columns(tasks: Any) -> Any:
@@ -193,17 +302,25 @@ def _check_columns(tasks: Any) -> Any:
     return types["task_id"]
 
 
-def _check_picklable(factory: object) -> None:
+def _check_picklable(value: object, where: str = WHERE, param: str = "agent_factory") -> None:
     from pyspark import cloudpickle
 
     try:
-        cloudpickle.dumps(factory)  # type: ignore[no-untyped-call]
+        cloudpickle.dumps(value)  # type: ignore[no-untyped-call]
     except Exception as error:
         raise TypeError(
-            f"{WHERE}: agent_factory cannot be pickled, so Spark cannot send it to the executors "
+            f"{where}: {param} cannot be pickled, so Spark cannot send it to the executors "
             f"({type(error).__name__}: {error}); make it a function that builds its agent, model client and "
             "tools inside (an open client, a lock or a connection in its closure cannot be pickled)"
         ) from error
+
+
+def _check_speculation(spark: Any, where: str) -> None:
+    if str(spark.conf.get("spark.speculation", "false")).lower() == "true":
+        raise ValueError(
+            f"{where}: spark.speculation is on: two attempts of a partition would run its tasks at once and "
+            "both commit them; set spark.speculation=false for this job"
+        )
 
 
 def _check_keys(tasks: Any) -> None:
@@ -257,36 +374,30 @@ def _run_partition(job: _Job, frames: Iterator[pd.DataFrame]) -> Iterator[pd.Dat
     partition = context.partitionId() if context is not None else 0
     attempt = context.attemptNumber() if context is not None else 0
     pieces = list(frames)
-    frame = pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame(columns=[*job.columns, KEY])
+    frame = pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame({KEY: []})
     mine = f"{job.prefix}-p{partition:05d}"
     session = f"{mine}-a{attempt}-{secrets.token_hex(3)}"
     output = Path(job.output)
-    dataset = Dataset(output, session, OWN_TABLES)  # opening it finishes or removes what a killed attempt left
+    dataset = Dataset(output, session, job.work.tables)  # opening it finishes or removes what a killed attempt left
     todo = frame[~frame[KEY].isin(dataset.keys_of(mine + "-"))]  # what the earlier attempts committed
+    skipped = 0
     if len(todo):
-        batch = Batch(
-            _Factory(job.factory, job.columns),
-            todo.reset_index(drop=True),
-            key=KEY,
-            output=output,
-            session=session,
-            progress=None,
-            title=f"partition {partition} (attempt {attempt})",
-            **job.options,
-        )
-        asyncio.run(_run(batch, job.limit))
+        title = f"partition {partition} (attempt {attempt})"
+        batch = asyncio.run(_run(job.work.run(todo, output, session, title), job.limit))
         skipped = batch.progress().skipped
-    else:
-        skipped = 0
     yield pd.DataFrame({"partition": [partition], "ran": [len(todo) - skipped], "skipped": [len(frame) - len(todo)]})
 
 
-async def _run(batch: Batch, limit: LimitAddress | None) -> None:
+async def _run(work: Coroutine[Any, Any, Batch], limit: LimitAddress | None) -> Batch:
     if limit is not None:
         client = LimitClient(limit)
-        await client.check()  # unreachable: the partition fails now, with why
+        try:
+            await client.check()  # unreachable: the partition fails now, with why
+        except BaseException:
+            work.close()
+            raise
         REQUEST_LIMIT.set(client)  # this run's context: every model request of the batch asks the driver
-    await batch.run()
+    return await work
 
 
 class _Factory:
