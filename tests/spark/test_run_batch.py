@@ -63,6 +63,7 @@ def test_200_tasks_over_4_partitions_equal_a_local_batch_and_every_reader_reads_
         assert sorted(run_ids(tmp_path, table)) == sorted(runs), table
     loaded = nbagent.load_parquet(tmp_path)
     assert set(loaded.runs_df()["run_id"].astype(str)) == runs and len(loaded.tool_calls_df()) == 200
+    assert len(nbagent.explore(tmp_path).table) == 200  # the explorer over the folder: every run once
     lazy = nbagent.load_parquet(tmp_path, lazy=True)  # what nbagent.explore(folder) reads
     one = rows["run_id"].iloc[7]
     calls = lazy.run(one).tool_calls_df()
@@ -146,7 +147,11 @@ def test_clear_errors_before_anything_runs(spark: Any, tmp_path: Path) -> None:
         run_batch(frame, weather, tmp_path, concurrency=0)
     with pytest.raises(ValueError, match=r"run_batch: requests_per_second must be"):
         run_batch(frame, weather, tmp_path, requests_per_second=0)
+    with pytest.raises(ValueError, match=r"output must be a folder path every executor reaches .*not a URL"):
+        run_batch(frame, weather, "s3://bucket/evals")
     assert not list(tmp_path.iterdir())  # nothing was written
+    empty = run_batch(frame.limit(0), weather, tmp_path / "empty")
+    assert empty.count() == 0 and empty.schema.fields[0].dataType.simpleString() == "bigint"
 
 
 class Arrivals:

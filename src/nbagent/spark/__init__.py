@@ -185,6 +185,14 @@ def run_batch(
     _check_picklable(agent_factory)
     if not isinstance(output, (str, PathLike)):
         raise check.wrong_type(WHERE, "output", "a folder (a str or a path) every executor reaches", output)
+    if "://" in str(output):
+        raise check.wrong_value(
+            WHERE,
+            "output",
+            "a folder path every executor reaches (a local or mounted file system), not a URL",
+            str(output),
+            "mount the storage (NFS...) and give its path: the dataset needs POSIX renames and locks",
+        )
     folder = Path(output).absolute()
     options: dict[str, Any] = {
         "concurrency": concurrency,
