@@ -232,7 +232,10 @@ def run_experiment(
     (:meth:`~nbagent.Experiment.run_part`: the same agents, scorers, concurrency, timeout, retries) into
     its folder, resumed and retried exactly as :func:`run_batch`'s. Returns ``experiment``, whose
     ``results``, ``summary()`` and ``compare()`` read the folder (as :func:`~nbagent.load_experiment` does).
-    Its variants and scorers are sent to the executors: functions (or agents) that can be pickled."""
+    Its variants and scorers are sent to the executors: functions that can be pickled (an agent variant
+    cannot: give a function that builds it). An LLM judge keeps a cache per executor, merged into the
+    folder's as each partition ends (two partitions ending at once may each miss the other's new entries:
+    those answers are judged again by a later run, never wrong)."""
     from ..experiment import Experiment
     from ..experiment.folder import grid_frame
 
