@@ -218,9 +218,9 @@ def _writer_lock(root: Path, session: str, number: int) -> Path:
 
 
 @contextmanager
-def _locked(path: Path, wait: bool) -> Iterator[bool]:
+def _locked(path: Path) -> Iterator[bool]:
     """An exclusive lock on ``path`` (made if missing; ``flock``: released by the system when its holder
-    dies), held for the block; yields whether it was taken (``wait=False``: not when another holds it).
+    dies), held for the block; yields whether it was taken (not when another process holds it: no wait).
     Without ``flock`` (Windows) it is always taken: a repair there assumes the writer is gone."""
     try:
         import fcntl
@@ -229,7 +229,7 @@ def _locked(path: Path, wait: bool) -> Iterator[bool]:
         return
     with open(path, "a+b") as file:
         try:
-            fcntl.flock(file.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             yield False
             return
@@ -255,7 +255,9 @@ def write_part(root: Path, session: str, number: int, tables: Mapping[str, Any])
 
     pending = pending_folder(root, session, number)
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(_writer_lock(root, session, number), wait=True):
+    with _locked(_writer_lock(root, session, number)) as mine:
+        if not mine:  # a part number is its session's writer's alone: another process is at it
+            raise RuntimeError(f"{root}: part {number} of session {session} is being written by another process")
         pending.mkdir()
         for table, arrow in tables.items():
             folder = pending / table / f"session={session}"
@@ -277,7 +279,7 @@ def repair(root: Path, session: str, tables: Sequence[str]) -> list[str]:
     alive (it holds the part's lock: see :func:`write_part`) is left alone."""
     done: list[str] = []
     for number, pending in sorted(_pending_parts(root, session).items()):
-        with _locked(_writer_lock(root, session, number), wait=False) as gone:
+        with _locked(_writer_lock(root, session, number)) as gone:
             if not gone or not pending.exists():  # being written, or its writer ended meanwhile
                 continue
             if _has_files(pending) and _placed(root, session, number, tables):
