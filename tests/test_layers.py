@@ -46,6 +46,7 @@ LAYERS: list[set[str]] = [
         "nbagent.sync",
         "nbagent.autogen",
         "nbagent.batch",
+        "nbagent.spark",
         "nbagent.console",
         "nbagent.experiment",
     },
@@ -215,13 +216,20 @@ def test_import_nbagent_loads_no_pandas_pyarrow_or_ipywidgets() -> None:
         """
         import sys
         import nbagent
-        heavy = {"pandas", "pyarrow", "ipywidgets", "numpy", "IPython", "markdown_it", "nh3"}
+        import nbagent.spark  # pyspark only when run_batch is called
+        heavy = {"pandas", "pyarrow", "ipywidgets", "numpy", "IPython", "markdown_it", "nh3", "pyspark"}
         heavy = sorted({m.split(".")[0] for m in sys.modules} & heavy)
         print(",".join(heavy))
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == ""
+
+
+def test_pyspark_only_in_nbagent_spark() -> None:
+    graph = grimp.build_graph("nbagent", include_external_packages=True)
+    importers = sorted(graph.find_modules_that_directly_import("pyspark"))
+    assert importers and all(module == "nbagent.spark" or module.startswith("nbagent.spark.") for module in importers)
 
 
 def test_widgets_and_ipython_only_in_the_notebook_layer_and_above() -> None:

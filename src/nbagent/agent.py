@@ -75,6 +75,7 @@ from .messages import (
 )
 from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
 from .models.bridge import as_model_client
+from .models.limit import REQUEST_LIMIT
 from .models.openai import OpenAIChatCompletionClient
 from .models.replay import ReplayChatCompletionClient
 from .printable import printable
@@ -1007,7 +1008,9 @@ class AssistantAgent(Component):
                 call.chunk_ids = ids
         await self._team_gate(run, call)  # called by an AutoGen team walked step by step: held until sent
         yield call
+        release = _no_slot
         try:
+            release = _no_slot if REQUEST_LIMIT.get() is None else await _request_slot(token)  # (no await: none)
             if self._model_client_stream:
                 result: CreateResult | None = None
                 source = self.name
@@ -1059,6 +1062,8 @@ class AssistantAgent(Component):
         except BaseException as error:
             call.finish(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             raise
+        finally:
+            release()
         call.finish(result)
 
     async def _process_model_result(
@@ -1457,6 +1462,17 @@ def _sent_args(client: ChatCompletionClient) -> Mapping[str, Any]:
     if args is None:  # most clients (and no ABC isinstance check for them)
         return _NO_ARGS
     return args if isinstance(args, Mapping) and args else _NO_ARGS
+
+
+def _no_slot() -> None:
+    """What gives back no slot (no request limit is set)."""
+
+
+async def _request_slot(token: CancellationToken) -> Callable[[], None]:
+    """A slot of the request limit shared by many runs (:data:`~nbagent.models.limit.REQUEST_LIMIT`:
+    nbagent.spark's job-wide one), waited for before the request; returns what gives it back."""
+    limit = REQUEST_LIMIT.get()
+    return _no_slot if limit is None else await guarded(limit.acquire(), token)
 
 
 def _sent_parameters(client: ChatCompletionClient, request: ModelRequest, stream: bool) -> Mapping[str, Any] | None:

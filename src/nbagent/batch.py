@@ -112,7 +112,7 @@ from .records import LLMCall, ToolExecution
 from .redact import mask, process_secrets
 from .sync import entry_point, run_coroutine
 from .trace import Trace
-from .trace.dataset import Dataset, DatasetFollower
+from .trace.dataset import MAX_ID, Dataset, DatasetFollower, check_session
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -829,7 +829,9 @@ class Batch:
     hash of its text. ``title``: the progress display's title. ``group``: a column of the tasks
     DataFrame whose values group the tasks in the progress (each group's done, ok and failed: an
     experiment's variants). ``task_table``: a :class:`TaskTable` given each task as it ends, whose
-    rows the batch keeps (with ``output=``, in each part).
+    rows the batch keeps (with ``output=``, in each part). ``session``: this batch's session id
+    (its trace's id and its folders in ``output``; by default a new one): a writer that names its
+    sessions (:func:`nbagent.spark.run_batch`) finds them again.
     """
 
     def __init__(
@@ -851,6 +853,7 @@ class Batch:
         title: str | None = None,
         group: str | None = None,
         task_table: TaskTable | None = None,
+        session: str | None = None,
     ) -> None:
         where = "Batch"
         if isinstance(make_agent, AssistantAgent):
@@ -887,7 +890,7 @@ class Batch:
         self._group = check.string(where, "group", group, none=True)
         self._group_totals = self._totals_by_group()
         self.title = check.string(where, "title", title, none=True) or self._default_title()
-        self.session = new_id()
+        self.session = new_id() if session is None else _session(where, session)
         """This batch's session: its trace's id, and its folder in the output dataset."""
         self.output = None if output is None else Path(output)
         self._task_table = task_table
@@ -1585,6 +1588,15 @@ def _runs_with_tasks(runs: pd.DataFrame, attempts: list[AttemptRow]) -> pd.DataF
 
 def _numbers(parts: Sequence[_Part]) -> frozenset[int]:
     return frozenset(part.number for part in parts)
+
+
+def _session(where: str, session: object) -> str:
+    """A session id given to a batch: a str that can name a folder (ValueError naming ``session``)."""
+    try:
+        return check_session(_given(check.string(where, "session", session)))
+    except ValueError:
+        expected = f"an id that can name a folder (letters, digits, '.', '_' or '-'; at most {MAX_ID})"
+        raise check.wrong_value(where, "session", expected, session) from None
 
 
 def _short(text: str, limit: int) -> str:

@@ -224,3 +224,14 @@ async def test_a_full_disk_fails_the_batch_without_unretrieved_task_errors(
     finally:
         loop.set_exception_handler(None)
     assert seen == []
+
+
+async def test_a_named_session_is_the_batch_s_folders_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    batch = await Batch(Factory(), ["city 1"], output=tmp_path, session="job-7.p0", progress=None).run()
+    assert batch.session == "job-7.p0" and batch.trace.trace_id == "job-7.p0"
+    assert parts(tmp_path, "results") == ["session=job-7.p0/part-0.parquet"]
+    for bad in ("a b", "../up", "x" * 201):
+        with pytest.raises(ValueError, match=r"Batch: session must be an id that can name a folder"):
+            Batch(Factory(), ["city 1"], output=tmp_path, session=bad)
+    with pytest.raises(TypeError, match=r"Batch: session must be a str"):
+        Batch(Factory(), ["city 1"], session=7)  # type: ignore[arg-type]

@@ -79,20 +79,20 @@ def receiver(request: pytest.FixtureRequest) -> Receiver:
     return request.getfixturevalue(f"{request.param}_receiver")  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A local-mode SparkSession (no UI, bound to 127.0.0.1, session time zone UTC)."""
+def local_spark(master: str, scratch: Path) -> Iterator[Any]:
+    """A local-mode SparkSession on ``master`` (no UI nor progress bars, bound to 127.0.0.1, session time
+    zone UTC, its files in ``scratch``), stopped after (the body of a fixture)."""
     need("pyspark")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         _missing("Spark needs a Java runtime (apt-get install default-jre-headless)")
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver binds to loopback only
-    scratch: Path = tmp_path_factory.mktemp("spark")
     session = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master(master)
         .appName("nbagent-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
@@ -106,6 +106,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A local-mode SparkSession (``local[2]``)."""
+    yield from local_spark("local[2]", tmp_path_factory.mktemp("spark"))
 
 
 @pytest.fixture(scope="session")

@@ -240,3 +240,83 @@ async def test_each_trace_kind_gives_its_follower_and_reading_code(tmp_path: Pat
     assert opening == f"import nbagent\ntrace = nbagent.load_parquet({str(tmp_path)!r}, lazy=True)\n"
     assert tools.startswith('trace.table("tool_calls", [')
     assert trace.reading_code("t") == ("", "t.tool_calls_df()")
+
+
+async def test_a_part_another_writer_is_writing_is_left_alone_by_a_dataset_opened_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writers of one folder (two processes, machines or Spark executors): opening the dataset repairs
+    what killed writers left, never a part a live writer holds (it would remove or finish it under it)."""
+    import threading
+
+    import nbagent.trace.parquet as parquet
+
+    writer = Dataset(tmp_path, "s1", ("results",))
+    trace = await new_part(writer, 2, 1)
+    placed, go_on = threading.Event(), threading.Event()
+    move = parquet._move_into_place  # noqa: SLF001 (the writer held between two of its renames)
+
+    def held(pending: Path, root: Path, table: str, session: str, number: int) -> None:
+        move(pending, root, table, session, number)
+        if table == "events":
+            placed.set()
+            go_on.wait(30)
+
+    monkeypatch.setattr(parquet, "_move_into_place", held)
+    number = writer.new_number()
+    writing = threading.Thread(target=writer.commit, args=(number, trace, own(trace)))
+    writing.start()
+    try:
+        assert placed.wait(30)
+        other = Dataset(tmp_path, "s2", ("results",))  # a second writer opens the folder meanwhile
+        assert other.repaired == [] and pending_folder(tmp_path, "s1", number).exists()
+        assert writer.committed() == []
+    finally:
+        go_on.set()
+        writing.join(30)
+    assert writer.committed() == [number] and not pending_folder(tmp_path, "s1", number).exists()
+    assert writer.committed_tasks() == {f"base/{run}" for run in trace.runs_df()["run_id"]}
+    assert not list(tmp_path.glob(".lock-*"))  # the writer's lock file goes with its part
+
+
+async def test_a_part_whose_writer_died_among_its_renames_is_finished_on_open(tmp_path: Path) -> None:
+    """A writer killed between two renames holds no lock any more: the next open finishes its part."""
+    import pyarrow.parquet as pq
+
+    writer = Dataset(tmp_path, "s1", ("results",))
+    trace = await new_part(writer, 2, 1)
+    writer.commit(writer.new_number(), trace, own(trace))
+    # part 1 as a killed writer leaves it: every file written, events alone moved into place
+    pending = pending_folder(tmp_path, "s1", 1)
+    for table in ("events", "runs", "results"):
+        source = tmp_path / table / "session=s1" / "part-0.parquet"
+        target = (tmp_path if table == "events" else pending) / table / "session=s1" / "part-1.parquet"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pq.read_table(source).replace_schema_metadata(pq.read_schema(source).metadata), target)
+    for table in ("llm_calls", "tool_calls", "context_logs", "snapshots"):
+        source = tmp_path / table / "session=s1" / "part-0.parquet"
+        target = pending / table / "session=s1" / "part-1.parquet"
+        target.parent.mkdir(parents=True)
+        target.write_bytes(source.read_bytes())
+    assert writer.committed() == [0]
+    reopened = Dataset(tmp_path, "s2", ("results",))
+    assert reopened.repaired == ["part 1 of session s1: finished"] and not pending.exists()
+    assert writer.committed() == [0, 1]
+
+
+async def test_keys_of_the_sessions_a_prefix_names_are_their_committed_keys_whatever_the_status(
+    tmp_path: Path,
+) -> None:
+    first = Dataset(tmp_path, "job-p1-a0", ("results",))
+    trace = await new_part(first, 3, 1)
+    runs = [str(run) for run in trace.runs_df()["run_id"]]
+    first.commit(first.new_number(), trace, own(trace, failed=frozenset(runs[:1])))
+    other = Dataset(tmp_path, "job-p10-a0", ("results",))  # another partition: not p1's
+    other_trace = await new_part(other, 2, 2)
+    other.commit(other.new_number(), other_trace, own(other_trace))
+    pending = pending_folder(tmp_path, "job-p1-a0", 1)  # a part not committed: not counted
+    (pending / "results" / "session=job-p1-a0").mkdir(parents=True)
+    assert first.keys_of("job-p1-") == {f"base/{run}" for run in runs}
+    assert first.committed_tasks() >= {f"base/{run}" for run in runs[1:]}
+    assert f"base/{runs[0]}" not in first.committed_tasks()  # failed: a rerun runs it; keys_of counts it
+    assert first.keys_of("job-p2-") == set()

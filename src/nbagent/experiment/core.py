@@ -27,7 +27,7 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -198,21 +198,28 @@ class Experiment:
         if self.output is not None:
             self._adopt_folder()
         if makers:
-            frame = self._grid_tasks()
-            self._batch = Batch(
-                self._make_agent,
-                frame,
+            self._batch = self._batch_of(
+                self._grid_tasks(),
                 concurrency=concurrency,
                 timeout=timeout,
                 retries=retries,
                 progress=progress,
-                output=self.output,
                 part_size=part_size,
-                key="task_key",
-                group="variant",
                 title=title or f"experiment: {len(names)} variants × {len(self.tasks):,} tasks × {self.repeats}",
-                task_table=self._scoring,
             )
+
+    def _batch_of(self, frame: pd.DataFrame, **options: Any) -> Batch:
+        """The Batch of the runs of ``frame`` (rows of :meth:`_grid_tasks`): this experiment's agents and
+        scoring table, into its folder; ``options`` are the Batch's (concurrency, timeout, title...)."""
+        return Batch(
+            self._make_agent,
+            frame,
+            output=self.output,
+            key="task_key",
+            group="variant",
+            task_table=self._scoring,
+            **options,
+        )
 
     # ------------------------------------------------------------------ building
 
@@ -308,7 +315,10 @@ class Experiment:
     async def run(self) -> Experiment:
         """Run every variant x task x repeat not done yet (with ``output=``: not committed to the folder by
         an earlier run), scoring each run as it ends; returns the experiment."""
-        batch = self._running_batch()
+        await self._run_batch(self._running_batch())
+        return self
+
+    async def _run_batch(self, batch: Batch) -> None:
         if self.output is not None:  # the folder's files, read and written off the event loop
             await asyncio.to_thread(self._open_folder)
         try:
@@ -316,7 +326,28 @@ class Experiment:
         finally:
             if self.output is not None:
                 await asyncio.to_thread(self._close_folder)
-        return self
+
+    async def run_part(self, keys: Collection[str], session: str) -> Batch:
+        """Run the runs of the grid whose task keys (``variant/task_id/repeat``) are in ``keys`` alone, as a
+        :class:`~nbagent.Batch` of their own (this experiment's agents, scorers and options) writing session
+        ``session`` of the output folder: one partition of the experiment, run where
+        :func:`nbagent.spark.run_experiment` sends it. Returns that batch."""
+        batch = self._running_batch()
+        if self.output is None:
+            raise RuntimeError("Experiment.run_part: the experiment has no output folder to write its part to")
+        frame = self._grid_tasks()
+        part = self._batch_of(
+            frame[frame["task_key"].isin(set(keys))].reset_index(drop=True),
+            concurrency=batch.concurrency,
+            timeout=batch.timeout,
+            retries=batch.retries,
+            progress=None,
+            part_size=batch.part_size,
+            title=f"{batch.title} (session {session})",
+            session=session,
+        )
+        await self._run_batch(part)
+        return part
 
     def _open_folder(self) -> None:
         """Before a run: the manifest written (the tasks, variants, scorers), the judges' caches read."""

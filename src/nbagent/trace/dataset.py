@@ -25,6 +25,7 @@ from .explore import TOOL_USE_COLUMNS, RunFollower, tool_errors_only
 from .follow import Follower
 from .loaded import LazyTrace, LoadedTrace
 from .parquet import (
+    MAX_ID,
     WRITE_ORDER,
     arrow_table,
     check_schema,
@@ -50,7 +51,16 @@ if TYPE_CHECKING:
 
     from .live import Trace
 
-__all__ = ["Dataset", "DatasetFollower", "MemoryPart", "committed_tables", "read_whole", "write_whole"]
+__all__ = [
+    "MAX_ID",
+    "Dataset",
+    "DatasetFollower",
+    "MemoryPart",
+    "check_session",
+    "committed_tables",
+    "read_whole",
+    "write_whole",
+]
 
 
 def committed_tables(folder: Path, table: str, columns: Sequence[str] | None = None) -> list[Any]:
@@ -107,14 +117,14 @@ class Dataset:
     def _repair(self) -> list[str]:
         """Finish or remove the parts of every session a killed writer left unfinished (so a rerun never
         runs a task whose rows are in place, nor finds its rows twice), and remove the scratch folders
-        of earlier versions (``.writing-*``)."""
+        of earlier versions (``.writing-*``). The parts other writers are writing meanwhile (other
+        processes, machines or Spark executors adding to the same folder) are left alone."""
         done = []
         for scratch in self.folder.glob(".writing-*"):
             if scratch.is_dir():
                 shutil.rmtree(scratch, ignore_errors=True)
                 done.append(f"removed {scratch.name}")
-        sessions = {p.name[len("session=") :] for t in self.tables for p in (self.folder / t).glob("session=*")}
-        for session in sorted(sessions | pending_sessions(self.folder)):
+        for session in sorted(pending_sessions(self.folder)):
             with contextlib.suppress(ValueError):  # a stray folder: not a session of a writer
                 done += repair(self.folder, session, self.tables)
         return done
@@ -182,6 +192,19 @@ class Dataset:
             for value, status in zip(arrow.column(key).to_pylist(), arrow.column("status").to_pylist()):
                 if status == "ok" and value is not None:
                     keys.add(value)
+        return keys
+
+    def keys_of(self, prefix: str, table: str = "results", key: str = "task_key") -> set[str]:
+        """The keys (column ``key`` of the writer's ``table``) the committed parts of the sessions whose id
+        starts with ``prefix`` hold, whatever their status: what a writer that names its sessions (an
+        attempt of a Spark partition) finds of its earlier attempts (their files alone are read)."""
+        keys: set[str] = set()
+        for folder in (self.folder / table).glob(f"session={prefix}*"):
+            session = folder.name.partition("=")[2]
+            for number in committed_parts(self.folder, session):
+                path = folder / part_name(number)
+                if path.exists():
+                    keys.update(str(value) for value in read_arrow(path, [key]).column(0).to_pylist())
         return keys
 
     def part(self, number: int) -> dict[str, pd.DataFrame]:

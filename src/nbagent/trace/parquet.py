@@ -45,7 +45,8 @@ import shutil
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -211,6 +212,33 @@ def _move_into_place(pending: Path, root: Path, table: str, session: str, number
     os.replace(pending / relative, root / relative)
 
 
+def _writer_lock(root: Path, session: str, number: int) -> Path:
+    """The file whose lock the writer of part ``number`` of ``session`` holds while the part is pending."""
+    return root / f".lock-{session}-part-{number}"
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[bool]:
+    """An exclusive lock on ``path`` (made if missing; ``flock``: released by the system when its holder
+    dies), held for the block; yields whether it was taken (not when another process holds it: no wait).
+    Without ``flock`` (Windows) it is always taken: a repair there assumes the writer is gone."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (POSIX here)
+        yield True
+        return
+    with open(path, "a+b") as file:
+        try:
+            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            path.unlink(missing_ok=True)  # before the unlock: who opens it next makes a fresh one
+
+
 def write_part(root: Path, session: str, number: int, tables: Mapping[str, Any]) -> None:
     """Write part ``number`` of ``session``: ``tables`` (name -> pyarrow Table), visible whole or not at all.
 
@@ -218,40 +246,50 @@ def write_part(root: Path, session: str, number: int, tables: Mapping[str, Any])
     into place with one rename, in the order of ``tables`` (the last one says the part is done). A
     process killed before the first rename leaves only the hidden folder (:func:`repair` removes it);
     one killed among the renames leaves every file whole, and :func:`repair` finishes the renames.
-    Readers of nbagent skip a part some files of which are still pending (:func:`unfinished_parts`)."""
+    Readers of nbagent skip a part some files of which are still pending (:func:`unfinished_parts`).
+    The writer holds a lock (``root/.lock-<session>-part-<n>``) from before the pending folder is made
+    until it is gone, so that a repair by another writer of the dataset (another process, machine or
+    Spark executor opening it meanwhile) leaves a part being written alone."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     pending = pending_folder(root, session, number)
     root.mkdir(parents=True, exist_ok=True)
-    pending.mkdir()
-    for table, arrow in tables.items():
-        folder = pending / table / f"session={session}"
-        folder.parent.mkdir()
-        folder.mkdir()
-        sink = pa.BufferOutputStream()
-        pq.write_table(arrow, sink)
-        with open(folder / part_name(number), "wb") as file:
-            file.write(sink.getvalue().to_pybytes())
-    for table in tables:
-        _move_into_place(pending, root, table, session, number)
-    shutil.rmtree(pending)
+    with _locked(_writer_lock(root, session, number)) as mine:
+        if not mine:  # a part number is its session's writer's alone: another process is at it
+            raise RuntimeError(f"{root}: part {number} of session {session} is being written by another process")
+        pending.mkdir()
+        for table, arrow in tables.items():
+            folder = pending / table / f"session={session}"
+            folder.parent.mkdir()
+            folder.mkdir()
+            sink = pa.BufferOutputStream()
+            pq.write_table(arrow, sink)
+            with open(folder / part_name(number), "wb") as file:
+                file.write(sink.getvalue().to_pybytes())
+        for table in tables:
+            _move_into_place(pending, root, table, session, number)
+        shutil.rmtree(pending)
 
 
 def repair(root: Path, session: str, tables: Sequence[str]) -> list[str]:
     """Finish or undo the parts of ``session`` a killed writer left unfinished (what was done, as text):
     a part some file of which is in place had all of its files written, so the rest are moved into
-    place (in ``tables``' order); a part none of which is in place is removed."""
+    place (in ``tables``' order); a part none of which is in place is removed. A part whose writer is
+    alive (it holds the part's lock: see :func:`write_part`) is left alone."""
     done: list[str] = []
     for number, pending in sorted(_pending_parts(root, session).items()):
-        if _has_files(pending) and _placed(root, session, number, tables):
-            for table in tables:
-                if (pending / table / f"session={session}" / part_name(number)).exists():
-                    _move_into_place(pending, root, table, session, number)
-            done.append(f"part {number} of session {session}: finished")
-        elif _has_files(pending):
-            done.append(f"part {number} of session {session}: removed")
-        shutil.rmtree(pending)
+        with _locked(_writer_lock(root, session, number)) as gone:
+            if not gone or not pending.exists():  # being written, or its writer ended meanwhile
+                continue
+            if _has_files(pending) and _placed(root, session, number, tables):
+                for table in tables:
+                    if (pending / table / f"session={session}" / part_name(number)).exists():
+                        _move_into_place(pending, root, table, session, number)
+                done.append(f"part {number} of session {session}: finished")
+            elif _has_files(pending):
+                done.append(f"part {number} of session {session}: removed")
+            shutil.rmtree(pending)
     return done
 
 
