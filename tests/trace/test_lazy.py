@@ -150,3 +150,26 @@ def test_bad_input_names_its_parameter(dataset: Path, tmp_path: Path) -> None:
         lazy.table("runs", ["run_id", "colour"])
     with pytest.raises(ValueError, match="trace.run: run_id must be a run of the dataset"):
         lazy.run("no-such-run")
+
+
+def test_a_run_of_a_concurrent_batch_holds_its_own_tool_calls_and_context(tmp_path: Path) -> None:
+    """The agents of a Batch's concurrent tasks share a name and their tool call ids ("c1"): one run read
+    alone holds its own tool calls and context, not its neighbours' (on dd2e8ac each run read lazily held
+    all six runs' tool calls)."""
+    import nbagent
+    from tests.batch.helpers import Factory
+
+    cities = ["Paris", "Oslo", "Rome", "Lima", "Kyiv", "Doha"]
+    nbagent.Batch(Factory(latency=0.01), cities, concurrency=6, output=tmp_path, progress=None).run_sync()
+    whole = load_parquet(tmp_path)
+    lazy = load_parquet(tmp_path, lazy=True)
+    calls = whole.tool_calls_df()
+    for run in whole.runs_df()["run_id"].astype("object"):
+        alone = lazy.run(run)
+        assert alone.tool_calls_df()["run_id"].astype("object").tolist() == [run]
+        mine = calls[calls["run_id"].astype("object") == run]
+        assert alone.tool_calls_df()["arguments"].tolist() == mine["arguments"].tolist()
+        city = calls.loc[calls["run_id"].astype("object") == run, "arguments"].iloc[0]["city"]
+        texts = alone.context_df(run_id=run)["text"].tolist()
+        assert texts == whole.context_df(run_id=run)["text"].tolist()
+        assert texts[0] == city and texts[-1] == f"It is sunny in {city}."

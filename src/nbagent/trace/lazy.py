@@ -128,7 +128,13 @@ def read_run(parts: Sequence[Part], run: str) -> dict[str, pd.DataFrame] | None:
         tables["runs"] = read_part(part, "runs", None, _rows_of(run, "parent_run_id"))
         agents = tables["runs"].loc[tables["runs"]["run_id"].astype("object") == run, "agent"].dropna()
         snapshots = read_part(part, "snapshots")
-        snapshots = _seen(snapshots, str(agents.iloc[0]), positions[0]) if len(agents) else snapshots.iloc[:0]
+        # the snapshots are its agent's by name: of those, the logs its own messages went to (the agents of
+        # a Batch's concurrent tasks share a name, and each has its own log)
+        own_logs = read_part(part, "context_logs", ["log", "run_id"], _rows_of(run))["log"].dropna().unique()
+        if len(agents):
+            snapshots = _seen(snapshots, str(agents.iloc[0]), positions[0], {int(log) for log in own_logs})
+        else:
+            snapshots = snapshots.iloc[:0]
         logs = [int(log) for log in snapshots["log"].dropna().unique()]
         tables["snapshots"] = snapshots
         tables["context_logs"] = read_part(part, "context_logs", None, ds.field("log").isin(logs))
@@ -189,14 +195,17 @@ def _rows_of(run: str, parent: str | None = None) -> Any:
     return keep
 
 
-def _seen(snapshots: pd.DataFrame, agent: str, positions: Any) -> pd.DataFrame:
+def _seen(snapshots: pd.DataFrame, agent: str, positions: Any, logs: set[int]) -> pd.DataFrame:
     """The snapshots of ``agent`` the events at ``positions`` (a run's, in a part) saw, each moved to
     the first of them it was there for: the last one before the run (to its first row) and those
-    taken while it ran. A row's context in the run alone is then the one it had in the whole part."""
+    taken while it ran, of the ``logs`` the run's messages are in (empty: any of ``agent``'s). A row's
+    context in the run alone is then the one it had in the whole part."""
     import numpy as np
 
     rows = snapshots["event_row"].astype("float64").to_numpy()
     own = (snapshots["agent"].astype("object") == agent).to_numpy() & ~np.isnan(rows)
+    if logs:
+        own &= snapshots["log"].astype("float64").isin(sorted(logs)).to_numpy()
     first, last = int(positions[0]), int(positions[-1])
     before = np.flatnonzero(own & (rows < first))
     during = own & (rows >= first) & (rows <= last)
