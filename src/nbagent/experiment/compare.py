@@ -35,6 +35,7 @@ from .. import _check as check
 from ..render.experiment import STATIC_ROWS, comparison_html, comparison_text
 from ..stepper import LLM_MOVES
 from ..trace.compare import Comparison, MoveView, Row, first_parting, moves_of_runs
+from .folder import FAILED, counting_failed, score_names
 from .stats import Kind, paired
 
 if TYPE_CHECKING:
@@ -355,14 +356,18 @@ def compare_variants(
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int | None = 0,
+    failed: str = "fail",
 ) -> VariantComparison:
     """Variants ``a`` and ``b`` of experiment ``exp`` compared task by task: ``.frame`` (one row per task),
     ``.stats`` (per score: mean delta, bootstrap interval at ``confidence`` from ``resamples`` resamples
-    drawn with ``seed``, p-value), ``.pairs`` and ``.parting`` (see the module's text)."""
+    drawn with ``seed``, p-value), ``.pairs`` and ``.parting`` (see the module's text). ``failed``: how
+    a run that failed (error, timeout) counts (:data:`~nbagent.experiment.folder.FAILED`): ``"fail"``, a
+    fail of each pass/fail score (a variant that crashes more looks worse); ``"missing"``, its pair left
+    out; ``.stats.attrs["failed"]`` says which."""
     import pandas as pd
 
     where = "compare"
-    results = exp.results
+    results = counting_failed(exp.results, failed, where)
     variants = [str(v) for v in pd.unique(results["variant"].astype("object"))]
     for param, name in (("a", a), ("b", b)):
         check.string(where, param, name)
@@ -408,6 +413,7 @@ def compare_variants(
         rows.append(result.row())
     stats = pd.DataFrame(rows).set_index("score")
     stats = stats.astype({"a_only": "Int64", "b_only": "Int64", "kind": "category", "test": "category"})
+    stats.attrs["failed"] = FAILED[failed]
     return VariantComparison(a, b, pairs, stats, exp.trace, scores, dict(exp.scorers), tasks)
 
 
@@ -420,12 +426,14 @@ async def walk_to(stepper: Stepper, before: int | None) -> None:
 
 
 def _score_kinds(results: pd.DataFrame, names: Sequence[str]) -> dict[str, Kind]:
-    """Each scorer's score column and its kind: ``pass/fail`` for a boolean column, else ``number``."""
+    """Each score column of ``results``, the scorers' ``names`` first (a loaded experiment has none: its
+    scores are the columns its folder holds), and its kind: ``pass/fail`` for a boolean column, else
+    ``number``."""
     import pandas as pd
 
     kinds: dict[str, Kind] = {}
-    for name in names:
-        if name not in results.columns:
+    for name in [*names, *score_names(results)]:
+        if name not in results.columns or name in kinds:
             continue  # a scorer not run yet (rescore adds it)
         column = results[name]
         kinds[name] = "pass/fail" if pd.api.types.is_bool_dtype(column.dtype) else "number"

@@ -102,16 +102,20 @@ def frame_table(
 def summary_html(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "", style: bool = True) -> Markup:
     """The aggregate per variant (a row each: ``summary()``'s frame) as HTML (``style``: with the stylesheet)."""
     body = [el("b", title)]
-    if note:
-        body.append(el("div", note, class_="nba-muted"))
+    body += [el("div", line, class_="nba-muted") for line in _notes(summary, note)]
     body.append(frame_table(summary, index="variant"))
     return (STYLE if style else EMPTY) + el("div", *body, class_="nba-trace nba-experiment")
 
 
 def summary_text(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "") -> str:
     """The aggregate per variant as text lines."""
-    lines = [title] + ([note] if note else [])
-    return "\n".join([*lines, _text_table(summary, index="variant")])
+    return "\n".join([title, *_notes(summary, note), _text_table(summary, index="variant")])
+
+
+def _notes(frame: pd.DataFrame, note: str = "") -> list[str]:
+    """``note`` and how ``frame`` (a summary, a comparison's statistics) counted a run that failed."""
+    failed = frame.attrs.get("failed")
+    return [line for line in (note, f"{failed}." if isinstance(failed, str) else "") if line]
 
 
 def _stats_view(stats: pd.DataFrame) -> pd.DataFrame:
@@ -231,7 +235,10 @@ def comparison_head_html(a: str, b: str, stats: pd.DataFrame, parting: pd.DataFr
     )
     return concat(
         el("b", f"{a} vs {b}: {tasks} tasks"),
-        el("div", "delta = b − a; a pass/fail score counts 1 and 0", class_="nba-muted"),
+        *(
+            el("div", line, class_="nba-muted")
+            for line in _notes(stats, "delta = b − a; a pass/fail score counts 1 and 0")
+        ),
         frame_table(_stats_view(stats), index="score"),
         where,
     )
@@ -256,6 +263,7 @@ def comparison_text(
     table = view[[c for c, _ in columns]].set_axis([h for _, h in columns], axis=1).set_index("task id")
     lines = [
         f"{a} vs {b}: {len(tasks)} tasks (delta = b − a)",
+        *_notes(stats),
         _text_table(_stats_view(stats), index="score"),
         "where each pair's runs part:",
         _text_table(_parting_view(parting), index="the runs first part at"),
