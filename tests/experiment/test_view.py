@@ -123,6 +123,17 @@ async def test_a_scorer_that_raises_is_that_scores_error(runs: PairedRuns) -> No
     run_id = comparison.run_ids("t0")[1]
     scored = await comparison.score_run(runs.trace, run_id, "t0")
     assert scored == {"broken": None, "broken_error": "RuntimeError: no judge today"}
+
+    def leaky(output: str, row: dict[str, object]) -> bool:
+        raise RuntimeError("the judge's key sk-abcdefghijklmnopqrstuvwxyz012345 was refused")
+
+    comparison.scorers = {"leaky": leaky, "correct": runs.scorers["correct"]}
+    scored = await comparison.score_run(runs.trace, run_id, "t0")
+    assert scored == {
+        "leaky": None,
+        "leaky_error": "RuntimeError: the judge's key [REDACTED] was refused",
+        "correct": True,
+    }
     with pytest.raises(ValueError, match="run_id"):
         await comparison.score_run(runs.trace, "no-such-run", "t0")
     with pytest.raises(ValueError, match="task_id"):

@@ -265,7 +265,7 @@ class VariantComparison:
         """Run ``run_id`` of ``trace`` (a fork's, a walk's) scored by the experiment's scorers as the run of
         task ``task_id``: each score (``None`` where the scorer raised, its text in ``<name>_error``)."""
         from ..cancellation import CancellationToken
-        from .scorers import as_scorer
+        from .scorers import as_scorer, score_into
 
         where = "VariantComparison.score_run"
         check.string(where, "run_id", run_id)
@@ -279,11 +279,13 @@ class VariantComparison:
         token = CancellationToken()
         for name, value in self.scorers.items():
             scorer = as_scorer(value, where, f"scorers[{name!r}]")
-            try:
-                scored[name] = await scorer.score(output, row, lambda: trace.run(run_id), token)
-            except Exception as error:  # noqa: BLE001 a scorer that raises is that score's error, as in a run
-                scored[name] = None
-                scored[f"{name}_error"] = f"{type(error).__name__}: {error}"
+            record: dict[str, Any] = {}  # scored as a run of the experiment is: an error masked, kept
+            await score_into(record, [scorer], output, row, lambda: trace.run(run_id), token)
+            score, error = record[scorer.name], record[f"{scorer.name}_error"]
+            if error is not None:
+                scored[name], scored[f"{name}_error"] = None, error
+            else:
+                scored[name] = bool(score) if scorer.kind == "pass/fail" else score
         return scored
 
     def _task_row(self, where: str, task_id: str) -> dict[str, Any]:

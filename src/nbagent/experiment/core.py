@@ -27,7 +27,7 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 from .. import _check as check
 from ..agent import AssistantAgent
 from ..batch import Batch, BatchProgress, TaskEnd, agent_copier
-from ..redact import mask
 from ..render.experiment import summary_html, summary_text
 from ..sync import entry_point, run_coroutine
 from ..trace import committed_files
@@ -58,23 +57,17 @@ from .folder import (
     score_names,
     stored_rows,
 )
-from .scorers import Judge, Scorer, as_scorer
+from .scorers import Judge, Scorer, as_scorer, score_into
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..cancellation import CancellationToken
     from ..trace.base import TraceFrames
 
 __all__ = ["Experiment"]
 
 Variant = AssistantAgent | Callable[[Mapping[str, Any]], AssistantAgent]
 WHERE = "Experiment"
-
-
-def _error_text(error: BaseException) -> str:
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class _Scoring:
@@ -131,30 +124,6 @@ class _Scoring:
 
         schema = arrow_schema(list(self.scorers), {n: s.kind for n, s in self.scorers.items()}, self.variants)
         return pa.Table.from_pylist(rows, schema=schema)
-
-
-async def score_into(
-    record: dict[str, Any],
-    scorers: Iterable[Scorer],
-    output: str | None,
-    row: Mapping[str, Any],
-    run: Callable[[], TraceFrames],
-    token: CancellationToken,
-) -> None:
-    """Put each scorer's score of one run in ``record`` (a pass as 1.0), or its error in ``<name>_error``."""
-    for scorer in scorers:
-        try:
-            value = await scorer.score(output, row, run, token)
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise
-            record[scorer.name], record[f"{scorer.name}_error"] = None, "CancelledError: the experiment was stopped"
-            continue
-        except Exception as error:  # the scorer's error is this run's score error: the experiment goes on
-            record[scorer.name], record[f"{scorer.name}_error"] = None, mask(_error_text(error))
-            continue
-        record[scorer.name], record[f"{scorer.name}_error"] = float(value), None
 
 
 class Experiment:
