@@ -109,7 +109,10 @@ def summary_html(summary: pd.DataFrame, *, title: str = "Experiment", note: str 
 
 def summary_text(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "") -> str:
     """The aggregate per variant as text lines."""
-    return "\n".join([title, *_notes(summary, note), _text_table(summary, index="variant")])
+    from ..printable import printable
+
+    lines = [printable(line) for line in (title, *_notes(summary, note))]
+    return "\n".join([*lines, _text_table(summary, index="variant")])
 
 
 def _notes(frame: pd.DataFrame, note: str = "") -> list[str]:
@@ -254,7 +257,10 @@ def comparison_text(
     *,
     rows: int = STATIC_ROWS,
 ) -> str:
-    """Variants ``a`` and ``b`` compared, as text: the same rows as :func:`comparison_html`."""
+    """Variants ``a`` and ``b`` compared, as text: the same rows as :func:`comparison_html` (a variant's name,
+    read from a folder, control characters shown as every cell's)."""
+    from ..printable import printable
+
     ordered, sort, ascending = order_tasks(tasks, scores, None, True)
     shown = ordered.head(rows)
     view = shown.assign(task=[_short(t, 40) for t in shown.get("task", shown["task_id"])])
@@ -262,7 +268,7 @@ def comparison_text(
     columns = [(c, h) for c, h, _ in task_columns(scores) if c in view.columns]
     table = view[[c for c, _ in columns]].set_axis([h for _, h in columns], axis=1).set_index("task id")
     lines = [
-        f"{a} vs {b}: {len(tasks)} tasks (delta = b − a)",
+        printable(f"{a} vs {b}: {len(tasks)} tasks (delta = b − a)"),
         *_notes(stats),
         _text_table(_stats_view(stats), index="score"),
         "where each pair's runs part:",
