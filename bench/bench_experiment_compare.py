@@ -123,6 +123,7 @@ def main() -> None:
             figures[f"compare_{name}_median_s"] = statistics.median(seconds)
             figures[f"compare_{name}_median_cpu_s"] = statistics.median(cpus)
             figures[f"results_{name}_median_cpu_s"] = statistics.median(results_cpus)
+            figures[f"compared_{name}"] = [str(score) for score in comparison.stats.index]  # what was compared
             took, cpu, parting = cpu_timed(lambda comparison=comparison: comparison.parting)
             figures[f"partings_{name}_s"] = took
             figures[f"partings_{name}_cpu_s"] = cpu
@@ -138,7 +139,8 @@ def main() -> None:
         print(
             f"compare ({name}): median wall {figures[f'compare_{name}_median_s']:.3f} s (rounds {rounds}), "
             f"CPU {figures[f'compare_{name}_median_cpu_s']:.3f} s (rounds {cpus}); target < 1 s; of which "
-            f"exp.results alone CPU {figures[f'results_{name}_median_cpu_s']:.3f} s"
+            f"exp.results alone CPU {figures[f'results_{name}_median_cpu_s']:.3f} s; "
+            f"compared: {', '.join(figures[f'compared_{name}'])}"
         )
         print(
             f"partings ({name}): wall {figures[f'partings_{name}_s']:.2f} s, "

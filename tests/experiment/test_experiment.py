@@ -105,6 +105,45 @@ def test_a_failed_run_is_a_row_not_scored_and_the_experiment_goes_on() -> None:
     assert pd.isna(results["exact_match_error"].iloc[1])  # not scored, not a scorer's error
 
 
+def _crashing(row: dict[str, Any]) -> AssistantAgent:
+    """Right on every task but t0 and t1, where building the agent fails (status error)."""
+    if row["task_id"] in ("t0", "t1"):
+        raise RuntimeError("cannot build")
+    return right(row)
+
+
+def test_a_variant_that_crashes_more_looks_worse_a_failed_run_counting_as_a_fail() -> None:
+    def score(output: str, row: dict[str, Any]) -> float:  # a number: a failed run has none
+        return 1.0
+
+    exp = Experiment(
+        arithmetic(4), {"right": right, "crashing": _crashing}, [nbagent.exact_match(), score], progress=None
+    ).run_sync()
+    assert exp.results["status"].tolist() == ["ok"] * 4 + ["error", "error", "ok", "ok"]
+    summary = exp.summary()  # default failed="fail": the two crashes are fails of the pass/fail score
+    assert summary.loc["crashing", "exact_match_n"] == 4 and summary.loc["crashing", "exact_match_mean"] == 0.5
+    assert summary.loc["crashing", "exact_match_pass@1"] == 0.5
+    assert summary.loc["crashing", "score_n"] == 2  # a number score has no value for a failed run
+    assert summary.attrs["failed"].startswith("a run that failed (error, timeout) counts as a fail")
+    left_out = exp.summary(failed="missing")  # the runs that failed left out: it looks as good as right
+    assert left_out.loc["crashing", "exact_match_n"] == 2 and left_out.loc["crashing", "exact_match_mean"] == 1.0
+    assert "left out" in left_out.attrs["failed"]
+    stats = exp.compare("right", "crashing").stats.loc["exact_match"]
+    assert (stats["n"], stats["missing"], stats["mean_delta"], stats["a_only"], stats["b_only"]) == (4, 0, -0.5, 2, 0)
+    stats = exp.compare("right", "crashing", failed="missing").stats.loc["exact_match"]
+    assert (stats["n"], stats["missing"], stats["mean_delta"]) == (2, 2, 0.0)
+    # the rule is stated wherever the figures are shown
+    comparison = exp.compare("right", "crashing")
+    assert "counts as a fail of each pass/fail score" in comparison.text()
+    assert "counts as a fail of each pass/fail score" in comparison.html()
+    bundle = exp._repr_mimebundle_()
+    assert all("counts as a fail of each pass/fail score" in bundle[kind] for kind in ("text/html", "text/plain"))
+    with pytest.raises(ValueError, match="Experiment.summary: failed must be one of 'fail', 'missing'"):
+        exp.summary(failed="skip")
+    with pytest.raises(ValueError, match="compare: failed must be one of 'fail', 'missing'"):
+        exp.compare("right", "crashing", failed="skip")
+
+
 def test_a_scorer_that_raises_is_that_runs_score_error_and_the_others_are_scored() -> None:
     def picky(output: str, row: dict[str, Any]) -> bool:
         if row["task_id"] == "t2":

@@ -100,6 +100,10 @@ def test_load_experiment_gives_the_same_results_and_summary_offline(tmp_path: Pa
     loaded = load_experiment(folder)
     pd.testing.assert_frame_equal(loaded.results, exp.results)
     pd.testing.assert_frame_equal(loaded.summary(), exp.summary())
+    compared, again = exp.compare("right", "tools"), loaded.compare("right", "tools")
+    assert list(again.stats.index) == ["exact_match", "length", "tokens", "latency_s"]
+    pd.testing.assert_frame_equal(again.stats, compared.stats)  # the scores of the folder, not of scorers
+    pd.testing.assert_frame_equal(again.frame, compared.frame)
     assert list(loaded.variants) == ["right", "tools"] and loaded.variants["right"] is None
     assert loaded.batch is None
     run_id = str(loaded.results["run_id"].iloc[0])

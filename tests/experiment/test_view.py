@@ -53,6 +53,20 @@ def test_the_html_escapes_a_hostile_task_and_reads_without_the_stylesheet(runs: 
     assert "<table" in without_style and "the model&#x27;s answer" in without_style  # plain tables, no script
 
 
+def test_a_hostile_variant_name_is_shown_never_obeyed_in_the_text_views() -> None:
+    name = "v\x1b[2J\u202e<b>"  # a variant's name, as a folder written by anyone may hold it
+    variants = {name: lambda row: make_agent(pd.Series({**row, "variant": "a"})), "b": lambda row: make_agent(
+        pd.Series({**row, "variant": "b"})
+    )}  # fmt: skip
+    exp = Experiment(weather_tasks(2), variants, progress=None).run_sync()
+    texts = [exp._repr_mimebundle_()["text/plain"], exp.compare(name, "b").text()]
+    for text in texts:
+        assert "\x1b" not in text and "\u202e" not in text and "v\\x1b[2J<U+202E><b>" in text
+    assert texts[1].startswith("v\\x1b[2J<U+202E><b> vs b: 2 tasks")
+    html = exp.compare(name, "b").html()
+    assert "\u202e" not in html and "<b> vs" not in html and "&lt;U+202E&gt;&lt;b&gt; vs b" in html
+
+
 def test_the_tasks_are_sortable_by_delta_and_paged(runs: PairedRuns) -> None:
     view = ComparisonView(compare_variants(runs, "a", "b"), page_size=10)
     widget = view.widget()
@@ -123,6 +137,17 @@ async def test_a_scorer_that_raises_is_that_scores_error(runs: PairedRuns) -> No
     run_id = comparison.run_ids("t0")[1]
     scored = await comparison.score_run(runs.trace, run_id, "t0")
     assert scored == {"broken": None, "broken_error": "RuntimeError: no judge today"}
+
+    def leaky(output: str, row: dict[str, object]) -> bool:
+        raise RuntimeError("the judge's key sk-abcdefghijklmnopqrstuvwxyz012345 was refused")
+
+    comparison.scorers = {"leaky": leaky, "correct": runs.scorers["correct"]}
+    scored = await comparison.score_run(runs.trace, run_id, "t0")
+    assert scored == {
+        "leaky": None,
+        "leaky_error": "RuntimeError: the judge's key [REDACTED] was refused",
+        "correct": True,
+    }
     with pytest.raises(ValueError, match="run_id"):
         await comparison.score_run(runs.trace, "no-such-run", "t0")
     with pytest.raises(ValueError, match="task_id"):

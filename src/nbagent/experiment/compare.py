@@ -35,6 +35,7 @@ from .. import _check as check
 from ..render.experiment import STATIC_ROWS, comparison_html, comparison_text
 from ..stepper import LLM_MOVES
 from ..trace.compare import Comparison, MoveView, Row, first_parting, moves_of_runs
+from .folder import FAILED, counting_failed, score_names
 from .stats import Kind, paired
 
 if TYPE_CHECKING:
@@ -264,7 +265,7 @@ class VariantComparison:
         """Run ``run_id`` of ``trace`` (a fork's, a walk's) scored by the experiment's scorers as the run of
         task ``task_id``: each score (``None`` where the scorer raised, its text in ``<name>_error``)."""
         from ..cancellation import CancellationToken
-        from .scorers import as_scorer
+        from .scorers import as_scorer, score_into
 
         where = "VariantComparison.score_run"
         check.string(where, "run_id", run_id)
@@ -278,11 +279,13 @@ class VariantComparison:
         token = CancellationToken()
         for name, value in self.scorers.items():
             scorer = as_scorer(value, where, f"scorers[{name!r}]")
-            try:
-                scored[name] = await scorer.score(output, row, lambda: trace.run(run_id), token)
-            except Exception as error:  # noqa: BLE001 a scorer that raises is that score's error, as in a run
-                scored[name] = None
-                scored[f"{name}_error"] = f"{type(error).__name__}: {error}"
+            record: dict[str, Any] = {}  # scored as a run of the experiment is: an error masked, kept
+            await score_into(record, [scorer], output, row, lambda: trace.run(run_id), token)
+            score, error = record[scorer.name], record[f"{scorer.name}_error"]
+            if error is not None:
+                scored[name], scored[f"{name}_error"] = None, error
+            else:
+                scored[name] = bool(score) if scorer.kind == "pass/fail" else score
         return scored
 
     def _task_row(self, where: str, task_id: str) -> dict[str, Any]:
@@ -355,14 +358,18 @@ def compare_variants(
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int | None = 0,
+    failed: str = "fail",
 ) -> VariantComparison:
     """Variants ``a`` and ``b`` of experiment ``exp`` compared task by task: ``.frame`` (one row per task),
     ``.stats`` (per score: mean delta, bootstrap interval at ``confidence`` from ``resamples`` resamples
-    drawn with ``seed``, p-value), ``.pairs`` and ``.parting`` (see the module's text)."""
+    drawn with ``seed``, p-value), ``.pairs`` and ``.parting`` (see the module's text). ``failed``: how
+    a run that failed (error, timeout) counts (:data:`~nbagent.experiment.folder.FAILED`): ``"fail"``, a
+    fail of each pass/fail score (a variant that crashes more looks worse); ``"missing"``, its pair left
+    out; ``.stats.attrs["failed"]`` says which."""
     import pandas as pd
 
     where = "compare"
-    results = exp.results
+    results = counting_failed(exp.results, failed, where)
     variants = [str(v) for v in pd.unique(results["variant"].astype("object"))]
     for param, name in (("a", a), ("b", b)):
         check.string(where, param, name)
@@ -408,6 +415,7 @@ def compare_variants(
         rows.append(result.row())
     stats = pd.DataFrame(rows).set_index("score")
     stats = stats.astype({"a_only": "Int64", "b_only": "Int64", "kind": "category", "test": "category"})
+    stats.attrs["failed"] = FAILED[failed]
     return VariantComparison(a, b, pairs, stats, exp.trace, scores, dict(exp.scorers), tasks)
 
 
@@ -420,12 +428,14 @@ async def walk_to(stepper: Stepper, before: int | None) -> None:
 
 
 def _score_kinds(results: pd.DataFrame, names: Sequence[str]) -> dict[str, Kind]:
-    """Each scorer's score column and its kind: ``pass/fail`` for a boolean column, else ``number``."""
+    """Each score column of ``results``, the scorers' ``names`` first (a loaded experiment has none: its
+    scores are the columns its folder holds), and its kind: ``pass/fail`` for a boolean column, else
+    ``number``."""
     import pandas as pd
 
     kinds: dict[str, Kind] = {}
-    for name in names:
-        if name not in results.columns:
+    for name in [*names, *score_names(results)]:
+        if name not in results.columns or name in kinds:
             continue  # a scorer not run yet (rescore adds it)
         column = results[name]
         kinds[name] = "pass/fail" if pd.api.types.is_bool_dtype(column.dtype) else "number"

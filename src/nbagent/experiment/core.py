@@ -27,7 +27,7 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 from .. import _check as check
 from ..agent import AssistantAgent
 from ..batch import Batch, BatchProgress, TaskEnd, agent_copier
-from ..redact import mask
 from ..render.experiment import summary_html, summary_text
 from ..sync import entry_point, run_coroutine
 from ..trace import committed_files
@@ -43,35 +42,32 @@ from ..trace.dataset import committed_tables, read_whole, write_whole
 from ..trace.loaded import LazyTrace
 from .compare import VariantComparison, compare_variants, view_of
 from .folder import (
+    FAILED,
     JUDGES,
     META,
     RESCORED,
     TABLE,
     TASKS_FILE,
     arrow_schema,
+    counting_failed,
     grid_frame,
     read_manifest,
     rescored,
     results_frame,
+    score_names,
     stored_rows,
 )
-from .scorers import Judge, Scorer, as_scorer
+from .scorers import Judge, Scorer, as_scorer, score_into
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..cancellation import CancellationToken
     from ..trace.base import TraceFrames
 
 __all__ = ["Experiment"]
 
 Variant = AssistantAgent | Callable[[Mapping[str, Any]], AssistantAgent]
 WHERE = "Experiment"
-
-
-def _error_text(error: BaseException) -> str:
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class _Scoring:
@@ -128,30 +124,6 @@ class _Scoring:
 
         schema = arrow_schema(list(self.scorers), {n: s.kind for n, s in self.scorers.items()}, self.variants)
         return pa.Table.from_pylist(rows, schema=schema)
-
-
-async def score_into(
-    record: dict[str, Any],
-    scorers: Iterable[Scorer],
-    output: str | None,
-    row: Mapping[str, Any],
-    run: Callable[[], TraceFrames],
-    token: CancellationToken,
-) -> None:
-    """Put each scorer's score of one run in ``record`` (a pass as 1.0), or its error in ``<name>_error``."""
-    for scorer in scorers:
-        try:
-            value = await scorer.score(output, row, run, token)
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise
-            record[scorer.name], record[f"{scorer.name}_error"] = None, "CancelledError: the experiment was stopped"
-            continue
-        except Exception as error:  # the scorer's error is this run's score error: the experiment goes on
-            record[scorer.name], record[f"{scorer.name}_error"] = None, mask(_error_text(error))
-            continue
-        record[scorer.name], record[f"{scorer.name}_error"] = float(value), None
 
 
 class Experiment:
@@ -433,12 +405,13 @@ class Experiment:
         rows = list(self._scoring.memory.values())
         return (pd.DataFrame.from_records(rows) if rows else None), {}
 
-    def summary(self, k: int | None = None, confidence: float = 0.95) -> pd.DataFrame:
+    def summary(self, k: int | None = None, confidence: float = 0.95, *, failed: str = "fail") -> pd.DataFrame:
         """Per variant: runs, ok runs, each score's mean with its ``confidence`` interval (Wilson's for a
         pass/fail score, a percentile bootstrap of the mean for a number), pass@k and pass^k of each
         pass/fail score over the repeats (``k``: default the repeats), mean tokens and latency
-        (:func:`~nbagent.experiment.summary.summarize`)."""
-        return summarize(self.results, self.repeats, k, confidence)
+        (:func:`summarize`). ``failed``: ``"fail"`` (a run that failed, error or timeout, fails each
+        pass/fail score, so a variant that crashes more looks worse) or ``"missing"`` (it is left out)."""
+        return summarize(self.results, self.repeats, k, confidence, failed=failed)
 
     @property
     def trace(self) -> TraceFrames:
@@ -598,12 +571,20 @@ class Experiment:
     # ------------------------------------------------------------------ comparing and showing (issue 38 4, 5)
 
     def compare(
-        self, a: str, b: str, *, confidence: float = 0.95, resamples: int = 2000, seed: int | None = 0
+        self,
+        a: str,
+        b: str,
+        *,
+        confidence: float = 0.95,
+        resamples: int = 2000,
+        seed: int | None = 0,
+        failed: str = "fail",
     ) -> VariantComparison:
         """Variants ``a`` and ``b`` compared task by task (:func:`~nbagent.experiment.compare.compare_variants`):
         ``.frame`` one row per task, ``.stats`` the paired statistics per score, ``.parting`` where the runs
-        of each pair first part, counted; display it, or ``.view()`` for the widget."""
-        return compare_variants(self, a, b, confidence=confidence, resamples=resamples, seed=seed)
+        of each pair first part, counted; display it, or ``.view()`` for the widget. ``failed``: how a run
+        that failed (error, timeout) counts: ``"fail"`` of each pass/fail score, or ``"missing"``."""
+        return compare_variants(self, a, b, confidence=confidence, resamples=resamples, seed=seed, failed=failed)
 
     def view(self, a: str | None = None, b: str | None = None) -> Any:
         """The experiment as a widget (display it): the summary per variant, and variants ``a`` and ``b``
@@ -717,19 +698,24 @@ def _checked_variants(variants: object) -> tuple[list[str], dict[str, Callable[[
     return list(found), makers
 
 
-def summarize(results: pd.DataFrame, repeats: int, k: int | None = None, confidence: float = 0.95) -> pd.DataFrame:
+def summarize(
+    results: pd.DataFrame, repeats: int, k: int | None = None, confidence: float = 0.95, *, failed: str = "fail"
+) -> pd.DataFrame:
     """Per variant (the index, in the results' order) of ``results`` (:attr:`Experiment.results`):
 
     - ``runs``, ``ok`` (runs that answered: status ok or tool_error) and ``ok_rate``;
-    - for each score ``s``: ``s_n`` (runs scored: a run not ok or whose scorer raised has no score),
-      ``s_mean`` and its ``confidence`` interval ``s_low``..``s_high``: Wilson's score interval for a
-      pass/fail score, a percentile bootstrap of the mean (2,000 resamples, seed 0) for a number;
+    - for each score ``s``: ``s_n`` (runs counted), ``s_mean`` and its ``confidence`` interval
+      ``s_low``..``s_high``: Wilson's score interval for a pass/fail score, a percentile bootstrap of the
+      mean (2,000 resamples, seed 0) for a number. ``failed`` says how a run that failed (error,
+      timeout) counts (:data:`~nbagent.experiment.folder.FAILED`): ``"fail"``, a fail of each pass/fail
+      score; ``"missing"``, left out. A run not run (cancelled) or whose scorer raised is left out;
     - for a pass/fail score, ``s_pass@k`` and ``s_pass^k`` (``k``: default the repeats): the unbiased
-      estimates over each task's ``repeats`` runs (a run with no score counts as not passed), averaged
-      over the tasks;
+      estimates over each task's counted runs (a task with fewer than ``k`` is left out), averaged over
+      the tasks;
     - ``tokens_mean``, ``tokens_total``, ``latency_s_mean`` and ``latency_s_p95`` of the runs.
 
-    ``summary.attrs["intervals"]`` names the interval of each kind."""
+    ``summary.attrs["intervals"]`` names the interval of each kind, ``summary.attrs["failed"]`` how a run
+    that failed was counted."""
     import numpy as np
     import pandas as pd
 
@@ -740,7 +726,8 @@ def summarize(results: pd.DataFrame, repeats: int, k: int | None = None, confide
     level = float(check.number(where, "confidence", confidence) or 0.0)
     if not 0 < level < 1:
         raise check.wrong_value(where, "confidence", "a number between 0 and 1 (0.95: a 95% interval)", confidence)
-    scores = [name for name in results.columns if f"{name}_error" in results.columns]
+    results = counting_failed(results, failed, where)
+    scores = score_names(results)
     variants = list(results["variant"].cat.categories)
     rows: list[dict[str, Any]] = []
     for variant in variants:
@@ -754,7 +741,8 @@ def summarize(results: pd.DataFrame, repeats: int, k: int | None = None, confide
             row[f"{name}_mean"] = float(values.mean()) if len(values) else np.nan
             if str(column.dtype) == "boolean":
                 row[f"{name}_low"], row[f"{name}_high"] = wilson_ci(int(values.sum()), len(values), confidence=level)
-                passed = column.fillna(False).astype(bool).groupby(mine["task_id"].to_numpy(), sort=False)
+                counted = column.notna().to_numpy()
+                passed = column[counted].astype(bool).groupby(mine["task_id"].to_numpy()[counted], sort=False)
                 counts = passed.agg(["size", "sum"])
                 full = counts[counts["size"] >= depth]
                 at = [pass_at_k(int(n), int(c), depth) for n, c in zip(full["size"], full["sum"])]
@@ -773,6 +761,7 @@ def summarize(results: pd.DataFrame, repeats: int, k: int | None = None, confide
     frame = pd.DataFrame(rows, index=pd.CategoricalIndex(variants, categories=variants, name="variant"))
     for name in ("runs", "ok", "tokens_total", *(f"{s}_n" for s in scores)):
         frame[name] = frame[name].astype("Int64")
+    frame.attrs["failed"] = FAILED[failed]
     frame.attrs["intervals"] = {
         "pass/fail": f"Wilson score interval, {level:.0%}",
         "number": f"percentile bootstrap of the mean, {level:.0%} (2,000 resamples, seed 0)",

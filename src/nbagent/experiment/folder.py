@@ -20,18 +20,35 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import _check as check
 from ..trace.dataset import committed_tables, read_whole
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["STATUSES", "TABLE", "grid_frame", "read_manifest", "rescored", "results_frame", "stored_rows"]
+__all__ = [
+    "FAILED",
+    "STATUSES",
+    "TABLE",
+    "counting_failed",
+    "grid_frame",
+    "read_manifest",
+    "rescored",
+    "results_frame",
+    "score_names",
+    "stored_rows",
+]
 
 TABLE = "experiment"
 """The table of the experiment's rows in each part of its dataset."""
 STATUSES = ("ok", "tool_error", "error", "timeout", "cancelled")
 """How a run ended: ok; ok but a tool call gave an error (``tool_error``, as the explorer says); error;
 timeout; cancelled (or never run)."""
+FAILED: dict[str, str] = {
+    "fail": "a run that failed (error, timeout) counts as a fail of each pass/fail score (a number: missing)",
+    "missing": "a run that failed (error, timeout) has no score: it is left out, counted as missing",
+}
+"""How the statistics count a run that failed (``failed=`` of ``summary`` and ``compare``), in plain words."""
 META = b"nbagent.experiment"
 """The key of the manifest in ``tasks.parquet``'s metadata (and of the kinds in each part's table)."""
 TASKS_FILE = "tasks.parquet"
@@ -196,3 +213,25 @@ def results_frame(
     out["tool_errors"] = pd.array(column("tool_errors"), dtype="Int64")
     out["error"] = pd.array(column("error"), dtype="string")
     return pd.DataFrame(out)
+
+
+def score_names(results: pd.DataFrame) -> list[str]:
+    """The score columns of ``results`` (:func:`results_frame`): those with a ``<name>_error`` beside them."""
+    return [str(name) for name in results.columns if f"{name}_error" in results.columns]
+
+
+def counting_failed(results: pd.DataFrame, failed: str, where: str) -> pd.DataFrame:
+    """``results`` as the statistics count them (``failed``, a key of :data:`FAILED`): with ``"fail"``, each
+    pass/fail score of a run that failed (status error or timeout) is a fail; with ``"missing"``, as they
+    are (no score). A run never run (cancelled) and a scorer that raised stay missing either way."""
+    import pandas as pd
+
+    check.choice(where, "failed", failed, list(FAILED))
+    if failed == "missing":
+        return results
+    lost = results["status"].isin(["error", "timeout"]).to_numpy()
+    out = results.copy()
+    for name in score_names(results):
+        if pd.api.types.is_bool_dtype(out[name].dtype):
+            out[name] = out[name].mask(lost, False)
+    return out

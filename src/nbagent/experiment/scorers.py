@@ -23,7 +23,7 @@ import hashlib
 import inspect
 import math
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _check as check
@@ -36,7 +36,18 @@ from ..trace import Trace
 if TYPE_CHECKING:
     from ..trace.base import TraceFrames
 
-__all__ = ["FunctionScorer", "Judge", "Scorer", "contains", "exact_match", "llm_judge", "numeric", "regex", "scorer"]
+__all__ = [
+    "FunctionScorer",
+    "Judge",
+    "Scorer",
+    "contains",
+    "exact_match",
+    "llm_judge",
+    "numeric",
+    "regex",
+    "score_into",
+    "scorer",
+]
 
 Kind = Literal["pass/fail", "number"]
 """A pass/fail score (a ``bool``, stored in a ``boolean`` column) or a number (``float64``)."""
@@ -182,6 +193,35 @@ def as_scorer(value: object, where: str, param: str) -> Scorer:
 
 
 # ---------------------------------------------------------------------- built-ins
+
+
+def _error_text(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+async def score_into(
+    record: dict[str, Any],
+    scorers: Iterable[Scorer],
+    output: str | None,
+    row: Mapping[str, Any],
+    run: Callable[[], TraceFrames],
+    token: CancellationToken,
+) -> None:
+    """Put each scorer's score of one run in ``record`` (a pass as 1.0), or its error in ``<name>_error``."""
+    for scorer in scorers:
+        try:
+            value = await scorer.score(output, row, run, token)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            record[scorer.name], record[f"{scorer.name}_error"] = None, "CancelledError: the experiment was stopped"
+            continue
+        except Exception as error:  # the scorer's error is this run's score error: the experiment goes on
+            record[scorer.name], record[f"{scorer.name}_error"] = None, mask(_error_text(error))
+            continue
+        record[scorer.name], record[f"{scorer.name}_error"] = float(value), None
 
 
 def _text(value: object) -> str:

@@ -102,16 +102,23 @@ def frame_table(
 def summary_html(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "", style: bool = True) -> Markup:
     """The aggregate per variant (a row each: ``summary()``'s frame) as HTML (``style``: with the stylesheet)."""
     body = [el("b", title)]
-    if note:
-        body.append(el("div", note, class_="nba-muted"))
+    body += [el("div", line, class_="nba-muted") for line in _notes(summary, note)]
     body.append(frame_table(summary, index="variant"))
     return (STYLE if style else EMPTY) + el("div", *body, class_="nba-trace nba-experiment")
 
 
 def summary_text(summary: pd.DataFrame, *, title: str = "Experiment", note: str = "") -> str:
     """The aggregate per variant as text lines."""
-    lines = [title] + ([note] if note else [])
+    from ..printable import printable
+
+    lines = [printable(line) for line in (title, *_notes(summary, note))]
     return "\n".join([*lines, _text_table(summary, index="variant")])
+
+
+def _notes(frame: pd.DataFrame, note: str = "") -> list[str]:
+    """``note`` and how ``frame`` (a summary, a comparison's statistics) counted a run that failed."""
+    failed = frame.attrs.get("failed")
+    return [line for line in (note, f"{failed}." if isinstance(failed, str) else "") if line]
 
 
 def _stats_view(stats: pd.DataFrame) -> pd.DataFrame:
@@ -231,7 +238,10 @@ def comparison_head_html(a: str, b: str, stats: pd.DataFrame, parting: pd.DataFr
     )
     return concat(
         el("b", f"{a} vs {b}: {tasks} tasks"),
-        el("div", "delta = b − a; a pass/fail score counts 1 and 0", class_="nba-muted"),
+        *(
+            el("div", line, class_="nba-muted")
+            for line in _notes(stats, "delta = b − a; a pass/fail score counts 1 and 0")
+        ),
         frame_table(_stats_view(stats), index="score"),
         where,
     )
@@ -247,7 +257,10 @@ def comparison_text(
     *,
     rows: int = STATIC_ROWS,
 ) -> str:
-    """Variants ``a`` and ``b`` compared, as text: the same rows as :func:`comparison_html`."""
+    """Variants ``a`` and ``b`` compared, as text: the same rows as :func:`comparison_html` (a variant's name,
+    read from a folder, control characters shown as every cell's)."""
+    from ..printable import printable
+
     ordered, sort, ascending = order_tasks(tasks, scores, None, True)
     shown = ordered.head(rows)
     view = shown.assign(task=[_short(t, 40) for t in shown.get("task", shown["task_id"])])
@@ -255,7 +268,8 @@ def comparison_text(
     columns = [(c, h) for c, h, _ in task_columns(scores) if c in view.columns]
     table = view[[c for c, _ in columns]].set_axis([h for _, h in columns], axis=1).set_index("task id")
     lines = [
-        f"{a} vs {b}: {len(tasks)} tasks (delta = b − a)",
+        printable(f"{a} vs {b}: {len(tasks)} tasks (delta = b − a)"),
+        *_notes(stats),
         _text_table(_stats_view(stats), index="score"),
         "where each pair's runs part:",
         _text_table(_parting_view(parting), index="the runs first part at"),
