@@ -160,13 +160,13 @@ def _require_chromium() -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def lab() -> Iterator[LabServer]:
     """Start JupyterLab in a temporary root; kill it by PID at the end of the session."""
     yield from _serve()
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def notebook7() -> Iterator[LabServer]:
     """A second server, for the Notebook 7 pages (started when a test first opens one).
 
@@ -267,7 +267,7 @@ def _stop(server: LabServer) -> None:
             server.process.wait(timeout=5)
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     """Headless Debian Chromium through Playwright's sync API."""
     _require_chromium()
@@ -418,7 +418,7 @@ def _write_notebook(target: Path, source: Sequence[str] | Path) -> None:
     nbformat.write(notebook, target)
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def lab_context(browser: Browser) -> Iterator[BrowserContext]:
     """One browser context for every JupyterLab page, so Lab's static files come from its cache."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -427,7 +427,7 @@ def lab_context(browser: Browser) -> Iterator[BrowserContext]:
     context.close()
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def notebook7_context(browser: Browser) -> Iterator[BrowserContext]:
     """The browser context of every Notebook 7 page: apart from JupyterLab's, whose saved layout
     (commands of JupyterLab's file browser) Notebook 7 would try to restore."""
