@@ -107,9 +107,10 @@ def changes(previous: Mapping[str, Any] | None, figures: Mapping[str, float]) ->
     return lines
 
 
-def record(script: str, figures: Mapping[str, Any], path: Path = HISTORY) -> list[str]:
-    """Append ``script``'s tracked figures to the history; the lines saying how each changed since the
-    last recorded run of it (nothing for a script not in :data:`TRACKED`, or with none of its figures)."""
+def record(script: str, figures: Mapping[str, Any], path: Path = HISTORY, load: float | None = None) -> list[str]:
+    """Append ``script``'s tracked figures to the history, with ``load`` (the load average when it started;
+    now if not given); the lines saying how each changed since the last recorded run of it (nothing for a
+    script not in :data:`TRACKED`, or with none of its figures)."""
     keys = TRACKED.get(script)
     if keys is None:
         return []
@@ -122,7 +123,7 @@ def record(script: str, figures: Mapping[str, Any], path: Path = HISTORY) -> lis
         "script": script,
         "commit": commit_name(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_average": round(os.getloadavg()[0], 1),
+        "load_average": round(os.getloadavg()[0] if load is None else load, 1),
         "cpus": os.cpu_count(),
         "figures": kept,
     }

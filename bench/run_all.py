@@ -59,6 +59,8 @@ class Script:
     status: str = "not run"
     seconds: float = 0.0
     figures: dict[str, Any] = field(default_factory=dict)
+    load: float = 0.0
+    """The load average (1 min) when it started."""
     changes: list[str] = field(default_factory=list)
     """How its tracked figures moved since their last recorded run (bench/history.py)."""
 
@@ -76,6 +78,7 @@ def run_script(script: Script, timeout: float) -> None:
         out = Path(tmp) / "figures.json"
         command = [sys.executable, str(script.path), *script.args, "--json", str(out)]
         print(f"$ {' '.join(command[1:])}", file=sys.stderr, flush=True)
+        script.load = os.getloadavg()[0]
         start = time.perf_counter()
         try:
             done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
@@ -385,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         run_script(script, args.timeout)
         print(f"{script.name}: {script.status} ({script.seconds:.1f} s)", file=sys.stderr, flush=True)
         if script.status == "ok" and not args.no_history:
-            script.changes = history.record(script.name, script.figures)
+            script.changes = history.record(script.name, script.figures, load=script.load)
             print("\n".join(script.changes), file=sys.stderr, flush=True)
     memory: dict[str, float] | str
     try:

@@ -42,7 +42,7 @@ def path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_run_is_appended_with_its_tracked_figures_and_the_next_says_how_they_moved(path: Path) -> None:
-    first = history.record("bench_stop_pause.py", STOP_PAUSE, path)
+    first = history.record("bench_stop_pause.py", STOP_PAUSE, path, load=4.0)
     assert first[0] == "bench_stop_pause.py against its last recorded run:"
     assert "  figures.Pause.median_s: 0.25 (first recorded)" in first
     slower = json.loads(json.dumps(STOP_PAUSE))
@@ -54,6 +54,7 @@ def test_a_run_is_appended_with_its_tracked_figures_and_the_next_says_how_they_m
     assert [run["figures"]["figures.Pause.median_s"] for run in runs] == [0.25, 0.3]
     assert set(runs[0]) == {"script", "commit", "date", "load_average", "cpus", "figures"}
     assert runs[0]["commit"] == "abc1234" and len(runs[0]["figures"]) == 6
+    assert runs[0]["load_average"] == 4.0  # the load when the script started, as run_all gives it
 
 
 def test_scripts_histories_are_apart_and_an_untracked_script_is_not_recorded(path: Path) -> None:
