@@ -18,9 +18,10 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     A second such server, for Notebook 7 pages only (a Notebook 7.6 page on a server where a
     JupyterLab page has been open raises a page error of its own), started on first use.
 
-``browser`` (session) -> ``playwright.sync_api.Browser``
+``browser`` (package) -> ``playwright.sync_api.Browser``
     Debian Chromium (``/usr/bin/chromium``), headless. Missing Chromium skips the test locally and
-    fails it when ``CI=true``.
+    fails it when ``CI=true``. Package-scoped: Playwright's sync API keeps its event loop running in
+    the thread while open, which asyncio tests outside ``tests/browser`` cannot share.
 
 ``run_notebook_in_lab`` (function) -> ``Callable[[cells | Path, name], LabNotebook]``
     ``nb = run_notebook_in_lab(["import ipywidgets as w", "w.Label('hi')"], name="demo")`` writes
@@ -267,9 +268,14 @@ def _stop(server: LabServer) -> None:
             server.process.wait(timeout=5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
-    """Headless Debian Chromium through Playwright's sync API."""
+    """Headless Debian Chromium through Playwright's sync API.
+
+    Package-scoped, unlike the servers: while Playwright's sync API is open, its event loop counts as
+    running in this thread, and every asyncio test after it would fail ("Cannot run the event loop while
+    another loop is running"); closed when the worker leaves ``tests/browser``, it takes its loop with it.
+    """
     _require_chromium()
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -418,7 +424,7 @@ def _write_notebook(target: Path, source: Sequence[str] | Path) -> None:
     nbformat.write(notebook, target)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab_context(browser: Browser) -> Iterator[BrowserContext]:
     """One browser context for every JupyterLab page, so Lab's static files come from its cache."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -427,7 +433,7 @@ def lab_context(browser: Browser) -> Iterator[BrowserContext]:
     context.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def notebook7_context(browser: Browser) -> Iterator[BrowserContext]:
     """The browser context of every Notebook 7 page: apart from JupyterLab's, whose saved layout
     (commands of JupyterLab's file browser) Notebook 7 would try to restore."""
