@@ -2,9 +2,12 @@
 
 Each benchmark script runs in its own process with ``--json``; its figures go into the table as
 they come. A script that is absent or fails is reported as such, never replaced by numbers. The
-peak memory of a 10,000-event trace is measured here with ``tracemalloc``.
+peak memory of a 10,000-event trace is measured here with ``tracemalloc``. The loop's, the kernel-side
+Stop and Pause and the import's figures are recorded in ``bench/history.jsonl`` (``bench/history.py``),
+and their change against the last recorded run is printed and written into the results.
 
     make bench                       # or: python bench/run_all.py [--quick]
+    python bench/run_all.py --no-history        # without recording into bench/history.jsonl
     python bench/run_all.py --against e22d83f   # also bench_loop.py against that commit (bench/against.py)
 """
 
@@ -26,6 +29,8 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import history
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -54,6 +59,10 @@ class Script:
     status: str = "not run"
     seconds: float = 0.0
     figures: dict[str, Any] = field(default_factory=dict)
+    load: float = 0.0
+    """The load average (1 min) when it started."""
+    changes: list[str] = field(default_factory=list)
+    """How its tracked figures moved since their last recorded run (bench/history.py)."""
 
     @property
     def path(self) -> Path:
@@ -69,6 +78,7 @@ def run_script(script: Script, timeout: float) -> None:
         out = Path(tmp) / "figures.json"
         command = [sys.executable, str(script.path), *script.args, "--json", str(out)]
         print(f"$ {' '.join(command[1:])}", file=sys.stderr, flush=True)
+        script.load = os.getloadavg()[0]
         start = time.perf_counter()
         try:
             done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
@@ -329,6 +339,9 @@ def write_results(scripts: list[Script], memory: dict[str, float] | str, info: d
         lines += ["| figure | value |", "|---|---:|"]
         lines += [f"| {key} | {number(value)} |" for key, value in flatten(script.figures)]
         lines.append("")
+    moved = [line for script in scripts for line in script.changes]
+    if moved:
+        lines += ["## Against the last recorded figures (bench/history.jsonl)", "", "```", *moved, "```", ""]
     lines += ["## Runs", "", "| script | status | seconds |", "|---|---|---:|"]
     lines += [f"| bench/{s.name} | {number(s.status)} | {s.seconds:.1f} |" for s in scripts]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -343,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--against", metavar="COMMIT", help="also run bench_loop.py against this commit, alternating (bench/against.py)"
     )
+    parser.add_argument("--no-history", action="store_true", help="record no figures into bench/history.jsonl")
     args = parser.parse_args(argv)
     info = machine()
     listed = [
@@ -351,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         Script("against.py", [args.against, "--rounds", "3" if args.quick else "5"]) if args.against else None,
         Script("bench_trace.py"),
         Script("bench_view.py"),
-        Script("bench_import.py"),
+        Script("bench_stop_pause.py", ["--repeat", "2"] if args.quick else []),
+        Script("bench_import.py", ["--repeats", "5"] if args.quick else []),
         Script("bench_batch.py", ["--rounds", "1", "--tasks", "500"] if args.quick else []),
         Script("bench_replay.py", ["--runs", "200", "--repeats", "1"] if args.quick else []),
         Script("bench_experiment.py", ["--tasks", "1000", "--rounds", "1"] if args.quick else []),
@@ -374,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         run_script(script, args.timeout)
         print(f"{script.name}: {script.status} ({script.seconds:.1f} s)", file=sys.stderr, flush=True)
+        if script.status == "ok" and not args.no_history:
+            script.changes = history.record(script.name, script.figures, load=script.load)
+            print("\n".join(script.changes), file=sys.stderr, flush=True)
     memory: dict[str, float] | str
     try:
         memory = trace_memory()

@@ -13,8 +13,11 @@ Each test belongs to a group (``group_of``), each group runs whole on one worker
 session- or module-scoped fixtures start once:
 
 - ``browser``, ``browser-b`` and ``browser-c``: the files under ``tests/browser``, in three parts
-  (``BROWSER_GROUPS``), each with its own JupyterLab, Notebook 7 server and Chromium: the browser tests
-  are a third of the suite's time, mostly waiting on kernels and pages;
+  (``BROWSER_GROUPS``) that run side by side: the browser tests are a third of the suite's time, mostly
+  waiting on kernels and pages. Their JupyterLab and Notebook 7 servers are session-scoped
+  (``tests/browser/conftest.py``): each worker starts each once, whatever browser groups it is given and
+  whatever other groups it runs between them (Chromium is package-scoped: Playwright's sync API keeps its
+  event loop running while open, which the asyncio tests of other folders cannot share);
 - ``realserver``: ``tests/servers`` (the llama-servers, fakellm); ``receivers``: ``tests/receivers``
   (MLflow, Phoenix, Spark);
 - a test listed in ``ALONE`` (a long test with function-scoped fixtures only) is a group of its own;

@@ -7,6 +7,7 @@ functions (lazy imports) and under ``if TYPE_CHECKING:``. No exception is listed
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 import textwrap
@@ -195,16 +196,12 @@ def _autogen_names(tree: ast.AST) -> list[tuple[int, str]]:
 def test_the_core_tests_no_autogen_module_name(graph: grimp.ImportGraph) -> None:
     """No ``type(x).__module__.startswith("autogen")``, no ``sys.modules.get("autogen_core...")`` in the
     core: which objects are AutoGen's is the seam's to say."""
-    import nbagent
-
-    root = Path(nbagent.__file__).parent
+    trees = parsed_sources()
     found = []
     for module in core_modules(graph):
         parts = module.split(".")[1:]
-        path = root.joinpath(*parts).with_suffix(".py")
-        if not path.exists():
-            path = root.joinpath(*parts, "__init__.py")
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        path = Path(*parts).with_suffix(".py")
+        tree = trees.get(path) or trees[Path(*parts, "__init__.py")]
         found += [f"{module}:{line} {text!r}" for line, text in _autogen_names(tree)]
     assert found == []
 
@@ -261,15 +258,28 @@ def test_parquet_files_are_read_and_written_in_the_trace_layer_alone() -> None:
     assert found == []
 
 
-def nodes_outside_trace() -> Iterator[tuple[str, ast.AST]]:
-    """Every AST node of every module of nbagent outside ``trace/``, with its module's path."""
+@functools.cache
+def parsed_sources() -> dict[Path, ast.Module]:
+    """Every module of nbagent parsed, by its path in the package (parsed once for the tests that read them)."""
     import nbagent
 
     root = Path(nbagent.__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        if path.relative_to(root).parts[0] != "trace":
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                yield str(path.relative_to(root)), node
+    return {path.relative_to(root): ast.parse(path.read_text(encoding="utf-8")) for path in sorted(root.rglob("*.py"))}
+
+
+@functools.cache
+def _nodes_outside_trace() -> tuple[tuple[str, ast.AST], ...]:
+    return tuple(
+        (str(path), node)
+        for path, tree in parsed_sources().items()
+        if path.parts[0] != "trace"
+        for node in ast.walk(tree)
+    )
+
+
+def nodes_outside_trace() -> Iterator[tuple[str, ast.AST]]:
+    """Every AST node of every module of nbagent outside ``trace/``, with its module's path (walked once)."""
+    return iter(_nodes_outside_trace())
 
 
 DATASET_FILES = ("nbagent.trace.parquet", "nbagent.trace.lazy")

@@ -3,10 +3,11 @@
 from typing import TYPE_CHECKING
 
 from . import autogen as _autogen
-from . import batch as _batch
+from . import components as _components
+from . import models as _models
 from . import sync as _sync
+from ._imports import lazy_names, when_imported
 from .agent import AgentBusyError, AgentRun, AssistantAgent, FailedRun, RepeatedTaskWarning, StructuredOutputError
-from .batch import Batch, BatchProgress, run_many
 from .cancellation import CancellationToken, CancelledWithResult
 from .components import (
     Alias,
@@ -21,7 +22,6 @@ from .components import (
     is_component_class,
     load_component,
 )
-from .console import Console
 from .context import (
     BufferedChatCompletionContext,
     ChatCompletionContext,
@@ -30,21 +30,8 @@ from .context import (
     UnboundedChatCompletionContext,
 )
 from .entry import run  # the sync entry point: nbagent.run(agent, task)
-from .experiment import Experiment, contains, exact_match, llm_judge, load_experiment, numeric, regex
-from .experiment import compare as _experiment_compare
 from .interventions import Interventions
 from .language import get_language, set_language
-from .mcp import (  # no SDK import here
-    McpToolAdapter,
-    McpWorkbench,
-    SseMcpToolAdapter,
-    SseServerParams,
-    StdioMcpToolAdapter,
-    StdioServerParams,
-    StreamableHttpMcpToolAdapter,
-    StreamableHttpServerParams,
-    mcp_server_tools,
-)
 from .memory import ListMemory, Memory, MemoryQueryResult, UpdateContextResult
 from .messages import (
     AgentEvent,
@@ -87,11 +74,6 @@ from .messages import (
     load_message,
 )
 from .models import (
-    AzureOpenAIChatCompletionClient,
-    CassetteChatCompletionClient,
-    CassetteError,
-    CassetteExhaustedError,
-    CassetteMismatchError,
     ChatCompletionClient,
     ModelAuthenticationError,
     ModelBadRequestError,
@@ -106,14 +88,12 @@ from .models import (
     ModelServerError,
     ModelTimeoutError,
     OpenAIChatCompletionClient,
-    RecordingChatCompletionClient,
     ReplayChatCompletionClient,
     ReplayExhaustedError,
     default_model,
     validate_model_info,
 )
 from .records import MOVES, Intervention, LLMCall, Move, MoveInfo, RunFinished, RunStarted, ToolExecution
-from .stepper import ForkSource, MoveUndone, Stepper, StepperFinished, StepResult, WalkInterrupted
 from .tools import (
     BaseStreamTool,
     BaseTool,
@@ -134,61 +114,102 @@ from .tools import (
     Workbench,
 )
 from .trace import COLUMNS as TRACE_COLUMNS
-from .trace import AgentRecorder, LazyTrace, LoadedTrace, Trace, TraceFrames, concat, load_jsonl, load_parquet
+from .trace import AgentRecorder, Trace, TraceFrames
 from .trace import base as _trace_base
 
-if TYPE_CHECKING:  # the notebook side (ipywidgets) loads on first use, see __getattr__
+if TYPE_CHECKING:  # what loads on first use (see _LAZY): the notebook side (ipywidgets), the batches,
+    # the stepper, MCP, the console, loaded traces
     from asyncio import AbstractEventLoop
     from contextlib import AbstractContextManager
+    from types import ModuleType
 
     from .autogen.stepper import AutoGenStepper as _AutoGenStepper
+    from .batch import Batch, BatchProgress, ProgressDisplay, run_many
+    from .console import Console
+    from .experiment import Experiment, contains, exact_match, llm_judge, load_experiment, numeric, regex
     from .experiment.compare import VariantComparison
+    from .mcp import (
+        McpToolAdapter,
+        McpWorkbench,
+        SseMcpToolAdapter,
+        SseServerParams,
+        StdioMcpToolAdapter,
+        StdioServerParams,
+        StreamableHttpMcpToolAdapter,
+        StreamableHttpServerParams,
+        mcp_server_tools,
+    )
+    from .models import (
+        AzureOpenAIChatCompletionClient,
+        CassetteChatCompletionClient,
+        CassetteError,
+        CassetteExhaustedError,
+        CassetteMismatchError,
+        RecordingChatCompletionClient,
+    )
     from .notebook.compare_view import CompareView, compare
     from .notebook.experiment_view import ComparisonView, ExperimentView
     from .notebook.explorer import RunExplorer, explore
     from .notebook.stepper_widget import NotebookStepper, StepperWidget, step
     from .notebook.view import AgentRunView, last_view, show, start
+    from .stepper import ForkSource, MoveUndone, Stepper, StepperFinished, StepResult, WalkInterrupted
+    from .trace import LazyTrace, LoadedTrace, concat, load_jsonl, load_parquet
 
 __version__ = "0.1.0"
 
-_NOTEBOOK_NAMES = {
-    "compare": "compare_view",
-    "explore": "explorer",
-    "RunExplorer": "explorer",
-    "CompareView": "compare_view",
-    "show": "view",
-    "start": "view",
-    "last_view": "view",
-    "AgentRunView": "view",
-    "step": "stepper_widget",
-    "NotebookStepper": "stepper_widget",
-    "StepperWidget": "stepper_widget",
+
+def _from(module: str, *names: str) -> dict[str, str]:
+    return dict.fromkeys(names, module)
+
+
+# Names imported on first use: what a first run does not need (``import nbagent`` loads the agent,
+# its messages, tools, contexts, model clients and the live trace, and neither of these).
+_LAZY = {
+    **_from(".notebook.compare_view", "compare", "CompareView"),
+    **_from(".notebook.explorer", "explore", "RunExplorer"),
+    **_from(".notebook.view", "show", "start", "last_view", "AgentRunView"),
+    **_from(".notebook.stepper_widget", "step", "NotebookStepper", "StepperWidget"),
+    **_from(".batch", "Batch", "BatchProgress", "run_many"),
+    **_from(".console", "Console"),
+    **_from(".experiment", "Experiment", "contains", "exact_match", "llm_judge", "load_experiment", "numeric", "regex"),
+    **_from(".stepper", "ForkSource", "MoveUndone", "Stepper", "StepperFinished", "StepResult", "WalkInterrupted"),
+    **_from(".models", *_models.LOADED_ON_FIRST_USE),
+    **_from(".trace", "LazyTrace", "LoadedTrace", "concat", "load_jsonl", "load_parquet"),
+    **_from(
+        ".mcp",
+        "McpToolAdapter",
+        "McpWorkbench",
+        "SseMcpToolAdapter",
+        "SseServerParams",
+        "StdioMcpToolAdapter",
+        "StdioServerParams",
+        "StreamableHttpMcpToolAdapter",
+        "StreamableHttpServerParams",
+        "mcp_server_tools",
+    ),
 }
 
-
 if not TYPE_CHECKING:  # hidden from type checkers: a misspelt name is "no attribute", not ``object``
-
-    def __getattr__(name: str) -> object:
-        """``show``, ``start``, ``step`` and the widget classes load the notebook side (ipywidgets) on first use."""
-        module = _NOTEBOOK_NAMES.get(name)
-        if module is None:
-            raise AttributeError(f"module 'nbagent' has no attribute {name!r}")
-        from importlib import import_module
-
-        return getattr(import_module(f".notebook.{module}", __name__), name)
+    __getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 
-def _batch_widget(batch: Batch) -> _batch.ProgressDisplay:
+def _component_modules() -> None:
+    """The modules of nbagent's components that ``import nbagent`` does not load, for a config naming one."""
+    from . import mcp  # noqa: F401
+    from .models import azure, cassette  # noqa: F401
+
+
+_components.register_component_modules(_component_modules)
+
+
+def _batch_widget(batch: "Batch") -> "ProgressDisplay":
     """A batch's progress in a notebook: the widget of the notebook side (ipywidgets loads on first use)."""
     from .notebook.batch_view import batch_view
 
     return batch_view(batch)
 
 
-_batch.register_progress_display("widget", _batch_widget)
-
-
-def _batch_in_cell(batch: Batch, shown_in: int | None) -> None:
+def _batch_in_cell(batch: "Batch", shown_in: int | None) -> None:
     from .notebook.batch_view import show_in_cell
 
     show_in_cell(batch, shown_in)
@@ -211,15 +232,20 @@ def _comparison_view(comparison: "VariantComparison", *, page_size: int) -> "Com
     return comparison_view(comparison, page_size=page_size)
 
 
-def _experiment_view(experiment: Experiment, a: str | None = None, b: str | None = None) -> "ExperimentView":
+def _experiment_view(experiment: "Experiment", a: str | None = None, b: str | None = None) -> "ExperimentView":
     """``exp.view()``: the notebook side's widget (ipywidgets loads on first use)."""
     from .notebook.experiment_view import experiment_view
 
     return experiment_view(experiment, a, b)
 
 
-_experiment_compare.register_view("comparison", _comparison_view)
-_experiment_compare.register_view("experiment", _experiment_view)
+def _experiment_registered(compare: "ModuleType") -> None:
+    """Once the experiments' comparison loads (with ``nbagent.Experiment``): its views are the notebook side's."""
+    compare.register_view("comparison", _comparison_view)
+    compare.register_view("experiment", _experiment_view)
+
+
+when_imported(f"{__name__}.experiment.compare", _experiment_registered)
 
 
 # The notebook layer's kernel-specific code, hooked into the loop layer (which imports no IPython):
@@ -255,9 +281,17 @@ def _notebook_hints() -> None:
         wake_on_signals()
 
 
+def _batch_registered(_: "ModuleType") -> None:
+    """The notebook side of a batch (its widget, a kernel's cell), hooked in when ``nbagent.batch`` loads."""
+    from . import batch
+
+    batch.register_progress_display("widget", _batch_widget)
+    batch.register_kernel_check(_in_kernel)
+    batch.register_cell_display(_batch_in_cell)
+
+
 _sync.register_driving_hook(_kernel_comms)
-_batch.register_kernel_check(_in_kernel)
-_batch.register_cell_display(_batch_in_cell)
+when_imported(f"{__name__}.batch", _batch_registered)
 _autogen.register_notebook_stepper(_autogen_stepper)
 _notebook_hints()
 

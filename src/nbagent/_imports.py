@@ -1,4 +1,5 @@
-"""Run a function when a module is imported (now if it already is), without importing it.
+"""Run a function when a module is imported (now if it already is), without importing it; and a
+package's names imported on first use (:func:`lazy_names`).
 
 nbagent's agents join AutoGen's ``ChatAgent`` protocol (an ABC registration) the moment
 ``autogen_agentchat.base`` is imported, whatever the order of the user's imports and agents, and
@@ -11,10 +12,11 @@ module keeps the callbacks waiting and the finder.
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
@@ -108,3 +110,25 @@ def _first() -> None:
 
 
 _FINDER: _Finder = globals().get("_FINDER") or _Finder()  # one finder, also after importlib.reload
+
+
+def lazy_names(package: str, names: Mapping[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """A package's module ``__getattr__`` and ``__dir__`` (PEP 562) for names imported on first use.
+
+    ``names`` maps each name to the module that defines it, relative to ``package`` (``".mcp"``):
+    ``import nbagent`` then loads only what a first run needs, and ``nbagent.McpWorkbench`` imports
+    :mod:`nbagent.mcp` when first read (then it is the package's attribute like any other).
+    """
+
+    def __getattr__(name: str) -> object:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, package), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *names})
+
+    return __getattr__, __dir__

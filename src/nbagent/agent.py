@@ -8,6 +8,7 @@ pass the events on; the step-by-step mode pauses at each move; the trace records
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 import warnings
 from array import array
@@ -17,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from types import MappingProxyType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -114,7 +115,9 @@ from .tools import (
     tool_not_found,
 )
 from .trace import Trace, context_frame
-from .trace.replay import Replay
+
+if TYPE_CHECKING:
+    from .trace.replay import Replay
 
 DEFAULT_SYSTEM_MESSAGE = (
     "You are a helpful AI assistant. Solve tasks using your tools. "
@@ -438,6 +441,8 @@ class AssistantAgent(Component):
         system message, tools, handoffs and loop settings are the recorded ones. Run it on
         ``replay.task``. What a replay cannot reproduce: :data:`nbagent.trace.replay.LIMITS`.
         """
+        from .trace.replay import Replay  # loaded on first use: a first run does not need it
+
         check.instance("AssistantAgent.from_replay", "replay", replay, Replay, "a Replay (trace.replay(run_id))")
         lines = dict(replay.summary_lines or {})
         formatter: SummaryFormatter | None = None
@@ -1566,7 +1571,8 @@ def _cancelled_with(result: CreateResult | None) -> asyncio.CancelledError:
 
 def replayed(where: str, agent: object, task: object) -> tuple[Any, Any]:
     """An entry point's ``(agent, task)``: a :class:`Replay` becomes its agent and its recorded task."""
-    if not isinstance(agent, Replay):
+    replays = sys.modules.get("nbagent.trace.replay")  # not imported: ``agent`` cannot be a Replay
+    if replays is None or not isinstance(agent, replays.Replay):
         return agent, task
     if task is not None:
         raise check.wrong_value(

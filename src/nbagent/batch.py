@@ -401,7 +401,7 @@ _KERNEL_CHECKS: list[Callable[[], bool]] = []
 
 def register_kernel_check(check: Callable[[], bool]) -> None:
     """``check()`` tells whether the code runs in a notebook's kernel (then ``progress="auto"`` is the
-    widget): the notebook layer's, registered by ``nbagent`` at import (this layer imports no IPython)."""
+    widget): the notebook layer's, registered by ``nbagent`` when this module loads (this layer imports no IPython)."""
     _KERNEL_CHECKS[:] = [check]
 
 
@@ -416,7 +416,7 @@ _CELL_DISPLAYS: list[CellDisplay] = []
 
 def register_cell_display(show: CellDisplay) -> None:
     """``show(batch, shown_in)`` displays a batch that ends a cell (``await batch.run()``): the notebook
-    layer's, registered by ``nbagent`` at import (this layer imports no IPython)."""
+    layer's, registered by ``nbagent`` when this module loads (this layer imports no IPython)."""
     _CELL_DISPLAYS[:] = [show]
 
 

@@ -170,6 +170,21 @@ def _function_map(functions: Sequence[Callable[..., Any]] | Mapping[str, Callabl
 # --------------------------------------------------------------------------- the registry of providers
 
 _PROVIDERS: dict[str, type[Any]] = {}
+_PENDING_MODULES: list[Callable[[], object]] = []
+
+
+def register_component_modules(load: Callable[[], object]) -> None:
+    """``load`` imports modules of components that ``import nbagent`` leaves for their first use (MCP,
+    the cassette and Azure clients): it runs, once, before a provider string is looked for in vain and
+    before every provider is listed, so that a config names them as it names the others."""
+    _PENDING_MODULES.append(load)
+
+
+def _providers() -> dict[str, type[Any]]:
+    """Every provider registered, the pending modules' too (imported now)."""
+    while _PENDING_MODULES:
+        _PENDING_MODULES.pop(0)()
+    return _PROVIDERS
 
 
 def _provider_of(cls: type) -> str:
@@ -197,25 +212,25 @@ def _remember_loaded_as(instance: object, loaded: ComponentModel) -> None:
 
 def provider_class(provider: str) -> type[Any] | None:
     """The nbagent class a provider string builds (``nbagent.X`` or an alias), ``None`` if none."""
-    return _PROVIDERS.get(provider)
+    return _PROVIDERS.get(provider) or _providers().get(provider)
 
 
 def known_providers() -> dict[str, str]:
     """Every provider string nbagent loads, with the nbagent class it builds (``nbagent.X``)."""
-    return {provider: _provider_of(cls) for provider, cls in sorted(_PROVIDERS.items())}
+    return {provider: _provider_of(cls) for provider, cls in sorted(_providers().items())}
 
 
 def _resolve(provider: str) -> type[Any]:
     """The class a provider string names: nbagent's (or the AutoGen provider it stands for), else a
     :class:`Component` subclass of a module already imported."""
-    found = _PROVIDERS.get(provider)
+    found = provider_class(provider)
     if found is not None:
         return found
     module_name, _, class_name = provider.rpartition(".")
     if not module_name:
         raise ValueError(f"load_component: provider {provider!r} is not a dotted path (module.Class)")
     root = module_name.split(".")[0]
-    ours = sorted(name for name in _PROVIDERS if name.split(".")[0] == root and root != "nbagent")
+    ours = sorted(name for name in _providers() if name.split(".")[0] == root and root != "nbagent")
     if ours:  # a package nbagent stands in for (AutoGen's): the providers of it nbagent loads
         raise ValueError(
             f"load_component: nbagent has no counterpart of {provider!r}. The providers it loads from "
@@ -515,7 +530,7 @@ def _as_model(model: Any) -> ComponentModel:
 
 def _load(model: Any, wanted: type[Any]) -> Any:
     loaded = _as_model(model)
-    if loaded.provider not in _PROVIDERS:
+    if provider_class(loaded.provider) is None:
         built = FOREIGN_COMPONENT(loaded)
         if built is not None:
             if not isinstance(built, wanted):

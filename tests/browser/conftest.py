@@ -18,9 +18,10 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     A second such server, for Notebook 7 pages only (a Notebook 7.6 page on a server where a
     JupyterLab page has been open raises a page error of its own), started on first use.
 
-``browser`` (session) -> ``playwright.sync_api.Browser``
+``browser`` (package) -> ``playwright.sync_api.Browser``
     Debian Chromium (``/usr/bin/chromium``), headless. Missing Chromium skips the test locally and
-    fails it when ``CI=true``.
+    fails it when ``CI=true``. Package-scoped: Playwright's sync API keeps its event loop running in
+    the thread while open, which asyncio tests outside ``tests/browser`` cannot share.
 
 ``run_notebook_in_lab`` (function) -> ``Callable[[cells | Path, name], LabNotebook]``
     ``nb = run_notebook_in_lab(["import ipywidgets as w", "w.Label('hi')"], name="demo")`` writes
@@ -160,13 +161,13 @@ def _require_chromium() -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def lab() -> Iterator[LabServer]:
     """Start JupyterLab in a temporary root; kill it by PID at the end of the session."""
     yield from _serve()
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def notebook7() -> Iterator[LabServer]:
     """A second server, for the Notebook 7 pages (started when a test first opens one).
 
@@ -269,7 +270,12 @@ def _stop(server: LabServer) -> None:
 
 @pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
-    """Headless Debian Chromium through Playwright's sync API."""
+    """Headless Debian Chromium through Playwright's sync API.
+
+    Package-scoped, unlike the servers: while Playwright's sync API is open, its event loop counts as
+    running in this thread, and every asyncio test after it would fail ("Cannot run the event loop while
+    another loop is running"); closed when the worker leaves ``tests/browser``, it takes its loop with it.
+    """
     _require_chromium()
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

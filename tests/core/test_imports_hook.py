@@ -14,11 +14,19 @@ from nbagent._imports import when_imported
 @pytest.fixture
 def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     # nbagent's AutoGen seam waits for autogen_agentchat.base and .agents and for autogen_core itself (its
-    # agents join AutoGen's protocols, its components AutoGen's loader): imported, those waits are over, and
-    # the finder is on sys.meta_path only for this test's module.
+    # agents join AutoGen's protocols, its components AutoGen's loader), and ``import nbagent`` for the modules
+    # it leaves for their first use (the batches' notebook side, the console's AutoGen streams, the
+    # experiments' views), and nbagent's OpenAI client for the SDK's own chat methods (to tell a patched one):
+    # imported,
+    # those waits are over, and the finder is on sys.meta_path only for this test's module.
     import autogen_agentchat.agents  # noqa: F401
     import autogen_agentchat.base  # noqa: F401
     import autogen_core  # noqa: F401
+    import openai.resources.chat.completions  # noqa: F401
+
+    import nbagent.batch  # noqa: F401
+    import nbagent.console  # noqa: F401
+    import nbagent.experiment.compare  # noqa: F401
 
     (tmp_path / "hooked_pkg").mkdir()
     (tmp_path / "hooked_pkg" / "__init__.py").write_text("")

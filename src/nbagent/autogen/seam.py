@@ -32,14 +32,17 @@ import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import agent as agent_module
 from .. import agent_input as agent_in
-from .. import components, console, context, hooks, messages, tools
+from .. import components, context, hooks, messages, tools
 from .._imports import when_imported
 from ..models import base as model_base
 from ..models import bridge
+
+if TYPE_CHECKING:
+    from .. import console
 
 AUTOGENS_OWN = frozenset({"autogen_agentchat", "autogen_core"})
 """AutoGen's packages whose modules a config may name (teams, conditions, agents) and make nbagent import,
@@ -263,6 +266,10 @@ def joined(made: agent_module.AssistantAgent) -> None:
         join_agents(agents)
 
 
+def _console(module: ModuleType) -> None:
+    module.FOREIGN_STREAM.register(stream)
+
+
 def register() -> None:
     """Answer the core's hooks for AutoGen (once: registering again changes nothing)."""
     messages.TWIN.register(twin)
@@ -272,7 +279,7 @@ def register() -> None:
     context.FOREIGN_CONTEXT.register(model_context)
     bridge.FOREIGN_CLIENT.register(model_client)
     model_base.RESULT_OUT.register(result_out)
-    console.FOREIGN_STREAM.register(stream)
+    when_imported("nbagent.console", _console)  # not imported by import nbagent: on its first use
     hooks.HINT.register(hint)
     agent_module.AGENT_MADE.register(joined)
     components.DUMPED.register(dumped)

@@ -9,7 +9,6 @@ from typing import TextIO
 
 from ..redact import redact_config_text
 from .base import ChatCompletionClient
-from .cassette import CassetteChatCompletionClient
 from .openai import OpenAIChatCompletionClient
 from .replay import ReplayChatCompletionClient
 
@@ -49,6 +48,8 @@ def default_model(
         return OpenAIChatCompletionClient(name or DEFAULT_OPENAI_MODEL)
     offline: ChatCompletionClient
     if cassette is not None:
+        from .cassette import CassetteChatCompletionClient  # loaded on first use: import nbagent does not need it
+
         offline = CassetteChatCompletionClient(cassette, pace=True)
         what = f"replaying the cassette {Path(cassette).name}"
     else:

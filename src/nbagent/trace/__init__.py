@@ -24,21 +24,40 @@ bottom to top (each imports only those before it; pandas, numpy and pyarrow only
   Batch's ``output=``), and ``DatasetFollower``, its parts in memory and committed followed.
 """
 
+from typing import TYPE_CHECKING
+
+from .._imports import lazy_names
 from ..redact import DefaultRedactor, Redactor
 from .base import TraceFrames
 from .context import context_rows, pick_snapshot
-from .jsonl import jsonl_schema
 from .live import Trace, context_frame
-from .loaded import LazyTrace, LoadedTrace, concat, load_jsonl, load_parquet
-from .otlp import otlp_json
-from .parquet import DUCKDB_EXAMPLE, committed_files, duckdb_source
 from .recording import AgentRecorder, SentMessages
 from .schema import COLUMNS, CONTEXT_TABLES, JSON_COLUMNS, TABLES, TraceTables, frame
-from .sender import OTLPRecorder
 from .store import RowStore
 from .summary import summarize
-from .timeline import Timeline
-from .views import TraceView
+
+if TYPE_CHECKING:  # loaded on first use (see _LAZY)
+    from .jsonl import jsonl_schema
+    from .loaded import LazyTrace, LoadedTrace, concat, load_jsonl, load_parquet
+    from .otlp import otlp_json
+    from .parquet import DUCKDB_EXAMPLE, committed_files, duckdb_source
+    from .sender import OTLPRecorder
+    from .timeline import Timeline
+    from .views import TraceView
+
+# What a run's recording does not need: the exports, what reads them back, the views (and the renderer).
+_LAZY = {
+    "jsonl_schema": ".jsonl",
+    **dict.fromkeys(("LazyTrace", "LoadedTrace", "concat", "load_jsonl", "load_parquet"), ".loaded"),
+    "otlp_json": ".otlp",
+    **dict.fromkeys(("DUCKDB_EXAMPLE", "committed_files", "duckdb_source"), ".parquet"),
+    "OTLPRecorder": ".sender",
+    "Timeline": ".timeline",
+    "TraceView": ".views",
+}
+
+if not TYPE_CHECKING:  # hidden from type checkers: a misspelt name is "no attribute", not ``object``
+    __getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "COLUMNS",

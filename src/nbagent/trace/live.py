@@ -28,7 +28,6 @@ from ..records import LLMCall, RunItem, RunSource, RunStarted, ToolExecution
 from ..redact import DefaultRedactor, Redactor, keep, mask
 from .base import NoSuchRun, TraceFrames
 from .context import context_columns, context_rows, context_tables, pick_snapshot, snapshot_context
-from .explore import RunFollower
 from .frames import (
     event_columns,
     events_frame,
@@ -40,14 +39,16 @@ from .frames import (
     tool_calls_columns,
     tool_calls_frame,
 )
-from .loaded import LoadedTrace
-from .otlp import SpanTables
 from .recording import AgentRecorder
 from .rows import Row, as_chunk, as_move, records_of, split
 from .store import RowStore
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .explore import RunFollower
+    from .loaded import LoadedTrace
+    from .otlp import SpanTables
 
 
 class Trace(TraceFrames):
@@ -232,6 +233,8 @@ class Trace(TraceFrames):
             **context_columns(self._store, self._recorders, red, self.trace_id),
         }
         events = event_columns(rows, red, self._anchor, (MemoryQueryEvent,))
+        from .otlp import SpanTables  # the exports load on first use
+
         return SpanTables(self.trace_id, tables, events)
 
     # ------------------------------------------------------------------ one run
@@ -247,6 +250,8 @@ class Trace(TraceFrames):
 
     def follower(self) -> RunFollower:
         """Its rows followed as they are recorded (:class:`~nbagent.trace.explore.RunFollower`)."""
+        from .explore import RunFollower  # the explorer's side loads on first use
+
         return RunFollower(self)
 
     def run(self, run_id: str) -> LoadedTrace:
@@ -288,6 +293,8 @@ class Trace(TraceFrames):
             "runs": runs_frame(mine + members, self.trace_id, red),
             **context_tables(found, self._recorders, red, self.trace_id),
         }
+        from .loaded import LoadedTrace  # loaded traces' side loads on first use
+
         return LoadedTrace(frames, self.trace_id)
 
     # ------------------------------------------------------------------ context
