@@ -136,6 +136,34 @@ def test_autogens_teams_holding_nbagent_agents_dump_and_load_back() -> None:
     assert type(AgentTool.load_component(tool_config)._agent) is AssistantAgent  # noqa: SLF001
 
 
+async def test_autogens_components_holding_nbagents_model_client_dump_and_load_back() -> None:
+    """AutoGen's loader checks the model client it builds is its ``ChatCompletionClient``: an AutoGen
+    agent, selector or society of mind given nbagent's client loads back with it (refused before)."""
+    agent = AgAssistantAgent("ag", model_client=ReplayChatCompletionClient(["loaded answer"]))
+    loaded = roundtrip(agent, AgAssistantAgent)
+    assert type(loaded._model_client) is ReplayChatCompletionClient  # noqa: SLF001 AutoGen's agent keeps it there
+    assert (await loaded.run(task="hi")).messages[-1].content == "loaded answer"
+
+    def member(name: str) -> AssistantAgent:
+        return AssistantAgent(name, ReplayChatCompletionClient([f"{name} TERMINATE"]), description=name)
+
+    selector = SelectorGroupChat(
+        [member("a"), member("b")],
+        model_client=ReplayChatCompletionClient(["b"]),
+        termination_condition=TextMentionTermination("TERMINATE"),
+    )
+    loaded_selector = roundtrip(selector, Team)
+    assert type(loaded_selector) is SelectorGroupChat
+    assert [m.source for m in (await loaded_selector.run(task="pick")).messages] == ["user", "b"]
+
+    society = SocietyOfMindAgent(
+        "society",
+        team=RoundRobinGroupChat([member("c")], max_turns=1),
+        model_client=ReplayChatCompletionClient(["summary"]),
+    )
+    assert type(roundtrip(society, ChatAgent)) is SocietyOfMindAgent
+
+
 def test_an_nbagent_dump_is_nbagents_and_autogens_and_loads_in_both() -> None:
     agent = AssistantAgent("a", ReplayChatCompletionClient(["x"]))
     dumped = agent.dump_component()

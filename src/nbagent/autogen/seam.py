@@ -17,7 +17,8 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
 * ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
   steppers): AutoGen's agents and teams in nbagent's live view and stepper;
 * ``agent.AGENT_MADE`` and AutoGen's imports: nbagent's ``AssistantAgent`` is a virtual subclass of
-  AutoGen's ``ChatAgent`` and ``BaseChatAgent``, so AutoGen's teams and ``AgentTool`` take it;
+  AutoGen's ``ChatAgent`` and ``BaseChatAgent``, so AutoGen's teams and ``AgentTool`` take it, and
+  nbagent's model clients of AutoGen's ``ChatCompletionClient``, so AutoGen's loader takes them back;
 * ``components.DUMPED`` and AutoGen's loader: nbagent's dumps in AutoGen's configs, and back
   (:mod:`.loaders`); ``components.FOREIGN_COMPONENT``: AutoGen's team configs loaded by nbagent;
 * ``hooks.HINT``: what to say when AutoGen's object is given where nbagent's is expected.
@@ -252,6 +253,13 @@ def join_agents(agents: ModuleType) -> None:
     agents.BaseChatAgent.register(agent_module.AssistantAgent)
 
 
+def join_clients(models: ModuleType) -> None:
+    """AutoGen's loader checks a model client it built is its ``ChatCompletionClient`` (an
+    ``AssistantAgent``'s, a ``SelectorGroupChat``'s, a ``SocietyOfMindAgent``'s): nbagent's clients
+    are virtual ones, as they answer AutoGen's agent in AutoGen's types."""
+    models.ChatCompletionClient.register(model_base.ChatCompletionClient)
+
+
 def joined(made: agent_module.AssistantAgent) -> None:
     """At each agent made: registered already at AutoGen's imports, unless another finder loaded them
     (registering again changes nothing)."""
@@ -279,4 +287,5 @@ def register() -> None:
     components.FOREIGN_COMPONENT.register(foreign_component)
     when_imported("autogen_agentchat.base", join)
     when_imported("autogen_agentchat.agents", join_agents)
+    when_imported("autogen_core.models", join_clients)
     when_imported("autogen_core", _loadable)
