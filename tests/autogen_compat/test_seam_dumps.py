@@ -33,7 +33,7 @@ from autogen_ext.models.replay import ReplayChatCompletionClient as AgReplay
 
 import nbagent
 import nbagent.autogen as na
-from nbagent import AssistantAgent, ComponentModel, ReplayChatCompletionClient, Trace, load_component
+from nbagent import AssistantAgent, ComponentModel, ReplayChatCompletionClient, StaticWorkbench, Trace, load_component
 
 INFO: Any = {
     "function_calling": True,
@@ -162,6 +162,36 @@ async def test_autogens_components_holding_nbagents_model_client_dump_and_load_b
         model_client=ReplayChatCompletionClient(["summary"]),
     )
     assert type(roundtrip(society, ChatAgent)) is SocietyOfMindAgent
+
+
+async def test_nbagents_agent_holding_autogens_agent_and_team_tools_loads_back_and_runs() -> None:
+    """AutoGen's AgentTool and TeamTool (nbagent has no class of them) in nbagent's agent and
+    StaticWorkbench: the dump loads back with nbagent's loader (refused before: "not a BaseTool")."""
+
+    def helper(name: str, answer: str) -> AssistantAgent:
+        return AssistantAgent(name, ReplayChatCompletionClient([answer]), description=f"{name} helps.")
+
+    team = RoundRobinGroupChat([helper("member", "From the team.")], max_turns=1)
+    tools = [AgentTool(helper("inner", "From the agent.")), TeamTool(team, name="team", description="A team.")]
+    script = [tool_call("inner", "a"), tool_call("team", "b"), "done"]
+    agent = AssistantAgent("outer", ReplayChatCompletionClient(script), tools=tools, max_tool_iterations=3)
+    loaded = load_component(agent.dump_component().model_dump_json())
+    assert [tool["name"] for tool in loaded.tools] == ["inner", "team"]
+    result = await loaded.run(task="go")
+    executions = [item for item in result.messages if isinstance(item, nbagent.ToolCallExecutionEvent)]
+    assert [call.content for event in executions for call in event.content] == [
+        "inner: From the agent.",
+        "member: From the team.",
+    ]
+
+    bench = StaticWorkbench(tools)
+    reloaded = load_component(bench.dump_component())
+    assert [tool["name"] for tool in await reloaded.list_tools()] == ["inner", "team"]
+    not_a_tool = {**agent.dump_component().config, "tools": [ReplayChatCompletionClient(["x"]).dump_component()]}
+    with pytest.raises(
+        TypeError, match=r"builds a ReplayChatCompletionClient \(nbagent.ReplayChatCompletionClient\), not a BaseTool"
+    ):
+        load_component({**agent.dump_component().model_dump(), "config": not_a_tool})
 
 
 def test_an_nbagent_dump_is_nbagents_and_autogens_and_loads_in_both() -> None:
