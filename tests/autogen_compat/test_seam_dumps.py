@@ -6,6 +6,7 @@ Everything here is real AutoGen 0.7.5 (its ``AssistantAgent``, teams, ``AgentToo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -33,7 +34,17 @@ from autogen_ext.models.replay import ReplayChatCompletionClient as AgReplay
 
 import nbagent
 import nbagent.autogen as na
-from nbagent import AssistantAgent, ComponentModel, ReplayChatCompletionClient, StaticWorkbench, Trace, load_component
+from nbagent import (
+    AssistantAgent,
+    ComponentModel,
+    OpenAIChatCompletionClient,
+    ReplayChatCompletionClient,
+    StaticWorkbench,
+    Trace,
+    load_component,
+)
+
+from ..models.chat_server import ChatServer, Reply
 
 INFO: Any = {
     "function_calling": True,
@@ -64,6 +75,51 @@ async def test_nbagents_client_inside_autogens_assistant_agent(stream: bool) -> 
     assert [m.content for m in client.requests[0].messages][-1] == "hi"
     answer = await client.create([AgUserMessage(content="again?", source="user")])
     assert type(answer) is AgCreateResult
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "create_stream"])
+async def test_nbagents_openai_client_inside_autogens_assistant_agent_over_http(stream: bool) -> None:
+    """AutoGen's agent gives the client its own CancellationToken: nbagent's OpenAI client guards its
+    HTTP call with it (was "unusable response: AttributeError: 'CancellationToken' object has no
+    attribute 'guard'" on every call)."""
+    with ChatServer() as server:
+        server.script(Reply.call(("get_weather", {"city": "Paris"})), Reply.text("Sunny in Paris."))
+        client = OpenAIChatCompletionClient(model="gpt-4o", base_url=server.base_url, api_key="sk-test", max_retries=0)
+
+        def get_weather(city: str) -> str:
+            """The weather in a city."""
+            return f"Sunny in {city}."
+
+        agent = AgAssistantAgent(
+            "ag", model_client=client, tools=[get_weather], reflect_on_tool_use=True, model_client_stream=stream
+        )
+        result = await agent.run(task="Weather in Paris?")
+        await client.close()
+    assert isinstance(result, AgTaskResult)
+    assert [type(m).__name__ for m in result.messages] == (
+        ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent"]
+        + ["ModelClientStreamingChunkEvent"] * stream * (len(result.messages) - 4)
+        + ["TextMessage"]
+    )
+    assert result.messages[-1].content == "Sunny in Paris."
+    assert [[m["role"] for m in request.body["messages"]] for request in server.requests] == [
+        ["system", "user"],
+        ["system", "user", "assistant", "tool"],
+    ]
+
+
+async def test_autogens_token_cancels_nbagents_model_call() -> None:
+    client = ReplayChatCompletionClient(["late"], latency=30)
+    token = AgCancellationToken()
+    call = asyncio.ensure_future(client.create([AgUserMessage(content="hi", source="user")], cancellation_token=token))
+    await asyncio.sleep(0.05)
+    token.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(call, 10)  # a hang guard: the 30 s call is cancelled at once
+    cancelled_first = AgCancellationToken()
+    cancelled_first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await client.create([AgUserMessage(content="hi", source="user")], cancellation_token=cancelled_first)
 
 
 async def test_nbagents_client_called_with_nbagents_messages_answers_nbagents_result() -> None:
