@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,18 @@ async def test_nbagents_openai_client_inside_autogens_assistant_agent_over_http(
         ["system", "user"],
         ["system", "user", "assistant", "tool"],
     ]
+
+
+async def test_autogens_agent_with_nbagents_client_run_by_nbagent_records_its_model_calls() -> None:
+    """``nbagent.autogen.run`` records AutoGen's agent's model calls through its client: nbagent's client
+    is an AutoGen ``ChatCompletionClient`` too (before: a warning, and no LLM call in the trace)."""
+    agent = AgAssistantAgent("ag", model_client=ReplayChatCompletionClient(["Recorded."]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = await na.run(agent, "hello")
+    assert result.messages[-1].content == "Recorded."
+    calls = na.trace_of(agent).llm_calls_df()
+    assert list(calls["purpose"]) == ["initial"] and list(calls["model"]) == ["ReplayChatCompletionClient"]
 
 
 async def test_autogens_token_cancels_nbagents_model_call() -> None:
