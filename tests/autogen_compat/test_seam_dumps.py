@@ -121,6 +121,24 @@ async def test_autogens_agent_with_nbagents_client_run_by_nbagent_records_its_mo
     assert list(calls["purpose"]) == ["initial"] and list(calls["model"]) == ["ReplayChatCompletionClient"]
 
 
+async def test_nbagents_memory_inside_autogens_assistant_agent() -> None:
+    """AutoGen's agent gives nbagent's memory its own model context and reads AutoGen's result (before:
+    AttributeError, AutoGen's context has no ``messages``)."""
+    store = nbagent.ListMemory()
+    await store.add(nbagent.MemoryContent(content="The user likes tea.", mime_type="text/plain"))
+    client = AgReplay(["Tea it is.", "Tea again."])
+    agent = AgAssistantAgent("ag", model_client=client, memory=[store])
+    first = await agent.run(task="What do I like?")
+    assert [type(m).__name__ for m in first.messages] == ["TextMessage", "MemoryQueryEvent", "TextMessage"]
+    assert isinstance(first.messages[1], ag.MemoryQueryEvent)
+    assert first.messages[1].content[0].content == "The user likes tea."
+    await agent.run(task="And now?")
+    state = await agent.save_state()  # AutoGen's context holds AutoGen's messages only
+    held = [message["type"] for message in state["llm_context"]["messages"]]
+    assert held == ["UserMessage", "SystemMessage", "AssistantMessage", "UserMessage", "AssistantMessage"]
+    assert "1. The user likes tea." in state["llm_context"]["messages"][1]["content"]  # added once (nbagent fix)
+
+
 async def test_autogens_token_cancels_nbagents_model_call() -> None:
     client = ReplayChatCompletionClient(["late"], latency=30)
     token = AgCancellationToken()

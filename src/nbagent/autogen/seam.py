@@ -11,6 +11,8 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
 * ``tools.FOREIGN_TOOL``: AutoGen's tools, run by themselves (:class:`.edges.AutoGenTool`);
 * ``context.FOREIGN_CONTEXT``: AutoGen's own model contexts as their exact twins, a subclass of them
   by its protocol with AutoGen's messages (:class:`~nbagent.context.ProtocolContext`);
+  ``context.FOREIGN_VIEW``: any of them in place by that protocol (given to nbagent's memory), and
+  ``memory.RESULT_FOR``: nbagent's memory's result for AutoGen's agent in AutoGen's types;
 * ``models.bridge.FOREIGN_CLIENT``: AutoGen's model clients, sent AutoGen's messages and token;
 * ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
 * ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
@@ -37,7 +39,7 @@ from typing import Any
 
 from .. import agent as agent_module
 from .. import agent_input as agent_in
-from .. import components, console, context, hooks, messages, tools
+from .. import components, console, context, hooks, memory, messages, tools
 from .._imports import when_imported
 from ..models import base as model_base
 from ..models import bridge
@@ -130,7 +132,6 @@ def model_context(value: object, where: str) -> context.ChatCompletionContext | 
     found = _loaded("autogen_core.model_context")
     if found is None or found.ChatCompletionContext not in type(value).__mro__:
         return None
-    from .convert import llm_message, llm_message_out
     from .edges import context_from_autogen
 
     if _autogen(value, "autogen_core.model_context"):
@@ -138,7 +139,31 @@ def model_context(value: object, where: str) -> context.ChatCompletionContext | 
             return context_from_autogen(value, where)
         except TypeError:  # settings or a state nbagent's twin cannot hold exactly: used as it is
             pass
+    return context_view(value)
+
+
+def context_view(value: object) -> context.ProtocolContext | None:
+    """AutoGen's model context used in place by its protocol, given and read in AutoGen's messages
+    (AutoGen's agent giving it to nbagent's memory); ``None`` for any other object."""
+    found = _loaded("autogen_core.model_context")
+    if found is None or found.ChatCompletionContext not in type(value).__mro__:
+        return None
+    from .convert import llm_message, llm_message_out
+
     return context.ProtocolContext(value, message_out=llm_message_out, message_in=llm_message)
+
+
+def memory_result(model_context: object, result: memory.UpdateContextResult) -> object | None:
+    """nbagent's memory given AutoGen's model context (AutoGen's agent calling): its result as AutoGen's
+    ``UpdateContextResult``; ``None`` otherwise."""
+    if context_view(model_context) is None:
+        return None
+    from autogen_core import memory as ag_memory
+
+    from .protocol import memory_out
+
+    found = ag_memory.MemoryQueryResult(results=[memory_out(item) for item in result.memories.results])
+    return ag_memory.UpdateContextResult(memories=found)
 
 
 def model_client(value: object) -> bridge.BridgedClient | None:
@@ -278,6 +303,8 @@ def register() -> None:
     agent_in.CALLER.register(caller)
     tools.FOREIGN_TOOL.register(tool)
     context.FOREIGN_CONTEXT.register(model_context)
+    context.FOREIGN_VIEW.register(context_view)
+    memory.RESULT_FOR.register(memory_result)
     bridge.FOREIGN_CLIENT.register(model_client)
     model_base.RESULT_OUT.register(result_out)
     console.FOREIGN_STREAM.register(stream)
