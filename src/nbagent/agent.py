@@ -111,6 +111,7 @@ from .tools import (
     error_text,
     invoke_tool,
     invoke_tool_stream,
+    load_tool,
     parse_arguments,
     tool_not_found,
 )
@@ -1429,7 +1430,7 @@ class AssistantAgent(Component):
         return cls(
             config.name,
             load_nested(config.model_client, ChatCompletionClient),
-            tools=[load_nested(tool, BaseTool) for tool in config.tools or ()] or None,
+            tools=[load_tool(tool) for tool in config.tools or ()] or None,
             workbench=workbenches or None,
             handoffs=config.handoffs,
             model_context=None

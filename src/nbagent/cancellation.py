@@ -175,5 +175,15 @@ class _Guard:
 
 def guarded(awaitable: Awaitable[T], token: CancellationToken | None) -> Awaitable[T]:
     """``awaitable`` guarded by ``token`` (:meth:`CancellationToken.guard`), or as it is with no token:
-    ``await guarded(call(), token)``."""
-    return awaitable if token is None else token.guard(awaitable)
+    ``await guarded(call(), token)``. Another library's token (AutoGen's, which its agent gives
+    nbagent's model clients and workbenches: ``add_callback`` and ``is_cancelled``) guards it through
+    a token of nbagent's that it cancels."""
+    if token is None:
+        return awaitable
+    if isinstance(token, CancellationToken):
+        return token.guard(awaitable)
+    own = CancellationToken()
+    token.add_callback(own.cancel)  # called at once if already cancelled (AutoGen's does so too)
+    if token.is_cancelled():
+        own.cancel()
+    return own.guard(awaitable)

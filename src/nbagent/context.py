@@ -187,6 +187,21 @@ contexts become their exact twins); ``None`` for any other object. Its second ar
 entry point, for its errors."""
 
 
+FOREIGN_VIEW: Hook[[object], ChatCompletionContext] = Hook("model context view")
+"""Another library's model context used in place (not copied) by its protocol, its messages converted
+both ways (registered by :mod:`nbagent.autogen` for AutoGen's contexts); ``None`` for any other object."""
+
+
+def context_view(value: object) -> ChatCompletionContext:
+    """A model context to read and add to in place (what another library's agent gives nbagent's
+    memory): nbagent's as it is; another library's through :data:`FOREIGN_VIEW`; any other object by
+    its protocol (:class:`ProtocolContext`)."""
+    if issubclass(type(value), ChatCompletionContext):
+        return value  # type: ignore[return-value]
+    view = FOREIGN_VIEW(value)  # not `or`: a context with no messages is falsy (its len)
+    return ProtocolContext(value) if view is None else view
+
+
 def as_model_context(where: str, value: object) -> ChatCompletionContext:
     """``model_context``: nbagent's as it is; another library's through :data:`FOREIGN_CONTEXT`; any
     other object with the protocol's members (a ``MagicMock(spec=...)`` included) in a

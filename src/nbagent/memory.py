@@ -13,14 +13,15 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from pydantic import BaseModel, Field
 
 from . import _check as check
 from .cancellation import CancellationToken
 from .components import Component, ComponentModel, dump_nested
-from .context import ChatCompletionContext
+from .context import ChatCompletionContext, context_view
+from .hooks import Hook
 from .messages import (
     AssistantMessage,
     FunctionCall,
@@ -77,23 +78,30 @@ class Memory(Component, ABC):
 
         nbagent fix: the reference adds every hit again on every turn, so the context grows with
         copies; here a hit whose text is already in a memory system message is not added again.
+        Another library's context (AutoGen's agent calling) is read through its ``get_messages``,
+        given the memory message in its own types (:func:`~nbagent.context.context_view`), and the
+        result is in that library's types too (:data:`RESULT_FOR`: AutoGen's agent reads its own).
         """
-        messages = model_context.messages
+        ours = isinstance(model_context, ChatCompletionContext)
+        view = context_view(model_context)
+        messages = view.messages if ours else await view.get_messages()
         query = messages[-1].content if messages and isinstance(messages[-1].content, str) else ""
-        result = await self.query(query, cancellation_token)
-        if not result.results:
-            return UpdateContextResult(memories=result)
-        present = "\n".join(
-            message.content[len(MEMORY_HEADER) :]
-            for message in messages
-            if isinstance(message, SystemMessage) and message.content.startswith(MEMORY_HEADER)
-        )
-        texts = (item.to_text() for item in result.results)
-        new = [text for text in texts if not _has_entry(present, text)]
+        found = await self.query(query, cancellation_token)
+        new: list[str] = []
+        if found.results:
+            present = "\n".join(
+                message.content[len(MEMORY_HEADER) :]
+                for message in messages
+                if isinstance(message, SystemMessage) and message.content.startswith(MEMORY_HEADER)
+            )
+            texts = (item.to_text() for item in found.results)
+            new = [text for text in texts if not _has_entry(present, text)]
         if new:
             lines = "".join(f"{i}. {text}\n" for i, text in enumerate(new, 1))
-            await model_context.add_message(SystemMessage(content=MEMORY_HEADER + lines))
-        return UpdateContextResult(memories=result, added=len(new))
+            await view.add_message(SystemMessage(content=MEMORY_HEADER + lines))
+        result = UpdateContextResult(memories=found, added=len(new))
+        theirs = None if ours else RESULT_FOR(model_context, result)
+        return result if theirs is None else cast(UpdateContextResult, theirs)
 
     async def save_state(self) -> dict[str, Any]:
         return {}
@@ -101,6 +109,12 @@ class Memory(Component, ABC):
     async def load_state(self, state: dict[str, Any]) -> None:
         """Restore from ``save_state`` output; nothing by default."""
         return None
+
+
+RESULT_FOR: Hook[[object, UpdateContextResult], object] = Hook("memory result")
+"""``update_context``'s result in the types of the library whose model context it was given (AutoGen's
+``UpdateContextResult`` of AutoGen's ``MemoryContent``, which AutoGen's agent puts in its
+``MemoryQueryEvent``; registered by :mod:`nbagent.autogen`); ``None``: nbagent's result as it is."""
 
 
 def _has_entry(blocks: str, text: str) -> bool:

@@ -953,6 +953,17 @@ def as_tool(tool: BaseTool | Callable[..., Any]) -> BaseTool:
     raise ValueError(f"Unsupported tool type: {type(tool)}")
 
 
+def load_tool(model: ComponentModel | Mapping[str, Any]) -> BaseTool:
+    """A nested tool config loaded: nbagent's tool, or another library's (AutoGen's ``AgentTool`` and
+    ``TeamTool``, which nbagent has no class of) through :data:`FOREIGN_TOOL`, as ``tools=`` takes it."""
+    built = load_nested(model, object)
+    tool = built if isinstance(built, BaseTool) else FOREIGN_TOOL(built)
+    if tool is None:
+        provider = model.provider if isinstance(model, ComponentModel) else model.get("provider")
+        raise TypeError(f"load_component: the config builds a {type(built).__name__} ({provider}), not a BaseTool")
+    return tool
+
+
 class Workbench(Component, ABC):
     """A set of tools the agent can list and call (AutoGen's ``Workbench`` protocol).
 
@@ -1112,7 +1123,7 @@ class StaticWorkbench(Workbench):
 
     @classmethod
     def _from_config(cls, config: StaticWorkbenchConfig) -> Self:
-        return cls([load_nested(tool, BaseTool) for tool in config.tools], tool_overrides=config.tool_overrides)
+        return cls([load_tool(tool) for tool in config.tools], tool_overrides=config.tool_overrides)
 
     async def list_tools(self) -> list[ToolSchema]:
         return self._schemas

@@ -173,6 +173,24 @@ async def test_agent_calls_the_time_server_and_sees_the_result_in_context_and_tr
     assert await _eventually(lambda: not time_server_processes())
 
 
+async def test_autogens_agent_calls_the_time_server_through_nbagents_workbench() -> None:
+    """AutoGen's AssistantAgent calls a workbench with its own CancellationToken: nbagent's McpWorkbench
+    guards the call with it (was AttributeError 'no attribute guard', and AutoGen's run never ended)."""
+    from autogen_agentchat.agents import AssistantAgent as AgAssistantAgent
+    from autogen_core import CancellationToken as AgCancellationToken
+
+    arguments = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+    model = ReplayChatCompletionClient([calls(("call_1", "convert_time", arguments))])
+    async with McpWorkbench(time_server_params()) as time_server:
+        direct = await time_server.call_tool("convert_time", arguments, AgCancellationToken())
+        assert not direct.is_error and json.loads(direct.to_text())["target"]["datetime"].endswith("T21:00:00+09:00")
+        agent = AgAssistantAgent("ag", model_client=model, workbench=time_server)
+        result = await asyncio.wait_for(agent.run(task="Noon UTC in Tokyo?"), 60)  # a hang guard
+    execution = result.messages[-2]
+    assert type(execution).__name__ == "ToolCallExecutionEvent" and not execution.content[0].is_error
+    assert "T21:00:00+09:00" in result.messages[-1].to_text()
+
+
 async def test_a_server_that_died_is_started_again_on_next_use() -> None:
     time_server = McpWorkbench(time_server_params())
     assert not (await time_server.call_tool("get_current_time", {"timezone": "UTC"})).is_error

@@ -6,9 +6,11 @@ Everything here is real AutoGen 0.7.5 (its ``AssistantAgent``, teams, ``AgentToo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,17 @@ from autogen_ext.models.replay import ReplayChatCompletionClient as AgReplay
 
 import nbagent
 import nbagent.autogen as na
-from nbagent import AssistantAgent, ComponentModel, ReplayChatCompletionClient, Trace, load_component
+from nbagent import (
+    AssistantAgent,
+    ComponentModel,
+    OpenAIChatCompletionClient,
+    ReplayChatCompletionClient,
+    StaticWorkbench,
+    Trace,
+    load_component,
+)
+
+from ..models.chat_server import ChatServer, Reply
 
 INFO: Any = {
     "function_calling": True,
@@ -64,6 +76,81 @@ async def test_nbagents_client_inside_autogens_assistant_agent(stream: bool) -> 
     assert [m.content for m in client.requests[0].messages][-1] == "hi"
     answer = await client.create([AgUserMessage(content="again?", source="user")])
     assert type(answer) is AgCreateResult
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "create_stream"])
+async def test_nbagents_openai_client_inside_autogens_assistant_agent_over_http(stream: bool) -> None:
+    """AutoGen's agent gives the client its own CancellationToken: nbagent's OpenAI client guards its
+    HTTP call with it (was "unusable response: AttributeError: 'CancellationToken' object has no
+    attribute 'guard'" on every call)."""
+    with ChatServer() as server:
+        server.script(Reply.call(("get_weather", {"city": "Paris"})), Reply.text("Sunny in Paris."))
+        client = OpenAIChatCompletionClient(model="gpt-4o", base_url=server.base_url, api_key="sk-test", max_retries=0)
+
+        def get_weather(city: str) -> str:
+            """The weather in a city."""
+            return f"Sunny in {city}."
+
+        agent = AgAssistantAgent(
+            "ag", model_client=client, tools=[get_weather], reflect_on_tool_use=True, model_client_stream=stream
+        )
+        result = await agent.run(task="Weather in Paris?")
+        await client.close()
+    assert isinstance(result, AgTaskResult)
+    assert [type(m).__name__ for m in result.messages] == (
+        ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent"]
+        + ["ModelClientStreamingChunkEvent"] * stream * (len(result.messages) - 4)
+        + ["TextMessage"]
+    )
+    assert result.messages[-1].content == "Sunny in Paris."
+    assert [[m["role"] for m in request.body["messages"]] for request in server.requests] == [
+        ["system", "user"],
+        ["system", "user", "assistant", "tool"],
+    ]
+
+
+async def test_autogens_agent_with_nbagents_client_run_by_nbagent_records_its_model_calls() -> None:
+    """``nbagent.autogen.run`` records AutoGen's agent's model calls through its client: nbagent's client
+    is an AutoGen ``ChatCompletionClient`` too (before: a warning, and no LLM call in the trace)."""
+    agent = AgAssistantAgent("ag", model_client=ReplayChatCompletionClient(["Recorded."]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = await na.run(agent, "hello")
+    assert result.messages[-1].content == "Recorded."
+    calls = na.trace_of(agent).llm_calls_df()
+    assert list(calls["purpose"]) == ["initial"] and list(calls["model"]) == ["ReplayChatCompletionClient"]
+
+
+async def test_nbagents_memory_inside_autogens_assistant_agent() -> None:
+    """AutoGen's agent gives nbagent's memory its own model context and reads AutoGen's result (before:
+    AttributeError, AutoGen's context has no ``messages``)."""
+    store = nbagent.ListMemory()
+    await store.add(nbagent.MemoryContent(content="The user likes tea.", mime_type="text/plain"))
+    client = AgReplay(["Tea it is.", "Tea again."])
+    agent = AgAssistantAgent("ag", model_client=client, memory=[store])
+    first = await agent.run(task="What do I like?")
+    assert [type(m).__name__ for m in first.messages] == ["TextMessage", "MemoryQueryEvent", "TextMessage"]
+    assert isinstance(first.messages[1], ag.MemoryQueryEvent)
+    assert first.messages[1].content[0].content == "The user likes tea."
+    await agent.run(task="And now?")
+    state = await agent.save_state()  # AutoGen's context holds AutoGen's messages only
+    held = [message["type"] for message in state["llm_context"]["messages"]]
+    assert held == ["UserMessage", "SystemMessage", "AssistantMessage", "UserMessage", "AssistantMessage"]
+    assert "1. The user likes tea." in state["llm_context"]["messages"][1]["content"]  # added once (nbagent fix)
+
+
+async def test_autogens_token_cancels_nbagents_model_call() -> None:
+    client = ReplayChatCompletionClient(["late"], latency=30)
+    token = AgCancellationToken()
+    call = asyncio.ensure_future(client.create([AgUserMessage(content="hi", source="user")], cancellation_token=token))
+    await asyncio.sleep(0.05)
+    token.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(call, 10)  # a hang guard: the 30 s call is cancelled at once
+    cancelled_first = AgCancellationToken()
+    cancelled_first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await client.create([AgUserMessage(content="hi", source="user")], cancellation_token=cancelled_first)
 
 
 async def test_nbagents_client_called_with_nbagents_messages_answers_nbagents_result() -> None:
@@ -134,6 +221,64 @@ def test_autogens_teams_holding_nbagent_agents_dump_and_load_back() -> None:
     tool_config = tool.dump_component()
     assert tool_config.config["agent"]["provider"] == "nbagent.AssistantAgent"  # the JSON names nbagent's class
     assert type(AgentTool.load_component(tool_config)._agent) is AssistantAgent  # noqa: SLF001
+
+
+async def test_autogens_components_holding_nbagents_model_client_dump_and_load_back() -> None:
+    """AutoGen's loader checks the model client it builds is its ``ChatCompletionClient``: an AutoGen
+    agent, selector or society of mind given nbagent's client loads back with it (refused before)."""
+    agent = AgAssistantAgent("ag", model_client=ReplayChatCompletionClient(["loaded answer"]))
+    loaded = roundtrip(agent, AgAssistantAgent)
+    assert type(loaded._model_client) is ReplayChatCompletionClient  # noqa: SLF001 AutoGen's agent keeps it there
+    assert (await loaded.run(task="hi")).messages[-1].content == "loaded answer"
+
+    def member(name: str) -> AssistantAgent:
+        return AssistantAgent(name, ReplayChatCompletionClient([f"{name} TERMINATE"]), description=name)
+
+    selector = SelectorGroupChat(
+        [member("a"), member("b")],
+        model_client=ReplayChatCompletionClient(["b"]),
+        termination_condition=TextMentionTermination("TERMINATE"),
+    )
+    loaded_selector = roundtrip(selector, Team)
+    assert type(loaded_selector) is SelectorGroupChat
+    assert [m.source for m in (await loaded_selector.run(task="pick")).messages] == ["user", "b"]
+
+    society = SocietyOfMindAgent(
+        "society",
+        team=RoundRobinGroupChat([member("c")], max_turns=1),
+        model_client=ReplayChatCompletionClient(["summary"]),
+    )
+    assert type(roundtrip(society, ChatAgent)) is SocietyOfMindAgent
+
+
+async def test_nbagents_agent_holding_autogens_agent_and_team_tools_loads_back_and_runs() -> None:
+    """AutoGen's AgentTool and TeamTool (nbagent has no class of them) in nbagent's agent and
+    StaticWorkbench: the dump loads back with nbagent's loader (refused before: "not a BaseTool")."""
+
+    def helper(name: str, answer: str) -> AssistantAgent:
+        return AssistantAgent(name, ReplayChatCompletionClient([answer]), description=f"{name} helps.")
+
+    team = RoundRobinGroupChat([helper("member", "From the team.")], max_turns=1)
+    tools = [AgentTool(helper("inner", "From the agent.")), TeamTool(team, name="team", description="A team.")]
+    script = [tool_call("inner", "a"), tool_call("team", "b"), "done"]
+    agent = AssistantAgent("outer", ReplayChatCompletionClient(script), tools=tools, max_tool_iterations=3)
+    loaded = load_component(agent.dump_component().model_dump_json())
+    assert [tool["name"] for tool in loaded.tools] == ["inner", "team"]
+    result = await loaded.run(task="go")
+    executions = [item for item in result.messages if isinstance(item, nbagent.ToolCallExecutionEvent)]
+    assert [call.content for event in executions for call in event.content] == [
+        "inner: From the agent.",
+        "member: From the team.",
+    ]
+
+    bench = StaticWorkbench(tools)
+    reloaded = load_component(bench.dump_component())
+    assert [tool["name"] for tool in await reloaded.list_tools()] == ["inner", "team"]
+    not_a_tool = {**agent.dump_component().config, "tools": [ReplayChatCompletionClient(["x"]).dump_component()]}
+    with pytest.raises(
+        TypeError, match=r"builds a ReplayChatCompletionClient \(nbagent.ReplayChatCompletionClient\), not a BaseTool"
+    ):
+        load_component({**agent.dump_component().model_dump(), "config": not_a_tool})
 
 
 def test_an_nbagent_dump_is_nbagents_and_autogens_and_loads_in_both() -> None:

@@ -65,7 +65,8 @@ def _result(result: nb.FunctionExecutionResult) -> agm.FunctionExecutionResult:
     )
 
 
-def _memory(item: nb.MemoryContent) -> AgMemoryContent:
+def memory_out(item: nb.MemoryContent) -> AgMemoryContent:
+    """nbagent's memory content as AutoGen's."""
     content: Any = item.content
     if isinstance(content, nb.Image):
         content = AgImage.from_base64(content.data)
@@ -141,7 +142,7 @@ def message_out(item: nb.BaseChatMessage | nb.BaseAgentEvent) -> ag.BaseChatMess
     if isinstance(item, nb.ThoughtEvent):
         return ag.ThoughtEvent(content=item.content, **common)
     if isinstance(item, nb.MemoryQueryEvent):
-        return ag.MemoryQueryEvent(content=[_memory(entry) for entry in item.content], **common)
+        return ag.MemoryQueryEvent(content=[memory_out(entry) for entry in item.content], **common)
     if isinstance(item, nb.ModelClientStreamingChunkEvent):
         return ag.ModelClientStreamingChunkEvent(content=item.content, full_message_id=item.full_message_id, **common)
     raise TypeError(f"{type(item).__name__} has no AutoGen counterpart")

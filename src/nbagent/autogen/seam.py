@@ -11,13 +11,16 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
 * ``tools.FOREIGN_TOOL``: AutoGen's tools, run by themselves (:class:`.edges.AutoGenTool`);
 * ``context.FOREIGN_CONTEXT``: AutoGen's own model contexts as their exact twins, a subclass of them
   by its protocol with AutoGen's messages (:class:`~nbagent.context.ProtocolContext`);
+  ``context.FOREIGN_VIEW``: any of them in place by that protocol (given to nbagent's memory), and
+  ``memory.RESULT_FOR``: nbagent's memory's result for AutoGen's agent in AutoGen's types;
 * ``models.bridge.FOREIGN_CLIENT``: AutoGen's model clients, sent AutoGen's messages and token;
 * ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
 * ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
 * ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
   steppers): AutoGen's agents and teams in nbagent's live view and stepper;
 * ``agent.AGENT_MADE`` and AutoGen's imports: nbagent's ``AssistantAgent`` is a virtual subclass of
-  AutoGen's ``ChatAgent`` and ``BaseChatAgent``, so AutoGen's teams and ``AgentTool`` take it;
+  AutoGen's ``ChatAgent`` and ``BaseChatAgent``, so AutoGen's teams and ``AgentTool`` take it, and
+  nbagent's model clients of AutoGen's ``ChatCompletionClient``, so AutoGen's loader takes them back;
 * ``components.DUMPED`` and AutoGen's loader: nbagent's dumps in AutoGen's configs, and back
   (:mod:`.loaders`); ``components.FOREIGN_COMPONENT``: AutoGen's team configs loaded by nbagent;
 * ``hooks.HINT``: what to say when AutoGen's object is given where nbagent's is expected.
@@ -36,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import agent as agent_module
 from .. import agent_input as agent_in
-from .. import components, context, hooks, messages, tools
+from .. import components, context, hooks, memory, messages, tools
 from .._imports import when_imported
 from ..models import base as model_base
 from ..models import bridge
@@ -132,7 +135,6 @@ def model_context(value: object, where: str) -> context.ChatCompletionContext | 
     found = _loaded("autogen_core.model_context")
     if found is None or found.ChatCompletionContext not in type(value).__mro__:
         return None
-    from .convert import llm_message, llm_message_out
     from .edges import context_from_autogen
 
     if _autogen(value, "autogen_core.model_context"):
@@ -140,7 +142,31 @@ def model_context(value: object, where: str) -> context.ChatCompletionContext | 
             return context_from_autogen(value, where)
         except TypeError:  # settings or a state nbagent's twin cannot hold exactly: used as it is
             pass
+    return context_view(value)
+
+
+def context_view(value: object) -> context.ProtocolContext | None:
+    """AutoGen's model context used in place by its protocol, given and read in AutoGen's messages
+    (AutoGen's agent giving it to nbagent's memory); ``None`` for any other object."""
+    found = _loaded("autogen_core.model_context")
+    if found is None or found.ChatCompletionContext not in type(value).__mro__:
+        return None
+    from .convert import llm_message, llm_message_out
+
     return context.ProtocolContext(value, message_out=llm_message_out, message_in=llm_message)
+
+
+def memory_result(model_context: object, result: memory.UpdateContextResult) -> object | None:
+    """nbagent's memory given AutoGen's model context (AutoGen's agent calling): its result as AutoGen's
+    ``UpdateContextResult``; ``None`` otherwise."""
+    if context_view(model_context) is None:
+        return None
+    from autogen_core import memory as ag_memory
+
+    from .protocol import memory_out
+
+    found = ag_memory.MemoryQueryResult(results=[memory_out(item) for item in result.memories.results])
+    return ag_memory.UpdateContextResult(memories=found)
 
 
 def model_client(value: object) -> bridge.BridgedClient | None:
@@ -255,6 +281,13 @@ def join_agents(agents: ModuleType) -> None:
     agents.BaseChatAgent.register(agent_module.AssistantAgent)
 
 
+def join_clients(models: ModuleType) -> None:
+    """AutoGen's loader checks a model client it built is its ``ChatCompletionClient`` (an
+    ``AssistantAgent``'s, a ``SelectorGroupChat``'s, a ``SocietyOfMindAgent``'s): nbagent's clients
+    are virtual ones, as they answer AutoGen's agent in AutoGen's types."""
+    models.ChatCompletionClient.register(model_base.ChatCompletionClient)
+
+
 def joined(made: agent_module.AssistantAgent) -> None:
     """At each agent made: registered already at AutoGen's imports, unless another finder loaded them
     (registering again changes nothing)."""
@@ -277,6 +310,8 @@ def register() -> None:
     agent_in.CALLER.register(caller)
     tools.FOREIGN_TOOL.register(tool)
     context.FOREIGN_CONTEXT.register(model_context)
+    context.FOREIGN_VIEW.register(context_view)
+    memory.RESULT_FOR.register(memory_result)
     bridge.FOREIGN_CLIENT.register(model_client)
     model_base.RESULT_OUT.register(result_out)
     when_imported("nbagent.console", _console)  # not imported by import nbagent: on its first use
@@ -286,4 +321,5 @@ def register() -> None:
     components.FOREIGN_COMPONENT.register(foreign_component)
     when_imported("autogen_agentchat.base", join)
     when_imported("autogen_agentchat.agents", join_agents)
+    when_imported("autogen_core.models", join_clients)
     when_imported("autogen_core", _loadable)
