@@ -176,6 +176,15 @@ _ZH_WORDS = {
         "模型还没请求过工具:先走到 STEP 5 的工具请求"
     ),
     "make a first move": "先走一步",
+    "the model asked for no tool in this walk: the iteration limit never came into play": (
+        "这次运行里模型没请求过工具:轮数上限根本没起作用"
+    ),
+    "this walk handed off after its first tool batch: the iteration limit never came into play": (
+        "这次运行在第一批工具之后就移交(handoff)了:轮数上限根本没起作用"
+    ),
+    "this walk ended before its tool loop was used up: reflect_on_tool_use never came into play": (
+        "这次运行在工具循环用完之前就结束了:reflect_on_tool_use 根本没起作用"
+    ),
     "What if the tool fails?": "如果工具失败了?",
     "What if the model calls a second tool?": "如果模型再调一个工具?",
     "this fork makes its first {moves} moves as its parent did: ask its parent walk": (

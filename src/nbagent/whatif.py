@@ -65,6 +65,20 @@ def what_ifs(stepper: Stepper) -> list[WhatIf]:
     ending = _first(history, "reflect", "summarize")
     reflect = ending.index - 1 if ending is not None else len(history) or None
     first_move = words("make a first move")
+    no_limit = no_end = first_move
+    if stepper.done and history:  # a finished walk: a fork after its last move would make the same run again
+        batches = sum(result.name == "tool_execution" for result in history)
+        if batch is None:
+            after = None
+            no_limit = words("the model asked for no tool in this walk: the iteration limit never came into play")
+        elif batches == 1 and history[-1].name == "handoff_check":
+            after = None
+            no_limit = words(
+                "this walk handed off after its first tool batch: the iteration limit never came into play"
+            )
+        if ending is None:
+            reflect = None
+            no_end = words("this walk ended before its tool loop was used up: reflect_on_tool_use never came into play")
     found = [
         WhatIf("tool_fails", words("What if the tool fails?"), fails, "" if fails is not None else no_tool),
         WhatIf(
@@ -77,13 +91,13 @@ def what_ifs(stepper: Stepper) -> list[WhatIf]:
             "iteration_limit",
             words("What if the iteration limit is {limit}?").format(limit=limit),
             after,
-            "" if after is not None else first_move,
+            "" if after is not None else no_limit,
         ),
         WhatIf(
             "reflection",
             words("What if reflection is off?") if settings.reflect_on_tool_use else words("What if reflection is on?"),
             reflect,
-            "" if reflect is not None else first_move,
+            "" if reflect is not None else no_end,
         ),
     ]
     source = stepper.fork_source

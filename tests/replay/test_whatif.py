@@ -121,6 +121,45 @@ async def test_the_iteration_limit_and_reflection() -> None:
     assert limited.what_if == "What if the iteration limit is 1?" and limited.agent.max_tool_iterations == 1
 
 
+async def test_a_finished_walk_is_not_asked_what_could_not_have_changed_it() -> None:
+    """A question whose fork would make the same run again (the setting never came into play) says why not."""
+    texted = Stepper(AssistantAgent("assistant", ReplayChatCompletionClient(["Hello."]), tools=[get_weather]), "Hi")
+    await texted.run_to_end()
+    asked = {w.key: w for w in what_ifs(texted)}
+    assert asked["iteration_limit"].at is None and asked["reflection"].at is None
+    assert asked["iteration_limit"].why_not == (
+        "the model asked for no tool in this walk: the iteration limit never came into play"
+    )
+    with pytest.raises(RuntimeError, match="iteration limit never came into play"):
+        await ask(texted, "iteration_limit")
+
+    looped = await finished_walk(max_tool_iterations=3, reflect_on_tool_use=False)  # tools, then a text exit
+    asked = {w.key: w for w in what_ifs(looped)}
+    assert asked["reflection"].at is None and asked["iteration_limit"].at == 5
+    assert asked["reflection"].why_not == (
+        "this walk ended before its tool loop was used up: reflect_on_tool_use never came into play"
+    )
+    limited = await ask(looped, "iteration_limit")
+    assert sentences(looped, limited) != ["walk and fork make the same moves with the same results."]
+
+    handoff = FunctionCall(id="h1", name="transfer_to_bob", arguments="{}")
+    model = ReplayChatCompletionClient([tool_calls(handoff), "unused"])
+    handed = Stepper(AssistantAgent("assistant", model, tools=[get_weather], handoffs=["bob"]), "Weather?")
+    await handed.run_to_end()
+    asked = {w.key: w for w in what_ifs(handed)}
+    assert asked["iteration_limit"].at is None and asked["reflection"].at is None
+    assert "handed off after its first tool batch" in asked["iteration_limit"].why_not
+    nbagent.set_language("zh")
+    try:
+        assert what_ifs(handed)[3].why_not.startswith("这次运行在工具循环用完之前就结束了")
+    finally:
+        nbagent.set_language("en")
+
+    paused = Stepper(jacket_agent(max_tool_iterations=3), "Do I need a jacket today?")
+    await paused.run_until(move="tool_request")  # not over: every setting may still matter
+    assert [w.at for w in what_ifs(paused)] == [4, 2, 4, 4]
+
+
 async def test_fork_at_an_earlier_move_makes_the_same_run_again() -> None:
     walk = await finished_walk()
     fork = await walk.fork(at=3)  # after call_llm: the client is where the walk's was then
