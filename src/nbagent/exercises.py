@@ -22,6 +22,7 @@ check                        STEP       what the learner completes
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -231,7 +232,7 @@ def check_message_id(find_id: object) -> Check:
         return _raised(3, "find_id(chunks)", error)
     found = _Found()
     found.expect(
-        found_id == answer.id,
+        isinstance(found_id, str) and found_id == answer.id,  # anything else (an array...) is compared by no __eq__
         words("the id is the answer's: every chunk named it before the answer existed"),
         words("find_id returned {got!r}, not the answer's id: read a chunk's full_message_id").format(got=found_id),
     )
@@ -281,7 +282,9 @@ def check_request(make_agent: object) -> Check:
     found.expect(
         TOOL in names,
         words("the model is offered get_weather"),
-        words("the model is offered {names}, not get_weather: give tools=[get_weather]").format(names=names or "none"),
+        words("the model is offered {names}, not get_weather: give tools=[get_weather]").format(
+            names=", ".join(names) or words("none")
+        ),
     )
     return found.check(_title(4))
 
@@ -399,7 +402,9 @@ def check_fork(edit: object) -> Check:
         await walk.run_until(move="tool_request")
         fork = await walk.fork()
         try:
-            edit(fork)
+            edited = edit(fork)
+            if inspect.isawaitable(edited):  # an ``async def edit``: awaited, as a notebook cell would
+                await edited
         except Exception as error:
             return error
         await fork.run_to_end()

@@ -277,6 +277,7 @@ _ZH_WORDS = {
     "the model is offered {names}, not get_weather: give tools=[get_weather]": (
         "模型拿到的工具是 {names},没有 get_weather:给出 tools=[get_weather]"
     ),
+    "none": "无",
     "set script to the model's answers: a tool call of get_weather, then a text": (
         "把 script 设成模型的回答:先调用 get_weather,再回一段文本"
     ),

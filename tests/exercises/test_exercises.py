@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy
 import pytest
 
 import nbagent
@@ -82,6 +83,7 @@ WRONG: list[list[tuple[object, str]]] = [
     [
         (lambda chunks: chunks[0].id, "not the answer's id: read a chunk's full_message_id"),
         (lambda chunks: chunks[99], "find_id(chunks) raised IndexError"),
+        (lambda chunks: numpy.array(chunks), "not the answer's id"),  # an array's == is no bool: not compared
     ],
     [
         (lambda model: AssistantAgent("a", model), "the request's system message does not mention the weather"),
@@ -176,7 +178,7 @@ def test_checks_speak_the_notebooks_language() -> None:
         str(check_of(1)(...)) == "… 练习 1 · STEP 1,上下文: 还没做\n  ✗ 把 second_turn 设成第二次调用的 task:只放新消息"
     )
     wrong = check_of(4)(lambda model: AssistantAgent("a", model))
-    assert "还不对" in str(wrong) and "模型拿到的工具是 none,没有 get_weather" in str(wrong)
+    assert "还不对" in str(wrong) and "模型拿到的工具是 无,没有 get_weather" in str(wrong)
 
 
 def test_a_check_shows_as_its_sentences_in_ipython() -> None:
@@ -185,6 +187,13 @@ def test_a_check_shows_as_its_sentences_in_ipython() -> None:
     result = check_of(7)(error_edit)
     assert pretty(result) == str(result) == repr(result)
     assert "tool call w1 given an error ('the weather service is down')" in str(result)
+
+
+def test_an_async_edit_of_the_fork_is_awaited() -> None:
+    async def edit(fork: Stepper) -> None:
+        error_edit(fork)
+
+    assert check_of(7)(edit).done
 
 
 async def test_a_check_runs_inside_a_running_event_loop_as_a_notebook_cell_does() -> None:
