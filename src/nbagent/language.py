@@ -206,6 +206,17 @@ _ZH_WORDS = {
         "第 {position} 步,{name} 给 {a} 的是{left},给 {b} 的是{right}。"
     ),
     "{a} and {b} make the same moves with the same results.": "{a} 和 {b} 走的步一样,结果也一样。",
+    # the comparison's table (trace.compare.Comparison.html)
+    "the runs never diverge": "两次运行从未分开",
+    "the runs diverge at aligned move {position}": "两次运行在对齐后的第 {position} 步分开",
+    "{side}: move": "{side}:这一步",
+    "{side}: what it did": "{side}:做了什么",
+    "tokens": "token 数",
+    "model + tool seconds": "模型 + 工具秒数",
+    "each move's own time: its model calls and its tool calls": "每一步自己的用时:它的模型调用和工具调用",
+    "(no move)": "(没有这一步)",
+    "context diff": "上下文差异",
+    "{side}: run ": "{side}:运行 ",
     "At move {position} ({move}) a change was made: {change}.": "第 {position} 步({move})做了改动:{change}。",
     "Model calls: {a} {n}, {b} {m}; tool calls: {a} {t}, {b} {u}.": (
         "模型调用:{a} {n} 次,{b} {m} 次;工具调用:{a} {t} 次,{b} {u} 次。"

@@ -223,12 +223,21 @@ async def test_the_sentences_speak_the_notebooks_language() -> None:
     nbagent.set_language("zh")
     try:
         said = sentences(walk, fork)
+        html = compare(walk, fork, labels=("walk", "fork")).html()  # the view's table too
     finally:
         nbagent.set_language("en")
     assert said[0] == (
         "第 6 步,walk 走向 STEP 5 · 再调一次 LLM 生成自然语言总结 (reflect),"
         "fork 走向 STEP 5 · 把工具结果格式化成 ToolCallSummaryMessage。"
     )
+    for header in (
+        "两次运行在对齐后的第 6 步分开",
+        "<th>walk:做了什么</th>",
+        "<th>fork:这一步</th>",
+        "模型 + 工具秒数",
+    ):
+        assert header in html, header
+    assert "what it did" not in html and "the runs diverge" not in html
 
 
 async def test_a_trace_replays_walk_is_asked_too_its_recorded_model_moved_past_the_replaced_answer() -> None:
