@@ -37,7 +37,7 @@ PRINTED = {
     "02_walkthrough_steps_1_5.zh.ipynb": [
         "STEP 1 · 新消息进 model_context 之后,接下来是哪一步?",
         "  message_id   STEP 3 · 生成 message_id (没有记忆)",
-        "score: 0 个预测里对了 0 个",
+        "得分: 0 个预测里对了 0 个",
         "如果工具失败了?\n    第 6 步,get_weather 给 walk 的是结果 '12 °C, cloudy',给 fork 的是错误 "
         "'Error: the tool failed (a what-if fork)'。",
         "如果关掉反思(reflect)?",
