@@ -176,6 +176,8 @@ _ZH_WORDS = {
         "模型还没请求过工具:先走到 STEP 5 的工具请求"
     ),
     "make a first move": "先走一步",
+    "the model asked only for a handoff and no other tool takes its arguments: a second call would be "
+    "a second handoff": "模型只请求了 handoff,也没有别的工具能接受它的参数:再调一次就成了第二个 handoff",
     "the model asked for no tool in this walk: the iteration limit never came into play": (
         "这次运行里模型没请求过工具:轮数上限根本没起作用"
     ),

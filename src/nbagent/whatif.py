@@ -58,6 +58,13 @@ def what_ifs(stepper: Stepper) -> list[WhatIf]:
     fails = batch.index - 1 if batch is not None else len(history) if upcoming == "tool_execution" else None
     asking = next((r for r in history if r.name in ("call_llm", "next_llm_call") and r.asked_tools), None)
     second = asking.index - 1 if asking is not None else None
+    no_second = no_tool
+    if asking is not None and _second_call(stepper, asking.asked_tools) is None:
+        second = None
+        no_second = words(
+            "the model asked only for a handoff and no other tool takes its arguments: a second call would be "
+            "a second handoff"
+        )
     limit = 1 if settings.max_tool_iterations > 1 else 2
     after: int | None = len(history) or None
     if batch is not None:
@@ -85,7 +92,7 @@ def what_ifs(stepper: Stepper) -> list[WhatIf]:
             "second_tool",
             words("What if the model calls a second tool?"),
             second,
-            "" if second is not None else no_tool,
+            "" if second is not None else no_second,
         ),
         WhatIf(
             "iteration_limit",
@@ -112,21 +119,25 @@ def what_ifs(stepper: Stepper) -> list[WhatIf]:
     ]
 
 
-def _second_call(stepper: Stepper, calls: list[FunctionCall]) -> FunctionCall:
+def _second_call(stepper: Stepper, calls: list[FunctionCall]) -> FunctionCall | None:
     """One more call for an answer of ``calls``: another tool the model is offered that takes the last call's
-    arguments, else the same tool again."""
-    last = calls[-1]
+    arguments, else the last call of a tool again (``None``: the answer holds only handoffs, and a second
+    handoff is no second tool)."""
+    handoffs = set(stepper.agent.handoffs)
+    tools = [call for call in calls if call.name not in handoffs]
+    last = (tools or calls)[-1]
     try:
         given = set(json.loads(last.arguments or "{}"))
     except ValueError:
         given = set()
-    handoffs = set(stepper.agent.handoffs)
     called = {call.name for call in calls}
     for schema in stepper.agent.tools:
         name = schema["name"]
         required = set(schema.get("parameters", {}).get("required", []))
         if name not in called and name not in handoffs and required <= given:
             return FunctionCall(id=f"{last.id}-whatif", name=name, arguments=last.arguments)
+    if not tools:
+        return None
     return FunctionCall(id=f"{last.id}-whatif", name=last.name, arguments=last.arguments)
 
 
@@ -159,13 +170,16 @@ async def ask(stepper: Stepper, key: str) -> Stepper:
     else:
         fork = await stepper.fork(what.at)
     if key == "tool_fails":
-        call = fork.current.tool_calls[0] if fork.current is not None else None
-        assert call is not None  # the fork is paused before the tool batch it was made for
-        fork.give_tool_result(call.id, error=FAILURE)
+        calls = fork.current.tool_calls if fork.current is not None else []
+        assert calls  # the fork is paused before the tool batch it was made for
+        handoffs = set(stepper.agent.handoffs)
+        failing = next((c for c in calls if c.name not in handoffs), calls[0])  # a tool, not a handoff
+        fork.give_tool_result(failing.id, error=FAILURE)
     elif key == "second_tool":
         asked = next(r for r in stepper.history if r.index == what.at + 1)
         calls = asked.asked_tools
         extra = _second_call(stepper, calls)
+        assert extra is not None  # what_ifs refused the question otherwise
         fork.give_answer([*calls, extra])
         fork.changes[-1] = words("the model also calls {name}").format(name=extra.name)
         _skip_answer(fork.agent.model_client)

@@ -160,6 +160,25 @@ async def test_a_finished_walk_is_not_asked_what_could_not_have_changed_it() -> 
     assert [w.at for w in what_ifs(paused)] == [4, 2, 4, 4]
 
 
+async def test_a_handoff_is_not_the_tool_that_fails_nor_called_twice() -> None:
+    handoff = FunctionCall(id="h1", name="transfer_to_bob", arguments="{}")
+    model = ReplayChatCompletionClient([tool_calls(handoff, PARIS), "unused"])
+    walk = Stepper(AssistantAgent("assistant", model, tools=[get_weather], handoffs=["bob"]), "Weather?")
+    await walk.run_to_end()
+    fork = await ask(walk, "tool_fails")
+    results = {r.call_id: r for r in next(m for m in fork.history if m.name == "tool_execution").tool_results}
+    assert results["c1"].is_error and results["c1"].content == FAILURE  # get_weather fails, not the handoff
+    assert not results["h1"].is_error
+
+    only = ReplayChatCompletionClient([tool_calls(handoff), "unused"])
+    handed = Stepper(AssistantAgent("assistant", only, tools=[get_weather], handoffs=["bob"]), "Weather?")
+    await handed.run_to_end()
+    second = what_ifs(handed)[1]
+    assert second.at is None and second.why_not.startswith("the model asked only for a handoff")
+    with pytest.raises(RuntimeError, match="a second call would be a second handoff"):
+        await ask(handed, "second_tool")
+
+
 async def test_fork_at_an_earlier_move_makes_the_same_run_again() -> None:
     walk = await finished_walk()
     fork = await walk.fork(at=3)  # after call_llm: the client is where the walk's was then
