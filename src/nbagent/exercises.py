@@ -321,11 +321,20 @@ def check_branches(script: object) -> Check:
         text = words("the run failed: {error}").format(error=f"{type(failed).__name__}: {failed}")
         return Check(_title(5), "not right yet", missing=(text,))
     calls = [call.name for result in results for call in result.tool_calls]
-    found.expect(
-        TOOL in calls,
-        words("the first answer takes the tool branch: get_weather runs"),
-        words("no get_weather call: the first answer must be tool calls, not a text"),
-    )
+    ran = [given for result in results for given in result.tool_results if given.name == TOOL]
+    if ran:  # called: did it run, or did its arguments not fit?
+        found.expect(
+            not ran[0].is_error,
+            words("the first answer takes the tool branch: get_weather runs"),
+            words('get_weather got an error result: {text}: its arguments are JSON such as {{"city": "Paris"}}').format(
+                text=ran[0].content
+            ),
+        )
+    elif calls:
+        text = words("the model called {names}, not get_weather: call the agent's tool by its name")
+        found.missing.append(text.format(names=", ".join(dict.fromkeys(calls))))
+    else:
+        found.missing.append(words("no get_weather call: the first answer must be tool calls, not a text"))
     found.expect(
         moves == BRANCHES,
         words("then the model answers with text: the text exit, with an iteration left"),

@@ -298,6 +298,12 @@ _ZH_WORDS = {
     "no get_weather call: the first answer must be tool calls, not a text": (
         "没有调用 get_weather:第一个回答得是工具调用,不是文本"
     ),
+    'get_weather got an error result: {text}: its arguments are JSON such as {{"city": "Paris"}}': (
+        'get_weather 得到的是错误结果:{text}:它的参数是 JSON,比如 {{"city": "Paris"}}'
+    ),
+    "the model called {names}, not get_weather: call the agent's tool by its name": (
+        "模型调用的是 {names},不是 get_weather:按名字调用 agent 的工具"
+    ),
     "then the model answers with text: the text exit, with an iteration left": (
         "然后模型回文本:从纯文本出口结束,还剩一轮没用"
     ),

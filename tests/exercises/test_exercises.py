@@ -99,6 +99,14 @@ WRONG: list[list[tuple[object, str]]] = [
         ([tool_calls(PARIS)], "the run failed: ReplayExhaustedError"),
         ([tool_calls(PARIS), tool_calls(PARIS)], "next_llm_call → tool_request → tool_execution → summarize; expected"),
         ("not a script", "ReplayChatCompletionClient(script) raised"),
+        (
+            [tool_calls(FunctionCall(id="c1", name="weather", arguments='{"city": "Paris"}')), "It is 12 °C."],
+            "the model called weather, not get_weather: call the agent's tool by its name",
+        ),
+        (
+            [tool_calls(FunctionCall(id="c1", name="get_weather", arguments='{"town": "Paris"}')), "It is 12 °C."],
+            "get_weather got an error result: Error: arguments for tool 'get_weather' do not match its schema",
+        ),
     ],
     [
         (untyped_plus_32, "it has no docstring: the model would read no description of it"),
@@ -177,6 +185,8 @@ def test_checks_speak_the_notebooks_language() -> None:
     assert (
         str(check_of(1)(...)) == "… 练习 1 · STEP 1,上下文: 还没做\n  ✗ 把 second_turn 设成第二次调用的 task:只放新消息"
     )
+    wrong_tool = [tool_calls(FunctionCall(id="c1", name="weather", arguments="{}")), "It is 12 °C."]
+    assert "模型调用的是 weather,不是 get_weather" in str(check_of(5)(wrong_tool))
     wrong = check_of(4)(lambda model: AssistantAgent("a", model))
     assert "还不对" in str(wrong) and "模型拿到的工具是 无,没有 get_weather" in str(wrong)
 
