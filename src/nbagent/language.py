@@ -291,6 +291,7 @@ _ZH_WORDS = {
         "模型拿到的工具是 {names},没有 get_weather:给出 tools=[get_weather]"
     ),
     "none": "无",
+    "it did not finish within {seconds:g} s": "它在 {seconds:g} 秒内没有结束",
     "set script to the model's answers: a tool call of get_weather, then a text": (
         "把 script 设成模型的回答:先调用 get_weather,再回一段文本"
     ),

@@ -12,7 +12,16 @@ import numpy
 import pytest
 
 import nbagent
-from nbagent import AssistantAgent, CreateResult, FunctionCall, ListMemory, MemoryContent, RequestUsage, TextMessage
+from nbagent import (
+    AssistantAgent,
+    CreateResult,
+    FunctionCall,
+    ListMemory,
+    MemoryContent,
+    RequestUsage,
+    TextMessage,
+    exercises,
+)
 from nbagent.exercises import EXERCISES, Check, get_weather
 from nbagent.stepper import Stepper
 
@@ -197,6 +206,21 @@ def test_a_check_shows_as_its_sentences_in_ipython() -> None:
     result = check_of(7)(error_edit)
     assert pretty(result) == str(result) == repr(result)
     assert "tool call w1 given an error ('the weather service is down')" in str(result)
+
+
+def test_a_tool_that_never_returns_is_not_right_yet_within_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(exercises, "DEADLINE", 0.5)
+
+    async def to_fahrenheit(celsius: float) -> float:
+        """Celsius to Fahrenheit, after a very long wait."""
+        await asyncio.sleep(3600)
+        return celsius
+
+    result = check_of(6)(to_fahrenheit)
+    assert result.status == "not right yet"
+    assert result.missing == (
+        "the agent's run of to_fahrenheit raised TimeoutError: it did not finish within 0.5 s",
+    ), result
 
 
 def test_an_async_edit_of_the_fork_is_awaited() -> None:
