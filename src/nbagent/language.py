@@ -152,7 +152,6 @@ _ZH_WORDS = {
     "text: the final answer": "纯文本:直接当最终答案",
     "a call of the tool {name}": "调用工具 {name}",
     "hand off to {target} ({name})": "handoff 给 {target}({name})",
-    "tool calls": "工具调用",
     "the run ends": "运行结束",
     "(skipped)": "(跳过)",
     "Right: {what}.": "对了:{what}。",
