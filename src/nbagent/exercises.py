@@ -22,10 +22,12 @@ check                        STEP       what the learner completes
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from .agent import AssistantAgent
 from .language import words
@@ -57,7 +59,11 @@ __all__ = [
     "check_tool",
 ]
 
+T = TypeVar("T")
 Status = Literal["done", "not done yet", "not right yet"]
+DEADLINE = 30.0
+"""Seconds a check waits for a run of the learner's code (a tool or a memory that never returns): then it is
+"not right yet", and the cell is free again."""
 _MARKS = {"done": "✓", "not done yet": "…", "not right yet": "✗"}
 
 
@@ -116,6 +122,19 @@ def _raised(number: int, what: str, error: BaseException) -> Check:
     return Check(_title(number), "not right yet", missing=(text,))
 
 
+def _run(factory: Callable[[], Awaitable[T]]) -> T:
+    """:func:`~nbagent.sync.run_coroutine` within :data:`DEADLINE` (a ``TimeoutError`` saying so)."""
+
+    async def bounded() -> T:
+        try:
+            return await asyncio.wait_for(factory(), DEADLINE)
+        except TimeoutError:
+            text = words("it did not finish within {seconds:g} s").format(seconds=DEADLINE)
+            raise TimeoutError(text) from None
+
+    return run_coroutine(bounded)
+
+
 def _unfinished(answer: object) -> bool:
     """An answer as the notebook ships it: ``...`` (or ``None``)."""
     return answer is ... or answer is None
@@ -148,8 +167,8 @@ def check_context(second_turn: object) -> Check:
         return _not_done(1, words("set second_turn to the task of the second call: only the new message"))
     agent = AssistantAgent("assistant", ReplayChatCompletionClient(["Nice to meet you, Ada.", "Your name is Ada."]))
     try:
-        run_coroutine(lambda: agent.run(task=FIRST))
-        run_coroutine(lambda: agent.run(task=second_turn))  # type: ignore[arg-type]
+        _run(lambda: agent.run(task=FIRST))
+        _run(lambda: agent.run(task=second_turn))  # type: ignore[arg-type]
     except Exception as error:
         return _raised(1, "agent.run(task=second_turn)", error)
     said = _texts(agent.model_context.messages, UserMessage)
@@ -182,7 +201,7 @@ def check_memory(memory: object) -> Check:
     model = ReplayChatCompletionClient(["It is 21 °C."])
     try:
         agent = AssistantAgent("assistant", model, memory=[memory])  # type: ignore[list-item]
-        result = run_coroutine(lambda: agent.run(task="How warm is it in Paris?"))
+        result = _run(lambda: agent.run(task="How warm is it in Paris?"))
     except Exception as error:
         return _raised(2, "AssistantAgent(memory=[memory])", error)
     found = _Found()
@@ -222,7 +241,7 @@ def check_message_id(find_id: object) -> Check:
         assert answer is not None
         return chunks, answer
 
-    chunks, answer = run_coroutine(walk)
+    chunks, answer = _run(walk)
     try:
         found_id = find_id(list(chunks))
     except NotImplementedError:
@@ -231,7 +250,7 @@ def check_message_id(find_id: object) -> Check:
         return _raised(3, "find_id(chunks)", error)
     found = _Found()
     found.expect(
-        found_id == answer.id,
+        isinstance(found_id, str) and found_id == answer.id,  # anything else (an array...) is compared by no __eq__
         words("the id is the answer's: every chunk named it before the answer existed"),
         words("find_id returned {got!r}, not the answer's id: read a chunk's full_message_id").format(got=found_id),
     )
@@ -259,7 +278,7 @@ def check_request(make_agent: object) -> Check:
         text = words("make_agent(model) returned {got}, not an AssistantAgent").format(got=type(agent).__name__)
         return Check(_title(4), "not right yet", missing=(text,))
     try:
-        run_coroutine(lambda: agent.run(task="Weather in Paris?"))
+        _run(lambda: agent.run(task="Weather in Paris?"))
     except Exception as error:
         return _raised(4, "agent.run", error)
     found = _Found()
@@ -281,7 +300,9 @@ def check_request(make_agent: object) -> Check:
     found.expect(
         TOOL in names,
         words("the model is offered get_weather"),
-        words("the model is offered {names}, not get_weather: give tools=[get_weather]").format(names=names or "none"),
+        words("the model is offered {names}, not get_weather: give tools=[get_weather]").format(
+            names=", ".join(names) or words("none")
+        ),
     )
     return found.check(_title(4))
 
@@ -310,7 +331,10 @@ def check_branches(script: object) -> Check:
         return _raised(5, "ReplayChatCompletionClient(script)", error)
     agent = AssistantAgent("assistant", model, tools=[get_weather], max_tool_iterations=2)
     stepper = Stepper(agent, "Weather in Paris?")
-    results = run_coroutine(stepper.run_to_end)
+    try:
+        results = _run(stepper.run_to_end)
+    except TimeoutError as error:
+        return _raised(5, "the run of your script", error)
     moves = [result.name for result in results]
     found = _Found()
     failed = next((result.error for result in results if result.error is not None), None)
@@ -318,11 +342,20 @@ def check_branches(script: object) -> Check:
         text = words("the run failed: {error}").format(error=f"{type(failed).__name__}: {failed}")
         return Check(_title(5), "not right yet", missing=(text,))
     calls = [call.name for result in results for call in result.tool_calls]
-    found.expect(
-        TOOL in calls,
-        words("the first answer takes the tool branch: get_weather runs"),
-        words("no get_weather call: the first answer must be tool calls, not a text"),
-    )
+    ran = [given for result in results for given in result.tool_results if given.name == TOOL]
+    if ran:  # called: did it run, or did its arguments not fit?
+        found.expect(
+            not ran[0].is_error,
+            words("the first answer takes the tool branch: get_weather runs"),
+            words('get_weather got an error result: {text}: its arguments are JSON such as {{"city": "Paris"}}').format(
+                text=ran[0].content
+            ),
+        )
+    elif calls:
+        text = words("the model called {names}, not get_weather: call the agent's tool by its name")
+        found.missing.append(text.format(names=", ".join(dict.fromkeys(calls))))
+    else:
+        found.missing.append(words("no get_weather call: the first answer must be tool calls, not a text"))
     found.expect(
         moves == BRANCHES,
         words("then the model answers with text: the text exit, with an iteration left"),
@@ -361,7 +394,10 @@ def check_tool(to_fahrenheit: object) -> Check:
     name = schema["name"]
     model = ReplayChatCompletionClient([_calls(FunctionCall(id="t1", name=name, arguments='{"celsius": 21}'))])
     agent = AssistantAgent("assistant", model, tools=[tool])
-    result = run_coroutine(lambda: agent.run(task="21 °C in Fahrenheit?"))
+    try:
+        result = _run(lambda: agent.run(task="21 °C in Fahrenheit?"))
+    except Exception as error:
+        return _raised(6, "the agent's run of to_fahrenheit", error)
     results = [r for message in result.messages if message.type == "ToolCallExecutionEvent" for r in message.content]
     if results and results[0].is_error:
         if "NotImplementedError" in results[0].content:
@@ -399,14 +435,19 @@ def check_fork(edit: object) -> Check:
         await walk.run_until(move="tool_request")
         fork = await walk.fork()
         try:
-            edit(fork)
+            edited = edit(fork)
+            if inspect.isawaitable(edited):  # an ``async def edit``: awaited, as a notebook cell would
+                await edited
         except Exception as error:
             return error
         await fork.run_to_end()
         await walk.run_to_end()
         return walk, fork
 
-    outcome = run_coroutine(walk)
+    try:
+        outcome = _run(walk)
+    except TimeoutError as error:
+        return _raised(7, "edit(fork) and the fork's run", error)
     if isinstance(outcome, NotImplementedError):
         return _not_done(7, words("define edit(fork) giving the fork's tool call an error"))
     if isinstance(outcome, BaseException):

@@ -152,7 +152,6 @@ _ZH_WORDS = {
     "text: the final answer": "纯文本:直接当最终答案",
     "a call of the tool {name}": "调用工具 {name}",
     "hand off to {target} ({name})": "handoff 给 {target}({name})",
-    "tool calls": "工具调用",
     "the run ends": "运行结束",
     "(skipped)": "(跳过)",
     "Right: {what}.": "对了:{what}。",
@@ -176,6 +175,17 @@ _ZH_WORDS = {
         "模型还没请求过工具:先走到 STEP 5 的工具请求"
     ),
     "make a first move": "先走一步",
+    "the model asked only for a handoff and no other tool takes its arguments: a second call would be "
+    "a second handoff": "模型只请求了 handoff,也没有别的工具能接受它的参数:再调一次就成了第二个 handoff",
+    "the model asked for no tool in this walk: the iteration limit never came into play": (
+        "这次运行里模型没请求过工具:轮数上限根本没起作用"
+    ),
+    "this walk handed off after its first tool batch: the iteration limit never came into play": (
+        "这次运行在第一批工具之后就移交(handoff)了:轮数上限根本没起作用"
+    ),
+    "this walk ended before its tool loop was used up: reflect_on_tool_use never came into play": (
+        "这次运行在工具循环用完之前就结束了:reflect_on_tool_use 根本没起作用"
+    ),
     "What if the tool fails?": "如果工具失败了?",
     "What if the model calls a second tool?": "如果模型再调一个工具?",
     "this fork makes its first {moves} moves as its parent did: ask its parent walk": (
@@ -197,6 +207,17 @@ _ZH_WORDS = {
         "第 {position} 步,{name} 给 {a} 的是{left},给 {b} 的是{right}。"
     ),
     "{a} and {b} make the same moves with the same results.": "{a} 和 {b} 走的步一样,结果也一样。",
+    # the comparison's table (trace.compare.Comparison.html)
+    "the runs never diverge": "两次运行从未分开",
+    "the runs diverge at aligned move {position}": "两次运行在对齐后的第 {position} 步分开",
+    "{side}: move": "{side}:这一步",
+    "{side}: what it did": "{side}:做了什么",
+    "tokens": "token 数",
+    "model + tool seconds": "模型 + 工具秒数",
+    "each move's own time: its model calls and its tool calls": "每一步自己的用时:它的模型调用和工具调用",
+    "(no move)": "(没有这一步)",
+    "context diff": "上下文差异",
+    "{side}: run ": "{side}:运行 ",
     "At move {position} ({move}) a change was made: {change}.": "第 {position} 步({move})做了改动:{change}。",
     "Model calls: {a} {n}, {b} {m}; tool calls: {a} {t}, {b} {u}.": (
         "模型调用:{a} {n} 次,{b} {m} 次;工具调用:{a} {t} 次,{b} {u} 次。"
@@ -268,12 +289,20 @@ _ZH_WORDS = {
     "the model is offered {names}, not get_weather: give tools=[get_weather]": (
         "模型拿到的工具是 {names},没有 get_weather:给出 tools=[get_weather]"
     ),
+    "none": "无",
+    "it did not finish within {seconds:g} s": "它在 {seconds:g} 秒内没有结束",
     "set script to the model's answers: a tool call of get_weather, then a text": (
         "把 script 设成模型的回答:先调用 get_weather,再回一段文本"
     ),
     "the first answer takes the tool branch: get_weather runs": "第一个回答走工具分支:get_weather 执行了",
     "no get_weather call: the first answer must be tool calls, not a text": (
         "没有调用 get_weather:第一个回答得是工具调用,不是文本"
+    ),
+    'get_weather got an error result: {text}: its arguments are JSON such as {{"city": "Paris"}}': (
+        'get_weather 得到的是错误结果:{text}:它的参数是 JSON,比如 {{"city": "Paris"}}'
+    ),
+    "the model called {names}, not get_weather: call the agent's tool by its name": (
+        "模型调用的是 {names},不是 get_weather:按名字调用 agent 的工具"
     ),
     "then the model answers with text: the text exit, with an iteration left": (
         "然后模型回文本:从纯文本出口结束,还剩一轮没用"

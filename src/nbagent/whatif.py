@@ -58,6 +58,13 @@ def what_ifs(stepper: Stepper) -> list[WhatIf]:
     fails = batch.index - 1 if batch is not None else len(history) if upcoming == "tool_execution" else None
     asking = next((r for r in history if r.name in ("call_llm", "next_llm_call") and r.asked_tools), None)
     second = asking.index - 1 if asking is not None else None
+    no_second = no_tool
+    if asking is not None and _second_call(stepper, asking.asked_tools) is None:
+        second = None
+        no_second = words(
+            "the model asked only for a handoff and no other tool takes its arguments: a second call would be "
+            "a second handoff"
+        )
     limit = 1 if settings.max_tool_iterations > 1 else 2
     after: int | None = len(history) or None
     if batch is not None:
@@ -65,25 +72,39 @@ def what_ifs(stepper: Stepper) -> list[WhatIf]:
     ending = _first(history, "reflect", "summarize")
     reflect = ending.index - 1 if ending is not None else len(history) or None
     first_move = words("make a first move")
+    no_limit = no_end = first_move
+    if stepper.done and history:  # a finished walk: a fork after its last move would make the same run again
+        batches = sum(result.name == "tool_execution" for result in history)
+        if batch is None:
+            after = None
+            no_limit = words("the model asked for no tool in this walk: the iteration limit never came into play")
+        elif batches == 1 and history[-1].name == "handoff_check":
+            after = None
+            no_limit = words(
+                "this walk handed off after its first tool batch: the iteration limit never came into play"
+            )
+        if ending is None:
+            reflect = None
+            no_end = words("this walk ended before its tool loop was used up: reflect_on_tool_use never came into play")
     found = [
         WhatIf("tool_fails", words("What if the tool fails?"), fails, "" if fails is not None else no_tool),
         WhatIf(
             "second_tool",
             words("What if the model calls a second tool?"),
             second,
-            "" if second is not None else no_tool,
+            "" if second is not None else no_second,
         ),
         WhatIf(
             "iteration_limit",
             words("What if the iteration limit is {limit}?").format(limit=limit),
             after,
-            "" if after is not None else first_move,
+            "" if after is not None else no_limit,
         ),
         WhatIf(
             "reflection",
             words("What if reflection is off?") if settings.reflect_on_tool_use else words("What if reflection is on?"),
             reflect,
-            "" if reflect is not None else first_move,
+            "" if reflect is not None else no_end,
         ),
     ]
     source = stepper.fork_source
@@ -98,21 +119,25 @@ def what_ifs(stepper: Stepper) -> list[WhatIf]:
     ]
 
 
-def _second_call(stepper: Stepper, calls: list[FunctionCall]) -> FunctionCall:
+def _second_call(stepper: Stepper, calls: list[FunctionCall]) -> FunctionCall | None:
     """One more call for an answer of ``calls``: another tool the model is offered that takes the last call's
-    arguments, else the same tool again."""
-    last = calls[-1]
+    arguments, else the last call of a tool again (``None``: the answer holds only handoffs, and a second
+    handoff is no second tool)."""
+    handoffs = set(stepper.agent.handoffs)
+    tools = [call for call in calls if call.name not in handoffs]
+    last = (tools or calls)[-1]
     try:
         given = set(json.loads(last.arguments or "{}"))
     except ValueError:
         given = set()
-    handoffs = set(stepper.agent.handoffs)
     called = {call.name for call in calls}
     for schema in stepper.agent.tools:
         name = schema["name"]
         required = set(schema.get("parameters", {}).get("required", []))
         if name not in called and name not in handoffs and required <= given:
             return FunctionCall(id=f"{last.id}-whatif", name=name, arguments=last.arguments)
+    if not tools:
+        return None
     return FunctionCall(id=f"{last.id}-whatif", name=last.name, arguments=last.arguments)
 
 
@@ -145,13 +170,16 @@ async def ask(stepper: Stepper, key: str) -> Stepper:
     else:
         fork = await stepper.fork(what.at)
     if key == "tool_fails":
-        call = fork.current.tool_calls[0] if fork.current is not None else None
-        assert call is not None  # the fork is paused before the tool batch it was made for
-        fork.give_tool_result(call.id, error=FAILURE)
+        calls = fork.current.tool_calls if fork.current is not None else []
+        assert calls  # the fork is paused before the tool batch it was made for
+        handoffs = set(stepper.agent.handoffs)
+        failing = next((c for c in calls if c.name not in handoffs), calls[0])  # a tool, not a handoff
+        fork.give_tool_result(failing.id, error=FAILURE)
     elif key == "second_tool":
         asked = next(r for r in stepper.history if r.index == what.at + 1)
         calls = asked.asked_tools
         extra = _second_call(stepper, calls)
+        assert extra is not None  # what_ifs refused the question otherwise
         fork.give_answer([*calls, extra])
         fork.changes[-1] = words("the model also calls {name}").format(name=extra.name)
         _skip_answer(fork.agent.model_client)

@@ -41,7 +41,8 @@ def test_what_if_the_tool_fails_in_one_click(run_notebook_in_lab: Callable[..., 
     nb.settle()
     sentences = page.locator(".nba-forks .nba-compare .nba-compare-sentences").first.inner_text()
     assert "fork also runs add" in sentences and "error: Error: the tool failed (a what-if fork)" in sentences
-    assert page.locator(f"{fork} .nba-fork-title").first.inner_text().startswith("Fork of run ")
+    title = page.locator(f"{fork} .nba-fork-title").first.inner_text()
+    assert title.startswith("What if the tool fails? Fork of run "), title  # the fork asks its question
     assert (
         page.evaluate(
             "() => document.querySelector('.jp-OutputArea .nba-stepper-live .nba-stepper-head').dataset.index"

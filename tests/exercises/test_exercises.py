@@ -8,10 +8,20 @@ import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy
 import pytest
 
 import nbagent
-from nbagent import AssistantAgent, CreateResult, FunctionCall, ListMemory, MemoryContent, RequestUsage, TextMessage
+from nbagent import (
+    AssistantAgent,
+    CreateResult,
+    FunctionCall,
+    ListMemory,
+    MemoryContent,
+    RequestUsage,
+    TextMessage,
+    exercises,
+)
 from nbagent.exercises import EXERCISES, Check, get_weather
 from nbagent.stepper import Stepper
 
@@ -82,6 +92,7 @@ WRONG: list[list[tuple[object, str]]] = [
     [
         (lambda chunks: chunks[0].id, "not the answer's id: read a chunk's full_message_id"),
         (lambda chunks: chunks[99], "find_id(chunks) raised IndexError"),
+        (lambda chunks: numpy.array(chunks), "not the answer's id"),  # an array's == is no bool: not compared
     ],
     [
         (lambda model: AssistantAgent("a", model), "the request's system message does not mention the weather"),
@@ -97,6 +108,14 @@ WRONG: list[list[tuple[object, str]]] = [
         ([tool_calls(PARIS)], "the run failed: ReplayExhaustedError"),
         ([tool_calls(PARIS), tool_calls(PARIS)], "next_llm_call → tool_request → tool_execution → summarize; expected"),
         ("not a script", "ReplayChatCompletionClient(script) raised"),
+        (
+            [tool_calls(FunctionCall(id="c1", name="weather", arguments='{"city": "Paris"}')), "It is 12 °C."],
+            "the model called weather, not get_weather: call the agent's tool by its name",
+        ),
+        (
+            [tool_calls(FunctionCall(id="c1", name="get_weather", arguments='{"town": "Paris"}')), "It is 12 °C."],
+            "get_weather got an error result: Error: arguments for tool 'get_weather' do not match its schema",
+        ),
     ],
     [
         (untyped_plus_32, "it has no docstring: the model would read no description of it"),
@@ -175,8 +194,10 @@ def test_checks_speak_the_notebooks_language() -> None:
     assert (
         str(check_of(1)(...)) == "… 练习 1 · STEP 1,上下文: 还没做\n  ✗ 把 second_turn 设成第二次调用的 task:只放新消息"
     )
+    wrong_tool = [tool_calls(FunctionCall(id="c1", name="weather", arguments="{}")), "It is 12 °C."]
+    assert "模型调用的是 weather,不是 get_weather" in str(check_of(5)(wrong_tool))
     wrong = check_of(4)(lambda model: AssistantAgent("a", model))
-    assert "还不对" in str(wrong) and "模型拿到的工具是 none,没有 get_weather" in str(wrong)
+    assert "还不对" in str(wrong) and "模型拿到的工具是 无,没有 get_weather" in str(wrong)
 
 
 def test_a_check_shows_as_its_sentences_in_ipython() -> None:
@@ -185,6 +206,28 @@ def test_a_check_shows_as_its_sentences_in_ipython() -> None:
     result = check_of(7)(error_edit)
     assert pretty(result) == str(result) == repr(result)
     assert "tool call w1 given an error ('the weather service is down')" in str(result)
+
+
+def test_a_tool_that_never_returns_is_not_right_yet_within_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(exercises, "DEADLINE", 0.5)
+
+    async def to_fahrenheit(celsius: float) -> float:
+        """Celsius to Fahrenheit, after a very long wait."""
+        await asyncio.sleep(3600)
+        return celsius
+
+    result = check_of(6)(to_fahrenheit)
+    assert result.status == "not right yet"
+    assert result.missing == (
+        "the agent's run of to_fahrenheit raised TimeoutError: it did not finish within 0.5 s",
+    ), result
+
+
+def test_an_async_edit_of_the_fork_is_awaited() -> None:
+    async def edit(fork: Stepper) -> None:
+        error_edit(fork)
+
+    assert check_of(7)(edit).done
 
 
 async def test_a_check_runs_inside_a_running_event_loop_as_a_notebook_cell_does() -> None:

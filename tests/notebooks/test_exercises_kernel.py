@@ -25,7 +25,7 @@ PRINTED = {
     "02_walkthrough_steps_1_5.ipynb": [
         "After STEP 1 · New messages into model_context, what comes next?",
         "  message_id   STEP 3 · Make a message id (no memory)",
-        "score: 0 of 0 predictions right",
+        "0 of 0 predictions right",
         "What if the tool fails?\n    At move 6, get_weather gives walk the result '12 °C, cloudy' and fork an error "
         "'Error: the tool failed (a what-if fork)'.",
         "What if the model calls a second tool?",
@@ -37,7 +37,7 @@ PRINTED = {
     "02_walkthrough_steps_1_5.zh.ipynb": [
         "STEP 1 · 新消息进 model_context 之后,接下来是哪一步?",
         "  message_id   STEP 3 · 生成 message_id (没有记忆)",
-        "score: 0 个预测里对了 0 个",
+        "0 个预测里对了 0 个",
         "如果工具失败了?\n    第 6 步,get_weather 给 walk 的是结果 '12 °C, cloudy',给 fork 的是错误 "
         "'Error: the tool failed (a what-if fork)'。",
         "如果关掉反思(reflect)?",

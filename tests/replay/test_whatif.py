@@ -121,6 +121,64 @@ async def test_the_iteration_limit_and_reflection() -> None:
     assert limited.what_if == "What if the iteration limit is 1?" and limited.agent.max_tool_iterations == 1
 
 
+async def test_a_finished_walk_is_not_asked_what_could_not_have_changed_it() -> None:
+    """A question whose fork would make the same run again (the setting never came into play) says why not."""
+    texted = Stepper(AssistantAgent("assistant", ReplayChatCompletionClient(["Hello."]), tools=[get_weather]), "Hi")
+    await texted.run_to_end()
+    asked = {w.key: w for w in what_ifs(texted)}
+    assert asked["iteration_limit"].at is None and asked["reflection"].at is None
+    assert asked["iteration_limit"].why_not == (
+        "the model asked for no tool in this walk: the iteration limit never came into play"
+    )
+    with pytest.raises(RuntimeError, match="iteration limit never came into play"):
+        await ask(texted, "iteration_limit")
+
+    looped = await finished_walk(max_tool_iterations=3, reflect_on_tool_use=False)  # tools, then a text exit
+    asked = {w.key: w for w in what_ifs(looped)}
+    assert asked["reflection"].at is None and asked["iteration_limit"].at == 5
+    assert asked["reflection"].why_not == (
+        "this walk ended before its tool loop was used up: reflect_on_tool_use never came into play"
+    )
+    limited = await ask(looped, "iteration_limit")
+    assert sentences(looped, limited) != ["walk and fork make the same moves with the same results."]
+
+    handoff = FunctionCall(id="h1", name="transfer_to_bob", arguments="{}")
+    model = ReplayChatCompletionClient([tool_calls(handoff), "unused"])
+    handed = Stepper(AssistantAgent("assistant", model, tools=[get_weather], handoffs=["bob"]), "Weather?")
+    await handed.run_to_end()
+    asked = {w.key: w for w in what_ifs(handed)}
+    assert asked["iteration_limit"].at is None and asked["reflection"].at is None
+    assert "handed off after its first tool batch" in asked["iteration_limit"].why_not
+    nbagent.set_language("zh")
+    try:
+        assert what_ifs(handed)[3].why_not.startswith("这次运行在工具循环用完之前就结束了")
+    finally:
+        nbagent.set_language("en")
+
+    paused = Stepper(jacket_agent(max_tool_iterations=3), "Do I need a jacket today?")
+    await paused.run_until(move="tool_request")  # not over: every setting may still matter
+    assert [w.at for w in what_ifs(paused)] == [4, 2, 4, 4]
+
+
+async def test_a_handoff_is_not_the_tool_that_fails_nor_called_twice() -> None:
+    handoff = FunctionCall(id="h1", name="transfer_to_bob", arguments="{}")
+    model = ReplayChatCompletionClient([tool_calls(handoff, PARIS), "unused"])
+    walk = Stepper(AssistantAgent("assistant", model, tools=[get_weather], handoffs=["bob"]), "Weather?")
+    await walk.run_to_end()
+    fork = await ask(walk, "tool_fails")
+    results = {r.call_id: r for r in next(m for m in fork.history if m.name == "tool_execution").tool_results}
+    assert results["c1"].is_error and results["c1"].content == FAILURE  # get_weather fails, not the handoff
+    assert not results["h1"].is_error
+
+    only = ReplayChatCompletionClient([tool_calls(handoff), "unused"])
+    handed = Stepper(AssistantAgent("assistant", only, tools=[get_weather], handoffs=["bob"]), "Weather?")
+    await handed.run_to_end()
+    second = what_ifs(handed)[1]
+    assert second.at is None and second.why_not.startswith("the model asked only for a handoff")
+    with pytest.raises(RuntimeError, match="a second call would be a second handoff"):
+        await ask(handed, "second_tool")
+
+
 async def test_fork_at_an_earlier_move_makes_the_same_run_again() -> None:
     walk = await finished_walk()
     fork = await walk.fork(at=3)  # after call_llm: the client is where the walk's was then
@@ -184,12 +242,21 @@ async def test_the_sentences_speak_the_notebooks_language() -> None:
     nbagent.set_language("zh")
     try:
         said = sentences(walk, fork)
+        html = compare(walk, fork, labels=("walk", "fork")).html()  # the view's table too
     finally:
         nbagent.set_language("en")
     assert said[0] == (
         "第 6 步,walk 走向 STEP 5 · 再调一次 LLM 生成自然语言总结 (reflect),"
         "fork 走向 STEP 5 · 把工具结果格式化成 ToolCallSummaryMessage。"
     )
+    for header in (
+        "两次运行在对齐后的第 6 步分开",
+        "<th>walk:做了什么</th>",
+        "<th>fork:这一步</th>",
+        "模型 + 工具秒数",
+    ):
+        assert header in html, header
+    assert "what it did" not in html and "the runs diverge" not in html
 
 
 async def test_a_trace_replays_walk_is_asked_too_its_recorded_model_moved_past_the_replaced_answer() -> None:

@@ -360,16 +360,24 @@ class Comparison:
         (``style``: with the stylesheet; a view holding it gives it once)."""
         a, b = self.labels
         first = self.first_divergence
-        summary = "the runs never diverge" if first is None else f"the runs diverge at aligned move {first}"
+        summary = (
+            words("the runs never diverge")
+            if first is None
+            else words("the runs diverge at aligned move {position}").format(position=first)
+        )
         head = el(
             "tr",
             el("th", "#"),
-            el("th", f"{a}: move"),
-            el("th", f"{a}: what it did"),
-            el("th", f"{b}: move"),
-            el("th", f"{b}: what it did"),
-            el("th", "tokens"),
-            el("th", "model + tool seconds", title="each move's own time: its model calls and its tool calls"),
+            el("th", words("{side}: move").format(side=a)),
+            el("th", words("{side}: what it did").format(side=a)),
+            el("th", words("{side}: move").format(side=b)),
+            el("th", words("{side}: what it did").format(side=b)),
+            el("th", words("tokens")),
+            el(
+                "th",
+                words("model + tool seconds"),
+                title=words("each move's own time: its model calls and its tool calls"),
+            ),
         )
         body = [head]
         for position, row in enumerate(self.rows, 1):
@@ -378,7 +386,7 @@ class Comparison:
             cells = [el("td", marker, str(position))]
             for move in (row.left, row.right):
                 if move is None:
-                    cells += [el("td", el("span", "(no move)", class_="nba-muted")), el("td", "")]
+                    cells += [el("td", el("span", words("(no move)"), class_="nba-muted")), el("td", "")]
                 else:
                     title = f"STEP {move.step} {move.name}" + ("" if move.iteration is None else f" #{move.iteration}")
                     cells += [el("td", title), el("td", _did(move))]
@@ -386,13 +394,13 @@ class Comparison:
             cells.append(el("td", f"{_figure(row.left, 'seconds')} / {_figure(row.right, 'seconds')}"))
             body.append(el("tr", *cells, data_diverged="true" if diverged else "false"))
             if diverged and row.differences() and row.context_diff():
-                detail = el("details", el("summary", "context diff"), el("pre", row.context_diff()))
+                detail = el("details", el("summary", words("context diff")), el("pre", row.context_diff()))
                 body.append(el("tr", el("td", ""), el("td", detail, colspan="6")))
         title = el(
             "b",
-            f"{a}: run ",
+            words("{side}: run ").format(side=a),
             el("span", self.left[1][:8], title=self.left[1]),
-            f"  ·  {b}: run ",
+            "  ·  " + words("{side}: run ").format(side=b),
             el("span", self.right[1][:8], title=self.right[1]),
         )
         table = el("table", *body, class_="nba-table nba-compare-table")
