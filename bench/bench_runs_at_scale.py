@@ -21,32 +21,20 @@ import argparse
 import asyncio
 import gc
 import json
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
-import nbagent
-from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_trace import tool_agent  # noqa: E402
+
+import nbagent  # noqa: E402
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage  # noqa: E402
 
 TARGET_BYTES = 2048  # issue 42.5: a kept plain run costs at most 2 KB with its trace
-
-
-async def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-def tool_agent(count: int) -> AssistantAgent:
-    """An agent whose every run asks for two tool calls at once, then reflects on their results."""
-    call = CreateResult(
-        finish_reason="function_calls",
-        content=[
-            FunctionCall(id="c1", name="add", arguments='{"a": 1, "b": 2}'),
-            FunctionCall(id="c2", name="add", arguments='{"a": 3, "b": 4}'),
-        ],
-    )
-    script: list[str | CreateResult] = [call, "3 and 7"] * count
-    return AssistantAgent("tools", ReplayChatCompletionClient(script), tools=[add], reflect_on_tool_use=True)
 
 
 async def kept_per_run(count: int, tools: bool = False) -> float:

@@ -203,7 +203,7 @@ class TraceFrames(ABC):
         written once, ended: a run still going is left out (with a warning) and written by the first
         export after it ends (with what the trace holds of it then: ``clear()`` before that forgets its
         rows so far). Returns ``folder``."""
-        from .parquet import write_parquet
+        from .writer import write_parquet
 
         return write_parquet(self, folder)
 
