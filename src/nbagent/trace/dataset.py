@@ -263,11 +263,22 @@ class DatasetFollower(Follower):
         return self._with_rows(all_runs, list(found.values())), stack(tools, "tool_calls", TOOL_USE_COLUMNS)
 
     def trace_of(self, run_id: str) -> TraceFrames:
-        """A trace holding run ``run_id``'s rows as the whole has them: its part's in memory, else the run
-        read alone from the dataset (:meth:`Dataset.lazy`)."""
+        """A trace holding run ``run_id``'s rows as the whole has them: its part's in memory (:meth:`held`),
+        else the run read alone from the dataset (:meth:`stored`)."""
+        held = self.held(run_id)
+        return self.stored(run_id) if held is None else held
+
+    def held(self, run_id: str) -> Trace | None:
+        """The trace of the part in memory holding run ``run_id`` (``None``: none does); on the event loop,
+        which changes the parts in memory."""
         for part in [*self._in_memory(), *(part for part, _, _ in self._memory.values())]:
             if run_id in part.trace.runs_df()["run_id"].astype(str).tolist():
                 return part.trace
+        return None
+
+    def stored(self, run_id: str) -> TraceFrames:
+        """Run ``run_id`` read alone from the dataset (:meth:`Dataset.lazy`): its files are read, so call it
+        off the event loop, as a view does."""
         if self._dataset is None:
             raise NoSuchRun(f"run {run_id!r} is not in memory, and there is no dataset to read it from")
         return self._dataset.lazy().run(run_id)
