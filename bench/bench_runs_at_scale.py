@@ -3,13 +3,16 @@
 - ``kept_bytes_per_run_<n>``: bytes a plain run keeps with its trace, ``n`` runs kept (tracemalloc,
   after a collection): one agent on the replay model (one answer per run) recording into its trace,
   every ``await agent.run(task=...)`` result kept, as pydantic-ai's and OpenAI Agents' own figures
-  are measured (their results and their traces kept).
+  are measured (their results and their traces kept). Printed beside issue 42's target (2 KB).
+  ``kept_tool_bytes_per_run_<n>``: the same for a tool run (two parallel tool calls, then a
+  reflection: three messages more in the context, two LLM calls and two tool executions a run).
 - ``replay_s_<n>`` / ``open_s_<n>`` (and their CPU time, ``*_cpu_s_<n>``): a Batch of ``n`` tasks on the
   replay model (no ``output=``: every run in memory), each a tool call and an answer; then, timed,
   ``batch.trace.replay(run)`` of its last run, and ``trace.run(run)`` (one run's rows of every table:
   what the explorer opens, compares and draws).
 
-    python bench/bench_runs_at_scale.py [--kept 1000 10000] [--runs 1000 10000 100000] [--json out.json]
+    python bench/bench_runs_at_scale.py [--kept 1000 10000] [--kept-tools 1000 10000] [--runs 1000 10000 100000]
+                                        [--json out.json]
 """
 
 from __future__ import annotations
@@ -18,17 +21,29 @@ import argparse
 import asyncio
 import gc
 import json
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
-import nbagent
-from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_trace import tool_agent  # noqa: E402
+
+import nbagent  # noqa: E402
+from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage  # noqa: E402
+
+TARGET_BYTES = 2048  # issue 42.5: a kept plain run costs at most 2 KB with its trace
+TARGET_READ_S = 0.5  # issue 42.6: replaying or opening one run of a live 10,000-run Batch
 
 
-async def kept_per_run(count: int) -> float:
-    """Bytes per run kept (results and the trace's rows), ``count`` plain runs of one agent."""
-    agent = AssistantAgent("a", ReplayChatCompletionClient(["warm"] + ["the answer"] * count))
+async def kept_per_run(count: int, tools: bool = False) -> float:
+    """Bytes per run kept (results and the trace's rows), ``count`` plain (or tool) runs of one agent."""
+    if tools:
+        agent = tool_agent(count + 1)
+    else:
+        agent = AssistantAgent("a", ReplayChatCompletionClient(["warm"] + ["the answer"] * count))
     await agent.run(task="warm up")  # imports and first-call caches outside the measure
     gc.collect()
     tracemalloc.start()
@@ -88,22 +103,26 @@ async def read_one(count: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kept", type=int, nargs="*", default=[1000, 10000])
+    parser.add_argument("--kept-tools", type=int, nargs="*", default=[1000, 10000], help="tool runs kept")
     parser.add_argument("--runs", type=int, nargs="*", default=[1000, 10000, 100000])
     parser.add_argument("--quick", action="store_true", help="1,000 kept runs, a 1,000-run batch")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
     if args.quick:
-        args.kept, args.runs = [1000], [1000]
+        args.kept, args.kept_tools, args.runs = [1000], [1000], [1000]
     figures: dict[str, Any] = {}
     for count in args.kept:
-        figures[f"kept_bytes_per_run_{count}"] = round(asyncio.run(kept_per_run(count)))
-        print(f"kept run, {count:,} kept: {figures[f'kept_bytes_per_run_{count}']:,} bytes", flush=True)
+        kept = figures[f"kept_bytes_per_run_{count}"] = round(asyncio.run(kept_per_run(count)))
+        print(f"kept plain run, {count:,} kept: {kept:,} bytes (target: at most {TARGET_BYTES:,})", flush=True)
+    for count in args.kept_tools:
+        kept = figures[f"kept_tool_bytes_per_run_{count}"] = round(asyncio.run(kept_per_run(count, tools=True)))
+        print(f"kept tool run, {count:,} kept: {kept:,} bytes", flush=True)
     for count in args.runs:
         found = asyncio.run(read_one(count))
         figures.update(found)
         replay = f"replay {found[f'replay_s_{count}']} s ({found[f'replay_cpu_s_{count}']} s CPU)"
         opened = f"open {found[f'open_s_{count}']} s ({found[f'open_cpu_s_{count}']} s CPU)"
-        print(f"{count:,}-run live Batch: {replay}, {opened}")
+        print(f"{count:,}-run live Batch: {replay}, {opened} (target: under {TARGET_READ_S} s)")
         print(flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as file:

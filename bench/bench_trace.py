@@ -111,21 +111,26 @@ async def retained_bytes(with_trace: bool, runs: int, words: int) -> tuple[int, 
     return after - before, chunks
 
 
+def tool_agent(runs: int, keep_requests: int = 100) -> AssistantAgent:
+    """An agent for ``runs`` tool runs: each asks for two tool calls at once, then reflects on their results."""
+    call = CreateResult(
+        finish_reason="function_calls",
+        content=[
+            FunctionCall(id="c1", name="add", arguments='{"a": 1, "b": 2}'),
+            FunctionCall(id="c2", name="add", arguments='{"a": 3, "b": 4}'),
+        ],
+    )
+    script: list[str | CreateResult] = [call, "3 and 7"] * runs
+    client = ReplayChatCompletionClient(script, keep_requests=keep_requests)
+    return AssistantAgent("tools", client, tools=[add], reflect_on_tool_use=True)
+
+
 def scenarios() -> dict[str, Callable[[int], AssistantAgent]]:
     def plain(n: int) -> AssistantAgent:
         return AssistantAgent("plain", ReplayChatCompletionClient(["the answer"] * n, keep_requests=1))
 
     def tools(n: int) -> AssistantAgent:
-        call = CreateResult(
-            finish_reason="function_calls",
-            content=[
-                FunctionCall(id="c1", name="add", arguments='{"a": 1, "b": 2}'),
-                FunctionCall(id="c2", name="add", arguments='{"a": 3, "b": 4}'),
-            ],
-        )
-        script: list[str | CreateResult] = [call, "3 and 7"] * n
-        client = ReplayChatCompletionClient(script, keep_requests=1)
-        return AssistantAgent("tools", client, tools=[add], reflect_on_tool_use=True)
+        return tool_agent(n, keep_requests=1)
 
     def streamed(n: int) -> AssistantAgent:
         return streaming_agent(n, 200)

@@ -1061,7 +1061,7 @@ class AssistantAgent(Component):
                         "(No final model result in streaming mode)"
                     )
             else:
-                result = await guarded(_create(client, request, token), token)
+                result = await guarded(_create(client, request, token, call.request), token)
         except CancelledWithResult as stop:  # the model answered as the token fired: its answer is kept
             call.finish(stop.result)
             raise
@@ -1501,15 +1501,19 @@ _READ_ONLY_COMPLETES = frozenset({OpenAIChatCompletionClient.complete, ReplayCha
 """``complete`` methods that read their request and change nothing of it (nbagent's own, not overridden)."""
 
 
-def _create(client: ChatCompletionClient, request: ModelRequest, token: CancellationToken) -> Awaitable[CreateResult]:
-    """``client.create(...)`` for the call whose record has ``request``; when ``create`` is nbagent's own
+def _create(
+    client: ChatCompletionClient, request: ModelRequest, token: CancellationToken, recorded: ModelRequest
+) -> Awaitable[CreateResult]:
+    """``client.create(...)`` for the call whose record had ``request``; when ``create`` is nbagent's own
     (not overridden), what it does without the extra call: :meth:`~ChatCompletionClient.complete` on
     the request it would build, with lists of its own (a client that edits them leaves the record as
     it is) and no extra arguments (a call of the loop has none). A ``complete`` known to change nothing
-    gets the record's request itself when it has no extra arguments (one request built per call)."""
+    gets the record's request as recorded (``recorded``: a trace keeps a long context's messages as a
+    view of its log, so a client keeping its requests keeps no copy of the context per call) when it
+    has no extra arguments (one request built per call)."""
     if getattr(client.create, "__func__", None) is _BASE_CREATE:
         if request.extra_create_args is _NO_ARGS and type(client).complete in _READ_ONLY_COMPLETES:
-            return client.complete(request, token)
+            return client.complete(recorded, token)
         messages, tools = list(request.messages), list(request.tools)
         return client.complete(ModelRequest(messages, tools, request.tool_choice, request.json_output, _NO_ARGS), token)
     return client.create(  # overridden (a subclass, an AutoGen client): called as AutoGen's agent does

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -319,3 +320,26 @@ async def test_a_run_opened_shows_its_recorded_times() -> None:
     assert f"{recorded_tool * 1000:.0f} ms" in shown
     elapsed = re.search(r'data-metric="elapsed" data-value="([^"]+)"', shown)
     assert elapsed is not None and float(elapsed.group(1)) == pytest.approx(recorded_run, abs=0.001)
+
+
+async def test_opening_a_run_of_a_dataset_reads_its_files_off_the_event_loop(
+    trace: Trace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42.6: the explorer's open reads a lazily read dataset's files in a worker thread (the
+    kernel's loop, and a click, are not held meanwhile), and the run's rows alone (not every run's
+    model and tool calls for its recorded times)."""
+    import pyarrow.parquet as pq
+
+    readers: list[int] = []
+    real = pq.read_table
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        readers.append(threading.get_ident())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    explorer = nbagent.load_parquet(trace.to_parquet(tmp_path / "ds"), lazy=True).explore()
+    run = ids(explorer)[1]
+    monkeypatch.setattr(pq, "read_table", recorded)
+    shown = await explorer.open(run)
+    assert 'data-tool-name="add"' in shown and "cannot be replayed" not in shown
+    assert readers and threading.get_ident() not in readers

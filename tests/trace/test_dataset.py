@@ -13,11 +13,25 @@ import pyarrow as pa
 import pytest
 
 import nbagent.trace.dataset
+from nbagent import AssistantAgent, Batch, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage
 from nbagent.trace import LoadedTrace, Trace, load_parquet
 from nbagent.trace.dataset import Dataset, DatasetFollower
 from nbagent.trace.parquet import pending_folder
+from nbagent.trace.writer import DatasetWriter
 
 from .explore_data import record_runs
+
+ASK = CreateResult(
+    finish_reason="function_calls",
+    content=[FunctionCall(id="call_0", name="double", arguments='{"n": 21}')],
+    usage=RequestUsage(prompt_tokens=12, completion_tokens=4),
+)
+
+
+async def double(n: int) -> int:
+    """Double a number."""
+    return 2 * n
+
 
 SCHEMA = pa.schema([("run_id", pa.string()), ("task_key", pa.string()), ("variant", pa.string()),
                     ("repeat", pa.int64()), ("status", pa.string())])  # fmt: skip
@@ -320,3 +334,33 @@ async def test_keys_of_the_sessions_a_prefix_names_are_their_committed_keys_what
     assert first.committed_tasks() >= {f"base/{run}" for run in runs[1:]}
     assert f"base/{runs[0]}" not in first.committed_tasks()  # failed: a rerun runs it; keys_of counts it
     assert first.keys_of("job-p2-") == set()
+
+
+async def test_to_parquet_and_a_batch_output_write_one_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``trace.to_parquet`` writes through the Batch's ``output=`` writer (DatasetWriter.commit_tables):
+    the same runs written both ways are read by the same readers, eager and lazy, with the same frames."""
+    written: list[tuple[str, int]] = []
+    real = DatasetWriter.commit_tables
+
+    def counted(self: DatasetWriter, number: int, frames: Any, extra: Any) -> None:
+        written.append((type(self).__name__, number))
+        real(self, number, frames, extra)
+
+    monkeypatch.setattr(DatasetWriter, "commit_tables", counted)
+
+    def make_agent(task: object) -> AssistantAgent:
+        return AssistantAgent("doubler", ReplayChatCompletionClient([ASK, f"{task}: 42"]), tools=[double])
+
+    tasks = [f"task {i}" for i in range(5)]
+    batch = await Batch(make_agent, tasks, progress=None, output=tmp_path / "batch", part_size=2).run()
+    assert [kind for kind, _ in written] == ["Dataset"] * 3  # 5 tasks in parts of 2
+    batch.trace.to_parquet(tmp_path / "export")
+    assert written[-1] == ("DatasetWriter", 0)
+    for lazy in (False, True):
+        from_batch = load_parquet(tmp_path / "batch", lazy=lazy)
+        exported = load_parquet(tmp_path / "export", lazy=lazy)
+        assert len(from_batch.runs_df()) == 5
+        for name in ("runs_df", "events_df", "llm_calls_df", "tool_calls_df"):
+            pd.testing.assert_frame_equal(getattr(exported, name)(), getattr(from_batch, name)(), obj=name)
+        last = str(from_batch.runs_df()["run_id"].iloc[-1])
+        pd.testing.assert_frame_equal(exported.context_df(last), from_batch.context_df(last))

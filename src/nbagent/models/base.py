@@ -39,7 +39,9 @@ class ModelRequest:
     :meth:`ChatCompletionClient.create` and ``create_stream`` build one from their keywords; a
     client's :meth:`~ChatCompletionClient.complete` receives it.
 
-    ``messages`` is a list, or in a trace's records a ``recording.SentMessages`` that reads like one.
+    ``messages`` is a list, or in a trace's records a ``recording.SentMessages`` that reads like one
+    (a view of the context's log: what nbagent's own clients' ``complete`` get from the loop too, so
+    that the requests the replay model keeps hold no copy of a long context each).
     """
 
     messages: Sequence[LLMMessage]

@@ -97,9 +97,11 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         self.requests: deque[ModelRequest] = deque(maxlen=keep_requests)
         self._call_tokens: deque[tuple[ModelRequest, CancellationToken | None]] = deque(maxlen=keep_requests)
         self._index = 0
-        # id(message) -> (message, estimated tokens) for the messages of the last request: a tool
-        # loop sends the same context again with a few messages more, so most are not re-estimated.
-        self._tokens: dict[int, tuple[LLMMessage, int]] = {}
+        # The messages of the last request and their estimated tokens, position by position: a tool
+        # loop, or the next run, sends the same context again with a few messages more, so most are
+        # not re-estimated (16 bytes a message kept: no per-message object).
+        self._sent: tuple[LLMMessage, ...] = ()
+        self._counts: list[int] = []
 
     @property
     def model_name(self) -> str:
@@ -175,18 +177,23 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         return result
 
     def _prompt_tokens(self, messages: Sequence[LLMMessage]) -> int:
-        """The estimated prompt size, each message estimated once while it keeps being sent."""
-        known = self._tokens
-        tokens: dict[int, tuple[LLMMessage, int]] = {}
-        total = 0
-        for message in messages:
-            hit = known.get(id(message))
-            if hit is None or hit[0] is not message:
-                hit = (message, estimate_tokens(message))
-            tokens[id(message)] = hit
-            total += hit[1]
-        self._tokens = tokens
-        return total
+        """The estimated prompt size, each message estimated once while it keeps being sent: at the
+        position it had in the last request, or (a window that moved) looked up by identity."""
+        sent, counts = self._sent, self._counts
+        kept = len(sent)
+        moved: dict[int, int] | None = None
+        new_counts: list[int] = []
+        for position, message in enumerate(messages):
+            if position < kept and sent[position] is message:
+                count = counts[position]
+            else:
+                if moved is None:  # ``sent`` holds these messages: each id is still its message's
+                    moved = {id(held): held_count for held, held_count in zip(sent, counts)}
+                found = moved.get(id(message))
+                count = estimate_tokens(message) if found is None else found
+            new_counts.append(count)
+        self._sent, self._counts = tuple(messages), new_counts  # a copy: the caller's list may change
+        return sum(new_counts)
 
     async def complete(
         self, request: ModelRequest, cancellation_token: CancellationToken | None = None

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
     from ..batch import Batch
     from ..trace.dataset import DatasetFollower
+    from ..trace.replay import Replay
     from .compare_view import CompareView
     from .stepper_widget import NotebookStepper
 
@@ -597,12 +598,16 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         self.picked = [run]
         self.detail_html = str(el("div", f"opening run {run}…", class_="nba-muted"))
         self._changed()
+        one: TraceFrames | None = None
         try:
-            agent, task = replayed(_WHERE, self._of(run).replay(run), None)
+            one, replay = await self._opening(run)
+            if isinstance(replay, Exception):
+                raise replay
+            agent, task = replayed(_WHERE, replay, None)
         except Exception as error:  # the reason is shown, with what the trace still tells
             try:
-                timeline = Markup(self._of(run).timeline(run).to_html())
-            except Exception:  # noqa: BLE001 what made the replay fail (a garbled file) may stop this too
+                timeline = Markup("") if one is None else Markup(one.timeline(run).to_html())
+            except Exception:  # noqa: BLE001 what made the replay fail may stop this too
                 timeline = Markup("")
             note = el("div", f"run {run} cannot be replayed ({type(error).__name__}: {error})", class_="nba-muted")
             html = str(portable(el("div", concat(note, timeline), class_="nba-explorer-run")))
@@ -616,12 +621,25 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
                     raise  # this open was cancelled, not the replayed run
             except Exception:  # noqa: S110 the recorded run's own error, shown by its view
                 pass
-            _recorded_times(view, self._of(run), run)
+            _recorded_times(view, one, run)
             html = view.to_html()
         if self.picked == [run]:
             self.detail_html = html
             self._changed()
         return html
+
+    async def _opening(self, run: str) -> tuple[TraceFrames, Replay | Exception]:
+        """What opening run ``run`` reads (:func:`_opened`): from a dataset's files in a worker thread, so
+        that the event loop (a click, the kernel) is not held meanwhile; from memory on the loop (a live
+        trace, and a batch's parts in memory, change on it)."""
+        batch = self._batch
+        held = self.trace if batch is None else batch.held(run)
+        if held is not None and not held.reads_files:
+            return _opened(held, run)
+        if held is not None:
+            return await asyncio.to_thread(_opened, held, run)
+        assert batch is not None
+        return await asyncio.to_thread(lambda: _opened(batch.stored(run), run))
 
     def stepper(self, run_id: str) -> NotebookStepper:
         """Run ``run_id`` replayed in the stepper (``nbagent.step(trace.replay(run_id))``): walk it
@@ -804,6 +822,17 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
 
     def __repr__(self) -> str:
         return f"RunExplorer({len(self.current):,} of {len(self.table):,} runs, query={self.query!r})"
+
+
+def _opened(source: TraceFrames, run: str) -> tuple[TraceFrames, Replay | Exception]:
+    """Run ``run``'s rows alone (:meth:`~nbagent.trace.TraceFrames.run`: its recorded times, its timeline)
+    and its replay, or why it cannot be replayed: a trace reading files replays the rows read (not read
+    twice), the others replay from ``source`` (a live trace looks up what the run left open)."""
+    one = source.run(run)
+    try:
+        return one, (one if source.reads_files else source).replay(run)
+    except Exception as error:  # noqa: BLE001 shown by the view, with the run's timeline
+        return one, error
 
 
 def _recorded_times(view: AgentRunView, trace: TraceFrames, run: str) -> None:

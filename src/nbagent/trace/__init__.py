@@ -14,8 +14,10 @@ bottom to top (each imports only those before it; pandas, numpy and pyarrow only
 * :mod:`~nbagent.trace.summary`, :mod:`~nbagent.trace.timeline`, :mod:`~nbagent.trace.views`: what
   a trace shows; :mod:`~nbagent.trace.combine`: several traces' tables as one;
   :mod:`~nbagent.trace.parquet`, :mod:`~nbagent.trace.jsonl`, :mod:`~nbagent.trace.otlp`: the
-  exports, of any ``TraceTables``; :mod:`~nbagent.trace.follow`: the ``Follower`` interface (what a
-  live view reads at each update); :mod:`~nbagent.trace.explore`: the explorer's table, ``RunFollower``;
+  exports, of any ``TraceTables``; :mod:`~nbagent.trace.writer`: ``DatasetWriter``, the one path a
+  Parquet part is written (``to_parquet``'s and a Batch's ``output=``); :mod:`~nbagent.trace.follow`:
+  the ``Follower`` interface (what a live view reads at each update); :mod:`~nbagent.trace.explore`:
+  the explorer's table, ``RunFollower``;
 * :mod:`~nbagent.trace.base`: ``TraceFrames``, what a live and a loaded trace share;
   :mod:`~nbagent.trace.lazy`: reading a Parquet dataset on demand;
   :mod:`~nbagent.trace.loaded`: ``LoadedTrace``, ``LazyTrace``, ``load_parquet``, ``load_jsonl``, ``concat``;

@@ -103,6 +103,11 @@ class TraceFrames(ABC):
     #: costs; a loaded trace's frames are in memory already.
     reads_by_run: bool = False
 
+    #: Whether reading this trace (a frame, a run of it) reads files: a view then reads it in a worker
+    #: thread, so the event loop (a click) is not held meanwhile (a lazily read dataset). The others are
+    #: read where they are: a live trace changes on the loop, a loaded one is in memory.
+    reads_files: bool = False
+
     def run(self, run_id: str) -> TraceFrames:
         """A trace holding run ``run_id`` with what its replay, timeline, context and comparison read: the
         run's rows alone where the trace reads by run (:attr:`reads_by_run`; a live trace's from its rows,
@@ -208,7 +213,7 @@ class TraceFrames(ABC):
         written once, ended: a run still going is left out (with a warning) and written by the first
         export after it ends (with what the trace holds of it then: ``clear()`` before that forgets its
         rows so far). Returns ``folder``."""
-        from .parquet import write_parquet
+        from .writer import write_parquet
 
         return write_parquet(self, folder)
 

@@ -1,9 +1,10 @@
 """A Parquet dataset folder written part by part: the one owner of a dataset a writer adds to.
 
-A :class:`Dataset` is one session's view of a folder (``<table>/session=<id>/part-<n>.parquet``): it
+A :class:`Dataset` is one session's view of a folder (``<table>/session=<id>/part-<n>.parquet``): as a
+:class:`~nbagent.trace.writer.DatasetWriter` (the path ``trace.to_parquet`` writes through too) it
 finishes or removes the parts a killed writer left (:func:`~nbagent.trace.parquet.repair`), numbers new
 parts, commits a part whole (its trace tables, then the writer's own tables, such as a Batch's
-``attempts`` and ``results``: the last one placed says the part is done), lists the committed parts,
+``attempts`` and ``results``: the last one placed says the part is done); it lists the committed parts,
 reads a part (once: a part is never written again, so its tables are kept), reads the session lazily
 (:class:`~nbagent.trace.LazyTrace`) and says which task keys are committed (one call: what a rerun
 skips). The writer's own tables are pyarrow Tables of any columns: a row per run there carries what the
@@ -12,10 +13,7 @@ trace tables do not (a task's key, a variant, a repeat).
 
 from __future__ import annotations
 
-import contextlib
-import shutil
 from collections.abc import Callable, Collection, Mapping, Sequence
-from itertools import count
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,25 +24,20 @@ from .follow import Follower
 from .loaded import LazyTrace, LoadedTrace
 from .parquet import (
     MAX_ID,
-    WRITE_ORDER,
-    arrow_table,
     check_schema,
     check_session,
     committed_files,
     committed_parts,
-    next_part,
     part_name,
     part_of,
-    pending_sessions,
     read_arrow,
     read_part,
     read_table_file,
-    repair,
     require_pyarrow,
     session_folder,
-    write_part,
 )
 from .schema import TraceTables, empty, tables_of
+from .writer import DatasetWriter
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,58 +87,16 @@ def read_whole(path: Path, columns: Sequence[str] | None = None) -> Any:
     return read_arrow(path, columns) if path.is_file() else None
 
 
-class Dataset:
+class Dataset(DatasetWriter):
     """Session ``session`` of the dataset in ``folder`` (made if missing), whose parts hold the trace
     tables and then ``extra_tables`` (the writer's own, the last one placed last: a part is committed
-    once its every file is in place)."""
+    once its every file is in place): its writing end (:class:`~nbagent.trace.writer.DatasetWriter`,
+    which ``trace.to_parquet`` writes through too) and its reading."""
 
     def __init__(self, folder: Path, session: str, extra_tables: Sequence[str] = ()) -> None:
-        require_pyarrow()
-        try:
-            self.session = check_session(session)
-        except ValueError as error:
-            raise ValueError(f"Dataset: session: {error}") from None
-        self.folder = folder
-        self.tables = (*WRITE_ORDER, *extra_tables)
-        folder.mkdir(parents=True, exist_ok=True)
-        #: What opening the folder finished or removed of the parts a killed writer left (one line each).
-        self.repaired = self._repair()
-        self._numbers = count(next_part(folder, session, self.tables))
+        super().__init__(folder, session, extra_tables)
         self._read: dict[int, dict[str, pd.DataFrame]] = {}  # committed parts' trace tables, read once
         self._lazy: LazyTrace | None = None
-
-    def _repair(self) -> list[str]:
-        """Finish or remove the parts of every session a killed writer left unfinished (so a rerun never
-        runs a task whose rows are in place, nor finds its rows twice), and remove the scratch folders
-        of earlier versions (``.writing-*``). The parts other writers are writing meanwhile (other
-        processes, machines or Spark executors adding to the same folder) are left alone."""
-        done = []
-        for scratch in self.folder.glob(".writing-*"):
-            if scratch.is_dir():
-                shutil.rmtree(scratch, ignore_errors=True)
-                done.append(f"removed {scratch.name}")
-        for session in sorted(pending_sessions(self.folder)):
-            with contextlib.suppress(ValueError):  # a stray folder: not a session of a writer
-                done += repair(self.folder, session, self.tables)
-        return done
-
-    # ------------------------------------------------------------------ writing
-
-    def new_number(self) -> int:
-        """The number of a new part of this session."""
-        return next(self._numbers)
-
-    def commit(self, number: int, trace: TraceTables, extra: Mapping[str, Any]) -> None:
-        """Write part ``number``: ``trace``'s tables, then ``extra`` (table -> pyarrow Table, one for each
-        of ``extra_tables``), visible whole or not at all (no loop object is touched: it runs in a
-        worker thread)."""
-        missing = [table for table in self.tables[len(WRITE_ORDER) :] if table not in extra]
-        if missing or len(extra) != len(self.tables) - len(WRITE_ORDER):
-            raise ValueError(f"Dataset.commit: extra must hold the tables {self.tables[len(WRITE_ORDER) :]}")
-        frames = tables_of(trace)
-        tables = {table: arrow_table(frames[table], table, self.session) for table in WRITE_ORDER}
-        tables.update((table, extra[table]) for table in self.tables[len(WRITE_ORDER) :])
-        write_part(self.folder, self.session, number, tables)
 
     # ------------------------------------------------------------------ reading
 
@@ -369,11 +320,22 @@ class DatasetFollower(Follower):
         return self._with_rows(all_runs, list(found.values())), stack(tools, "tool_calls", TOOL_USE_COLUMNS)
 
     def trace_of(self, run_id: str) -> TraceFrames:
-        """A trace holding run ``run_id``'s rows as the whole has them: its part's in memory, else the run
-        read alone from the dataset (:meth:`Dataset.lazy`)."""
+        """A trace holding run ``run_id``'s rows as the whole has them: its part's in memory (:meth:`held`),
+        else the run read alone from the dataset (:meth:`stored`)."""
+        held = self.held(run_id)
+        return self.stored(run_id) if held is None else held
+
+    def held(self, run_id: str) -> Trace | None:
+        """The trace of the part in memory holding run ``run_id`` (``None``: none does); on the event loop,
+        which changes the parts in memory."""
         for part in [*self._in_memory(), *(part for part, _, _ in self._memory.values())]:
             if run_id in part.trace.runs_df()["run_id"].astype(str).tolist():
                 return part.trace
+        return None
+
+    def stored(self, run_id: str) -> TraceFrames:
+        """Run ``run_id`` read alone from the dataset (:meth:`Dataset.lazy`): its files are read, so call it
+        off the event loop, as a view does."""
         if self._dataset is None:
             raise NoSuchRun(f"run {run_id!r} is not in memory, and there is no dataset to read it from")
         return self._dataset.lazy().run(run_id)

@@ -93,6 +93,7 @@ class LazyTrace(TraceFrames):
     :meth:`refresh` takes in the parts committed since, reading their metadata alone."""
 
     reads_by_run = True
+    reads_files = True
 
     def __init__(
         self, folder: str | os.PathLike[str], session: str | None = None, *, where: str = _LOAD, strict: bool = False

@@ -51,10 +51,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import _check as check
 from ..printable import printable
 from .combine import ALL_TABLES, cast, combine
-from .schema import COLUMNS, JSON_COLUMNS, TABLES, TraceTables, empty, json_cell, tables_of
+from .schema import COLUMNS, JSON_COLUMNS, empty, json_cell
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -293,31 +292,6 @@ def repair(root: Path, session: str, tables: Sequence[str]) -> list[str]:
     return done
 
 
-def split_sessions(tables: dict[str, pd.DataFrame], fallback: str) -> dict[str, dict[str, pd.DataFrame]]:
-    """The tables of each session (trace id) in them, in order of appearance; a snapshot's
-    ``event_row`` made relative to its session's first event. No row at all: one session, ``fallback``."""
-    order: list[str] = []
-    for df in tables.values():
-        for value in df["trace_id"].astype("object").dropna().unique().tolist():
-            if str(value) not in order:
-                order.append(str(value))
-    if len(order) <= 1:
-        return {order[0] if order else fallback: tables}
-    events_ids = tables["events"]["trace_id"].astype("object")
-    out: dict[str, dict[str, pd.DataFrame]] = {}
-    for session in order:
-        mine = {
-            name: df[df["trace_id"].astype("object") == session].reset_index(drop=True) for name, df in tables.items()
-        }
-        rows = events_ids.index[events_ids == session]
-        offset = int(rows[0]) if len(rows) else 0
-        snaps = mine["snapshots"].copy()
-        snaps["event_row"] = (snaps["event_row"] - offset).astype("Int64")
-        mine["snapshots"] = snaps
-        out[session] = mine
-    return out
-
-
 # The order a part's files are moved into place: ``runs`` last, so that a run listed in ``runs/`` has its
 # rows in every other table, also for a reader that does not know of unfinished parts.
 WRITE_ORDER = ("events", "llm_calls", "tool_calls", "context_logs", "snapshots", "runs")
@@ -370,140 +344,6 @@ def written_runs(root: Path, session: str) -> set[str]:
                 _WRITTEN_RUNS.popitem(last=False)
         found.update(known[1])
     return found
-
-
-def going_runs(runs: pd.DataFrame) -> set[str]:
-    """The runs of ``runs`` (a ``runs`` frame) still going: those whose status is ``running`` and the
-    runs under one (a team run's turns, by ``parent_run_id``, however deep), so that a team run and its
-    turns are written in one part."""
-    ids = runs["run_id"].astype("object").tolist()
-    parents = runs["parent_run_id"].astype("object").tolist()
-    going = {str(run) for run, status in zip(ids, runs["status"].astype("object")) if status == "running"}
-    children: dict[str, list[str]] = {}
-    for run, parent in zip(ids, parents):
-        if isinstance(parent, str) and isinstance(run, str):
-            children.setdefault(parent, []).append(run)
-    todo = list(going)
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in going:
-                going.add(child)
-                todo.append(child)
-    return going
-
-
-def without_runs(
-    tables: Mapping[str, pd.DataFrame], runs: Collection[str], *, unowned: bool = True
-) -> dict[str, pd.DataFrame]:
-    """The tables of one session without the rows of ``runs`` (nor, when ``unowned``, those of no run:
-    written with the runs before them); the snapshots taken at a row kept moved to its new position,
-    the logs they read renumbered in order, the others left out."""
-    import numpy as np
-    import pandas as pd
-
-    left = list(runs)
-
-    def kept_rows(df: pd.DataFrame) -> Any:
-        ids = df["run_id"].astype("object")
-        kept = ~ids.isin(left).to_numpy()
-        return kept & ids.notna().to_numpy() if unowned else kept
-
-    keep = kept_rows(tables["events"])
-    out = {
-        table: tables[table][keep if table == "events" else kept_rows(tables[table])].reset_index(drop=True)
-        for table in TABLES
-    }
-    before = np.concatenate([[0], np.cumsum(keep)])  # per old position: the rows kept before it
-    keep_at = np.append(keep, bool(keep[-1]) if len(keep) else True)  # a snapshot after the last row
-    snaps = tables["snapshots"]
-    rows = snaps["event_row"].astype("Int64").fillna(-1).to_numpy(dtype="int64")
-    taken = (rows >= 0) & (rows <= len(keep))
-    taken[taken] = keep_at[rows[taken]]
-    snaps = snaps[taken].reset_index(drop=True)
-    logs = snaps["log"].astype("Int64").tolist()
-    renumber = {log: index for index, log in enumerate(dict.fromkeys(logs))}
-    snaps = snaps.assign(
-        event_row=pd.Series(before[rows[taken]], dtype="Int64"),
-        log=pd.Series([renumber[log] for log in logs], dtype="Int64"),
-    )
-    context = tables["context_logs"]
-    context = context[context["log"].astype("Int64").isin(list(renumber)).fillna(False).to_numpy()]
-    context = context.assign(log=context["log"].astype("Int64").map(renumber).astype("Int64")).reset_index(drop=True)
-    return {**out, "snapshots": snaps, "context_logs": context}
-
-
-BATCH_TABLES = ("results", "attempts")
-"""The tables only a Batch's ``output=`` writes: a session holding them is a Batch's."""
-
-
-def write_parquet(trace: TraceTables, folder: str | Path) -> Path:
-    """Write each table as ``folder/<table>/session=<trace id>/part-<n>.parquet`` (``n``: the next
-    free part of that session), each part whole or not at all (:func:`write_part`; a part a killed
-    process left unfinished is finished or removed first); JSON-valued columns are stored as JSON
-    text. Returns ``folder``.
-
-    **A run is in the dataset once, ended**: a run the folder holds already is not written again, so
-    exporting the same trace to the same folder again (without ``trace.clear()`` between) adds only its
-    new runs, and none when there is none; and a live trace's runs still going (status ``running``, and
-    the turns of a team run still going) are left out with a warning: the first export after they have
-    ended writes them (so no reader, DuckDB's or Spark's included, ever sees a run twice, or a run's
-    rows cut short; ``trace.clear()`` keeps a run in progress whole, so an export-then-clear loses none of
-    it). A loaded trace's runs are written
-    as they were recorded, a run recorded as running too (with a warning: it will not be written again
-    once ended). A session that is a Batch's ``output=`` (it has ``results``) is refused: the batch
-    writes its runs itself."""
-    if not isinstance(folder, str | os.PathLike):
-        raise check.wrong_type("to_parquet", "folder", "a str or pathlib.Path", folder)
-    require_pyarrow()
-    root = Path(folder)
-    if root.exists() and not root.is_dir():
-        raise NotADirectoryError(f"to_parquet: folder {str(root)!r} is a file, not a folder")
-    live = bool(getattr(trace, "records_runs", False))
-    going_total: list[str] = []
-    recorded_going: list[str] = []  # a loaded trace's runs recorded as running, written as they are
-    for session, tables in split_sessions(tables_of(trace), trace.trace_id).items():
-        session_folder(root, "runs", session)  # a bad id is refused before anything is written
-        for table in BATCH_TABLES:
-            if session_folder(root, table, session).exists():
-                raise ValueError(
-                    f"to_parquet: folder {str(root)!r}: session {session} is a Batch's output (it has {table}/): "
-                    "the batch writes its runs there itself; export the trace to another folder"
-                )
-        repair(root, session, WRITE_ORDER)
-        written = written_runs(root, session)
-        going = going_runs(tables["runs"]) - written if live else set()
-        going_total += sorted(going)
-        if written or going:
-            tables = without_runs(tables, written | going, unowned=bool(written))
-            if not any(len(tables[table]) for table in TABLES):
-                continue  # nothing new (or only runs still going) since the last export to this folder
-        if not live:
-            runs = tables["runs"]
-            recorded_going += sorted(str(run) for run in runs.loc[runs["status"] == "running", "run_id"])
-        part = next_part(root, session, WRITE_ORDER)
-        write_part(root, session, part, {table: arrow_table(tables[table], table, session) for table in WRITE_ORDER})
-    if going_total:
-        warnings.warn(
-            f"nbagent: to_parquet: {len(going_total)} run(s) still going left out of {str(root)!r} "
-            f"({_named(going_total)}): a run is written once it has ended, by the first to_parquet to this "
-            "folder after that (trace.clear() keeps them whole meanwhile)",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    if recorded_going:
-        warnings.warn(
-            f"nbagent: to_parquet: {len(recorded_going)} run(s) recorded as running written as recorded to "
-            f"{str(root)!r} ({_named(recorded_going)}): a run is written once, so this folder keeps them "
-            "cut short; if they were still going, export the trace recording them, once they end, instead",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return root
-
-
-def _named(runs: Sequence[str]) -> str:
-    """Up to three of ``runs``, for a warning."""
-    return ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
 
 
 def _compatible(actual: Any, expected: Any) -> bool:
