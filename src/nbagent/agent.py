@@ -70,6 +70,7 @@ from .messages import (
     assistant_message,
     streaming_chunk,
     system_prompt,
+    task_result,
     tool_result,
     tool_results_message,
     user_message,
@@ -752,7 +753,7 @@ class AssistantAgent(Component):
                     collected.append(item.chat_message)
         finally:
             await run.aclose()
-        return TaskResult(messages=collected)
+        return task_result(collected)
 
     def run_sync(
         self,
@@ -819,7 +820,7 @@ class AssistantAgent(Component):
                     yield item
         finally:
             await run.aclose()
-        yield TaskResult(messages=collected)
+        yield task_result(collected)
 
     async def on_reset(self, cancellation_token: CancellationToken | None = None) -> None:
         """Forget the conversation: clear the model context."""

@@ -191,7 +191,8 @@ async def test_run_and_run_stream_with_autogens_token_answer_autogens_types() ->
     assert type(result) is AgTaskResult and [type(m) for m in result.messages] == [ag.TextMessage, ag.TextMessage]
     shown = await AgConsole(agent.run_stream(task="again", cancellation_token=AgCancellationToken()))
     assert type(shown) is AgTaskResult and shown.messages[-1].content == "two"
-    assert type(await agent.run(task="nbagent's")) is nbagent.TaskResult  # nbagent's callers: nbagent's types
+    mine = await agent.run(task="nbagent's")  # nbagent's callers: nbagent's result of nbagent's messages
+    assert isinstance(mine, nbagent.TaskResult) and type(mine.messages[-1]) is nbagent.TextMessage
 
 
 def roundtrip(team: Any, kind: Any) -> Any:

@@ -14,6 +14,8 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
   ``context.FOREIGN_VIEW``: any of them in place by that protocol (given to nbagent's memory), and
   ``memory.RESULT_FOR``: nbagent's memory's result for AutoGen's agent in AutoGen's types;
 * ``models.bridge.FOREIGN_CLIENT``: AutoGen's model clients, sent AutoGen's messages and token;
+* ``messages.SHARED_RESULT``: once AutoGen is imported, a run's ``TaskResult`` is AutoGen's too
+  (:mod:`.results`), so AutoGen's ``Console`` over ``agent.run_stream(task=...)`` ends on it;
 * ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
 * ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
 * ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
@@ -91,6 +93,15 @@ def twin(value: object, name: str) -> Any:
         mime = item.mime_type
         return {"content": item.content, "mime_type": getattr(mime, "value", mime), "metadata": item.metadata}
     return None
+
+
+def shared_result(result: messages.TaskResult) -> messages.TaskResult | None:
+    """Once AutoGen's ``TaskResult`` is imported: ``result`` as a subclass of nbagent's and AutoGen's."""
+    if _loaded("autogen_agentchat.base") is None:
+        return None
+    from .results import shared
+
+    return shared(result)
 
 
 def chat_in(value: object) -> messages.BaseChatMessage | None:
@@ -306,6 +317,7 @@ def _console(module: ModuleType) -> None:
 def register() -> None:
     """Answer the core's hooks for AutoGen (once: registering again changes nothing)."""
     messages.TWIN.register(twin)
+    messages.SHARED_RESULT.register(shared_result)
     agent_in.CHAT_IN.register(chat_in)
     agent_in.CALLER.register(caller)
     tools.FOREIGN_TOOL.register(tool)
