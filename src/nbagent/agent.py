@@ -39,7 +39,7 @@ from .agent_input import (
 )
 from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
-from .context import ChatCompletionContext, UnboundedChatCompletionContext, as_model_context
+from .context import ChatCompletionContext, UnboundedChatCompletionContext, as_model_context, own_view
 from .hooks import HINT, Hook
 from .interrupts import explain_cancellation
 from .interventions import GivenAnswerClient, Interventions, LLMCallPlan
@@ -966,7 +966,7 @@ class AssistantAgent(Component):
                     await self._model_context.add_message(message)
         client = self._model_client if edit is None or edit.model_client is None else edit.model_client
         system = self._system_messages if edit is None or edit.system_messages is None else edit.system_messages
-        messages = _compatible(client, [*system, *await self._model_context.get_messages()])
+        messages = _compatible(client, [*system, *await own_view(self._model_context)])
         if edit is not None and edit.answer is not None:  # given: the model is not called
             client = GivenAnswerClient(edit.answer, client)
         if purpose == "reflection":

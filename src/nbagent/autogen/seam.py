@@ -13,6 +13,8 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
   by its protocol with AutoGen's messages (:class:`~nbagent.context.ProtocolContext`);
   ``context.FOREIGN_VIEW``: any of them in place by that protocol (given to nbagent's memory), and
   ``memory.RESULT_FOR``: nbagent's memory's result for AutoGen's agent in AutoGen's types;
+  ``context.MESSAGE_BACK``: nbagent's context fed AutoGen's messages (AutoGen's agent holding it) gives
+  AutoGen's back from ``get_messages``;
 * ``models.bridge.FOREIGN_CLIENT``: AutoGen's model clients, sent AutoGen's messages and token;
 * ``messages.SHARED_RESULT``: once AutoGen is imported, a run's ``TaskResult`` is AutoGen's too
   (:mod:`.results`), so AutoGen's ``Console`` over ``agent.run_stream(task=...)`` ends on it;
@@ -102,6 +104,16 @@ def shared_result(result: messages.TaskResult) -> messages.TaskResult | None:
     from .results import shared
 
     return shared(result)
+
+
+def message_back(message: object) -> Callable[[Any], Any] | None:
+    """For AutoGen's LLM message added to nbagent's context (AutoGen's agent holding it): the converter
+    of nbagent's LLM messages to AutoGen's, which its ``get_messages`` answers in; ``None`` otherwise."""
+    if not _autogen(message, "autogen_core") or type(message).__name__ not in _LLM_NAMES:
+        return None
+    from .convert import llm_message_out
+
+    return llm_message_out
 
 
 def chat_in(value: object) -> messages.BaseChatMessage | None:
@@ -323,6 +335,7 @@ def register() -> None:
     tools.FOREIGN_TOOL.register(tool)
     context.FOREIGN_CONTEXT.register(model_context)
     context.FOREIGN_VIEW.register(context_view)
+    context.MESSAGE_BACK.register(message_back)
     memory.RESULT_FOR.register(memory_result)
     bridge.FOREIGN_CLIENT.register(model_client)
     model_base.RESULT_OUT.register(result_out)
