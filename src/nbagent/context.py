@@ -138,13 +138,13 @@ class ChatCompletionContext(Component):
     __slots__ = ("_messages", "__dict__", "__weakref__")
     component_type = "chat_completion_context"
 
-    def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
-        self._messages: list[LLMMessage] = _initial(type(self).__name__, initial_messages)
-        self._initial_messages = list(self._messages)  # what a component config keeps
-
     answers_back: Callable[[LLMMessage], Any] | None = None
     """The converter ``get_messages`` gives its view through (another library's messages were added:
     :data:`MESSAGE_BACK`); ``None``: nbagent's messages."""
+
+    def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
+        self._messages: list[LLMMessage] = _initial(type(self).__name__, initial_messages)
+        self._initial_messages = list(self._messages)  # what a component config keeps
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
