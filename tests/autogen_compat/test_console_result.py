@@ -87,3 +87,13 @@ def test_without_autogen_imported_the_result_is_nbagents_plain_class() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "True False"
+
+
+async def test_a_shim_naming_nbagents_task_result_as_autogens_gets_nbagents(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AutoGen's own tests run through an import shim (tests/autogen_upstream) where AutoGen's name is
+    nbagent's class: no class of both is made (was "TypeError: duplicate base class TaskResult")."""
+    import autogen_agentchat.base
+
+    monkeypatch.setattr(autogen_agentchat.base, "TaskResult", nbagent.TaskResult)
+    result = await AssistantAgent("calc", ReplayChatCompletionClient(["five"])).run(task="2 + 3?")
+    assert type(result) is nbagent.TaskResult and result.messages[-1].content == "five"

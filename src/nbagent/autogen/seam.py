@@ -98,8 +98,11 @@ def twin(value: object, name: str) -> Any:
 
 
 def shared_result(result: messages.TaskResult) -> messages.TaskResult | None:
-    """Once AutoGen's ``TaskResult`` is imported: ``result`` as a subclass of nbagent's and AutoGen's."""
-    if _loaded("autogen_agentchat.base") is None:
+    """Once AutoGen's ``TaskResult`` is imported: ``result`` as a subclass of nbagent's and AutoGen's;
+    ``None`` when AutoGen's name is nbagent's class (an import shim re-exporting nbagent's names)."""
+    base = _loaded("autogen_agentchat.base")
+    theirs = getattr(base, "TaskResult", None)
+    if not isinstance(theirs, type) or issubclass(theirs, messages.TaskResult):
         return None
     from .results import shared
 
