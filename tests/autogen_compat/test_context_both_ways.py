@@ -7,8 +7,6 @@ context fed AutoGen's messages gives AutoGen's back; it holds nbagent's (its ``m
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from autogen_agentchat.agents import AssistantAgent as AgAssistantAgent
 from autogen_agentchat.base import TaskResult as AgTaskResult
@@ -27,15 +25,7 @@ from nbagent import (
     UnboundedChatCompletionContext,
 )
 
-from ..models.chat_server import ChatServer, Reply
-
-INFO: Any = {
-    "function_calling": True,
-    "vision": False,
-    "json_output": False,
-    "family": "unknown",
-    "structured_output": False,
-}
+from .test_seam_dumps import INFO, weather_over_http
 
 CONTEXTS = {
     "unbounded": lambda: UnboundedChatCompletionContext(),
@@ -70,24 +60,7 @@ async def test_nbagents_context_in_autogens_agent_with_autogens_replay_client(ki
 async def test_nbagents_context_in_autogens_agent_with_autogens_openai_client_over_http(stream: bool) -> None:
     """AutoGen's OpenAI client raised "Unknown message type" for nbagent's messages."""
     context = BufferedChatCompletionContext(buffer_size=5)
-    with ChatServer() as server:
-        server.script(Reply.call(("get_weather", {"city": "Paris"})), Reply.text("Sunny in Paris."))
-        client = AgOpenAI(model="gpt-4o-2024-08-06", base_url=server.base_url, api_key="sk-test", max_retries=0)
-
-        def get_weather(city: str) -> str:
-            """The weather in a city."""
-            return f"Sunny in {city}."
-
-        agent = AgAssistantAgent(
-            "ag",
-            model_client=client,
-            tools=[get_weather],
-            reflect_on_tool_use=True,
-            model_client_stream=stream,
-            model_context=context,
-        )
-        result = await agent.run(task="Weather in Paris?")
-        await client.close()
+    result, server = await weather_over_http(AgOpenAI, "gpt-4o-2024-08-06", stream, model_context=context)
     assert result.messages[-1].content == "Sunny in Paris."
     sent = server.requests[-1].body["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool"]
