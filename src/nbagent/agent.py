@@ -39,7 +39,7 @@ from .agent_input import (
 )
 from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
-from .context import ChatCompletionContext, UnboundedChatCompletionContext, as_model_context
+from .context import ChatCompletionContext, UnboundedChatCompletionContext, as_model_context, own_view
 from .hooks import HINT, Hook
 from .interrupts import explain_cancellation
 from .interventions import GivenAnswerClient, Interventions, LLMCallPlan
@@ -70,6 +70,7 @@ from .messages import (
     assistant_message,
     streaming_chunk,
     system_prompt,
+    task_result,
     tool_result,
     tool_results_message,
     user_message,
@@ -752,7 +753,7 @@ class AssistantAgent(Component):
                     collected.append(item.chat_message)
         finally:
             await run.aclose()
-        return TaskResult(messages=collected)
+        return task_result(collected)
 
     def run_sync(
         self,
@@ -819,7 +820,7 @@ class AssistantAgent(Component):
                     yield item
         finally:
             await run.aclose()
-        yield TaskResult(messages=collected)
+        yield task_result(collected)
 
     async def on_reset(self, cancellation_token: CancellationToken | None = None) -> None:
         """Forget the conversation: clear the model context."""
@@ -965,7 +966,7 @@ class AssistantAgent(Component):
                     await self._model_context.add_message(message)
         client = self._model_client if edit is None or edit.model_client is None else edit.model_client
         system = self._system_messages if edit is None or edit.system_messages is None else edit.system_messages
-        messages = _compatible(client, [*system, *await self._model_context.get_messages()])
+        messages = _compatible(client, [*system, *await own_view(self._model_context)])
         if edit is not None and edit.answer is not None:  # given: the model is not called
             client = GivenAnswerClient(edit.answer, client)
         if purpose == "reflection":

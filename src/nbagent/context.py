@@ -9,8 +9,9 @@ ends its head with calls whose results were cut: the OpenAI API rejects both.
 from __future__ import annotations
 
 import copy
+import functools
 import json
-from collections.abc import Callable, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel
@@ -97,11 +98,39 @@ def _drop_unanswered_calls(messages: list[LLMMessage]) -> list[LLMMessage]:
     return messages[:end]
 
 
+MESSAGE_BACK: Hook[[object], Callable[[LLMMessage], Any]] = Hook("message back")
+"""For another library's LLM message added to a context: the converter of nbagent's LLM messages to
+that library's (registered by :mod:`nbagent.autogen`: AutoGen's agent is given back AutoGen's
+messages, which its own model clients check); ``None`` for any other message."""
+
+
+def _answering_back(
+    method: Callable[[Any], Awaitable[list[LLMMessage]]],
+) -> Callable[[Any], Awaitable[list[LLMMessage]]]:
+    """``get_messages`` of a context class: its view, in another library's types once that library's
+    messages were added (:data:`MESSAGE_BACK`); converted once, by the class of the context itself (a
+    subclass's ``super().get_messages()`` gets nbagent's messages)."""
+
+    @functools.wraps(method)
+    async def get_messages(self: ChatCompletionContext) -> list[LLMMessage]:
+        view = await method(self)
+        back = self.answers_back
+        if back is None or type(self).get_messages is not get_messages:
+            return view
+        return [back(message) if type(message) in _LLM_TYPES else message for message in view]
+
+    return get_messages
+
+
 class ChatCompletionContext(Component):
     """Holds the messages of a conversation; subclasses decide what the model sees.
 
     ``_messages`` is only ever appended to; ``clear`` and ``load_state`` replace the list rather than
     change it, so that a trace can keep the lists as the history of the context without copying.
+
+    What went in comes out: once another library's LLM messages are added (AutoGen's agent holding
+    nbagent's context), ``get_messages`` gives that library's messages (:attr:`answers_back`) until
+    ``clear``; the context holds nbagent's (``messages``, the trace).
     """
 
     # ``_messages`` is a slot so that ``message_log`` reads it as fast as an attribute (the trace
@@ -109,15 +138,29 @@ class ChatCompletionContext(Component):
     __slots__ = ("_messages", "__dict__", "__weakref__")
     component_type = "chat_completion_context"
 
+    answers_back: Callable[[LLMMessage], Any] | None = None
+    """The converter ``get_messages`` gives its view through (another library's messages were added:
+    :data:`MESSAGE_BACK`); ``None``: nbagent's messages."""
+
     def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
         self._messages: list[LLMMessage] = _initial(type(self).__name__, initial_messages)
         self._initial_messages = list(self._messages)  # what a component config keeps
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("get_messages")
+        if own is not None:
+            cls.get_messages = _answering_back(own)  # type: ignore[method-assign]
+
     async def add_message(self, message: LLMMessage) -> None:
         if type(message) not in _LLM_TYPES:  # the loop's own messages pass on a set lookup
+            back = MESSAGE_BACK(message)
             message = as_llm_message(f"{type(self).__name__}.add_message", "message", message)
+            if back is not None:
+                self.answers_back = back
         self._messages.append(message)
 
+    @_answering_back
     async def get_messages(self) -> list[LLMMessage]:
         """The messages the model is sent."""
         return list(self._messages)
@@ -138,6 +181,7 @@ class ChatCompletionContext(Component):
 
     async def clear(self) -> None:
         self._messages = []
+        self.answers_back = None
 
     async def save_state(self) -> dict[str, Any]:
         return {"messages": llm_messages_adapter.dump_python(self._messages, mode="json")}
@@ -166,6 +210,7 @@ class ChatCompletionContext(Component):
             if isinstance(value, (MutableSequence, MutableMapping, MutableSet)):
                 setattr(self, name, copy.copy(value))
         self._messages = list(self._initial_messages)
+        self.answers_back = None
 
     def __len__(self) -> int:
         return len(self._messages)
@@ -176,6 +221,16 @@ class ChatCompletionContext(Component):
 
 # ``message_log``: the slot's own descriptor under a public name (a property would cost a function call).
 ChatCompletionContext.message_log = ChatCompletionContext.__dict__["_messages"]  # type: ignore[method-assign]
+
+
+async def own_view(context: ChatCompletionContext) -> list[LLMMessage]:
+    """``context.get_messages()`` in nbagent's types (what nbagent's loop sends its model), also after
+    another library's messages were added to it (:attr:`ChatCompletionContext.answers_back`)."""
+    view = await context.get_messages()
+    if context.answers_back is None:
+        return view
+    where = f"{type(context).__name__}.get_messages()"
+    return [m if type(m) in _LLM_TYPES else as_llm_message(where, f"[{i}]", m) for i, m in enumerate(view)]
 
 
 CONTEXT_MEMBERS = ("add_message", "get_messages", "clear", "save_state", "load_state")

@@ -821,19 +821,14 @@ class TaskResult:
     messages: Sequence[BaseAgentEvent | BaseChatMessage]
     stop_reason: str | None = None
 
-    if not TYPE_CHECKING:  # hidden from type checkers: a misspelt attribute stays an error for them
 
-        def __getattr__(self, name: str) -> Any:
-            """Only reached for a missing attribute. AutoGen's ``Console`` reads ``source`` of any item
-            that is not AutoGen's own ``TaskResult``: say which console prints nbagent's streams."""
-            hint = ""
-            if name in _MESSAGE_ATTRIBUTES:
-                hint = (
-                    ": this is nbagent's TaskResult, which AutoGen's Console does not know (it takes it for a "
-                    "message); print nbagent's streams with nbagent.Console, AutoGen's signature: "
-                    "`await nbagent.Console(agent.run_stream(task=...))`"
-                )
-            raise AttributeError(f"'TaskResult' object has no attribute {name!r}{hint}", name=name, obj=self)
+SHARED_RESULT: Hook[[TaskResult], TaskResult] = Hook("shared result")
+"""A run's result as an instance of a subclass another library's code also takes (AutoGen's ``Console``
+ends on ``isinstance(item, autogen_agentchat.base.TaskResult)``), equal to ``result``; ``None``:
+nbagent's as it is (registered by :mod:`nbagent.autogen` once AutoGen is imported)."""
 
 
-_MESSAGE_ATTRIBUTES = frozenset({"source", "models_usage", "to_text", "metadata", "id", "created_at"})
+def task_result(messages: Sequence[BaseAgentEvent | BaseChatMessage]) -> TaskResult:
+    """A run's :class:`TaskResult` of ``messages``, as :data:`SHARED_RESULT` shares it."""
+    result = TaskResult(messages=messages)
+    return SHARED_RESULT(result) or result

@@ -78,24 +78,36 @@ async def test_nbagents_client_inside_autogens_assistant_agent(stream: bool) -> 
     assert type(answer) is AgCreateResult
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["create", "create_stream"])
-async def test_nbagents_openai_client_inside_autogens_assistant_agent_over_http(stream: bool) -> None:
-    """AutoGen's agent gives the client its own CancellationToken: nbagent's OpenAI client guards its
-    HTTP call with it (was "unusable response: AttributeError: 'CancellationToken' object has no
-    attribute 'guard'" on every call)."""
+async def weather_over_http(client_class: Any, model: str, stream: bool, **options: Any) -> tuple[Any, ChatServer]:
+    """AutoGen's ``AssistantAgent`` with a ``get_weather`` tool, reflecting on its result, on a
+    ``client_class`` OpenAI client of a scripted server on 127.0.0.1: its result and the server."""
     with ChatServer() as server:
         server.script(Reply.call(("get_weather", {"city": "Paris"})), Reply.text("Sunny in Paris."))
-        client = OpenAIChatCompletionClient(model="gpt-4o", base_url=server.base_url, api_key="sk-test", max_retries=0)
+        client = client_class(model=model, base_url=server.base_url, api_key="sk-test", max_retries=0)
 
         def get_weather(city: str) -> str:
             """The weather in a city."""
             return f"Sunny in {city}."
 
         agent = AgAssistantAgent(
-            "ag", model_client=client, tools=[get_weather], reflect_on_tool_use=True, model_client_stream=stream
+            "ag",
+            model_client=client,
+            tools=[get_weather],
+            reflect_on_tool_use=True,
+            model_client_stream=stream,
+            **options,
         )
         result = await agent.run(task="Weather in Paris?")
         await client.close()
+    return result, server
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "create_stream"])
+async def test_nbagents_openai_client_inside_autogens_assistant_agent_over_http(stream: bool) -> None:
+    """AutoGen's agent gives the client its own CancellationToken: nbagent's OpenAI client guards its
+    HTTP call with it (was "unusable response: AttributeError: 'CancellationToken' object has no
+    attribute 'guard'" on every call)."""
+    result, server = await weather_over_http(OpenAIChatCompletionClient, "gpt-4o", stream)
     assert isinstance(result, AgTaskResult)
     assert [type(m).__name__ for m in result.messages] == (
         ["TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent"]
@@ -191,7 +203,8 @@ async def test_run_and_run_stream_with_autogens_token_answer_autogens_types() ->
     assert type(result) is AgTaskResult and [type(m) for m in result.messages] == [ag.TextMessage, ag.TextMessage]
     shown = await AgConsole(agent.run_stream(task="again", cancellation_token=AgCancellationToken()))
     assert type(shown) is AgTaskResult and shown.messages[-1].content == "two"
-    assert type(await agent.run(task="nbagent's")) is nbagent.TaskResult  # nbagent's callers: nbagent's types
+    mine = await agent.run(task="nbagent's")  # nbagent's callers: nbagent's result of nbagent's messages
+    assert isinstance(mine, nbagent.TaskResult) and type(mine.messages[-1]) is nbagent.TextMessage
 
 
 def roundtrip(team: Any, kind: Any) -> Any:

@@ -142,19 +142,6 @@ async def test_autogens_user_input_request_is_passed_on_not_printed() -> None:
     assert out.getvalue() == "---------- TextMessage (user_proxy) ----------\ntyped\n"
 
 
-async def test_autogens_console_over_nbagents_stream_says_which_console_to_use(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from autogen_agentchat.ui import Console as AutoGenConsole
-
-    agent = AssistantAgent("calc", ReplayChatCompletionClient(["five"]))
-    with pytest.raises(AttributeError, match=r"no attribute 'source': this is nbagent's TaskResult.*nbagent\.Console"):
-        await AutoGenConsole(agent.run_stream(task="2 + 3?"))
-    assert "five" in capsys.readouterr().out  # every event was printed before
-    with pytest.raises(AttributeError, match=r"no attribute 'mesages'$"):
-        TaskResult(messages=[]).mesages  # noqa: B018 other names: the plain error
-
-
 async def test_wrong_streams_are_refused_naming_the_parameter() -> None:
     agent = AssistantAgent("calc", ReplayChatCompletionClient(["five"]))
     with warnings.catch_warnings():

@@ -13,7 +13,11 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
   by its protocol with AutoGen's messages (:class:`~nbagent.context.ProtocolContext`);
   ``context.FOREIGN_VIEW``: any of them in place by that protocol (given to nbagent's memory), and
   ``memory.RESULT_FOR``: nbagent's memory's result for AutoGen's agent in AutoGen's types;
+  ``context.MESSAGE_BACK``: nbagent's context fed AutoGen's messages (AutoGen's agent holding it) gives
+  AutoGen's back from ``get_messages``;
 * ``models.bridge.FOREIGN_CLIENT``: AutoGen's model clients, sent AutoGen's messages and token;
+* ``messages.SHARED_RESULT``: once AutoGen is imported, a run's ``TaskResult`` is AutoGen's too
+  (:mod:`.results`), so AutoGen's ``Console`` over ``agent.run_stream(task=...)`` ends on it;
 * ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
 * ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
 * ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
@@ -91,6 +95,28 @@ def twin(value: object, name: str) -> Any:
         mime = item.mime_type
         return {"content": item.content, "mime_type": getattr(mime, "value", mime), "metadata": item.metadata}
     return None
+
+
+def shared_result(result: messages.TaskResult) -> messages.TaskResult | None:
+    """Once AutoGen's ``TaskResult`` is imported: ``result`` as a subclass of nbagent's and AutoGen's;
+    ``None`` when AutoGen's name is nbagent's class (an import shim re-exporting nbagent's names)."""
+    base = _loaded("autogen_agentchat.base")
+    theirs = getattr(base, "TaskResult", None)
+    if not isinstance(theirs, type) or issubclass(theirs, messages.TaskResult):
+        return None
+    from .results import shared
+
+    return shared(result)
+
+
+def message_back(message: object) -> Callable[[Any], Any] | None:
+    """For AutoGen's LLM message added to nbagent's context (AutoGen's agent holding it): the converter
+    of nbagent's LLM messages to AutoGen's, which its ``get_messages`` answers in; ``None`` otherwise."""
+    if not _autogen(message, "autogen_core") or type(message).__name__ not in _LLM_NAMES:
+        return None
+    from .convert import llm_message_out
+
+    return llm_message_out
 
 
 def chat_in(value: object) -> messages.BaseChatMessage | None:
@@ -306,11 +332,13 @@ def _console(module: ModuleType) -> None:
 def register() -> None:
     """Answer the core's hooks for AutoGen (once: registering again changes nothing)."""
     messages.TWIN.register(twin)
+    messages.SHARED_RESULT.register(shared_result)
     agent_in.CHAT_IN.register(chat_in)
     agent_in.CALLER.register(caller)
     tools.FOREIGN_TOOL.register(tool)
     context.FOREIGN_CONTEXT.register(model_context)
     context.FOREIGN_VIEW.register(context_view)
+    context.MESSAGE_BACK.register(message_back)
     memory.RESULT_FOR.register(memory_result)
     bridge.FOREIGN_CLIENT.register(model_client)
     model_base.RESULT_OUT.register(result_out)
