@@ -181,7 +181,7 @@ class ChatCompletionContext(Component):
 
     async def clear(self) -> None:
         self._messages = []
-        self.answers_back = None
+        vars(self).pop("answers_back", None)  # the class's None again
 
     async def save_state(self) -> dict[str, Any]:
         return {"messages": llm_messages_adapter.dump_python(self._messages, mode="json")}
@@ -210,7 +210,7 @@ class ChatCompletionContext(Component):
             if isinstance(value, (MutableSequence, MutableMapping, MutableSet)):
                 setattr(self, name, copy.copy(value))
         self._messages = list(self._initial_messages)
-        self.answers_back = None
+        vars(self).pop("answers_back", None)  # the class's None again: the settings are the original's
 
     def __len__(self) -> int:
         return len(self._messages)
