@@ -121,7 +121,9 @@ def test_an_executor_killed_mid_part_is_retried_and_each_task_is_committed_once(
     stored = pd.read_parquet(output / "results")
     assert stored["task_key"].value_counts().max() == 1
     dead = [str(path.name) for path in (output / "results").glob("session=*-a0-*")]
-    assert len(dead) == 2  # the killed attempt's committed parts count: its tasks were not run again
+    # both first attempts committed parts (the killed one those it finished before task 13, none if it came
+    # first in its partition: the order within a partition is Spark's), and none of their tasks ran again
+    assert 1 <= len(dead) <= 2
     assert not list(output.glob(".pending-*")) and not list(output.glob(".lock-*"))
     loaded = nbagent.load_parquet(output)
     assert sorted(loaded.runs_df()["run_id"].astype(str)) == runs
@@ -194,7 +196,9 @@ def test_the_job_wide_limit_holds_across_two_executors(spark: Any, tmp_path: Pat
     assert set(got["prompt_tokens"]) == {5}
     partitions = got.set_index("task_id")["session"].str.extract(r"-p(\d+)-")[0]
     order = [partitions[int(task.split()[-1])] for _, task in sorted(arrivals.times)]
-    assert len(set(order)) == 2 and order != sorted(order)  # both executors' requests, interleaved
+    assert len(set(order)) == 2  # both executors sent requests
+    if order == sorted(order):  # one executor ended before the other's first request (a CI run at load ~10)
+        pytest.skip("the two executors' requests did not overlap in time: the shared limit was not exercised")
     if limit == "rate":
         # The driver grants one request every 0.25 s; they reach the server a little later, each by its own
         # delay (a loaded machine): 16 requests span 3.75 s less that jitter (unlimited: all at once), and
