@@ -412,7 +412,7 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         self.add_class("nba-stepper-live")
         if stepper.parent is not None:  # drawn nested in its parent's widget, its controls inside it
             self.add_class("nba-fork-walk")
-        self.task: asyncio.Task[None] | concurrent.futures.Future[None] | None = None
+        self.task: asyncio.Task[None] | None = None
         self.error: str | None = None
         self.paused_at: float | None = None
         """When Pause was clicked (``time.perf_counter()``), until the walk has paused."""
@@ -440,16 +440,17 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
+        if loop is None and self._loop is not None and self._loop.is_running():
+            # Another thread: the widget's state is the loop's alone, so the move, the "working…"
+            # refresh and the one after all run there, in that order (a refresh from this thread
+            # could land after the loop's and show the state from before the move).
+            return asyncio.run_coroutine_threadsafe(self._perform(action, announce=True), self._loop)
         self.error = None
-        scheduled: asyncio.Task[None] | concurrent.futures.Future[None] | None = None
+        scheduled: asyncio.Task[None] | None = None
         if loop is not None:
-            scheduled = loop.create_task(self._perform(action))
-        elif self._loop is not None and self._loop.is_running():
-            scheduled = asyncio.run_coroutine_threadsafe(self._perform(action), self._loop)
+            scheduled = self.task = loop.create_task(self._perform(action))
         else:
             self.error = "no running event loop to make the move on"
-        if scheduled is not None and not scheduled.done():
-            self.task = scheduled  # a move that already ended (another thread's click) is not busy
         self.refresh()
         return scheduled
 
@@ -460,7 +461,11 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             self.stepper.pause()
             self.refresh()
 
-    async def _perform(self, action: Callable[[], Awaitable[Any]]) -> None:
+    async def _perform(self, action: Callable[[], Awaitable[Any]], announce: bool = False) -> None:
+        if announce:  # clicked from another thread: this task is the busy one from here on
+            self.error = None
+            self.task = asyncio.current_task()
+            self.refresh()
         try:
             await action()
         except MoveUndone as undone:  # Pause cancelled a slow Next: paused before the move, as before it
