@@ -206,6 +206,49 @@ def test_the_core_tests_no_autogen_module_name(graph: grimp.ImportGraph) -> None
     assert found == []
 
 
+NAME_COMPARISONS = {
+    "nbagent.messages": "MessageFactory knows a registered type by its class name, as AutoGen's does",
+    "nbagent.mcp": "anyio's errors of a closed stream, whose classes the MCP SDK does not export",
+}
+"""Core modules allowed to compare a class's name, with why: not to tell another library's class for
+nbagent's (which only the seam may do, through a hook)."""
+
+
+def _name_comparisons(tree: ast.AST) -> list[tuple[int, str]]:
+    """Comparisons (``==``, ``in``...) with a ``.__name__`` or ``.__qualname__`` on either side."""
+    return [
+        (node.lineno, ast.unparse(node))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and any(
+            isinstance(sub, ast.Attribute) and sub.attr in ("__name__", "__qualname__")
+            for side in (node.left, *node.comparators)
+            for sub in ast.walk(side)
+        )
+    ]
+
+
+def test_the_core_matches_no_class_by_its_name(graph: grimp.ImportGraph) -> None:
+    """No ``kind.__name__ == type(value).__name__`` in the core: taking AutoGen's ``HandoffMessage`` for
+    nbagent's because their names agree is the seam's knowledge (``agent_input.MESSAGE_TYPE_IN``)."""
+    trees = parsed_sources()
+    found = []
+    for module in core_modules(graph):
+        if module in NAME_COMPARISONS:
+            continue
+        parts = module.split(".")[1:]
+        path = Path(*parts).with_suffix(".py")
+        tree = trees.get(path) or trees[Path(*parts, "__init__.py")]
+        found += [f"{module}:{line} {text}" for line, text in _name_comparisons(tree)]
+    assert found == []
+
+
+def test_the_name_check_sees_a_comparison_of_names() -> None:
+    """The check above finds the comparison it forbids (it is not vacuous)."""
+    tree = ast.parse("def f(kinds, value):\n    return any(k.__name__ == type(value).__qualname__ for k in kinds)\n")
+    assert [line for line, _ in _name_comparisons(tree)] == [2]
+
+
 @pytest.mark.subprocess
 def test_import_nbagent_loads_no_pandas_pyarrow_or_ipywidgets() -> None:
     """Nor IPython, nor markdown-it and nh3 (loaded when a Markdown answer is first rendered)."""

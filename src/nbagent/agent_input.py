@@ -253,17 +253,25 @@ def _chat_message(where: str, param: str, message: object) -> BaseChatMessage:
     )
 
 
+MESSAGE_TYPE_IN: Hook[[type], type[BaseChatMessage]] = Hook("message type")
+"""nbagent's chat message class that another library's class stands for (AutoGen's ``HandoffMessage``
+for nbagent's); ``None`` for any other class (registered by :mod:`nbagent.autogen`)."""
+
+
 class ProducedTypes(tuple[type[BaseChatMessage], ...]):
-    """nbagent's message types; ``in`` also finds another library's type of the same name (its twin:
-    AutoGen's ``Swarm`` asks ``HandoffMessage in agent.produced_message_types`` with AutoGen's class)."""
+    """nbagent's message types; ``in`` also finds another library's class that stands for one of them
+    (:data:`MESSAGE_TYPE_IN`: AutoGen's ``Swarm`` asks ``HandoffMessage in agent.produced_message_types``
+    with AutoGen's class)."""
 
     __slots__ = ()
 
     def __contains__(self, value: object) -> bool:
         if tuple.__contains__(self, value):
             return True
-        name = getattr(value, "__name__", None)
-        return isinstance(value, type) and any(kind.__name__ == name for kind in self)
+        if not isinstance(value, type):
+            return False
+        twin = MESSAGE_TYPE_IN(value)
+        return twin is not None and tuple.__contains__(self, twin)
 
 
 def caller_out(messages: object, token: object) -> ItemsOut | None:

@@ -148,20 +148,41 @@ async def test_an_sdk_that_exports_no_omit_works(
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
-async def test_a_pydantic_class_as_response_format_is_refused_before_anything_is_sent(
-    server: ChatServer, stream: bool
+@pytest.mark.parametrize("where", ["client", "call"])
+async def test_a_pydantic_class_as_response_format_asks_for_its_schema_with_autogens_warning(
+    server: ChatServer, stream: bool, where: str
 ) -> None:
+    """AutoGen 0.7.5's older spelling of a structured output: the class as ``response_format`` in the create
+    args (the client's or the call's) is the call's ``json_output``, with its ``DeprecationWarning``."""
+
     class Answer(BaseModel):
         text: str
 
+    at_client = {"response_format": Answer} if where == "client" else {}
     client = OpenAIChatCompletionClient(
-        "gpt-4o", base_url=server.base_url, api_key=TEST_KEY, max_retries=0, response_format=Answer
+        "gpt-4o", base_url=server.base_url, api_key=TEST_KEY, max_retries=0, **at_client
     )
-    request = ModelRequest(MESSAGES[:2], [], "auto", None, {})
-    with pytest.raises(TypeError, match="response_format is the class Answer, not a response_format dict"):
+    server.script(Reply.text('{"text": "sunny"}'))
+    request = ModelRequest(MESSAGES[:2], [], "auto", None, {} if at_client else {"response_format": Answer})
+    with pytest.warns(DeprecationWarning, match="Using response_format to specify the BaseModel"):
         if stream:
-            [item async for item in client.complete_stream(request)]
+            answer = [item async for item in client.complete_stream(request)][-1]
         else:
-            await client.complete(request)
+            answer = await client.complete(request)
+    assert answer.content == '{"text": "sunny"}'  # type: ignore[union-attr]
+    sent = server.requests[-1].body["response_format"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["name"] == "Answer"
+    assert client.request_parameters(request)["response_format"] == sent
+    with pytest.raises(ValueError, match="response_format and json_output cannot be set to a Pydantic model"):
+        await client.complete(ModelRequest(MESSAGES[:2], [], "auto", Answer, request.extra_create_args))
+    assert len(server.requests) == 1
+    await client.close()
+
+
+async def test_another_class_as_response_format_is_refused_before_anything_is_sent(server: ChatServer) -> None:
+    client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=TEST_KEY, max_retries=0)
+    request = ModelRequest(MESSAGES[:2], [], "auto", None, {"response_format": dict})
+    with pytest.raises(TypeError, match="response_format is the class dict, neither a response_format dict nor"):
+        await client.complete(request)
     assert server.requests == []
     await client.close()

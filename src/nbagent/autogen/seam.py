@@ -8,6 +8,7 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
   ``MemoryContent`` and LLM messages, field by field;
 * ``agent_input.CHAT_IN`` and ``CALLER``: AutoGen's chat messages in, and for AutoGen's callers (its
   teams' containers) every item of a run out in AutoGen's types (:mod:`.protocol`);
+  ``agent_input.MESSAGE_TYPE_IN``: AutoGen's chat message classes as nbagent's (``produced_message_types``);
 * ``tools.FOREIGN_TOOL``: AutoGen's tools, run by themselves (:class:`.edges.AutoGenTool`);
 * ``context.FOREIGN_CONTEXT``: AutoGen's own model contexts as their exact twins, a subclass of them
   by its protocol with AutoGen's messages (:class:`~nbagent.context.ProtocolContext`);
@@ -19,6 +20,8 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
 * ``messages.SHARED_RESULT``: once AutoGen is imported, a run's ``TaskResult`` is AutoGen's too
   (:mod:`.results`), so AutoGen's ``Console`` over ``agent.run_stream(task=...)`` ends on it;
 * ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
+* ``models.base.CALL_EVENT``: nbagent's OpenAI clients' calls logged on AutoGen's event logger, their
+  answers' quirks warned, as AutoGen's client does (:mod:`.events`);
 * ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
 * ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
   steppers): AutoGen's agents and teams in nbagent's live view and stepper;
@@ -47,6 +50,7 @@ from .. import components, context, hooks, memory, messages, tools
 from .._imports import when_imported
 from ..models import base as model_base
 from ..models import bridge
+from .events import call_event
 
 if TYPE_CHECKING:
     from .. import console
@@ -127,6 +131,16 @@ def chat_in(value: object) -> messages.BaseChatMessage | None:
     from .protocol import chat_in as convert
 
     return convert(value)
+
+
+def message_type(value: type) -> type[messages.BaseChatMessage] | None:
+    """nbagent's chat message class of the name of AutoGen's ``value`` (AutoGen's ``Swarm`` asks whether
+    its ``HandoffMessage`` is among an agent's ``produced_message_types``); ``None`` otherwise."""
+    found = _loaded("autogen_agentchat.messages")
+    if found is None or not issubclass(value, found.BaseChatMessage):
+        return None
+    ours = getattr(messages, value.__name__, None)
+    return ours if isinstance(ours, type) and issubclass(ours, messages.BaseChatMessage) else None
 
 
 def caller(items: Sequence[Any], token: object) -> agent_in.ItemsOut | None:
@@ -335,6 +349,7 @@ def register() -> None:
     messages.SHARED_RESULT.register(shared_result)
     agent_in.CHAT_IN.register(chat_in)
     agent_in.CALLER.register(caller)
+    agent_in.MESSAGE_TYPE_IN.register(message_type)
     tools.FOREIGN_TOOL.register(tool)
     context.FOREIGN_CONTEXT.register(model_context)
     context.FOREIGN_VIEW.register(context_view)
@@ -342,6 +357,7 @@ def register() -> None:
     memory.RESULT_FOR.register(memory_result)
     bridge.FOREIGN_CLIENT.register(model_client)
     model_base.RESULT_OUT.register(result_out)
+    model_base.CALL_EVENT.register(call_event)
     when_imported("nbagent.console", _console)  # not imported by import nbagent: on its first use
     hooks.HINT.register(hint)
     agent_module.AGENT_MADE.register(joined)

@@ -6,7 +6,7 @@ from abc import ABC
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Self
+from typing import Any, Literal, NamedTuple, Self
 
 from pydantic import BaseModel
 
@@ -133,6 +133,46 @@ class ModelStream(AsyncIterator["str | CreateResult"]):
     async def aclose(self) -> None:
         """Stop the stream early: the client closes its connection."""
         await self._items.aclose()
+
+
+class Quirk(NamedTuple):
+    """Something odd in an answer that the client read anyway: ``kind`` is ``"finish_reason"`` (tool calls
+    with another finish reason: ``detail`` is that reason), ``"arguments"`` (a tool call's arguments given
+    as a JSON object, not its text: ``detail`` is their JSON) or ``"no_think"`` (a model of the R1 family
+    answered text without a ``<think>`` block or a reasoning field)."""
+
+    kind: Literal["finish_reason", "arguments", "no_think"]
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CallEvent:
+    """One step of a model call, as a client tells :data:`CALL_EVENT`'s listeners.
+
+    ``kind`` is ``"call"`` (a call answered at once: ``messages`` and ``tools`` as sent, ``response``
+    the server's answer as JSON data), ``"stream_start"`` (the first chunk of a stream arrived:
+    ``messages``) or ``"stream_end"`` (a stream finished: ``response`` its :class:`CreateResult`).
+    ``usage`` is the call's (``"call"``, ``"stream_end"``); ``quirks`` what was odd in the answer.
+    """
+
+    kind: Literal["call", "stream_start", "stream_end"]
+    messages: Sequence[Mapping[str, Any]] = ()
+    response: Mapping[str, Any] | CreateResult | None = None
+    usage: RequestUsage | None = None
+    tools: Sequence[Mapping[str, Any]] = ()
+    quirks: tuple[Quirk, ...] = ()
+
+
+CALL_EVENT: Hook[[CallEvent], None] = Hook("call event")
+"""Listeners of the model calls of nbagent's OpenAI clients: each registered listener is called with
+every :class:`CallEvent` (they answer ``None``). :mod:`nbagent.autogen` logs them as AutoGen's client
+does, once AutoGen is imported (its ``LLMCallEvent``... on its event logger)."""
+
+
+def tell(event: Callable[[], CallEvent]) -> None:
+    """Give :data:`CALL_EVENT`'s listeners the event ``event`` makes (made only when one listens)."""
+    if CALL_EVENT:
+        CALL_EVENT(event())
 
 
 RESULT_OUT: Hook[[Sequence[object]], Callable[[CreateResult], Any]] = Hook("result out")

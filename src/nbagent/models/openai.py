@@ -19,7 +19,7 @@ import os
 import time
 import warnings
 import weakref
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Self
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -55,8 +55,9 @@ from ..redact import (
     process_secrets,
     redact_config_text,
 )
-from ..tools import ToolSchema
+from ..tools import Tool, ToolSchema
 from .base import (
+    CallEvent,
     ChatCompletionClient,
     ModelAuthenticationError,
     ModelBadRequestError,
@@ -70,7 +71,10 @@ from .base import (
     ModelServerError,
     ModelStream,
     ModelTimeoutError,
+    Quirk,
+    ToolChoice,
     UnreportedUsage,
+    tell,
 )
 from .retries import OUTER_RETRIES
 
@@ -861,6 +865,48 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         self.create_args = dict(create_args)
         self.last_time_to_first_token: float | None = None
 
+    def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolSchema | Tool] = (),
+        tool_choice: ToolChoice | Tool = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        max_consecutive_empty_chunk_tolerance: int = 0,
+        include_usage: bool | None = None,
+    ) -> AsyncIterator[str | CreateResult]:
+        """:meth:`ChatCompletionClient.create_stream` with AutoGen's OpenAI client's keywords: ``include_usage``
+        (the stream's ``stream_options``; nbagent asks for the usage unless told ``False``; a different
+        ``include_usage`` in ``extra_create_args['stream_options']`` is a ``ValueError``) and the deprecated
+        ``max_consecutive_empty_chunk_tolerance`` (a ``DeprecationWarning``: empty chunks are skipped)."""
+        if max_consecutive_empty_chunk_tolerance != 0:
+            warnings.warn(
+                "The 'max_consecutive_empty_chunk_tolerance' parameter is deprecated and will be removed in the "
+                "future releases. Empty chunks are skipped.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        if include_usage is not None:
+            extra = dict(extra_create_args or {})
+            options = dict(extra.get("stream_options") or {})
+            if options.get("include_usage", include_usage) != include_usage:
+                raise ValueError(
+                    "include_usage and extra_create_args['stream_options']['include_usage'] are both set, but "
+                    "differ in value."
+                )
+            extra["stream_options"] = {**options, "include_usage": include_usage}
+            extra_create_args = extra
+        return super().create_stream(
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            json_output=json_output,
+            extra_create_args=extra_create_args,
+            cancellation_token=cancellation_token,
+        )
+
     @property
     def model_name(self) -> str:
         return self._model
@@ -1001,7 +1047,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         fmt = response_format(call.json_output, self.model_info)
         if fmt is not None:  # json_output wins over a response_format of the create args, as in AutoGen
             given = request.get("response_format")
-            if given is not None and given != fmt and _is_model_class(call.json_output):
+            if given is not None and given != fmt and not _is_model_class(given) and _is_model_class(call.json_output):
                 warnings.warn(
                     "response_format is found in extra_create_args while json_output is set to a Pydantic "
                     "model class. Skipping the response_format in extra_create_args in favor of the "
@@ -1011,6 +1057,27 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 )
             request["response_format"] = fmt
         return request
+
+    def _structured(self, call: ModelRequest, *, warn: bool = True) -> ModelRequest:
+        """``call`` with a pydantic class given as ``response_format`` in the create args (AutoGen's older
+        spelling, with its ``DeprecationWarning``) as its ``json_output``; a ``ValueError`` when
+        ``json_output`` is a class too. Any other ``call`` as it is."""
+        given = call.extra_create_args.get("response_format", self.create_args.get("response_format"))
+        if not _is_model_class(given):
+            return call
+        if _is_model_class(call.json_output):
+            raise ValueError(
+                "response_format and json_output cannot be set to a Pydantic model class at the same time."
+            )
+        if warn:
+            warnings.warn(
+                "Using response_format to specify the BaseModel for structured output type will be deprecated. "
+                "Use json_output in create and create_stream instead.",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+        extra = {name: value for name, value in call.extra_create_args.items() if name != "response_format"}
+        return ModelRequest(call.messages, call.tools, call.tool_choice, given, extra)
 
     def request_parameters(self, call: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The parameters the request for ``call`` puts in the JSON body besides its messages and tool
@@ -1022,7 +1089,9 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         What a trace records of an LLM call (``llm_calls_df``'s ``tool_choice`` and ``request_params``).
         Raises what :meth:`build_request` raises for a request that cannot be sent.
         """
-        bare = ModelRequest([], call.tools, call.tool_choice, call.json_output, call.extra_create_args)
+        bare = self._structured(
+            ModelRequest([], call.tools, call.tool_choice, call.json_output, call.extra_create_args), warn=False
+        )
         body, options = self._post_arguments(self.build_request(bare, stream=stream))
         extra = options.get("extra_json")
         if isinstance(extra, Mapping):
@@ -1112,11 +1181,11 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 if not isinstance(value, not_given):
                     options["timeout"] = value
             elif name == "response_format" and isinstance(value, type):
-                # create() refuses a class here too ("use parse()"); nbagent builds the schema itself
+                # a pydantic class became the json_output (_structured); another class is no format
                 raise TypeError(
-                    f"OpenAIChatCompletionClient: response_format is the class {value.__name__}, not a "
-                    "response_format dict: give the agent output_content_type=..., or the call "
-                    "json_output=..., and nbagent sends its JSON schema"
+                    f"OpenAIChatCompletionClient: response_format is the class {value.__name__}, neither a "
+                    "response_format dict nor a pydantic model class: give the agent output_content_type=..., "
+                    "or the call json_output=..., and nbagent sends its JSON schema"
                 )
             elif not isinstance(value, unset):
                 body[name] = value
@@ -1129,6 +1198,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
     async def complete(
         self, request: ModelRequest, cancellation_token: CancellationToken | None = None
     ) -> CreateResult:
+        request = self._structured(request)
         sent = self.build_request(request)
         body, options = self._post_arguments(sent)
         completions = self._sdk_client().chat.completions
@@ -1156,12 +1226,34 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         except (_sdk().OpenAIError, AttributeError, TypeError) as error:  # the answer's JSON is read below
             raise self._error(error) from None
         try:
-            result = self._result(json.loads(answer) if isinstance(answer, bytes) else _json_of(answer))
+            completion = json.loads(answer) if isinstance(answer, bytes) else _json_of(answer)
+            result = self._result(completion)
         except (ValueError, AttributeError, TypeError, LookupError) as error:
             # ValueError: malformed JSON, a body that is not UTF-8 text, a value the result's models reject
             raise self._error(error) from None
         self._count_usage(result.usage, actual=True)
+        tools = sent.get("tools", ())
+        tell(
+            lambda: CallEvent(
+                "call", sent["messages"], completion, result.usage, tools, self._quirks(result, completion)
+            )
+        )
         return result
+
+    def _quirks(self, result: CreateResult, completion: Any = None) -> tuple[Quirk, ...]:
+        """What was odd in an answer read as ``result`` (from ``completion``'s JSON when not streamed)."""
+        found: list[Quirk] = []
+        choice: Any = completion["choices"][0] if isinstance(completion, dict) else {}
+        calls = (choice.get("message") or {}).get("tool_calls") or ()
+        if calls and choice.get("finish_reason") != "tool_calls":
+            found.append(Quirk("finish_reason", str(choice.get("finish_reason"))))
+        for call in calls:
+            arguments = (call.get("function") or {}).get("arguments")
+            if isinstance(arguments, dict):
+                found.append(Quirk("arguments", json.dumps(arguments, ensure_ascii=False)))
+        if isinstance(result.content, str) and result.thought is None and self.model_info.get("family") == "r1":
+            found.append(Quirk("no_think"))
+        return tuple(found)
 
     def _completions(self) -> Any:
         """The SDK client's ``chat.completions`` for the running loop; inside a caller that retries itself,
@@ -1250,6 +1342,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         cancellation_token: CancellationToken | None = None,
         stream: ModelStream | None = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
+        request = self._structured(request)
         sent = self.build_request(request, stream=True)
         body, options = self._post_arguments(sent)
         structured = _is_model_class(request.json_output) and _replaced("__aenter__")
@@ -1297,6 +1390,8 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                     break
                 except TimeoutError:
                     raise self._overtime(streaming=True) from None
+                if not assembly.chunks:
+                    tell(lambda: CallEvent("stream_start", sent["messages"]))
                 shown = assembly.feed(chunk)
                 if assembly.first_delta_perf is not None and self.last_time_to_first_token is None:
                     self.last_time_to_first_token = assembly.first_delta_perf - started
@@ -1316,6 +1411,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         except ValueError as error:  # a usage or a tool call of a shape it cannot have
             raise self._error(error) from None
         self._count_usage(result.usage, actual=True)
+        tell(lambda: CallEvent("stream_end", response=result, usage=result.usage, quirks=self._quirks(result)))
         yield result
 
     def _stream_result(self, assembly: _StreamAssembly) -> CreateResult:
@@ -1420,12 +1516,14 @@ class _StreamAssembly:
         self.first_delta_perf: float | None = None
         self.response_model: str | None = None
         self.response_id: str | None = None
+        self.chunks = 0
 
     def feed(self, chunk: Any) -> tuple[str, ...]:
-        """Take one chunk; the pieces of text to stream now (maybe none), as AutoGen's client streams them: a
-        reasoning field's pieces inside ``<think>``...``</think>`` (closed by the first delta without
-        one), then the text as it comes, a ``<think>`` block in it included. The result's text and
-        thought are assembled apart (the block taken out of the text)."""
+        """Take one chunk (:attr:`chunks` counts them); the pieces of text to stream now (maybe none), as
+        AutoGen's client streams them: a reasoning field's pieces inside ``<think>``...``</think>``
+        (closed by the first delta without one), then the text as it comes, a ``<think>`` block in it
+        included. The result's text and thought are assembled apart (the block taken out of the text)."""
+        self.chunks += 1
         if self.response_id is None:  # every chunk of a stream names the same answer: read the first
             self.response_model, self.response_id = _answered_by(chunk)
         if chunk.usage is not None:
