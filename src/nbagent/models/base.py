@@ -138,7 +138,7 @@ class ModelStream(AsyncIterator["str | CreateResult"]):
 class Quirk(NamedTuple):
     """Something odd in an answer that the client read anyway: ``kind`` is ``"finish_reason"`` (tool calls
     with another finish reason: ``detail`` is that reason), ``"arguments"`` (a tool call's arguments given
-    as a JSON object, not its text: ``detail`` is their JSON) or ``"no_think"`` (a model of the R1 family
+    as a JSON object, not its text: ``detail`` is their ``str``) or ``"no_think"`` (a model of the R1 family
     answered text without a ``<think>`` block or a reasoning field)."""
 
     kind: Literal["finish_reason", "arguments", "no_think"]

@@ -1250,7 +1250,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         for call in calls:
             arguments = (call.get("function") or {}).get("arguments")
             if isinstance(arguments, dict):
-                found.append(Quirk("arguments", json.dumps(arguments, ensure_ascii=False)))
+                found.append(Quirk("arguments", str(arguments)))
         if isinstance(result.content, str) and result.thought is None and self.model_info.get("family") == "r1":
             found.append(Quirk("no_think"))
         return tuple(found)

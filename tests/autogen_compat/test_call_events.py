@@ -1,0 +1,260 @@
+"""nbagent's OpenAI client on AutoGen's event logger, as AutoGen 0.7.5's own client (issue 40.5).
+
+AutoGen's tracing and cost tools read ``LLMCallEvent``/``LLMStreamStartEvent``/``LLMStreamEndEvent`` from
+the logger ``autogen_core.EVENT_LOGGER_NAME``, and its client warns about an answer's quirks. Over real
+HTTP (``tests/models/chat_server.py``) the same answers go to AutoGen's ``OpenAIChatCompletionClient`` and
+to nbagent's, and what each logs and warns is compared. Also: AutoGen's ``create_stream`` keywords
+(``include_usage``), a pydantic class as ``response_format``, and AutoGen's message classes in
+``produced_message_types`` (through the seam's hook, not by class name).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from autogen_agentchat import messages as ag
+from autogen_core import EVENT_LOGGER_NAME
+from autogen_core import FunctionCall as AgFunctionCall
+from autogen_core.models import UserMessage as AgUserMessage
+from autogen_core.tools import FunctionTool as AgFunctionTool
+from autogen_ext.models.openai import OpenAIChatCompletionClient as AgOpenAI
+from pydantic import BaseModel
+
+from nbagent import (
+    AssistantAgent,
+    CreateResult,
+    FunctionTool,
+    HandoffMessage,
+    ModelFamily,
+    OpenAIChatCompletionClient,
+    ReplayChatCompletionClient,
+    UserMessage,
+)
+from nbagent.models.base import CALL_EVENT
+from tests.models.chat_server import ChatServer, Reply
+
+FAKE_KEY = "sk-" + "test-0123456789"  # a fake key, made at run time
+R1_INFO: dict[str, Any] = {
+    "vision": False,
+    "function_calling": True,
+    "json_output": False,
+    "family": ModelFamily.R1,
+    "structured_output": False,
+}
+
+
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+class Events(logging.Handler):
+    """The events AutoGen's event logger receives (their ``kwargs``, as its tools read them)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.events: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        kwargs = getattr(record.msg, "kwargs", None)
+        if isinstance(kwargs, dict):
+            self.events.append(json.loads(str(record.msg)))
+
+
+@pytest.fixture
+def events() -> Iterator[Events]:
+    logger = logging.getLogger(EVENT_LOGGER_NAME)
+    handler, level = Events(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+QUIRKS = ("Finish reason mismatch", "Tool call function arguments field", "Could not find <think>")
+"""How AutoGen's warnings about an answer's quirks begin (its others, about its model table, are its own)."""
+
+
+def unnamed(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """AutoGen's messages as sent without their ``name`` (nbagent sends none: "AutoGen compatibility")."""
+    return [{key: value for key, value in message.items() if key != "name"} for message in messages]
+
+
+async def both(
+    events: Events, reply: Reply, *, stream: bool, model: str = "gpt-4o", info: dict[str, Any] | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], list[str], Any, Any]:
+    """What AutoGen's client and nbagent's log and warn for ``reply`` (sent to each in turn), and their results."""
+    logged: list[list[dict[str, Any]]] = []
+    warned: list[list[str]] = []
+    results = []
+    with ChatServer() as server:
+        server.script(reply, reply)
+        for client, message, tool in (
+            (
+                AgOpenAI(model=model, base_url=server.base_url, api_key=FAKE_KEY, model_info=info),  # type: ignore[arg-type]
+                AgUserMessage(content="Weather in Paris?", source="user"),
+                AgFunctionTool(weather, description="The weather in a city."),
+            ),
+            (
+                OpenAIChatCompletionClient(model, base_url=server.base_url, api_key=FAKE_KEY, model_info=info),  # type: ignore[arg-type]
+                UserMessage(content="Weather in Paris?", source="user"),
+                FunctionTool(weather),
+            ),
+        ):
+            events.events.clear()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                if stream:
+                    stream_args: dict[str, Any] = {"tools": [tool], "include_usage": True}
+                    items = [item async for item in client.create_stream([message], **stream_args)]  # type: ignore[list-item]
+                    results.append(items[-1])
+                else:
+                    results.append(await client.create([message], tools=[tool]))  # type: ignore[list-item]
+            await client.close()
+            logged.append(list(events.events))
+            warned.append([str(w.message) for w in caught if str(w.message).startswith(QUIRKS)])
+    return logged[0], logged[1], warned[0], warned[1], results[0], results[1]
+
+
+async def test_a_call_logs_autogens_llm_call_event_with_the_same_fields(events: Events) -> None:
+    theirs, ours, _, _, _, result = await both(events, Reply.text("Sunny.", usage=(12, 3)), stream=False)
+    assert [event["type"] for event in ours] == [event["type"] for event in theirs] == ["LLMCall"]
+    for key in ("prompt_tokens", "completion_tokens", "tools", "agent_id"):
+        assert ours[0][key] == theirs[0][key], key
+    assert ours[0]["messages"] == unnamed(theirs[0]["messages"])  # the messages each sent
+    assert (ours[0]["prompt_tokens"], ours[0]["completion_tokens"]) == (12, 3)
+    assert ours[0]["messages"] == [{"role": "user", "content": "Weather in Paris?"}]
+    assert ours[0]["tools"][0]["function"]["name"] == "weather"
+    assert ours[0]["response"]["choices"][0]["message"]["content"] == "Sunny."
+    assert theirs[0]["response"]["choices"][0]["message"]["content"] == "Sunny."
+    assert result.content == "Sunny."
+
+
+async def test_a_stream_logs_autogens_start_and_end_events_with_the_same_fields(events: Events) -> None:
+    theirs, ours, _, _, _, result = await both(events, Reply.text("Sunny today.", usage=(7, 2)), stream=True)
+    assert [event["type"] for event in ours] == [event["type"] for event in theirs]
+    assert [event["type"] for event in ours] == ["LLMStreamStart", "LLMStreamEnd"]
+    assert ours[0]["messages"] == unnamed(theirs[0]["messages"]) == [{"role": "user", "content": "Weather in Paris?"}]
+    end, their_end = ours[1], theirs[1]
+    for key in ("prompt_tokens", "completion_tokens", "agent_id"):
+        assert end[key] == their_end[key], key
+    for key in ("content", "finish_reason", "usage", "thought", "cached"):
+        assert end["response"][key] == their_end["response"][key], key
+    assert isinstance(result, CreateResult) and end["response"]["content"] == "Sunny today."
+
+
+async def test_tool_calls_with_another_finish_reason_warn_autogens_words(events: Events) -> None:
+    reply = Reply.call(("weather", {"city": "Paris"}), finish_reason="stop")
+    _, _, theirs, ours, their_result, result = await both(events, reply, stream=False)
+    assert ours == theirs
+    assert ours and ours[0].startswith("Finish reason mismatch: stop != tool_calls when tool_calls are present.")
+    assert result.content[0].arguments == their_result.content[0].arguments == '{"city": "Paris"}'
+
+
+async def test_tool_arguments_given_as_an_object_warn_autogens_words(events: Events) -> None:
+    completion = Reply.call(("weather", {"city": "Paris"})).completion("gpt-4o")
+    function = completion["choices"][0]["message"]["tool_calls"][0]["function"]
+    function["arguments"] = {"city": "Paris"}
+    _, _, theirs, ours, their_result, result = await both(events, Reply(body=completion), stream=False)
+    assert ours == theirs
+    assert ours and ours[0].startswith("Tool call function arguments field is not a string: {'city': 'Paris'}.")
+    assert result.content[0].arguments == their_result.content[0].arguments == '{"city": "Paris"}'
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+async def test_an_r1_answer_without_think_warns_autogens_words(events: Events, stream: bool) -> None:
+    _, _, theirs, ours, _, result = await both(events, Reply.text("Five."), stream=stream, model="r1", info=R1_INFO)
+    assert (
+        ours
+        == theirs
+        == ["Could not find <think>..</think> field in model response content. No thought was extracted."]
+    )
+    assert (result.content, result.thought) == ("Five.", None)
+
+
+async def test_an_ordinary_answer_warns_nothing(events: Events) -> None:
+    _, _, theirs, ours, _, _ = await both(events, Reply.call(("weather", {"city": "Paris"})), stream=True)
+    assert ours == theirs == []
+
+
+async def test_nothing_is_logged_or_warned_while_autogen_is_not_imported(
+    events: Events, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seam's listener reads ``sys.modules``: without AutoGen's modules there, it does nothing."""
+    monkeypatch.delitem(sys.modules, "autogen_core.logging")
+    reply = Reply.call(("weather", {"city": "Paris"}), finish_reason="stop")
+    _, ours, _, warned, _, result = await both(events, reply, stream=False)
+    assert ours == [] and warned == []
+    assert result.finish_reason == "function_calls"
+    assert CALL_EVENT  # the listener is registered all the same
+
+
+async def test_include_usage_is_autogens_keyword_of_create_stream() -> None:
+    with ChatServer() as server:
+        server.script(Reply.text("Sunny.", usage=(7, 2)), Reply.text("Sunny.", usage=(7, 2)))
+        client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=FAKE_KEY)
+        message = UserMessage(content="Weather?", source="user")
+        items = [item async for item in client.create_stream([message], include_usage=True)]
+        assert items[-1].usage.prompt_tokens == 7  # type: ignore[union-attr]
+        assert server.requests[-1].body["stream_options"] == {"include_usage": True}
+        items = [item async for item in client.create_stream([message], include_usage=False)]
+        assert server.requests[-1].body["stream_options"] == {"include_usage": False}
+        assert items[-1].usage.prompt_tokens == 0  # type: ignore[union-attr]
+        with pytest.raises(ValueError, match="include_usage and extra_create_args"):
+            client.create_stream(
+                [message], include_usage=True, extra_create_args={"stream_options": {"include_usage": False}}
+            )
+        with pytest.warns(DeprecationWarning, match="max_consecutive_empty_chunk_tolerance"):
+            client.create_stream([message], max_consecutive_empty_chunk_tolerance=3)
+        assert len(server.requests) == 2
+        await client.close()
+
+
+async def test_a_pydantic_class_as_response_format_is_taken_as_autogen_takes_it() -> None:
+    class Weather(BaseModel):
+        city: str
+        sky: str
+
+    answer = '{"city": "Paris", "sky": "clear"}'
+    with ChatServer() as server:
+        server.script(Reply.text(answer), Reply.text(answer))
+        results = []
+        for client, message in (
+            (
+                AgOpenAI(model="gpt-4o", base_url=server.base_url, api_key=FAKE_KEY),
+                AgUserMessage(content="?", source="u"),
+            ),
+            (
+                OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=FAKE_KEY),
+                UserMessage(content="?", source="u"),
+            ),
+        ):
+            with pytest.warns(DeprecationWarning, match="Using response_format to specify the BaseModel"):
+                results.append(await client.create([message], extra_create_args={"response_format": Weather}))  # type: ignore[list-item]
+            await client.close()
+        theirs, ours = (request.body["response_format"] for request in server.requests)
+    assert ours["type"] == theirs["type"] == "json_schema"
+    assert ours["json_schema"]["name"] == theirs["json_schema"]["name"] == "Weather"
+    assert ours["json_schema"]["schema"] == theirs["json_schema"]["schema"]
+    assert results[0].content == results[1].content == answer
+
+
+def test_autogens_message_classes_are_found_among_produced_types_through_the_seam() -> None:
+    agent = AssistantAgent("a", model_client=ReplayChatCompletionClient(["x"]))
+    produced = agent.produced_message_types
+    assert ag.HandoffMessage in produced and ag.TextMessage in produced and HandoffMessage in produced
+    assert ag.StopMessage not in produced  # AutoGen's, but not one this agent produces
+
+    class HandoffMessage2(BaseModel):  # a class of another library whose name matches nbagent's
+        pass
+
+    HandoffMessage2.__name__ = "HandoffMessage"
+    assert HandoffMessage2 not in produced
+    assert AgFunctionCall not in produced
