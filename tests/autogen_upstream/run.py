@@ -135,9 +135,10 @@ def _git_dir(repository: Path) -> Path:
 
 CANNOT_RUN = {
     "autogen-ext/tools/test_mcp_tools.py": (
-        "autogen-ext 0.7.5's MCP adapters need the mcp SDK of AutoGen's lock at the tag (1.12.1), which imports "
-        "a pydantic internal (eval_type_backport) that the installed pydantic (2.14) no longer has: only a "
-        "second environment with an older pydantic runs them, and it would not test nbagent as installed"
+        "autogen-ext 0.7.5's MCP modules import mcp.shared.context.RequestContext, which the mcp SDK nbagent "
+        "needs (2.x) no longer has; with a 1.x SDK they import but nbagent's MCP code cannot run (it needs 2.x), "
+        "and one process holds one of the two: only a second environment would run them, and it would not "
+        "test nbagent as installed"
     ),
 }
 """Files that cannot run in nbagent's environment, with the reason (docs/contract.md, ``environment``)."""

@@ -156,3 +156,6 @@ def _with_counterparts(value: Any, where: str, importable: frozenset[str]) -> An
         _autogen_class(provider, where, importable)
         return {**value, "config": _with_counterparts(value["config"], where, importable)}
     return {key: _with_counterparts(item, where, importable) for key, item in value.items()}
+
+
+make_known()  # here, not at autogen_core's import alone: this module's own import may be what imports it

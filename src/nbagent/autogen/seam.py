@@ -264,10 +264,10 @@ def _nbagents_component(provider: str) -> bool:
 
 
 def _loadable(module: ModuleType) -> None:
-    """At ``autogen_core``'s import: nbagent's providers made known to AutoGen's loader."""
-    from .loaders import make_known
-
-    make_known()
+    """At ``autogen_core``'s import: nbagent's providers made known to AutoGen's loader, which
+    :mod:`.loaders` does once it is loaded (also when it is the module importing ``autogen_core``: its
+    import is then under way, and it does so at its end)."""
+    from . import loaders  # noqa: F401 (imported for what its loading does)
 
 
 def stream(first: object) -> console.Reader | None:
