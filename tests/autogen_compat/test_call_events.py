@@ -31,22 +31,15 @@ from nbagent import (
     CreateResult,
     FunctionTool,
     HandoffMessage,
-    ModelFamily,
     OpenAIChatCompletionClient,
     ReplayChatCompletionClient,
     UserMessage,
 )
 from nbagent.models.base import CALL_EVENT
+from tests.autogen_compat.test_think_streaming import FAKE_KEY, R1_INFO
 from tests.models.chat_server import ChatServer, Reply
 
-FAKE_KEY = "sk-" + "test-0123456789"  # a fake key, made at run time
-R1_INFO: dict[str, Any] = {
-    "vision": False,
-    "function_calling": True,
-    "json_output": False,
-    "family": ModelFamily.R1,
-    "structured_output": False,
-}
+R1_TOOLS_INFO: dict[str, Any] = {**R1_INFO, "function_calling": True}  # the calls here offer a tool
 
 
 def weather(city: str) -> str:
@@ -170,7 +163,9 @@ async def test_tool_arguments_given_as_an_object_warn_autogens_words(events: Eve
 
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 async def test_an_r1_answer_without_think_warns_autogens_words(events: Events, stream: bool) -> None:
-    _, _, theirs, ours, _, result = await both(events, Reply.text("Five."), stream=stream, model="r1", info=R1_INFO)
+    _, _, theirs, ours, _, result = await both(
+        events, Reply.text("Five."), stream=stream, model="r1", info=R1_TOOLS_INFO
+    )
     assert (
         ours
         == theirs
