@@ -253,3 +253,27 @@ def test_autogens_message_classes_are_found_among_produced_types_through_the_sea
     HandoffMessage2.__name__ = "HandoffMessage"
     assert HandoffMessage2 not in produced
     assert AgFunctionCall not in produced
+
+
+async def test_a_call_under_autogens_team_names_the_agent_as_autogens_client_does(events: Events) -> None:
+    """Inside AutoGen's runtime (its ``AssistantAgent`` in a team, nbagent's client) the event names the agent."""
+    from autogen_agentchat.agents import AssistantAgent as AgAssistantAgent
+    from autogen_agentchat.conditions import MaxMessageTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat
+
+    ids = []
+    with ChatServer() as server:
+        server.script(Reply.text("Sunny."), Reply.text("Sunny."))
+        for client in (
+            AgOpenAI(model="gpt-4o", base_url=server.base_url, api_key=FAKE_KEY),
+            OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=FAKE_KEY),
+        ):
+            events.events.clear()
+            agent = AgAssistantAgent("forecaster", model_client=client)  # type: ignore[arg-type]
+            team = RoundRobinGroupChat([agent], termination_condition=MaxMessageTermination(2))
+            await team.run(task="Weather?")
+            await client.close()
+            ids += [event["agent_id"] for event in events.events if event["type"] == "LLMCall"]
+    assert len(ids) == 2 and all(ids)
+    # "<agent type>_<team id>/<key>": the agent's name, then the team's id
+    assert [agent_id.split("/")[0].rsplit("_", 1)[0] for agent_id in ids] == ["forecaster", "forecaster"]
