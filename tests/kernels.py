@@ -16,6 +16,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from nbclient import NotebookClient
 
+from nbagent.notebook.saved import prune_widget_state
+
 SLOW_AGENT = """
 import asyncio, nbagent
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
@@ -86,6 +88,13 @@ def execute_notebook(nb: nbformat.NotebookNode, manager: KernelManager, **option
     return nb
 
 
+def save_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
+    """Write ``nb`` to ``path`` as nbagent saves a notebook nbclient ran: without the widget models no output
+    shows (:func:`nbagent.notebook.saved.prune_widget_state`: nbclient keeps the closed ones too)."""
+    nbformat.write(nb, path)
+    prune_widget_state(path)
+
+
 def execute_cells(
     cells: list[str], manager: KernelManager, saved: Path, failing: frozenset[int] = frozenset()
 ) -> nbformat.NotebookNode:
@@ -101,7 +110,7 @@ def execute_cells(
     execute_notebook(
         nb, manager, timeout=120, store_widget_state=False, resources={"metadata": {"path": str(saved.parent)}}
     )
-    nbformat.write(nb, saved)
+    save_notebook(nb, saved)
     return nbformat.read(saved, as_version=4)
 
 

@@ -1,9 +1,11 @@
-"""``python -m nbagent``: ``demo`` prints a scripted run and its DataFrames; ``lab`` opens the walkthrough.
+"""``python -m nbagent``: ``demo`` prints a scripted run and its DataFrames; ``lab`` opens the walkthrough;
+``prune-widgets`` removes from saved notebooks the widget models their outputs no longer show.
 
 Both work offline with no API key: ``demo`` runs on the replay model, ``lab`` starts JupyterLab on
 ``notebooks/02_walkthrough_steps_1_5.ipynb`` of a source checkout (it installs nothing), saving the
 shipped notebooks it laid out without outputs (:func:`save_without_outputs`), so running them changes no
-tracked file, and a user's own notebooks keep theirs.
+tracked file, and a user's own notebooks keep theirs. ``prune-widgets`` is for notebooks nbclient saved
+(``jupyter nbconvert --execute``, papermill): :func:`nbagent.notebook.saved.prune_widget_state`.
 """
 
 from __future__ import annotations
@@ -261,6 +263,27 @@ def lab(directory: Path | None, port: int | None, no_browser: bool, jupyter_args
     os.execve(sys.executable, command, environment)
 
 
+def prune_widgets(paths: Sequence[Path], out: TextIO | None = None) -> int:
+    """``nbagent prune-widgets``: prune each notebook's widget state, one line each; 1 if one could not be."""
+    from .notebook.saved import prune_widget_state
+
+    stream = out if out is not None else sys.stdout
+    failed = False
+    for path in paths:
+        try:
+            done = prune_widget_state(path)
+        except (OSError, ValueError) as error:
+            print(f"{path}: not pruned: {error}", file=sys.stderr)
+            failed = True
+            continue
+        print(
+            f"{path}: {done.removed} widget models removed, {done.kept} kept; {done.bytes_before:,} -> "
+            f"{done.bytes_after:,} bytes",
+            file=stream,
+        )
+    return 1 if failed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="nbagent", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -276,10 +299,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     lab_parser.add_argument(
         "jupyter_args", nargs=argparse.REMAINDER, help="after --: more options for JupyterLab (e.g. -- --allow-root)"
     )
+    prune_parser = commands.add_parser(
+        "prune-widgets",
+        help="remove from saved notebooks the widget models no output shows (after nbconvert --execute, papermill)",
+    )
+    prune_parser.add_argument("notebooks", nargs="+", type=Path, help="the .ipynb files, each rewritten whole")
     args = parser.parse_args(argv)
     if args.command == "demo":
         asyncio.run(demo())
         return 0
+    if args.command == "prune-widgets":
+        return prune_widgets(args.notebooks)
     extra = args.jupyter_args[1:] if args.jupyter_args[:1] == ["--"] else args.jupyter_args
     return lab(args.dir, args.port, args.no_browser, extra)
 

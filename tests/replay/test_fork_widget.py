@@ -37,10 +37,11 @@ async def test_fork_here_shows_the_fork_whose_tool_result_is_edited_then_compare
     stepper = walk()
     widget = stepper.widget()
     panel = widget.fork_panel
-    assert panel.fork_button in widget.children[2].children  # in the bar, next to Next / Run to end / Reset
+    assert panel.fork_button in widget.bar.children  # in the bar, next to Next / Run to end / Reset
     for _ in range(4):
         await click(widget, widget.next_button)  # paused before tool_execution
-    assert panel.tool_row.layout.display is None and list(panel.call_id.options) == ["c1"]
+    assert panel.give_row is not None and panel.call_id is not None and panel.value is not None
+    assert panel.give_row.children[:2] == (panel.call_id, panel.value) and list(panel.call_id.options) == ["c1"]
     await click(widget, panel.fork_button)
     [fork_widget] = panel.forks.children
     assert isinstance(fork_widget, StepperWidget)
@@ -54,7 +55,7 @@ async def test_fork_here_shows_the_fork_whose_tool_result_is_edited_then_compare
     assert fork.status == "finished"
     [result] = fork.history[4].tool_results
     assert (result.content, result.is_error) == ("Error: <b>service down</b>", True)
-    assert fork_panel.compare_button.layout.display is None
+    assert panel.compare_button is None and fork_panel.compare_button in fork_panel.children  # a fork's alone
     fork_panel.compare_button.click()
     [compare_widget] = fork_panel.comparison.children
     assert 'data-diverged="true"' in compare_widget.body.value
@@ -69,7 +70,8 @@ async def test_give_an_answer_from_the_panel_and_bad_input_shows_the_error() -> 
     panel = widget.fork_panel
     await click(widget, widget.next_button)
     await click(widget, widget.next_button)  # paused before call_llm
-    assert panel.answer_row.layout.display is None and panel.tool_row.layout.display == "none"
+    assert panel.give_row is not None and panel.give_row.children == (panel.answer, panel.give_answer)
+    assert panel.call_id is None  # the tool call's widgets: made at the first pause before the tools run
     panel.answer.value = "No tools needed."
     panel.give_answer.click()
     await click(widget, widget.run_button)
@@ -98,13 +100,13 @@ async def test_a_walk_of_a_replay_says_what_a_replay_cannot_reproduce() -> None:
     await recorded.run_to_end()
     run_id = recorded.run_id
     assert run_id is not None and recorded.replay is None
-    assert "nba-replay" not in recorded.widget().replay_note.value  # a live walk: no replay note
+    assert "nba-replay" not in recorded.widget().head.value  # a live walk: no replay note
     replay = recorded.agent.trace.replay(run_id)
     stepper = nbagent.step(replay)
     assert isinstance(stepper, NotebookStepper) and stepper.replay is replay
     widget = stepper.widget()
-    assert widget.replay_note in widget.children
-    note = widget.replay_note.value
+    assert widget.head in widget.children
+    note = widget.head.value
     assert f"replay of run {run_id}" in note and "tool side effects" in note and replay.limits[:40] in note
     assert replay.limits[:40] in stepper_html(stepper)  # the saved notebook's copy says it too
     await stepper.run_until(move="tool_execution")
@@ -146,13 +148,13 @@ async def test_a_fork_is_a_titled_nested_panel_and_the_parents_forked_move_sends
     panel = widget.fork_panel
     for _ in range(4):
         await click(widget, widget.next_button)  # paused before tool_execution
-    assert widget.title.value == "" and "nba-fork-walk" not in widget._dom_classes  # noqa: SLF001
+    assert 'class="nba-fork-title"' not in widget.head.value and "nba-fork-walk" not in widget._dom_classes  # noqa: SLF001
     await click(widget, panel.fork_button)
     [fork_widget] = panel.forks.children
     run = str(stepper.run_id)
     assert "nba-fork-walk" in fork_widget._dom_classes  # noqa: SLF001 (ipywidgets' CSS classes, no reader)
-    assert f"Fork of run {run[:8]} at move 4: no change yet" in fork_widget.title.value
-    assert f'title="{run}"' in fork_widget.title.value
+    assert f"Fork of run {run[:8]} at move 4: no change yet" in fork_widget.head.value
+    assert f'title="{run}"' in fork_widget.head.value
     # The parent's buttons for the forked move: disabled, and the note says where the change goes.
     assert all(b.disabled for b in (panel.give_result, panel.give_error, panel.give_timeout, panel.give_answer))
     assert "this move was forked" in panel.note.value
@@ -160,9 +162,9 @@ async def test_a_fork_is_a_titled_nested_panel_and_the_parents_forked_move_sends
     assert not fork_panel.give_error.disabled
     fork_panel.value.value = "service <b>down</b>"
     fork_panel.give_error.click()
-    title = html.unescape(fork_widget.title.value)
+    title = html.unescape(fork_widget.head.value)
     assert "at move 4: tool call c1 given an error ('service <b>down</b>')" in title, title
-    assert "<b>" not in fork_widget.title.value  # what was typed is escaped
+    assert "<b>" not in fork_widget.head.value  # what was typed is escaped
     copy = stepper_html(stepper)
     assert copy.count('class="nba-stepper nba-static-copy"') == 1 and 'class="nba-stepper nba-fork-walk"' in copy
     assert f"Fork of run {run[:8]} at move 4: tool call c1 given an error" in copy

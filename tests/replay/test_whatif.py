@@ -225,7 +225,7 @@ async def test_the_widgets_what_if_buttons_fork_in_one_click() -> None:
     assert stepper.widget().error is None
     (fork,) = stepper.shown_forks
     assert fork.status == "finished" and fork.what_if == "What if the tool fails?"
-    assert '<span class="nba-what-if-question">What if the tool fails? </span>Fork of run' in fork.widget().title.value
+    assert '<span class="nba-what-if-question">What if the tool fails? </span>Fork of run' in fork.widget().head.value
     comparison = fork.widget().fork_panel.comparison.children[0]
     assert "At move 5, fork also runs get_weather" in comparison.children[2].value  # the sentences, in the view
     copy = stepper_html(stepper)

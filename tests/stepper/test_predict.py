@@ -180,10 +180,11 @@ async def test_the_widget_draws_the_question_as_buttons_and_the_verdict() -> Non
 async def test_the_toggle_turns_predict_mode_on_and_off() -> None:
     stepper = nbagent.step(scenario("plain_text").agent(), "hi")
     widget = stepper.widget()
-    assert widget.predict_panel.body.value == "" and widget.predict_panel.buttons == []
+    assert widget.predict_panel.box is None and widget.predict_panel.buttons == []  # no model made until it is on
     assert quiz_html(stepper.quiz) == ""
     widget.predict_panel.toggle.value = True
     assert stepper.quiz.active and len(widget.predict_panel.buttons) == 2
+    assert widget.children == (widget.head, widget.bar, widget.predict_panel.box, widget.panel, widget.fork_panel)
     widget.predict_panel.toggle.value = False
     assert not stepper.quiz.active and widget.predict_panel.buttons == []
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -43,6 +42,7 @@ from ..trace.explore import (
     tool_uses,
 )
 from .explorer_table import ExplorerTable
+from .saved import write_whole
 from .static_display import StaticCopyDisplay
 from .view import AgentRunView
 
@@ -683,7 +683,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         page = Markup("<!doctype html><meta charset='utf-8'><title>run {}</title>{}{}").format(
             run, Markup(STYLE), Markup(html)
         )
-        _write_whole(target, page)
+        write_whole(target, page)
         return target
 
     # ------------------------------------------------------------------ live updates
@@ -854,18 +854,6 @@ def _recorded_times(view: AgentRunView, trace: TraceFrames, run: str) -> None:
         {str(call_id): seconds(value) for call_id, value in zip(tools["call_id"], tools["duration_s"], strict=True)},
         seconds(ran.iloc[0]) if len(ran) else None,
     )
-
-
-def _write_whole(target: Path, text: str) -> None:
-    folder = target.parent if str(target.parent) else Path(".")
-    handle, name = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(name, target)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
 
 
 def explore(

@@ -15,6 +15,7 @@ words). A question the walk cannot be asked yet is disabled, its tooltip saying 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -42,69 +43,93 @@ class Owner(Protocol):
 
 
 class ForkPanel(widgets.VBox):  # type: ignore[misc]
-    """Forks of a walk, and the changes it can make before its next move (see the module's text)."""
+    """Forks of a walk, and the changes it can make before its next move (see the module's text).
+
+    Its widgets are made when first needed (each is a widget model the frontend keeps): the row that gives a
+    tool call's result or the model's answer when the walk first pauses before one, *Compare with parent*
+    only in a fork's panel, the box of forks at the first fork. Every button is a :class:`ClickButton` sharing
+    the walk's one layout and one style."""
 
     def __init__(self, owner: Owner) -> None:
         self.owner = owner
         parts = owner.parts
-        shared = {"layout": parts.layout, "style": parts.button_style}
-        self.fork_button = ClickButton(
-            description=words("Fork here"),
-            icon="code-fork",
-            tooltip=words("Fork the walk here"),
-            layout=parts.layout,
-            style=parts.toggle_style,
-        )
+        self.fork_button = self._button(words("Fork here"), icon="code-fork", tooltip=words("Fork the walk here"))
         self.fork_button.add_class("nba-fork")
         self.fork_button.on_click(lambda _: owner.click(self.fork))
-        self.call_id = widgets.Dropdown(description="tool call", layout=widgets.Layout(width="16em"))
-        text = {"layout": widgets.Layout(width="24em"), "style": parts.text_style}  # the two text boxes share them
-        self.value = widgets.Text(placeholder="the tool's result or error", **text)
-        self.value.add_class("nba-give-result")
-        self.answer = widgets.Text(placeholder="the model's answer", **text)
-        self.answer.add_class("nba-give-answer")
-        self.give_result = widgets.Button(description=words("Give result"), **shared)
-        self.give_error = widgets.Button(description=words("Give error"), **shared)
-        self.give_timeout = widgets.Button(description=words("Timeout"), **shared)
-        self.give_answer = widgets.Button(description=words("Give answer"), **shared)
-        self.compare_button = widgets.Button(
-            description=words("Compare with parent"),
-            icon="columns",
-            layout=widgets.Layout(width="auto"),  # its own: shown and hidden on its own
-            style=parts.button_style,
-        )
-        self.give_result.on_click(lambda _: self._give("result"))
-        self.give_error.on_click(lambda _: self._give("error"))
-        self.give_timeout.on_click(lambda _: self._give("timeout"))
-        self.give_answer.on_click(lambda _: self._give("answer"))
-        self.compare_button.on_click(lambda _: self.show_comparison())
-        self.what_if_buttons = {key: widgets.Button(**shared) for key in WHAT_IFS}
+        self.give_row: widgets.HBox | None = None
+        """The tool call's result or error, or the model's answer, to give before the next move (made at the first
+        pause before one; its children are the ones the paused move takes, none while there is nothing to give)."""
+        self.call_id: widgets.Dropdown | None = None
+        self.value: widgets.Text | None = None
+        self.give_result: ClickButton | None = None
+        self.give_error: ClickButton | None = None
+        self.give_timeout: ClickButton | None = None
+        self.answer: widgets.Text | None = None
+        self.give_answer: ClickButton | None = None
+        self.what_if_buttons = {key: self._button("") for key in WHAT_IFS}
         for key, button in self.what_if_buttons.items():
             button.add_class("nba-what-if-button")
             button.add_class(f"nba-what-if-{key.replace('_', '-')}")
-            button.on_click(lambda _, key=key: owner.click(lambda: self.what_if(key)))
-        self.what_if_row = widgets.HBox(
-            list(self.what_if_buttons.values()),
-            layout=parts.layout,
-        )
+            button.on_click(functools.partial(self._ask, key))
+        self.what_if_row = widgets.HBox(list(self.what_if_buttons.values()), layout=parts.layout)
         self.what_if_row.add_class("nba-what-if")
         self.note = parts.html()
-        self.tool_row = widgets.HBox([self.call_id, self.value, self.give_result, self.give_error, self.give_timeout])
-        self.answer_row = widgets.HBox([self.answer, self.give_answer])
-        self.forks = widgets.VBox(layout=parts.layout)
-        self.comparison = widgets.VBox(layout=parts.layout)
-        self.forks.add_class("nba-forks")
-        children = [
-            self.tool_row,
-            self.answer_row,
-            self.what_if_row,
-            self.compare_button,
-            self.note,
-            self.comparison,
-            self.forks,
-        ]
-        super().__init__(children, layout=parts.layout)
+        self.compare_button: ClickButton | None = None
+        self.comparison: widgets.VBox | None = None
+        if owner.stepper.parent is not None:  # a fork's panel: its comparison with its parent
+            self.compare_button = self._button(words("Compare with parent"), icon="columns")
+            self.compare_button.add_class("nba-compare-parent")
+            self.compare_button.on_click(lambda _: self.show_comparison())
+            self.comparison = widgets.VBox(layout=parts.layout)
+        self.forks: widgets.VBox | None = None
+        super().__init__(layout=parts.layout)
+        self._arrange()
         self.add_class("nba-fork-panel")
+
+    def _ask(self, key: str, _: ClickButton) -> None:
+        self.owner.click(lambda: self.what_if(key))
+
+    def _button(self, description: str, **options: Any) -> ClickButton:
+        parts = self.owner.parts
+        return ClickButton(description=description, layout=parts.layout, style=parts.toggle_style, **options)
+
+    def detached(self) -> list[widgets.Widget]:
+        """The give widgets made but not shown now (:class:`~.static_display.Detaching`: closed with the panel)."""
+        made = (self.call_id, self.value, self.give_result, self.give_error, self.give_timeout, self.answer)
+        shown = self.give_row.children if self.give_row is not None else ()
+        return [widget for widget in (*made, self.give_answer) if widget is not None and widget not in shown]
+
+    def _arrange(self) -> None:
+        children = [self.give_row, self.what_if_row, self.compare_button, self.note, self.comparison, self.forks]
+        self.children = tuple(child for child in children if child is not None)
+
+    def _give_row(self, tool: bool) -> tuple[widgets.Widget, ...]:
+        """The give row's children for a tool call (``tool``) or for the model's answer, made the first time."""
+        parts = self.owner.parts
+        if self.give_row is None:
+            self.give_row = widgets.HBox(layout=parts.layout)
+            self.give_row.add_class("nba-give-row")
+            self._arrange()
+        text = {"layout": parts.layout, "style": parts.text_style}  # widths from the stylesheet's classes
+        if tool:
+            if self.call_id is None or self.value is None:
+                self.call_id = widgets.Dropdown(description="tool call", **text)
+                self.call_id.add_class("nba-give-call")
+                self.value = widgets.Text(placeholder="the tool's result or error", **text)
+                self.value.add_class("nba-give-result")
+                self.give_result = self._button(words("Give result"))
+                self.give_error = self._button(words("Give error"))
+                self.give_timeout = self._button(words("Timeout"))
+                self.give_result.on_click(lambda _: self._give("result"))
+                self.give_error.on_click(lambda _: self._give("error"))
+                self.give_timeout.on_click(lambda _: self._give("timeout"))
+            return (self.call_id, self.value, self.give_result, self.give_error, self.give_timeout)
+        if self.answer is None:
+            self.answer = widgets.Text(placeholder="the model's answer", **text)
+            self.answer.add_class("nba-give-answer")
+            self.give_answer = self._button(words("Give answer"))
+            self.give_answer.on_click(lambda _: self._give("answer"))
+        return (self.answer, self.give_answer)
 
     async def fork(self) -> Stepper:
         """Fork the walk where it is paused and show the fork's widget below."""
@@ -125,6 +150,10 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         """Show a fork's widget below (and in the walk's static copy)."""
         widget = getattr(fork, "widget", None)
         if widget is not None:
+            if self.forks is None:
+                self.forks = widgets.VBox(layout=self.owner.parts.layout)
+                self.forks.add_class("nba-forks")
+                self._arrange()
             self.forks.children = (*self.forks.children, widget())
             shown = getattr(self.owner.stepper, "shown_forks", None)
             if shown is not None:  # the parent's static copy shows it too
@@ -134,7 +163,7 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
     def show_comparison(self) -> None:
         """Show the comparison of this walk (a fork) with its parent."""
         stepper = self.owner.stepper
-        if stepper.parent is None:
+        if stepper.parent is None or self.comparison is None:
             return
         try:
             view = compare(stepper.parent, stepper, labels=("parent", "fork"))
@@ -146,13 +175,14 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
 
     def _give(self, kind: str) -> None:
         stepper = self.owner.stepper
-        text = self.answer.value if kind == "answer" else self.value.value
+        field = self.answer if kind == "answer" else self.value
+        text = field.value if field is not None else ""
         try:
             if kind == "answer":
                 stepper.give_answer(text)
                 done = f"the model's answer will be {text!r}"
             else:
-                call_id = str(self.call_id.value)
+                call_id = str(self.call_id.value if self.call_id is not None else "")
                 if kind == "result":
                     stepper.give_tool_result(call_id, text)
                 elif kind == "error":
@@ -173,13 +203,15 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         upcoming = stepper.upcoming.name if stepper.upcoming is not None and stepper.status == "paused" else None
         calls = stepper.current.tool_calls if upcoming == "tool_execution" and stepper.current is not None else []
         ids = [call.id for call in calls]
-        if list(self.call_id.options) != ids:
+        tool, answer = bool(ids) and not busy, upcoming in LLM_MOVES and not busy
+        if tool or answer or self.give_row is not None:
+            shown = self._give_row(tool) if tool or answer else ()
+            if self.give_row is not None and self.give_row.children != shown:
+                self.give_row.children = shown
+        if self.call_id is not None and list(self.call_id.options) != ids:
             self.call_id.options = ids
             self.call_id.value = ids[0] if ids else None
         self.fork_button.disabled = busy or stepper.done
-        self.tool_row.layout.display = None if ids and not busy else "none"
-        self.answer_row.layout.display = None if upcoming in LLM_MOVES and not busy else "none"
-        self.compare_button.layout.display = None if stepper.parent is not None else "none"
         for what in what_ifs(stepper):
             button = self.what_if_buttons[what.key]
             button.description = what.question
@@ -193,8 +225,9 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
             fork.fork_source is not None and fork.fork_source.moves == len(stepper.history)
             for fork in getattr(stepper, "shown_forks", ())
         )
-        for button in (self.give_result, self.give_error, self.give_timeout, self.give_answer):
-            button.disabled = forked
+        for give in (self.give_result, self.give_error, self.give_timeout, self.give_answer):
+            if give is not None:
+                give.disabled = forked
         if upcoming is None or busy:
             self.note.value = ""
         elif forked:

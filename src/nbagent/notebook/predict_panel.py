@@ -133,8 +133,10 @@ def quiz_html(quiz: Quiz, *, live: bool | None = False) -> Markup:
     )
 
 
-class PredictPanel(widgets.VBox):  # type: ignore[misc]
-    """A walk's predict mode in its widget (see the module's text)."""
+class PredictPanel:
+    """A walk's predict mode in its widget (see the module's text): the Predict toggle (in the widget's bar) and,
+    made when predict mode is first on (its widget models: the box, the question and verdict, the choices),
+    :attr:`box`, which the widget shows under its bar."""
 
     def __init__(self, owner: Owner, quiz: Quiz) -> None:
         self.owner, self.quiz = owner, quiz
@@ -149,14 +151,12 @@ class PredictPanel(widgets.VBox):  # type: ignore[misc]
         )
         self.toggle.add_class("nba-predict-toggle")
         self.toggle.observe(self._toggled, names="value")
-        self.choices = widgets.HBox(layout=parts.layout)
-        self.choices.add_class("nba-predict-choices")
-        self.body = parts.html()
+        self.box: widgets.VBox | None = None
+        self.body: widgets.HTML | None = None
+        self.choices: widgets.HBox | None = None
         self._buttons: list[ClickButton] = []
         self._keys: list[str] = []
         self._focus = False  # a choice was picked: the next question's first choice gets the focus
-        super().__init__([self.body, self.choices], layout=parts.layout)
-        self.add_class("nba-predict-panel")
 
     def _toggled(self, change: dict[str, Any]) -> None:
         if self.quiz.active == bool(change["new"]):
@@ -191,6 +191,15 @@ class PredictPanel(widgets.VBox):  # type: ignore[misc]
         """Show the quiz: the verdict and the log, and the question's choices as buttons (disabled while busy)."""
         quiz = self.quiz
         self.toggle.value = quiz.active
+        if self.box is None or self.body is None or self.choices is None:
+            if not quiz.active and not quiz.predictions:
+                return  # never on in this walk: nothing to show, no model made
+            parts = self.owner.parts
+            self.body = parts.html()
+            self.choices = widgets.HBox(layout=parts.layout)
+            self.choices.add_class("nba-predict-choices")
+            self.box = widgets.VBox([self.body, self.choices], layout=parts.layout)
+            self.box.add_class("nba-predict-panel")
         self.body.value = quiz_html(quiz, live=None if busy else True)
         question = quiz.question if not busy else None
         keys = [choice.key for choice in question.choices] if question is not None else []
@@ -207,7 +216,12 @@ class PredictPanel(widgets.VBox):  # type: ignore[misc]
             self._focus = False
             self.choices.children[0].focus()
 
+    def detached(self) -> list[ClickButton]:
+        """The choice buttons made but not shown now (kept for the next question)."""
+        shown = self.choices.children if self.choices is not None else ()
+        return [button for button in self._buttons if button not in shown]
+
     @property
     def buttons(self) -> list[ClickButton]:
         """The choice buttons shown now, in the question's order."""
-        return list(self.choices.children)
+        return list(self.choices.children) if self.choices is not None else []

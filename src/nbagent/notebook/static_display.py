@@ -8,12 +8,13 @@ the stylesheet hides the copy while a connected live widget follows it.
 
 from __future__ import annotations
 
+import functools
 import sys
 import uuid
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from ..render import EMPTY, STYLE, Markup
 from .kernel import in_voila
@@ -89,31 +90,57 @@ def close_widget(widget: ipywidgets.Widget, *, parts: bool = True) -> None:
         widget.value = value  # closed: sent nowhere
 
 
+@runtime_checkable
+class Detaching(Protocol):
+    """A widget that keeps widgets it made while they are not among its children (made once, shown when
+    needed): closing it closes them too."""
+
+    def detached(self) -> Iterable[ipywidgets.Widget]:
+        """The widgets it made that no box shows now."""
+
+
 def descendants(widget: ipywidgets.Widget) -> Iterator[ipywidgets.Widget]:
-    """``widget`` and every widget inside it (a box's children, theirs...), innermost first."""
+    """``widget`` and every widget inside it (a box's children, theirs..., and those it keeps
+    :class:`Detaching`), innermost first."""
     import ipywidgets
 
     if isinstance(widget, ipywidgets.Box):
         for child in widget.children:
             yield from descendants(child)
+    if isinstance(widget, Detaching):
+        for kept in widget.detached():
+            yield from descendants(kept)
     yield widget
 
 
 class SharedParts:
     """One layout and one style of each kind for the widgets of one view, where each widget would make its
-    own (each a widget model: a stepper's widget had 74): widgets laid out by CSS classes share them. A
-    widget whose layout changes on its own (shown, hidden) keeps its own."""
+    own (each a widget model: a stepper's widget had 74): widgets laid out by CSS classes share them. Each is
+    made when first asked for (a view that has no text box opens no text style)."""
 
-    def __init__(self) -> None:
+    @functools.cached_property
+    def layout(self) -> ipywidgets.Layout:
         import ipywidgets
-        from ipywidgets.widgets.widget_bool import ToggleButtonStyle
-        from ipywidgets.widgets.widget_string import HTMLStyle, TextStyle
 
-        self.layout = ipywidgets.Layout()
-        self.html_style = HTMLStyle()
-        self.button_style = ipywidgets.ButtonStyle()
-        self.toggle_style = ToggleButtonStyle()
-        self.text_style = TextStyle()
+        return ipywidgets.Layout()
+
+    @functools.cached_property
+    def html_style(self) -> ipywidgets.widgets.widget_string.HTMLStyle:
+        from ipywidgets.widgets.widget_string import HTMLStyle
+
+        return HTMLStyle()
+
+    @functools.cached_property
+    def toggle_style(self) -> ipywidgets.widgets.widget_bool.ToggleButtonStyle:
+        from ipywidgets.widgets.widget_bool import ToggleButtonStyle
+
+        return ToggleButtonStyle()
+
+    @functools.cached_property
+    def text_style(self) -> ipywidgets.widgets.widget_string.TextStyle:
+        from ipywidgets.widgets.widget_string import TextStyle
+
+        return TextStyle()
 
     def html(self, value: str = "") -> ipywidgets.HTML:
         """An HTML widget of the view."""

@@ -368,23 +368,19 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         self.next_button = ClickButton(description=words("Next"), icon="step-forward", button_style="primary", **toggle)
         self.run_button = ClickButton(description=words("Run to end"), icon="fast-forward", **toggle)
         self.reset_button = ClickButton(description=words("Reset"), icon="undo", **toggle)
-        self.pause_button = widgets.Button(
-            description=words("Pause"), icon="pause", disabled=True, layout=parts.layout, style=parts.button_style
-        )
+        self.pause_button = ClickButton(description=words("Pause"), icon="pause", disabled=True, **toggle)
         self.pause_button.add_class("nba-pause")
         self.pause_button.on_click(lambda _: self.pause())
         self.status = parts.html()
         self.status.add_class("nba-stepper-status")
-        self.title = parts.html()  # a fork's: what it is a fork of, where, and what was changed on it
-        self.replay_note = parts.html()  # a trace's replay: what it plays and cannot reproduce
-        self.diagram = parts.html()
-        self.panel = parts.html()
+        self.head = parts.html()  # the stylesheet; a fork's title; a trace's replay: what it cannot reproduce
+        self.panel = parts.html()  # the loop's diagram, then the panels of the last move
         self.next_button.on_click(lambda _: self.click(self.stepper.next))
         self.run_button.on_click(lambda _: self.click(self.stepper.run_to_end))
         self.reset_button.on_click(lambda _: self.click(self.stepper.reset))
         self.fork_panel = ForkPanel(self)  # Fork here, and the changes a walk can make (issue 26)
         self.predict_panel = PredictPanel(self, stepper.quiz)  # predict mode (issue 44)
-        bar = widgets.HBox(
+        self.bar = widgets.HBox(
             [
                 self.next_button,
                 self.run_button,
@@ -396,18 +392,9 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             ],
             layout=parts.layout,
         )
-        bar.add_class("nba-stepper-bar")
-        children = [
-            parts.html(STYLE),
-            self.title,
-            bar,
-            self.replay_note,
-            self.predict_panel,
-            self.diagram,
-            self.panel,
-            self.fork_panel,
-        ]
-        super().__init__(children, layout=parts.layout)
+        self.bar.add_class("nba-stepper-bar")
+        self.predict_shown = False
+        super().__init__([self.head, self.bar, self.panel, self.fork_panel], layout=parts.layout)
         self.add_class("nba-stepper")
         self.add_class("nba-stepper-live")
         if stepper.parent is not None:  # drawn nested in its parent's widget, its controls inside it
@@ -421,6 +408,11 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
         except RuntimeError:
             self._loop = None
         self.refresh()
+
+    def detached(self) -> list[widgets.Widget]:
+        """Widgets it made that no box shows now (:class:`~.static_display.Detaching`): predict mode's choice
+        buttons kept for a later question."""
+        return list(self.predict_panel.detached())
 
     @property
     def busy(self) -> bool:
@@ -495,12 +487,14 @@ class StepperWidget(widgets.VBox):  # type: ignore[misc]
             self.reset_button.disabled = busy
             self.pause_button.disabled = not busy or self.paused_at is not None
             self.status.value = muted(text, data_status=stepper.status, data_busy=str(busy).lower())
-            self.title.value = fork_title(stepper)
-            self.replay_note.value = replay_html(stepper)
-            self.diagram.value = pipeline_html(stepper)
-            self.panel.value = move_html(stepper)
+            self.head.value = STYLE + fork_title(stepper) + replay_html(stepper)
+            self.panel.value = pipeline_html(stepper) + move_html(stepper)
             self.fork_panel.refresh(busy)
             self.predict_panel.refresh(busy)
+            predict = self.predict_panel.box  # made when predict mode is first on: shown under the bar from then
+            if predict is not None and not self.predict_shown:
+                self.predict_shown = True
+                self.children = (self.head, self.bar, predict, self.panel, self.fork_panel)
 
 
 class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):

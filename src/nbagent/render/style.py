@@ -271,6 +271,9 @@ STYLESHEET = (
 .nba-explorer-query{font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap;
   background:var(--nba-raised);color:var(--nba-fg);padding:4px 6px;margin:4px 0}
 .nba-fork-walk{margin:8px 0 4px 16px;padding:4px 0 4px 10px;border-left:3px solid var(--nba-handoff)}
+.nba-stepper .nba-give-call{width:16em}
+.nba-stepper :is(.nba-give-result,.nba-give-answer){width:24em}
+.nba-stepper .jupyter-button.nba-compare-parent{width:auto;max-width:none}
 .nba-fork-title{font-weight:600;font-size:14px;margin:0 0 4px;color:var(--nba-fg)}
 .nba-predict{margin:6px 0;padding:4px 0 4px 10px;border-left:3px solid var(--nba-user);color:var(--nba-fg)}
 .nba-predict-title{font-weight:600;font-size:13px;margin:0 0 2px}
