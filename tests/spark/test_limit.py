@@ -56,8 +56,9 @@ async def test_requests_are_granted_at_most_at_the_rate(limits: list[JobLimit]) 
         release()
 
     await asyncio.wait_for(asyncio.gather(*(one() for _ in range(10))), 60)
-    gaps = [later - earlier for earlier, later in zip(sorted(times), sorted(times)[1:])]
-    assert limit.granted == 10 and min(gaps) >= 0.05 * 0.8  # one every 1/20 s (a little timer slack)
+    # one every 1/20 s: the ten grants span nine intervals. The span, not each gap: the client sees a grant
+    # when its task next runs, so on a loaded machine two grants 50 ms apart can be seen 39 ms apart
+    assert limit.granted == 10 and max(times) - min(times) >= 9 * 0.05 * 0.8
 
 
 async def test_a_client_that_goes_away_while_it_waits_or_holds_gives_its_slot_back(limits: list[JobLimit]) -> None:

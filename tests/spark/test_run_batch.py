@@ -112,7 +112,10 @@ def test_an_executor_killed_mid_part_is_retried_and_each_task_is_committed_once(
     assert marker.exists() and sorted(got["task_id"]) == list(range(24)) and set(got["status"]) == {"ok"}
     sessions = got["session"].unique()
     retried = [s for s in sessions if "-a1-" in s]
-    assert len(retried) == 1, sessions  # the partition of task 13 ran again
+    # the partition of task 13 ran again: a part lost in memory (factory) runs again in the second attempt;
+    # killed at the rename of its partition's last part, the second attempt finishes that part and runs
+    # nothing (where task 13 falls in its partition is Spark's shuffle order, which varies under load)
+    assert len(retried) == 1 if die_at == "factory" else len(retried) <= 1, sessions
     runs = sorted(got["run_id"])
     for table in ("results", "attempts", "runs"):
         assert sorted(run_ids(output, table)) == runs, table  # each task's one run, once in every table
