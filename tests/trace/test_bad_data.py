@@ -22,6 +22,7 @@ import pytest
 from nbagent import AssistantAgent, LoadedTrace, ReplayChatCompletionClient, load_jsonl, load_parquet
 from nbagent.agent import replayed
 from nbagent.notebook.explorer import RunExplorer
+from nbagent.render import format_duration
 from nbagent.trace.schema import tables_of
 
 from .helpers import calls, text
@@ -96,6 +97,27 @@ async def test_an_out_of_range_duration_shows_as_missing_everywhere(value: float
     agent, task = replayed("test", trace.replay(run, pace=True), None)
     result = await asyncio.wait_for(agent.run(task=task), 30)  # a duration out of range is not waited for
     assert result.messages[-1].content == "warm"
+    # the explorer's table and the run's view show it as missing (they showed "inf s", "-5000 ms", 300 digits)
+    explorer = RunExplorer(trace)
+    assert explorer.table.display["latency_s"].isna().all()
+    shown = str(explorer.static_bundle()["text/html"]) + await explorer.open(run)
+    assert "cannot be replayed" not in shown
+    if not math.isnan(value):
+        assert format_duration(value) not in shown
+        assert f'data-value="{value:.3f}"' not in shown
+    # and the summary's percentiles leave it out (one inf made every percentile NaN, with a RuntimeWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = trace.summary()
+    assert all(math.isnan(summary[f"{kind}_{q}_s"]) for kind in ("run", "llm", "tool") for q in ("p50", "p95"))
+
+
+async def test_an_out_of_range_duration_leaves_the_others_percentiles_as_they_are() -> None:
+    frames = tables_of(await two_runs("s1"))
+    durations = frames["runs"]["duration_s"].astype("float64").tolist()
+    frames["runs"]["duration_s"] = pd.Series([math.inf, durations[1]], dtype=frames["runs"]["duration_s"].dtype)
+    summary = LoadedTrace(frames, "s1").summary()
+    assert summary["run_p50_s"] == summary["run_p95_s"] == pytest.approx(durations[1])
 
 
 async def test_a_null_start_time_shows_as_missing_in_views_and_explorer(tmp_path: Path) -> None:

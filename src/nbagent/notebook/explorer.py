@@ -43,6 +43,7 @@ from ..trace.explore import (
     table_columns,
     tool_uses,
 )
+from ..trace.schema import seconds
 from .explorer_table import ExplorerTable
 from .static_display import StaticCopyDisplay
 from .view import AgentRunView
@@ -901,12 +902,7 @@ def _comparison(one: TraceFrames, left: str, other: TraceFrames, right: str) -> 
 
 def _recorded_times(view: AgentRunView, trace: TraceFrames, run: str) -> None:
     """Show in ``view`` (run ``run`` replayed) the times ``trace`` recorded, not the replay's own (the table
-    said 75 ms, the view 0.02 s)."""
-    import pandas as pd
-
-    def seconds(value: object) -> float | None:
-        return None if value is None or pd.isna(value) else float(value)  # type: ignore[arg-type]
-
+    said 75 ms, the view 0.02 s); one missing or out of range (inf, 1e300, negative) is not shown."""
     calls = trace.llm_calls_df()
     calls = calls[calls["run_id"].astype("object") == run].sort_values("call_index")
     tools = trace.tool_calls_df()

@@ -321,6 +321,15 @@ def seconds(value: Any) -> float | None:
     return float(number) if 0 <= number <= MAX_DURATION_S else None
 
 
+def seconds_column(values: pd.Series) -> pd.Series:
+    """A column of durations as :func:`seconds` reads each: float64, a value missing or out of range NaN
+    (what a table shows, sorts and takes percentiles of as missing)."""
+    import pandas as pd
+
+    numbers = pd.to_numeric(values, errors="coerce").astype("float64")
+    return numbers.where((numbers >= 0) & (numbers <= MAX_DURATION_S))
+
+
 def json_value(value: Any) -> Any:
     """A cell as a JSON value: NA and NaN as null, timestamps as ISO 8601 text to the microsecond."""
     import pandas as pd
