@@ -193,3 +193,47 @@ async def test_a_lone_surrogate_is_shown_and_written_as_the_replacement_characte
         warnings.simplefilter("error")
         RunExplorer(trace).static_bundle()
     assert pq.read_table(tmp_path / "p" / "runs").num_rows == 1
+
+
+def _edit_row(path: Path, line: int, **values: object) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[line - 1])
+    row.update(values)
+    lines[line - 1] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "value"),
+    [
+        ("runs", "duration_s", "slow"),
+        ("runs", "started_at", "yesterday"),
+        ("llm_calls", "prompt_tokens", "many"),
+        ("tool_calls", "is_error", "perhaps"),
+    ],
+)
+async def test_a_json_lines_value_of_another_type_is_refused_naming_file_line_and_column(
+    tmp_path: Path, table: str, column: str, value: object
+) -> None:
+    """Issue 42.3: each raised pandas' or numpy's own error, naming no file, line or column."""
+    folder = (await two_runs("s1")).to_jsonl(tmp_path)
+    _edit_row(folder / f"{table}.jsonl", 2, **{column: value})
+    with pytest.raises(
+        ValueError, match=rf"{table}\.jsonl: line 2, column '{column}' of '{table}' holds a value"
+    ) as got:
+        load_jsonl(folder)
+    assert "\n" not in str(got.value)  # pandas' hints after its first line are left out
+
+
+async def test_a_broken_trace_json_or_a_line_not_utf8_is_refused_naming_the_file(tmp_path: Path) -> None:
+    folder = (await two_runs("s1")).to_jsonl(tmp_path)
+    runs = folder / "runs.jsonl"
+    runs.write_bytes(runs.read_bytes() + b'{"run_id": "\xff"}\n')
+    with pytest.raises(ValueError, match=r"runs\.jsonl: line 3 is not UTF-8 text"):
+        load_jsonl(folder)
+    (folder / "trace.json").write_text("{nope", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"trace\.json: not the JSON trace\.json nbagent writes"):
+        load_jsonl(folder)
+    (folder / "trace.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"trace\.json: not the JSON object trace\.json nbagent writes"):
+        load_jsonl(folder)
