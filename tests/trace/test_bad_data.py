@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -69,11 +70,58 @@ async def test_a_garbled_events_part_is_named_and_the_explorer_says_why_it_canno
         data[at] = 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(ValueError, match=r"events/session=s1/part-0\.parquet: not a readable Parquet file"):
-        load_parquet(tmp_path)
+        load_parquet(tmp_path, strict=True)
+    with pytest.warns(UserWarning, match=r"part 0 of session 's1' skipped .*events/session=s1/part-0\.parquet"):
+        assert len(load_parquet(tmp_path).runs_df()) == 0  # its one part skipped
     explorer = RunExplorer(str(tmp_path))  # the runs table is whole: the table shows
     run = explorer.table.run_ids[0]
     html = await asyncio.wait_for(explorer.open(str(run)), 60)
     assert "cannot be replayed" in html and "part-0.parquet" in html and "opening run" not in html
+
+
+def _garble(path: Path) -> None:
+    """``path``'s pages garbled, its footer whole: found when read, not when the dataset is opened."""
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little") + 8
+    for at in range(4, len(data) - footer):
+        data[at] = 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("table", ["tool_calls", "runs", "llm_calls"])
+async def test_a_part_found_garbled_when_read_is_skipped_naming_the_file_and_the_rest_explores(
+    tmp_path: Path, table: str
+) -> None:
+    """Issue 42.3 ("a corrupt part is skipped with a warning naming the file"): a part whose pages are
+    garbled (its footer whole, so only a read finds it) made load_parquet, the lazy frames and
+    ``nbagent.explore(folder)`` raise for the whole dataset."""
+    first, second = await two_runs("s1"), await two_runs("s2")
+    first.to_parquet(tmp_path)
+    second.to_parquet(tmp_path)
+    _garble(tmp_path / table / "session=s1" / "part-0.parquet")
+    kept = sorted(second.runs_df()["run_id"].astype(str))
+    skipped = rf"part 0 of session 's1' skipped .*{table}/session=s1/part-0\.parquet: not a readable Parquet file"
+    with pytest.warns(UserWarning, match=skipped):
+        assert sorted(load_parquet(tmp_path).runs_df()["run_id"].astype(str)) == kept
+    lazy = load_parquet(tmp_path, lazy=True)
+    with pytest.warns(UserWarning, match=skipped):
+        lazy.load()
+    assert lazy.parts == [("s2", 0)] and sorted(lazy.runs_df()["run_id"].astype(str)) == kept
+    # the explorer reads the runs table and two tool_calls columns: it shows the rest, and a run of the part
+    # skipped (its runs read before the part was found garbled) says why it cannot be opened
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        explorer = RunExplorer(str(tmp_path))
+    warned = [str(w.message) for w in seen if "skipped" in str(w.message)]
+    assert len(warned) == (0 if table == "llm_calls" else 1) and all(re.search(skipped, text) for text in warned)
+    shown = set(explorer.table.run_ids)
+    assert set(kept) <= shown and "cannot be replayed" not in await explorer.open(kept[0])
+    for run in sorted(shown - set(kept)):
+        assert "cannot be replayed" in await explorer.open(run)
+    with pytest.raises(ValueError, match=rf"{table}/session=s1/part-0\.parquet: not a readable Parquet file"):
+        load_parquet(tmp_path, strict=True)
+    with pytest.raises(ValueError, match=rf"{table}/session=s1/part-0\.parquet: not a readable Parquet file"):
+        load_parquet(tmp_path, lazy=True, strict=True).load()
 
 
 def _with(frames: dict[str, pd.DataFrame], table: str, **values: object) -> dict[str, pd.DataFrame]:
