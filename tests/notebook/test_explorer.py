@@ -152,7 +152,8 @@ async def test_picking_two_runs_compares_them(trace: Trace) -> None:
     assert explorer.opening is not None
     await explorer.opening
     send(widget, event="open", run=second, add=True)  # Shift-click (or Shift+Enter) on a second run
-    assert explorer.picked == [first, second]
+    assert explorer.picked == [first, second] and explorer.opening is not None
+    await explorer.opening  # both runs read in the background (issue 42.6)
     # Its headers name the runs short (issue 43.4: the full ids were repeated four times), the full id on hover.
     comparison = nbagent.compare((trace, first), (trace, second), labels=(first[:8], second[:8]))
     assert widget.detail.value == comparison.html()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import pytest
 from nbagent import AssistantAgent, LoadedTrace, ReplayChatCompletionClient, load_jsonl, load_parquet
 from nbagent.agent import replayed
 from nbagent.notebook.explorer import RunExplorer
+from nbagent.render import format_duration
 from nbagent.trace.schema import tables_of
 
 from .helpers import calls, text
@@ -68,11 +70,58 @@ async def test_a_garbled_events_part_is_named_and_the_explorer_says_why_it_canno
         data[at] = 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(ValueError, match=r"events/session=s1/part-0\.parquet: not a readable Parquet file"):
-        load_parquet(tmp_path)
+        load_parquet(tmp_path, strict=True)
+    with pytest.warns(UserWarning, match=r"part 0 of session 's1' skipped .*events/session=s1/part-0\.parquet"):
+        assert len(load_parquet(tmp_path).runs_df()) == 0  # its one part skipped
     explorer = RunExplorer(str(tmp_path))  # the runs table is whole: the table shows
     run = explorer.table.run_ids[0]
     html = await asyncio.wait_for(explorer.open(str(run)), 60)
     assert "cannot be replayed" in html and "part-0.parquet" in html and "opening run" not in html
+
+
+def _garble(path: Path) -> None:
+    """``path``'s pages garbled, its footer whole: found when read, not when the dataset is opened."""
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little") + 8
+    for at in range(4, len(data) - footer):
+        data[at] = 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("table", ["tool_calls", "runs", "llm_calls"])
+async def test_a_part_found_garbled_when_read_is_skipped_naming_the_file_and_the_rest_explores(
+    tmp_path: Path, table: str
+) -> None:
+    """Issue 42.3 ("a corrupt part is skipped with a warning naming the file"): a part whose pages are
+    garbled (its footer whole, so only a read finds it) made load_parquet, the lazy frames and
+    ``nbagent.explore(folder)`` raise for the whole dataset."""
+    first, second = await two_runs("s1"), await two_runs("s2")
+    first.to_parquet(tmp_path)
+    second.to_parquet(tmp_path)
+    _garble(tmp_path / table / "session=s1" / "part-0.parquet")
+    kept = sorted(second.runs_df()["run_id"].astype(str))
+    skipped = rf"part 0 of session 's1' skipped .*{table}/session=s1/part-0\.parquet: not a readable Parquet file"
+    with pytest.warns(UserWarning, match=skipped):
+        assert sorted(load_parquet(tmp_path).runs_df()["run_id"].astype(str)) == kept
+    lazy = load_parquet(tmp_path, lazy=True)
+    with pytest.warns(UserWarning, match=skipped):
+        lazy.load()
+    assert lazy.parts == [("s2", 0)] and sorted(lazy.runs_df()["run_id"].astype(str)) == kept
+    # the explorer reads the runs table and two tool_calls columns: it shows the rest, and a run of the part
+    # skipped (its runs read before the part was found garbled) says why it cannot be opened
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        explorer = RunExplorer(str(tmp_path))
+    warned = [str(w.message) for w in seen if "skipped" in str(w.message)]
+    assert len(warned) == (0 if table == "llm_calls" else 1) and all(re.search(skipped, text) for text in warned)
+    shown = set(explorer.table.run_ids)
+    assert set(kept) <= shown and "cannot be replayed" not in await explorer.open(kept[0])
+    for run in sorted(shown - set(kept)):
+        assert "cannot be replayed" in await explorer.open(run)
+    with pytest.raises(ValueError, match=rf"{table}/session=s1/part-0\.parquet: not a readable Parquet file"):
+        load_parquet(tmp_path, strict=True)
+    with pytest.raises(ValueError, match=rf"{table}/session=s1/part-0\.parquet: not a readable Parquet file"):
+        load_parquet(tmp_path, lazy=True, strict=True).load()
 
 
 def _with(frames: dict[str, pd.DataFrame], table: str, **values: object) -> dict[str, pd.DataFrame]:
@@ -96,6 +145,27 @@ async def test_an_out_of_range_duration_shows_as_missing_everywhere(value: float
     agent, task = replayed("test", trace.replay(run, pace=True), None)
     result = await asyncio.wait_for(agent.run(task=task), 30)  # a duration out of range is not waited for
     assert result.messages[-1].content == "warm"
+    # the explorer's table and the run's view show it as missing (they showed "inf s", "-5000 ms", 300 digits)
+    explorer = RunExplorer(trace)
+    assert explorer.table.display["latency_s"].isna().all()
+    shown = str(explorer.static_bundle()["text/html"]) + await explorer.open(run)
+    assert "cannot be replayed" not in shown
+    if not math.isnan(value):
+        assert format_duration(value) not in shown
+        assert f'data-value="{value:.3f}"' not in shown
+    # and the summary's percentiles leave it out (one inf made every percentile NaN, with a RuntimeWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = trace.summary()
+    assert all(math.isnan(summary[f"{kind}_{q}_s"]) for kind in ("run", "llm", "tool") for q in ("p50", "p95"))
+
+
+async def test_an_out_of_range_duration_leaves_the_others_percentiles_as_they_are() -> None:
+    frames = tables_of(await two_runs("s1"))
+    durations = frames["runs"]["duration_s"].astype("float64").tolist()
+    frames["runs"]["duration_s"] = pd.Series([math.inf, durations[1]], dtype=frames["runs"]["duration_s"].dtype)
+    summary = LoadedTrace(frames, "s1").summary()
+    assert summary["run_p50_s"] == summary["run_p95_s"] == pytest.approx(durations[1])
 
 
 async def test_a_null_start_time_shows_as_missing_in_views_and_explorer(tmp_path: Path) -> None:
@@ -171,3 +241,47 @@ async def test_a_lone_surrogate_is_shown_and_written_as_the_replacement_characte
         warnings.simplefilter("error")
         RunExplorer(trace).static_bundle()
     assert pq.read_table(tmp_path / "p" / "runs").num_rows == 1
+
+
+def _edit_row(path: Path, line: int, **values: object) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[line - 1])
+    row.update(values)
+    lines[line - 1] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "value"),
+    [
+        ("runs", "duration_s", "slow"),
+        ("runs", "started_at", "yesterday"),
+        ("llm_calls", "prompt_tokens", "many"),
+        ("tool_calls", "is_error", "perhaps"),
+    ],
+)
+async def test_a_json_lines_value_of_another_type_is_refused_naming_file_line_and_column(
+    tmp_path: Path, table: str, column: str, value: object
+) -> None:
+    """Issue 42.3: each raised pandas' or numpy's own error, naming no file, line or column."""
+    folder = (await two_runs("s1")).to_jsonl(tmp_path)
+    _edit_row(folder / f"{table}.jsonl", 2, **{column: value})
+    with pytest.raises(
+        ValueError, match=rf"{table}\.jsonl: line 2, column '{column}' of '{table}' holds a value"
+    ) as got:
+        load_jsonl(folder)
+    assert "\n" not in str(got.value)  # pandas' hints after its first line are left out
+
+
+async def test_a_broken_trace_json_or_a_line_not_utf8_is_refused_naming_the_file(tmp_path: Path) -> None:
+    folder = (await two_runs("s1")).to_jsonl(tmp_path)
+    runs = folder / "runs.jsonl"
+    runs.write_bytes(runs.read_bytes() + b'{"run_id": "\xff"}\n')
+    with pytest.raises(ValueError, match=r"runs\.jsonl: line 3 is not UTF-8 text"):
+        load_jsonl(folder)
+    (folder / "trace.json").write_text("{nope", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"trace\.json: not the JSON trace\.json nbagent writes"):
+        load_jsonl(folder)
+    (folder / "trace.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"trace\.json: not the JSON object trace\.json nbagent writes"):
+        load_jsonl(folder)

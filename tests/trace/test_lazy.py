@@ -173,3 +173,34 @@ def test_a_run_of_a_concurrent_batch_holds_its_own_tool_calls_and_context(tmp_pa
         texts = alone.context_df(run_id=run)["text"].tolist()
         assert texts == whole.context_df(run_id=run)["text"].tolist()
         assert texts[0] == city and texts[-1] == f"It is sunny in {city}."
+
+
+async def test_one_run_reads_the_tool_calls_file_once_with_the_earlier_calls_its_context_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42.1 ("read_run reads each runs and tool_calls file twice"): a run whose context holds an
+    earlier run's tool call read its part's tool_calls file twice (its own rows, then the earlier ones)."""
+    import pyarrow.parquet as pq
+
+    from .helpers import calls, text, tool_agent
+
+    agent = tool_agent("calc", calls(("c1", "add", '{"a": 1, "b": 2}')), text("3"), text("still 3"))
+    await agent.run(task="add")
+    await agent.run(task="again")  # its context holds the first run's call and result
+    first, second = (str(run) for run in agent.trace.runs_df()["run_id"])
+    lazy = load_parquet(agent.trace.to_parquet(tmp_path), lazy=True)
+    read: list[str] = []
+    real = pq.read_table
+
+    def recorded(source: Any, *args: Any, **kwargs: Any) -> Any:
+        read.append(Path(source).parent.parent.name)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "read_table", recorded)
+    one = lazy.run(second)
+    assert read.count("tool_calls") == 1
+    tools = one.tool_calls_df()
+    assert list(tools["run_id"].astype(str)) == [first] and list(tools["call_id"]) == ["c1"]
+    assert one.replay(second).task is not None
+    eager = load_parquet(tmp_path)
+    assert list(one.context_df(second)["text"]) == list(eager.context_df(second)["text"])

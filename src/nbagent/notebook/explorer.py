@@ -20,10 +20,10 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import ipywidgets as widgets
 
@@ -31,6 +31,7 @@ from .. import _check as check
 from ..agent import replayed
 from ..render import STYLE, Markup, concat, el, format_duration, portable
 from ..trace import LazyTrace, TraceFrames
+from ..trace.base import read_in_worker
 from ..trace.explore import (
     TABLE_COLUMNS,
     VARIANT,
@@ -41,6 +42,7 @@ from ..trace.explore import (
     table_columns,
     tool_uses,
 )
+from ..trace.schema import seconds
 from .explorer_table import ExplorerTable
 from .saved import write_whole
 from .static_display import StaticCopyDisplay
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
     from .stepper_widget import NotebookStepper
 
 __all__ = ["COPY_DELAY_S", "MAX_UPDATES_PER_S", "ExplorerWidget", "RunExplorer", "explore"]
+
+T = TypeVar("T")
 
 #: At most this many table updates a second while a live trace records runs.
 MAX_UPDATES_PER_S = 10
@@ -222,6 +226,8 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
         self.add_class("nba-explorer-live")
         self.add_class("nba-stepper-live")  # the stylesheet's pairing: a connected widget hides the copy
         self._updating = False
+        #: The Replay button's last read of a run and its stepper (``None``: it could not be shown).
+        self.replaying: asyncio.Task[NotebookStepper | None] | None = None
         self.refresh()
 
     def _turn(self, pages: int) -> None:
@@ -276,12 +282,26 @@ class ExplorerWidget(widgets.VBox):  # type: ignore[misc]
             self.message.value = str(error)
 
     def _replay(self) -> None:
+        """The Replay button: the picked run's stepper shown below, its rows read in the background."""
         if self.explorer.picked:
-            with self.output:
-                self.output.clear_output()
-                from IPython.display import display
+            self.replaying = asyncio.get_event_loop().create_task(self._show_stepper(self.explorer.picked[0]))
 
-                display(self.explorer.stepper(self.explorer.picked[0]))  # type: ignore[no-untyped-call]
+    async def _show_stepper(self, run: str) -> NotebookStepper | None:
+        """Run ``run``'s stepper (:meth:`RunExplorer.astepper`) shown in the output below; ``None`` and the
+        message saying why when it cannot be (its rows unreadable or not read in time)."""
+        self.message.value = f"reading run {run}…"
+        try:
+            stepper = await self.explorer.astepper(run)
+        except Exception as error:  # the reason is shown; the explorer goes on
+            self.message.value = f"run {run} cannot be replayed ({type(error).__name__}: {error})"
+            return None
+        self.message.value = ""
+        with self.output:
+            self.output.clear_output()
+            from IPython.display import display
+
+            display(stepper)  # type: ignore[no-untyped-call]
+        return stepper
 
     def _export(self) -> None:
         if self.explorer.picked:
@@ -574,20 +594,23 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         return run
 
     def pick(self, *run_ids: str) -> asyncio.Task[str] | None:
-        """Pick runs: one is shown (:meth:`open`, in the background), two are compared, none clears."""
+        """Pick runs: one is shown (:meth:`open`), two are compared (:meth:`acompare`), each in the
+        background (the task, also :attr:`opening`, gives the HTML shown); none clears."""
         runs = [self.check_run(f"run_ids[{i}]", run) for i, run in enumerate(run_ids)]
         if len(runs) > 2:
             raise check.wrong_value(_WHERE, "run_ids", "one or two runs", run_ids)
         self.picked = runs
-        if len(runs) == 2:
-            self.detail_html = self.compare().html()
-        elif not runs:
+        if not runs:
             self.detail_html = ""
-        else:
+            self._changed()
+            return None
+        if len(runs) == 1:
             self.opening = asyncio.get_event_loop().create_task(self.open(runs[0]))
             return self.opening
+        self.detail_html = str(el("div", f"comparing runs {runs[0]} and {runs[1]}…", class_="nba-muted"))
         self._changed()
-        return None
+        self.opening = asyncio.get_event_loop().create_task(self._comparing(*runs))
+        return self.opening
 
     async def open(self, run_id: str) -> str:
         """Show run ``run_id`` in place as its live view draws it: the run replayed offline (no model or
@@ -600,7 +623,8 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         self._changed()
         one: TraceFrames | None = None
         try:
-            one, replay = await self._opening(run)
+            opened = await self._read_run(run, lambda source: _opened(source, run))
+            one, replay = opened
             if isinstance(replay, Exception):
                 raise replay
             agent, task = replayed(_WHERE, replay, None)
@@ -628,40 +652,67 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
             self._changed()
         return html
 
-    async def _opening(self, run: str) -> tuple[TraceFrames, Replay | Exception]:
-        """What opening run ``run`` reads (:func:`_opened`): from a dataset's files in a worker thread, so
-        that the event loop (a click, the kernel) is not held meanwhile; from memory on the loop (a live
-        trace, and a batch's parts in memory, change on it)."""
+    async def _read_run(self, run: str, read: Callable[[TraceFrames], T]) -> T:
+        """``read`` of the trace holding run ``run`` (:meth:`_of`), awaited without holding the event loop (a
+        click, the kernel): a dataset's files are read in a worker thread within
+        :data:`~nbagent.trace.base.READ_TIMEOUT_S` (``TimeoutError`` past it); a trace in memory (a live
+        trace, a batch's parts in memory: they change on the loop) is read at once, on the loop."""
         batch = self._batch
-        held = self.trace if batch is None else batch.held(run)
-        if held is not None and not held.reads_files:
-            return _opened(held, run)
+        if batch is None:
+            return await self.trace.aread(read)
+        held = batch.held(run)
         if held is not None:
-            return await asyncio.to_thread(_opened, held, run)
-        assert batch is not None
-        return await asyncio.to_thread(lambda: _opened(batch.stored(run), run))
+            return await held.aread(read)
+        return await read_in_worker(lambda: read(batch.stored(run)), f"run {run} of the batch's dataset")
 
     def stepper(self, run_id: str) -> NotebookStepper:
         """Run ``run_id`` replayed in the stepper (``nbagent.step(trace.replay(run_id))``): walk it
-        move by move, fork it where it should have gone otherwise."""
-        from .stepper_widget import step
-
+        move by move, fork it where it should have gone otherwise. Its rows are read in the calling
+        thread; from the event loop, ``await`` :meth:`astepper` (what the Replay button does)."""
         run = self.check_run("run_id", run_id)
-        stepper = step(self._of(run).replay(run))
-        return cast("NotebookStepper", stepper)  # a replay is an nbagent agent's run: never AutoGen's stepper
+        return _stepper(self._of(run).replay(run))
+
+    async def astepper(self, run_id: str) -> NotebookStepper:
+        """:meth:`stepper`, the run's rows read off the event loop (a dataset's in a worker thread, within
+        :data:`~nbagent.trace.base.READ_TIMEOUT_S`: a ``TimeoutError`` past it)."""
+        run = self.check_run("run_id", run_id)
+        return _stepper(await self._read_run(run, lambda source: source.replay(run)))
 
     def compare(self, a: str | None = None, b: str | None = None) -> CompareView:
-        """``nbagent.compare`` of runs ``a`` and ``b`` (the two picked by default)."""
-        from .compare_view import compare
+        """``nbagent.compare`` of runs ``a`` and ``b`` (the two picked by default), their rows read in the
+        calling thread; from the event loop, ``await`` :meth:`acompare` (what picking two does)."""
+        left, right = self._pair(a, b)
+        return _comparison(self._of(left).run(left), left, self._of(right).run(right), right)
 
+    async def acompare(self, a: str | None = None, b: str | None = None) -> CompareView:
+        """:meth:`compare`, both runs' rows read off the event loop, together (a dataset's in worker threads,
+        within :data:`~nbagent.trace.base.READ_TIMEOUT_S`: a ``TimeoutError`` past it)."""
+        left, right = self._pair(a, b)
+        one, other = await asyncio.gather(
+            self._read_run(left, lambda source: source.run(left)),
+            self._read_run(right, lambda source: source.run(right)),
+        )
+        return _comparison(one, left, other, right)
+
+    def _pair(self, a: str | None, b: str | None) -> tuple[str, str]:
+        """The runs to compare: ``a`` and ``b``, or the two picked."""
         if a is None or b is None:
             if len(self.picked) != 2:
                 raise check.wrong_value(_WHERE, "a, b", "two run ids (or two runs picked)", (a, b))
             a, b = self.picked
-        left, right = self.check_run("a", a), self.check_run("b", b)
-        return compare(
-            (self._of(left).run(left), left), (self._of(right).run(right), right), labels=(left[:8], right[:8])
-        )
+        return self.check_run("a", a), self.check_run("b", b)
+
+    async def _comparing(self, left: str, right: str) -> str:
+        """Show runs ``left`` and ``right`` compared (:meth:`acompare`), or why they cannot be; the HTML shown."""
+        try:
+            html = (await self.acompare(left, right)).html()
+        except Exception as error:  # the reason is shown; the explorer goes on
+            note = f"runs {left} and {right} cannot be compared ({type(error).__name__}: {error})"
+            html = str(portable(el("div", note, class_="nba-muted nba-explorer-run")))
+        if self.picked == [left, right]:
+            self.detail_html = html
+            self._changed()
+        return html
 
     def _of(self, run: str) -> TraceFrames:
         """The trace to read run ``run`` from: the trace (whose replay and timeline of a run read that run's
@@ -835,14 +886,23 @@ def _opened(source: TraceFrames, run: str) -> tuple[TraceFrames, Replay | Except
         return one, error
 
 
+def _stepper(replay: Replay) -> NotebookStepper:
+    """The stepper of ``replay`` (a run of the explored trace)."""
+    from .stepper_widget import step
+
+    return cast("NotebookStepper", step(replay))  # a replay is an nbagent agent's run: never AutoGen's stepper
+
+
+def _comparison(one: TraceFrames, left: str, other: TraceFrames, right: str) -> CompareView:
+    """``nbagent.compare`` of run ``left`` of ``one`` and run ``right`` of ``other``, named short."""
+    from .compare_view import compare
+
+    return compare((one, left), (other, right), labels=(left[:8], right[:8]))
+
+
 def _recorded_times(view: AgentRunView, trace: TraceFrames, run: str) -> None:
     """Show in ``view`` (run ``run`` replayed) the times ``trace`` recorded, not the replay's own (the table
-    said 75 ms, the view 0.02 s)."""
-    import pandas as pd
-
-    def seconds(value: object) -> float | None:
-        return None if value is None or pd.isna(value) else float(value)  # type: ignore[arg-type]
-
+    said 75 ms, the view 0.02 s); one missing or out of range (inf, 1e300, negative) is not shown."""
     calls = trace.llm_calls_df()
     calls = calls[calls["run_id"].astype("object") == run].sort_values("call_index")
     tools = trace.tool_calls_df()

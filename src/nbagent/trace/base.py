@@ -6,17 +6,16 @@ from them (the export modules read any :class:`~nbagent.trace.schema.TraceTables
 
 from __future__ import annotations
 
+import asyncio
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _check as check
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     import pandas as pd
 
     from .follow import Follower
@@ -26,6 +25,24 @@ if TYPE_CHECKING:
 
 
 _explorer: list[Callable[..., Any]] = []
+
+T = TypeVar("T")
+
+#: The longest a read of files awaited from the event loop (:func:`read_in_worker`: a view opening,
+#: replaying or comparing a run of a dataset) may take before it gives up with a ``TimeoutError``.
+READ_TIMEOUT_S = 60.0
+
+
+async def read_in_worker(read: Callable[[], T], what: str, timeout: float | None = None) -> T:
+    """``read()`` in a worker thread, the event loop running on meanwhile (a click, the kernel), at most
+    ``timeout`` seconds (default :data:`READ_TIMEOUT_S`): then a ``TimeoutError`` naming ``what`` and the
+    time (the thread ends its read by itself; what it read is dropped)."""
+    seconds = READ_TIMEOUT_S if timeout is None else timeout
+    try:
+        async with asyncio.timeout(seconds):
+            return await asyncio.to_thread(read)
+    except TimeoutError:
+        raise TimeoutError(f"{what}: not read within {seconds:g} s (slow files, or too much to read)") from None
 
 
 def register_explorer(factory: Callable[..., Any]) -> None:
@@ -116,6 +133,15 @@ class TraceFrames(ABC):
         if run not in set(self.runs_df()["run_id"].astype("object")):
             raise NoSuchRun(str(check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)))
         return self
+
+    async def aread(self, read: Callable[[TraceFrames], T], *, timeout: float | None = None) -> T:
+        """``read(self)`` (say ``lambda trace: trace.replay(run_id)``) awaited from the event loop without
+        holding it: in a worker thread where reading this trace reads files (:attr:`reads_files`), within
+        ``timeout`` seconds (:func:`read_in_worker`); at once, on the loop, for the others (a live trace
+        changes on the loop, a loaded one is in memory)."""
+        if not self.reads_files:
+            return read(self)
+        return await read_in_worker(lambda: read(self), repr(self), timeout)
 
     def source_folder(self) -> Path | None:
         """The dataset folder this trace reads its frames from (a lazily read dataset's); ``None`` for a

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, get_args
 from .. import _check as check
 from ..records import RunStatus
 from .follow import Follower
+from .schema import seconds_column
 
 if TYPE_CHECKING:
     import numpy as np
@@ -500,7 +501,7 @@ def _display(runs: pd.DataFrame, tool_errors: dict[str, str]) -> pd.DataFrame:
         "llm_calls": runs["n_llm_calls"],
         "tool_calls": runs["n_tool_calls"],
         "tokens": tokens.astype("Int64"),
-        "latency_s": runs["duration_s"],
+        "latency_s": seconds_column(runs["duration_s"]),  # out of range (inf, 1e300, negative): missing
         "started_at": runs["started_at"],
         "agent": runs["agent"].astype("object"),
         "parent": shown,

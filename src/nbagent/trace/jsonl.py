@@ -38,7 +38,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..redact import valid_text
 from .combine import ALL_TABLES
-from .schema import COLUMNS, JSON_COLUMNS, TraceTables, frame, json_cell, tables_of, trace_id_of
+from .schema import (
+    COLUMNS,
+    JSON_COLUMNS,
+    ColumnError,
+    TraceTables,
+    column,
+    frame,
+    json_cell,
+    tables_of,
+    trace_id_of,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -248,24 +258,67 @@ def _row(line: str, file: Path, number: int) -> dict[str, Any]:
     return row
 
 
+def _lines(file: Path) -> Iterable[tuple[int, str]]:
+    """The lines of ``file`` that are not blank, numbered from 1; one that is not UTF-8: a ValueError
+    naming the file and the line."""
+    with file.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                why = f"{error.reason} at its byte {error.start}"
+                raise ValueError(f"{file}: line {number} is not UTF-8 text ({why})") from None
+            if line.strip():
+                yield number, line
+
+
+def _meta(stored: Path) -> dict[str, Any]:
+    """``trace.json`` read (empty when there is none); not a JSON object: a ValueError naming it."""
+    if not stored.exists():
+        return {}
+    try:
+        meta = json.loads(stored.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise ValueError(f"{stored}: not the JSON {TRACE_FILE} nbagent writes ({error})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{stored}: not the JSON object {TRACE_FILE} nbagent writes")
+    return meta
+
+
+def _bad_line(rows: list[dict[str, Any]], numbers: list[int], error: ColumnError) -> str:
+    """Which line of ``rows`` (numbered ``numbers``) holds the value ``error`` found, as ``"line n, "``
+    (empty if none alone does)."""
+    for number, row in zip(numbers, rows, strict=True):
+        try:
+            column(error.dtype, [row.get(error.column)])
+        except (TypeError, ValueError, OverflowError):
+            return f"line {number}, "
+    return ""
+
+
 def read_jsonl(path: str | Path) -> tuple[dict[str, pd.DataFrame], str]:
     """The tables of a folder written by ``trace.to_jsonl`` (or of a file of the earlier format; a
-    column added since the file was written reads as null), rows in their order, and the trace's id."""
+    column added since the file was written reads as null), rows in their order, and the trace's id.
+    A line, a value or ``trace.json`` that cannot be read: a ValueError naming the file and the line
+    (and the column)."""
     src = Path(path)
     if src.is_file():
         return _read_old(src)
-    stored = src / TRACE_FILE
-    meta = json.loads(stored.read_text(encoding="utf-8")) if stored.exists() else {}
+    meta = _meta(src / TRACE_FILE)
     first = meta.get("first") or {}
     counts = meta.get("rows") or {}
     frames = {}
     for table in ALL_TABLES:
         file = src / f"{table}.jsonl"
-        rows = []
+        rows, numbers = [], []
         if file.exists():
-            with file.open(encoding="utf-8") as handle:
-                rows = [_row(line, file, number) for number, line in enumerate(handle, 1) if line.strip()]
-        frames[table] = _decoded(
-            table, _in_order(rows, list(first.get(table, ())), counts.get(table), file), json_text=True
-        )
+            for number, line in _lines(file):
+                rows.append(_row(line, file, number))
+                numbers.append(number)
+        try:
+            frames[table] = _decoded(
+                table, _in_order(rows, list(first.get(table, ())), counts.get(table), file), json_text=True
+            )
+        except ColumnError as error:
+            raise ValueError(f"{file}: {_bad_line(rows, numbers, error)}{error}") from None
     return frames, meta.get("trace_id") or trace_id_of(frames, src.name)

@@ -123,8 +123,7 @@ def read_run(parts: Sequence[Part], run: str) -> dict[str, pd.DataFrame] | None:
         tables = {"events": read_part(part, "events", None, events)}
         if not len(positions) or not len(positions[0]):
             continue
-        for name in ("llm_calls", "tool_calls"):
-            tables[name] = read_part(part, name, None, _rows_of(run))
+        tables["llm_calls"] = read_part(part, "llm_calls", None, _rows_of(run))
         tables["runs"] = read_part(part, "runs", None, _rows_of(run, "parent_run_id"))
         agents = tables["runs"].loc[tables["runs"]["run_id"].astype("object") == run, "agent"].dropna()
         snapshots = read_part(part, "snapshots")
@@ -138,15 +137,15 @@ def read_run(parts: Sequence[Part], run: str) -> dict[str, pd.DataFrame] | None:
         logs = [int(log) for log in snapshots["log"].dropna().unique()]
         tables["snapshots"] = snapshots
         tables["context_logs"] = read_part(part, "context_logs", None, ds.field("log").isin(logs))
-        # the earlier runs' tool calls whose results the contexts hold (a call id is looked up in its run:
-        # models reuse ids such as "call_1" from run to run)
+        # its tool calls, then the earlier runs' whose results the contexts hold (a call id is looked up in
+        # its run: models reuse ids such as "call_1" from run to run), the file read once
         context = tables["context_logs"]
         earlier = sorted({str(r) for r in context["run_id"].dropna().astype("object")} - {run})
         calls = _call_ids(context)
+        theirs = None
         if calls and earlier:
             theirs = ds.field("run_id").isin(earlier) & ds.field("call_id").isin(sorted(calls))
-            others = read_part(part, "tool_calls", None, theirs)
-            tables["tool_calls"] = stack([tables["tool_calls"], others], "tool_calls")
+        tables["tool_calls"] = read_part(part, "tool_calls", None, _rows_of(run, also=theirs))
         pieces.append(tables)
     return combine(pieces) if pieces else None
 
@@ -182,15 +181,17 @@ def _matches(column: Any, run: str, *also: Any) -> Any:
     return mask
 
 
-def _rows_of(run: str, parent: str | None = None) -> Any:
+def _rows_of(run: str, parent: str | None = None, also: Any = None) -> Any:
     """A ``where`` of :func:`read_part` keeping the rows of run ``run`` (and of the runs naming it
-    their ``parent``, that column's name)."""
+    their ``parent``, that column's name), then those the pyarrow expression ``also`` keeps (of other runs)."""
 
     def keep(arrow: Any) -> Any:
         import numpy as np
+        import pyarrow as pa
 
         extra = [arrow.column(parent)] if parent and parent in arrow.column_names else []
-        return arrow.take(np.flatnonzero(_matches(arrow.column("run_id"), run, *extra)))
+        own = arrow.take(np.flatnonzero(_matches(arrow.column("run_id"), run, *extra)))
+        return own if also is None else pa.concat_tables([own, arrow.filter(also)])
 
     return keep
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from .. import _check as check
 from .base import NoSuchRun, TraceFrames
@@ -17,11 +17,13 @@ from .explore import TOOL_USE_COLUMNS, tool_uses
 from .follow import Follower
 from .jsonl import read_jsonl
 from .lazy import open_dataset, read_all, read_run, read_table
-from .parquet import Part, in_order, new_parts, read_parquet, session_id
+from .parquet import Part, UnreadableFile, in_order, new_parts, read_parquet, session_id, without_unreadable
 from .schema import CHUNK_KIND, COLUMNS, CONTEXT_TABLES, TraceTables, frame, tables_of
 
 if TYPE_CHECKING:
     import pandas as pd
+
+T = TypeVar("T")
 
 
 _LOAD = "load_parquet"
@@ -147,7 +149,7 @@ class LazyTrace(TraceFrames):
     def _of(self, parts: list[Part]) -> LazyTrace:
         """A lazy trace of ``parts`` (of this dataset, in order) alone."""
         other = object.__new__(LazyTrace)
-        other.folder, other.session = self.folder, self.session
+        other.folder, other.session, other.strict = self.folder, self.session, self.strict
         keys = {(part.session, part.number): key for key, part in self._keyed}
         other._keyed = [(keys[part.session, part.number], part) for part in parts]  # in the order given
         other._ids = dict(self._ids)
@@ -162,26 +164,39 @@ class LazyTrace(TraceFrames):
         ``snapshots``) as :meth:`load`'s, its ``columns`` only (default: all), the rows of ``run_ids``
         only (default: all; not for the context tables, which have no run). Given ``columns`` or
         ``run_ids``, a category column's categories are the values of the rows read alone."""
-        return read_table(self._parts, name, columns, run_ids, where="trace.table")
+        return self._reading(lambda parts: read_table(parts, name, columns, run_ids, where="trace.table"))
+
+    def _reading(self, read: Callable[[list[Part]], T]) -> T:
+        """``read`` of the parts: a part one file of which turns out unreadable (its pages garbled, found
+        when read) is left out from then on, with a warning naming the file, and the rest read again
+        (``strict``: the ValueError naming it raised)."""
+        while True:
+            parts = self._parts
+            try:
+                return read(parts)
+            except UnreadableFile as error:
+                kept = without_unreadable(parts, error, self.strict)
+                self._keyed = [(key, part) for key, part in self._keyed if part in kept]
 
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
-        return read_table(self._parts, "events", chunks=include_chunks)
+        return self._reading(lambda parts: read_table(parts, "events", chunks=include_chunks))
 
     def llm_calls_df(self) -> pd.DataFrame:
-        return read_table(self._parts, "llm_calls")
+        return self._reading(lambda parts: read_table(parts, "llm_calls"))
 
     def tool_calls_df(self) -> pd.DataFrame:
-        return read_table(self._parts, "tool_calls")
+        return self._reading(lambda parts: read_table(parts, "tool_calls"))
 
     def runs_df(self) -> pd.DataFrame:
-        return read_table(self._parts, "runs")
+        return self._reading(lambda parts: read_table(parts, "runs"))
 
     def context_tables(self) -> dict[str, pd.DataFrame]:
-        return {name: frame for name, frame in read_all(self._parts).items() if name in CONTEXT_TABLES}
+        tables = self._reading(read_all)
+        return {name: frame for name, frame in tables.items() if name in CONTEXT_TABLES}
 
     def load(self) -> LoadedTrace:
         """Every table read into memory: the :class:`LoadedTrace` ``load_parquet(folder)`` gives."""
-        return LoadedTrace(read_all(self._parts), self.trace_id, self.sessions)
+        return LoadedTrace(self._reading(read_all), self.trace_id, self.sessions)
 
     def context_df(self, run_id: str | None = None, seq: int | None = None, agent: str | None = None) -> pd.DataFrame:
         if run_id is None:
@@ -215,7 +230,7 @@ class LazyTrace(TraceFrames):
 
     def last_run(self, started: bool = False) -> str:
         """As :meth:`TraceFrames.last_run`, reading the ``runs`` table's ids and start times only."""
-        runs = read_table(self._parts, "runs", ["run_id", "started_at"])
+        runs = self._reading(lambda parts: read_table(parts, "runs", ["run_id", "started_at"]))
         if not len(runs):
             raise NoSuchRun(f"the dataset {str(self.folder)!r} holds no run")
         if started:
@@ -261,8 +276,9 @@ def load_parquet(
 
     A part one file of which is no whole Parquet file (empty, truncated: a copy cut short, a disk that
     filled up) is skipped with a warning naming the file, and the rest of the dataset loads;
-    ``strict=True`` raises a ValueError naming it instead. A file whose pages are garbled past its
-    footer is found when read: the error names it."""
+    ``strict=True`` raises a ValueError naming it instead. A file whose pages are garbled past a whole
+    footer is found when read: its part is then skipped the same way (a lazy trace leaves it out from
+    that read on; ``strict=True``: the ValueError naming it); a run of it opened alone says so."""
     check.boolean(_LOAD, "lazy", lazy)
     check.boolean(_LOAD, "strict", strict)
     if lazy:

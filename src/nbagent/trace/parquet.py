@@ -409,7 +409,7 @@ def read_table_file(path: Path, table: str, columns: Sequence[str] | None = None
     try:
         schema = pq.read_schema(path)
     except Exception as error:  # pyarrow.ArrowInvalid and friends: not a whole Parquet file
-        raise ValueError(printable(f"{path}: not a readable Parquet file ({error})")) from error
+        raise UnreadableFile(path, str(error)) from error
     check_schema(path, table, schema, arrow_schema(table), COLUMNS[table])
     try:
         if columns is None and where is None:
@@ -418,7 +418,7 @@ def read_table_file(path: Path, table: str, columns: Sequence[str] | None = None
         else:  # the file read whole (one scan: faster than a filtered dataset scan), then its rows kept
             arrow = pq.read_table(path, columns=[name for name in wanted if name in schema.names])
     except Exception as error:  # its pages garbled (OSError, ArrowInvalid): say which file
-        raise ValueError(f"{path}: not a readable Parquet file ({type(error).__name__}: {error})") from error
+        raise UnreadableFile(path, f"{type(error).__name__}: {error}") from error
     if arrow is not None:
         if callable(where):  # a few rows: their categories alone (a file's may be every run's)
             import pyarrow as pa
@@ -589,6 +589,29 @@ def part_of(root: Path, session: str, number: int) -> Part:
     return Part(session, number, {table: path for table, path in files.items() if path.exists()})
 
 
+class UnreadableFile(ValueError):
+    """A file of a dataset's part that is no readable Parquet file (its pages garbled past a whole footer:
+    found when read); names it (:attr:`path`)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        self.path = path
+        super().__init__(printable(f"{path}: not a readable Parquet file ({why})"))
+
+
+def without_unreadable(parts: Sequence[Part], error: UnreadableFile, strict: bool) -> list[Part]:
+    """``parts`` but the one ``error`` found a file of unreadable, with a warning naming the file (the rest
+    of the dataset is read); ``strict``, or a file of none of ``parts``: ``error`` raised."""
+    bad = [part for part in parts if error.path in part.files.values()]
+    if strict or not bad:
+        raise error
+    warnings.warn(
+        f"nbagent: part {bad[0].number} of session {bad[0].session!r} skipped (the rest of the dataset is read; "
+        f"strict=True refuses it): {error}",
+        stacklevel=4,
+    )
+    return [part for part in parts if part not in bad]
+
+
 def _keyed(src: Path, name: str, number: int, strict: bool = False) -> tuple[PartKey, Part] | None:
     """Part ``number`` of session ``name`` with its sort key (the metadata of its files read); a part one
     file of which is no whole Parquet file (empty, truncated): ``None``, with a warning naming the file
@@ -704,6 +727,13 @@ def read_parquet(
     """The tables of a dataset written by ``trace.to_parquet`` (every session, or ``session`` only; a
     session's parts in order), or of a folder of the earlier layout, with :data:`COLUMNS`' dtypes (a
     file written before the context tables or a column existed loads with no context and the column
-    null); and the sessions' trace ids, in the order their rows are."""
+    null); and the sessions' trace ids, in the order their rows are. A part a file of which turns out
+    unreadable (its pages garbled) is skipped with a warning naming the file (``strict``: raised)."""
     parts, ids = dataset_parts(folder, session, strict)
-    return combine([{table: read_part(part, table) for table in ALL_TABLES} for part in parts]), ids
+    read: list[dict[str, pd.DataFrame]] = []
+    for part in parts:
+        try:
+            read.append({table: read_part(part, table) for table in ALL_TABLES})
+        except UnreadableFile as error:  # its pages garbled: skipped with a warning (strict: raised)
+            without_unreadable([part], error, strict)
+    return combine(read), ids

@@ -241,26 +241,44 @@ def string_column(values: Sequence[Any]) -> pd.Series:
         return pd.Series([valid_text(v) if isinstance(v, str) else v for v in values], dtype="string")
 
 
+class ColumnError(ValueError):
+    """A column's values that are not of its dtype (:func:`frame`): names the table, the column and its dtype."""
+
+    def __init__(self, table: str, column: str, dtype: str, why: BaseException) -> None:
+        self.table, self.column, self.dtype = table, column, dtype
+        first = (str(why).splitlines() or [type(why).__name__])[0]  # pandas' hints follow on more lines
+        super().__init__(f"column {column!r} of {table!r} holds a value that is not {dtype} ({first})")
+
+
+def column(dtype: str, values: Sequence[Any], texts: ArrowTexts | None = None) -> pd.Series:
+    """``values`` as a column of ``dtype`` (one of :data:`COLUMNS`'), as :func:`frame` makes each."""
+    import pandas as pd
+
+    if dtype == "object":
+        return pd.Series(list(values), dtype="object")
+    if dtype == "category":  # categories of text, also when every value is null (else float64)
+        return pd.Series(values, dtype="object").astype("category")
+    if dtype.startswith("datetime64"):  # to the microsecond: what Parquet readers all take (Spark)
+        times = pd.to_datetime(values, utc=True, format="ISO8601")  # text: any ISO 8601 (JSON lines)
+        return pd.Series(times).astype(dtype).dt.floor("us")
+    if dtype == "string":
+        return string_column(values) if texts is None else text_column(values, texts)
+    return pd.Series(values, dtype=dtype)
+
+
 def frame(table: str, data: Mapping[str, Sequence[Any]], texts: ArrowTexts | None = None) -> pd.DataFrame:
     """A DataFrame of ``table`` with the columns and dtypes of :data:`COLUMNS` (times to the microsecond);
-    with ``texts``, the long texts of its ``string`` columns are their shared copies (:func:`text_column`)."""
+    with ``texts``, the long texts of its ``string`` columns are their shared copies (:func:`text_column`).
+    Values a column's dtype cannot hold: a :class:`ColumnError` naming the column."""
     import pandas as pd
 
     columns = COLUMNS[table]
     out: dict[str, Any] = {}
     for name, (dtype, _) in columns.items():
-        values = data[name]
-        if dtype == "object":
-            out[name] = pd.Series(list(values), dtype="object")
-        elif dtype == "category":  # categories of text, also when every value is null (else float64)
-            out[name] = pd.Series(values, dtype="object").astype("category")
-        elif dtype.startswith("datetime64"):  # to the microsecond: what Parquet readers all take (Spark)
-            times = pd.to_datetime(values, utc=True, format="ISO8601")  # text: any ISO 8601 (JSON lines)
-            out[name] = pd.Series(times).astype(dtype).dt.floor("us")
-        elif dtype == "string":
-            out[name] = string_column(values) if texts is None else text_column(values, texts)
-        else:
-            out[name] = pd.Series(values, dtype=dtype)
+        try:
+            out[name] = column(dtype, data[name], texts)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise ColumnError(table, name, dtype, error) from error
     return pd.DataFrame(out, columns=list(columns))
 
 
@@ -319,6 +337,15 @@ def seconds(value: Any) -> float | None:
     if not isinstance(number, int | float) or isinstance(number, bool):
         return None
     return float(number) if 0 <= number <= MAX_DURATION_S else None
+
+
+def seconds_column(values: pd.Series) -> pd.Series:
+    """A column of durations as :func:`seconds` reads each: float64, a value missing or out of range NaN
+    (what a table shows, sorts and takes percentiles of as missing)."""
+    import pandas as pd
+
+    numbers = pd.to_numeric(values, errors="coerce").astype("float64")
+    return numbers.where((numbers >= 0) & (numbers <= MAX_DURATION_S))
 
 
 def json_value(value: Any) -> Any:

@@ -10,8 +10,12 @@ if TYPE_CHECKING:
 
 
 def _quantile(values: pd.Series, q: float) -> float:
-    values = values.dropna()
-    return float(values.quantile(q)) if len(values) else math.nan
+    """The ``q`` quantile of the durations ``values`` in range (:func:`~nbagent.trace.schema.seconds_column`:
+    one inf, 1e300 or negative is missing, not a figure); NaN when none is."""
+    from .schema import seconds_column
+
+    kept = seconds_column(values).dropna()
+    return float(kept.quantile(q)) if len(kept) else math.nan
 
 
 def summarize(runs: pd.DataFrame, llm_calls: pd.DataFrame, tool_calls: pd.DataFrame) -> pd.Series:
