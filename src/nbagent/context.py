@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -231,6 +232,28 @@ async def own_view(context: ChatCompletionContext) -> list[LLMMessage]:
         return view
     where = f"{type(context).__name__}.get_messages()"
     return [m if type(m) in _LLM_TYPES else as_llm_message(where, f"[{i}]", m) for i, m in enumerate(view)]
+
+
+_PARTS_READ: weakref.WeakKeyDictionary[ChatCompletionContext, tuple[list[LLMMessage], int, bool]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def holds_parts(context: ChatCompletionContext) -> bool | None:
+    """Whether a user message of parts (texts and images) is among the messages ``context`` holds, for
+    nbagent's own contexts, whose views hold only messages they hold (and a text note); each message is
+    looked at once while the context is only appended to. ``None`` for any other context (its view may
+    hold messages it does not)."""
+    if type(context) not in OWN_CONTEXTS:
+        return None
+    log = context.message_log
+    read = _PARTS_READ.get(context)
+    start, found = (read[1], read[2]) if read is not None and read[0] is log else (0, False)
+    if not found:
+        # a text first: isinstance() against a pydantic class costs a Python call
+        found = any(type(m.content) is not str and isinstance(m, UserMessage) for m in log[start:])
+    _PARTS_READ[context] = (log, len(log), found)
+    return found
 
 
 CONTEXT_MEMBERS = ("add_message", "get_messages", "clear", "save_state", "load_state")
@@ -550,3 +573,16 @@ class HeadAndTailChatCompletionContext(ChatCompletionContext):
     @classmethod
     def _from_config(cls, config: HeadAndTailChatCompletionContextConfig) -> Self:
         return cls(config.head_size, config.tail_size, initial_messages=config.initial_messages)
+
+
+OWN_CONTEXTS = frozenset(
+    {
+        ChatCompletionContext,
+        UnboundedChatCompletionContext,
+        BufferedChatCompletionContext,
+        TokenLimitedChatCompletionContext,
+        HeadAndTailChatCompletionContext,
+    }
+)
+"""nbagent's own context classes (not subclasses): their ``message_log`` is only appended to, and replaced by
+``clear`` and ``load_state``; their views hold its messages (and a text note)."""

@@ -27,13 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, islice, repeat
 from typing import Any, Generic, TypeVar, overload
 
-from ..context import (
-    BufferedChatCompletionContext,
-    ChatCompletionContext,
-    HeadAndTailChatCompletionContext,
-    TokenLimitedChatCompletionContext,
-    UnboundedChatCompletionContext,
-)
+from ..context import OWN_CONTEXTS
 from ..messages import LLMMessage
 from ..models.base import ModelRequest
 from ..records import (
@@ -60,13 +54,6 @@ _perf = time.perf_counter
 _MAX_HEAD = 4
 # A request with fewer messages is kept as its list: sharing the log would cost more than it saves.
 _SHARE_FROM = 32
-_OWN_CONTEXTS = (
-    ChatCompletionContext,
-    UnboundedChatCompletionContext,
-    BufferedChatCompletionContext,
-    TokenLimitedChatCompletionContext,
-    HeadAndTailChatCompletionContext,
-)
 
 
 class SentMessages(Sequence[LLMMessage]):
@@ -146,7 +133,7 @@ class AgentRecorder(Generic[T]):
         self._context = None if source is None else source.model_context
         # The context is one of nbagent's: ``message_log`` holds its messages, is only appended to, and
         # is replaced (not emptied) by clear() and load_state(): the trace can keep it as its log.
-        self._plain = source is not None and type(source.model_context) in _OWN_CONTEXTS
+        self._plain = source is not None and type(source.model_context) in OWN_CONTEXTS
         self._size = -1  # the context's length at the last checkpoint
         self._store = store
         self._rows = store.rows
