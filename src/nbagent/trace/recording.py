@@ -42,6 +42,7 @@ from ..records import (
     RunStarted,
     ToolExecution,
 )
+from ..tools import ToolSchema
 from .store import RowStore
 
 T = TypeVar("T")
@@ -120,7 +121,7 @@ class AgentRecorder(Generic[T]):
     __slots__ = (
         "_trace", "_source", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
         "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_store",
-        "_add_snapshot", "_add_log", "_key", "_open", "_released",
+        "_add_snapshot", "_add_log", "_key", "_open", "_released", "_tools",
     )  # fmt: skip
 
     def __init__(self, trace: T, store: RowStore, key: int, source: RunSource | None) -> None:
@@ -163,6 +164,8 @@ class AgentRecorder(Generic[T]):
         self._mirror: tuple[list[LLMMessage], int, list[LLMMessage]] | None = None
         # The messages shared requests sent before the log (the system message), shared by them.
         self._head: tuple[LLMMessage, ...] = ()
+        # The tools shared requests sent (equal lists of the same schemas): one list for all of them.
+        self._tools: list[ToolSchema] = []
         # (snapshots read, id(log) -> its length read, id(message) -> (message, run_id, step, move)):
         # origins, computed from the snapshots when first asked for (None: not yet).
         self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]], int] | None = None
@@ -363,9 +366,12 @@ class AgentRecorder(Generic[T]):
         if len(shared) != head or any(shared[i] is not messages[i] for i in range(head)):
             shared = self._head = tuple(messages[:head])
         sent = SentMessages(shared, log, start, known)
-        call.request = ModelRequest(
-            sent, request.tools, request.tool_choice, request.json_output, request.extra_create_args
-        )
+        tools = request.tools
+        if tools == self._tools:  # the same schemas (compared by identity first): no list per call
+            tools = self._tools
+        else:
+            self._tools = tools
+        call.request = ModelRequest(sent, tools, request.tool_choice, request.json_output, request.extra_create_args)
 
     def origin_of(self, message: LLMMessage, live: bool = False) -> Origin:
         """The run, STEP and move that added ``message`` to the context (Nones: outside a run).
