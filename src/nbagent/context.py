@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import weakref
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -136,7 +135,7 @@ class ChatCompletionContext(Component):
 
     # ``_messages`` is a slot so that ``message_log`` reads it as fast as an attribute (the trace
     # reads it at every move and event); ``__dict__`` leaves subclasses free to add attributes.
-    __slots__ = ("_messages", "__dict__", "__weakref__")
+    __slots__ = ("_messages", "_parts_read", "__dict__", "__weakref__")
     component_type = "chat_completion_context"
 
     answers_back: Callable[[LLMMessage], Any] | None = None
@@ -145,6 +144,8 @@ class ChatCompletionContext(Component):
 
     def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
         self._messages: list[LLMMessage] = _initial(type(self).__name__, initial_messages)
+        # (log, messages of it read, a user message of parts among them): read_parts's memo
+        self._parts_read: tuple[list[LLMMessage] | None, int, bool] = (None, 0, False)
         self._initial_messages = list(self._messages)  # what a component config keeps
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -213,6 +214,23 @@ class ChatCompletionContext(Component):
         self._messages = list(self._initial_messages)
         vars(self).pop("answers_back", None)  # the class's None again: the settings are the original's
 
+    def read_parts(self) -> bool:
+        """Whether a user message of parts (texts and images) is among the messages held: the messages
+        added since the last call are read, the others were (a new log, after ``clear`` or
+        ``load_state``, is read from its start)."""
+        log = self._messages
+        read = self._parts_read
+        if read[0] is log:
+            if read[2] or read[1] == len(log):
+                return read[2]
+            start = read[1]
+        else:
+            start = 0
+        # a text first: isinstance() against a pydantic class costs a Python call
+        found = any(type(m.content) is not str and isinstance(m, UserMessage) for m in log[start:])
+        self._parts_read = (log, len(log), found)
+        return found
+
     def __len__(self) -> int:
         return len(self._messages)
 
@@ -234,26 +252,12 @@ async def own_view(context: ChatCompletionContext) -> list[LLMMessage]:
     return [m if type(m) in _LLM_TYPES else as_llm_message(where, f"[{i}]", m) for i, m in enumerate(view)]
 
 
-_PARTS_READ: weakref.WeakKeyDictionary[ChatCompletionContext, tuple[list[LLMMessage], int, bool]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def holds_parts(context: ChatCompletionContext) -> bool | None:
     """Whether a user message of parts (texts and images) is among the messages ``context`` holds, for
     nbagent's own contexts, whose views hold only messages they hold (and a text note); each message is
-    looked at once while the context is only appended to. ``None`` for any other context (its view may
-    hold messages it does not)."""
-    if type(context) not in OWN_CONTEXTS:
-        return None
-    log = context.message_log
-    read = _PARTS_READ.get(context)
-    start, found = (read[1], read[2]) if read is not None and read[0] is log else (0, False)
-    if not found:
-        # a text first: isinstance() against a pydantic class costs a Python call
-        found = any(type(m.content) is not str and isinstance(m, UserMessage) for m in log[start:])
-    _PARTS_READ[context] = (log, len(log), found)
-    return found
+    looked at once while the context is only appended to (:meth:`ChatCompletionContext.read_parts`).
+    ``None`` for any other context (its view may hold messages it does not)."""
+    return context.read_parts() if type(context) in OWN_CONTEXTS else None
 
 
 CONTEXT_MEMBERS = ("add_message", "get_messages", "clear", "save_state", "load_state")
