@@ -21,7 +21,7 @@ def test_snapshot_rows_read_as_a_list_of_tuples() -> None:
     assert snapshots[1:] == ROWS[1:]
     assert list(snapshots) == ROWS and snapshots == ROWS
     assert [key for _, _, _, key, _, _ in snapshots] == [0, 0, 1]
-    assert (snapshots.recorder_at(2), snapshots.run_at(2)) == (1, "r2")
+    assert (snapshots.row_at(2), snapshots.recorder_at(2), snapshots.run_at(2)) == (700, 1, "r2")
     snapshots[:] = [row for row in snapshots if row[1] == "a"]
     assert snapshots == ROWS[:2]
     with pytest.raises(IndexError, match="replaced whole"):

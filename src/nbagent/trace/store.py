@@ -94,6 +94,10 @@ class SnapshotRows(Sequence[SnapshotRow]):
         self._runs.clear()
         self._moves.clear()
 
+    def row_at(self, index: int) -> int:
+        """The row snapshot ``index`` was taken before (without building its row)."""
+        return self._rows[index]
+
     def recorder_at(self, index: int) -> int:
         """The recorder of snapshot ``index`` (an index of the store's, without building its row)."""
         return self._recorders[index]
