@@ -54,11 +54,12 @@ def lines_run(agent: AssistantAgent, task: str) -> int:
         return local
 
     async def run() -> None:
+        previous = sys.gettrace()
         sys.settrace(tracer)
         try:
             await agent.run(task=task)
         finally:
-            sys.settrace(None)
+            sys.settrace(previous)
 
     asyncio.run(run())
     return lines
@@ -71,17 +72,17 @@ def test_a_run_executes_the_same_lines_whatever_was_kept(kind: str) -> None:
     found = {}
     for kept in (30, 300):
         if kind == "tools":
-            agent = tool_agent(kept + 2)
+            agent = tool_agent(kept + 3)
         else:
-            agent = AssistantAgent("plain", ReplayChatCompletionClient(["the answer"] * (kept + 2)))
+            agent = AssistantAgent("plain", ReplayChatCompletionClient(["the answer"] * (kept + 3)))
 
         async def runs(agent: AssistantAgent = agent, kept: int = kept) -> None:
             for i in range(kept):
                 await agent.run(task=f"task {i}")
 
         asyncio.run(runs())
-        lines_run(agent, "one more")  # the id pool and first-call caches settled
-        found[kept] = lines_run(agent, "and another")
+        # the fewest of three runs: one may refill the id pool (a few lines every so many ids)
+        found[kept] = min(lines_run(agent, f"one more {i}") for i in range(3))
     assert found[300] <= found[30] * 1.02, found
 
 
