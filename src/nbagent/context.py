@@ -226,8 +226,12 @@ class ChatCompletionContext(Component):
             start = read[1]
         else:
             start = 0
-        # a text first: isinstance() against a pydantic class costs a Python call
-        found = any(type(m.content) is not str and isinstance(m, UserMessage) for m in log[start:])
+        found = False
+        for message in log[start:] if start else log:
+            # a text first: isinstance() against a pydantic class costs a Python call
+            if type(message.content) is not str and isinstance(message, UserMessage):
+                found = True
+                break
         self._parts_read = (log, len(log), found)
         return found
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
 from nbagent import AssistantAgent, ReplayChatCompletionClient, Trace
-from nbagent.trace.store import SnapshotRows
+from nbagent.trace.store import SETTLE_FROM, RowStore, SnapshotRows
 
 ROWS = [(0, "a", 0, 0, None, None), (2, "a", 1, 0, "r1", "add_messages"), (700, "b", 300, 1, "r2", "text_exit")]
 
@@ -52,3 +53,19 @@ def test_forgotten_runs_keep_the_others_snapshots() -> None:
         assert list(frame["run_id"].iloc[-2:]) == [run, run]
         assert list(frame["move"].iloc[-2:]) == ["add_messages", "text_exit"]
     assert len(kept.store.snapshots) < len(whole.store.snapshots)
+
+
+def test_snapshot_rows_wait_as_tuples_a_bounded_while() -> None:
+    """The recorders' appends are a list's: the rows go into the columns at a run's end once
+    SETTLE_FROM wait (so that a long session keeps no tuple per snapshot), or when read."""
+    store = RowStore()
+    for at in range(SETTLE_FROM - 1):
+        store.append_snapshot((at, "a", at, 0, "r", "add_messages"))
+    store.run_ended("r")
+    waiting = [column for column in gc.get_referents(store.snapshots) if isinstance(column, list) and column]
+    assert any(type(column[0]) is tuple for column in waiting)  # fewer than SETTLE_FROM: they wait
+    store.append_snapshot((999, "a", 999, 0, "r", "text_exit"))
+    store.run_ended("r")
+    columns = [column for column in gc.get_referents(store.snapshots) if isinstance(column, list)]
+    assert not any(type(value) is tuple for column in columns for value in column)
+    assert len(store.snapshots) == SETTLE_FROM and store.snapshots[-1] == (999, "a", 999, 0, "r", "text_exit")
