@@ -39,7 +39,7 @@ from .agent_input import (
 )
 from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
-from .context import ChatCompletionContext, UnboundedChatCompletionContext, as_model_context, own_view
+from .context import ChatCompletionContext, UnboundedChatCompletionContext, as_model_context, holds_parts, own_view
 from .hooks import HINT, Hook
 from .interrupts import explain_cancellation
 from .interventions import GivenAnswerClient, Interventions, LLMCallPlan
@@ -966,7 +966,7 @@ class AssistantAgent(Component):
                     await self._model_context.add_message(message)
         client = self._model_client if edit is None or edit.model_client is None else edit.model_client
         system = self._system_messages if edit is None or edit.system_messages is None else edit.system_messages
-        messages = _compatible(client, [*system, *await own_view(self._model_context)])
+        messages = _compatible(client, [*system, *await own_view(self._model_context)], self._model_context)
         if edit is not None and edit.answer is not None:  # given: the model is not called
             client = GivenAnswerClient(edit.answer, client)
         if purpose == "reflection":
@@ -1529,11 +1529,13 @@ def _create(
 _WITHOUT_IMAGES = frozenset({SystemMessage, AssistantMessage, FunctionExecutionResultMessage})
 
 
-def _compatible(client: ChatCompletionClient, messages: list[LLMMessage]) -> list[LLMMessage]:
-    """The messages as ``client`` can take them: for a model without vision, a user message of parts
-    becomes one text, its parts joined by newlines and its images ``<image>`` (AutoGen's ``remove_images``,
-    which joins a text-only list too)."""
-    if client.model_info.get("vision", False):
+def _compatible(
+    client: ChatCompletionClient, messages: list[LLMMessage], context: ChatCompletionContext
+) -> list[LLMMessage]:
+    """The messages (the system messages and ``context``'s view) as ``client`` can take them: for a model
+    without vision, a user message of parts becomes one text, its parts joined by newlines and its images
+    ``<image>`` (AutoGen's ``remove_images``, which joins a text-only list too)."""
+    if client.model_info.get("vision", False) or holds_parts(context) is False:  # each message read once
         return messages
     # This runs before every model call, over the whole context: exact types first, as isinstance()
     # against a pydantic class costs a Python call (its metaclass checks instances).

@@ -135,7 +135,7 @@ class ChatCompletionContext(Component):
 
     # ``_messages`` is a slot so that ``message_log`` reads it as fast as an attribute (the trace
     # reads it at every move and event); ``__dict__`` leaves subclasses free to add attributes.
-    __slots__ = ("_messages", "__dict__", "__weakref__")
+    __slots__ = ("_messages", "_parts_read", "__dict__", "__weakref__")
     component_type = "chat_completion_context"
 
     answers_back: Callable[[LLMMessage], Any] | None = None
@@ -144,6 +144,8 @@ class ChatCompletionContext(Component):
 
     def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
         self._messages: list[LLMMessage] = _initial(type(self).__name__, initial_messages)
+        # (log, messages of it read, a user message of parts among them): read_parts's memo
+        self._parts_read: tuple[list[LLMMessage] | None, int, bool] = (None, 0, False)
         self._initial_messages = list(self._messages)  # what a component config keeps
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -212,6 +214,27 @@ class ChatCompletionContext(Component):
         self._messages = list(self._initial_messages)
         vars(self).pop("answers_back", None)  # the class's None again: the settings are the original's
 
+    def read_parts(self) -> bool:
+        """Whether a user message of parts (texts and images) is among the messages held: the messages
+        added since the last call are read, the others were (a new log, after ``clear`` or
+        ``load_state``, is read from its start)."""
+        log = self._messages
+        read = self._parts_read
+        if read[0] is log:
+            if read[2] or read[1] == len(log):
+                return read[2]
+            start = read[1]
+        else:
+            start = 0
+        found = False
+        for message in log[start:] if start else log:
+            # a text first: isinstance() against a pydantic class costs a Python call
+            if type(message.content) is not str and isinstance(message, UserMessage):
+                found = True
+                break
+        self._parts_read = (log, len(log), found)
+        return found
+
     def __len__(self) -> int:
         return len(self._messages)
 
@@ -231,6 +254,14 @@ async def own_view(context: ChatCompletionContext) -> list[LLMMessage]:
         return view
     where = f"{type(context).__name__}.get_messages()"
     return [m if type(m) in _LLM_TYPES else as_llm_message(where, f"[{i}]", m) for i, m in enumerate(view)]
+
+
+def holds_parts(context: ChatCompletionContext) -> bool | None:
+    """Whether a user message of parts (texts and images) is among the messages ``context`` holds, for
+    nbagent's own contexts, whose views hold only messages they hold (and a text note); each message is
+    looked at once while the context is only appended to (:meth:`ChatCompletionContext.read_parts`).
+    ``None`` for any other context (its view may hold messages it does not)."""
+    return context.read_parts() if type(context) in OWN_CONTEXTS else None
 
 
 CONTEXT_MEMBERS = ("add_message", "get_messages", "clear", "save_state", "load_state")
@@ -550,3 +581,16 @@ class HeadAndTailChatCompletionContext(ChatCompletionContext):
     @classmethod
     def _from_config(cls, config: HeadAndTailChatCompletionContextConfig) -> Self:
         return cls(config.head_size, config.tail_size, initial_messages=config.initial_messages)
+
+
+OWN_CONTEXTS = frozenset(
+    {
+        ChatCompletionContext,
+        UnboundedChatCompletionContext,
+        BufferedChatCompletionContext,
+        TokenLimitedChatCompletionContext,
+        HeadAndTailChatCompletionContext,
+    }
+)
+"""nbagent's own context classes (not subclasses): their ``message_log`` is only appended to, and replaced by
+``clear`` and ``load_state``; their views hold its messages (and a text note)."""

@@ -97,11 +97,12 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         self.requests: deque[ModelRequest] = deque(maxlen=keep_requests)
         self._call_tokens: deque[tuple[ModelRequest, CancellationToken | None]] = deque(maxlen=keep_requests)
         self._index = 0
-        # The messages of the last request and their estimated tokens, position by position: a tool
-        # loop, or the next run, sends the same context again with a few messages more, so most are
-        # not re-estimated (16 bytes a message kept: no per-message object).
-        self._sent: tuple[LLMMessage, ...] = ()
+        # The messages of the last request, their estimated tokens position by position, and their sum:
+        # a tool loop, or the next run, sends the same context again with a few messages more, so only
+        # those are estimated (16 bytes a message kept: no per-message object).
+        self._sent: list[LLMMessage] = []
         self._counts: list[int] = []
+        self._sent_tokens = 0
 
     @property
     def model_name(self) -> str:
@@ -177,23 +178,30 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         return result
 
     def _prompt_tokens(self, messages: Sequence[LLMMessage]) -> int:
-        """The estimated prompt size, each message estimated once while it keeps being sent: at the
-        position it had in the last request, or (a window that moved) looked up by identity."""
+        """The estimated prompt size, each message estimated once while it keeps being sent.
+
+        A request that sends the last one's messages again with more after them (a tool loop, the next
+        run) costs its new messages: the repeated ones are compared at C speed, by identity, and their
+        sum is kept. Any other (a window that moved, a context replaced) looks its messages up by
+        identity among the last request's."""
         sent, counts = self._sent, self._counts
         kept = len(sent)
-        moved: dict[int, int] | None = None
-        new_counts: list[int] = []
-        for position, message in enumerate(messages):
-            if position < kept and sent[position] is message:
-                count = counts[position]
-            else:
-                if moved is None:  # ``sent`` holds these messages: each id is still its message's
-                    moved = {id(held): held_count for held, held_count in zip(sent, counts)}
-                found = moved.get(id(message))
-                count = estimate_tokens(message) if found is None else found
-            new_counts.append(count)
-        self._sent, self._counts = tuple(messages), new_counts  # a copy: the caller's list may change
-        return sum(new_counts)
+        if kept and len(messages) >= kept and messages[kept - 1] is sent[-1]:
+            head = messages[:kept]
+            if (head if type(head) is list else list(head)) == sent:
+                new = messages[kept:]
+                added = [estimate_tokens(message) for message in new]
+                sent.extend(new)
+                counts.extend(added)
+                self._sent_tokens += sum(added)
+                return self._sent_tokens
+        moved = {id(held): held_count for held, held_count in zip(sent, counts)}
+        new_counts = [
+            found if (found := moved.get(id(message))) is not None else estimate_tokens(message) for message in messages
+        ]
+        # a copy: the caller's list may change (``moved`` is made before ``sent`` lets its messages go)
+        self._sent, self._counts, self._sent_tokens = list(messages), new_counts, sum(new_counts)
+        return self._sent_tokens
 
     async def complete(
         self, request: ModelRequest, cancellation_token: CancellationToken | None = None

@@ -276,14 +276,16 @@ class Trace(TraceFrames):
         if key is not None:
             own = store.snapshots_of(key)
             first, last = positions[0], positions[-1]
-            chosen = [at for at in own if first <= store.snapshots[at][0] <= last]
-            before = [at for at in own if store.snapshots[at][0] < first]
+            row_at = store.snapshots.row_at
+            chosen = [at for at in own if first <= row_at(at) <= last]
+            before = [at for at in own if row_at(at) < first]
             chosen = before[-1:] + chosen
             for at in chosen:
                 row, agent, size, recorder, where, move = store.snapshots[at]
                 found.snapshots.append((bisect.bisect_left(positions, row), agent, size, recorder, where, move))
                 found.logs.append(store.logs[at])
-            earlier = {where for at in own if (where := store.snapshots[at][4]) is not None and where != run}
+            run_at = store.snapshots.run_at
+            earlier = {where for at in own if (where := run_at(at)) is not None and where != run}
         calls = _held_calls(found, rows[: positions[0]], earlier) if earlier else []
         red = self.redactor()
         frames = {

@@ -27,13 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, islice, repeat
 from typing import Any, Generic, TypeVar, overload
 
-from ..context import (
-    BufferedChatCompletionContext,
-    ChatCompletionContext,
-    HeadAndTailChatCompletionContext,
-    TokenLimitedChatCompletionContext,
-    UnboundedChatCompletionContext,
-)
+from ..context import OWN_CONTEXTS
 from ..messages import LLMMessage
 from ..models.base import ModelRequest
 from ..records import (
@@ -48,6 +42,7 @@ from ..records import (
     RunStarted,
     ToolExecution,
 )
+from ..tools import ToolSchema
 from .store import RowStore
 
 T = TypeVar("T")
@@ -60,13 +55,6 @@ _perf = time.perf_counter
 _MAX_HEAD = 4
 # A request with fewer messages is kept as its list: sharing the log would cost more than it saves.
 _SHARE_FROM = 32
-_OWN_CONTEXTS = (
-    ChatCompletionContext,
-    UnboundedChatCompletionContext,
-    BufferedChatCompletionContext,
-    TokenLimitedChatCompletionContext,
-    HeadAndTailChatCompletionContext,
-)
 
 
 class SentMessages(Sequence[LLMMessage]):
@@ -133,7 +121,7 @@ class AgentRecorder(Generic[T]):
     __slots__ = (
         "_trace", "_source", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
         "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_store",
-        "_add_snapshot", "_add_log", "_key", "_open", "_released",
+        "_add_snapshot", "_add_log", "_key", "_open", "_released", "_tools",
     )  # fmt: skip
 
     def __init__(self, trace: T, store: RowStore, key: int, source: RunSource | None) -> None:
@@ -146,7 +134,7 @@ class AgentRecorder(Generic[T]):
         self._context = None if source is None else source.model_context
         # The context is one of nbagent's: ``message_log`` holds its messages, is only appended to, and
         # is replaced (not emptied) by clear() and load_state(): the trace can keep it as its log.
-        self._plain = source is not None and type(source.model_context) in _OWN_CONTEXTS
+        self._plain = source is not None and type(source.model_context) in OWN_CONTEXTS
         self._size = -1  # the context's length at the last checkpoint
         self._store = store
         self._rows = store.rows
@@ -176,6 +164,8 @@ class AgentRecorder(Generic[T]):
         self._mirror: tuple[list[LLMMessage], int, list[LLMMessage]] | None = None
         # The messages shared requests sent before the log (the system message), shared by them.
         self._head: tuple[LLMMessage, ...] = ()
+        # The tools shared requests sent (equal lists of the same schemas): one list for all of them.
+        self._tools: list[ToolSchema] = []
         # (snapshots read, id(log) -> its length read, id(message) -> (message, run_id, step, move)):
         # origins, computed from the snapshots when first asked for (None: not yet).
         self._origins: tuple[int, dict[int, int], dict[int, tuple[Any, ...]], int] | None = None
@@ -376,9 +366,12 @@ class AgentRecorder(Generic[T]):
         if len(shared) != head or any(shared[i] is not messages[i] for i in range(head)):
             shared = self._head = tuple(messages[:head])
         sent = SentMessages(shared, log, start, known)
-        call.request = ModelRequest(
-            sent, request.tools, request.tool_choice, request.json_output, request.extra_create_args
-        )
+        tools = request.tools
+        if tools == self._tools:  # the same schemas (compared by identity first): no list per call
+            tools = self._tools
+        else:
+            self._tools = tools
+        call.request = ModelRequest(sent, tools, request.tool_choice, request.json_output, request.extra_create_args)
 
     def origin_of(self, message: LLMMessage, live: bool = False) -> Origin:
         """The run, STEP and move that added ``message`` to the context (Nones: outside a run).

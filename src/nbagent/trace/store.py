@@ -10,11 +10,122 @@ trace reads them.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import overload
 
 from ..messages import LLMMessage
 from ..records import LLMCall, MoveName, RunFinished, RunStarted
 from .rows import Row, SnapshotRow, named_chunk
+
+
+class SnapshotRows(Sequence[SnapshotRow]):
+    """The snapshot rows of a store, kept as columns: each row's numbers in arrays of machine integers
+    and its names in lists (shared strings), about 50 bytes a snapshot where a tuple of six, with its
+    two integers past the small ones Python caches, cost 150. Reads like the list of tuples it stands
+    for: ``len``, indexing (a tuple), iteration, ``append`` of a tuple, ``clear`` and ``[:] =``.
+
+    ``append`` is a list's (the recorders append at most moves): the rows wait there and go into the
+    columns in bulk, when read or when :data:`SETTLE_FROM` of them wait (:meth:`settle`)."""
+
+    __slots__ = ("_rows", "_agents", "_sizes", "_recorders", "_runs", "_moves", "_waiting", "append")
+
+    def __init__(self) -> None:
+        self._rows = array("q")
+        self._agents: list[str] = []
+        self._sizes = array("q")
+        self._recorders = array("q")
+        self._runs: list[str | None] = []
+        self._moves: list[MoveName | None] = []
+        self._waiting: list[SnapshotRow] = []
+        self.append: Callable[[SnapshotRow], None] = self._waiting.append
+        """Add a snapshot row at the end."""
+
+    def settle(self, at_least: int = 1) -> None:
+        """Move the waiting rows into the columns, if at least ``at_least`` wait."""
+        waiting = self._waiting
+        if len(waiting) < at_least or not waiting:
+            return
+        rows, agents, sizes, recorders, runs, moves = zip(*waiting)
+        self._rows.extend(rows)
+        self._agents.extend(agents)
+        self._sizes.extend(sizes)
+        self._recorders.extend(recorders)
+        self._runs.extend(runs)
+        self._moves.extend(moves)
+        waiting.clear()
+
+    def __len__(self) -> int:
+        return len(self._rows) + len(self._waiting)
+
+    @overload
+    def __getitem__(self, index: int) -> SnapshotRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SnapshotRow]: ...
+
+    def __getitem__(self, index: int | slice) -> SnapshotRow | list[SnapshotRow]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        self.settle()
+        return (
+            self._rows[index],
+            self._agents[index],
+            self._sizes[index],
+            self._recorders[index],
+            self._runs[index],
+            self._moves[index],
+        )
+
+    def __iter__(self) -> Iterator[SnapshotRow]:
+        self.settle()
+        return zip(self._rows, self._agents, self._sizes, self._recorders, self._runs, self._moves)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (SnapshotRows, list)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __setitem__(self, index: slice, snapshots: Iterable[SnapshotRow]) -> None:
+        """``snapshots[:] = rows``: every row replaced (the only assignment a store makes)."""
+        if index != slice(None):
+            raise IndexError("snapshot rows are replaced whole ([:] =) or appended to")
+        rows = list(snapshots)
+        self.clear()
+        self._waiting.extend(rows)
+        self.settle()
+
+    def clear(self) -> None:
+        """Forget every snapshot row."""
+        self._waiting.clear()
+        if self._rows:
+            for column in (self._rows, self._sizes, self._recorders):
+                del column[:]
+            self._agents.clear()
+            self._runs.clear()
+            self._moves.clear()
+
+    def row_at(self, index: int) -> int:
+        """The row snapshot ``index`` was taken before (without building its row)."""
+        self.settle()
+        return self._rows[index]
+
+    def recorder_at(self, index: int) -> int:
+        """The recorder of snapshot ``index`` (an index of the store's, without building its row)."""
+        self.settle()
+        return self._recorders[index]
+
+    def run_at(self, index: int) -> str | None:
+        """The run in force at snapshot ``index``."""
+        self.settle()
+        return self._runs[index]
+
+
+SETTLE_FROM = 256
+"""Snapshot rows wait as tuples, at most this many (then a run's end moves them into the columns)."""
 
 
 class RowStore:
@@ -43,7 +154,7 @@ class RowStore:
     def __init__(self) -> None:
         self.rows: list[Row] = []
         """One row per item. Recorders only append to it; :meth:`clear` empties it in place."""
-        self.snapshots: list[SnapshotRow] = []
+        self.snapshots = SnapshotRows()
         """One row per context snapshot, its log at the same position in :attr:`logs` (appended in step)."""
         self.logs: list[list[LLMMessage]] = []
         """Per snapshot, the message log it is a prefix of (logs are shared between snapshots)."""
@@ -93,7 +204,7 @@ class RowStore:
             done = 0
         snapshots = self.snapshots
         for at in range(done, len(snapshots)):
-            key, run = snapshots[at][3], snapshots[at][4]
+            key, run = snapshots.recorder_at(at), snapshots.run_at(at)
             if run is not None and run not in keys:
                 keys[run] = key
             mine = index.get(key)
@@ -174,7 +285,9 @@ class RowStore:
 
     def run_ended(self, run_id: str) -> None:
         """A run ended (its ``RunFinished`` is the last row): with :attr:`max_runs`, forget the oldest
-        finished runs once a quarter more than that are kept (so the cost is paid now and then)."""
+        finished runs once a quarter more than that are kept (so the cost is paid now and then); the
+        snapshot rows waiting go into their columns once :data:`SETTLE_FROM` wait."""
+        self.snapshots.settle(SETTLE_FROM)
         if self.max_runs is None:
             return
         ended = self._ended
