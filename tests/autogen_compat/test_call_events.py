@@ -277,3 +277,27 @@ async def test_a_call_under_autogens_team_names_the_agent_as_autogens_client_doe
     assert len(ids) == 2 and all(ids)
     # "<agent type>_<team id>/<key>": the agent's name, then the team's id
     assert [agent_id.split("/")[0].rsplit("_", 1)[0] for agent_id in ids] == ["forecaster", "forecaster"]
+
+
+async def test_the_clients_stream_options_are_autogens_switch_and_only_for_streams() -> None:
+    """``stream_options={"include_usage": False}`` given to the client (AutoGen's documented switch) turns
+    fix 11's request off, as AutoGen's client honours it; a call answered at once is sent no
+    ``stream_options`` (OpenAI's API answers 400 to it without ``stream``, where AutoGen's client sends it)."""
+    off = {"stream_options": {"include_usage": False}}
+    with ChatServer() as server:
+        server.script(*[Reply.text("Sunny.", usage=(7, 2))] * 3)
+        ours = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=FAKE_KEY, **off)
+        theirs = AgOpenAI(model="gpt-4o", base_url=server.base_url, api_key=FAKE_KEY, **off)  # type: ignore[arg-type]
+        message = UserMessage(content="Weather?", source="user")
+        their_items = [item async for item in theirs.create_stream([AgUserMessage(content="Weather?", source="user")])]
+        items = [item async for item in ours.create_stream([message])]
+        their_body, body = (request.body for request in server.requests)
+        assert body["stream_options"] == their_body["stream_options"] == {"include_usage": False}
+        assert items[-1].usage.prompt_tokens == their_items[-1].usage.prompt_tokens == 0  # type: ignore[union-attr]
+        result = await ours.create([message])
+        assert "stream_options" not in server.requests[-1].body and result.content == "Sunny."
+        assert ours.dump_component().config["stream_options"] == {"include_usage": False}
+        await ours.close()
+        await theirs.close()
+    with pytest.raises(TypeError, match="stream_options"):
+        OpenAIChatCompletionClient("gpt-4o", api_key=FAKE_KEY, stream_options=False)
