@@ -299,6 +299,7 @@ async def test_autogens_agent_holding_nbagents_memory_context_tools_and_workbenc
     assert result.messages[-1].content == "Sunny."
     config = json.loads(agent.dump_component().model_dump_json())
     memory_config, context_config = config["config"]["memory"][0], config["config"]["model_context"]
+    assert memory_config["provider"] == "nbagent.ListMemory"  # nbagent fix 17: the name of the object's library
     assert type(AgMemory.load_component(memory_config)) is nbagent.ListMemory
     assert type(AgContext.load_component(context_config)) is nbagent.BufferedChatCompletionContext
     assert type(AgWorkbench.load_component(StaticWorkbench([]).dump_component())) is StaticWorkbench
