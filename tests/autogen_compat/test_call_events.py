@@ -301,3 +301,62 @@ async def test_the_clients_stream_options_are_autogens_switch_and_only_for_strea
         await theirs.close()
     with pytest.raises(TypeError, match="stream_options"):
         OpenAIChatCompletionClient("gpt-4o", api_key=FAKE_KEY, stream_options=False)
+
+
+async def test_a_tool_call_logs_autogens_tool_call_event_as_autogens_tool_does(events: Events) -> None:
+    """AutoGen's tools log ``ToolCallEvent`` (name, arguments, result text) on the event logger when they
+    return; nbagent's do too, run by nbagent's agent or by AutoGen's (which takes nbagent's tool)."""
+    from autogen_agentchat.agents import AssistantAgent as AgAssistantAgent
+    from autogen_core.models import CreateResult as AgCreateResult
+    from autogen_core.models import RequestUsage as AgRequestUsage
+    from autogen_ext.models.replay import ReplayChatCompletionClient as AgReplay
+
+    def call() -> AgCreateResult:
+        calls = [AgFunctionCall(id="c1", name="weather", arguments='{"city": "Paris"}')]
+        return AgCreateResult(
+            finish_reason="function_calls",
+            content=calls,
+            usage=AgRequestUsage(prompt_tokens=1, completion_tokens=1),
+            cached=False,
+        )
+
+    logged = []
+    for agent in (
+        AgAssistantAgent(
+            "ag",
+            model_client=AgReplay([call()], model_info=R1_TOOLS_INFO),
+            tools=[AgFunctionTool(weather, "The weather.")],
+        ),
+        AgAssistantAgent(
+            "ag", model_client=AgReplay([call()], model_info=R1_TOOLS_INFO), tools=[FunctionTool(weather)]
+        ),
+        AssistantAgent("nb", model_client=AgReplay([call()], model_info=R1_TOOLS_INFO), tools=[FunctionTool(weather)]),
+    ):
+        events.events.clear()
+        await agent.run(task="Weather in Paris?")
+        logged.append([event for event in events.events if event["type"] == "ToolCall"])
+    theirs, ours_in_theirs, ours = logged
+    assert theirs == ours_in_theirs == ours
+    assert theirs == [
+        {
+            "type": "ToolCall",
+            "tool_name": "weather",
+            "arguments": {"city": "Paris"},
+            "result": "sunny in Paris",
+            "agent_id": None,
+        }
+    ]
+
+
+async def test_a_stream_tool_logs_one_tool_call_event_with_its_last_value(events: Events) -> None:
+    async def count(n: int) -> Any:
+        """Counts to n."""
+        for i in range(1, n + 1):
+            yield i
+
+    tool = FunctionTool(count)
+    items = [item async for item in tool.run_json_stream({"n": 3}, None)]
+    assert items == [3]  # a streaming function's last value (its events would come before)
+    assert [e for e in events.events if e["type"] == "ToolCall"] == [
+        {"type": "ToolCall", "tool_name": "count", "arguments": {"n": 3}, "result": "3", "agent_id": None}
+    ]

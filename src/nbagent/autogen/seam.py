@@ -21,7 +21,8 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
   (:mod:`.results`), so AutoGen's ``Console`` over ``agent.run_stream(task=...)`` ends on it;
 * ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
 * ``models.base.CALL_EVENT``: nbagent's OpenAI clients' calls logged on AutoGen's event logger, their
-  answers' quirks warned, as AutoGen's client does (:mod:`.events`);
+  answers' quirks warned, as AutoGen's client does; ``tools.TOOL_RAN``: nbagent's tool calls logged
+  there as AutoGen's tools log theirs (:mod:`.events`);
 * ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
 * ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
   steppers): AutoGen's agents and teams in nbagent's live view and stepper;
@@ -52,7 +53,7 @@ from .. import components, context, hooks, memory, messages, tools
 from .._imports import when_imported
 from ..models import base as model_base
 from ..models import bridge
-from .events import call_event
+from .events import call_event, tool_ran
 
 if TYPE_CHECKING:
     from .. import console
@@ -373,6 +374,7 @@ def register() -> None:
     agent_in.CALLER.register(caller)
     agent_in.MESSAGE_TYPE_IN.register(message_type)
     tools.FOREIGN_TOOL.register(tool)
+    tools.TOOL_RAN.register(tool_ran)
     context.FOREIGN_CONTEXT.register(model_context)
     context.FOREIGN_VIEW.register(context_view)
     context.MESSAGE_BACK.register(message_back)
