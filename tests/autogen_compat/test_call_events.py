@@ -33,6 +33,7 @@ from nbagent import (
     HandoffMessage,
     OpenAIChatCompletionClient,
     ReplayChatCompletionClient,
+    RequestUsage,
     UserMessage,
 )
 from nbagent.models.base import CALL_EVENT
@@ -360,3 +361,20 @@ async def test_a_stream_tool_logs_one_tool_call_event_with_its_last_value(events
     assert [e for e in events.events if e["type"] == "ToolCall"] == [
         {"type": "ToolCall", "tool_name": "count", "arguments": {"n": 3}, "result": "3", "agent_id": None}
     ]
+
+
+async def test_a_tool_call_of_nbagents_agent_in_autogens_team_names_the_agent(events: Events) -> None:
+    from autogen_agentchat.conditions import MaxMessageTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat
+
+    call = CreateResult(
+        content=[AgFunctionCall(id="c1", name="weather", arguments='{"city": "Paris"}')],
+        finish_reason="function_calls",
+        usage=RequestUsage(prompt_tokens=0, completion_tokens=0),
+        cached=False,
+    )
+    agent = AssistantAgent("forecaster", model_client=ReplayChatCompletionClient([call]), tools=[weather])
+    await RoundRobinGroupChat([agent], termination_condition=MaxMessageTermination(2)).run(task="Weather?")
+    [event] = [event for event in events.events if event["type"] == "ToolCall"]
+    assert (event["tool_name"], event["result"]) == ("weather", "sunny in Paris")
+    assert event["agent_id"].split("/")[0].rsplit("_", 1)[0] == "forecaster"  # "<agent type>_<team id>/<key>"
