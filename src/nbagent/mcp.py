@@ -36,7 +36,7 @@ from .cancellation import CancellationToken, guarded
 from .components import ComponentModel, command_from_config, dump_nested, include_secrets, load_nested
 from .messages import Image
 from .redact import header_secrets, hold_secrets, is_secret_name, mask, redact_args
-from .tools import BaseTool, ImageResultContent, TextResultContent, ToolOverride, ToolResult, ToolSchema, Workbench
+from .tools import BaseTool, ImageResultContent, TextResultContent, ToolOverride, ToolResult, ToolSchema, Workbench, ran
 
 __all__ = [
     "McpServerParams",
@@ -593,7 +593,7 @@ class McpToolAdapter(BaseTool):
         result = await self.workbench.call_tool(self.name, args, cancellation_token, call_id)
         if result.is_error:
             raise RuntimeError(result.to_text())
-        return result.to_text()
+        return ran(self, args, result.to_text())
 
     def __repr__(self) -> str:
         return f"McpToolAdapter({self.name!r}, {self.workbench!r})"

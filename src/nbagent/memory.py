@@ -100,7 +100,8 @@ class Memory(Component, ABC):
             lines = "".join(f"{i}. {text}\n" for i, text in enumerate(new, 1))
             await view.add_message(SystemMessage(content=MEMORY_HEADER + lines))
         result = UpdateContextResult(memories=found, added=len(new))
-        theirs = None if ours else RESULT_FOR(model_context, result)
+        # In another library's types for its caller: its context, or nbagent's fed its messages (its agent holding it).
+        theirs = None if ours and model_context.answers_back is None else RESULT_FOR(model_context, result)
         return result if theirs is None else cast(UpdateContextResult, theirs)
 
     async def save_state(self) -> dict[str, Any]:

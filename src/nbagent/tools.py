@@ -377,6 +377,7 @@ ArgsT = TypeVar("ArgsT", bound=BaseModel, contravariant=True, default=BaseModel)
 ReturnT = TypeVar("ReturnT", covariant=True, default=Any)
 StateT = TypeVar("StateT", bound=BaseModel, default=BaseModel)
 StreamT = TypeVar("StreamT", covariant=True, default=Any)
+ValueT = TypeVar("ValueT")
 
 
 @runtime_checkable
@@ -595,7 +596,7 @@ class BaseTool(Component, ABC, Generic[ArgsT, ReturnT]):
         self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
     ) -> Any:
         """Validate ``args`` with :meth:`args_type` and :meth:`run` the tool on them."""
-        return await self.run(self.validate_args(args), cancellation_token or CancellationToken())
+        return ran(self, args, await self.run(self.validate_args(args), cancellation_token or CancellationToken()))
 
     async def run_json_stream(
         self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
@@ -644,6 +645,7 @@ class BaseStreamTool(BaseTool[ArgsT, ReturnT], ABC, Generic[ArgsT, StreamT, Retu
         expected = self._return_type
         if isinstance(expected, type) and expected is not Any and not isinstance(last, expected):
             raise TypeError(f"Expected return value of type {expected.__name__}, but got {type(last).__name__}")
+        ran(self, args, last)
 
     async def run_json(
         self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
@@ -850,8 +852,8 @@ class FunctionTool(BaseTool[BaseModel, BaseModel]):
         if self._is_async and self.timeout is None and type(self).run is FunctionTool.run:
             # What run() does for an async function without a timeout, without its two coroutines' frames
             # (the path of every tool call of the loop); a subclass's own run() is called as it is.
-            return await self._func(**self._kwargs(model, cancellation_token))
-        return await self.run(model, cancellation_token)  # type: ignore[arg-type]
+            return ran(self, args, await self._func(**self._kwargs(model, cancellation_token)))
+        return ran(self, args, await self.run(model, cancellation_token))  # type: ignore[arg-type]
 
     async def run_json_stream(
         self, args: Mapping[str, Any], cancellation_token: CancellationToken | None = None, call_id: str | None = None
@@ -859,8 +861,11 @@ class FunctionTool(BaseTool[BaseModel, BaseModel]):
         if not self._is_stream:
             yield await self.run_json(args, cancellation_token)
             return
+        last: Any = None
         async for item in self._stream(self._kwargs(self.validate_args(args), cancellation_token)):
+            last = item
             yield item
+        ran(self, args, last)  # the stream's last item is its value
 
     async def _stream(self, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
         """The events of a streaming function as they come, then its last other value."""
@@ -933,6 +938,19 @@ def request_tools(tools: Iterable[Any], tool_choice: Any) -> tuple[list[ToolSche
     if name not in {item["name"] for item in schemas}:
         raise ValueError(f"tool_choice references '{name}' but it's not in the provided tools")
     return schemas, name
+
+
+TOOL_RAN: Hook[[BaseTool[Any, Any], Mapping[str, Any], object], None] = Hook("tool ran")
+"""Listeners of the tool calls that returned: each is called with the tool, the arguments it was given
+and its return value (they answer ``None``). :mod:`nbagent.autogen` logs them as AutoGen's tools do, once
+AutoGen is imported (its ``ToolCallEvent`` on its event logger)."""
+
+
+def ran(tool: BaseTool[Any, Any], args: Mapping[str, Any], value: ValueT) -> ValueT:
+    """``value``, once :data:`TOOL_RAN`'s listeners are told ``tool`` returned it for ``args``."""
+    if TOOL_RAN:
+        TOOL_RAN(tool, args, value)
+    return value
 
 
 FOREIGN_TOOL: Hook[[object], BaseTool] = Hook("tool")

@@ -33,6 +33,7 @@ from nbagent import (
     HandoffMessage,
     OpenAIChatCompletionClient,
     ReplayChatCompletionClient,
+    RequestUsage,
     UserMessage,
 )
 from nbagent.models.base import CALL_EVENT
@@ -277,3 +278,103 @@ async def test_a_call_under_autogens_team_names_the_agent_as_autogens_client_doe
     assert len(ids) == 2 and all(ids)
     # "<agent type>_<team id>/<key>": the agent's name, then the team's id
     assert [agent_id.split("/")[0].rsplit("_", 1)[0] for agent_id in ids] == ["forecaster", "forecaster"]
+
+
+async def test_the_clients_stream_options_are_autogens_switch_and_only_for_streams() -> None:
+    """``stream_options={"include_usage": False}`` given to the client (AutoGen's documented switch) turns
+    fix 11's request off, as AutoGen's client honours it; a call answered at once is sent no
+    ``stream_options`` (OpenAI's API answers 400 to it without ``stream``, where AutoGen's client sends it)."""
+    off = {"stream_options": {"include_usage": False}}
+    with ChatServer() as server:
+        server.script(*[Reply.text("Sunny.", usage=(7, 2))] * 3)
+        ours = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=FAKE_KEY, **off)
+        theirs = AgOpenAI(model="gpt-4o", base_url=server.base_url, api_key=FAKE_KEY, **off)  # type: ignore[arg-type]
+        message = UserMessage(content="Weather?", source="user")
+        their_items = [item async for item in theirs.create_stream([AgUserMessage(content="Weather?", source="user")])]
+        items = [item async for item in ours.create_stream([message])]
+        their_body, body = (request.body for request in server.requests)
+        assert body["stream_options"] == their_body["stream_options"] == {"include_usage": False}
+        assert items[-1].usage.prompt_tokens == their_items[-1].usage.prompt_tokens == 0  # type: ignore[union-attr]
+        result = await ours.create([message])
+        assert "stream_options" not in server.requests[-1].body and result.content == "Sunny."
+        assert ours.dump_component().config["stream_options"] == {"include_usage": False}
+        await ours.close()
+        await theirs.close()
+    with pytest.raises(TypeError, match="stream_options"):
+        OpenAIChatCompletionClient("gpt-4o", api_key=FAKE_KEY, stream_options=False)
+
+
+async def test_a_tool_call_logs_autogens_tool_call_event_as_autogens_tool_does(events: Events) -> None:
+    """AutoGen's tools log ``ToolCallEvent`` (name, arguments, result text) on the event logger when they
+    return; nbagent's do too, run by nbagent's agent or by AutoGen's (which takes nbagent's tool)."""
+    from autogen_agentchat.agents import AssistantAgent as AgAssistantAgent
+    from autogen_core.models import CreateResult as AgCreateResult
+    from autogen_core.models import RequestUsage as AgRequestUsage
+    from autogen_ext.models.replay import ReplayChatCompletionClient as AgReplay
+
+    def call() -> AgCreateResult:
+        calls = [AgFunctionCall(id="c1", name="weather", arguments='{"city": "Paris"}')]
+        return AgCreateResult(
+            finish_reason="function_calls",
+            content=calls,
+            usage=AgRequestUsage(prompt_tokens=1, completion_tokens=1),
+            cached=False,
+        )
+
+    logged = []
+    for agent in (
+        AgAssistantAgent(
+            "ag",
+            model_client=AgReplay([call()], model_info=R1_TOOLS_INFO),
+            tools=[AgFunctionTool(weather, "The weather.")],
+        ),
+        AgAssistantAgent(
+            "ag", model_client=AgReplay([call()], model_info=R1_TOOLS_INFO), tools=[FunctionTool(weather)]
+        ),
+        AssistantAgent("nb", model_client=AgReplay([call()], model_info=R1_TOOLS_INFO), tools=[FunctionTool(weather)]),
+    ):
+        events.events.clear()
+        await agent.run(task="Weather in Paris?")
+        logged.append([event for event in events.events if event["type"] == "ToolCall"])
+    theirs, ours_in_theirs, ours = logged
+    assert theirs == ours_in_theirs == ours
+    assert theirs == [
+        {
+            "type": "ToolCall",
+            "tool_name": "weather",
+            "arguments": {"city": "Paris"},
+            "result": "sunny in Paris",
+            "agent_id": None,
+        }
+    ]
+
+
+async def test_a_stream_tool_logs_one_tool_call_event_with_its_last_value(events: Events) -> None:
+    async def count(n: int) -> Any:
+        """Counts to n."""
+        for i in range(1, n + 1):
+            yield i
+
+    tool = FunctionTool(count)
+    items = [item async for item in tool.run_json_stream({"n": 3}, None)]
+    assert items == [3]  # a streaming function's last value (its events would come before)
+    assert [e for e in events.events if e["type"] == "ToolCall"] == [
+        {"type": "ToolCall", "tool_name": "count", "arguments": {"n": 3}, "result": "3", "agent_id": None}
+    ]
+
+
+async def test_a_tool_call_of_nbagents_agent_in_autogens_team_names_the_agent(events: Events) -> None:
+    from autogen_agentchat.conditions import MaxMessageTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat
+
+    call = CreateResult(
+        content=[AgFunctionCall(id="c1", name="weather", arguments='{"city": "Paris"}')],
+        finish_reason="function_calls",
+        usage=RequestUsage(prompt_tokens=0, completion_tokens=0),
+        cached=False,
+    )
+    agent = AssistantAgent("forecaster", model_client=ReplayChatCompletionClient([call]), tools=[weather])
+    await RoundRobinGroupChat([agent], termination_condition=MaxMessageTermination(2)).run(task="Weather?")
+    [event] = [event for event in events.events if event["type"] == "ToolCall"]
+    assert (event["tool_name"], event["result"]) == ("weather", "sunny in Paris")
+    assert event["agent_id"].split("/")[0].rsplit("_", 1)[0] == "forecaster"  # "<agent type>_<team id>/<key>"

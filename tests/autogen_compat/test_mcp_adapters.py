@@ -13,8 +13,11 @@ as JSON).
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
+from autogen_core import EVENT_LOGGER_NAME
+from autogen_core.logging import ToolCallEvent
 
 pytest.importorskip("mcp", reason="the MCP tests need the mcp package (pip install -e '.[test]')")
 
@@ -80,11 +83,18 @@ async def test_streamable_http_adapter_of_an_sdk_tool_runs_in_the_agent(http_ser
     await adapter.workbench.stop()
 
 
-async def test_from_server_params_finds_the_tool_or_names_the_others(http_server_url: str) -> None:
+async def test_from_server_params_finds_the_tool_or_names_the_others(
+    http_server_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     params = StreamableHttpServerParams(url=http_server_url, timeout=10)
     adapter = await StreamableHttpMcpToolAdapter.from_server_params(params, "add")
     assert adapter.schema["parameters"]["properties"].keys() == {"a", "b"}
+    caplog.set_level(logging.INFO, logger=EVENT_LOGGER_NAME)
     assert await adapter.run_json({"a": 1, "b": 1}) == "2"
+    logged = [record.msg.kwargs for record in caplog.records if isinstance(record.msg, ToolCallEvent)]
+    assert logged == [
+        {"type": "ToolCall", "tool_name": "add", "arguments": {"a": 1, "b": 1}, "result": "2", "agent_id": None}
+    ]
     await adapter.workbench.stop()
     with pytest.raises(ValueError, match="Tool nope not found, available tools: .*add"):
         await StreamableHttpMcpToolAdapter.from_server_params(params, "nope")

@@ -264,6 +264,57 @@ async def test_autogens_components_holding_nbagents_model_client_dump_and_load_b
     assert type(roundtrip(society, ChatAgent)) is SocietyOfMindAgent
 
 
+async def test_autogens_agent_holding_nbagents_memory_context_tools_and_workbench_loads_back_and_runs() -> None:
+    """AutoGen's ``AssistantAgent`` takes nbagent's ``FunctionTool`` (it checks its ``BaseTool``: "Unsupported
+    tool type" before), and its loader checks what it builds is its ``Memory``, ``ChatCompletionContext``,
+    ``Workbench`` or ``BaseTool``: nbagent's load back ("Expected type does not match" before)."""
+    from autogen_core.memory import Memory as AgMemory
+    from autogen_core.model_context import ChatCompletionContext as AgContext
+    from autogen_core.tools import BaseTool as AgBaseTool
+    from autogen_core.tools import Workbench as AgWorkbench
+
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    store = nbagent.ListMemory(name="notes")
+    await store.add(nbagent.MemoryContent(content="The user is in Paris.", mime_type="text/plain"))
+    call = AgCreateResult(
+        finish_reason="function_calls",
+        content=[AgFunctionCall(id="c1", name="weather", arguments='{"city": "Paris"}')],
+        usage=AgRequestUsage(prompt_tokens=0, completion_tokens=0),
+        cached=False,
+    )
+    agent = AgAssistantAgent(
+        "ag",
+        model_client=AgReplay([call, "Sunny."], model_info=INFO),
+        tools=[nbagent.FunctionTool(weather)],
+        memory=[store],
+        model_context=nbagent.BufferedChatCompletionContext(buffer_size=6),
+        reflect_on_tool_use=True,
+    )
+    result = await agent.run(task="Weather?")
+    executed = [m for m in result.messages if isinstance(m, ag.ToolCallExecutionEvent)]
+    assert executed[0].content[0].content == "sunny in Paris" and not executed[0].content[0].is_error
+    assert result.messages[-1].content == "Sunny."
+    config = json.loads(agent.dump_component().model_dump_json())
+    memory_config, context_config = config["config"]["memory"][0], config["config"]["model_context"]
+    assert memory_config["provider"] == "nbagent.ListMemory"  # nbagent fix 17: the name of the object's library
+    assert type(AgMemory.load_component(memory_config)) is nbagent.ListMemory
+    assert type(AgContext.load_component(context_config)) is nbagent.BufferedChatCompletionContext
+    assert type(AgWorkbench.load_component(StaticWorkbench([]).dump_component())) is StaticWorkbench
+    assert isinstance(nbagent.FunctionTool(weather), AgBaseTool)
+    loaded = load_component(config, functions=[weather])  # nbagent loads AutoGen's agent config as its agent
+    assert type(loaded) is AssistantAgent
+    again = await loaded.run(task="Weather?")
+    assert again.messages[-1].content == "Sunny."  # the replay client's script, dumped with it
+    loaded_run = await AgAssistantAgent(
+        "again", model_client=AgReplay(["Still sunny."]), memory=[AgMemory.load_component(store.dump_component())]
+    ).run(task="And now?")
+    assert isinstance(loaded_run.messages[1], ag.MemoryQueryEvent)
+    assert loaded_run.messages[1].content[0].content == "The user is in Paris."
+
+
 async def test_nbagents_agent_holding_autogens_agent_and_team_tools_loads_back_and_runs() -> None:
     """AutoGen's AgentTool and TeamTool (nbagent has no class of them) in nbagent's agent and
     StaticWorkbench: the dump loads back with nbagent's loader (refused before: "not a BaseTool")."""

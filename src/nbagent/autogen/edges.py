@@ -43,12 +43,6 @@ def is_autogen_tool(value: object) -> bool:
     return module.startswith("autogen") and hasattr(value, "run_json") and hasattr(value, "schema")
 
 
-def is_autogen_context(value: object) -> bool:
-    """Whether ``value`` is one of AutoGen's model contexts; imports no AutoGen."""
-    contexts = sys.modules.get("autogen_core.model_context")
-    return contexts is not None and isinstance(value, contexts.ChatCompletionContext)
-
-
 class AutoGenTool(BaseTool[Any, Any]):
     """AutoGen's tool as nbagent's: its name, description and schema; run by the tool itself."""
 

@@ -4,7 +4,8 @@ AutoGen's tracing and cost tools read ``LLMCallEvent``, ``LLMStreamStartEvent`` 
 (``autogen_core.logging``) from the logger ``autogen_core.EVENT_LOGGER_NAME``; its client also warns
 (``UserWarning``) about an answer's quirks. :func:`call_event` listens to the core's
 ``models.base.CALL_EVENT`` and, once AutoGen is imported, does both with the same fields and words
-(the events find the AutoGen agent they run under themselves: ``agent_id``).
+(the events find the AutoGen agent they run under themselves: ``agent_id``). :func:`tool_ran` listens to
+``tools.TOOL_RAN`` and logs each returned tool call as AutoGen's tools do (``ToolCallEvent``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 from ..messages import CreateResult, RequestUsage
 from ..models.base import CallEvent, Quirk
+from ..tools import BaseTool
 
 
 def _warning(quirk: Quirk) -> str:
@@ -65,3 +69,16 @@ def call_event(event: CallEvent) -> None:
                 response=data, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
             )
         )
+
+
+def tool_ran(tool: BaseTool[Any, Any], args: Mapping[str, Any], value: object) -> None:
+    """Log a tool call that returned as AutoGen's ``BaseTool.run_json`` does, once AutoGen is imported
+    and its event logger takes ``INFO`` (only then is the result's text made)."""
+    events = sys.modules.get("autogen_core.logging")
+    core = sys.modules.get("autogen_core")
+    if events is None or core is None:
+        return
+    logger = logging.getLogger(core.EVENT_LOGGER_NAME)
+    if logger.isEnabledFor(logging.INFO):
+        result = tool.return_value_as_string(value)
+        logger.info(events.ToolCallEvent(tool_name=tool.name, arguments=dict(args), result=result))

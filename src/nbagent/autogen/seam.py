@@ -21,13 +21,16 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
   (:mod:`.results`), so AutoGen's ``Console`` over ``agent.run_stream(task=...)`` ends on it;
 * ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
 * ``models.base.CALL_EVENT``: nbagent's OpenAI clients' calls logged on AutoGen's event logger, their
-  answers' quirks warned, as AutoGen's client does (:mod:`.events`);
+  answers' quirks warned, as AutoGen's client does; ``tools.TOOL_RAN``: nbagent's tool calls logged
+  there as AutoGen's tools log theirs (:mod:`.events`);
 * ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
 * ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
   steppers): AutoGen's agents and teams in nbagent's live view and stepper;
 * ``agent.AGENT_MADE`` and AutoGen's imports: nbagent's ``AssistantAgent`` is a virtual subclass of
   AutoGen's ``ChatAgent`` and ``BaseChatAgent``, so AutoGen's teams and ``AgentTool`` take it, and
-  nbagent's model clients of AutoGen's ``ChatCompletionClient``, so AutoGen's loader takes them back;
+  nbagent's model clients, memories, model contexts, tools and workbenches of AutoGen's
+  ``ChatCompletionClient``, ``Memory``, ``ChatCompletionContext``, ``BaseTool`` and ``Workbench``, so
+  AutoGen's agent and loader take them;
 * ``components.DUMPED`` and AutoGen's loader: nbagent's dumps in AutoGen's configs, and back
   (:mod:`.loaders`); ``components.FOREIGN_COMPONENT``: AutoGen's team configs loaded by nbagent;
 * ``hooks.HINT``: what to say when AutoGen's object is given where nbagent's is expected.
@@ -50,7 +53,7 @@ from .. import components, context, hooks, memory, messages, tools
 from .._imports import when_imported
 from ..models import base as model_base
 from ..models import bridge
-from .events import call_event
+from .events import call_event, tool_ran
 
 if TYPE_CHECKING:
     from .. import console
@@ -197,9 +200,10 @@ def context_view(value: object) -> context.ProtocolContext | None:
 
 
 def memory_result(model_context: object, result: memory.UpdateContextResult) -> object | None:
-    """nbagent's memory given AutoGen's model context (AutoGen's agent calling): its result as AutoGen's
-    ``UpdateContextResult``; ``None`` otherwise."""
-    if context_view(model_context) is None:
+    """nbagent's memory given AutoGen's model context, or nbagent's fed AutoGen's messages (AutoGen's agent
+    calling, holding either): its result as AutoGen's ``UpdateContextResult``; ``None`` otherwise."""
+    fed = isinstance(model_context, context.ChatCompletionContext) and model_context.answers_back is not None
+    if not fed and context_view(model_context) is None:
         return None
     from autogen_core import memory as ag_memory
 
@@ -328,6 +332,25 @@ def join_clients(models: ModuleType) -> None:
     models.ChatCompletionClient.register(model_base.ChatCompletionClient)
 
 
+def join_memories(module: ModuleType) -> None:
+    """AutoGen's ``AssistantAgent`` loader checks each memory it builds is its ``Memory``: nbagent's are virtual."""
+    module.Memory.register(memory.Memory)
+
+
+def join_contexts(module: ModuleType) -> None:
+    """AutoGen's loaders (its ``AssistantAgent``, ``SelectorGroupChat``, ``SocietyOfMindAgent``) check the model
+    context they build is its ``ChatCompletionContext``: nbagent's are virtual ones."""
+    module.ChatCompletionContext.register(context.ChatCompletionContext)
+
+
+def join_tools(module: ModuleType) -> None:
+    """AutoGen's ``AssistantAgent`` takes a tool that is its ``BaseTool`` (a function otherwise), and its loaders
+    check the tools and workbenches they build: nbagent's tools and workbenches are virtual ones, as they
+    speak AutoGen's protocol (``schema``, ``run_json``, ``return_value_as_string``; ``list_tools``, ``call_tool``)."""
+    module.BaseTool.register(tools.BaseTool)
+    module.Workbench.register(tools.Workbench)
+
+
 def joined(made: agent_module.AssistantAgent) -> None:
     """At each agent made: registered already at AutoGen's imports, unless another finder loaded them
     (registering again changes nothing)."""
@@ -351,6 +374,7 @@ def register() -> None:
     agent_in.CALLER.register(caller)
     agent_in.MESSAGE_TYPE_IN.register(message_type)
     tools.FOREIGN_TOOL.register(tool)
+    tools.TOOL_RAN.register(tool_ran)
     context.FOREIGN_CONTEXT.register(model_context)
     context.FOREIGN_VIEW.register(context_view)
     context.MESSAGE_BACK.register(message_back)
@@ -366,4 +390,7 @@ def register() -> None:
     when_imported("autogen_agentchat.base", join)
     when_imported("autogen_agentchat.agents", join_agents)
     when_imported("autogen_core.models", join_clients)
+    when_imported("autogen_core.memory", join_memories)
+    when_imported("autogen_core.model_context", join_contexts)
+    when_imported("autogen_core.tools", join_tools)
     when_imported("autogen_core", _loadable)

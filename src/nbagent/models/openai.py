@@ -798,6 +798,13 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         check.integer(where, "max_retries", max_retries, minimum=0)
         check.mapping(where, "model_info", model_info, "a ModelInfo dict", none=True)
         check.boolean(where, "parallel_tool_calls", parallel_tool_calls, none=True)
+        check.mapping(
+            where,
+            "stream_options",
+            create_args.get("stream_options"),
+            'a dict like {"include_usage": False}',
+            none=True,
+        )
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         given_url = base_url
         base_url, sdk_headers, url_secrets = _url_credentials(base_url, default_headers, key, api_key is None)
@@ -1022,10 +1029,12 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
         messages: Sequence[LLMMessage] = call.messages
         if self.model_info.get("multiple_system_messages") is False:  # one system message, as AutoGen merges
             messages = merge_system_messages(messages)
+        # The client's stream_options (AutoGen's switch) are for streams: OpenAI's API refuses them without one.
+        create_args = {name: value for name, value in self.create_args.items() if name != "stream_options"}
         request: dict[str, Any] = {
             "model": self._model,
             "messages": to_openai_messages(messages, vision=bool(self.model_info.get("vision"))),
-            **self.create_args,
+            **create_args,
         }
         if tools:
             if not self.model_info.get("function_calling", False):
@@ -1042,7 +1051,7 @@ class OpenAIChatCompletionClient(ChatCompletionClient):
                 request["parallel_tool_calls"] = self.parallel_tool_calls
         if stream:
             request["stream"] = True
-            request["stream_options"] = {"include_usage": True}
+            request["stream_options"] = {"include_usage": True, **(self.create_args.get("stream_options") or {})}
         request.update(call.extra_create_args)
         fmt = response_format(call.json_output, self.model_info)
         if fmt is not None:  # json_output wins over a response_format of the create args, as in AutoGen
