@@ -11,6 +11,9 @@ import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 HANG_GUARD_S = 60.0
 """The default deadline of a wait whose idle figure is well under a second."""
@@ -50,3 +53,14 @@ async def eventually(
             return
         assert time.monotonic() < deadline, f"gave up after {timeout:g} s waiting for {what}"
         await asyncio.sleep(every)
+
+
+async def within(awaitable: Awaitable[T], what: str, timeout: float = HANG_GUARD_S) -> T:
+    """What ``awaitable`` gives (or raises, ``CancelledError`` included); fail naming ``what`` if it has not
+    ended after ``timeout`` seconds (it is then cancelled)."""
+    task = asyncio.ensure_future(awaitable)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        raise AssertionError(f"gave up after {timeout:g} s waiting for {what}")
+    return task.result()
