@@ -11,7 +11,10 @@ import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from nbagent.trace.sender import OTLPRecorder
 
 T = TypeVar("T")
 
@@ -64,3 +67,12 @@ async def within(awaitable: Awaitable[T], what: str, timeout: float = HANG_GUARD
         task.cancel()
         raise AssertionError(f"gave up after {timeout:g} s waiting for {what}")
     return task.result()
+
+
+def sent_all(recorder: OTLPRecorder, timeout: float = HANG_GUARD_S) -> None:
+    """Wait until ``recorder`` has sent (or dropped) every ended run (its ``flush``, which blocks: call it
+    through ``asyncio.to_thread`` from the loop); fail naming what it still holds after ``timeout`` seconds."""
+    assert recorder.flush(timeout), (
+        f"gave up after {timeout:g} s waiting for the OTLP recorder to send its ended runs: "
+        f"{recorder.pending_runs} pending, errors {recorder.errors[-3:]}"
+    )
