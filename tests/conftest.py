@@ -196,6 +196,7 @@ OPTIONAL_MODULES = {
     "autogen_agentchat": "autogen",
     "autogen_ext": "autogen",
     "tiktoken": "test",
+    "scipy": "test",
 }
 """The top-level modules only an extra installs (pyproject), with that extra: a test module whose import stops
 on one of them is skipped with its name; any other import error, and one raised inside nbagent itself (the

@@ -9,6 +9,7 @@ requirements file, or a dependency one of the extras holds (``pip install pyarro
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import shlex
@@ -72,8 +73,14 @@ def _word_problems(hint: str, word: str) -> list[str]:
     return []
 
 
-def texts() -> Iterator[tuple[str, str]]:
-    """(where, text) for every string of the sources, every cell and output of the notebooks, and the docs."""
+@functools.cache
+def texts() -> tuple[tuple[str, str], ...]:
+    """(where, text) for every string of the sources, every cell and output of the notebooks, and the docs
+    (read and parsed once for the tests that scan them)."""
+    return tuple(_texts())
+
+
+def _texts() -> Iterator[tuple[str, str]]:
     for path in sorted((ROOT / "src").rglob("*.py")) + sorted((ROOT / "bench").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):

@@ -14,6 +14,7 @@ import nbagent.autogen as na
 from nbagent.autogen.stepper import AutoGenStepper
 from nbagent.notebook.view import AgentRunView
 
+from ..waits import within
 from .helpers import SlowReplay, model_client, swarm, tool_agent
 
 
@@ -76,9 +77,9 @@ async def test_stop_cancels_autogens_run_with_its_own_token() -> None:
     agent = AssistantAgent("waiting", slow)
     view = AgentRunView()
     task = view.start(agent, "Hello?")
-    await asyncio.wait_for(slow.started.wait(), 10)
+    await within(slow.started.wait(), "the slow model call to start")
     view.stop()  # the Stop button
-    assert await asyncio.wait_for(task, 10) is None
+    assert await within(task, "the stopped view's run to end") is None
     assert view.status == "cancelled"
     assert list(na.trace_of(agent).runs_df()["status"]) == ["cancelled"]
     assert model_client(agent) is slow

@@ -15,6 +15,7 @@ import nbagent.autogen as na
 from nbagent import Trace
 from nbagent.records import LLMCall, ToolExecution
 
+from ..waits import within
 from .helpers import SlowReplay, calls, model_client, replay, round_robin
 
 
@@ -70,7 +71,7 @@ async def test_an_agent_cancelled_with_autogens_token_during_a_tool() -> None:
     async def slow(city: str) -> str:
         """Takes its time."""
         started.set()
-        await asyncio.sleep(30)
+        await asyncio.sleep(3600)  # far past the test's hang guard: only the cancel ends it
         return city
 
     agent = AssistantAgent("slowpoke", replay(calls(("c1", "slow", '{"city": "Oslo"}'))), tools=[slow])
@@ -78,10 +79,10 @@ async def test_an_agent_cancelled_with_autogens_token_during_a_tool() -> None:
     token = CancellationToken()
     trace = Trace()
     task = asyncio.ensure_future(na.run(agent, "Weather?", trace=trace, cancellation_token=token))
-    await asyncio.wait_for(started.wait(), 10)
+    await within(started.wait(), "the tool to start")
     token.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 10)
+        await within(task, "the cancelled run to end")
     runs = trace.runs_df()
     assert list(runs["status"]) == ["cancelled"]
     tools = trace.tool_calls_df()
@@ -98,10 +99,10 @@ async def test_a_team_cancelled_with_autogens_token_during_a_model_call() -> Non
     token = CancellationToken()
     trace = Trace()
     task = asyncio.ensure_future(na.run(team, "Go.", trace=trace, cancellation_token=token))
-    await asyncio.wait_for(slow.started.wait(), 10)
+    await within(slow.started.wait(), "the slow model call to start")
     token.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 10)
+        await within(task, "the cancelled run to end")
     runs = trace.runs_df()
     assert list(zip(runs["agent"], runs["status"])) == [
         ("RoundRobinGroupChat", "cancelled"), ("first", "ok"), ("second", "cancelled"),
@@ -122,7 +123,7 @@ async def test_stop_from_another_task_cancels_the_run_and_waits_for_its_end() ->
             seen.append(item)
 
     consumer = asyncio.ensure_future(consume())
-    await asyncio.wait_for(slow.started.wait(), 10)
+    await within(slow.started.wait(), "the slow model call to start")
     await asyncio.wait_for(run.aclose(), 10)  # the Stop button
     with pytest.raises(asyncio.CancelledError):
         await consumer
@@ -174,7 +175,7 @@ async def test_a_team_cancelled_during_a_tool_call_ends_within_the_teardown() ->
             pass
 
     task = asyncio.ensure_future(consume())
-    await asyncio.wait_for(started.wait(), 10)
+    await within(started.wait(), "the tool to start")
     await asyncio.sleep(0.5)
     token.cancel()
     began = asyncio.get_running_loop().time()
@@ -203,7 +204,7 @@ async def test_stop_of_a_team_in_a_tool_call_ends_the_view() -> None:
     team, agent, started = slow_tool_team(8)
     client = model_client(agent)
     view = nbagent.start(team, "Where is order 42?")
-    await asyncio.wait_for(started.wait(), 10)
+    await within(started.wait(), "the tool to start")
     await asyncio.sleep(0.5)  # the tool well under way (AutoGen's own __anext__ then never returns)
     began = asyncio.get_running_loop().time()
     view.stop()  # the Stop button
@@ -240,7 +241,7 @@ async def test_a_second_run_of_a_running_agent_is_refused() -> None:
     agent = AssistantAgent("shared", slow)
     context = agent.model_context
     first = asyncio.ensure_future(na.run(agent, "one", trace=Trace()))
-    await asyncio.wait_for(slow.started.wait(), 10)
+    await within(slow.started.wait(), "the slow model call to start")
     with pytest.raises(AgentBusyError, match="'shared' is running"):
         await na.run(agent, "two", trace=Trace())
     team = RoundRobinGroupChat([agent], termination_condition=MaxMessageTermination(2))
@@ -248,7 +249,7 @@ async def test_a_second_run_of_a_running_agent_is_refused() -> None:
         await na.run(team, "three", trace=Trace())
     assert isinstance(model_client(agent), na.RecordingClient)  # the first run's, still running
     slow.release.set()
-    result = await asyncio.wait_for(first, 10)
+    result = await within(first, "the first run, released")
     assert result.messages[-1].to_text() == "one"
     assert model_client(agent) is slow and agent.model_context is context
     await na.run(agent, "four", trace=Trace())  # free again

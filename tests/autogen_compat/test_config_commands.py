@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,8 @@ from nbagent import (
     Workbench,
     load_component,
 )
+
+from ..waits import eventually
 
 KEY = "sk-" + "attack-0123456789abcdef"  # a fake key in the command line, made at run time
 
@@ -57,15 +58,6 @@ def assert_refused(error: pytest.ExceptionInfo[CommandNotAllowedError], marker: 
     assert sys.executable in message and "pathlib.Path" in message and str(marker) in message
     assert "allow_commands=True" in message
     assert KEY not in message and "--api-key '[REDACTED]'" in message
-
-
-def wait_for(path: Path, limit_s: float) -> bool:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if path.exists():
-            return True
-        time.sleep(0.05)
-    return path.exists()
 
 
 @pytest.mark.mcp
@@ -100,7 +92,7 @@ async def test_a_stdio_server_in_a_loaded_config_needs_allow_commands(tmp_path: 
     assert not marker.exists()
     with pytest.raises(Exception):  # noqa: B017 (it is no MCP server: how it fails is the SDK's)
         await asyncio.wait_for(agent.run(task="hello"), 60)
-    assert wait_for(marker, 30), "the control failed: the opted-in config did not run its command"
+    await eventually(marker.exists, "the control: the opted-in config running its command (it writes the marker)")
     await agent.close()
 
 

@@ -39,6 +39,8 @@ from nbagent import (
     UserMessage,
 )
 
+from ..waits import within
+
 
 def add(a: int, b: int) -> int:
     """Add two numbers."""
@@ -67,7 +69,7 @@ async def test_an_autogen_tool_is_cancelled_with_the_run() -> None:
     async def slow(x: int) -> int:
         """Wait."""
         started.set()
-        await asyncio.sleep(30)
+        await asyncio.sleep(3600)  # far past the test's hang guard: only the cancel ends it
         return x
 
     agent = AssistantAgent(
@@ -75,10 +77,10 @@ async def test_an_autogen_tool_is_cancelled_with_the_run() -> None:
     )
     token = nbagent.CancellationToken()
     run = asyncio.ensure_future(agent.run(task="go", cancellation_token=token))
-    await asyncio.wait_for(started.wait(), 5)
+    await within(started.wait(), "the tool to start")
     token.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(run, 5)
+        await within(run, "the cancelled run to end")
     results = agent.model_context.messages[-1]
     assert type(results).__name__ == "FunctionExecutionResultMessage" and results.content[0].is_error
 

@@ -47,6 +47,7 @@ from nbagent import (  # noqa: E402
     ToolResult,
 )
 
+from ..waits import eventually  # noqa: E402
 from .conftest import time_server_params, time_server_processes  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.mcp]
@@ -130,7 +131,7 @@ async def test_time_server_over_stdio_lists_and_calls_its_tools() -> None:
         assert unknown.is_error and "teleport" in unknown.to_text()
         assert time_server_processes()
     assert not time_server.is_started
-    assert await _eventually(lambda: not time_server_processes())
+    await eventually(lambda: not time_server_processes(), "the time server's processes to end")
     print(f"stdio: start, 4 requests and stop in {time.perf_counter() - started:.2f} s")
 
 
@@ -170,7 +171,7 @@ async def test_agent_calls_the_time_server_and_sees_the_result_in_context_and_tr
     assert time_server.is_started and time_server_processes()
     await agent.close()
     assert not time_server.is_started
-    assert await _eventually(lambda: not time_server_processes())
+    await eventually(lambda: not time_server_processes(), "the time server's processes to end")
 
 
 async def test_autogens_agent_calls_the_time_server_through_nbagents_workbench() -> None:
@@ -196,14 +197,14 @@ async def test_a_server_that_died_is_started_again_on_next_use() -> None:
     assert not (await time_server.call_tool("get_current_time", {"timezone": "UTC"})).is_error
     [pid] = time_server_processes()
     os.kill(pid, signal.SIGKILL)
-    assert await _eventually(lambda: pid not in time_server_processes())
+    await eventually(lambda: pid not in time_server_processes(), f"the time server {pid} to end")
     lost = await time_server.call_tool("get_current_time", {"timezone": "UTC"})
     assert lost.is_error  # the call that found the connection lost is not repeated: it may have acted
     again = await time_server.call_tool("get_current_time", {"timezone": "UTC"})
     assert not again.is_error and json.loads(again.to_text())["timezone"] == "UTC"
     assert time_server_processes() and pid not in time_server_processes()
     await time_server.stop()
-    assert await _eventually(lambda: not time_server_processes())
+    await eventually(lambda: not time_server_processes(), "the time server's processes to end")
 
 
 # --------------------------------------------------------------------------- streamable HTTP: the tests' server
@@ -245,7 +246,7 @@ async def test_cancelling_the_token_cancels_the_call_on_the_server(http_server_u
             await server.call_tool("wait", {"seconds": 60, "label": "direct"}, token)
         assert time.perf_counter() - started < 45  # not the 60 s call: a hang guard far above a loaded figure
         # The server was told (notifications/cancelled) and its handler was cancelled.
-        assert await _eventually_async(lambda: _cancelled_labels(server), "direct")
+        await eventually(lambda: _cancelled(server, "direct"), "the server to see the direct call cancelled")
         # The connection is still good.
         assert (await server.call_tool("add", {"a": 1, "b": 1})).to_text() == "2"
 
@@ -265,7 +266,7 @@ async def test_agent_run_cancelled_during_an_mcp_call(http_server_url: str) -> N
         last = agent.model_context.messages[-1]
         assert isinstance(last, FunctionExecutionResultMessage)
         assert [(r.call_id, r.is_error) for r in last.content] == [("w1", True)]
-        assert await _eventually_async(lambda: _cancelled_labels(server), "agent")
+        await eventually(lambda: _cancelled(server, "agent"), "the server to see the agent's call cancelled")
 
         result = await agent.run(task="then add")  # the agent and the workbench go on
         assert result.messages[-1].content == "42"
@@ -357,22 +358,8 @@ async def _cancelled_labels(server: McpWorkbench) -> str:
     return (await server.call_tool("cancelled_calls")).to_text()
 
 
-async def _eventually_async(read: Any, expected: str, limit_s: float = 5) -> bool:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if expected in (await read()).split(","):
-            return True
-        await asyncio.sleep(0.05)
-    return False
-
-
-async def _eventually(check: Any, limit_s: float = 10) -> bool:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        await asyncio.sleep(0.05)
-    return False
+async def _cancelled(server: McpWorkbench, label: str) -> bool:
+    return label in (await _cancelled_labels(server)).split(",")
 
 
 # --------------------------------------------------------------------------- mcp_server_tools

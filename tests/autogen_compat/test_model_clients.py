@@ -41,6 +41,7 @@ from nbagent.notebook.view import AgentRunView
 from nbagent.stepper import Stepper
 
 from ..models.chat_server import ChatServer, Reply
+from ..waits import within
 
 KEY = "sk-" + "autogen-bridge-7c1e5a9f30d24b88"
 INFO: agm.ModelInfo = {
@@ -271,14 +272,14 @@ async def test_autogen_ext_openai_client_is_cancelled_by_the_run() -> None:
     with ChatServer() as server:
         client = AgOpenAIClient(model="gpt-4o", base_url=server.base_url, api_key=KEY, max_retries=0)
         agent = AssistantAgent("bot", client)
-        server.script(Reply.text("too late", delay=30))
+        server.script(Reply.text("too late", delay=3600))  # only the cancel ends the call
         token = CancellationToken()
         run = asyncio.ensure_future(agent.run(task="wait", cancellation_token=token))
         while not server.requests:
             await asyncio.sleep(0.01)
         token.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(run, 5)
+            await within(run, "the cancelled run to end")
         await client.close()
     (call,) = agent.trace.llm_calls_df().itertuples()
     assert call.status == "error" and call.error.startswith("CancelledError")
@@ -466,7 +467,7 @@ async def test_a_hanging_autogen_client_is_cancelled_by_its_token() -> None:
         async def create(self, messages: Sequence[agm.LLMMessage], **kwargs: Any) -> agm.CreateResult:
             seen.append(kwargs["cancellation_token"])
             started.set()
-            await asyncio.sleep(60)
+            await asyncio.sleep(3600)
             raise AssertionError("not cancelled")
 
     agent = AssistantAgent("bot", Hanging([]))
@@ -475,7 +476,7 @@ async def test_a_hanging_autogen_client_is_cancelled_by_its_token() -> None:
     await started.wait()
     token.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(run, 5)
+        await within(run, "the cancelled run to end")
     assert seen[0].is_cancelled()  # AutoGen's token handed to the client fired too
     assert agent.trace.llm_calls_df()["error"].str.startswith("CancelledError").tolist() == [True]
     assert agent.trace.runs_df()["status"].tolist() == ["cancelled"]

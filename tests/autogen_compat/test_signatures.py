@@ -47,6 +47,8 @@ from nbagent import (
 )
 from nbagent.models import ModelRequest, ModelStream
 
+from ..waits import within
+
 FAKE_KEY = "sk-" + "test-0123456789"  # a fake key, made at run time
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
@@ -415,7 +417,7 @@ async def test_the_client_gets_the_runs_token_linked_to_the_callers() -> None:
     assert given is not caller and not given.is_cancelled()
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 5)
+        await within(task, "the cancelled run to end")
     assert given.is_cancelled()
 
 

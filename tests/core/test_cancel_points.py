@@ -62,6 +62,7 @@ from nbagent.models.base import ModelRequest, ModelStream
 from nbagent.tools import ToolResult, ToolSchema
 from tests.models.chat_server import validate_context
 
+from ..waits import within
 from .helpers import calls, every_call_answered, other_tasks
 
 NEXT = UserMessage(content="next", source="user")
@@ -422,9 +423,9 @@ async def test_cancel_the_callers_token_at_every_point_of_every_scenario() -> No
             # The agent goes on: retry() after a cancelled run, a new task after a completed one.
             outcome.points.target = None
             if outcome.cancelled:
-                result = await asyncio.wait_for(outcome.agent.retry(), 5)
+                result = await within(outcome.agent.retry(), f"{where}: retry()")
             else:
-                result = await asyncio.wait_for(outcome.agent.run(task="next"), 5)
+                result = await within(outcome.agent.run(task="next"), f"{where}: the next run")
             if not every_call_answered(outcome.agent) or result.messages[-1].source != "a":
                 failures.append(f"{where}: the run after it did not end well: {result.messages[-1]!r}")
         tried[scenario.name] = total

@@ -21,6 +21,8 @@ from nbagent import AssistantAgent, CancellationToken, CreateResult, FunctionCal
 from nbagent.cancellation import CANCELLED
 from nbagent.interrupts import one_line
 
+from ..waits import within
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -70,7 +72,7 @@ async def test_the_run_is_a_coroutine_to_asyncio() -> None:
     other = AssistantAgent("other", ReplayChatCompletionClient(["e"]))
     first, second = await asyncio.gather(other.run(task="two"), agent.run(task="three"))
     assert (first.messages[-1].to_text(), second.messages[-1].to_text()) == ("e", "b")
-    assert (await asyncio.wait_for(agent.run(task="four"), 5)).messages[-1].to_text() == "c"
+    assert (await within(agent.run(task="four"), "the fourth run")).messages[-1].to_text() == "c"
 
 
 async def test_a_scheduled_run_reads_as_its_coroutine() -> None:

@@ -13,6 +13,8 @@ import nbagent
 from nbagent import AssistantAgent, ReplayChatCompletionClient
 from nbagent.sync import run_coroutine
 
+from ..waits import joined, waited
+
 
 def _asyncio_state(loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
     policy = type(asyncio.get_event_loop_policy())
@@ -40,7 +42,7 @@ def _run_closes_its_loop() -> bool:
 
     thread = threading.Thread(target=asyncio.run, args=(main(),))
     thread.start()
-    thread.join(30)
+    joined(thread, "asyncio.run in a thread of its own")
     return made[0].is_closed()
 
 
@@ -107,7 +109,7 @@ def test_a_loop_that_cannot_be_patched_leaves_asyncio_as_it_was() -> None:
 
     thread = threading.Thread(target=uvloop.run, args=(main(),))  # a loop of its own, as a uvloop app's
     thread.start()
-    thread.join(60)
+    joined(thread, "uvloop.run in a thread of its own")
     assert "await agent.run(...)" in str(seen["error"])
     assert seen["same"] and seen["Task"] is asyncio.tasks._CTask  # noqa: SLF001 (the C class, as the process starts)
     assert _run_closes_its_loop()
@@ -133,11 +135,11 @@ async def test_a_loop_another_thread_started_during_the_call_ends_cleanly_after_
 
     async def start_the_other_loop() -> str:
         thread.start()
-        assert await asyncio.to_thread(running.wait, 30)  # a hang guard: the thread's loop is running
+        await asyncio.to_thread(waited, running, "the other thread's loop to run")
         return "started"
 
     assert run_coroutine(start_the_other_loop) == "started"
     other.call_soon_threadsafe(other.stop)
-    thread.join(30)
+    joined(thread, "the other thread's loop")
     other.close()
-    assert not thread.is_alive() and errors == []
+    assert errors == []

@@ -21,6 +21,7 @@ from nbagent import (
     ToolArgumentsError,
 )
 
+from ..waits import within
 from .helpers import calls, context, every_call_answered, kinds
 
 
@@ -194,7 +195,7 @@ async def test_streaming_tool_alone_and_via_workbench() -> None:
 async def fault_agent(tool, arguments: str = "{}"):
     name = tool.name if isinstance(tool, FunctionTool) else tool.__name__
     agent = AssistantAgent("a", ReplayChatCompletionClient([calls(("c1", name, arguments)), "next"]), tools=[tool])
-    result = await asyncio.wait_for(agent.run(task="go"), 5)
+    result = await within(agent.run(task="go"), f"the run whose tool {name} fails")
     assert every_call_answered(agent)
     assert (await agent.run(task="again")).messages[-1].content == "next"
     (execution,) = [m for m in result.messages if m.type == "ToolCallExecutionEvent"]

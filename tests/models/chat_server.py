@@ -76,6 +76,8 @@ from nbagent.messages import LLMMessage
 from nbagent.models.openai import to_openai_messages, to_openai_tools
 from nbagent.tools import ToolSchema
 
+from ..waits import joined, waited
+
 _AZURE_ROUTE = re.compile(r"/openai/deployments/[^/]+/chat/completions")
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
@@ -550,7 +552,7 @@ class ChatServer:
 
         self._thread = threading.Thread(target=run, name="chat-server", daemon=True)
         self._thread.start()
-        ready.wait(10)
+        waited(ready, "the chat server to listen on 127.0.0.1")
         return self
 
     async def _shutdown(self) -> None:
@@ -564,7 +566,7 @@ class ChatServer:
     def stop(self) -> None:
         if self._loop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
+            joined(self._thread, "the chat server's loop")
             self._loop = None
 
     def __enter__(self) -> ChatServer:

@@ -21,6 +21,8 @@ from nbagent.trace.explore import TOOL_USE_COLUMNS, Filters, RunFollower
 from tests.trace.explore_data import record_runs, write_sessions
 from tests.trace.helpers import calls, text, tool_agent
 
+from ..waits import HANG_GUARD_S, eventually
+
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -379,20 +381,20 @@ async def test_a_displayed_explorer_reads_a_followed_folder_off_the_loop(
 
     monkeypatch.setattr(parquet, "read_table_file", slow_read)
 
-    async def lag_until(done: Any) -> float:
+    async def lag_until(done: Any, what: str) -> float:
         worst = 0.0
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_GUARD_S
         while not done() and time.monotonic() < deadline:
             before = time.perf_counter()
             await asyncio.sleep(0.01)
             worst = max(worst, time.perf_counter() - before - 0.01)
-        assert done()
+        assert done(), f"gave up after {HANG_GUARD_S:g} s waiting for {what}"
         return worst
 
     await record_runs(first, 2, 2)
     first.to_parquet(folder)
     updates = explorer.updates
-    worst = await lag_until(lambda: explorer.updates > updates)
+    worst = await lag_until(lambda: explorer.updates > updates, "the explorer to take in the new parts")
     # Read off the loop: no read on its thread. The loop's lag (the update's pandas work on the loop: 0.27 s
     # once with the two cores at a load average of 13) is a figure, not a bound a loaded machine could fail.
     assert threads == {False}, (threads, worst)
@@ -402,10 +404,14 @@ async def test_a_displayed_explorer_reads_a_followed_folder_off_the_loop(
 
     await record_runs(first, 3, 2)
     first.to_parquet(folder)
-    await lag_until(lambda: explorer._fetching is not None)  # noqa: SLF001 a read under way
+    await lag_until(lambda: explorer._fetching is not None, "a read of the new parts")  # noqa: SLF001
     explorer.close()
-    await asyncio.sleep(1)
-    assert explorer._timer is None and explorer._fetching is None  # noqa: SLF001 nothing more scheduled
+    await eventually(
+        lambda: explorer._timer is None and explorer._fetching is None,  # noqa: SLF001 nothing more scheduled
+        "the closed explorer's timer and read to end",
+    )
+    await asyncio.sleep(1)  # and nothing schedules them again
+    assert explorer._timer is None and explorer._fetching is None  # noqa: SLF001
     monkeypatch.setattr(parquet, "read_table_file", read)
     explorer.refresh()  # what the cancelled read took in is shown
     assert len(explorer.table) == len(first.runs_df())

@@ -208,9 +208,9 @@ from nbagent import AssistantAgent, CancellationToken, ReplayChatCompletionClien
 from nbagent.notebook.view import AgentRunView
 
 async def slow(x: int) -> int:
-    "Takes a minute."
+    "Takes ten minutes."
     print("STARTED", flush=True)
-    await asyncio.sleep(60)
+    await asyncio.sleep(600)
     return x
 
 def make(name):
@@ -305,7 +305,7 @@ def test_interrupting_a_wait_stops_the_run_it_waits_for(kernel: tuple[KernelMana
     started = time.monotonic()
     errors = interrupt_when_started(manager, client, "waited = make('waited')\nbg = nbagent.start(waited, 'go')\n"
                                     "await bg.wait()")  # fmt: skip
-    assert time.monotonic() - started < 30  # a hang guard: the 60 s tool was not waited for
+    assert time.monotonic() - started < 120  # a hang guard: the 600 s tool was not waited for
     assert [(name, len(lines)) for name, lines in errors] == [("RunInterrupted", 1)]
     assert errors[0][1][0] == "RunInterrupted: the run of 'waited' was interrupted; its view: nbagent.last_view()"
     assert run_code(client, "print(bg.status, bg.detail, bg.task.done())") == "interrupted kernel interrupt True\n"
@@ -378,8 +378,8 @@ def test_stop_ends_the_run_on_every_entry_point(
     print(f"{entry}: stopped {seconds:.3f} s after the click")
     assert (name, status) == (entry, "cancelled")
     # The 1 s target is a figure (seconds_to_stop, bench/bench_stop_pause.py); this is a hang guard: the
-    # tool sleeps 60 s, so a run that ended within 30 s was stopped, not finished.
-    assert 0 <= seconds < 30, f"{entry}: the run ended {seconds:.3f} s after the click"
+    # tool sleeps 600 s, so a run that ended within 120 s was stopped, not finished.
+    assert 0 <= seconds < 120, f"{entry}: the run ended {seconds:.3f} s after the click"
     # The context is valid and the next cell runs a new run to its end.
     assert run_code(client, CONTEXT.format(name="a")) == VALID
     assert run_code(client, "r = await a.run(task='again')\nprint(r.messages[-1].content)") == "done\n"

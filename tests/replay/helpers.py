@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from nbagent import TraceFrames
@@ -17,11 +15,15 @@ VOLATILE = {
 }
 
 
-def run_frames(trace: TraceFrames, run_id: str) -> dict[str, pd.DataFrame]:
-    """The four frames of one run and its context at its end, without the volatile columns."""
+def run_frames(trace: TraceFrames, run_id: str | None = None) -> dict[str, pd.DataFrame]:
+    """The four frames of one run (the trace's last without ``run_id``) and its context at its end, without
+    the volatile columns. Each frame of the trace is built once (they are the costly part of these tests)."""
+    runs = trace.runs_df()
+    if run_id is None:
+        run_id = str(runs["run_id"].iloc[-1])
     out: dict[str, pd.DataFrame] = {}
     for table, columns in VOLATILE.items():
-        df = getattr(trace, f"{table}_df")()
+        df = runs if table == "runs" else getattr(trace, f"{table}_df")()
         df = df[df["run_id"].astype("object") == run_id].drop(columns=columns).reset_index(drop=True)
         out[table] = df.astype({c: "object" for c in df.columns if str(df[c].dtype) == "category"})
     context = trace.context_df(run_id=run_id)
@@ -33,14 +35,15 @@ def run_frames(trace: TraceFrames, run_id: str) -> dict[str, pd.DataFrame]:
     return out
 
 
-Run = tuple[TraceFrames, str] | dict[str, pd.DataFrame]
-"""A run: its trace and id, or its frames (``run_frames``, made once for a run compared many times)."""
+Run = TraceFrames | tuple[TraceFrames, str] | dict[str, pd.DataFrame]
+"""A run: its trace (its last run), its trace and id, or its frames (``run_frames``, made once for a run
+compared many times)."""
 
 
 def assert_same_run(a: Run, b: Run, *, forks: bool = True) -> None:
     """Run ``a`` and run ``b`` have equal frames and contexts, ids and times aside (and which run
     each was forked from, with ``forks=False``)."""
-    left, right = (dict(run) if isinstance(run, dict) else run_frames(*run) for run in (a, b))
+    left, right = (frames_of(run) for run in (a, b))
     if not forks:
         for frames in (left, right):
             frames["runs"] = frames["runs"].drop(columns=["forked_from", "fork_move"])
@@ -48,6 +51,8 @@ def assert_same_run(a: Run, b: Run, *, forks: bool = True) -> None:
         pd.testing.assert_frame_equal(left[table], right[table], check_dtype=False, obj=table)
 
 
-def last_run(trace: TraceFrames) -> str:
-    runs: Any = trace.runs_df()["run_id"]
-    return str(runs.iloc[-1])
+def frames_of(run: Run) -> dict[str, pd.DataFrame]:
+    """The frames of ``run`` (a copy of the dictionary when given its frames)."""
+    if isinstance(run, dict):
+        return dict(run)
+    return run_frames(*run) if isinstance(run, tuple) else run_frames(run)

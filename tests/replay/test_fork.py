@@ -42,7 +42,7 @@ from nbagent.tools import ToolSchema
 from nbagent.trace.otlp import span_hex, trace_hex
 
 from ..stepper.scenarios import SCENARIOS, Scenario, add, calls, mul
-from .helpers import assert_same_run, last_run, run_frames
+from .helpers import assert_same_run, run_frames
 
 pytestmark = pytest.mark.filterwarnings("ignore:Multiple handoffs detected")
 TASK = "What is 2 + 3?"
@@ -70,7 +70,7 @@ def context_is_valid(messages: list[Any], *, open_calls: bool = False) -> bool:
 async def test_a_fork_at_any_move_without_changes_makes_the_same_run(scenario: Scenario) -> None:
     plain = scenario.agent()
     await Stepper(plain, TASK).run_to_end()
-    expected = run_frames(plain.trace, last_run(plain.trace))  # made once, compared with every walk
+    expected = run_frames(plain.trace)  # made once, compared with every walk
     for moves in range(1, len(scenario.moves)):
         parent = Stepper(scenario.agent(), TASK)
         for _ in range(moves):
@@ -83,12 +83,12 @@ async def test_a_fork_at_any_move_without_changes_makes_the_same_run(scenario: S
         assert fork.agent.model_context.messages == parent.agent.model_context.messages
         await fork.run_to_end()
         await parent.run_to_end()
-        for walk in (fork, parent):  # the fork makes the run again; its parent is as if never forked
-            assert_same_run(expected, (walk.agent.trace, last_run(walk.agent.trace)), forks=False)
-        runs = fork.agent.trace.runs_df()
-        assert runs["forked_from"].tolist() == [last_run(parent.agent.trace)]
-        assert runs["fork_move"].tolist() == [moves]
-        assert parent.agent.trace.runs_df()["forked_from"].isna().all()
+        forked, unforked = run_frames(fork.agent.trace), run_frames(parent.agent.trace)
+        for walk in (forked, unforked):  # the fork makes the run again; its parent is as if never forked
+            assert_same_run(expected, walk, forks=False)
+        assert forked["runs"]["forked_from"].tolist() == [parent.agent.trace.last_run()]
+        assert forked["runs"]["fork_move"].tolist() == [moves]
+        assert unforked["runs"]["forked_from"].isna().all()
 
 
 def tool_agent(script: list[Any], **options: Any) -> AssistantAgent:
@@ -239,11 +239,7 @@ async def test_a_fork_of_a_fork_keeps_the_changes_made_before_it() -> None:
     assert [r.kind for r in interventions(second)] == ["tool_result"]
     await second.run_to_end()
     await first.run_to_end()
-    assert_same_run(
-        (first.agent.trace, last_run(first.agent.trace)),
-        (second.agent.trace, last_run(second.agent.trace)),
-        forks=False,
-    )
+    assert_same_run(first.agent.trace, second.agent.trace, forks=False)
 
 
 async def test_fork_a_replay_and_ask_another_model() -> None:
@@ -435,7 +431,7 @@ async def test_the_fork_columns_survive_parquet_and_otlp_links_the_fork(tmp_path
     await fork.run_to_end()
     loaded = load_parquet(fork.agent.trace.to_parquet(tmp_path))
     runs = loaded.runs_df()
-    parent_run = last_run(parent.agent.trace)
+    parent_run = parent.agent.trace.last_run()
     assert runs["forked_from"].tolist() == [parent_run] and runs["fork_move"].tolist() == [4]
     events = loaded.events_df()
     texts = events.loc[events["kind"] == "Intervention", "text"].tolist()

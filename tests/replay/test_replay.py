@@ -35,7 +35,7 @@ from nbagent.trace import LazyTrace
 from nbagent.trace.replay import LIMITS, Replay
 
 from ..stepper.scenarios import SCENARIOS, Scenario, Weather, add, calls, fail
-from .helpers import assert_same_run, last_run, run_frames
+from .helpers import assert_same_run, run_frames
 
 pytestmark = pytest.mark.filterwarnings("ignore:Multiple handoffs detected")
 TASK = "What is 2 + 3?"
@@ -70,12 +70,12 @@ async def test_every_contract_scenario_replays_equal_through_parquet_and_jsonl(
 ) -> None:
     agent = scenario.agent()
     await agent.run(task=TASK)
-    run_id = last_run(agent.trace)
+    run_id = agent.trace.last_run()
     expected = run_frames(agent.trace, run_id)  # made once, compared with each source's replay
     for name, source in loaded(agent.trace, tmp_path).items():
         again, error = await replayed_run(source, run_id)
         assert error is None, name
-        assert_same_run(expected, (again.trace, last_run(again.trace)))
+        assert_same_run(expected, again.trace)
         assert again.model_context.messages == agent.model_context.messages, name
 
 
@@ -88,7 +88,7 @@ async def test_a_replay_stepped_makes_the_recorded_moves(scenario: Scenario, tmp
     results = await stepper.run_to_end()
     assert [r.name for r in results] == scenario.moves
     assert stepper.status == "finished"
-    assert_same_run((agent.trace, last_run(agent.trace)), (stepper.agent.trace, last_run(stepper.agent.trace)))
+    assert_same_run(agent.trace, stepper.agent.trace)
 
 
 def scripted(script: list[str | CreateResult], **options: Any) -> AssistantAgent:
@@ -141,12 +141,12 @@ FAILURES = {
 async def test_failures_and_odd_answers_replay_equal(case: str, tmp_path: Path) -> None:
     agent = FAILURES[case]()
     error = await run_quietly(agent, TASK)
-    run_id = last_run(agent.trace)
+    run_id = agent.trace.last_run()
     expected = run_frames(agent.trace, run_id)
     for name, source in loaded(agent.trace, tmp_path).items():
         again, replay_error = await replayed_run(source, run_id)
         assert (type(error).__name__, str(error)) == (type(replay_error).__name__, str(replay_error)), name
-        assert_same_run(expected, (again.trace, last_run(again.trace)))
+        assert_same_run(expected, again.trace)
 
 
 async def test_a_second_turn_replays_from_the_context_it_started_with(tmp_path: Path) -> None:
@@ -157,7 +157,7 @@ async def test_a_second_turn_replays_from_the_context_it_started_with(tmp_path: 
     )
     await agent.run(task=TASK)
     await agent.run(task="And plus one?")
-    run_id = last_run(agent.trace)
+    run_id = agent.trace.last_run()
     expected = run_frames(agent.trace, run_id)
     for source in loaded(agent.trace, tmp_path).values():
         replay = source.replay(run_id)
@@ -165,7 +165,7 @@ async def test_a_second_turn_replays_from_the_context_it_started_with(tmp_path: 
         assert len(replay.start_context) == 4  # the first turn: task, tool calls, results, answer
         again, error = await replayed_run(source, run_id)
         assert error is None
-        assert_same_run(expected, (again.trace, last_run(again.trace)))
+        assert_same_run(expected, again.trace)
         assert again.model_context.messages == agent.model_context.messages
 
 
@@ -188,7 +188,7 @@ async def test_runs_whose_tool_calls_share_an_id_each_replay_their_own_results(t
             assert list(replay.start_context) == before, (name, run_id)  # the first run's result, "5"
             again, error = await replayed_run(source, run_id)
             assert error is None, name
-            assert_same_run(expected[run_id], (again.trace, last_run(again.trace)))
+            assert_same_run(expected[run_id], again.trace)
             assert again.model_context.messages[len(before) :] == context[len(before) :], (name, run_id)
 
 
@@ -207,9 +207,9 @@ async def test_structured_output_from_a_file_gets_a_model_of_the_same_fields(tmp
 async def test_a_structured_output_that_failed_replays_failing_from_the_live_trace() -> None:
     agent = scripted(['{"city": 3}'], output_content_type=Weather)
     error = await run_quietly(agent, TASK)
-    again, replay_error = await replayed_run(agent.trace, last_run(agent.trace))
+    again, replay_error = await replayed_run(agent.trace, agent.trace.last_run())
     assert type(error) is type(replay_error) and str(error) == str(replay_error)
-    assert_same_run((agent.trace, last_run(agent.trace)), (again.trace, last_run(again.trace)))
+    assert_same_run(agent.trace, again.trace)
 
 
 def test_nbagent_run_takes_a_replay() -> None:
@@ -229,7 +229,7 @@ async def test_a_replay_calls_no_tool() -> None:
 
     agent = scripted([calls(("c1", "counted", '{"a": 2, "b": 3}'))], tools=[counted])
     await agent.run(task=TASK)
-    again, _ = await replayed_run(agent.trace, last_run(agent.trace))
+    again, _ = await replayed_run(agent.trace, agent.trace.last_run())
     assert called == [1]
     assert again.trace.tool_calls_df()["result"].tolist() == ["5"]
 
@@ -317,13 +317,13 @@ async def test_a_run_cancelled_while_a_tool_ran_replays_cancelled_there(tmp_path
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    run_id = last_run(agent.trace)
+    run_id = agent.trace.last_run()
     expected = run_frames(agent.trace, run_id)
     for source in loaded(agent.trace, tmp_path).values():
         again = AssistantAgent.from_replay(source.replay(run_id))
         with pytest.raises(asyncio.CancelledError):
             await again.run(task=TASK)
-        assert_same_run(expected, (again.trace, last_run(again.trace)))
+        assert_same_run(expected, again.trace)
 
 
 async def test_show_plays_a_replay_in_the_live_view_titled_as_a_replay() -> None:

@@ -19,6 +19,7 @@ from nbagent.trace.dataset import Dataset, DatasetFollower
 from nbagent.trace.parquet import pending_folder
 from nbagent.trace.writer import DatasetWriter
 
+from ..waits import joined, waited
 from .explore_data import record_runs
 
 ASK = CreateResult(
@@ -274,20 +275,20 @@ async def test_a_part_another_writer_is_writing_is_left_alone_by_a_dataset_opene
         move(pending, root, table, session, number)
         if table == "events":
             placed.set()
-            go_on.wait(30)
+            go_on.wait(300)  # the test lets it go on (a hang guard: the test fails first)
 
     monkeypatch.setattr(parquet, "_move_into_place", held)
     number = writer.new_number()
     writing = threading.Thread(target=writer.commit, args=(number, trace, own(trace)))
     writing.start()
     try:
-        assert placed.wait(30)
+        waited(placed, "the writer to put its events file in place")
         other = Dataset(tmp_path, "s2", ("results",))  # a second writer opens the folder meanwhile
         assert other.repaired == [] and pending_folder(tmp_path, "s1", number).exists()
         assert writer.committed() == []
     finally:
         go_on.set()
-        writing.join(30)
+        joined(writing, "the writer's commit")
     assert writer.committed() == [number] and not pending_folder(tmp_path, "s1", number).exists()
     assert writer.committed_tasks() == {f"base/{run}" for run in trace.runs_df()["run_id"]}
     assert not list(tmp_path.glob(".lock-*"))  # the writer's lock file goes with its part

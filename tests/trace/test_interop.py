@@ -131,12 +131,13 @@ async def test_past_duckdbs_sample_a_late_value_is_still_read(tmp_path: Path) ->
     trace = await late_values_trace(2700)
     folder = trace.to_jsonl(tmp_path / "jsonl")
     events = folder / "events.jsonl"
-    n_events = len(trace.events_df())
+    frame = trace.events_df()
+    n_events = len(frame)
     assert n_events > 20_480
     ((count, with_tokens),) = duckdb.sql(
         f"SELECT count(*), count(prompt_tokens) FROM read_json_auto('{events}')"
     ).fetchall()
-    assert count == n_events and with_tokens == int(trace.events_df()["prompt_tokens"].notna().sum())
+    assert count == n_events and with_tokens == int(frame["prompt_tokens"].notna().sum())
     errors = duckdb.sql(f"SELECT count(error) FROM read_json_auto('{folder / 'runs.jsonl'}')").fetchall()
     assert errors == [(1,)]
     read = pl.read_ndjson(events)

@@ -74,6 +74,7 @@ async def test_the_frames_share_one_arrow_copy_of_each_long_text() -> None:
     """A long tool output is in events, tool_calls and context_logs: the three columns hold one Arrow
     copy of it (the same buffer), with the dtype, the values and the masking of a column built the
     plain way; a trace with another redactor builds its columns the plain way."""
+    pytest.importorskip("pyarrow", reason="needs pyarrow (the parquet extra): the shared copies are Arrow buffers")
     import pandas as pd
 
     from nbagent.trace.schema import LONG_TEXT

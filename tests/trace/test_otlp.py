@@ -36,6 +36,7 @@ from nbagent.records import LLMCall, RunFinished, RunStarted
 from nbagent.trace import OTLPRecorder
 from nbagent.trace.otlp import CANCELLED_TOOL_PREFIX, CONTENT_ENV, export_request, spans_of
 
+from ..waits import sent_all
 from .helpers import KEY, KeyedClient, add, calls, fail, tool_agent
 
 Spans = list[dict[str, Any]]
@@ -399,10 +400,10 @@ async def test_a_recorder_sends_each_run_as_it_ends(capture: Capture) -> None:
                        reflect_on_tool_use=True)  # fmt: skip
     recorder = OTLPRecorder(capture.endpoint, {"x-team": "t"}, content=True, timeout=1).attach(agent)
     await agent.run(task="one")
-    assert await asyncio.to_thread(recorder.flush)
+    await asyncio.to_thread(sent_all, recorder)
     assert [s.name for s in capture.spans()] == ["invoke_agent calc", "chat replay", "chat replay", "execute_tool add"]
     await agent.run(task="two")
-    assert await asyncio.to_thread(recorder.flush)
+    await asyncio.to_thread(sent_all, recorder)
     assert [s.name for s in capture.spans()] == ["invoke_agent calc", "chat replay"]
     assert len(capture.requests) == 2 and recorder.sent == 6 and recorder.errors == []
     assert capture.requests[1][0]["x-team"] == "t"
@@ -420,12 +421,13 @@ async def test_a_recorder_sends_each_run_as_it_ends(capture: Capture) -> None:
         await asyncio.sleep(0.05)
     assert "503" in recorder.errors[0] and capture.endpoint in recorder.errors[0] and recorder.pending_runs == 1
     capture.status = 200
-    assert await asyncio.to_thread(recorder.flush)
+    await asyncio.to_thread(sent_all, recorder)
     assert [s.name for s in capture.spans()] == ["invoke_agent calc", "chat replay"] and recorder.sent == 8
     sent = len(capture.requests)
     recorder.detach(agent)
     await agent.run(task="four")
-    assert await asyncio.to_thread(recorder.flush) and len(capture.requests) == sent
+    await asyncio.to_thread(sent_all, recorder)
+    assert len(capture.requests) == sent
     assert recorder.close() and recorder.dropped_runs == 0
 
 
@@ -450,7 +452,7 @@ async def test_a_recorder_sends_overlapping_runs_whole(capture: Capture) -> None
         gate.set()
 
     await asyncio.gather(first.run(task="one"), second.run(task="two"), release())
-    assert await asyncio.to_thread(recorder.flush)
+    await asyncio.to_thread(sent_all, recorder)
     sent = sorted(sorted(s.name for s in capture.spans(i)) for i in range(len(capture.requests)))
     whole = ["chat replay", "chat replay", "execute_tool wait_for_gate"]
     assert sorted(sum(sent, [])) == sorted(["invoke_agent first", "invoke_agent second", *whole, *whole])

@@ -16,6 +16,7 @@ from nbagent import AssistantAgent, ReplayChatCompletionClient
 from nbagent.trace import OTLPRecorder
 from nbagent.trace.otlp import OTLPSendError
 
+from ..waits import sent_all
 from .collectors import Behaviour, Collector
 from .helpers import tool_agent
 
@@ -67,7 +68,7 @@ async def test_a_run_not_sent_is_kept_and_tried_again(collector: Collector) -> N
     if collector.behaviour == "status":
         assert collector.requests >= 3  # retried with backoff within a send, and again after
         collector.status = 200
-        assert await asyncio.to_thread(recorder.flush, 40)
+        await asyncio.to_thread(sent_all, recorder)
         assert recorder.sent == 2 and recorder.pending_runs == 0  # the run's span and its model call
     recorder.close(0.1)
 
