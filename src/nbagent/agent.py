@@ -1001,7 +1001,10 @@ class AssistantAgent(Component):
             self._model_client_stream,
             client.provider,
         )
-        call.sent = _sent_parameters(client, request, self._model_client_stream)
+        # What an OpenAI client puts in the body besides messages and tools (its class's MRO, not an ABC
+        # isinstance(), and no call at all for other clients: this runs before every model call).
+        sends = OpenAIChatCompletionClient in type(client).__mro__
+        call.sent = _sent_parameters(client, request, self._model_client_stream) if sends else None  # type: ignore[arg-type]
         run.llm_call = call
         if self._model_client_stream:  # the call keeps its stream: the trace reads chunks from it
             chunk_events = run.chunk_events
@@ -1465,14 +1468,12 @@ def _sent_args(client: ChatCompletionClient) -> Mapping[str, Any]:
     return args if isinstance(args, Mapping) and args else _NO_ARGS
 
 
-def _sent_parameters(client: ChatCompletionClient, request: ModelRequest, stream: bool) -> Mapping[str, Any] | None:
-    """For the record of a call: what its request puts in the body besides messages and tools, when the
-    client says (nbagent's OpenAI client), as :func:`_create` sends it (the loop's calls have no extra
-    arguments of their own); ``None`` for other clients, or when the request cannot be built (the call
-    itself then raises why)."""
-    if OpenAIChatCompletionClient not in type(client).__mro__:  # not an ABC isinstance() per call
-        return None
-    openai: OpenAIChatCompletionClient = client  # type: ignore[assignment]  # its class's MRO says so
+def _sent_parameters(
+    openai: OpenAIChatCompletionClient, request: ModelRequest, stream: bool
+) -> Mapping[str, Any] | None:
+    """For the record of a call: what its request puts in the body besides messages and tools (nbagent's
+    OpenAI client says), as :func:`_create` sends it (the loop's calls have no extra arguments of their
+    own); ``None`` when the request cannot be built (the call itself then raises why)."""
     try:
         return openai.request_parameters(
             ModelRequest((), request.tools, request.tool_choice, request.json_output, _NO_ARGS), stream=stream
