@@ -669,8 +669,6 @@ class AssistantAgent(Component):
     async def _team_gate(self, run: AgentRun, call: LLMCall) -> None:
         """In an AutoGen team run step by step (:data:`TEAM_CALL_GATE`): wait before the call is sent
         and recorded; its time starts once the wait is over, so the recorders get it right."""
-        if not run.gated:
-            return
         gate = TEAM_CALL_GATE.get()
         waiting = None if gate is None else gate(self, call)
         if waiting is not None:
@@ -1003,7 +1001,10 @@ class AssistantAgent(Component):
             self._model_client_stream,
             client.provider,
         )
-        call.sent = _sent_parameters(client, request, self._model_client_stream)
+        # What an OpenAI client puts in the body besides messages and tools (its class's MRO, not an ABC
+        # isinstance(), and no call at all for other clients: this runs before every model call).
+        sends = OpenAIChatCompletionClient in type(client).__mro__
+        call.sent = _sent_parameters(client, request, self._model_client_stream) if sends else None  # type: ignore[arg-type]
         run.llm_call = call
         if self._model_client_stream:  # the call keeps its stream: the trace reads chunks from it
             chunk_events = run.chunk_events
@@ -1013,11 +1014,14 @@ class AssistantAgent(Component):
             call.chunks, call.chunk_perf = pieces, times
             if chunk_events:
                 call.chunk_ids = ids
-        await self._team_gate(run, call)  # called by an AutoGen team walked step by step: held until sent
+        if run.gated:  # called by an AutoGen team walked step by step: held until sent
+            await self._team_gate(run, call)
         yield call
-        release = _no_slot
+        limit = REQUEST_LIMIT.get()
+        release: Callable[[], None] | None = None
         try:
-            release = _no_slot if REQUEST_LIMIT.get() is None else await _request_slot(token)  # (no await: none)
+            if limit is not None:  # a limit shared by many runs (nbagent.spark's job-wide one): a slot first
+                release = await guarded(limit.acquire(), token)
             if self._model_client_stream:
                 result: CreateResult | None = None
                 source = self.name
@@ -1052,15 +1056,7 @@ class AssistantAgent(Component):
                                 raise RuntimeError(f"Invalid chunk type: {type(chunk)}")
                 finally:
                     token.remove_callback(stop)
-                if not pieces and isinstance(stream, ModelStream):  # tool calls only: the client's time
-                    call.first_chunk_perf = stream.first_chunk_perf
-                if stopped:  # fired after the last text chunk: the answer is kept, the run ends here
-                    raise _cancelled_with(result)
-                if result is None:
-                    raise ModelError(  # AutoGen's words too
-                        f"the stream of {client.model_name} ended without a final result "
-                        "(No final model result in streaming mode)"
-                    )
+                result = _streamed_result(client, call, stream, result, bool(stopped))
             else:
                 result = await guarded(_create(client, request, token, call.request), token)
         except CancelledWithResult as stop:  # the model answered as the token fired: its answer is kept
@@ -1070,7 +1066,8 @@ class AssistantAgent(Component):
             call.finish(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             raise
         finally:
-            release()
+            if release is not None:
+                release()  # the slot back
         call.finish(result)
 
     async def _process_model_result(
@@ -1471,25 +1468,12 @@ def _sent_args(client: ChatCompletionClient) -> Mapping[str, Any]:
     return args if isinstance(args, Mapping) and args else _NO_ARGS
 
 
-def _no_slot() -> None:
-    """What gives back no slot (no request limit is set)."""
-
-
-async def _request_slot(token: CancellationToken) -> Callable[[], None]:
-    """A slot of the request limit shared by many runs (:data:`~nbagent.models.limit.REQUEST_LIMIT`:
-    nbagent.spark's job-wide one), waited for before the request; returns what gives it back."""
-    limit = REQUEST_LIMIT.get()
-    return _no_slot if limit is None else await guarded(limit.acquire(), token)
-
-
-def _sent_parameters(client: ChatCompletionClient, request: ModelRequest, stream: bool) -> Mapping[str, Any] | None:
-    """For the record of a call: what its request puts in the body besides messages and tools, when the
-    client says (nbagent's OpenAI client), as :func:`_create` sends it (the loop's calls have no extra
-    arguments of their own); ``None`` for other clients, or when the request cannot be built (the call
-    itself then raises why)."""
-    if OpenAIChatCompletionClient not in type(client).__mro__:  # not an ABC isinstance() per call
-        return None
-    openai: OpenAIChatCompletionClient = client  # type: ignore[assignment]  # its class's MRO says so
+def _sent_parameters(
+    openai: OpenAIChatCompletionClient, request: ModelRequest, stream: bool
+) -> Mapping[str, Any] | None:
+    """For the record of a call: what its request puts in the body besides messages and tools (nbagent's
+    OpenAI client says), as :func:`_create` sends it (the loop's calls have no extra arguments of their
+    own); ``None`` when the request cannot be built (the call itself then raises why)."""
     try:
         return openai.request_parameters(
             ModelRequest((), request.tools, request.tool_choice, request.json_output, _NO_ARGS), stream=stream
@@ -1568,6 +1552,21 @@ async def _items_out(items: AsyncGenerator[Any, None], outgoing: ItemsOut) -> As
     async with aclosing(items):
         async for item in items:
             yield outgoing.item(item)
+
+
+def _streamed_result(
+    client: ChatCompletionClient, call: LLMCall, stream: object, result: CreateResult | None, stopped: bool
+) -> CreateResult:
+    """The answer of a model call whose ``stream`` has ended (``stopped``: its run's token fired)."""
+    if not call.chunks and isinstance(stream, ModelStream):  # tool calls only: the client's time
+        call.first_chunk_perf = stream.first_chunk_perf
+    if stopped:  # fired after the last text chunk: the answer is kept, the run ends here
+        raise _cancelled_with(result)
+    if result is None:
+        raise ModelError(  # AutoGen's words too
+            f"the stream of {client.model_name} ended without a final result (No final model result in streaming mode)"
+        )
+    return result
 
 
 def _cancelled_with(result: CreateResult | None) -> asyncio.CancelledError:

@@ -119,7 +119,12 @@ def _answering_back(
             return view
         return [back(message) if type(message) in _LLM_TYPES else message for message in view]
 
+    _UNCONVERTED[get_messages] = method
     return get_messages
+
+
+_UNCONVERTED: dict[Callable[..., Any], Callable[[Any], Awaitable[list[LLMMessage]]]] = {}
+"""Each ``get_messages`` :func:`_answering_back` made, to the method it converts the view of."""
 
 
 class ChatCompletionContext(Component):
@@ -246,9 +251,20 @@ class ChatCompletionContext(Component):
 ChatCompletionContext.message_log = ChatCompletionContext.__dict__["_messages"]  # type: ignore[method-assign]
 
 
-async def own_view(context: ChatCompletionContext) -> list[LLMMessage]:
+def own_view(context: ChatCompletionContext) -> Awaitable[list[LLMMessage]]:
     """``context.get_messages()`` in nbagent's types (what nbagent's loop sends its model), also after
-    another library's messages were added to it (:attr:`ChatCompletionContext.answers_back`)."""
+    another library's messages were added to it (:attr:`ChatCompletionContext.answers_back`).
+
+    With nbagent's messages alone (the usual case) it is the class's own ``get_messages`` under the
+    layer that would convert its view (and change nothing): one coroutine before each model call, not three.
+    """
+    unconverted = _UNCONVERTED.get(type(context).get_messages)
+    if unconverted is not None and context.answers_back is None and "get_messages" not in context.__dict__:
+        return unconverted(context)
+    return _converted_back(context)
+
+
+async def _converted_back(context: ChatCompletionContext) -> list[LLMMessage]:
     view = await context.get_messages()
     if context.answers_back is None:
         return view

@@ -29,7 +29,7 @@ import threading
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from types import TracebackType
+from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from .interrupts import run_interrupted
@@ -204,12 +204,16 @@ class NotAwaitedWarning(RuntimeWarning):
     """An entry point's coroutine was dropped without being awaited: it never ran (a forgotten ``await``)."""
 
 
-def _caller() -> tuple[str, int]:
-    """Where the code outside nbagent that called an entry point is (its file and line)."""
-    frame = sys._getframe(1)  # noqa: SLF001 (the standard way to find the caller; no public equivalent)
-    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] == "nbagent":
-        frame = frame.f_back
-    return frame.f_code.co_filename, frame.f_lineno
+_PACKAGE = __name__.partition(".")[0]  # nbagent: its modules' frames are not the caller's
+_PACKAGE_DOT = _PACKAGE + "."
+
+
+def _line(code: CodeType, offset: int) -> int:
+    """The line of ``code`` its instruction at byte ``offset`` is on (what ``frame.f_lineno`` says)."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end and line is not None:
+            return line
+    return code.co_firstlineno
 
 
 class Pending(Coroutine[Any, Any, T], Generic[T]):
@@ -227,11 +231,24 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
     __slots__ = ("_coro", "_call", "_sync", "_where", "_taken")
 
     def __init__(self, coro: Coroutine[Any, Any, T], call: str, sync: str | None = None) -> None:
+        self._taken = False  # awaited, or driven: ``await f()`` drops this object before the coroutine starts
         self._coro = coro
         self._call = call
         self._sync = sync
-        self._where = _caller()
-        self._taken = False  # awaited, or driven: ``await f()`` drops this object before the coroutine starts
+        # Where the code outside nbagent that called the entry point (the function making this) is:
+        # its code and instruction, made a line only for a warning. Every run makes a Pending: frames
+        # are made objects only from the entry point's caller up (each costs about a microsecond).
+        try:
+            frame = sys._getframe(2)  # noqa: SLF001 (the standard way to find the caller; no public equivalent)
+        except ValueError:  # made at a module's top level
+            frame = sys._getframe(1)  # noqa: SLF001
+        while (
+            type(name := frame.f_globals.get("__name__")) is str
+            and (name == _PACKAGE or name.startswith(_PACKAGE_DOT))
+            and frame.f_back is not None  # (read last: reading it makes the frame above an object)
+        ):
+            frame = frame.f_back
+        self._where = (frame.f_code, frame.f_lasti)
 
     def _fix(self) -> str:
         """What to write instead."""
@@ -239,13 +256,20 @@ class Pending(Coroutine[Any, Any, T], Generic[T]):
         return fix + (f", or `{self._sync}` without await" if self._sync else " (in a script: inside asyncio.run)")
 
     def __del__(self) -> None:
-        coro = getattr(self, "_coro", None)
-        if coro is None or self._taken or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
+        try:
+            if self._taken:  # the usual end: awaited
+                return
+            coro, (code, offset) = self._coro, self._where
+        except AttributeError:  # made without its arguments: __init__ did not run
+            return
+        if inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
             return
         coro.close()  # closed before it ran: Python's own "never awaited" warning is not given
-        filename, line = self._where
         warnings.warn_explicit(
-            f"{self._call} was never awaited, so it did not run: {self._fix()}", NotAwaitedWarning, filename, line
+            f"{self._call} was never awaited, so it did not run: {self._fix()}",
+            NotAwaitedWarning,
+            code.co_filename,
+            _line(code, offset),
         )
 
     def __await__(self) -> Generator[Any, None, T]:

@@ -26,6 +26,7 @@ from nbagent import (
     UserMessage,
 )
 from nbagent.memory import MEMORY_HEADER
+from nbagent.messages import LLMMessage
 
 from .helpers import add, calls
 
@@ -224,3 +225,41 @@ async def test_memory_dedup_matches_whole_entries_only() -> None:
         MEMORY_HEADER + "1. Use metric units. Prefer km\n",
         MEMORY_HEADER + "1. Prefer km\n",
     ]
+
+
+async def test_the_model_is_sent_what_the_contexts_own_get_messages_gives() -> None:
+    """The loop reads the view under the conversion layer when there is nothing to convert: a
+    subclass's get_messages, one set on the class later and one set on the instance all still decide."""
+
+    class LastOnly(UnboundedChatCompletionContext):
+        async def get_messages(self) -> list[LLMMessage]:
+            return (await super().get_messages())[-1:]
+
+    client = ReplayChatCompletionClient(["a", "b", "c", "d"])
+    context = LastOnly()
+    agent = AssistantAgent("bot", client, model_context=context, system_message=None)
+    await agent.run(task="one")
+    await agent.run(task="two")
+    assert [m.content for m in client.requests[-1].messages] == ["two"]
+
+    async def first_only(self: UnboundedChatCompletionContext) -> list[LLMMessage]:
+        return list(self.messages[:1])
+
+    class Later(UnboundedChatCompletionContext):
+        pass
+
+    Later.get_messages = first_only  # type: ignore[method-assign]  # set on the class after it was made
+    later = ReplayChatCompletionClient(["a", "b"])
+    agent = AssistantAgent("later", later, model_context=Later(), system_message=None)
+    await agent.run(task="one")
+    await agent.run(task="two")
+    assert [m.content for m in later.requests[-1].messages] == ["one"]
+
+    async def nothing() -> list[LLMMessage]:
+        return [UserMessage(content="the instance's own", source="user")]
+
+    own = UnboundedChatCompletionContext()
+    own.get_messages = nothing  # type: ignore[method-assign]  # on the instance
+    mine = ReplayChatCompletionClient(["a"])
+    await AssistantAgent("own", mine, model_context=own, system_message=None).run(task="one")
+    assert [m.content for m in mine.requests[-1].messages] == ["the instance's own"]

@@ -17,8 +17,9 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
   ``context.MESSAGE_BACK``: nbagent's context fed AutoGen's messages (AutoGen's agent holding it) gives
   AutoGen's back from ``get_messages``;
 * ``models.bridge.FOREIGN_CLIENT``: AutoGen's model clients, sent AutoGen's messages and token;
-* ``messages.SHARED_RESULT``: once AutoGen is imported, a run's ``TaskResult`` is AutoGen's too
-  (:mod:`.results`), so AutoGen's ``Console`` over ``agent.run_stream(task=...)`` ends on it;
+* ``messages.SHARED_RESULT`` (registered once ``autogen_agentchat.base`` is imported): a run's
+  ``TaskResult`` is AutoGen's too (:mod:`.results`), so AutoGen's ``Console`` over
+  ``agent.run_stream(task=...)`` ends on it;
 * ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
 * ``models.base.CALL_EVENT``: nbagent's OpenAI clients' calls logged on AutoGen's event logger, their
   answers' quirks warned, as AutoGen's client does; ``tools.TOOL_RAN``: nbagent's tool calls logged
@@ -316,8 +317,10 @@ def hint(value: object, role: str) -> str | None:
 
 
 def join(base: ModuleType) -> None:
-    """AutoGen's teams take nbagent's agents (and their subclasses) as ``ChatAgent``."""
+    """AutoGen's teams take nbagent's agents (and their subclasses) as ``ChatAgent``, and a run's
+    ``TaskResult`` is AutoGen's too (asked from now on: before, every run would ask in vain)."""
     base.ChatAgent.register(agent_module.AssistantAgent)
+    messages.SHARED_RESULT.register(shared_result)
 
 
 def join_agents(agents: ModuleType) -> None:
@@ -369,7 +372,6 @@ def _console(module: ModuleType) -> None:
 def register() -> None:
     """Answer the core's hooks for AutoGen (once: registering again changes nothing)."""
     messages.TWIN.register(twin)
-    messages.SHARED_RESULT.register(shared_result)
     agent_in.CHAT_IN.register(chat_in)
     agent_in.CALLER.register(caller)
     agent_in.MESSAGE_TYPE_IN.register(message_type)

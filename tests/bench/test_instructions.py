@@ -1,0 +1,59 @@
+"""bench/bench_instructions.py: the instructions of one run from two callgrind counts, and its arguments."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def load() -> ModuleType:
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))  # it imports bench_loop's scenarios, as when run from bench/
+    spec = importlib.util.spec_from_file_location("bench_instructions", BENCH / "bench_instructions.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+instructions = load()
+
+
+def test_a_run_is_the_difference_of_two_counts_over_their_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    per_run = {"plain": 300_000, "k1": 460_000, "k5": 1_700_000}
+    counted: list[tuple[str, int, int]] = []
+
+    def count(name: str, warmup: int, runs: int, timeout: float) -> int:
+        counted.append((name, warmup, runs))
+        return 5_000_000_000 + warmup * 7 + runs * per_run[name]  # the start, the warm-up, then the runs
+
+    monkeypatch.setattr(instructions, "count", count)
+    figures = instructions.main(["--scenarios", "plain", "k1", "k5", "--warmup", "10", "--runs", "20", "70"])
+    assert figures == {
+        "plain_run_instr": 300_000,
+        "tool_k1_run_instr": 460_000,
+        "tool_k5_run_instr": 1_700_000,
+        "extra_iteration_instr": 310_000,
+    }
+    assert counted == [(name, 10, runs) for name in ("plain", "k1", "k5") for runs in (20, 70)]
+
+
+def test_runs_out_of_order_are_refused_naming_the_parameter() -> None:
+    with pytest.raises(SystemExit, match=r"--runs LOW HIGH needs 0 <= LOW < HIGH, got 30 10"):
+        instructions.main(["--runs", "30", "10"])
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_callgrind_counts_a_plain_run(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    figures = instructions.main(["--scenarios", "plain", "--warmup", "5", "--runs", "5", "15", "--json", str(out)])
+    assert 50_000 < figures["plain_run_instr"] < 5_000_000  # a replay run is some hundred thousand
+    assert out.read_text(encoding="utf-8").startswith("{")
