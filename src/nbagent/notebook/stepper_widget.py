@@ -536,6 +536,7 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
         finally:
             self.changed()
 
+    @entry_point("stepper.aclose()")
     async def aclose(self) -> None:
         try:
             await super().aclose()
