@@ -340,6 +340,23 @@ _ZH_WORDS = {
     ),
     "the walk forked from is untouched: its tool ran": "被分叉的那次单步走没被动过:它的工具照常执行",
     "the walk forked from changed too: edit the fork, not the walk": "被分叉的那次单步走也变了:改分叉,别改原来的",
+    # The stepper's move headings, context table, tool results, diagram end and give row.
+    "tool-loop iteration={iteration} ({ordinal})": "工具循环第 {number} 轮(loop_iteration={iteration})",
+    "tool results": "工具结果",
+    "The run ends: its Response holds the final message": "运行结束:它的 Response 里是最终消息",
+    "(run ends)": "(运行结束)",
+    "kind": "类型",
+    "source": "来源",
+    "text": "文本",
+    "tool calls": "工具调用",
+    "thought": "思考",
+    "added by": "由哪一步加入",
+    "change": "改动",
+    "added": "新增",
+    "changed": "改了",
+    "tool call": "工具调用",
+    "the tool's result or error": "工具的结果或错误",
+    "the model's answer": "模型的回答",
 }
 
 _ENGLISH = dict(MOVES)

@@ -105,3 +105,27 @@ async def test_the_stepper_speaks_the_language(chinese: None) -> None:
         assert english not in moved + ready, english
     await stepper.run_to_end()
     assert "运行已结束" in stepper_html(stepper)
+
+
+async def test_a_walk_with_tool_calls_speaks_the_language(chinese: None) -> None:
+    """Issue 43.7 (review): past the first moves of a text answer the Chinese stepper still spoke English: the
+    tool results' title, a move's "tool-loop iteration" line, the context table's columns and its "added"
+    rows, the diagram's end node and the give row's placeholders."""
+    from nbagent.demo import SCRIPTED_TASK, scripted_agent
+    from nbagent.notebook.stepper_widget import stepper_html
+
+    stepper = nbagent.step(scripted_agent(), SCRIPTED_TASK)
+    panel = stepper.widget().fork_panel
+    await stepper.run_until(move="tool_request")  # paused before the tools run: the give row for a tool
+    assert panel.value is not None and panel.value.placeholder == "工具的结果或错误"
+    assert panel.call_id is not None and panel.call_id.description == "工具调用"
+    await stepper.run_until(move="tool_execution")  # before the reflection: the give row for the answer
+    assert panel.answer is not None and panel.answer.placeholder == "模型的回答"
+    page = str(stepper_html(stepper))
+    shown = re.sub(r"<[^>]+>", "\n", re.sub(r"<style>.*?</style>", "", page, flags=re.DOTALL))
+    for chinese_text in ("工具结果", "工具循环第 1 轮(loop_iteration=0)", "由哪一步加入", "(运行结束)", ">新增<"):
+        assert chinese_text in page, chinese_text
+    for english in ("tool results", "tool-loop iteration", "added by", "(run ends)", "The run ends", "\nadded\n"):
+        assert english not in shown, english
+    assert 'data-change="added"' in page  # the rows' data stay as the code spells them (styles, tests)
+    await stepper.run_to_end()

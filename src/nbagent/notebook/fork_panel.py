@@ -113,9 +113,9 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         text = {"layout": parts.layout, "style": parts.text_style}  # widths from the stylesheet's classes
         if tool:
             if self.call_id is None or self.value is None:
-                self.call_id = widgets.Dropdown(description="tool call", **text)
+                self.call_id = widgets.Dropdown(description=words("tool call"), **text)
                 self.call_id.add_class("nba-give-call")
-                self.value = widgets.Text(placeholder="the tool's result or error", **text)
+                self.value = widgets.Text(placeholder=words("the tool's result or error"), **text)
                 self.value.add_class("nba-give-result")
                 self.give_result = self._button(words("Give result"))
                 self.give_error = self._button(words("Give error"))
@@ -125,7 +125,7 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
                 self.give_timeout.on_click(lambda _: self._give("timeout"))
             return (self.call_id, self.value, self.give_result, self.give_error, self.give_timeout)
         if self.answer is None:
-            self.answer = widgets.Text(placeholder="the model's answer", **text)
+            self.answer = widgets.Text(placeholder=words("the model's answer"), **text)
             self.answer.add_class("nba-give-answer")
             self.give_answer = self._button(words("Give answer"))
             self.give_answer.on_click(lambda _: self._give("answer"))
