@@ -357,6 +357,11 @@ _ZH_WORDS = {
     "tool call": "工具调用",
     "the tool's result or error": "工具的结果或错误",
     "the model's answer": "模型的回答",
+    "Next move: {done}": "下一步:{done}",
+    "the model's answer will be {text}": "模型的回答将是 {text}",
+    "tool call {call_id} will get: result {text}": "工具调用 {call_id} 将得到结果 {text}",
+    "tool call {call_id} will get: error {text}": "工具调用 {call_id} 将得到错误 {text}",
+    "{call_id} times out": "{call_id} 将超时",
 }
 
 _ENGLISH = dict(MOVES)

@@ -119,6 +119,10 @@ async def test_a_walk_with_tool_calls_speaks_the_language(chinese: None) -> None
     await stepper.run_until(move="tool_request")  # paused before the tools run: the give row for a tool
     assert panel.value is not None and panel.value.placeholder == "工具的结果或错误"
     assert panel.call_id is not None and panel.call_id.description == "工具调用"
+    panel.value.value = "no network"
+    assert panel.give_error is not None
+    panel.give_error.click()
+    assert "下一步:工具调用 call_1 将得到错误 &#x27;no network&#x27;" in panel.note.value
     await stepper.run_until(move="tool_execution")  # before the reflection: the give row for the answer
     assert panel.answer is not None and panel.answer.placeholder == "模型的回答"
     page = str(stepper_html(stepper))
