@@ -98,6 +98,43 @@ def test_a_forgotten_await_in_a_cell_says_to_await(kernel: tuple[KernelManager, 
     run(client, "result.close()")
 
 
+def test_a_move_without_await_in_a_cell_says_the_fix(kernel: tuple[KernelManager, Any]) -> None:
+    """Issue 43.6 in a notebook: a stepper's move written without ``await`` says, under its cell, in one line,
+    what to write (before, ``stepper.run_until(...)`` gave Python's bare "coroutine ... was never awaited");
+    left as the cell's value, its repr says the same. The walk did not move."""
+    _, client = kernel
+    run(client, SETUP)
+    run(client, "walk = nbagent.step(make('w'), 'go')")
+    out, err, errors = run(client, "walk.run_until(move='tool_request')\nprint('moves', len(walk.history))")
+    assert errors == [] and "moves 0" in out
+    fix = "stepper.run_until(...) was never awaited, so it did not run: write `await stepper.run_until(...)`"
+    assert "NotAwaitedWarning: " + fix in err, err
+    assert "coroutine 'Stepper.run_until' was never awaited" not in err
+    reply = result_of(client, "walk.next()")
+    assert reply.startswith("<coroutine stepper.next(), not run: write `await stepper.next()`"), reply
+    out, _, errors = run(client, "print('moves', len(walk.history))")
+    assert errors == [] and "moves 0" in out
+
+
+def result_of(client: Any, code: str) -> str:
+    """The ``text/plain`` of the ``execute_result`` of ``code`` (a cell's value, as the notebook shows it)."""
+    msg_id = client.execute(code)
+    deadline = time.monotonic() + 60
+    shown = ""
+    while time.monotonic() < deadline:
+        try:
+            message = client.get_iopub_msg(timeout=1)
+        except Exception:  # queue.Empty: wait on
+            continue
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        if message["msg_type"] == "execute_result":
+            shown = message["content"]["data"]["text/plain"]
+        elif message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            return shown
+    raise AssertionError(f"no idle within 60 s after {code!r}")
+
+
 def test_a_kernel_interrupt_of_an_awaited_run_ends_at_once_in_one_line(kernel: tuple[KernelManager, Any]) -> None:
     manager, client = kernel
     run(client, SETUP)
