@@ -137,6 +137,20 @@ async def test_every_entry_point_never_awaited_says_the_fix_at_its_line() -> Non
     assert stepper.history == [] and quiz.history == []  # none of them ran
 
 
+async def test_a_run_a_fired_token_never_starts_warns_nothing() -> None:
+    """A run handed to a token already cancelled is closed unrun: no "never awaited" warning (it was awaited
+    as the code says; before, an entry point's coroutine was dropped unclosed and warned at the call)."""
+    agent = AssistantAgent("calc", ReplayChatCompletionClient(["five"]))
+    token = CancellationToken()
+    token.cancel()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        with pytest.raises(asyncio.CancelledError):
+            await token.guard(agent.run(task="x"))
+        gc.collect()
+    assert [str(w.message) for w in caught] == []
+
+
 def assert_each_warns_once_at_its_line(calls: dict[str, Callable[[], object]]) -> None:
     """Each call (named by how it reads), dropped at once, warns once at the line that made it, saying to await it."""
     for call, make in calls.items():
