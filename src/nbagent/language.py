@@ -362,6 +362,15 @@ _ZH_WORDS = {
     "tool call {call_id} will get: result {text}": "工具调用 {call_id} 将得到结果 {text}",
     "tool call {call_id} will get: error {text}": "工具调用 {call_id} 将得到错误 {text}",
     "{call_id} times out": "{call_id} 将超时",
+    # A tool card and a fork's change, as the stepper shows them.
+    "tool": "工具",
+    "{count} tool calls, run in parallel": "{count} 个工具调用,并行执行",
+    "cancelled": "已取消",
+    "running…": "正在执行…",
+    "requested: runs at the next move": "已请求:下一步执行",
+    "result": "结果",
+    "error": "错误",
+    "Changed before move {move} ({kind}): ": "第 {move} 步之前改动({kind}):",
 }
 
 _ENGLISH = dict(MOVES)

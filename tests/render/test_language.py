@@ -10,7 +10,7 @@ import pytest
 
 import nbagent
 from nbagent import MOVES, AssistantAgent, ReplayChatCompletionClient
-from nbagent.records import LoopSettings, Move
+from nbagent.records import Intervention, LoopSettings, Move
 from nbagent.render import pipeline, to_html, to_text
 
 DESIGN = (Path(__file__).resolve().parents[2] / "docs" / "design.zh.md").read_text(encoding="utf-8")
@@ -119,6 +119,7 @@ async def test_a_walk_with_tool_calls_speaks_the_language(chinese: None) -> None
     await stepper.run_until(move="tool_request")  # paused before the tools run: the give row for a tool
     assert panel.value is not None and panel.value.placeholder == "工具的结果或错误"
     assert panel.call_id is not None and panel.call_id.description == "工具调用"
+    assert "2 个工具调用,并行执行" in stepper_html(stepper) and "已请求:下一步执行" in stepper_html(stepper)
     panel.value.value = "no network"
     assert panel.give_error is not None
     panel.give_error.click()
@@ -129,7 +130,10 @@ async def test_a_walk_with_tool_calls_speaks_the_language(chinese: None) -> None
     shown = re.sub(r"<[^>]+>", "\n", re.sub(r"<style>.*?</style>", "", page, flags=re.DOTALL))
     for chinese_text in ("工具结果", "工具循环第 1 轮(loop_iteration=0)", "由哪一步加入", "(运行结束)", ">新增<"):
         assert chinese_text in page, chinese_text
-    for english in ("tool results", "tool-loop iteration", "added by", "(run ends)", "The run ends", "\nadded\n"):
+    english_texts = ("tool results", "tool-loop iteration", "added by", "(run ends)", "The run ends", "\nadded\n")
+    for english in (*english_texts, "run in parallel", "\nresult\n", "\nerror\n"):
         assert english not in shown, english
     assert 'data-change="added"' in page  # the rows' data stay as the code spells them (styles, tests)
+    change = Intervention("r", 5, "tool_result", "call_1 (get_weather): error 'boom'")
+    assert "第 5 步之前改动(tool_result):" in str(to_html(change))  # a fork's change, in its run's view
     await stepper.run_to_end()

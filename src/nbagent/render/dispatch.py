@@ -378,7 +378,7 @@ def _intervention(item: Intervention, options: Options = PLAIN) -> Markup:
     """A change a walk made before a move (a fork's edit): what was changed."""
     return el(
         "div",
-        el("strong", f"Changed before move {item.move} ({item.kind}): "),
+        el("strong", words("Changed before move {move} ({kind}): ").format(move=item.move, kind=item.kind)),
         item.change,
         class_="nba-event nba-intervention",
         data_kind=item.kind,
