@@ -371,6 +371,7 @@ _ZH_WORDS = {
     "result": "结果",
     "error": "错误",
     "Changed before move {move} ({kind}): ": "第 {move} 步之前改动({kind}):",
+    "Refresh": "刷新",
 }
 
 _ENGLISH = dict(MOVES)

@@ -99,6 +99,7 @@ async def test_the_stepper_speaks_the_language(chinese: None) -> None:
     fork = await stepper.fork()
     compare_button = fork.widget().fork_panel.compare_button
     assert compare_button is not None and compare_button.description == "和父分支比较"
+    assert nbagent.compare(stepper, fork).widget().refresh_button.description == "刷新"
     moved = stepper_html(stepper)
     assert "这一步的事件" in moved and "这一步之后的上下文(新增" in moved and "已走 2 步" in moved
     for english in ("Ready to walk the loop", "Events of this move", "Model context after this move", " moves"):
