@@ -10,8 +10,7 @@ when it has been delivered, so the task's next ``await`` (the caller's, after th
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -71,7 +70,7 @@ class CancellationToken:
         (a ``KeyboardInterrupt`` propagates as it is).
         """
         if self._cancelled:
-            if inspect.iscoroutine(awaitable):
+            if isinstance(awaitable, Coroutine):  # an entry point's too (nbagent.sync.Pending): never awaited
                 awaitable.close()
             raise asyncio.CancelledError(CANCELLED)
         task = asyncio.current_task()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from . import _check as check
 from .language import words
 from .records import END, MOVES, LoopSettings, MoveName
+from .sync import entry_point
 
 if TYPE_CHECKING:
     from .stepper import Stepper, StepResult
@@ -244,6 +245,7 @@ class Quiz:
         self.picked = answer
         return question
 
+    @entry_point("stepper.quiz.answer(key)")
     async def answer(self, answer: str) -> Prediction:
         """Pick ``answer``, make the move, and return the prediction checked against it."""
         question = self.pick(answer)

@@ -513,6 +513,7 @@ class Stepper:
                 break
         return self.history[start:]
 
+    @entry_point("stepper.run_until(...)")
     async def run_until(
         self,
         condition: Condition | None = None,
@@ -611,6 +612,7 @@ class Stepper:
                 offered = ", ".join(repr(name) for name in names) if names else "none: the agent has no tools"
                 raise check.wrong_value(where, "tool", f"a tool the model is offered ({offered})", tool)
 
+    @entry_point("stepper.aclose()")
     async def aclose(self) -> None:
         """End the run where it is, without restoring anything: every tool call in the context gets a result."""
         if self._moving:

@@ -9,7 +9,7 @@ from scipy import stats as scipy_stats
 from nbagent.experiment.compare import PARTINGS, compare_variants, parting_of
 from nbagent.trace.compare import Comparison, MoveView, moves_of, moves_of_runs
 
-from .pairs import PARTS, PairedRuns, run_pairs, weather_tasks
+from .pairs import PARTS, PairedRuns, make_agent, run_pairs, weather_tasks
 
 
 @pytest.fixture(scope="module")
@@ -211,3 +211,27 @@ def test_what_differs_where_runs_part() -> None:
     said = ("text_exit", [("Response", "It rains.")], [])
     assert parting_of(whole, _moves(*start, ask, ran, said))[2] == "llm_answer"  # type: ignore[index]
     assert parting_of(whole, _moves(*start, said))[2] == "tool_choice"  # answered where the other called a tool
+
+
+async def test_the_comparisons_coroutines_never_awaited_say_the_fix(runs: PairedRuns) -> None:
+    """Issue 43.6: the experiment's coroutine entry points follow the one "forgotten await" rule."""
+    from nbagent import Experiment
+    from nbagent.notebook.experiment_view import ComparisonView
+
+    from ..core.test_clear_interrupts import assert_each_warns_once_at_its_line
+
+    comparison = compare_variants(runs, "a", "b")
+    view = ComparisonView(comparison)
+    view.pick("t2")
+    trace, run_id = runs.trace, str(runs.results["run_id"].iloc[0])
+    exp = Experiment(weather_tasks(1), {"a": make_agent}, progress=None)
+    assert_each_warns_once_at_its_line(
+        {
+            "comparison.walk_to_parting(task_id)": lambda: comparison.walk_to_parting("t2"),
+            "comparison.score_run(trace, run_id, task_id)": lambda: comparison.score_run(trace, run_id, "t0"),
+            "comparison.fork_at_parting()": view.fork_at_parting,
+            "comparison.score_walks()": view.score_walks,
+            "exp.arescore(scorer)": lambda: exp.arescore(lambda output, row: True),
+        }
+    )
+    assert view.walk is None  # fork_at_parting never ran

@@ -31,34 +31,44 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KernelMan
         yield manager, client
 
 
+def cell_messages(client: Any, msg_id: str, deadline_s: float = 300) -> Iterator[dict[str, Any] | None]:
+    """The IOPub messages of the cell ``msg_id``, up to its idle status; ``None`` after each second without
+    one. A cell not idle within ``deadline_s`` fails the test."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        try:
+            message = client.get_iopub_msg(timeout=1)
+        except Exception:  # queue.Empty: wait on
+            yield None
+            continue
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        yield message
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            return
+    raise AssertionError(f"the cell {msg_id} was not idle within {deadline_s} s")
+
+
 def run(client: Any, code: str, manager: KernelManager | None = None) -> tuple[str, str, list[tuple[str, list[str]]]]:
     """(stdout, stderr, errors) of ``code``; with ``manager``, the kernel is interrupted once it printed STARTED.
     The interrupt's delay (seconds until the cell ended) is printed to stdout as ``DELAY <s>``."""
-    msg_id = client.execute(code)
     out: list[str] = []
     err: list[str] = []
     errors: list[tuple[str, list[str]]] = []
     interrupted_at = None
-    while True:
-        if manager is not None and interrupted_at is None and "STARTED" in "".join(out):
-            time.sleep(0.3)
-            manager.interrupt_kernel()
-            interrupted_at = time.monotonic()
-        try:
-            message = client.get_iopub_msg(timeout=1)
-        except Exception:  # queue.Empty: wait on
-            continue
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind, content = message["msg_type"], message["content"]
+    for message in cell_messages(client, client.execute(code)):
+        kind, content = (message["msg_type"], message["content"]) if message is not None else ("", {})
         if kind == "stream":
             (out if content["name"] == "stdout" else err).append(content["text"])
         elif kind == "error":
             errors.append((content["ename"], content["traceback"]))
-        elif kind == "status" and content["execution_state"] == "idle":
-            if interrupted_at is not None:
-                out.append(f"DELAY {time.monotonic() - interrupted_at:.1f}")
-            return "".join(out), "".join(err), errors
+        if manager is not None and interrupted_at is None and "STARTED" in "".join(out):
+            time.sleep(0.3)
+            manager.interrupt_kernel()
+            interrupted_at = time.monotonic()
+    if interrupted_at is not None:
+        out.append(f"DELAY {time.monotonic() - interrupted_at:.1f}")
+    return "".join(out), "".join(err), errors
 
 
 def test_asyncio_run_in_a_cell_says_to_await(kernel: tuple[KernelManager, Any]) -> None:
@@ -96,6 +106,33 @@ def test_a_forgotten_await_in_a_cell_says_to_await(kernel: tuple[KernelManager, 
     assert [name for name, _ in errors] == ["AttributeError"]
     assert "`result = await agent.run(task=...)`" in errors[0][1][-1]
     run(client, "result.close()")
+
+
+def test_a_move_without_await_in_a_cell_says_the_fix(kernel: tuple[KernelManager, Any]) -> None:
+    """Issue 43.6 in a notebook: a stepper's move written without ``await`` says, under its cell, in one line,
+    what to write (before, ``stepper.run_until(...)`` gave Python's bare "coroutine ... was never awaited");
+    left as the cell's value, its repr says the same. The walk did not move."""
+    _, client = kernel
+    run(client, SETUP)
+    run(client, "walk = nbagent.step(make('w'), 'go')")
+    out, err, errors = run(client, "walk.run_until(move='tool_request')\nprint('moves', len(walk.history))")
+    assert errors == [] and "moves 0" in out
+    fix = "stepper.run_until(...) was never awaited, so it did not run: write `await stepper.run_until(...)`"
+    assert "NotAwaitedWarning: " + fix in err, err
+    assert "coroutine 'Stepper.run_until' was never awaited" not in err
+    reply = result_of(client, "walk.next()")
+    assert reply.startswith("<coroutine stepper.next(), not run: write `await stepper.next()`"), reply
+    out, _, errors = run(client, "print('moves', len(walk.history))")
+    assert errors == [] and "moves 0" in out
+
+
+def result_of(client: Any, code: str) -> str:
+    """The ``text/plain`` of the ``execute_result`` of ``code`` (a cell's value, as the notebook shows it)."""
+    shown = ""
+    for message in cell_messages(client, client.execute(code)):
+        if message is not None and message["msg_type"] == "execute_result":
+            shown = message["content"]["data"]["text/plain"]
+    return shown
 
 
 def test_a_kernel_interrupt_of_an_awaited_run_ends_at_once_in_one_line(kernel: tuple[KernelManager, Any]) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 import nbagent
 from nbagent import MOVES, AssistantAgent, ReplayChatCompletionClient
-from nbagent.records import LoopSettings, Move
+from nbagent.records import Intervention, LoopSettings, Move
 from nbagent.render import pipeline, to_html, to_text
 
 DESIGN = (Path(__file__).resolve().parents[2] / "docs" / "design.zh.md").read_text(encoding="utf-8")
@@ -99,9 +99,42 @@ async def test_the_stepper_speaks_the_language(chinese: None) -> None:
     fork = await stepper.fork()
     compare_button = fork.widget().fork_panel.compare_button
     assert compare_button is not None and compare_button.description == "和父分支比较"
+    assert nbagent.compare(stepper, fork).widget().refresh_button.description == "刷新"
     moved = stepper_html(stepper)
     assert "这一步的事件" in moved and "这一步之后的上下文(新增" in moved and "已走 2 步" in moved
     for english in ("Ready to walk the loop", "Events of this move", "Model context after this move", " moves"):
         assert english not in moved + ready, english
     await stepper.run_to_end()
     assert "运行已结束" in stepper_html(stepper)
+
+
+async def test_a_walk_with_tool_calls_speaks_the_language(chinese: None) -> None:
+    """Issue 43.7 (review): past the first moves of a text answer the Chinese stepper still spoke English: the
+    tool results' title, a move's "tool-loop iteration" line, the context table's columns and its "added"
+    rows, the diagram's end node and the give row's placeholders."""
+    from nbagent.demo import SCRIPTED_TASK, scripted_agent
+    from nbagent.notebook.stepper_widget import stepper_html
+
+    stepper = nbagent.step(scripted_agent(), SCRIPTED_TASK)
+    panel = stepper.widget().fork_panel
+    await stepper.run_until(move="tool_request")  # paused before the tools run: the give row for a tool
+    assert panel.value is not None and panel.value.placeholder == "工具的结果或错误"
+    assert panel.call_id is not None and panel.call_id.description == "工具调用"
+    assert "2 个工具调用,并行执行" in stepper_html(stepper) and "已请求:下一步执行" in stepper_html(stepper)
+    panel.value.value = "no network"
+    assert panel.give_error is not None
+    panel.give_error.click()
+    assert "下一步:工具调用 call_1 将得到错误 &#x27;no network&#x27;" in panel.note.value
+    await stepper.run_until(move="tool_execution")  # before the reflection: the give row for the answer
+    assert panel.answer is not None and panel.answer.placeholder == "模型的回答"
+    page = str(stepper_html(stepper))
+    shown = re.sub(r"<[^>]+>", "\n", re.sub(r"<style>.*?</style>", "", page, flags=re.DOTALL))
+    for chinese_text in ("工具结果", "工具循环第 1 轮(loop_iteration=0)", "由哪一步加入", "(运行结束)", ">新增<"):
+        assert chinese_text in page, chinese_text
+    english_texts = ("tool results", "tool-loop iteration", "added by", "(run ends)", "The run ends", "\nadded\n")
+    for english in (*english_texts, "run in parallel", "\nresult\n", "\nerror\n"):
+        assert english not in shown, english
+    assert 'data-change="added"' in page  # the rows' data stay as the code spells them (styles, tests)
+    change = Intervention("r", 5, "tool_result", "call_1 (get_weather): error 'boom'")
+    assert "第 5 步之前改动(tool_result):" in str(to_html(change))  # a fork's change, in its run's view
+    await stepper.run_to_end()

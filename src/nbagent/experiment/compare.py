@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import _check as check
 from ..render.experiment import STATIC_ROWS, comparison_html, comparison_text
 from ..stepper import LLM_MOVES
+from ..sync import entry_point
 from ..trace.compare import Comparison, MoveView, Row, first_parting, moves_of_runs
 from .folder import FAILED, counting_failed, score_names
 from .stats import Kind, paired
@@ -249,6 +250,7 @@ class VariantComparison:
             move = calls[-1] if calls else move
         return replay, move.index - 1
 
+    @entry_point("comparison.walk_to_parting(task_id)")
     async def walk_to_parting(self, task_id: str, repeat: int = 0, *, side: str | None = None) -> Stepper:
         """A stepper replaying the run of variant ``side`` (default ``b``) on task ``task_id``, walked to
         just before the move to fork at (:meth:`parting_replay`): ``await stepper.fork()`` there (or
@@ -261,6 +263,7 @@ class VariantComparison:
         await walk_to(stepper, before)
         return stepper
 
+    @entry_point("comparison.score_run(trace, run_id, task_id)")
     async def score_run(self, trace: TraceFrames, run_id: str, task_id: str) -> dict[str, bool | float | str | None]:
         """Run ``run_id`` of ``trace`` (a fork's, a walk's) scored by the experiment's scorers as the run of
         task ``task_id``: each score (``None`` where the scorer raised, its text in ``<name>_error``)."""

@@ -435,6 +435,7 @@ class Experiment:
             "rescoring was interrupted: no score of it was written",
         )
 
+    @entry_point("exp.arescore(scorer)", "exp.rescore(scorer)")
     async def arescore(
         self, scorer: Scorer | Callable[..., Any], *, variants: Sequence[str] | None = None
     ) -> pd.DataFrame:

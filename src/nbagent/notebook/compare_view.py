@@ -12,6 +12,7 @@ import ipywidgets as widgets
 
 from .. import _check as check
 from ..agent import AssistantAgent
+from ..language import words
 from ..render import STYLE
 from ..stepper import Stepper
 from ..trace import TraceFrames
@@ -51,7 +52,7 @@ class CompareWidget(widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, view: CompareView) -> None:
         self.view = view
-        self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
+        self.refresh_button = widgets.Button(description=words("Refresh"), icon="refresh")
         self.refresh_button.on_click(lambda _: view.update())
         self.body = widgets.HTML()
         super().__init__([widgets.HTML(STYLE), self.refresh_button, self.body])

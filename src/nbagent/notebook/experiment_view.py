@@ -31,6 +31,7 @@ from ..render.experiment import (
     summary_text,
     task_rows_html,
 )
+from ..sync import entry_point
 from .compare_view import CompareView, compare
 from .explorer_table import ExplorerTable
 from .static_display import StaticCopyDisplay, cell_stylesheet
@@ -248,6 +249,7 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
         self.changed()
         return self.runs
 
+    @entry_point("comparison.fork_at_parting()")
     async def fork_at_parting(self, side: str | None = None) -> NotebookStepper:
         """The stepper on the picked task's run of ``side`` (default ``b``) replayed, walked to just before
         the move where the two runs part (a pair that never parts: to its end), shown below the runs."""
@@ -264,6 +266,7 @@ class ComparisonView(StaticCopyDisplay[ComparisonWidget]):
         self.changed()
         return stepper
 
+    @entry_point("comparison.score_walks()")
     async def score_walks(self) -> pd.DataFrame:
         """The walk of :meth:`fork_at_parting` and each fork made of it that has run, scored by the
         experiment's scorers, under the task's scores of ``a`` and ``b``: one row each."""

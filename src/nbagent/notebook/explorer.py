@@ -30,6 +30,7 @@ import ipywidgets as widgets
 from .. import _check as check
 from ..agent import replayed
 from ..render import STYLE, Markup, concat, el, format_duration, portable
+from ..sync import entry_point
 from ..trace import LazyTrace, TraceFrames
 from ..trace.base import read_in_worker
 from ..trace.explore import (
@@ -612,6 +613,7 @@ class RunExplorer(StaticCopyDisplay[ExplorerWidget]):
         self.opening = asyncio.get_event_loop().create_task(self._comparing(*runs))
         return self.opening
 
+    @entry_point("explorer.open(run_id)")
     async def open(self, run_id: str) -> str:
         """Show run ``run_id`` in place as its live view draws it: the run replayed offline (no model or
         tool called) into an ``AgentRunView``; its static HTML is returned and shown. A run that cannot

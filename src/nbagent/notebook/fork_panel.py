@@ -113,9 +113,9 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         text = {"layout": parts.layout, "style": parts.text_style}  # widths from the stylesheet's classes
         if tool:
             if self.call_id is None or self.value is None:
-                self.call_id = widgets.Dropdown(description="tool call", **text)
+                self.call_id = widgets.Dropdown(description=words("tool call"), **text)
                 self.call_id.add_class("nba-give-call")
-                self.value = widgets.Text(placeholder="the tool's result or error", **text)
+                self.value = widgets.Text(placeholder=words("the tool's result or error"), **text)
                 self.value.add_class("nba-give-result")
                 self.give_result = self._button(words("Give result"))
                 self.give_error = self._button(words("Give error"))
@@ -125,7 +125,7 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
                 self.give_timeout.on_click(lambda _: self._give("timeout"))
             return (self.call_id, self.value, self.give_result, self.give_error, self.give_timeout)
         if self.answer is None:
-            self.answer = widgets.Text(placeholder="the model's answer", **text)
+            self.answer = widgets.Text(placeholder=words("the model's answer"), **text)
             self.answer.add_class("nba-give-answer")
             self.give_answer = self._button(words("Give answer"))
             self.give_answer.on_click(lambda _: self._give("answer"))
@@ -180,7 +180,7 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
         try:
             if kind == "answer":
                 stepper.give_answer(text)
-                done = f"the model's answer will be {text!r}"
+                done = words("the model's answer will be {text}").format(text=repr(text))
             else:
                 call_id = str(self.call_id.value if self.call_id is not None else "")
                 if kind == "result":
@@ -189,12 +189,17 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]
                     stepper.give_tool_result(call_id, error=text or "Error")
                 else:
                     stepper.give_tool_result(call_id, timeout=True)
-                done = f"tool call {call_id} will get: {kind} {text!r}" if kind != "timeout" else f"{call_id} times out"
+                given = {
+                    "result": "tool call {call_id} will get: result {text}",
+                    "error": "tool call {call_id} will get: error {text}",
+                }.get(kind, "{call_id} times out")
+                done = words(given).format(call_id=call_id, text=repr(text))
         except Exception as error:
             self.owner.error = f"{type(error).__name__}: {error}"
         else:
             self.owner.error = None
-            self.note.value = str(el("span", f"Next move: {done}", class_="nba-muted nba-given"))
+            given = words("Next move: {done}").format(done=done)
+            self.note.value = str(el("span", given, class_="nba-muted nba-given"))
         self.owner.refresh()
 
     def refresh(self, busy: bool) -> None:

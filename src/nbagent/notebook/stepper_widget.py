@@ -137,14 +137,14 @@ def context_table_html(result: StepResult | None, stepper: Stepper) -> Markup:
             el("td", value(row.thought, limit=200, max_chars=4000) if isinstance(row.thought, str) else None),
             el("td", row.tokens),
             el("td", f"STEP {row.step} {row.move}" if isinstance(row.move, str) else None),
-            el("td", _cell(row.change)),
+            el("td", words(_cell(row.change)) if row.change else ""),
             class_="nba-ctx-row",
             data_change=_cell(row.change),
             data_kind=_cell(row.kind),
         )
         for row in frame.itertuples()
     ]
-    head = el("tr", [el("th", name) for name in _CONTEXT_COLUMNS])
+    head = el("tr", [el("th", words(name)) for name in _CONTEXT_COLUMNS])
     return el("table", head, rows, class_="nba-table nba-stepper-context", data_rows=len(frame))
 
 
@@ -536,6 +536,7 @@ class NotebookStepper(StaticCopyDisplay[StepperWidget], Stepper):
         finally:
             self.changed()
 
+    @entry_point("stepper.aclose()")
     async def aclose(self) -> None:
         try:
             await super().aclose()

@@ -586,6 +586,7 @@ class AgentRunView(_OpenLater, widgets.VBox):  # type: ignore[misc]
         """Its outputs show the current state (the static copy alone once the run has ended)."""
         self._refresh_displays()
 
+    @entry_point("view.run(agent, task)")
     async def run(
         self,
         source: AssistantAgent | AgentRun | object,

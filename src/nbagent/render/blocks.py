@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..language import words
 from ..messages import FunctionCall, FunctionExecutionResult, RequestUsage
 from ..records import MOVES, MoveName
 from ..redact import mask, redact_data
@@ -142,12 +143,12 @@ def tool_card(
     if result is None:
         state = "cancelled" if cancelled else "running" if running else "requested"
         text = {"cancelled": "cancelled", "running": "running…", "requested": "requested: runs at the next move"}
-        outcome = el("div", text[state], class_="nba-tool-status nba-muted")
+        outcome = el("div", words(text[state]), class_="nba-tool-status nba-muted")
     else:
         state = "error" if result.is_error else "ok"
         outcome = el(
             "div",
-            label("error" if result.is_error else "result"),
+            label(words("error" if result.is_error else "result")),
             el("span", format_duration(duration_s), class_="nba-duration nba-muted"),
             value(result.content),
             class_="nba-tool-result",
@@ -155,7 +156,7 @@ def tool_card(
         )
     return el(
         "div",
-        muted("tool "),
+        muted(words("tool") + " "),
         label(call.name),
         value(pretty_arguments(call.arguments), limit=400, css="nba-tool-args"),
         outcome,
@@ -168,7 +169,7 @@ def tool_card(
 
 def tool_group_head(count: int, badge: Markup = EMPTY) -> Markup:
     """The line above a batch of tool cards: its STEP badge and how many calls it holds."""
-    what = "tool call" if count == 1 else f"{count} tool calls, run in parallel"
+    what = words("tool call") if count == 1 else words("{count} tool calls, run in parallel").format(count=count)
     return el("div", badge, label(what), class_="nba-tool-head")
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..language import words
 from ..records import END, MOVES, LoopSettings, MoveName
 from .markup import Markup, el
 from .style import fallback
@@ -312,10 +313,10 @@ def pipeline(
     drawn.append(
         el(
             "g",
-            el("title", "The run ends: its Response holds the final message"),
+            el("title", words("The run ends: its Response holds the final message")),
             el("rect", x=x, y=y, width=w, height=h, rx=20, fill=fallback("surface"), stroke=fallback("handoff")),
             el("text", "Response", x=x + w // 2, y=y + h // 2 - 4, text_anchor="middle", font_size=FONT_PX),
-            el("text", "(run ends)", x=x + w // 2, y=y + h // 2 + 12, text_anchor="middle", font_size=FONT_PX),
+            el("text", words("(run ends)"), x=x + w // 2, y=y + h // 2 + 12, text_anchor="middle", font_size=FONT_PX),
             class_="nba-end",
             data_move=END,
         )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import singledispatch
 from typing import Any
 
+from ..language import words
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -266,7 +267,7 @@ def _tool_results(item: ToolCallExecutionEvent, options: Options = PLAIN) -> Mar
         el("div", label(r.name), value(r.content), data_call_id=r.call_id, data_state="error" if r.is_error else "ok")
         for r in item.content
     ]
-    return block("nba-tool-results", results, badge=options.badge, title="tool results")
+    return block("nba-tool-results", results, badge=options.badge, title=words("tool results"))
 
 
 @to_html.register
@@ -290,10 +291,12 @@ def _move(item: Move, options: Options = PLAIN) -> Markup:
     """The heading of a move: its STEP, title and method, where it is in the walk, its explanation."""
     info = item.info
     # Counted from 0, as the loop counts it and the trace's moves record it (their column iteration).
-    where = (
-        "" if item.iteration is None else f" · tool-loop iteration={item.iteration} ({_ordinal(item.iteration + 1)})"
-    )
-    index = f" move {options.number}" if options.number is not None else ""
+    where = ""
+    if item.iteration is not None:
+        where = " · " + words("tool-loop iteration={iteration} ({ordinal})").format(
+            iteration=item.iteration, number=item.iteration + 1, ordinal=_ordinal(item.iteration + 1)
+        )
+    index = " " + words("move {number}").format(number=options.number) if options.number is not None else ""
     head = el(
         "div",
         f"STEP {info.step} · {info.title} ",
@@ -375,7 +378,7 @@ def _intervention(item: Intervention, options: Options = PLAIN) -> Markup:
     """A change a walk made before a move (a fork's edit): what was changed."""
     return el(
         "div",
-        el("strong", f"Changed before move {item.move} ({item.kind}): "),
+        el("strong", words("Changed before move {move} ({kind}): ").format(move=item.move, kind=item.kind)),
         item.change,
         class_="nba-event nba-intervention",
         data_kind=item.kind,
