@@ -162,9 +162,13 @@ def interrupt(kernel: Kernel) -> float:
     return errors[0][1] - asked
 
 
+TOGGLE = {"method": "update", "state": {"value": True}, "buffer_paths": []}
+"""A browser's click on the stepper's buttons (``ClickButton``s): the value turned on, not a "click" event."""
+
+
 def pause(kernel: Kernel) -> float:
     run_button, pause_button = kernel.run(PAUSE).split()
-    kernel.click(run_button, {"method": "update", "state": {"value": True}, "buffer_paths": []})
+    kernel.click(run_button, TOGGLE)
     deadline = time.monotonic() + IOPUB_DEADLINE_S
     while int(kernel.run("print(len(stepper.history))")) < 5:
         if time.monotonic() > deadline:
@@ -172,7 +176,7 @@ def pause(kernel: Kernel) -> float:
         time.sleep(0.1)
     if kernel.run("watcher = asyncio.ensure_future(paused_at())\nprint(w.busy)").strip() != "True":
         raise RuntimeError("the walk ended before Pause was clicked")
-    clicked = kernel.click(pause_button)
+    clicked = kernel.click(pause_button, TOGGLE)
     status, paused = kernel.run("paused = await watcher\nprint(stepper.status, paused)").split()
     if status != "paused":
         raise RuntimeError(f"the walk is {status!r}, not paused")

@@ -415,6 +415,10 @@ watcher = asyncio.ensure_future(paused_at())
 """
 
 
+CLICK = {"method": "update", "state": {"value": True}, "buffer_paths": []}
+"""The comm message of a browser's click on a ``ClickButton`` (the stepper's buttons): its value turned on."""
+
+
 def send_comm(client: object, comm_id: str, data: dict[str, object]) -> None:
     """A comm message to a widget, as ipywidgets sends it from the browser."""
     session = client.session  # type: ignore[attr-defined]
@@ -443,11 +447,11 @@ def test_pause_and_a_kernel_interrupt_end_run_to_end_at_a_move_boundary(
     manager, client = kernel
     run_button, pause_button = run_code(client, PAUSE_SETUP).split()
 
-    send_comm(client, run_button, {"method": "update", "state": {"value": True}, "buffer_paths": []})
+    send_comm(client, run_button, CLICK)
     moves_made(client, "stepper", 5)
     assert run_code(client, WATCH + "print(w.busy)") == "True\n"
     clicked = time.time()
-    send_comm(client, pause_button, {"method": "custom", "content": {"event": "click"}})
+    send_comm(client, pause_button, CLICK)  # a ClickButton: the browser's click turns its value on
     report = "paused = await watcher\nprint(stepper.status, len(stepper.history), paused)"
     status, made, paused = run_code(client, report).split()
     paused_in = float(paused) - clicked
