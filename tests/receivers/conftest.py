@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 from .servers import PINS, QUIET_ENV, STARTERS, Receiver, installed
+
+ROOT = Path(__file__).resolve().parents[2]
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -88,6 +91,12 @@ def local_spark(master: str, scratch: Path) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver binds to loopback only
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the executors' Python: this one, with nbagent and the tests
+    paths = [str(ROOT / "src"), str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    earlier = SparkSession.getActiveSession()
+    if earlier is not None:  # getOrCreate would hand back another module's session, its master and settings
+        earlier.stop()
     session = (
         SparkSession.builder.master(master)
         .appName("nbagent-tests")
@@ -108,9 +117,10 @@ def local_spark(master: str, scratch: Path) -> Iterator[Any]:
         session.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A local-mode SparkSession (``local[2]``)."""
+    """A local-mode SparkSession (``local[2]``), one a module (a worker that runs tests/spark/ next starts its own,
+    ``local[2,4]``: a session kept for the whole worker was handed back to it, workers without nbagent)."""
     yield from local_spark("local[2]", tmp_path_factory.mktemp("spark"))
 
 
