@@ -290,9 +290,24 @@ def browser() -> Iterator[Browser]:
 NOTEBOOK7_OWN_ERRORS = ("pageerror: Cannot read properties of undefined (reading 'schema')",)
 
 
+# ipywidgets' own race (8.1, jupyterlab_widgets 3.0): an output showing a widget replaced while the
+# browser is still making its views (a VBox whose children changed just before) leaves two promise
+# callbacks to run on views already removed: DOMWidgetView.setLayout posts a resize message to its
+# disposed Lumino widget (Lumino logs "reading 'processLuminoMessage'") and BoxView.add_child_model
+# inserts into a disposed panel ("Could not add child view to box"). A cell of plain ipywidgets shows
+# it (display a VBox, add a child, update the display at once; the CPU throttled 8x: 16-20 of these
+# each run); nothing on the page is wrong after it. A finished nbagent view replaces its live widget
+# with its static copy in the same way, so under load these come from ipywidgets, not from nbagent:
+# left out of console_errors, the first line matched exactly.
+IPYWIDGETS_REMOVED_VIEW_RACE = (
+    "TypeError: Cannot read properties of null (reading 'processLuminoMessage')",
+    "Error: Could not add child view to box",
+)
+
+
 def _watch_console(page: Page, errors: list[str], ignore: Sequence[str] = ()) -> None:
     def on_console(message: ConsoleMessage) -> None:
-        if message.type == "error":
+        if message.type == "error" and message.text.split("\n", 1)[0] not in IPYWIDGETS_REMOVED_VIEW_RACE:
             errors.append(f"console.error: {message.text}")
 
     def on_page_error(error: Error) -> None:
