@@ -5,6 +5,7 @@ committed; the writer's own tables carry per-run columns (a task key, a variant,
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -317,6 +318,49 @@ async def test_a_part_whose_writer_died_among_its_renames_is_finished_on_open(tm
     reopened = Dataset(tmp_path, "s2", ("results",))
     assert reopened.repaired == ["part 1 of session s1: finished"] and not pending.exists()
     assert writer.committed() == [0, 1]
+
+
+async def test_a_lock_file_left_by_a_writer_killed_after_its_part_was_done_is_removed_on_open(tmp_path: Path) -> None:
+    """A writer killed between removing its pending folder and its lock file (another of its process's
+    threads died mid-part: CI saw one from Spark) left a lock file nobody holds: the next open removes
+    it. A lock file a live writer holds (it has locked it, its pending folder not made yet) stays."""
+    import fcntl
+
+    writer = Dataset(tmp_path, "s1", ("results",))
+    trace = await new_part(writer, 2, 1)
+    writer.commit(writer.new_number(), trace, own(trace))
+    (tmp_path / ".lock-s1-part-0").touch()  # as the killed writer left it: its part committed
+    with open(tmp_path / ".lock-s1-part-1", "a+b") as held:  # a live writer's, about to make its folder
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        reopened = Dataset(tmp_path, "s2", ("results",))
+        assert reopened.repaired == ["part 0 of session s1: its writer's lock file removed"]
+        assert [path.name for path in tmp_path.glob(".lock-*")] == [".lock-s1-part-1"]
+    assert writer.committed() == [0]
+
+
+def test_a_lock_whose_file_was_removed_between_open_and_lock_is_taken_on_the_file_made_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Locking opens the lock file, then locks it: a holder finishing meanwhile removes the file, and a
+    lock on the removed file would exclude nobody. The lock is taken on the file the path names."""
+    import fcntl
+
+    import nbagent.trace.parquet as parquet
+
+    path = tmp_path / ".lock-s1-part-0"
+    flock = fcntl.flock
+    locked: list[int] = []  # the link counts of the files locked
+
+    def late(fd: int, operation: int) -> None:
+        if not locked:  # the first lock: the holder removes the file just before it
+            path.unlink()
+        flock(fd, operation)
+        locked.append(os.fstat(fd).st_nlink)
+
+    monkeypatch.setattr(fcntl, "flock", late)
+    with parquet._locked(path) as taken:  # noqa: SLF001 (the lock itself)
+        assert taken and path.exists() and locked == [0, 1]  # the removed file, then the one made anew
+    assert not path.exists()
 
 
 async def test_keys_of_the_sessions_a_prefix_names_are_their_committed_keys_whatever_the_status(

@@ -74,6 +74,7 @@ ORDER BY calls DESC, tool_name
 _TRACE_ID_KEY = b"nbagent.trace_id"
 _PART = re.compile(r"part-(\d+)\.parquet")
 _PENDING = re.compile(r"\.pending-(.+)-part-(\d+)")
+_LOCK = re.compile(r"\.lock-(.+)-part-(\d+)")
 _SAFE = re.compile(r"[A-Za-z0-9._-]+")
 
 
@@ -157,13 +158,26 @@ def _pending_parts(root: Path, session: str) -> dict[int, Path]:
 
 
 def pending_sessions(root: Path) -> set[str]:
-    """The sessions some part of which is pending in ``root`` (being written, or left by a killed writer)."""
+    """The sessions some part of which is pending in ``root`` (being written, or left by a killed writer),
+    or whose writer's lock file is there (the writer at work, or killed before it removed the file)."""
     found = set()
     if root.is_dir():
-        for path in root.glob(".pending-*-part-*"):
-            match = _PENDING.fullmatch(path.name)
-            if match:
-                found.add(match.group(1))
+        for pattern, name in ((".pending-*-part-*", _PENDING), (".lock-*-part-*", _LOCK)):
+            for path in root.glob(pattern):
+                match = name.fullmatch(path.name)
+                if match:
+                    found.add(match.group(1))
+    return found
+
+
+def _lock_files(root: Path, session: str) -> dict[int, Path]:
+    """The writers' lock files of ``session``'s parts by number."""
+    found = {}
+    if root.is_dir():
+        for path in root.glob(f".lock-{session}-part-*"):
+            match = _LOCK.fullmatch(path.name)
+            if match and match.group(1) == session:
+                found[int(match.group(2))] = path
     return found
 
 
@@ -226,16 +240,25 @@ def _locked(path: Path) -> Iterator[bool]:
     except ImportError:  # pragma: no cover (POSIX here)
         yield True
         return
-    with open(path, "a+b") as file:
+    while True:
+        file = open(path, "a+b")  # noqa: SIM115 (closed below, on every path)
         try:
             fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            file.close()
             yield False
             return
-        try:
-            yield True
-        finally:
-            path.unlink(missing_ok=True)  # before the unlock: who opens it next makes a fresh one
+        try:  # the lock counts while the path names the file locked: its holder may have removed it meanwhile
+            if os.stat(path).st_ino == os.fstat(file.fileno()).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        file.close()  # removed (or made anew) between the open and the lock: lock the file the path names now
+    try:
+        yield True
+    finally:
+        path.unlink(missing_ok=True)  # before the unlock: who opens it next makes a fresh one
+        file.close()
 
 
 def write_part(root: Path, session: str, number: int, tables: Mapping[str, Any]) -> None:
@@ -289,6 +312,11 @@ def repair(root: Path, session: str, tables: Sequence[str]) -> list[str]:
             elif _has_files(pending):
                 done.append(f"part {number} of session {session}: removed")
             shutil.rmtree(pending)
+    for number, lock in sorted(_lock_files(root, session).items()):  # a writer killed after its part was done
+        if not pending_folder(root, session, number).exists():
+            with _locked(lock) as gone:  # removed on the way out if its writer is gone (a live one holds it)
+                if gone:
+                    done.append(f"part {number} of session {session}: its writer's lock file removed")
     return done
 
 
