@@ -855,7 +855,7 @@ def load_message(
 # --------------------------------------------------------------------------- results
 
 
-@dataclass
+@dataclass(slots=True)
 class Response:
     """The last item ``on_messages_stream`` yields: the final message and the events before it."""
 
