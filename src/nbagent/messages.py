@@ -587,15 +587,16 @@ _EVERY_FIELD = _FieldSets()
 
 
 class _Layouts(dict[type[BaseModel], dict[str, Any]]):
-    """Per model class, a dict of its fields (each ``None``), in declaration order, whose keys table
-    its copies share (made when first asked): a built message's ``__dict__`` is a copy, filled in."""
+    """Per model class, a dict of its fields (each ``None`` but ``type``, the class's own), in declaration
+    order, whose keys table its copies share (made when first asked): a built message's ``__dict__`` is a
+    copy, filled in."""
 
     def __missing__(self, cls: type[BaseModel]) -> dict[str, Any]:
         holder = type(f"_{cls.__name__}Fields", (), {"__slots__": ("__dict__",)})
         for _ in range(_SHRINK_KEYS):
             instance = holder()
-            for name in cls.model_fields:
-                setattr(instance, name, None)
+            for name, info in cls.model_fields.items():
+                setattr(instance, name, info.default if name == "type" else None)
         layout: dict[str, Any] = instance.__dict__
         self[cls] = layout
         return layout
@@ -649,7 +650,6 @@ def agent_message(
     values["metadata"] = {}
     values["created_at"] = _now(_UTC)
     values["content"] = list(content) if type(content) is list else content
-    values["type"] = cls.__name__
     return _built(cls, values)
 
 
@@ -659,7 +659,6 @@ def assistant_message(content: str | Sequence[FunctionCall], source: str, though
     values["content"] = list(content) if type(content) is list else content
     values["thought"] = thought
     values["source"] = source
-    values["type"] = "AssistantMessage"
     return _built(AssistantMessage, values)
 
 
@@ -667,7 +666,6 @@ def system_prompt(content: str) -> SystemMessage:
     """``SystemMessage(content=...)`` of a text, without validation (an agent's own)."""
     values = _LAYOUT[SystemMessage].copy()
     values["content"] = content
-    values["type"] = "SystemMessage"
     return _built(SystemMessage, values)
 
 
@@ -676,7 +674,6 @@ def user_message(content: str, source: str) -> UserMessage:
     values = _USER.copy()
     values["content"] = content
     values["source"] = source
-    values["type"] = "UserMessage"
     return _built(UserMessage, values)
 
 
@@ -697,21 +694,15 @@ def tool_results_message(results: Sequence[FunctionExecutionResult]) -> Function
     """``FunctionExecutionResultMessage(content=results)`` (a copy of the list) without validation."""
     values = _LAYOUT[FunctionExecutionResultMessage].copy()
     values["content"] = list(results)
-    values["type"] = "FunctionExecutionResultMessage"
     return _built(FunctionExecutionResultMessage, values)
 
 
 def text_result(content: str, usage: RequestUsage) -> CreateResult:
     """``CreateResult(finish_reason="stop", content=..., usage=...)`` of a str, without validation (a
     scripted answer, checked when its script was given)."""
-    values = _RESULT.copy()
-    values["finish_reason"] = "stop"
+    values = _TEXT_RESULT.copy()
     values["content"] = content
     values["usage"] = usage
-    values["cached"] = False
-    values["thought"] = None
-    values["response_model"] = None
-    values["response_id"] = None
     return _built(CreateResult, values)
 
 
@@ -734,7 +725,9 @@ def function_call(call_id: str, name: str, arguments: str) -> FunctionCall:
 
 _ASSISTANT = _LAYOUT[AssistantMessage]
 _USER = _LAYOUT[UserMessage]
-_RESULT = _LAYOUT[CreateResult]
+_TEXT_RESULT = _LAYOUT[CreateResult].copy()  # a text answer's constant fields filled in
+_TEXT_RESULT["finish_reason"] = "stop"
+_TEXT_RESULT["cached"] = False
 _USAGE = _LAYOUT[RequestUsage]
 _CHUNK = _LAYOUT[ModelClientStreamingChunkEvent]
 _CHUNK_FIELDS = _EVERY_FIELD[ModelClientStreamingChunkEvent]
@@ -755,7 +748,6 @@ def streaming_chunk(content: str, source: str, full_message_id: str) -> ModelCli
     values["created_at"] = _now(_UTC)
     values["content"] = content
     values["full_message_id"] = full_message_id
-    values["type"] = "ModelClientStreamingChunkEvent"
     _set_dict(event, values)
     _set_fields_set(event, _CHUNK_FIELDS)
     _set_extra(event, None)
