@@ -554,6 +554,12 @@ AgentEvent = Annotated[
 # keeps about fifteen messages in its trace; a set of its own each would make that many more objects
 # for the cyclic garbage collector to scan, which is most of what a batch of runs kept in memory
 # costs beyond its HTTP.
+#
+# Their ``__dict__`` is a copy of one dict per class whose keys table is shared (a "split" dict, as
+# CPython gives the instances of a plain class): a copy holds only its values, 144 bytes for a chat
+# message's seven fields where a dict of its own holds its keys too (272), and filling a copy is
+# faster than building a dict. It is an ordinary dict in every other way (a key added, or deleted,
+# gives that one dict a keys table of its own).
 _new = object.__new__
 _now = datetime.now
 _UTC = UTC
@@ -564,6 +570,9 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 _ID_POOL = ids_pool()
 _take_id = _ID_POOL.pop
+# How many instances of a plain class make CPython (3.11 on) size its shared keys table to its keys:
+# it sizes a class's table for 30 keys and gives back one place for each instance made, down to one.
+_SHRINK_KEYS = 32
 
 
 class _FieldSets(dict[type[BaseModel], set[str]]):
@@ -576,11 +585,31 @@ class _FieldSets(dict[type[BaseModel], set[str]]):
 
 _EVERY_FIELD = _FieldSets()
 
+
+class _Layouts(dict[type[BaseModel], dict[str, Any]]):
+    """Per model class, a dict of its fields (each ``None`` but ``type``, the class's own), in declaration
+    order, whose keys table its copies share (made when first asked): a built message's ``__dict__`` is a
+    copy, filled in."""
+
+    def __missing__(self, cls: type[BaseModel]) -> dict[str, Any]:
+        holder = type(f"_{cls.__name__}Fields", (), {"__slots__": ("__dict__",)})
+        for _ in range(_SHRINK_KEYS):
+            instance = holder()
+            for name, info in cls.model_fields.items():
+                setattr(instance, name, info.default if name == "type" else None)
+        layout: dict[str, Any] = instance.__dict__
+        self[cls] = layout
+        return layout
+
+
+_LAYOUT = _Layouts()
+
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def _built(cls: type[ModelT], values: dict[str, Any]) -> ModelT:
-    """``cls`` holding ``values``: every field, in declaration order, each already of its type."""
+    """``cls`` holding ``values`` (a copy of ``_LAYOUT[cls]`` with every field filled in, each already
+    of its type)."""
     model = _new(cls)
     _set_dict(model, values)
     _set_fields_set(model, _EVERY_FIELD[cls])
@@ -591,8 +620,14 @@ def _built(cls: type[ModelT], values: dict[str, Any]) -> ModelT:
 
 def share_fields_set(model: ModelT) -> ModelT:
     """``model`` (validated, of a class with no extra fields) with its class's shared fields-set of
-    every field, as the messages the loop builds have: for a client's answers, which are validated."""
-    _set_fields_set(model, _EVERY_FIELD[type(model)])
+    every field, and its values in a dict sharing its class's keys table, as the messages the loop
+    builds have: for a client's answers, which are validated."""
+    cls = type(model)
+    values = _LAYOUT[cls].copy()
+    values.update(model.__dict__)
+    if len(values) == len(cls.model_fields):  # the fields alone, in their order: a dict as the loop's
+        _set_dict(model, values)
+    _set_fields_set(model, _EVERY_FIELD[cls])
     return model
 
 
@@ -608,41 +643,38 @@ def agent_message(
 ) -> AgentMessageT:
     """``cls(content=..., source=..., models_usage=..., id=...)`` without validation, for the loop's
     own chat messages and events (``content``: a ``str``, or a list: the message gets a copy)."""
-    return _built(
-        cls,
-        {
-            "id": message_id or (_take_id() if _ID_POOL else new_id()),
-            "source": source,
-            "models_usage": models_usage,
-            "metadata": {},
-            "created_at": _now(_UTC),
-            "content": list(content) if type(content) is list else content,
-            "type": cls.__name__,
-        },
-    )
+    values = _LAYOUT[cls].copy()
+    values["id"] = message_id or (_take_id() if _ID_POOL else new_id())
+    values["source"] = source
+    values["models_usage"] = models_usage
+    values["metadata"] = {}
+    values["created_at"] = _now(_UTC)
+    values["content"] = list(content) if type(content) is list else content
+    return _built(cls, values)
 
 
 def assistant_message(content: str | Sequence[FunctionCall], source: str, thought: str | None) -> AssistantMessage:
     """``AssistantMessage(content=..., thought=..., source=...)`` without validation (the loop's own)."""
-    return _built(
-        AssistantMessage,
-        {
-            "content": list(content) if type(content) is list else content,
-            "thought": thought,
-            "source": source,
-            "type": "AssistantMessage",
-        },
-    )
+    values = _ASSISTANT.copy()
+    values["content"] = list(content) if type(content) is list else content
+    values["thought"] = thought
+    values["source"] = source
+    return _built(AssistantMessage, values)
 
 
 def system_prompt(content: str) -> SystemMessage:
     """``SystemMessage(content=...)`` of a text, without validation (an agent's own)."""
-    return _built(SystemMessage, {"content": content, "type": "SystemMessage"})
+    values = _LAYOUT[SystemMessage].copy()
+    values["content"] = content
+    return _built(SystemMessage, values)
 
 
 def user_message(content: str, source: str) -> UserMessage:
     """``UserMessage(content=..., source=...)`` of a text, without validation (the loop's own)."""
-    return _built(UserMessage, {"content": content, "source": source, "type": "UserMessage"})
+    values = _USER.copy()
+    values["content"] = content
+    values["source"] = source
+    return _built(UserMessage, values)
 
 
 def tool_result(content: str, name: str, call_id: str, is_error: bool = False) -> FunctionExecutionResult:
@@ -650,41 +682,54 @@ def tool_result(content: str, name: str, call_id: str, is_error: bool = False) -
     plain str (a StrEnum member a tool returned, say) is validated: made a str, or rejected."""
     if type(content) is not str:
         return share_fields_set(FunctionExecutionResult(content=content, name=name, call_id=call_id, is_error=is_error))
-    return _built(FunctionExecutionResult, {"content": content, "name": name, "call_id": call_id, "is_error": is_error})
+    values = _LAYOUT[FunctionExecutionResult].copy()
+    values["content"] = content
+    values["name"] = name
+    values["call_id"] = call_id
+    values["is_error"] = is_error
+    return _built(FunctionExecutionResult, values)
 
 
 def tool_results_message(results: Sequence[FunctionExecutionResult]) -> FunctionExecutionResultMessage:
     """``FunctionExecutionResultMessage(content=results)`` (a copy of the list) without validation."""
-    return _built(FunctionExecutionResultMessage, {"content": list(results), "type": "FunctionExecutionResultMessage"})
+    values = _LAYOUT[FunctionExecutionResultMessage].copy()
+    values["content"] = list(results)
+    return _built(FunctionExecutionResultMessage, values)
 
 
 def text_result(content: str, usage: RequestUsage) -> CreateResult:
     """``CreateResult(finish_reason="stop", content=..., usage=...)`` of a str, without validation (a
     scripted answer, checked when its script was given)."""
-    return _built(
-        CreateResult,
-        {
-            "finish_reason": "stop",
-            "content": content,
-            "usage": usage,
-            "cached": False,
-            "thought": None,
-            "response_model": None,
-            "response_id": None,
-        },
-    )
+    values = _TEXT_RESULT.copy()
+    values["content"] = content
+    values["usage"] = usage
+    return _built(CreateResult, values)
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> RequestUsage:
     """``RequestUsage(...)`` of two ints, without validation."""
-    return _built(RequestUsage, {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+    values = _USAGE.copy()
+    values["prompt_tokens"] = prompt_tokens
+    values["completion_tokens"] = completion_tokens
+    return _built(RequestUsage, values)
 
 
 def function_call(call_id: str, name: str, arguments: str) -> FunctionCall:
     """``FunctionCall(id=..., name=..., arguments=...)`` of three strings, without validation."""
-    return _built(FunctionCall, {"id": call_id, "name": name, "arguments": arguments})
+    values = _LAYOUT[FunctionCall].copy()
+    values["id"] = call_id
+    values["name"] = name
+    values["arguments"] = arguments
+    return _built(FunctionCall, values)
 
 
+_ASSISTANT = _LAYOUT[AssistantMessage]
+_USER = _LAYOUT[UserMessage]
+_TEXT_RESULT = _LAYOUT[CreateResult].copy()  # a text answer's constant fields filled in
+_TEXT_RESULT["finish_reason"] = "stop"
+_TEXT_RESULT["cached"] = False
+_USAGE = _LAYOUT[RequestUsage]
+_CHUNK = _LAYOUT[ModelClientStreamingChunkEvent]
 _CHUNK_FIELDS = _EVERY_FIELD[ModelClientStreamingChunkEvent]
 
 
@@ -695,19 +740,15 @@ def streaming_chunk(content: str, source: str, full_message_id: str) -> ModelCli
     dump), in about half the time (:func:`_built` inlined).
     """
     event = _new(ModelClientStreamingChunkEvent)
-    _set_dict(
-        event,
-        {
-            "id": _take_id() if _ID_POOL else new_id(),
-            "source": source,
-            "models_usage": None,
-            "metadata": {},
-            "created_at": _now(_UTC),
-            "content": content,
-            "full_message_id": full_message_id,
-            "type": "ModelClientStreamingChunkEvent",
-        },
-    )
+    values = _CHUNK.copy()
+    values["id"] = _take_id() if _ID_POOL else new_id()
+    values["source"] = source
+    values["models_usage"] = None
+    values["metadata"] = {}
+    values["created_at"] = _now(_UTC)
+    values["content"] = content
+    values["full_message_id"] = full_message_id
+    _set_dict(event, values)
     _set_fields_set(event, _CHUNK_FIELDS)
     _set_extra(event, None)
     _set_private(event, None)
@@ -806,7 +847,7 @@ def load_message(
 # --------------------------------------------------------------------------- results
 
 
-@dataclass
+@dataclass(slots=True)
 class Response:
     """The last item ``on_messages_stream`` yields: the final message and the events before it."""
 

@@ -3,7 +3,11 @@ shared fields-set per class (so a run kept in a trace holds no set per message).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
+import pickle
+import sys
 from enum import StrEnum
 
 import pytest
@@ -15,8 +19,10 @@ from nbagent import (
     FunctionExecutionResult,
     FunctionExecutionResultMessage,
     FunctionTool,
+    ModelRequest,
     ReplayChatCompletionClient,
     RequestUsage,
+    Response,
     TextMessage,
     ThoughtEvent,
     ToolCallExecutionEvent,
@@ -175,3 +181,59 @@ async def test_a_tool_returning_a_str_enum_gives_a_plain_str_result() -> None:
     assert type(execution.content[0].content) is str
     assert repr(execution.content[0]) == repr(FunctionExecutionResult(content="red", name="pick", call_id="c1"))
     assert execution.model_dump()["content"][0]["content"].__class__ is str
+
+
+def _built_and_validated() -> list[tuple[object, object]]:
+    """Pairs of a message the loop builds and the same message validated."""
+    text = agent_message(TextMessage, "hi", "user", USAGE, "m1")
+    return [
+        (text, TextMessage(id="m1", created_at=text.created_at, content="hi", source="user", models_usage=USAGE)),
+        (usage(5, 2), USAGE),
+        (user_message("go", "user"), UserMessage(content="go", source="user")),
+        (assistant_message("done", "bench", None), AssistantMessage(content="done", source="bench")),
+        (function_call("c1", "add", '{"a": 1, "b": 2}'), CALL),
+        (tool_result("3", "add", "c1"), RESULT),
+        (
+            share_fields_set(CreateResult(finish_reason="stop", content="hi", usage=USAGE)),
+            CreateResult(finish_reason="stop", content="hi", usage=USAGE),
+        ),
+    ]
+
+
+def test_built_messages_hold_their_values_alone() -> None:
+    """A built message's ``__dict__`` shares its keys table with every other of its class (a kept run
+    holds about a hundred bytes less a message), and is the validated one's in every other way."""
+    for built, validated in _built_and_validated():
+        values = built.__dict__
+        assert list(values) == list(type(built).model_fields)  # type: ignore[attr-defined]
+        assert values == validated.__dict__
+        assert sys.getsizeof(values) < sys.getsizeof(validated.__dict__), type(built).__name__
+        assert built.model_dump(exclude_unset=True) == validated.model_dump()  # type: ignore[attr-defined]
+        assert pickle.loads(pickle.dumps(built)) == built == copy.deepcopy(built) == built.model_copy()  # type: ignore[attr-defined]
+
+
+def test_a_built_messages_dict_is_its_own() -> None:
+    """Changing, adding or deleting a key of one built message's dict changes no other message."""
+    first, second = agent_message(TextMessage, "one", "user"), agent_message(TextMessage, "two", "user")
+    first.metadata["k"] = "v"
+    first.content = "changed"
+    object.__setattr__(first, "added", 1)  # a name that is no field: that dict alone gets it
+    del first.__dict__["added"]
+    first.__dict__["other"] = 2
+    assert second.metadata == {} and second.content == "two" and list(second.__dict__) == list(TextMessage.model_fields)
+    third = agent_message(TextMessage, "three", "user")
+    assert list(third.__dict__) == list(TextMessage.model_fields) and third.metadata == {}
+    assert third.metadata is not second.metadata
+    assert (first.content, first.metadata, first.__dict__["other"]) == ("changed", {"k": "v"}, 2)
+    assert TextMessage.model_validate(second.model_dump()) == second
+
+
+def test_a_response_and_a_request_hold_no_dict() -> None:
+    """The Response a trace keeps of every run, and the request of every LLM call, are slotted (a
+    dict of their own was about 40 bytes a run each), and copy and pickle as before."""
+    response = Response(chat_message=agent_message(TextMessage, "hi", "a"))
+    request = ModelRequest([user_message("go", "user")], [], "auto", None)
+    for item in (response, request):
+        assert not hasattr(item, "__dict__")
+        assert pickle.loads(pickle.dumps(item)) == item == copy.deepcopy(item)
+    assert response.inner_messages == [] and dataclasses.replace(response, inner_messages=[]) == response

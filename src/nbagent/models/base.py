@@ -32,7 +32,7 @@ ToolChoice = Literal["auto", "required", "none"] | str
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     """What one call sent to the model: the messages, tools, tool_choice, output format and extra arguments.
 
