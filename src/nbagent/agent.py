@@ -45,6 +45,7 @@ from .context import (
     UnboundedChatCompletionContext,
     add_to,
     as_model_context,
+    clear,
     holds_parts,
     own_view,
     plain_view,
@@ -835,7 +836,7 @@ class AssistantAgent(Component):
     async def on_reset(self, cancellation_token: CancellationToken | None = None) -> None:
         """Forget the conversation: clear the model context."""
         self._check_idle()
-        await self._model_context.clear()
+        await clear(self._model_context)
         self._slot.failed = None
 
     async def save_state(self) -> dict[str, Any]:
@@ -924,19 +925,21 @@ class AssistantAgent(Component):
             await self._llm_answer(run)
         else:
             llm_items = self._model_call(run, message_id, 0, "initial")
-            try:  # as ``async with aclosing(...)``, without its context manager's three calls
+            try:  # as ``async with aclosing(...)``, without its context manager's calls
                 async for item in llm_items:
                     yield item
-            finally:
+            except BaseException:  # closed or failed while suspended: closed too (an ended one needs no aclose)
                 await llm_items.aclose()
+                raise
 
         # STEP 5: text exit, or the tool loop.
         steps = self._process_model_result(run, run.llm_result(), inner, message_id)
         try:
             async for item in steps:
                 yield item
-        finally:
+        except BaseException:  # closed or failed while suspended: closed too (an ended one needs no aclose)
             await steps.aclose()
+            raise
 
     async def _add_messages_to_context(
         self, model_context: ChatCompletionContext, messages: Sequence[BaseChatMessage]
@@ -1390,8 +1393,9 @@ class AssistantAgent(Component):
         try:
             async for item in llm_items:
                 yield item
-        finally:
+        except BaseException:  # closed or failed while suspended: closed too (an ended one needs no aclose)
             await llm_items.aclose()
+            raise
         result = run.llm_result()
         if not isinstance(result.content, str):
             raise ModelError(

@@ -196,6 +196,9 @@ class ChatCompletionContext(Component):
             ...
 
     async def clear(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
         self._messages = []
         vars(self).pop("answers_back", None)  # the class's None again
 
@@ -312,6 +315,14 @@ def add_to(context: ChatCompletionContext, message: LLMMessage) -> Awaitable[Non
         context.message_log.append(message)
         return _DONE
     return context.add_message(message)
+
+
+def clear(context: ChatCompletionContext) -> Awaitable[None]:
+    """``context.clear()``, done at once (no coroutine) where the context keeps nbagent's own ``clear``."""
+    if type(context).clear is _OWN_CLEAR and "clear" not in context.__dict__:
+        context._clear()  # noqa: SLF001 (the class's own, in its module)
+        return _DONE
+    return context.clear()
 
 
 def plain_view(context: ChatCompletionContext) -> list[LLMMessage] | None:
@@ -658,3 +669,4 @@ OWN_CONTEXTS = frozenset(
 """nbagent's own context classes (not subclasses): their ``message_log`` is only appended to, and replaced by
 ``clear`` and ``load_state``; their views hold its messages (and a text note)."""
 _OWN_ADD = ChatCompletionContext.add_message
+_OWN_CLEAR = ChatCompletionContext.clear
