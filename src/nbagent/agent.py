@@ -1127,7 +1127,8 @@ class AssistantAgent(Component):
                 yield Move(run_id, "text_exit", iteration)
                 if model_result.thought:
                     yield self._thought(model_result.thought, inner)
-                yield await self._final_message(run, model_result, inner, message_id)
+                await self._add_answer(run, model_result)
+                yield self._final_message(model_result, inner, message_id)
                 return
 
             calls = model_result.content
@@ -1197,16 +1198,19 @@ class AssistantAgent(Component):
         inner.append(event)
         return event
 
-    async def _final_message(
-        self, run: AgentRun, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
+    def _final_message(
+        self, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
     ) -> Response:
-        """The text answer (after its thought's event): its context entry, then the Response. A coroutine,
-        not a generator: it yields nothing else, and a run's every nested generator has a cost."""
-        assert isinstance(result.content, str)
-        if run.token.is_cancelled():  # cancelled since the model answered: the answer does not enter the context
-            raise asyncio.CancelledError(CANCELLED)
-        await add_to(self._model_context, assistant_message(result.content, self.name, result.thought))
+        """The text answer's Response, once its context entry is added (:meth:`_add_answer`)."""
         return Response(chat_message=self._answer(result, message_id), inner_messages=inner)
+
+    def _add_answer(self, run: AgentRun, result: CreateResult) -> Awaitable[None]:
+        """The text answer's context entry (after its thought's event): added at once to a context that
+        appends without a coroutine (:func:`~nbagent.context.add_to`); none once the run was cancelled
+        since the model answered."""
+        assert isinstance(result.content, str)
+        _stop_if_cancelled(run.token)  # cancelled since the model answered: the answer does not enter the context
+        return add_to(self._model_context, assistant_message(result.content, self.name, result.thought))
 
     def _answer(self, result: CreateResult, message_id: str) -> TextMessage | StructuredMessage[BaseModel]:
         assert isinstance(result.content, str)
@@ -1404,7 +1408,8 @@ class AssistantAgent(Component):
             )
         if result.thought:
             yield self._thought(result.thought, inner)
-        yield await self._final_message(run, result, inner, message_id)
+        await self._add_answer(run, result)
+        yield self._final_message(result, inner, message_id)
 
     def _summarize_tool_use(
         self,
