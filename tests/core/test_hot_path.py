@@ -235,3 +235,42 @@ async def test_a_streamed_call_is_recorded_with_the_lists_its_stream_fills() -> 
     [(chunks, ids)] = seen
     assert "".join(chunks) == "one two three" and len(ids) == len(chunks) > 1  # filled after it was recorded
     assert ids == [item.id for item in streamed if type(item).__name__ == "ModelClientStreamingChunkEvent"]
+
+
+class PassingThrough(AssistantAgent):
+    """STEP 5 overridden, changing nothing: the loop calls it (its shortcut is for nbagent's own only)."""
+
+    steps = 0
+
+    async def _process_model_result(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        type(self).steps += 1
+        async for item in super()._process_model_result(*args, **kwargs):
+            yield item
+
+
+async def test_a_text_answer_gives_the_same_items_with_or_without_the_shortcut() -> None:
+    def shape(items: list[Any]) -> list[str]:
+        return [f"{type(i).__name__}:{getattr(i, 'name', '')}" for i in items]
+
+    own = AssistantAgent("a", ReplayChatCompletionClient(["hello"]))
+    through = PassingThrough("a", ReplayChatCompletionClient(["hello"]))
+    own_items = [item async for item in own.iter([TextMessage(content="hi", source="user")])]
+    through_items = [item async for item in through.iter([TextMessage(content="hi", source="user")])]
+    assert PassingThrough.steps == 1  # the override ran
+    assert shape(own_items) == shape(through_items)
+    assert [m.content for m in own.model_context.messages] == [m.content for m in through.model_context.messages]
+    assert own_items[-2].chat_message.content == through_items[-2].chat_message.content == "hello"
+
+
+async def test_a_patched_process_model_result_runs_for_a_text_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+    original = vars(AssistantAgent)["_process_model_result"]
+
+    async def patched(self: AssistantAgent, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        ran.append("STEP 5")
+        async for item in original(self, *args, **kwargs):
+            yield item
+
+    monkeypatch.setattr(AssistantAgent, "_process_model_result", patched)
+    result = await AssistantAgent("a", ReplayChatCompletionClient(["hello"])).run(task="hi")
+    assert ran == ["STEP 5"] and result.messages[-1].content == "hello"
