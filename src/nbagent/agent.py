@@ -17,8 +17,9 @@ from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache, partial
+from operator import attrgetter
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -39,10 +40,19 @@ from .agent_input import (
 )
 from .cancellation import CANCELLED, CancellationToken, CancelledWithResult, guarded
 from .components import Component, ComponentModel, StructuredMessageFactory, dump_nested, load_nested
-from .context import ChatCompletionContext, UnboundedChatCompletionContext, as_model_context, holds_parts, own_view
+from .context import (
+    ChatCompletionContext,
+    UnboundedChatCompletionContext,
+    add_to,
+    as_model_context,
+    clear,
+    holds_parts,
+    own_view,
+    plain_view,
+)
 from .hooks import HINT, Hook
 from .interrupts import explain_cancellation
-from .interventions import GivenAnswerClient, Interventions, LLMCallPlan
+from .interventions import GivenAnswerClient, Interventions
 from .memory import Memory, as_memories, update_memory_context
 from .messages import (
     AssistantMessage,
@@ -77,7 +87,7 @@ from .messages import (
 )
 from .models.base import ChatCompletionClient, ModelError, ModelRequest, ModelStream
 from .models.bridge import as_model_client
-from .models.limit import REQUEST_LIMIT
+from .models.limit import REQUEST_LIMIT, RequestLimit
 from .models.openai import OpenAIChatCompletionClient
 from .models.replay import ReplayChatCompletionClient
 from .printable import printable
@@ -664,7 +674,8 @@ class AssistantAgent(Component):
                 if type(item) is ModelClientStreamingChunkEvent or not isinstance(item, NOT_EVENTS):
                     yield item if outgoing is None else outgoing.item(item)
         finally:
-            await run.aclose()
+            if run.status == "running" or type(run) is not AgentRun:  # (an ended AgentRun's aclose does nothing)
+                await run.aclose()
 
     async def _team_gate(self, run: AgentRun, call: LLMCall) -> None:
         """In an AutoGen team run step by step (:data:`TEAM_CALL_GATE`): wait before the call is sent
@@ -750,7 +761,8 @@ class AssistantAgent(Component):
                 elif isinstance(item, Response):  # a subclass, read as its base (as AutoGen's run does)
                     collected.append(item.chat_message)
         finally:
-            await run.aclose()
+            if run.status == "running" or type(run) is not AgentRun:  # (an ended AgentRun's aclose does nothing)
+                await run.aclose()
         return task_result(collected)
 
     def run_sync(
@@ -817,13 +829,14 @@ class AssistantAgent(Component):
                     collected.append(item)
                     yield item
         finally:
-            await run.aclose()
+            if run.status == "running" or type(run) is not AgentRun:  # (an ended AgentRun's aclose does nothing)
+                await run.aclose()
         yield task_result(collected)
 
     async def on_reset(self, cancellation_token: CancellationToken | None = None) -> None:
         """Forget the conversation: clear the model context."""
         self._check_idle()
-        await self._model_context.clear()
+        await clear(self._model_context)
         self._slot.failed = None
 
     async def save_state(self) -> dict[str, Any]:
@@ -869,7 +882,8 @@ class AssistantAgent(Component):
             )
 
     def _check_idle(self) -> None:
-        self._slot.check()
+        if self._slot.run is not None:
+            self._slot.check()  # raises
 
     # ------------------------------------------------------------------ the loop
 
@@ -905,20 +919,37 @@ class AssistantAgent(Component):
 
         # STEP 4: call the LLM.
         yield Move(run_id, "call_llm", 0)
-        llm_items = self._call_llm(run, message_id, 0, "initial")
-        try:  # as ``async with aclosing(...)``, without its context manager's three calls
-            async for item in llm_items:
+        if not self._model_client_stream:  # its two halves, no nested generator (see _model_call)
+            for item in await self._call_llm(run, message_id, 0, "initial"):
                 yield item
-        finally:
-            await llm_items.aclose()
+            await self._llm_answer(run)
+        else:
+            llm_items = self._model_call(run, message_id, 0, "initial")
+            try:  # as ``async with aclosing(...)``, without its context manager's calls
+                async for item in llm_items:
+                    yield item
+            except BaseException:  # closed or failed while suspended: closed too (an ended one needs no aclose)
+                await llm_items.aclose()
+                raise
 
-        # STEP 5: text exit, or the tool loop.
-        steps = self._process_model_result(run, run.llm_result(), inner, message_id)
+        # STEP 5: text exit, or the tool loop. A first answer of text makes _process_model_result's text exit
+        # here when that method is nbagent's own (not overridden nor patched): its generator would cost about
+        # 7,400 instructions, 2.5% of a plain run.
+        result = run.llm_result()
+        if type(result.content) is str and getattr(self._process_model_result, "__func__", None) is _OWN_STEP_5:
+            yield Move(run_id, "text_exit", 0)
+            if result.thought:
+                yield self._thought(result.thought, inner)
+            await self._add_answer(run, result)
+            yield self._final_message(result, inner, message_id)
+            return
+        steps = self._process_model_result(run, result, inner, message_id)
         try:
             async for item in steps:
                 yield item
-        finally:
+        except BaseException:  # closed or failed while suspended: closed too (an ended one needs no aclose)
             await steps.aclose()
+            raise
 
     async def _add_messages_to_context(
         self, model_context: ChatCompletionContext, messages: Sequence[BaseChatMessage]
@@ -926,7 +957,7 @@ class AssistantAgent(Component):
         """STEP 1. A handoff's context (the calls that came with it) goes in before its message."""
         for message in messages:
             if type(message) is TextMessage:  # the usual task: its to_model_message() made here
-                await model_context.add_message(user_message(message.content, message.source))
+                await add_to(model_context, user_message(message.content, message.source))
                 continue
             if isinstance(message, HandoffMessage):
                 for llm_message in message.context:
@@ -948,12 +979,13 @@ class AssistantAgent(Component):
                 events.append(MemoryQueryEvent(content=update.memories.results, source=agent_name))
         return events
 
-    async def _request_of(
-        self, run: AgentRun, purpose: LLMPurpose
-    ) -> tuple[LLMCallPlan | None, ChatCompletionClient, list[LLMMessage], list[ToolSchema], str]:
-        """What a model call sends, and to which client: the system message, context and tools (a
-        reflection: none), each as the run's ``plan`` (a walk's interventions: the loop's seam) changed
-        it, the context replaced here if asked; the plan is ``None`` when nothing is planned (most runs)."""
+    async def _call_llm(self, run: AgentRun, message_id: str, iteration: int, purpose: LLMPurpose) -> list[RunItem]:
+        """STEP 4 up to the send: the request (system message, context and tools; a reflection: none),
+        as the run's ``plan`` (a walk's interventions: the loop's seam) changed it, the context
+        replaced here if asked, and its record, which becomes ``run.llm_call`` (the client it goes to:
+        ``run.llm_client``). Returns what to yield before the call is sent: a walk's records, then the
+        call's (an AutoGen team walked step by step has held it: :data:`TEAM_CALL_GATE`)."""
+        token = run.token
         plan = run.plan
         edit = None
         if plan is not None and plan.active:
@@ -964,33 +996,24 @@ class AssistantAgent(Component):
                     await self._model_context.add_message(message)
         client = self._model_client if edit is None or edit.model_client is None else edit.model_client
         system = self._system_messages if edit is None or edit.system_messages is None else edit.system_messages
-        messages = _compatible(client, [*system, *await own_view(self._model_context)], self._model_context)
+        view = plain_view(self._model_context)  # without a coroutine where it can be
+        if view is None:
+            view = await own_view(self._model_context)
+        llm_messages = _compatible(client, [*system, *view], self._model_context)
         if edit is not None and edit.answer is not None:  # given: the model is not called
             client = GivenAnswerClient(edit.answer, client)
+        tool_choice = "auto"
         if purpose == "reflection":
-            return edit, client, messages, [], "none"
-        tools = (self._listed_tools or await self._list_tools(run.token))[0]
-        if edit is None:
-            return edit, client, messages, tools, "auto"
-        tool_choice = "auto" if edit.tool_choice is None else edit.tool_choice
-        return edit, client, messages, (tools if edit.tools is None else edit.tools), tool_choice
-
-    async def _call_llm(
-        self, run: AgentRun, message_id: str, iteration: int, purpose: LLMPurpose
-    ) -> AsyncGenerator[RunItem, None]:
-        """STEP 4. Send system message + context + tools; yield the call record, then any streamed chunks.
-
-        The call becomes ``run.llm_call``; once this generator is done, ``run.llm_result()`` is what
-        the model answered (each of the loop's three model calls reads it there).
-        """
-        token = run.token
-        edit, client, llm_messages, tools, tool_choice = await self._request_of(run, purpose)
-        for record in () if edit is None else edit.records:  # what a walk changed, recorded where it takes effect
-            yield record
-        json_output = self._output_content_type
+            tools: list[ToolSchema] = []
+            tool_choice = "none"
+        else:
+            tools = (self._listed_tools or await self._list_tools(token))[0]
+            if edit is not None:
+                tools = tools if edit.tools is None else edit.tools
+                tool_choice = tool_choice if edit.tool_choice is None else edit.tool_choice
         _stop_if_cancelled(token)  # cancelled meanwhile (in the context, a recorder, the consumer): no new call
         # The request of the record; a snapshot (the agent's tool list is copied), so a recorder may keep it.
-        request = ModelRequest(llm_messages, list(tools), tool_choice, json_output, _sent_args(client))
+        request = ModelRequest(llm_messages, list(tools), tool_choice, self._output_content_type, _sent_args(client))
         call = LLMCall(
             run.run_id,
             iteration,
@@ -1005,70 +1028,96 @@ class AssistantAgent(Component):
         # isinstance(), and no call at all for other clients: this runs before every model call).
         sends = OpenAIChatCompletionClient in type(client).__mro__
         call.sent = _sent_parameters(client, request, self._model_client_stream) if sends else None  # type: ignore[arg-type]
-        run.llm_call = call
+        run.llm_call, run.llm_client = call, client
         if self._model_client_stream:  # the call keeps its stream: the trace reads chunks from it
-            chunk_events = run.chunk_events
-            pieces: list[str] = []
-            times = array("d")
-            ids: list[str] = []
-            call.chunks, call.chunk_perf = pieces, times
-            if chunk_events:
-                call.chunk_ids = ids
+            call.chunks, call.chunk_perf = [], array("d")
+            if run.chunk_events:
+                call.chunk_ids = []
         if run.gated:  # called by an AutoGen team walked step by step: held until sent
             await self._team_gate(run, call)
-        yield call
-        limit = REQUEST_LIMIT.get()
-        release: Callable[[], None] | None = None
+        return [call] if edit is None else [*edit.records, call]  # a walk's changes, recorded where they take effect
+
+    async def _llm_answer(self, run: AgentRun) -> None:
+        """STEP 4's send, unstreamed: the model's answer completes ``run.llm_call`` (an error too)."""
+        call, client, token = run.llm_call, run.llm_client, run.token
+        assert call is not None and client is not None
+        limit = REQUEST_LIMIT.get()  # a limit shared by many runs (nbagent.spark's job-wide one): a slot first
+        release = None if limit is None else await _request_slot(limit, call, token)
         try:
-            if limit is not None:  # a limit shared by many runs (nbagent.spark's job-wide one): a slot first
-                release = await guarded(limit.acquire(), token)
-            if self._model_client_stream:
-                result: CreateResult | None = None
-                source = self.name
-                stream = client.create_stream(
-                    llm_messages,
-                    tools=tools,
-                    tool_choice=tool_choice,
-                    json_output=json_output,
-                    cancellation_token=token,
-                )
-                # Filled when the token fires, checked after each chunk (a list's truth is cheaper than a call).
-                stopped: list[None] = []
-                stop = partial(stopped.append, None)
-                token.add_callback(stop)
-                try:
-                    async with aclosing(stream):  # type: ignore[type-var]
-                        async for chunk in stream:
-                            if type(chunk) is str:
-                                pieces.append(chunk)
-                                times.append(_perf())
-                                if chunk_events:
-                                    event = streaming_chunk(chunk, source, message_id)
-                                    ids.append(event.id)
-                                    yield event
-                                else:
-                                    yield chunk
-                                if stopped:
-                                    raise asyncio.CancelledError(CANCELLED)
-                            elif isinstance(chunk, CreateResult):
-                                result = chunk
-                            else:  # as AutoGen's agent does
-                                raise RuntimeError(f"Invalid chunk type: {type(chunk)}")
-                finally:
-                    token.remove_callback(stop)
-                result = _streamed_result(client, call, stream, result, bool(stopped))
-            else:
-                result = await guarded(_create(client, request, token, call.request), token)
-        except CancelledWithResult as stop:  # the model answered as the token fired: its answer is kept
-            call.finish(stop.result)
-            raise
+            result = await guarded(_create(client, call.request, token), token)
         except BaseException as error:
-            call.finish(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+            _call_failed(call, error, release)
             raise
-        finally:
-            if release is not None:
-                release()  # the slot back
+        if release is not None:
+            release()  # the slot back
         call.finish(result)
+
+    async def _model_call(
+        self, run: AgentRun, message_id: str, iteration: int, purpose: LLMPurpose
+    ) -> AsyncGenerator[RunItem, None]:
+        """STEP 4 whole: yield the call's records (:meth:`_call_llm`), then its answer's streamed chunks.
+
+        Once this generator is done, ``run.llm_result()`` is what the model answered (each of the
+        loop's three model calls reads it there). An unstreamed call of the tool loop runs its two
+        halves (:meth:`_call_llm`, :meth:`_llm_answer`) without it: a nested async generator costs about
+        7,400 instructions more than a coroutine.
+        """
+        for item in await self._call_llm(run, message_id, iteration, purpose):
+            yield item
+        if not self._model_client_stream:
+            await self._llm_answer(run)
+            return
+        call, client, token = run.llm_call, run.llm_client, run.token
+        assert call is not None and client is not None
+        chunk_events = run.chunk_events
+        # the lists _call_llm gave the call, filled as the stream comes
+        pieces, times, ids = (
+            cast(list[str], call.chunks),
+            cast("array[float]", call.chunk_perf),
+            cast(list[str], call.chunk_ids),
+        )
+        limit = REQUEST_LIMIT.get()
+        release = None if limit is None else await _request_slot(limit, call, token)
+        try:
+            result: CreateResult | None = None
+            source = self.name
+            request = call.request
+            stream = client.create_stream(
+                request.messages,
+                tools=list(request.tools),  # the record's own list stays as sent
+                tool_choice=request.tool_choice,
+                json_output=request.json_output,
+                cancellation_token=token,
+            )
+            # Filled when the token fires, checked after each chunk (a list's truth is cheaper than a call).
+            stopped: list[None] = []
+            stop = partial(stopped.append, None)
+            token.add_callback(stop)
+            try:
+                async with aclosing(stream):  # type: ignore[type-var]
+                    async for chunk in stream:
+                        if type(chunk) is str:
+                            pieces.append(chunk)
+                            times.append(_perf())
+                            if chunk_events:
+                                event = streaming_chunk(chunk, source, message_id)
+                                ids.append(event.id)
+                                yield event
+                            else:
+                                yield chunk
+                            if stopped:
+                                raise asyncio.CancelledError(CANCELLED)
+                        elif isinstance(chunk, CreateResult):
+                            result = chunk
+                        else:  # as AutoGen's agent does
+                            raise RuntimeError(f"Invalid chunk type: {type(chunk)}")
+            finally:
+                token.remove_callback(stop)
+            answer = _streamed_result(client, call, stream, result, bool(stopped))
+        except BaseException as error:
+            _call_failed(call, error, release)
+            raise
+        _call_done(call, answer, release)
 
     async def _process_model_result(
         self,
@@ -1086,14 +1135,15 @@ class AssistantAgent(Component):
                 yield Move(run_id, "text_exit", iteration)
                 if model_result.thought:
                     yield self._thought(model_result.thought, inner)
-                yield await self._final_message(run, model_result, inner, message_id)
+                await self._add_answer(run, model_result)
+                yield self._final_message(model_result, inner, message_id)
                 return
 
             calls = model_result.content
             yield Move(run_id, "tool_request", iteration)
             if model_result.thought:
                 yield self._thought(model_result.thought, inner)
-            await self._model_context.add_message(assistant_message(calls, self.name, model_result.thought))
+            await add_to(self._model_context, assistant_message(calls, self.name, model_result.thought))
             request = agent_message(ToolCallRequestEvent, calls, self.name, model_result.usage)
             inner.append(request)
             yield request
@@ -1124,12 +1174,17 @@ class AssistantAgent(Component):
                 break
             yield Move(run_id, "next_llm_call", iteration + 1)
             message_id = new_id()
-            llm_items = self._call_llm(run, message_id, iteration + 1, "tool_loop")
-            try:
-                async for item in llm_items:
+            if not self._model_client_stream:  # its two halves, no nested generator (see _model_call)
+                for item in await self._call_llm(run, message_id, iteration + 1, "tool_loop"):
                     yield item
-            finally:
-                await llm_items.aclose()
+                await self._llm_answer(run)
+            else:
+                llm_items = self._model_call(run, message_id, iteration + 1, "tool_loop")
+                try:
+                    async for item in llm_items:
+                        yield item
+                finally:
+                    await llm_items.aclose()
             model_result = run.llm_result()
 
         if self._reflect_on_tool_use:
@@ -1151,16 +1206,19 @@ class AssistantAgent(Component):
         inner.append(event)
         return event
 
-    async def _final_message(
-        self, run: AgentRun, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
+    def _final_message(
+        self, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
     ) -> Response:
-        """The text answer (after its thought's event): its context entry, then the Response. A coroutine,
-        not a generator: it yields nothing else, and a run's every nested generator has a cost."""
-        assert isinstance(result.content, str)
-        if run.token.is_cancelled():  # cancelled since the model answered: the answer does not enter the context
-            raise asyncio.CancelledError(CANCELLED)
-        await self._model_context.add_message(assistant_message(result.content, self.name, result.thought))
+        """The text answer's Response, once its context entry is added (:meth:`_add_answer`)."""
         return Response(chat_message=self._answer(result, message_id), inner_messages=inner)
+
+    def _add_answer(self, run: AgentRun, result: CreateResult) -> Awaitable[None]:
+        """The text answer's context entry (after its thought's event): added at once to a context that
+        appends without a coroutine (:func:`~nbagent.context.add_to`); none once the run was cancelled
+        since the model answered."""
+        assert isinstance(result.content, str)
+        _stop_if_cancelled(run.token)  # cancelled since the model answered: the answer does not enter the context
+        return add_to(self._model_context, assistant_message(result.content, self.name, result.thought))
 
     def _answer(self, result: CreateResult, message_id: str) -> TextMessage | StructuredMessage[BaseModel]:
         assert isinstance(result.content, str)
@@ -1250,7 +1308,7 @@ class AssistantAgent(Component):
             await self._model_context.add_message(FunctionExecutionResultMessage(content=partial))
             raise
         results.extend(values)
-        await self._model_context.add_message(tool_results_message(results))
+        await add_to(self._model_context, tool_results_message(results))
 
     async def _timed_tool_call(
         self,
@@ -1343,7 +1401,7 @@ class AssistantAgent(Component):
     ) -> AsyncGenerator[RunItem, None]:
         """After the tool loop: ask the model (no tools) to turn the results into the answer."""
         message_id = new_id()
-        llm_items = self._call_llm(run, message_id, self._max_tool_iterations - 1, "reflection")
+        llm_items = self._model_call(run, message_id, self._max_tool_iterations - 1, "reflection")
         try:
             async for item in llm_items:
                 yield item
@@ -1357,7 +1415,8 @@ class AssistantAgent(Component):
             )
         if result.thought:
             yield self._thought(result.thought, inner)
-        yield await self._final_message(run, result, inner, message_id)
+        await self._add_answer(run, result)
+        yield self._final_message(result, inner, message_id)
 
     def _summarize_tool_use(
         self,
@@ -1447,7 +1506,10 @@ class AssistantAgent(Component):
         )
 
 
+_OWN_STEP_5 = AssistantAgent.__dict__["_process_model_result"]
+"""nbagent's own STEP 5 (a subclass's override, or a patch of the class, is called instead of the loop's shortcut)."""
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
+_RECORD = attrgetter("record")
 
 
 @lru_cache(maxsize=64)
@@ -1486,19 +1548,17 @@ _READ_ONLY_COMPLETES = frozenset({OpenAIChatCompletionClient.complete, ReplayCha
 """``complete`` methods that read their request and change nothing of it (nbagent's own, not overridden)."""
 
 
-def _create(
-    client: ChatCompletionClient, request: ModelRequest, token: CancellationToken, recorded: ModelRequest
-) -> Awaitable[CreateResult]:
-    """``client.create(...)`` for the call whose record had ``request``; when ``create`` is nbagent's own
+def _create(client: ChatCompletionClient, request: ModelRequest, token: CancellationToken) -> Awaitable[CreateResult]:
+    """``client.create(...)`` for the call whose record has ``request``; when ``create`` is nbagent's own
     (not overridden), what it does without the extra call: :meth:`~ChatCompletionClient.complete` on
     the request it would build, with lists of its own (a client that edits them leaves the record as
     it is) and no extra arguments (a call of the loop has none). A ``complete`` known to change nothing
-    gets the record's request as recorded (``recorded``: a trace keeps a long context's messages as a
-    view of its log, so a client keeping its requests keeps no copy of the context per call) when it
-    has no extra arguments (one request built per call)."""
+    gets the record's request itself (a trace keeps a long context's messages as a view of its log, so
+    a client keeping its requests keeps no copy of the context per call) when it has no extra
+    arguments (one request built per call)."""
     if getattr(client.create, "__func__", None) is _BASE_CREATE:
         if request.extra_create_args is _NO_ARGS and type(client).complete in _READ_ONLY_COMPLETES:
-            return client.complete(recorded, token)
+            return client.complete(request, token)
         messages, tools = list(request.messages), list(request.tools)
         return client.complete(ModelRequest(messages, tools, request.tool_choice, request.json_output, _NO_ARGS), token)
     return client.create(  # overridden (a subclass, an AutoGen client): called as AutoGen's agent does
@@ -1508,6 +1568,32 @@ def _create(
         json_output=request.json_output,
         cancellation_token=token,
     )
+
+
+async def _request_slot(limit: RequestLimit, call: LLMCall, token: CancellationToken) -> Callable[[], None]:
+    """A slot of ``limit`` for ``call`` (the function that gives it back); the call fails if none comes."""
+    try:
+        return await guarded(limit.acquire(), token)
+    except BaseException as error:
+        _call_failed(call, error, None)
+        raise
+
+
+def _call_done(call: LLMCall, result: CreateResult, release: Callable[[], None] | None) -> None:
+    """A model call that answered ``result`` ends, its slot given back first (as :meth:`_llm_answer` does)."""
+    if release is not None:
+        release()
+    call.finish(result)
+
+
+def _call_failed(call: LLMCall, error: BaseException, release: Callable[[], None] | None) -> None:
+    """A model call that raised ``error`` ends (the answer kept if the token fired as it came), its slot given back."""
+    if isinstance(error, CancelledWithResult):  # the model answered as the token fired: its answer is kept
+        call.finish(error.result)
+    else:
+        call.finish(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+    if release is not None:
+        release()
 
 
 _WITHOUT_IMAGES = frozenset({SystemMessage, AssistantMessage, FunctionExecutionResultMessage})
@@ -1628,7 +1714,7 @@ class AgentRun(RunIterator):
 
     __slots__ = (
         "agent", "messages", "cancellation_token", "chunk_events", "token", "run_id", "status", "response",
-        "llm_call", "plan", "gated", "_slot", "_loop", "_repair", "_steps", "_record", "__weakref__",
+        "llm_call", "llm_client", "plan", "gated", "_slot", "_loop", "_repair", "_steps", "_record", "__weakref__",
     )  # fmt: skip
     token: CancellationToken  # the run's own, linked to the caller's ``cancellation_token``
 
@@ -1652,6 +1738,7 @@ class AgentRun(RunIterator):
         self.status: str = "new"
         self.response: Response | None = None
         self.llm_call: LLMCall | None = None  # the run's current (last started) model call
+        self.llm_client: ChatCompletionClient | None = None  # the client it is sent to
         self.plan = plan  # what a walk changes at move boundaries: the loop's one seam (interventions.py)
         self.gated = False  # run for an AutoGen team: its model calls ask TEAM_CALL_GATE first
         self._slot = slot
@@ -1681,7 +1768,7 @@ class AgentRun(RunIterator):
         if slot.failed is not None:
             slot.warn_if_repeated(self.messages)
         slot.run = self  # checked above: the slot is free
-        self._record = [recorder.record for recorder in self.agent.recorders]
+        self._record = list(map(_RECORD, self.agent.recorders))  # each recorder's ``record``
         self._steps = self._loop(self)
         self.status = "running"
         parent = None if self.plan is None else self.plan.parent

@@ -11,7 +11,16 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Generator,
+    Mapping,
+    MutableMapping,
+    MutableSequence,
+    MutableSet,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel
@@ -187,6 +196,9 @@ class ChatCompletionContext(Component):
             ...
 
     async def clear(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
         self._messages = []
         vars(self).pop("answers_back", None)  # the class's None again
 
@@ -278,6 +290,52 @@ def holds_parts(context: ChatCompletionContext) -> bool | None:
     looked at once while the context is only appended to (:meth:`ChatCompletionContext.read_parts`).
     ``None`` for any other context (its view may hold messages it does not)."""
     return context.read_parts() if type(context) in OWN_CONTEXTS else None
+
+
+class _Done:
+    """An awaitable already done: ``await`` of it returns ``None`` at once, with no coroutine made."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+
+        def __await__(self) -> Generator[None, None, None]: ...
+
+    else:
+        __await__ = staticmethod(().__iter__)  # an empty iterator: the await ends at once
+
+
+_DONE = _Done()
+
+
+def add_to(context: ChatCompletionContext, message: LLMMessage) -> Awaitable[None]:
+    """``context.add_message(message)``, done at once (no coroutine) where it would only append nbagent's
+    ``message`` (the context's class and the context itself keep nbagent's own ``add_message``): the loop
+    adds two messages a model call."""
+    if type(message) in _LLM_TYPES and type(context).add_message is _OWN_ADD and "add_message" not in context.__dict__:
+        context.message_log.append(message)
+        return _DONE
+    return context.add_message(message)
+
+
+def clear(context: ChatCompletionContext) -> Awaitable[None]:
+    """``context.clear()``, done at once (no coroutine) where the context keeps nbagent's own ``clear``."""
+    if type(context).clear is _OWN_CLEAR and "clear" not in context.__dict__:
+        context._clear()  # noqa: SLF001 (the class's own, in its module)
+        return _DONE
+    return context.clear()
+
+
+def plain_view(context: ChatCompletionContext) -> list[LLMMessage] | None:
+    """What ``own_view(context)`` gives, read without a coroutine, for an ``UnboundedChatCompletionContext``
+    of nbagent's messages whose ``get_messages`` is its class's (the list it holds, not a copy: read it,
+    never change it); ``None`` for any other context (await :func:`own_view`)."""
+    if (
+        type(context) is UnboundedChatCompletionContext
+        and context.answers_back is None
+        and "get_messages" not in context.__dict__
+    ):
+        return context.message_log
+    return None
 
 
 CONTEXT_MEMBERS = ("add_message", "get_messages", "clear", "save_state", "load_state")
@@ -610,3 +668,5 @@ OWN_CONTEXTS = frozenset(
 )
 """nbagent's own context classes (not subclasses): their ``message_log`` is only appended to, and replaced by
 ``clear`` and ``load_state``; their views hold its messages (and a text note)."""
+_OWN_ADD = ChatCompletionContext.add_message
+_OWN_CLEAR = ChatCompletionContext.clear

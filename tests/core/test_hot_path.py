@@ -21,8 +21,12 @@ from nbagent import (
     SystemMessage,
     TextMessage,
     ToolSchema,
+    UnboundedChatCompletionContext,
+    UserMessage,
 )
+from nbagent.messages import LLMMessage
 from nbagent.models.base import ModelRequest
+from nbagent.records import LLMCall
 from nbagent.tools import ToolResult, tool_output_text
 
 from .helpers import add, calls
@@ -158,3 +162,115 @@ async def test_a_cancelled_tool_call_raises_out_of_call_tool() -> None:
 def test_tool_output_text_is_what_json_dumps_writes(value: object) -> None:
     expected = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     assert tool_output_text(value) == expected
+
+
+class Logged(UnboundedChatCompletionContext):
+    """A context whose add_message, get_messages and clear are its own: each call is logged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: list[str] = []
+
+    async def add_message(self, message: LLMMessage) -> None:
+        self.log.append(f"add {type(message).__name__}")
+        await super().add_message(message)
+
+    async def get_messages(self) -> list[LLMMessage]:
+        self.log.append("get")
+        return [*await super().get_messages(), UserMessage(content="a note of the view", source="context")]
+
+    async def clear(self) -> None:
+        self.log.append("clear")
+        await super().clear()
+
+
+async def test_a_context_that_overrides_add_get_and_clear_is_called_by_the_loop() -> None:
+    client = ReplayChatCompletionClient([calls(("c1", "add", '{"a": 1, "b": 2}')), "3"])
+    context = Logged()
+    agent = AssistantAgent("a", client, tools=[add], model_context=context, max_tool_iterations=2)
+    await agent.run(task="1 + 2?")
+    assert context.log == [
+        "add UserMessage", "get", "add AssistantMessage", "add FunctionExecutionResultMessage", "get",
+        "add AssistantMessage",
+    ]  # fmt: skip
+    assert all(request.messages[-1].content == "a note of the view" for request in client.requests)
+    await agent.on_reset()
+    assert context.log[-1] == "clear" and context.messages == []
+
+
+async def test_an_add_message_or_clear_set_on_the_context_itself_is_called() -> None:
+    context = UnboundedChatCompletionContext()
+    added: list[LLMMessage] = []
+    cleared: list[bool] = []
+    own_add = context.add_message
+
+    async def add_message(message: LLMMessage) -> None:
+        added.append(message)
+        await own_add(message)
+
+    async def clear() -> None:
+        cleared.append(True)
+
+    context.add_message = add_message  # type: ignore[method-assign]
+    context.clear = clear  # type: ignore[method-assign]
+    agent = AssistantAgent("a", ReplayChatCompletionClient(["hi"]), model_context=context)
+    await agent.run(task="hello")
+    assert [type(m).__name__ for m in added] == ["UserMessage", "AssistantMessage"] and len(context) == 2
+    await agent.on_reset()
+    assert cleared == [True] and len(context) == 2  # its own clear ran, not nbagent's
+
+
+async def test_a_streamed_call_is_recorded_with_the_lists_its_stream_fills() -> None:
+    seen: list[tuple[list[str], list[str]]] = []
+
+    class Recorder:
+        def record(self, item: object) -> None:
+            if isinstance(item, LLMCall):
+                seen.append((item.chunks, item.chunk_ids))  # type: ignore[arg-type]
+
+    client = ReplayChatCompletionClient(["one two three"])
+    agent = AssistantAgent("a", client, model_client_stream=True)
+    agent.recorders.append(Recorder())
+    streamed = [item async for item in agent.run_stream(task="count")]
+    [(chunks, ids)] = seen
+    assert "".join(chunks) == "one two three" and len(ids) == len(chunks) > 1  # filled after it was recorded
+    assert ids == [item.id for item in streamed if type(item).__name__ == "ModelClientStreamingChunkEvent"]
+
+
+class PassingThrough(AssistantAgent):
+    """STEP 5 overridden, changing nothing: the loop calls it (its shortcut is for nbagent's own only)."""
+
+    steps = 0
+
+    async def _process_model_result(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        type(self).steps += 1
+        async for item in super()._process_model_result(*args, **kwargs):
+            yield item
+
+
+async def test_a_text_answer_gives_the_same_items_with_or_without_the_shortcut() -> None:
+    def shape(items: list[Any]) -> list[str]:
+        return [f"{type(i).__name__}:{getattr(i, 'name', '')}" for i in items]
+
+    own = AssistantAgent("a", ReplayChatCompletionClient(["hello"]))
+    through = PassingThrough("a", ReplayChatCompletionClient(["hello"]))
+    own_items = [item async for item in own.iter([TextMessage(content="hi", source="user")])]
+    through_items = [item async for item in through.iter([TextMessage(content="hi", source="user")])]
+    assert PassingThrough.steps == 1  # the override ran
+    assert shape(own_items) == shape(through_items)
+    assert [m.content for m in own.model_context.messages] == [m.content for m in through.model_context.messages]
+    assert own_items[-2].chat_message.content == through_items[-2].chat_message.content == "hello"
+
+
+async def test_a_patched_process_model_result_runs_for_a_text_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+    original = vars(AssistantAgent)["_process_model_result"]
+
+    async def patched(self: AssistantAgent, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        ran.append("STEP 5")
+        async for item in original(self, *args, **kwargs):
+            yield item
+
+    monkeypatch.setattr(AssistantAgent, "_process_model_result", patched)
+    result = await AssistantAgent("a", ReplayChatCompletionClient(["hello"])).run(task="hi")
+    assert ran == ["STEP 5"] and result.messages[-1].content == "hello"

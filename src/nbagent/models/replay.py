@@ -195,10 +195,11 @@ class ReplayChatCompletionClient(ChatCompletionClient):
                 counts.extend(added)
                 self._sent_tokens += sum(added)
                 return self._sent_tokens
-        moved = {id(held): held_count for held, held_count in zip(sent, counts)}
-        new_counts = [
-            found if (found := moved.get(id(message))) is not None else estimate_tokens(message) for message in messages
-        ]
+        moved = dict(zip(map(id, sent), counts))  # (no comprehension: each is a Python call)
+        new_counts: list[int] = []
+        for message in messages:
+            found = moved.get(id(message))
+            new_counts.append(estimate_tokens(message) if found is None else found)
         # a copy: the caller's list may change (``moved`` is made before ``sent`` lets its messages go)
         self._sent, self._counts, self._sent_tokens = list(messages), new_counts, sum(new_counts)
         return self._sent_tokens
