@@ -932,18 +932,8 @@ class AssistantAgent(Component):
                 await llm_items.aclose()
                 raise
 
-        # STEP 5: text exit, or the tool loop. A first answer of text makes _process_model_result's text exit
-        # here when that method is nbagent's own (not overridden nor patched): its generator would cost about
-        # 7,400 instructions, 2.5% of a plain run.
-        result = run.llm_result()
-        if type(result.content) is str and getattr(self._process_model_result, "__func__", None) is _OWN_STEP_5:
-            yield Move(run_id, "text_exit", 0)
-            if result.thought:
-                yield self._thought(result.thought, inner)
-            await self._add_answer(run, result)
-            yield self._final_message(result, inner, message_id)
-            return
-        steps = self._process_model_result(run, result, inner, message_id)
+        # STEP 5: text exit, or the tool loop.
+        steps = self._process_model_result(run, run.llm_result(), inner, message_id)
         try:
             async for item in steps:
                 yield item
@@ -1117,7 +1107,9 @@ class AssistantAgent(Component):
         except BaseException as error:
             _call_failed(call, error, release)
             raise
-        _call_done(call, answer, release)
+        if release is not None:
+            release()  # the slot back
+        call.finish(answer)
 
     async def _process_model_result(
         self,
@@ -1405,8 +1397,9 @@ class AssistantAgent(Component):
         try:
             async for item in llm_items:
                 yield item
-        finally:
+        except BaseException:  # closed or failed while suspended: closed too (an ended one needs no aclose)
             await llm_items.aclose()
+            raise
         result = run.llm_result()
         if not isinstance(result.content, str):
             raise ModelError(
@@ -1506,8 +1499,6 @@ class AssistantAgent(Component):
         )
 
 
-_OWN_STEP_5 = AssistantAgent.__dict__["_process_model_result"]
-"""nbagent's own STEP 5 (a subclass's override, or a patch of the class, is called instead of the loop's shortcut)."""
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
 _RECORD = attrgetter("record")
 
@@ -1577,13 +1568,6 @@ async def _request_slot(limit: RequestLimit, call: LLMCall, token: CancellationT
     except BaseException as error:
         _call_failed(call, error, None)
         raise
-
-
-def _call_done(call: LLMCall, result: CreateResult, release: Callable[[], None] | None) -> None:
-    """A model call that answered ``result`` ends, its slot given back first (as :meth:`_llm_answer` does)."""
-    if release is not None:
-        release()
-    call.finish(result)
 
 
 def _call_failed(call: LLMCall, error: BaseException, release: Callable[[], None] | None) -> None:
