@@ -325,7 +325,7 @@ def _watch_console(page: Page, errors: list[str], ignore: Sequence[str] = ()) ->
 # 15 s, a theme switch 5 s; measured: 8 of them in test_theme_contrast.py). Its ending still counts (the
 # root's class changes, its static copy replaces it), and a test waits for a running view's own states by
 # condition (``wait_for_function``). Changes to nodes already removed count through their parent's change.
-_QUIET_JS = """([quiet, limit]) => new Promise(resolve => {
+QUIET_JS = """([quiet, limit]) => new Promise(resolve => {
   let timer = null;
   const done = () => { observer.disconnect(); clearTimeout(cap); resolve(true); };
   const ticking = (record) => {
@@ -385,9 +385,9 @@ class LabNotebook:
         return self.lab.root / f"{self.name}.ipynb"
 
     def settle(self, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-        """Wait for kernel idle, no ``[*]`` prompt, and a DOM quiet for 0.5 s (running views aside: ``_QUIET_JS``)."""
+        """Wait for kernel idle, no ``[*]`` prompt, and a DOM quiet for 0.5 s (running views aside: ``QUIET_JS``)."""
         self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)
-        self.page.evaluate(_QUIET_JS, [500, 15_000])
+        self.page.evaluate(QUIET_JS, [500, 15_000])
         self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)
 
     def shot(self, label: str = "", selector: str | None = None) -> Path:
@@ -434,7 +434,7 @@ class LabNotebook:
             arg=theme,
             timeout=30_000,
         )
-        self.page.evaluate(_QUIET_JS, [300, 5_000])
+        self.page.evaluate(QUIET_JS, [300, 5_000])
 
     def save(self) -> str:
         """Save the notebook from JupyterLab (with widget state) and return the file's text."""
@@ -571,7 +571,7 @@ def open_static_html(browser: Browser) -> Iterator[Callable[[Path], StaticPage]]
         static = StaticPage(page)
         _watch_console(page, static.console_errors)
         page.goto(path.resolve().as_uri(), wait_until="load")
-        page.evaluate(_QUIET_JS, [300, 5_000])
+        page.evaluate(QUIET_JS, [300, 5_000])
         return static
 
     yield open_file

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from .conftest import LabNotebook
+from .conftest import QUIET_JS, LabNotebook, StaticPage
 
 pytestmark = pytest.mark.browser
 
@@ -51,3 +52,24 @@ def test_plain_widgets_render_update_and_save(run_notebook_in_lab: Callable[...,
     assert nb.error_outputs() == []
     assert nb.console_errors == []
     assert nb.screenshot is not None and nb.screenshot.stat().st_size > 10_000
+
+
+# A page with one element that changes every 50 ms: a running view's elapsed time, or any other element.
+_TICKING = """<!doctype html><html><body><div class="{classes}"><span class="nba-status">0</span></div>
+<div class="{other}"><span>ended</span></div>
+<script>let n = 0; setInterval(() => {{ document.querySelector('.nba-status').textContent = String(++n); }}, 50);
+setTimeout(() => {{ document.querySelector('.{other} span').textContent = 'changed once'; }}, 100);</script>
+</body></html>"""
+
+
+@pytest.mark.parametrize(("classes", "quiet"), [("nba-view nba-state-running", True), ("nba-view nba-state-ok", False)])
+def test_the_quiet_wait_leaves_out_a_running_view_only(
+    open_static_html: Callable[[Path], StaticPage], tmp_path: Path, classes: str, quiet: bool
+) -> None:
+    """A running view ticks until its run ends: the settle's DOM-quiet wait does not wait for it (it waited
+    its whole cap before), while any other change, an ended view's too, still keeps the page from being quiet."""
+    page_file = tmp_path / "ticking.html"
+    page_file.write_text(_TICKING.format(classes=classes, other="elsewhere"))
+    page = open_static_html(page_file).page
+    assert page.evaluate(QUIET_JS, [500, 5_000]) is quiet
+    assert page.evaluate("() => Number(document.querySelector('.nba-status').textContent)") > 10  # it ticked
