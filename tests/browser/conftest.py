@@ -325,12 +325,16 @@ def _watch_console(page: Page, errors: list[str], ignore: Sequence[str] = ()) ->
 # 15 s, a theme switch 5 s; measured: 8 of them in test_theme_contrast.py). Its ending still counts (the
 # root's class changes, its static copy replaces it), and a test waits for a running view's own states by
 # condition (``wait_for_function``). Changes to nodes already removed count through their parent's change.
+# Notebook 7 also rewrites the attributes of its cells and of their panel (``data-windowed-list-index``,
+# ``tabindex``, ``class``: 16 times in 1.5 s measured) whenever a cell's height changes, so while a running
+# view grows: those attributes are its layout's bookkeeping, not what a cell shows, and are left out too.
 QUIET_JS = """([quiet, limit]) => new Promise(resolve => {
   let timer = null;
   const done = () => { observer.disconnect(); clearTimeout(cap); resolve(true); };
   const ticking = (record) => {
     const node = record.target.nodeType === Node.ELEMENT_NODE ? record.target : record.target.parentElement;
-    return !node || !node.isConnected || node.closest('.nba-view.nba-state-running') !== null;
+    if (!node || !node.isConnected || node.closest('.nba-view.nba-state-running') !== null) return true;
+    return record.type === 'attributes' && node.matches('.jp-WindowedPanel, .jp-Cell');
   };
   const observer = new MutationObserver((records) => {
     if (records.every(ticking)) return;
