@@ -55,13 +55,15 @@ def test_plain_widgets_render_update_and_save(run_notebook_in_lab: Callable[...,
 
 
 # A page with one element that changes every 50 ms (its text, or one of its attributes), and another that
-# changes once.
+# changes once, from start() on (after the page has opened).
 _TICKING = """<!doctype html><html><body><div class="{classes}"><span class="nba-status">0</span></div>
 <div class="elsewhere"><span>ended</span></div>
 <script>let n = 0; const ticker = document.querySelector('div');
-setInterval(() => {{ n += 1; if ('{tick}' === 'text') ticker.firstChild.textContent = String(n);
-  else ticker.setAttribute('data-windowed-list-index', String(n)); }}, 50);
-setTimeout(() => {{ document.querySelector('.elsewhere span').textContent = 'changed once'; }}, 100);</script>
+function start() {{
+  setInterval(() => {{ n += 1; if ('{tick}' === 'text') ticker.firstChild.textContent = String(n);
+    else ticker.setAttribute('data-windowed-list-index', String(n)); }}, 50);
+  setTimeout(() => {{ document.querySelector('.elsewhere span').textContent = 'changed once'; }}, 100);
+}}</script>
 </body></html>"""
 
 
@@ -83,5 +85,6 @@ def test_the_quiet_wait_leaves_out_only_a_running_views_ticks(
     page_file = tmp_path / "ticking.html"
     page_file.write_text(_TICKING.format(classes=classes, tick=tick))
     page = open_static_html(page_file).page
+    page.evaluate("() => start()")
     assert page.evaluate(QUIET_JS, [500, 5_000]) is quiet
-    assert page.evaluate("() => n") > 10  # it ticked all along
+    assert page.evaluate("() => n") >= 2  # it ticked during the wait
