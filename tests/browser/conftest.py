@@ -29,7 +29,8 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     .ipynb to copy), opens it in a new page (of one shared browser context; each notebook gets its
     own Lab workspace), runs
     ``jupyterapp.commands.execute('notebook:run-all-cells')``, waits for the kernel to be idle, no
-    ``[*]`` prompt and a DOM quiet for 0.5 s, and saves ``test-artifacts/<name>.png``.
+    ``[*]`` prompt and a DOM quiet for 0.5 s (a running nbagent view's ticks aside), and saves
+    ``test-artifacts/<name>.png``.
     ``run_notebook_in_lab(None, name="demo", run_all=False)`` opens the existing ``demo.ipynb``
     again in a new page without running it (e.g. to see what a saved notebook shows on open).
     ``frontend="notebook"`` opens it in Notebook 7 instead (``/notebooks/<name>.ipynb``, on the
@@ -318,11 +319,28 @@ def _watch_console(page: Page, errors: list[str], ignore: Sequence[str] = ()) ->
     page.on("pageerror", on_page_error)
 
 
-# Resolves once the DOM has not changed for `quiet` ms (or after `limit` ms).
-_QUIET_JS = """([quiet, limit]) => new Promise(resolve => {
+# Resolves with true once the DOM has not changed for `quiet` ms, or with false after `limit` ms. A running
+# nbagent view (``nba-view nba-state-running``) is left out: it ticks (its elapsed time, its streamed text)
+# until its run ends, so a page showing one never went quiet and each wait took its whole `limit` (a settle
+# 15 s, a theme switch 5 s; measured: 8 of them in test_theme_contrast.py). Its ending still counts (the
+# root's class changes, its static copy replaces it), and a test waits for a running view's own states by
+# condition (``wait_for_function``). Changes to nodes already removed count through their parent's change.
+# Notebook 7 also rewrites the attributes of its cells and of their panel (``data-windowed-list-index``,
+# ``tabindex``, ``class``: 16 times in 1.5 s measured) whenever a cell's height changes, so while a running
+# view grows: those attributes are its layout's bookkeeping, not what a cell shows, and are left out too.
+QUIET_JS = """([quiet, limit]) => new Promise(resolve => {
   let timer = null;
   const done = () => { observer.disconnect(); clearTimeout(cap); resolve(true); };
-  const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, quiet); });
+  const ticking = (record) => {
+    const node = record.target.nodeType === Node.ELEMENT_NODE ? record.target : record.target.parentElement;
+    if (!node || !node.isConnected || node.closest('.nba-view.nba-state-running') !== null) return true;
+    return record.type === 'attributes' && node.matches('.jp-WindowedPanel, .jp-Cell');
+  };
+  const observer = new MutationObserver((records) => {
+    if (records.every(ticking)) return;
+    clearTimeout(timer);
+    timer = setTimeout(done, quiet);
+  });
   observer.observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
   timer = setTimeout(done, quiet);
   const cap = setTimeout(() => { observer.disconnect(); resolve(false); }, limit);
@@ -371,9 +389,9 @@ class LabNotebook:
         return self.lab.root / f"{self.name}.ipynb"
 
     def settle(self, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-        """Wait for kernel idle, no ``[*]`` prompt, and a DOM quiet for 0.5 s."""
+        """Wait for kernel idle, no ``[*]`` prompt, and a DOM quiet for 0.5 s (running views aside: ``QUIET_JS``)."""
         self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)
-        self.page.evaluate(_QUIET_JS, [500, 15_000])
+        self.page.evaluate(QUIET_JS, [500, 15_000])
         self.page.wait_for_function(_IDLE_JS, timeout=timeout_ms)
 
     def shot(self, label: str = "", selector: str | None = None) -> Path:
@@ -420,7 +438,7 @@ class LabNotebook:
             arg=theme,
             timeout=30_000,
         )
-        self.page.evaluate(_QUIET_JS, [300, 5_000])
+        self.page.evaluate(QUIET_JS, [300, 5_000])
 
     def save(self) -> str:
         """Save the notebook from JupyterLab (with widget state) and return the file's text."""
@@ -557,7 +575,7 @@ def open_static_html(browser: Browser) -> Iterator[Callable[[Path], StaticPage]]
         static = StaticPage(page)
         _watch_console(page, static.console_errors)
         page.goto(path.resolve().as_uri(), wait_until="load")
-        page.evaluate(_QUIET_JS, [300, 5_000])
+        page.evaluate(QUIET_JS, [300, 5_000])
         return static
 
     yield open_file

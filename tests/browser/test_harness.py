@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from .conftest import LabNotebook
+from .conftest import QUIET_JS, LabNotebook, StaticPage
 
 pytestmark = pytest.mark.browser
 
@@ -51,3 +52,39 @@ def test_plain_widgets_render_update_and_save(run_notebook_in_lab: Callable[...,
     assert nb.error_outputs() == []
     assert nb.console_errors == []
     assert nb.screenshot is not None and nb.screenshot.stat().st_size > 10_000
+
+
+# A page with one element that changes every 50 ms (its text, or one of its attributes), and another that
+# changes once, from start() on (after the page has opened).
+_TICKING = """<!doctype html><html><body><div class="{classes}"><span class="nba-status">0</span></div>
+<div class="elsewhere"><span>ended</span></div>
+<script>let n = 0; const ticker = document.querySelector('div');
+function start() {{
+  setInterval(() => {{ n += 1; if ('{tick}' === 'text') ticker.firstChild.textContent = String(n);
+    else ticker.setAttribute('data-windowed-list-index', String(n)); }}, 50);
+  setTimeout(() => {{ document.querySelector('.elsewhere span').textContent = 'changed once'; }}, 100);
+}}</script>
+</body></html>"""
+
+
+@pytest.mark.parametrize(
+    ("classes", "tick", "quiet"),
+    [
+        ("nba-view nba-state-running", "text", True),  # a running view's elapsed time
+        ("nba-view nba-state-ok", "text", False),  # an ended view's
+        ("jp-Cell", "attribute", True),  # Notebook 7 renumbering its cells while a running view grows
+        ("nba-view nba-state-ok", "attribute", False),  # an attribute of what an output shows
+    ],
+)
+def test_the_quiet_wait_leaves_out_only_a_running_views_ticks(
+    open_static_html: Callable[[Path], StaticPage], tmp_path: Path, classes: str, tick: str, quiet: bool
+) -> None:
+    """A running view ticks until its run ends (and Notebook 7 rewrites its cells' attributes as it grows):
+    the settle's DOM-quiet wait does not wait for that (it waited its whole cap before), while any other
+    change still keeps the page from being quiet."""
+    page_file = tmp_path / "ticking.html"
+    page_file.write_text(_TICKING.format(classes=classes, tick=tick))
+    page = open_static_html(page_file).page
+    page.evaluate("() => start()")
+    assert page.evaluate(QUIET_JS, [500, 5_000]) is quiet
+    assert page.evaluate("() => n") >= 2  # it ticked during the wait

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ._binder import binder_venv_python
+from ..install.venvs import venv_python
 from ._kernel import this_python, write_kernelspec
 
 
@@ -20,12 +20,12 @@ def kernels_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def binder_python() -> Path:
-    """The Python of a venv where only ``pip install -r binder/requirements.txt`` (``-e .[lab]``) was run
-    (:func:`binder_venv_python`). ``NBAGENT_SKIP_BINDER=1`` skips its tests locally; CI (``CI=true``)
-    always builds it."""
+    """The Python of a venv holding what ``pip install -r binder/requirements.txt`` (``-e .[lab]``) installs,
+    and this checkout (``tests/install/venvs.py``: the packages installed once for every checkout).
+    ``NBAGENT_SKIP_BINDER=1`` skips its tests locally; CI (``CI=true``) always builds it."""
     if os.environ.get("NBAGENT_SKIP_BINDER") == "1" and os.environ.get("CI") != "true":
         pytest.skip("NBAGENT_SKIP_BINDER=1: the README's lab venv is not built locally")
-    return binder_venv_python()
+    return venv_python("lab")
 
 
 @pytest.fixture(scope="session")
