@@ -94,14 +94,14 @@ ODD = (
 
 
 @pytest.mark.parametrize("dtype", sorted(PLAIN))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_a_column_of_plain_values_is_pandas_conversion_of_them(dtype: str, data: st.DataObject) -> None:
     check(dtype, data.draw(st.lists(PLAIN[dtype], max_size=12)))
 
 
 @pytest.mark.parametrize("dtype", sorted(PLAIN))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_a_column_of_any_values_is_pandas_conversion_or_refused_as_pandas_refuses(
     dtype: str, data: st.DataObject
@@ -151,3 +151,13 @@ def test_a_value_a_column_cannot_hold_names_the_column_whichever_path_tried_it_f
     data["tokens"] = ["seven"]
     with pytest.raises(ColumnError, match="column 'tokens' of 'context'"):
         frame("context", data)
+
+
+@pytest.mark.parametrize("storage", ["python", "pyarrow", "python"])
+def test_texts_and_categories_follow_pandas_string_storage_option_as_it_changes(storage: str) -> None:
+    """The category dtypes made once are made per storage: switching pandas' option between frames changes
+    them as it changes pandas' own conversion (python, pyarrow, then python again from the made ones)."""
+    with pd.option_context("mode.string_storage", storage):
+        for dtype in ("category", "string"):
+            check(dtype, ["b", None, "a", "b"])
+            check(dtype, [])

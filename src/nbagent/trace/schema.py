@@ -383,14 +383,15 @@ def _plain_categories(values: Sequence[Any]) -> Any:
         return None
     code.update(zip(names, range(len(names))))
     codes = np.fromiter(map(code.__getitem__, values), dtype="int64", count=len(values))
-    dtype = _categories(tuple(names)) if len(names) <= 64 else _categories.__wrapped__(tuple(names))
-    return pd.Categorical.from_codes(codes, dtype=dtype)
+    make = _categories if len(names) <= 64 else _categories.__wrapped__
+    return pd.Categorical.from_codes(codes, dtype=make(tuple(names), pd.StringDtype().storage))
 
 
 @functools.lru_cache(maxsize=512)
-def _categories(names: tuple[str, ...]) -> Any:
-    """The dtype of a category column of the texts ``names`` (sorted), as pandas infers it from them;
-    the small sets a trace's columns repeat (its agents, kinds, statuses) are made once."""
+def _categories(names: tuple[str, ...], storage: str) -> Any:
+    """The dtype of a category column of the texts ``names`` (sorted), as pandas infers it from them with
+    its strings kept in ``storage`` (its option now); the small sets a trace's columns repeat (its
+    agents, kinds, statuses) are made once."""
     import pandas as pd
 
     return pd.CategoricalDtype(pd.Index(list(names)) if names else pd.Index([], dtype="object"))
