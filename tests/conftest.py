@@ -105,8 +105,8 @@ FAST_TIER = "not slow"
 """The marker expression of the fast tier: one process unless ``-n``/``--numprocesses`` is given."""
 FAST_TIER_WORKERS = 0
 """The fast tier's xdist workers: none (one process). Measured one after the other on the 2-core machine
-(docs/testing.md), at load averages of 3 to 5: 4 min 32 s in one process (2 min 13 s of CPU) against
-4 min 47 s on two workers (2 min 57 s of CPU); its tests wait on nothing, so workers only add start-up.
+(docs/testing.md), at load averages of 2 to 5: 1 min 51 s in one process (79 s of CPU) against 2 min 4 s
+on two workers (109 s of CPU); its tests wait on nothing, so workers only add start-up.
 The pyproject's four cost more on small selections (issue 45: ``tests/render`` in 70-77 s on four
 workers, 14-15 s in one process)."""
 
