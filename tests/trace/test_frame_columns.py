@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbagent.redact import valid_text
+from nbagent.trace.frames import per_run
 from nbagent.trace.schema import COLUMNS, ColumnError, column, frame
 
 REFUSED = (TypeError, ValueError, OverflowError)
@@ -161,3 +162,50 @@ def test_texts_and_categories_follow_pandas_string_storage_option_as_it_changes(
         for dtype in ("category", "string"):
             check(dtype, ["b", None, "a", "b"])
             check(dtype, [])
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_events_per_run_columns_are_what_pandas_grouping_by_run_gave(data: st.DataObject) -> None:
+    """``per_run`` (one pass) against the groupby, ffill and cumcount ``events_frame`` used before, rows of
+    no run among them: a row's position in its run, its run's agent, seconds since the run's first row,
+    and its step, move and iteration carried forward within its run."""
+    runs = data.draw(st.lists(st.sampled_from(["r1", "r2", None]), max_size=12))
+    n = len(runs)
+    perfs = sorted(data.draw(st.lists(st.floats(0, 1e6), min_size=n, max_size=n)))
+    marks = st.tuples(
+        st.none() | st.integers(1, 5), st.none() | st.sampled_from(["a", "b"]), st.none() | st.integers(0, 3)
+    )
+    own = {i: data.draw(marks) for i in data.draw(st.sets(st.integers(0, 11))) if i < n}
+    seq, agents, elapsed, filled = per_run(runs, perfs, {"r1": "A"}, own)
+
+    by_run = pd.Series(runs, dtype="object")
+
+    def sparse(at: int, dtype: str) -> pd.Series:
+        values = {i: mark[at] for i, mark in own.items() if mark[at] is not None}
+        out = pd.Series(pd.NA, index=range(n), dtype=dtype)
+        if values:
+            out.iloc[list(values)] = list(values.values())
+        return out
+
+    fill = pd.DataFrame({"step": sparse(0, "Int64"), "move": sparse(1, "object"), "iteration": sparse(2, "Int64")})
+    fill = fill.groupby(by_run, sort=False).ffill()
+    perf = pd.Series(np.array(perfs, dtype="float64"))
+    expected = {
+        "seq": ("Int64", by_run.groupby(by_run, sort=False).cumcount() if n else []),
+        "agent": ("category", by_run.map({"r1": "A"}).astype("object") if n else []),
+        "elapsed": ("float64", (perf - perf.groupby(by_run, sort=False).transform("first")).to_numpy() if n else []),
+        "step": ("Int64", fill["step"] if n else []),
+        "move": ("category", fill["move"] if n else []),
+        "iteration": ("Int64", fill["iteration"] if n else []),
+    }
+    found = {
+        "seq": seq,
+        "agent": agents,
+        "elapsed": elapsed,
+        "step": [f[0] for f in filled],
+        "move": [f[1] for f in filled],
+        "iteration": [f[2] for f in filled],
+    }
+    for name, (dtype, values) in expected.items():
+        assert_same_column(column(dtype, found[name]), reference(dtype, values).rename(None))
