@@ -1,5 +1,10 @@
 """Benchmark of the trace: frame building at scale, memory per chunk, recording overhead.
 
+* frame building (``--only frames`` runs this alone): CPU ms per frame (median of ``--repeats``
+  rounds of 20 builds) of each frame and of all five, on a trace of one tool run (two parallel calls,
+  then reflection: the few-row frames a test, a view or the explorer's first paint builds) and on a
+  trace of ``--frame-runs`` such runs (10,000: 110,000 events), with the load average. Against an
+  earlier commit: ``python bench/against.py 0ce88cd --script bench_trace.py -- --only frames``;
 * ``events_df`` on a trace of about 100,000 recorded items (100 streamed runs of 1,000 words each),
   and the other frames on the same trace (median of ``--repeats``);
 * memory per recorded chunk event: ``tracemalloc`` memory still held after streamed runs with the
@@ -36,7 +41,7 @@
   runs): with the trace keeping each message once, both stay flat as the context grows.
 
     python bench/bench_trace.py [--repeats 5] [--runs 2000] [--long-runs 2000] [--dataset-runs 20000]
-                                [--json out.json]
+                                [--frame-runs 10000] [--only frames] [--json out.json]
 """
 
 from __future__ import annotations
@@ -376,6 +381,56 @@ async def fresh(runs: int, batches: int = 20) -> dict[str, dict[str, float]]:
     return results
 
 
+FRAMES = ("events_df", "llm_calls_df", "tool_calls_df", "runs_df", "context_df")
+
+
+async def tool_trace(runs: int) -> Trace:
+    """A trace of ``runs`` tool runs of one agent (its context reset after each)."""
+    agent = tool_agent(runs, keep_requests=1)
+    for _ in range(runs):
+        await agent.run(task="go")
+        await agent.on_reset()
+    return agent.trace
+
+
+def frame_ms(trace: Trace, repeats: int, builds: int) -> dict[str, float]:
+    """CPU ms per build of each frame of ``trace`` and of all of them (median of ``repeats`` rounds)."""
+    calls = {name: getattr(trace, name) for name in FRAMES}
+    for call in calls.values():  # pandas' own first-call costs out of the figures
+        call()
+
+    def every() -> None:
+        for call in calls.values():
+            call()
+
+    out: dict[str, float] = {}
+    for name, build in [*calls.items(), ("all", every)]:
+        times = []
+        for _ in range(repeats):
+            start = time.process_time()
+            for _ in range(builds):
+                build()
+            times.append((time.process_time() - start) / builds)
+        out[f"{name}_ms"] = statistics.median(times) * 1000
+    return out
+
+
+async def frames(runs: int, repeats: int) -> dict[str, Any]:
+    """Frame building on a one-run trace and on a ``runs``-run trace (CPU ms per frame)."""
+    small, large = await tool_trace(1), await tool_trace(runs)
+    return {
+        "small": {"items": len(small), **frame_ms(small, repeats, 20)},
+        "large": {"runs": runs, "items": len(large), **frame_ms(large, repeats, 1)},
+    }
+
+
+def print_frames(figures: dict[str, Any]) -> None:
+    for row in figures.values():
+        what = f"{row['runs']:,} tool runs" if "runs" in row else "one tool run"
+        shown = ", ".join(f"{name[:-3]} {row[name]:.2f}" for name in row if name.endswith("_ms"))
+        print(f"frames of a trace of {what} ({row['items']:,} items), CPU ms per build: {shown}")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -383,8 +438,18 @@ async def main() -> None:
     parser.add_argument("--long-runs", type=int, default=2000, help="runs in a row for the long-lived figures")
     parser.add_argument("--dataset-runs", type=int, default=20000, help="runs one trace keeps, context reset")
     parser.add_argument("--fresh-runs", type=int, default=3000, help="runs a side for the fresh-agent overhead")
+    parser.add_argument("--frame-runs", type=int, default=10000, help="tool runs of the large trace of the frames")
+    parser.add_argument("--only", choices=["frames"], help="run this section alone")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
+    if args.only == "frames":
+        figures = {"frames": await frames(args.frame_runs, args.repeats), "load_average": os.getloadavg()[0]}
+        print_frames(figures["frames"])
+        print(f"load average while measuring: {figures['load_average']:.1f} on {os.cpu_count()} CPUs")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                json.dump(figures, handle, indent=2)
+        return
 
     trace = await big_trace()
     n_items = len(trace)
@@ -408,6 +473,7 @@ async def main() -> None:
     figures["fresh"] = await fresh(args.fresh_runs)
     figures["overhead"] = await overhead(args.runs, args.repeats)
     figures["long_lived"] = await long_lived(args.long_runs, max(args.repeats // 2, 1))
+    figures["frames"] = await frames(args.frame_runs, args.repeats)
 
     print(f"frames on a trace of {n_items:,} items (median wall / CPU ms):")
     for name in ("events_df_s", "events_df_no_chunks_s", "llm_calls_df_s", "runs_df_s", "summary_s"):
@@ -455,6 +521,7 @@ async def main() -> None:
             f"  {mode}: {row['first_quarter_us']:.1f} / {row['last_quarter_us']:.1f} us{pct}; "
             f"{row['bytes_per_run_first_half']:,.0f} / {row['bytes_per_run_second_half']:,.0f} bytes"
         )
+    print_frames(figures["frames"])
     load = os.getloadavg()[0]
     print(f"load average while measuring: {load:.1f} on {os.cpu_count()} CPUs")
     figures["load_average"] = load

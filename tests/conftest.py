@@ -38,12 +38,14 @@ groups (``pytest_terminal_summary``): what to look at when the suite's wall time
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.util
 import multiprocessing.process
 import os
 import platform
 import re
 import subprocess
+import sys
 import traceback
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -52,7 +54,15 @@ from typing import Any
 
 import pytest
 
-import nbagent
+BYTECODE_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nbagent" / "pycache"
+"""Where a run's bytecode goes when ``PYTHONDONTWRITEBYTECODE`` is set (``sys.pycache_prefix``): never beside
+the sources, and kept, so that a run does not compile nbagent and rewrite the tests' asserts again (9 s of
+the fast tier's 21 s of collection CPU, docs/testing.md). ``NBAGENT_TEST_BYTECODE=0`` leaves it as set."""
+if sys.dont_write_bytecode and os.environ.get("NBAGENT_TEST_BYTECODE") != "0":
+    sys.pycache_prefix = sys.pycache_prefix or str(BYTECODE_CACHE)
+    sys.dont_write_bytecode = False
+
+import nbagent  # noqa: E402 (after the bytecode's place is set: nbagent is compiled once)
 
 GROUPED_FOLDERS = {"browser": "browser", "servers": "realserver", "receivers": "receivers"}
 """The folders whose tests are one xdist group (``tests/browser`` in three, ``BROWSER_GROUPS``), each test of
@@ -95,8 +105,8 @@ FAST_TIER = "not slow"
 """The marker expression of the fast tier: one process unless ``-n``/``--numprocesses`` is given."""
 FAST_TIER_WORKERS = 0
 """The fast tier's xdist workers: none (one process). Measured one after the other on the 2-core machine
-(docs/testing.md), at load averages of 3 to 5: 4 min 32 s in one process (2 min 13 s of CPU) against
-4 min 47 s on two workers (2 min 57 s of CPU); its tests wait on nothing, so workers only add start-up.
+(docs/testing.md), at load averages of 2 to 5: 1 min 51 s in one process (79 s of CPU) against 2 min 4 s
+on two workers (109 s of CPU); its tests wait on nothing, so workers only add start-up.
 The pyproject's four cost more on small selections (issue 45: ``tests/render`` in 70-77 s on four
 workers, 14-15 s in one process)."""
 
@@ -354,6 +364,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):
         rank = {group: index for index, group in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # stable: the rest keep their order
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What the run holds once collected (the modules, the tests, their parameters: half a million objects)
+    stays to its end: ``gc.freeze()`` takes it out of every later full collection, which scanned it each
+    time (19 s of the fast tier's CPU in its 49 full collections, docs/testing.md). Garbage first."""
+    gc.collect()
+    gc.freeze()
 
 
 _BUSY: defaultdict[str, defaultdict[str, float]] = defaultdict(lambda: defaultdict(float))

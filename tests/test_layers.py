@@ -7,11 +7,9 @@ functions (lazy imports) and under ``if TYPE_CHECKING:``. No exception is listed
 from __future__ import annotations
 
 import ast
-import functools
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import grimp
@@ -193,10 +191,9 @@ def _autogen_names(tree: ast.AST) -> list[tuple[int, str]]:
     ]
 
 
-def test_the_core_tests_no_autogen_module_name(graph: grimp.ImportGraph) -> None:
+def test_the_core_tests_no_autogen_module_name(graph: grimp.ImportGraph, trees: dict[Path, ast.Module]) -> None:
     """No ``type(x).__module__.startswith("autogen")``, no ``sys.modules.get("autogen_core...")`` in the
     core: which objects are AutoGen's is the seam's to say."""
-    trees = parsed_sources()
     found = []
     for module in core_modules(graph):
         parts = module.split(".")[1:]
@@ -228,10 +225,9 @@ def _name_comparisons(tree: ast.AST) -> list[tuple[int, str]]:
     ]
 
 
-def test_the_core_matches_no_class_by_its_name(graph: grimp.ImportGraph) -> None:
+def test_the_core_matches_no_class_by_its_name(graph: grimp.ImportGraph, trees: dict[Path, ast.Module]) -> None:
     """No ``kind.__name__ == type(value).__name__`` in the core: taking AutoGen's ``HandoffMessage`` for
     nbagent's because their names agree is the seam's knowledge (``agent_input.MESSAGE_TYPE_IN``)."""
-    trees = parsed_sources()
     found = []
     for module in core_modules(graph):
         if module in NAME_COMPARISONS:
@@ -286,12 +282,14 @@ def test_widgets_and_ipython_only_in_the_notebook_layer_and_above() -> None:
     assert below == []
 
 
-def test_parquet_files_are_read_and_written_in_the_trace_layer_alone() -> None:
+def test_parquet_files_are_read_and_written_in_the_trace_layer_alone(
+    nodes_outside_trace: tuple[tuple[str, ast.AST], ...],
+) -> None:
     """``trace/`` is the only owner of run data at rest (issue 42.1): no module outside it imports
     ``pyarrow.parquet`` or ``pyarrow.dataset`` (which reads Parquet too; grimp sees external packages by their
     top-level name only: the sources are read)."""
     found = []
-    for where, node in nodes_outside_trace():
+    for where, node in nodes_outside_trace:
         names = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -303,28 +301,22 @@ def test_parquet_files_are_read_and_written_in_the_trace_layer_alone() -> None:
     assert found == []
 
 
-@functools.cache
-def parsed_sources() -> dict[Path, ast.Module]:
-    """Every module of nbagent parsed, by its path in the package (parsed once for the tests that read them)."""
+@pytest.fixture(scope="module")
+def trees() -> dict[Path, ast.Module]:
+    """Every module of nbagent parsed, by its path in the package: parsed once for the tests that read them,
+    and let go after them (600,000 objects every later full collection of the run would scan again)."""
     import nbagent
 
     root = Path(nbagent.__file__).parent
     return {path.relative_to(root): ast.parse(path.read_text(encoding="utf-8")) for path in sorted(root.rglob("*.py"))}
 
 
-@functools.cache
-def _nodes_outside_trace() -> tuple[tuple[str, ast.AST], ...]:
-    return tuple(
-        (str(path), node)
-        for path, tree in parsed_sources().items()
-        if path.parts[0] != "trace"
-        for node in ast.walk(tree)
-    )
-
-
-def nodes_outside_trace() -> Iterator[tuple[str, ast.AST]]:
+@pytest.fixture(scope="module")
+def nodes_outside_trace(trees: dict[Path, ast.Module]) -> tuple[tuple[str, ast.AST], ...]:
     """Every AST node of every module of nbagent outside ``trace/``, with its module's path (walked once)."""
-    return iter(_nodes_outside_trace())
+    return tuple(
+        (str(path), node) for path, tree in trees.items() if path.parts[0] != "trace" for node in ast.walk(tree)
+    )
 
 
 DATASET_FILES = ("nbagent.trace.parquet", "nbagent.trace.lazy")
@@ -348,12 +340,12 @@ def test_a_dataset_folder_is_known_in_the_trace_layer_alone(graph: grimp.ImportG
 TRACE_KINDS = {"Trace", "LoadedTrace", "LazyTrace"}
 
 
-def test_no_module_outside_trace_probes_a_traces_kind() -> None:
+def test_no_module_outside_trace_probes_a_traces_kind(nodes_outside_trace: tuple[tuple[str, ast.AST], ...]) -> None:
     """Outside ``trace/`` no ``isinstance`` names a kind of trace and no ``getattr``/``hasattr`` asks a trace
     for a method: what callers need is on the shared interface (``TraceFrames``: ``follower()``,
     ``reading_code()``, ``run()``, ``table()``, ``span_tables()``), each kind overriding it (issue 42.1)."""
     found = []
-    for where, node in nodes_outside_trace():
+    for where, node in nodes_outside_trace:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
         if node.func.id == "isinstance" and len(node.args) == 2:

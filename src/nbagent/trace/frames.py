@@ -21,7 +21,7 @@ from ..records import MOVES, Intervention, LLMCall, RunFinished, RunStarted, Too
 from ..redact import Redactor, keep
 from .recording import STEPS
 from .rows import Row, records_of, split
-from .schema import CHUNK_KIND, COLUMNS, frame, shared_texts
+from .schema import CHUNK_KIND, COLUMNS, frame, shared_texts, utc_times
 from .texts import calls_text, event_text, optional_text, parse_arguments, redact_chunks, redacted_value
 
 if TYPE_CHECKING:
@@ -37,14 +37,52 @@ def run_agents(rows: Sequence[Row]) -> dict[str, str]:
     return {row.run_id: row.agent for row in rows if type(row) is RunStarted}
 
 
-def timestamps(perfs: Sequence[float], anchor: Anchor) -> Any:
-    """``perf_counter`` times as UTC timestamps (a ``DatetimeIndex``)."""
-    import numpy as np
-    import pandas as pd
-
+def times_ns(perfs: Sequence[float], anchor: Anchor) -> list[int]:
+    """``perf_counter`` times as ns since the epoch, to the microsecond (the frames' timestamps)."""
     wall_ns, perf0 = anchor
-    ns = wall_ns + ((np.asarray(perfs, dtype="float64") - perf0) * 1e9).astype("int64")
-    return pd.to_datetime(ns, unit="ns", utc=True)
+    return [(ns := wall_ns + int((perf - perf0) * 1e9)) - ns % 1000 for perf in perfs]
+
+
+Fill = tuple[int | None, str | None, int | None]
+"""A row's step, move and iteration."""
+
+
+def per_run(
+    runs: Sequence[str | None], perfs: Sequence[float], agents: dict[str, str], own: dict[int, Fill]
+) -> tuple[list[int | None], list[str | None], list[float | None], list[Fill]]:
+    """What each row's run says of it, in one pass: its position in the run, the run's agent, its
+    seconds since the run's first row, and its step, move and iteration (each its ``own`` or else the
+    last its run had before it); all null for a row of no run."""
+    counts: dict[str, int] = {}
+    firsts: dict[str, float] = {}
+    last: dict[str, Fill] = {}
+    none: Fill = (None, None, None)
+    seq: list[int | None] = []
+    agent: list[str | None] = []
+    elapsed: list[float | None] = []
+    filled: list[Fill] = []
+    for index, (run, perf) in enumerate(zip(runs, perfs)):
+        if run is None:
+            seq.append(None)
+            agent.append(None)
+            elapsed.append(None)
+            filled.append(none)
+            continue
+        count = counts.get(run, 0)
+        counts[run] = count + 1
+        seq.append(count)
+        agent.append(agents.get(run))
+        elapsed.append(perf - firsts.setdefault(run, perf))
+        fill = last.get(run, none)
+        mine = own.get(index)
+        if mine is not None:
+            fill = last[run] = (
+                fill[0] if mine[0] is None else mine[0],
+                fill[1] if mine[1] is None else mine[1],
+                fill[2] if mine[2] is None else mine[2],
+            )
+        filled.append(fill)
+    return seq, agent, elapsed, filled
 
 
 def events_frame(
@@ -52,7 +90,6 @@ def events_frame(
 ) -> pd.DataFrame:
     """One row per recorded item, streamed chunks included unless ``include_chunks=False``."""
     import numpy as np
-    import pandas as pd
 
     parts = split(rows)
     n = len(parts)
@@ -63,7 +100,7 @@ def events_frame(
     event_ids: list[str | None] = [None] * n
     message_ids: list[str | None] = [None] * n
     sources: list[str | None] = [None] * n
-    sparse: dict[int, tuple[int | None, str | None, int | None]] = {}
+    sparse: dict[int, Fill] = {}
     usage: dict[int, tuple[int, int]] = {}
     chunks_of: dict[str | None, list[int]] = {}
     for index, (run, _, content, chunk_id, message_id) in zip(parts.chunk_at, parts.chunks):
@@ -111,35 +148,24 @@ def events_frame(
     if red is not keep:
         redact_chunks(texts, chunks_of, red)
 
-    def sparse_column(values: dict[int, Any], dtype: str) -> pd.Series:
-        column = pd.Series(pd.NA, index=range(n), dtype=dtype)
-        if values:
-            column.iloc[list(values)] = list(values.values())
-        return column
-
-    step = sparse_column({i: v[0] for i, v in sparse.items() if v[0] is not None}, "Int64")
-    move = sparse_column({i: v[1] for i, v in sparse.items() if v[1] is not None}, "object")
-    iteration = sparse_column({i: v[2] for i, v in sparse.items() if v[2] is not None}, "Int64")
-    runs = pd.Series(run_col, dtype="object")
-    fill = pd.DataFrame({"step": step, "move": move, "iteration": iteration}).groupby(runs, sort=False).ffill()
-    perf = pd.Series(np.array(perf_col, dtype="float64"))
+    seq, agents, elapsed, filled = per_run(run_col, perf_col, started, sparse)
     data = {
         "trace_id": [trace_id] * n,
         "run_id": run_col,
-        "agent": runs.map(started).astype("object") if n else [],
-        "seq": runs.groupby(runs, sort=False).cumcount() if n else [],
+        "agent": agents,
+        "seq": seq,
         "kind": kinds,
-        "step": fill["step"] if n else [],
-        "move": fill["move"] if n else [],
-        "iteration": fill["iteration"] if n else [],
+        "step": [fill[0] for fill in filled],
+        "move": [fill[1] for fill in filled],
+        "iteration": [fill[2] for fill in filled],
         "event_id": event_ids,
         "message_id": message_ids,
         "source": sources,
         "text": texts,
-        "prompt_tokens": sparse_column({i: u[0] for i, u in usage.items()}, "Int64"),
-        "completion_tokens": sparse_column({i: u[1] for i, u in usage.items()}, "Int64"),
-        "timestamp": timestamps(perf.to_numpy(), anchor),
-        "elapsed_s": (perf - perf.groupby(runs, sort=False).transform("first")).to_numpy() if n else [],
+        "prompt_tokens": [usage[i][0] if i in usage else None for i in range(n)],
+        "completion_tokens": [usage[i][1] if i in usage else None for i in range(n)],
+        "timestamp": utc_times(np.array(times_ns(perf_col, anchor), dtype="int64")),
+        "elapsed_s": elapsed,
     }
     df = frame("events", data, shared_texts(red))
     return df if include_chunks else df[df["kind"] != CHUNK_KIND].reset_index(drop=True)
@@ -176,9 +202,7 @@ def event_columns(rows: Sequence[Row], red: Redactor, anchor: Anchor, text_of: C
         kinds[index] = "Response" if kind is Response else kind.__name__
         if kind in text_of and not isinstance(item, Response):
             texts[index] = red(event_text(item, red))
-    wall_ns, perf0 = anchor
-    times = [(ns := wall_ns + int((perf - perf0) * 1e9)) - ns % 1000 for perf in parts.perfs]  # as timestamps()
-    return EventColumns(kinds, parts.runs, times, moves, texts)
+    return EventColumns(kinds, parts.runs, times_ns(parts.perfs, anchor), moves, texts)
 
 
 _NOT_PARAMETERS = ("messages", "tools")  # the request's content: n_messages, system_instructions, tool_definitions

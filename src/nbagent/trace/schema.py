@@ -7,6 +7,7 @@ loaded one): its id and its tables.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import importlib.util
 import json
@@ -204,18 +205,17 @@ def shared_texts(red: object) -> ArrowTexts | None:
     return red if callable(getattr(red, "arrow_text", None)) and has_pyarrow() else None  # type: ignore[return-value]
 
 
-def text_column(values: Sequence[Any], texts: ArrowTexts) -> pd.Series:
-    """A ``string`` column of ``values`` whose long texts are the shared copies of ``texts`` (the
-    column a chunked array of them and of the runs of other values between them): the same values
-    and dtype as ``pd.Series(values, dtype="string")`` with no new copy of a long text. The same
-    200 texts of 1 MB are in three tables (events, tool_calls, context_logs): each copy is fresh
-    memory the kernel hands out and zeroes (0.4-0.6 s of system time per 200 MB, most of a first
-    build's time; ``bench/RESULTS.md``)."""
+def text_column(values: Sequence[Any], texts: ArrowTexts) -> Any:
+    """A ``string`` column's array of ``values`` whose long texts are the shared copies of ``texts`` (a
+    chunked array of them and of the runs of other values between them): the same values and dtype as
+    :func:`string_array` with no new copy of a long text. The same 200 texts of 1 MB are in three tables
+    (events, tool_calls, context_logs): each copy is fresh memory the kernel hands out and zeroes
+    (0.4-0.6 s of system time per 200 MB, most of a first build's time; ``bench/RESULTS.md``)."""
     import pandas as pd
 
     longs = [at for at, value in enumerate(values) if isinstance(value, str) and len(value) >= LONG_TEXT]
     if not longs:
-        return string_column(values)
+        return string_array(values)
     import pyarrow as pa
 
     kind = pa.large_string()
@@ -223,22 +223,31 @@ def text_column(values: Sequence[Any], texts: ArrowTexts) -> pd.Series:
     start = 0
     for at in [*longs, len(values)]:
         if at > start:  # the values between two long texts, converted as pandas converts them
-            chunks.append(pa.array(string_column(values[start:at]).array).cast(kind))
+            chunks.append(pa.array(string_array(values[start:at])).cast(kind))
         if at < len(values):
             chunks.append(texts.arrow_text(valid_text(values[at])))
         start = at + 1
-    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(chunks, type=kind)))
+    return pd.arrays.ArrowStringArray(pa.chunked_array(chunks, type=kind))
 
 
-def string_column(values: Sequence[Any]) -> pd.Series:
-    """``pd.Series(values, dtype="string")``, a text with a lone surrogate made valid (:func:`valid_text`):
-    the values are checked only when the column cannot be built as they are."""
+def string_array(values: Sequence[Any]) -> Any:
+    """``pd.array(values, dtype="string")``, a text with a lone surrogate made valid (:func:`valid_text`):
+    the values are checked only when the column cannot be built as they are. Texts and nulls alone (what
+    the frames hold) go to Arrow in one call when pandas keeps its strings there."""
     import pandas as pd
 
+    if pd.StringDtype().storage == "pyarrow" and _types(values) <= {str, type(None), float, type(pd.NA)}:
+        import pyarrow as pa
+
+        try:  # NaN and NA as null, as pandas takes them; a float that is a number is refused
+            text = pa.array(values, type=pa.large_string(), from_pandas=True)
+            return pd.arrays.ArrowStringArray(pa.chunked_array([text]))
+        except (pa.ArrowException, UnicodeEncodeError):
+            pass  # a lone surrogate, or a number: as pandas takes them, below
     try:
-        return pd.Series(values, dtype="string")
+        return pd.array(values, dtype="string")
     except UnicodeEncodeError:
-        return pd.Series([valid_text(v) if isinstance(v, str) else v for v in values], dtype="string")
+        return pd.array([valid_text(v) if isinstance(v, str) else v for v in values], dtype="string")
 
 
 class ColumnError(ValueError):
@@ -254,32 +263,202 @@ def column(dtype: str, values: Sequence[Any], texts: ArrowTexts | None = None) -
     """``values`` as a column of ``dtype`` (one of :data:`COLUMNS`'), as :func:`frame` makes each."""
     import pandas as pd
 
+    return pd.Series(column_array(dtype, values, texts), copy=False)
+
+
+def column_array(dtype: str, values: Sequence[Any], texts: ArrowTexts | None = None) -> Any:
+    """``values`` as the array of a column of ``dtype`` (for ``object``, a Series of that dtype: pandas 3
+    takes an array of texts alone as ``str``). The values a trace's rows give (Python ints,
+    floats, bools, texts, aware datetimes and nulls, in lists) are converted in one pass each
+    (:data:`_PLAIN`); anything else as pandas converts it, whose result those passes equal value for
+    value and dtype for dtype (``tests/trace/test_frame_columns.py``)."""
+    if dtype == "string":
+        return string_array(values) if texts is None else text_column(values, texts)
+    plain = _PLAIN[dtype]
+    if not isinstance(values, _NOT_PLAIN):
+        try:
+            array = plain(values)
+        except (TypeError, ValueError, OverflowError):  # the general conversion says what is wrong
+            array = None
+        if array is not None:
+            return array
+    return _converted(dtype, values)
+
+
+def _converted(dtype: str, values: Sequence[Any]) -> Any:
+    """``values`` as pandas converts them to ``dtype``: the general case of :func:`column_array`."""
+    import pandas as pd
+
     if dtype == "object":
         return pd.Series(list(values), dtype="object")
     if dtype == "category":  # categories of text, also when every value is null (else float64)
-        return pd.Series(values, dtype="object").astype("category")
+        return pd.Series(values, dtype="object").astype("category").array
     if dtype.startswith("datetime64"):  # to the microsecond: what Parquet readers all take (Spark)
         times = pd.to_datetime(values, utc=True, format="ISO8601")  # text: any ISO 8601 (JSON lines)
-        return pd.Series(times).astype(dtype).dt.floor("us")
-    if dtype == "string":
-        return string_column(values) if texts is None else text_column(values, texts)
-    return pd.Series(values, dtype=dtype)
+        return pd.Series(times).astype(dtype).dt.floor("us").array
+    return pd.Series(values, dtype=dtype).array
+
+
+def _types(values: Sequence[Any]) -> set[type]:
+    """The types of ``values`` (a pass in C)."""
+    return set(map(type, values))
+
+
+_NOT_PLAIN: tuple[type, ...] = (str, bytes, Mapping)  # a text or a mapping is no sequence of values here
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_MICROSECOND = datetime.timedelta(microseconds=1)
+_NAT = -(2**63)  # NaT as datetime64's int64
+
+
+def _masked(values: Sequence[Any], kind: type) -> tuple[Any, Any] | None:
+    """``values`` as a numpy object array and its null mask (None, NA), or ``None`` when a value is
+    neither null nor of type ``kind`` exactly (a bool is no int here; pandas takes a NaN among large
+    ints through floats, so a NaN goes its way too)."""
+    import numpy as np
+    import pandas as pd
+
+    if not _types(values) <= {type(None), type(pd.NA), kind}:
+        return None
+    objects = np.fromiter(values, dtype=object, count=len(values))
+    return objects, pd.isna(objects)
+
+
+def _plain_objects(values: Sequence[Any]) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    return pd.Series(np.fromiter(values, dtype=object, count=len(values)), dtype="object", copy=False)
+
+
+def _plain_floats(values: Sequence[Any]) -> Any:
+    import numpy as np
+
+    if isinstance(values, np.ndarray):
+        return values.astype("float64") if values.dtype.kind in "fiu" else None
+    if not _types(values) <= {float, int, type(None)}:
+        return None
+    return np.array(values, dtype="float64")  # None as NaN
+
+
+def _plain_ints(values: Sequence[Any]) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind not in "iu":
+            return None
+        return pd.arrays.IntegerArray(values.astype("int64"), np.zeros(len(values), dtype=bool))
+    masked = _masked(values, int)
+    if masked is None:
+        return None
+    objects, mask = masked
+    objects[mask] = 0
+    return pd.arrays.IntegerArray(objects.astype("int64"), mask)
+
+
+def _plain_bools(values: Sequence[Any]) -> Any:
+    import pandas as pd
+
+    masked = _masked(values, bool)
+    if masked is None:
+        return None
+    objects, mask = masked
+    objects[mask] = False
+    return pd.arrays.BooleanArray(objects.astype(bool), mask)
+
+
+def _nan(value: Any) -> bool:
+    return type(value) is float and value != value
+
+
+def _plain_categories(values: Sequence[Any]) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    distinct = set(values)
+    names = sorted(value for value in distinct if type(value) is str)
+    na = pd.NA
+    code = {value: -1 for value in distinct if value is None or value is na or _nan(value)}
+    if len(code) + len(names) != len(distinct):
+        return None
+    code.update(zip(names, range(len(names))))
+    codes = np.fromiter(map(code.__getitem__, values), dtype="int64", count=len(values))
+    make = _categories if len(names) <= 64 else _categories.__wrapped__
+    return pd.Categorical.from_codes(codes, dtype=make(tuple(names), pd.StringDtype().storage))
+
+
+@functools.lru_cache(maxsize=512)
+def _categories(names: tuple[str, ...], storage: str) -> Any:
+    """The dtype of a category column of the texts ``names`` (sorted), as pandas infers it from them with
+    its strings kept in ``storage`` (its option now); the small sets a trace's columns repeat (its
+    agents, kinds, statuses) are made once."""
+    import pandas as pd
+
+    return pd.CategoricalDtype(pd.Index(list(names)) if names else pd.Index([], dtype="object"))
+
+
+def utc_times(ns: Any) -> Any:
+    """Times in ns since the epoch (an int64 numpy array, NaT as its minimum) as a ``datetime64[ns, UTC]`` array."""
+    import pandas as pd
+
+    return pd.array(ns.view("datetime64[ns]"), dtype=pd.DatetimeTZDtype("ns", "UTC"))
+
+
+def _ns(value: Any) -> int:
+    """An aware time or a null as ns since the epoch to the microsecond (NaT's int64 when null)."""
+    import pandas as pd
+
+    if value is None or value is pd.NaT:
+        return _NAT
+    if value.tzinfo is None:
+        raise TypeError("a naive time")  # taken as pandas takes it
+    if type(value) is pd.Timestamp:
+        return int(value.value - value.value % 1000)
+    return int((value - _EPOCH) // _MICROSECOND * 1000)
+
+
+def _plain_times(values: Sequence[Any]) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(values, pd.DatetimeIndex | pd.arrays.DatetimeArray):
+        if str(values.dtype) != "datetime64[ns, UTC]":
+            return None
+        ns = values.asi8
+        return utc_times(np.where(ns == _NAT, _NAT, ns - ns % 1000))
+    if not _types(values) <= {datetime.datetime, pd.Timestamp, type(None), type(pd.NaT)}:
+        return None
+    return utc_times(np.fromiter(map(_ns, values), dtype="int64", count=len(values)))
+
+
+_PLAIN = {
+    "object": _plain_objects,
+    "category": _plain_categories,
+    "Int64": _plain_ints,
+    "float64": _plain_floats,
+    "boolean": _plain_bools,
+    "datetime64[ns, UTC]": _plain_times,
+}
 
 
 def frame(table: str, data: Mapping[str, Sequence[Any]], texts: ArrowTexts | None = None) -> pd.DataFrame:
     """A DataFrame of ``table`` with the columns and dtypes of :data:`COLUMNS` (times to the microsecond);
     with ``texts``, the long texts of its ``string`` columns are their shared copies (:func:`text_column`).
-    Values a column's dtype cannot hold: a :class:`ColumnError` naming the column."""
+    Values a column's dtype cannot hold: a :class:`ColumnError` naming the column; columns of different
+    lengths: a ValueError naming the table and them."""
     import pandas as pd
 
     columns = COLUMNS[table]
     out: dict[str, Any] = {}
     for name, (dtype, _) in columns.items():
         try:
-            out[name] = column(dtype, data[name], texts)
+            out[name] = column_array(dtype, data[name], texts)
         except (TypeError, ValueError, OverflowError) as error:
             raise ColumnError(table, name, dtype, error) from error
-    return pd.DataFrame(out, columns=list(columns))
+    lengths = {name: len(array) for name, array in out.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"frame: the columns of {table!r} are not of one length ({lengths})")
+    return pd.DataFrame(out, copy=False)  # the columns in their order
 
 
 class TraceTables(Protocol):
