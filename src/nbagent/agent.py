@@ -1038,9 +1038,7 @@ class AssistantAgent(Component):
         except BaseException as error:
             _call_failed(call, error, release)
             raise
-        if release is not None:
-            release()  # the slot back
-        call.finish(result)
+        _call_done(call, result, release)
 
     async def _model_call(
         self, run: AgentRun, message_id: str, iteration: int, purpose: LLMPurpose
@@ -1107,9 +1105,7 @@ class AssistantAgent(Component):
         except BaseException as error:
             _call_failed(call, error, release)
             raise
-        if release is not None:
-            release()  # the slot back
-        call.finish(answer)
+        _call_done(call, answer, release)
 
     async def _process_model_result(
         self,
@@ -1568,6 +1564,13 @@ async def _request_slot(limit: RequestLimit, call: LLMCall, token: CancellationT
     except BaseException as error:
         _call_failed(call, error, None)
         raise
+
+
+def _call_done(call: LLMCall, result: CreateResult, release: Callable[[], None] | None) -> None:
+    """A model call that answered ``result`` ends, its request slot given back first."""
+    if release is not None:
+        release()
+    call.finish(result)
 
 
 def _call_failed(call: LLMCall, error: BaseException, release: Callable[[], None] | None) -> None:

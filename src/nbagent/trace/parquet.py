@@ -146,15 +146,20 @@ def pending_folder(root: Path, session: str, number: int) -> Path:
     return root / f".pending-{session}-part-{number}"
 
 
-def _pending_parts(root: Path, session: str) -> dict[int, Path]:
-    """The pending folders of ``session``'s parts by number."""
+def _session_paths(root: Path, session: str, kind: str, name: re.Pattern[str]) -> dict[int, Path]:
+    """The ``.<kind>-<session>-part-<n>`` paths of ``root`` (pending folders, lock files) by number."""
     found = {}
     if root.is_dir():
-        for path in root.glob(f".pending-{session}-part-*"):
-            match = _PENDING.fullmatch(path.name)
+        for path in root.glob(f".{kind}-{session}-part-*"):
+            match = name.fullmatch(path.name)
             if match and match.group(1) == session:
                 found[int(match.group(2))] = path
     return found
+
+
+def _pending_parts(root: Path, session: str) -> dict[int, Path]:
+    """The pending folders of ``session``'s parts by number."""
+    return _session_paths(root, session, "pending", _PENDING)
 
 
 def pending_sessions(root: Path) -> set[str]:
@@ -172,13 +177,7 @@ def pending_sessions(root: Path) -> set[str]:
 
 def _lock_files(root: Path, session: str) -> dict[int, Path]:
     """The writers' lock files of ``session``'s parts by number."""
-    found = {}
-    if root.is_dir():
-        for path in root.glob(f".lock-{session}-part-*"):
-            match = _LOCK.fullmatch(path.name)
-            if match and match.group(1) == session:
-                found[int(match.group(2))] = path
-    return found
+    return _session_paths(root, session, "lock", _LOCK)
 
 
 def next_part(root: Path, session: str, tables: Sequence[str]) -> int:
