@@ -1118,8 +1118,6 @@ class AssistantAgent(Component):
         run_id = run.run_id
         calls: list[FunctionCall] = []
         results: list[FunctionExecutionResult] = []
-        # nbagent's own _execute_tool_calls (neither a subclass's nor a patch): run as its two halves
-        own_execution = getattr(self._execute_tool_calls, "__func__", None) is _OWN_EXECUTION
         for iteration in range(self._max_tool_iterations):
             text = isinstance(model_result.content, str)
             yield Move(run_id, "text_exit" if text else "tool_request", iteration)
@@ -1138,8 +1136,9 @@ class AssistantAgent(Component):
 
             yield Move(run_id, "tool_execution", iteration)
             results = []
-            # nbagent's own runs as its two halves: no nested generator unless a batch runs (see
-            # _execute_tool_calls); a subclass's or a patch's generator is driven as it is.
+            # nbagent's own (neither a subclass's nor a patch) runs as its two halves: no nested generator
+            # unless a batch runs (see _execute_tool_calls); another's generator is driven as it is.
+            own_execution = getattr(self._execute_tool_calls, "__func__", None) is _OWN_EXECUTION
             records, executions, given = self._tool_records(run, calls, iteration) if own_execution else _NO_RECORDS
             for item in records:
                 yield item
