@@ -12,7 +12,7 @@ import sys
 import time
 import warnings
 from array import array
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -1119,18 +1119,16 @@ class AssistantAgent(Component):
         calls: list[FunctionCall] = []
         results: list[FunctionExecutionResult] = []
         for iteration in range(self._max_tool_iterations):
-            if isinstance(model_result.content, str):
-                yield Move(run_id, "text_exit", iteration)
-                if model_result.thought:
-                    yield self._thought(model_result.thought, inner)
+            text = isinstance(model_result.content, str)
+            yield Move(run_id, "text_exit" if text else "tool_request", iteration)
+            if model_result.thought:
+                yield self._thought(model_result.thought, inner)
+            if text:
                 await self._add_answer(run, model_result)
                 yield self._final_message(model_result, inner, message_id)
                 return
 
-            calls = model_result.content
-            yield Move(run_id, "tool_request", iteration)
-            if model_result.thought:
-                yield self._thought(model_result.thought, inner)
+            calls = model_result.content  # type: ignore[assignment]  # not a str: the calls
             await add_to(self._model_context, assistant_message(calls, self.name, model_result.thought))
             request = agent_message(ToolCallRequestEvent, calls, self.name, model_result.usage)
             inner.append(request)
@@ -1138,14 +1136,24 @@ class AssistantAgent(Component):
 
             yield Move(run_id, "tool_execution", iteration)
             results = []
-            execution_items = self._execute_tool_calls(run, calls, iteration, results)
-            try:
-                async for item in execution_items:
-                    if type(item) is not ToolExecution and isinstance(item, (BaseAgentEvent, BaseChatMessage)):
-                        inner.append(item)  # an event a tool streamed
-                    yield item
-            finally:
-                await execution_items.aclose()
+            # nbagent's own (neither a subclass's nor a patch) runs as its two halves: no nested generator
+            # unless a batch runs (see _execute_tool_calls); another's generator is driven as it is.
+            own_execution = getattr(self._execute_tool_calls, "__func__", None) is _OWN_EXECUTION
+            records, executions, given = self._tool_records(run, calls, iteration) if own_execution else _NO_RECORDS
+            for item in records:
+                yield item
+            execution_items = (
+                await self._run_tool_calls(run, executions, given, results)
+                if own_execution
+                else self._execute_tool_calls(run, calls, iteration, results)
+            )
+            if execution_items is not None:
+                events = _tool_events(execution_items, inner)
+                try:
+                    async for item in events:
+                        yield item
+                finally:
+                    await events.aclose()
             execution = agent_message(ToolCallExecutionEvent, results, self.name)
             inner.append(execution)
             yield execution
@@ -1239,64 +1247,112 @@ class AssistantAgent(Component):
         Yields the tool execution records first, then any events the tools stream. If the run is
         cancelled meanwhile, the calls still running are cancelled and awaited, and each call gets a
         result (an error for the unfinished ones), so the context stays valid for the next run.
+        (Its two halves, :meth:`_tool_records` and :meth:`_run_tool_calls`, are what STEP 5 runs
+        where this method is nbagent's own: a nested async generator costs more than a coroutine.)
         """
-        token = run.token
-        given: list[FunctionExecutionResult | None] = [None] * len(calls)
+        records, executions, given = self._tool_records(run, calls, iteration)
+        for record in records:
+            yield record
+        batch = await self._run_tool_calls(run, executions, given, results)
+        if batch is not None:
+            async with aclosing(batch):
+                async for event in batch:
+                    yield event
+
+    def _tool_records(
+        self, run: AgentRun, calls: list[FunctionCall], iteration: int
+    ) -> tuple[Iterable[Any], list[ToolExecution], list[FunctionExecutionResult | None]]:
+        """The first half of :meth:`_execute_tool_calls`: what to yield before the calls run (a walk's
+        records, then each call's :class:`ToolExecution`), the executions (filled once those are
+        yielded), and the results a walk gave (the loop's seam: those calls are not run)."""
         plan = run.plan
-        if plan is not None and plan.active:  # the seam: results a walk gave instead of calling the tools
-            given, records = plan.tool_results(run.run_id, calls)
-            for record in records:
-                yield record
+        if plan is not None and plan.active:
+            given, walked = plan.tool_results(run.run_id, calls)
+            executions: list[ToolExecution] = []
+            return _walked_then_executions(walked, executions, run.run_id, iteration, calls), executions, given
         executions = [ToolExecution(run.run_id, iteration, call, len(calls)) for call in calls]
-        for execution in executions:
-            yield execution
+        return executions, executions, [None] * len(calls)
+
+    async def _run_tool_calls(
+        self,
+        run: AgentRun,
+        executions: list[ToolExecution],
+        given: list[FunctionExecutionResult | None],
+        results: list[FunctionExecutionResult],
+    ) -> AsyncGenerator[Any, None] | None:
+        """The second half of :meth:`_execute_tool_calls`: a single call of a tool that does not stream
+        is run here (``None`` returned); any other batch is run by the generator returned
+        (:meth:`_tool_batch`), which yields the events the tools stream."""
+        token = run.token
         try:
             # A dynamic workbench lists them again (cancellable).
             _, owners = self._listed_tools or await self._list_tools(token)
             streaming = False  # a loop, not any() of a generator: this runs for every batch of calls
-            for call in calls:
-                owner = owners.get(call.name)
-                if owner is not None and owner.streams(call.name):
+            for execution in executions:
+                name = execution.call.name
+                owner = owners.get(name)
+                if owner is not None and owner.streams(name):
                     streaming = True
                     break
-            if len(calls) == 1 and not streaming:
-                values = [await guarded(self._timed_tool_call(executions[0], owners, token, None, given[0]), token)]
-            else:
-                queue: asyncio.Queue[Any] | None = asyncio.Queue() if streaming else None
-                tasks = [
-                    asyncio.ensure_future(self._timed_tool_call(execution, owners, token, queue, result))
-                    for execution, result in zip(executions, given)
-                ]
-                if token is not None:
-                    for task in tasks:
-                        token.link_future(task)
-                try:
-                    gathered = asyncio.gather(*tasks)
-                    if queue is not None:
-                        gathered.add_done_callback(lambda _: queue.put_nowait(None))
-                        while (event := await queue.get()) is not None:
-                            yield event
-                    values = await gathered
-                finally:
-                    for task in tasks:
-                        task.cancel()
-                    await asyncio.gather(*tasks, return_exceptions=True)
+            if len(executions) != 1 or streaming:
+                return self._tool_batch(executions, owners, token, given, results, streaming)
+            value = await guarded(self._timed_tool_call(executions[0], owners, token, None, given[0]), token)
         except BaseException:
-            # A call that finished keeps its result (its record has it: _timed_tool_call completed it),
-            # also when the token fired as it returned; the others get the cancelled error result.
-            for execution in executions:
-                if execution.result is None:
-                    call = execution.call
-                    execution.finish(
-                        FunctionExecutionResult(
-                            content=CANCELLED_TOOL_RESULT, name=call.name, call_id=call.id, is_error=True
-                        )
-                    )
-            partial = [execution.result for execution in executions if execution.result is not None]
-            await self._model_context.add_message(FunctionExecutionResultMessage(content=partial))
+            await self._tool_calls_stopped(executions)
+            raise
+        results.append(value)
+        await add_to(self._model_context, tool_results_message(results))
+        return None
+
+    async def _tool_batch(
+        self,
+        executions: list[ToolExecution],
+        owners: Mapping[str, Workbench],
+        token: CancellationToken,
+        given: list[FunctionExecutionResult | None],
+        results: list[FunctionExecutionResult],
+        streaming: bool,
+    ) -> AsyncGenerator[Any, None]:
+        """Run a batch of calls concurrently (each in a task), yielding the events the tools stream."""
+        try:
+            queue: asyncio.Queue[Any] | None = asyncio.Queue() if streaming else None
+            tasks = [
+                asyncio.ensure_future(self._timed_tool_call(execution, owners, token, queue, result))
+                for execution, result in zip(executions, given)
+            ]
+            for task in tasks:
+                token.link_future(task)
+            try:
+                gathered = asyncio.gather(*tasks)
+                if queue is not None:
+                    gathered.add_done_callback(lambda _: queue.put_nowait(None))
+                    while (event := await queue.get()) is not None:
+                        yield event
+                values = await gathered
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+        except BaseException:
+            await self._tool_calls_stopped(executions)
             raise
         results.extend(values)
         await add_to(self._model_context, tool_results_message(results))
+
+    async def _tool_calls_stopped(self, executions: list[ToolExecution]) -> None:
+        """A batch ended early (cancelled, or failed): a call that finished keeps its result (its record
+        has it: _timed_tool_call completed it), also when the token fired as it returned; the others get
+        the cancelled error result, and the results go into the context."""
+        for execution in executions:
+            if execution.result is None:
+                call = execution.call
+                execution.finish(
+                    FunctionExecutionResult(
+                        content=CANCELLED_TOOL_RESULT, name=call.name, call_id=call.id, is_error=True
+                    )
+                )
+        partial = [execution.result for execution in executions if execution.result is not None]
+        await self._model_context.add_message(FunctionExecutionResultMessage(content=partial))
 
     async def _timed_tool_call(
         self,
@@ -1612,6 +1668,38 @@ def _compatible(
         else message
         for message in messages
     ]
+
+
+def _walked_then_executions(
+    walked: Iterable[Any], executions: list[ToolExecution], run_id: str, iteration: int, calls: list[FunctionCall]
+) -> Iterator[Any]:
+    """A walk's records, then the calls' :class:`ToolExecution` records, each made (into ``executions``)
+    once the walk's are yielded: its time starts then."""
+    yield from walked
+    executions.extend(ToolExecution(run_id, iteration, call, len(calls)) for call in calls)
+    yield from executions
+
+
+_OWN_EXECUTION = AssistantAgent._execute_tool_calls  # noqa: SLF001 (the class's own, in its module)
+"""nbagent's own ``_execute_tool_calls``: STEP 5 runs its two halves while it is the agent's (not a
+subclass's, nor a patch of the class's or of the agent's)."""
+
+_NO_RECORDS: tuple[tuple[()], list[ToolExecution], list[FunctionExecutionResult | None]] = ((), [], [])
+"""What STEP 5 yields and runs itself when ``_execute_tool_calls`` is a subclass's or a patch's: nothing."""
+
+
+async def _tool_events(
+    items: AsyncGenerator[Any, None], inner: list[BaseAgentEvent | BaseChatMessage]
+) -> AsyncGenerator[Any, None]:
+    """The items of a batch of tool calls (or of an ``_execute_tool_calls`` of a subclass's), each event a
+    tool streamed added to the run's ``inner`` messages; ``items`` is closed however this ends."""
+    try:
+        async for item in items:
+            if type(item) is not ToolExecution and isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+                inner.append(item)  # an event a tool streamed
+            yield item
+    finally:
+        await items.aclose()
 
 
 def _stop_if_cancelled(token: CancellationToken) -> None:

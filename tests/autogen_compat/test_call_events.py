@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
@@ -378,3 +379,12 @@ async def test_a_tool_call_of_nbagents_agent_in_autogens_team_names_the_agent(ev
     [event] = [event for event in events.events if event["type"] == "ToolCall"]
     assert (event["tool_name"], event["result"]) == ("weather", "sunny in Paris")
     assert event["agent_id"].split("/")[0].rsplit("_", 1)[0] == "forecaster"  # "<agent type>_<team id>/<key>"
+
+
+@pytest.mark.subprocess
+def test_tool_calls_have_autogens_logging_listener_only_once_autogen_core_is_imported() -> None:
+    """Without AutoGen imported, a tool call has no listener to call (the loop's hot path); importing
+    ``autogen_core`` (its event logging) registers it, so the test above logs as AutoGen's tools do."""
+    code = "import nbagent.tools as t; print(bool(t.TOOL_RAN)); import autogen_core; print(bool(t.TOOL_RAN))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert done.stdout.split() == ["False", "True"], done.stderr

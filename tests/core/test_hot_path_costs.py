@@ -5,6 +5,8 @@ text answer is the CreateResult validation makes, and a thought still comes befo
 
 from __future__ import annotations
 
+import sys
+from functools import partial
 from typing import Any
 
 import pytest
@@ -16,9 +18,11 @@ from nbagent import (
     FunctionTool,
     ReplayChatCompletionClient,
     StaticWorkbench,
+    TextMessage,
     ToolResult,
 )
 from nbagent.messages import share_fields_set, text_result, usage
+from nbagent.records import Move
 
 from .helpers import add, calls, kinds, text
 
@@ -107,3 +111,54 @@ async def test_a_thought_comes_before_its_answer_in_both_exits() -> None:
     result = await agent.run(task="1 + 2?")
     assert kinds(result.messages)[-2:] == ["ThoughtEvent", "TextMessage"]
     assert result.messages[-2].content == "so" and result.messages[-1].content == "3"
+
+
+async def generators_started(agent: AssistantAgent, task: str) -> tuple[list[str], list[str]]:
+    """The items of a run of ``agent`` (their kinds, and a Move's name) and the names of the async
+    generators it started, in order (asyncio's first-iteration hook sees each)."""
+    firstiter, finalizer = sys.get_asyncgen_hooks()
+    started: list[str] = []
+
+    def seen(agen: Any) -> None:
+        started.append(agen.ag_code.co_name)
+        if firstiter is not None:
+            firstiter(agen)
+
+    sys.set_asyncgen_hooks(seen, finalizer)
+    try:
+        items = [item async for item in agent.iter([TextMessage(content=task, source="user")])]
+    finally:
+        sys.set_asyncgen_hooks(firstiter, finalizer)
+    return [item.name if isinstance(item, Move) else type(item).__name__ for item in items], started
+
+
+async def test_a_tool_call_runs_without_a_nested_generator_and_yields_what_the_generator_yields() -> None:
+    script = [calls(("c1", "add", '{"a": 1, "b": 2}')), "3"]
+    agent = AssistantAgent("a", ReplayChatCompletionClient(script), tools=[add])
+    items, started = await generators_started(agent, "1 + 2?")
+    assert started == ["_iterate", "_run_steps", "_process_model_result"]  # STEP 5 runs the call itself
+    assert items[items.index("tool_execution") :][:2] == ["tool_execution", "ToolExecution"]
+    # The same run through the generator: patched on the agent, as a user may, it is what runs.
+    patched = AssistantAgent("a", ReplayChatCompletionClient(script), tools=[add])
+    patched._execute_tool_calls = partial(AssistantAgent._execute_tool_calls, patched)  # type: ignore[method-assign]  # noqa: SLF001
+    patched_items, patched_started = await generators_started(patched, "1 + 2?")
+    assert patched_items == items
+    assert "_execute_tool_calls" in patched_started
+    assert context_of(patched) == context_of(agent)
+
+
+async def test_a_batch_of_calls_runs_in_its_generator() -> None:
+    script = [calls(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "add", '{"a": 3, "b": 4}')), "3 and 7"]
+    agent = AssistantAgent("a", ReplayChatCompletionClient(script), tools=[add])
+    items, started = await generators_started(agent, "1 + 2, 3 + 4?")
+    assert "_tool_batch" in started and "_execute_tool_calls" not in started
+    assert items.count("ToolExecution") == 2
+    [results] = [
+        m.content for m in agent.model_context.messages if type(m).__name__ == "FunctionExecutionResultMessage"
+    ]
+    assert [(r.call_id, r.content) for r in results] == [("c1", "3"), ("c2", "7")]
+
+
+def context_of(agent: AssistantAgent) -> list[Any]:
+    """The agent's context as plain data, without the ids that differ from run to run."""
+    return [message.model_dump(exclude={"id"}) for message in agent.model_context.messages]

@@ -22,8 +22,9 @@ object that is not its own it asks a :class:`~nbagent.hooks.Hook`. :func:`regist
   ``agent.run_stream(task=...)`` ends on it;
 * ``models.base.RESULT_OUT``: nbagent's clients called by AutoGen's agent answer AutoGen's ``CreateResult``;
 * ``models.base.CALL_EVENT``: nbagent's OpenAI clients' calls logged on AutoGen's event logger, their
-  answers' quirks warned, as AutoGen's client does; ``tools.TOOL_RAN``: nbagent's tool calls logged
-  there as AutoGen's tools log theirs (:mod:`.events`);
+  answers' quirks warned, as AutoGen's client does; ``tools.TOOL_RAN`` (registered once
+  ``autogen_core.logging`` is imported): nbagent's tool calls logged there as AutoGen's tools log theirs
+  (:mod:`.events`);
 * ``console.FOREIGN_STREAM``: the items of AutoGen's streams, for ``nbagent.Console``;
 * ``records.FOREIGN_RUN`` and ``FOREIGN_STEPPER`` (registered by the package, which makes the runs and
   steppers): AutoGen's agents and teams in nbagent's live view and stepper;
@@ -365,6 +366,11 @@ def joined(made: agent_module.AssistantAgent) -> None:
         join_agents(agents)
 
 
+def _log_tool_calls(module: ModuleType) -> None:
+    """Once AutoGen's event logging is imported, nbagent's tool calls are logged as AutoGen's tools log them."""
+    tools.TOOL_RAN.register(tool_ran)
+
+
 def _console(module: ModuleType) -> None:
     module.FOREIGN_STREAM.register(stream)
 
@@ -376,7 +382,7 @@ def register() -> None:
     agent_in.CALLER.register(caller)
     agent_in.MESSAGE_TYPE_IN.register(message_type)
     tools.FOREIGN_TOOL.register(tool)
-    tools.TOOL_RAN.register(tool_ran)
+    when_imported("autogen_core.logging", _log_tool_calls)  # (no listener to call at each tool call before)
     context.FOREIGN_CONTEXT.register(model_context)
     context.FOREIGN_VIEW.register(context_view)
     context.MESSAGE_BACK.register(message_back)
