@@ -143,7 +143,7 @@ class Trace(TraceFrames):
             return self._own
         return self._attached.get(id(source))
 
-    def _rows(self) -> list[Row]:
+    def _rows(self) -> Sequence[Row]:
         """The rows, with those of chunks streamed so far by LLM calls still in progress, and every
         chunk's id drawn."""
         self._own.flush()

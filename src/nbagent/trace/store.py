@@ -13,10 +13,13 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import compress, repeat
+from operator import is_
 from typing import overload
 
 from ..messages import LLMMessage
 from ..records import LLMCall, MoveName, RunFinished, RunStarted
+from .packed import PackedRows
 from .rows import Row, SnapshotRow, named_chunk
 
 
@@ -126,6 +129,8 @@ class SnapshotRows(Sequence[SnapshotRow]):
 
 SETTLE_FROM = 256
 """Snapshot rows wait as tuples, at most this many (then a run's end moves them into the columns)."""
+PACK_EVERY = 256
+"""Every this many runs ended in a store, the rows of its finished runs are packed (:meth:`RowStore.pack`)."""
 
 
 class RowStore:
@@ -149,11 +154,14 @@ class RowStore:
         "_turns",
         "_run_keys",
         "_rows_indexed",
+        "_ends",
     )
 
     def __init__(self) -> None:
-        self.rows: list[Row] = []
-        """One row per item. Recorders only append to it; :meth:`clear` empties it in place."""
+        self.rows = PackedRows()
+        """One row per item, in order: the finished runs' packed (:meth:`pack`), then the tail the recorders
+        append to. Only :meth:`pack`, :meth:`name_chunks`, :meth:`drop_runs` and :meth:`clear` change it
+        otherwise, in place."""
         self.snapshots = SnapshotRows()
         """One row per context snapshot, its log at the same position in :attr:`logs` (appended in step)."""
         self.logs: list[list[LLMMessage]] = []
@@ -183,6 +191,7 @@ class RowStore:
         self._turns: dict[str, list[str]] = {}
         self._run_keys: dict[str, int] = {}
         self._rows_indexed = (0, 0)
+        self._ends = 0  # runs ended, counted to pack every PACK_EVERY
 
     def add_snapshot(
         self, agent: str, length: int, recorder: int, run_id: str | None, move: MoveName | None, log: list[LLMMessage]
@@ -223,9 +232,7 @@ class RowStore:
             spans.clear()
             turns.clear()
             done = 0
-        rows = self.rows
-        for at in range(done, len(rows)):
-            row = rows[at]
+        for at, row in enumerate(self.rows.iter_from(done), done):
             run = row[0] if type(row) is tuple else row.run_id  # type: ignore[union-attr]
             if run is None:
                 continue
@@ -236,7 +243,7 @@ class RowStore:
                     turns.setdefault(row.parent_run_id, []).append(run)
             else:
                 span[1] = at
-        self._rows_indexed = (self.epoch, len(rows))
+        self._rows_indexed = (self.epoch, len(self.rows))
 
     def rows_of(self, run_id: str) -> list[int]:
         """The positions in :attr:`rows` of run ``run_id``'s rows, in order: found between its first and
@@ -274,20 +281,37 @@ class RowStore:
         self._unnamed_calls.clear()
 
     def in_progress(self) -> set[str]:
-        """The ids of the runs started and not yet finished."""
-        running: set[str] = set()
-        for row in self.rows:
-            if type(row) is RunStarted:
-                running.add(row.run_id)
-            elif type(row) is RunFinished:
-                running.discard(row.run_id)
-        return running
+        """The ids of the runs started and not yet finished (their rows are all in the tail)."""
+        return set(self._running(self.rows.tail)[0])
+
+    @staticmethod
+    def _running(rows: list[Row]) -> tuple[list[str], list[int]]:
+        """The runs of ``rows`` started and not finished in them, in the order they started, and the
+        positions of their ``RunStarted``."""
+        kinds = list(map(type, rows))
+        started = compress(rows, map(is_, kinds, repeat(RunStarted)))
+        at = compress(range(len(rows)), map(is_, kinds, repeat(RunStarted)))
+        ended = {row.run_id for row in compress(rows, map(is_, kinds, repeat(RunFinished)))}  # type: ignore[union-attr]
+        running = [(row.run_id, where) for row, where in zip(started, at) if row.run_id not in ended]  # type: ignore[union-attr]
+        return [run for run, _ in running], [where for _, where in running]
+
+    def pack(self) -> None:
+        """Pack the rows of the finished runs at the tail's front (up to the first row of a run in
+        progress: a run's rows are all after its start) into a block: they are not changed any more
+        (every chunk's id drawn first)."""
+        self.name_chunks()
+        tail = self.rows.tail
+        _, starts = self._running(tail)
+        self.rows.pack(starts[0] if starts else len(tail))
 
     def run_ended(self, run_id: str) -> None:
         """A run ended (its ``RunFinished`` is the last row): with :attr:`max_runs`, forget the oldest
         finished runs once a quarter more than that are kept (so the cost is paid now and then); the
         snapshot rows waiting go into their columns once :data:`SETTLE_FROM` wait."""
         self.snapshots.settle(SETTLE_FROM)
+        self._ends += 1
+        if self._ends % PACK_EVERY == 0:
+            self.pack()
         if self.max_runs is None:
             return
         ended = self._ended
@@ -321,14 +345,14 @@ class RowStore:
         self.snapshots[:] = snapshots
         self.logs[:] = logs
         self.epoch += 1
+        self.pack()
 
     def clear(self) -> bool:
         """Forget every row and snapshot, but those of the runs in progress: they keep theirs whole (as
         :meth:`drop_runs` keeps the runs it does not drop), so that a run going on across a clear is
         recorded, and exported once it ends, whole. Whether every row went (no run in progress)."""
         rows = self.rows
-        started = {row.run_id for row in rows if type(row) is RunStarted}
-        running = started - {row.run_id for row in rows if type(row) is RunFinished}
+        running = self.in_progress()
         if running:
             self.drop_runs({run for run in map(run_of, rows) if run is not None and run not in running})
             self._ended.clear()

@@ -1,0 +1,313 @@
+"""A trace's rows, its finished runs' packed into columns: :class:`PackedRows`.
+
+The recorders append rows to a plain list (the *tail*: ``append`` and ``extend`` are the list's own);
+the store moves the rows of finished runs (:meth:`RowStore.pack`) from the tail's front into a
+:class:`Block`: the rows of one layout or record type become one :class:`Group`, each field a column
+(:func:`encode`): a value shared by every row once, floats and clock times in arrays of machine
+numbers, strings and small integers as codes into a table of their distinct values (run ids, move
+names, agents), every other object by reference. A move row costs about 14 bytes there where its tuple
+and its time cost 104, a ``RunFinished`` about 30 where the record, its datetime and its float cost 160.
+
+Packing runs at C speed (``map``, ``zip``, ``compress`` and ``array`` over a group's rows); reading a row
+rebuilds it (records of the same type, tuples, equal to the originals: fields are kept exactly, clock
+times to the microsecond a datetime holds); reading a block whole rebuilds its groups at C speed and
+merges them in order. A row is found by bisecting the blocks' first positions, then counting its kind
+in the block (C speed), never by a pass over the trace.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from itertools import compress, repeat
+from operator import add, attrgetter, eq, floordiv, is_, sub
+from typing import Any, overload
+
+from .rows import Row
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_CODED = frozenset({str, int, type(None)})  # what a column may hold as codes into a table (hashable, no bool)
+
+
+class Column:
+    """One field of a group's rows: ``kind`` says how ``data`` holds it (see :func:`encode`)."""
+
+    __slots__ = ("kind", "data", "table")
+
+    def __init__(self, kind: int, data: Any, table: list[Any] | None = None) -> None:
+        self.kind = kind
+        self.data = data
+        self.table = table
+
+    def get(self, index: int) -> Any:
+        """The value of row ``index`` of the group."""
+        kind, data = self.kind, self.data
+        if kind == SAME:
+            return data
+        if kind == CODES:
+            assert self.table is not None
+            return self.table[data[index]]
+        if kind == TIMES:
+            return _EPOCH + timedelta(0, 0, data[index])
+        if kind == EMPTY_LISTS:
+            return []
+        return data[index]  # NUMBERS, OBJECTS
+
+    def values(self, count: int) -> Iterable[Any]:
+        """The values of the group's ``count`` rows, in order."""
+        kind, data = self.kind, self.data
+        if kind == SAME:
+            return repeat(data, count)
+        if kind == CODES:
+            assert self.table is not None
+            return map(self.table.__getitem__, data)
+        if kind == TIMES:
+            return map(add, repeat(_EPOCH), map(timedelta, repeat(0), repeat(0), data))
+        if kind == EMPTY_LISTS:
+            return map(list, repeat((), count))
+        values: Iterable[Any] = data  # NUMBERS, OBJECTS
+        return values
+
+
+SAME, NUMBERS, TIMES, CODES, EMPTY_LISTS, OBJECTS = range(6)
+
+
+def encode(values: Sequence[Any]) -> Column:
+    """The column of ``values`` (one field of a group's rows): ``SAME`` when every value is one object,
+    ``NUMBERS`` when all are floats (an ``array('d')``, exact), ``TIMES`` when all are datetimes in UTC
+    (microseconds since the epoch in an ``array('q')``: exact), ``EMPTY_LISTS`` when all are empty lists
+    (each row gets a new one), ``CODES`` when all are strings, integers or ``None`` (codes into a table
+    of the distinct values, 1, 2 or 4 bytes a row), else ``OBJECTS`` (the values by reference)."""
+    first = values[0]
+    if all(map(is_, values, repeat(first))):
+        return Column(SAME, first)
+    types = set(map(type, values))
+    if types == {float}:
+        return Column(NUMBERS, array("d", values))
+    if types == {datetime} and all(map(is_, map(attrgetter("tzinfo"), values), repeat(UTC))):
+        return Column(TIMES, array("q", map(floordiv, map(sub, values, repeat(_EPOCH)), repeat(_MICROSECOND))))
+    if types == {list} and not any(map(len, values)):
+        return Column(EMPTY_LISTS, None)
+    if types <= _CODED:
+        table = list(dict.fromkeys(values))
+        codes = dict(zip(table, range(len(table))))
+        typecode = "B" if len(table) <= 0x100 else "H" if len(table) <= 0x10000 else "I"
+        return Column(CODES, array(typecode, map(codes.__getitem__, values)), table)
+    return Column(OBJECTS, list(values))
+
+
+class Group:
+    """The rows of one kind in a block (one record type, or tuples of one length), as columns."""
+
+    __slots__ = ("build", "count", "columns")
+
+    def __init__(self, build: Callable[..., Row], rows: Sequence[Any], fields: Callable[[Any], tuple[Any, ...]] | None):
+        self.build = build
+        self.count = len(rows)
+        values = zip(*rows) if fields is None else zip(*map(fields, rows))
+        self.columns = [encode(column) for column in values]
+
+    def row(self, index: int) -> Row:
+        """Row ``index`` of the group, rebuilt."""
+        return self.build(*[column.get(index) for column in self.columns])
+
+    def rows(self) -> Iterator[Row]:
+        """Every row of the group, rebuilt, in order."""
+        return map(self.build, *[column.values(self.count) for column in self.columns])
+
+
+def _tuple(*values: Any) -> tuple[Any, ...]:
+    return values
+
+
+_FIELDS: dict[type, Callable[[Any], tuple[Any, ...]] | None] = {}
+
+
+def _fields_of(kind: type) -> Callable[[Any], tuple[Any, ...]] | None:
+    """What reads a record's fields in its constructor's order (``None``: not a dataclass built from
+    its fields alone, kept by reference)."""
+    if kind not in _FIELDS:
+        names = [field.name for field in dataclasses.fields(kind)] if dataclasses.is_dataclass(kind) else []
+        plain = names and all(field.init for field in dataclasses.fields(kind)) and not hasattr(kind, "__post_init__")
+        _FIELDS[kind] = attrgetter(*names) if plain and len(names) > 1 else None
+    return _FIELDS[kind]
+
+
+class Block:
+    """Rows packed from consecutive positions: per row the index of its type in ``types`` (``codes``),
+    per tuple row its length (``lengths``), and one :class:`Group` per record type and tuple length
+    (rows of a type that is not a plain dataclass are kept by reference, in ``objects``)."""
+
+    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples")
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.count = len(rows)
+        kinds = list(map(type, rows))
+        self.types = list(dict.fromkeys(kinds))
+        index = dict(zip(self.types, range(len(self.types))))
+        self.codes = bytes(map(index.__getitem__, kinds))  # at most a few kinds of row
+        # Per type: its group, its rows themselves (not a plain dataclass), or None (tuples: by length).
+        self.groups: list[Group | list[Row] | None] = []
+        self.tuples: dict[int, Group] = {}
+        self.lengths = b""
+        for code, kind in enumerate(self.types):
+            mine: list[Any] = list(compress(rows, map(eq, self.codes, repeat(code))))
+            if kind is tuple:
+                self.lengths = bytes(map(len, mine))
+                for length in dict.fromkeys(self.lengths):
+                    same = list(compress(mine, map(eq, self.lengths, repeat(length))))
+                    self.tuples[length] = Group(_tuple, same, None)
+                self.groups.append(None)
+                continue
+            fields = _fields_of(kind)
+            self.groups.append(mine if fields is None else Group(kind, mine, fields))
+
+    def row(self, index: int) -> Row:
+        """Row ``index`` of the block, rebuilt."""
+        code = self.codes[index]
+        nth = self.codes.count(code, 0, index)
+        group = self.groups[code]
+        if group is None:  # a tuple: its length, then its place among the tuples of that length
+            length = self.lengths[nth]
+            return self.tuples[length].row(self.lengths.count(length, 0, nth))
+        return group[nth] if isinstance(group, list) else group.row(nth)
+
+    def rows(self) -> list[Row]:
+        """Every row of the block, rebuilt, in order."""
+        sources: list[Iterator[Row]] = []
+        for group in self.groups:
+            if group is None:
+                by_length = {length: tuples.rows() for length, tuples in self.tuples.items()}
+                sources.append(iter(list(map(next, map(by_length.__getitem__, self.lengths)))))
+            else:
+                sources.append(iter(group) if isinstance(group, list) else group.rows())
+        return list(map(next, map(sources.__getitem__, self.codes)))
+
+
+class PackedRows(Sequence[Row]):
+    """A trace's rows: the packed :class:`Block` s of finished runs, then the tail the recorders append to.
+
+    Reads like a list of rows (``len``, indexing, slices, iteration, ``==``); ``append`` and ``extend``
+    are the tail's own (the recorders' hot path), a row of the tail may be replaced (``rows[i] = row``),
+    every row may be replaced at once (``rows[:] = rows``, into the tail) or cleared."""
+
+    __slots__ = ("_blocks", "_starts", "_packed", "_tail", "append", "extend")
+
+    def __init__(self) -> None:
+        self._blocks: list[Block] = []
+        self._starts: list[int] = []  # each block's first position
+        self._packed = 0  # rows in the blocks
+        self._tail: list[Row] = []
+        self.append: Callable[[Row], None] = self._tail.append
+        """Add a row at the end."""
+        self.extend: Callable[[Iterable[Row]], None] = self._tail.extend
+        """Add rows at the end."""
+
+    @property
+    def packed(self) -> int:
+        """How many rows are packed (the first ones)."""
+        return self._packed
+
+    @property
+    def tail(self) -> list[Row]:
+        """The rows not packed (the last ones), the list the recorders append to."""
+        return self._tail
+
+    def pack(self, count: int) -> None:
+        """Pack the tail's first ``count`` rows into a block (they are no longer changed)."""
+        if count <= 0:
+            return
+        tail = self._tail
+        block = Block(tail[:count])
+        del tail[:count]
+        self._blocks.append(block)
+        self._starts.append(self._packed)
+        self._packed += count
+
+    def __len__(self) -> int:
+        return self._packed + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Row]: ...
+
+    def __getitem__(self, index: int | slice) -> Row | list[Row]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return list(self)[index]
+            return list(self.iter_from(start))[: max(0, stop - start)]
+        packed = self._packed
+        if index < 0:
+            index += len(self)
+        if index >= packed:
+            return self._tail[index - packed]
+        if index < 0:
+            raise IndexError("row index out of range")
+        at = bisect.bisect_right(self._starts, index) - 1
+        return self._blocks[at].row(index - self._starts[at])
+
+    def iter_from(self, start: int) -> Iterator[Row]:
+        """The rows from position ``start`` on (whole blocks before it skipped, not rebuilt)."""
+        packed = self._packed
+        if start >= packed:
+            yield from self._tail[start - packed :]
+            return
+        at = max(0, bisect.bisect_right(self._starts, start) - 1)
+        skip = start - self._starts[at]
+        for block in self._blocks[at:]:
+            rows = block.rows()
+            yield from rows[skip:] if skip else rows
+            skip = 0
+        yield from list(self._tail)
+
+    def __iter__(self) -> Iterator[Row]:
+        return self.iter_from(0)
+
+    def __reversed__(self) -> Iterator[Row]:
+        yield from reversed(self._tail)
+        for block in reversed(self._blocks):
+            yield from reversed(block.rows())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (PackedRows, list)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @overload
+    def __setitem__(self, index: int, row: Row) -> None: ...
+
+    @overload
+    def __setitem__(self, index: slice, row: Iterable[Row]) -> None: ...
+
+    def __setitem__(self, index: int | slice, row: Row | Iterable[Row]) -> None:
+        """``rows[i] = row`` (a row not packed) or ``rows[:] = rows`` (every row replaced)."""
+        if isinstance(index, slice):
+            if index != slice(None):
+                raise IndexError("rows are replaced whole ([:] =), one by one in the tail, or appended to")
+            kept: list[Row] = list(row)  # type: ignore[arg-type]  # may read this sequence itself
+            self._blocks.clear()
+            self._starts.clear()
+            self._packed = 0
+            self._tail[:] = kept
+            return
+        if index < 0:
+            index += len(self)
+        if index < self._packed:
+            raise IndexError(f"row {index} is packed: packed rows are not changed")
+        self._tail[index - self._packed] = row  # type: ignore[assignment]
+
+    def clear(self) -> None:
+        """Forget every row."""
+        self._blocks.clear()
+        self._starts.clear()
+        self._packed = 0
+        self._tail.clear()
