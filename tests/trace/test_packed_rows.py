@@ -19,14 +19,27 @@ from nbagent import (
     RequestUsage,
     Trace,
 )
+from nbagent.messages import Response, TextMessage, text_result, usage
 from nbagent.models import ReplayExhaustedError
 from nbagent.records import Intervention
 from nbagent.trace import store as store_module
-from nbagent.trace.packed import CODES, EMPTY_LISTS, NUMBERS, OBJECTS, SAME, TIMES, encode
+from nbagent.trace.packed import (
+    CODES,
+    EMPTY_LISTS,
+    MIXED,
+    NESTED,
+    NUMBERS,
+    OBJECTS,
+    SAME,
+    SINGLES,
+    TIMES,
+    encode,
+)
 from nbagent.trace.store import RowStore
 
 from .helpers import add, calls, fail, text
 
+MESSAGE = TextMessage(content="hi", source="a")
 FRAMES = ("runs_df", "events_df", "llm_calls_df", "tool_calls_df", "context_df")
 
 
@@ -216,6 +229,12 @@ async def test_max_runs_drops_packed_runs_and_packs_what_is_kept(monkeypatch: py
         ([True, 1], OBJECTS),  # a bool and an int are equal keys: kept as they are
         ([[1], []], OBJECTS),
         ([1.0, 1], OBJECTS),
+        ([[1], ["a"]], SINGLES),
+        (list(range(1000)), NUMBERS),  # many integers: an array of them
+        ([Response(chat_message=MESSAGE), Response(chat_message=MESSAGE, inner_messages=[MESSAGE])], NESTED),
+        ([text_result("a", usage(1, 2)), text_result("b", usage(3, 4))], NESTED),
+        ([Response(chat_message=MESSAGE), MESSAGE, None], MIXED),
+        ([CreateResult(finish_reason="stop", content="a", usage=usage(1, 2)), text_result("b", usage(3, 4))], OBJECTS),
     ],
 )
 def test_each_column_gives_back_its_values_exactly(values: list[Any], kind: int) -> None:
@@ -224,6 +243,10 @@ def test_each_column_gives_back_its_values_exactly(values: list[Any], kind: int)
     for found in ([column.get(index) for index in range(len(values))], list(column.values(len(values)))):
         assert [type(value) for value in found] == [type(value) for value in values]
         assert repr(found) == repr(values)  # nan and -0.0 too
+        assert found == values or kind == NUMBERS  # (nan != nan)
+        for value, was in zip(found, values):
+            if kind in (EMPTY_LISTS, SINGLES, NESTED):
+                assert value is not was  # a new one: changing it changes no other row
 
 
 def test_a_store_packs_only_finished_runs_and_many_blocks_are_found_by_bisect() -> None:

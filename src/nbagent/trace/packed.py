@@ -26,6 +26,8 @@ from itertools import compress, repeat
 from operator import add, attrgetter, eq, floordiv, is_, sub
 from typing import Any, overload
 
+from ..messages import CreateResult, Response, built_values, rebuilt
+from ..models.base import ModelRequest
 from .rows import Row
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -34,14 +36,16 @@ _CODED = frozenset({str, int, type(None)})  # what a column may hold as codes in
 
 
 class Column:
-    """One field of a group's rows: ``kind`` says how ``data`` holds it (see :func:`encode`)."""
+    """One field of a group's rows: ``kind`` says how ``data`` holds it (see :func:`encode`); ``parts``:
+    a table of values (``CODES``), the nested group (``NESTED``), the column of the lists' items
+    (``SINGLES``), or one column per type (``MIXED``, ``data`` their codes)."""
 
-    __slots__ = ("kind", "data", "table")
+    __slots__ = ("kind", "data", "parts")
 
-    def __init__(self, kind: int, data: Any, table: list[Any] | None = None) -> None:
+    def __init__(self, kind: int, data: Any, parts: Any = None) -> None:
         self.kind = kind
         self.data = data
-        self.table = table
+        self.parts = parts
 
     def get(self, index: int) -> Any:
         """The value of row ``index`` of the group."""
@@ -49,12 +53,18 @@ class Column:
         if kind == SAME:
             return data
         if kind == CODES:
-            assert self.table is not None
-            return self.table[data[index]]
+            return self.parts[data[index]]
         if kind == TIMES:
             return _EPOCH + timedelta(0, 0, data[index])
         if kind == EMPTY_LISTS:
             return []
+        if kind == NESTED:
+            return self.parts.row(index)
+        if kind == SINGLES:
+            return [self.parts.get(index)]
+        if kind == MIXED:
+            code = data[index]
+            return self.parts[code].get(data.count(code, 0, index))
         return data[index]  # NUMBERS, OBJECTS
 
     def values(self, count: int) -> Iterable[Any]:
@@ -63,59 +73,111 @@ class Column:
         if kind == SAME:
             return repeat(data, count)
         if kind == CODES:
-            assert self.table is not None
-            return map(self.table.__getitem__, data)
+            return map(self.parts.__getitem__, data)
         if kind == TIMES:
             return map(add, repeat(_EPOCH), map(timedelta, repeat(0), repeat(0), data))
         if kind == EMPTY_LISTS:
             return map(list, repeat((), count))
+        if kind == NESTED:
+            nested: Iterable[Any] = self.parts.rows()
+            return nested
+        if kind == SINGLES:
+            return map(_one, self.parts.values(count))
+        if kind == MIXED:
+            sources = [iter(part.values(data.count(code))) for code, part in enumerate(self.parts)]
+            mixed: Iterable[Any] = map(next, map(sources.__getitem__, data))
+            return mixed
         values: Iterable[Any] = data  # NUMBERS, OBJECTS
         return values
 
 
-SAME, NUMBERS, TIMES, CODES, EMPTY_LISTS, OBJECTS = range(6)
+SAME, NUMBERS, TIMES, CODES, EMPTY_LISTS, OBJECTS, NESTED, SINGLES, MIXED = range(9)
+
+Fields = Callable[[Any], "tuple[Any, ...] | None"]
+NESTED_TYPES: dict[type, tuple[Fields, Callable[..., Any]]] = {
+    Response: (attrgetter("chat_message", "inner_messages"), Response),
+    ModelRequest: (attrgetter("messages", "tools", "tool_choice", "json_output", "extra_create_args"), ModelRequest),
+    CreateResult: (built_values, lambda *values: rebuilt(CreateResult, values)),
+}
+"""The types whose values a column keeps as columns of their fields (a :class:`Group`): per type, what
+reads a value's fields (``None``: this value cannot be, the column keeps its values by reference) and
+what builds an equal value of them. Only types whose values the trace alone holds (else their fields'
+columns would cost more than one reference); more are added with :func:`nest`."""
+
+
+def nest(kind: type, fields: Fields, build: Callable[..., Any]) -> None:
+    """Keep the values of ``kind`` in a column as columns of their ``fields``, built again by ``build``."""
+    NESTED_TYPES[kind] = (fields, build)
+
+
+def _one(value: Any) -> list[Any]:
+    return [value]
 
 
 def encode(values: Sequence[Any]) -> Column:
     """The column of ``values`` (one field of a group's rows): ``SAME`` when every value is one object,
     ``NUMBERS`` when all are floats (an ``array('d')``, exact), ``TIMES`` when all are datetimes in UTC
     (microseconds since the epoch in an ``array('q')``: exact), ``EMPTY_LISTS`` when all are empty lists
-    (each row gets a new one), ``CODES`` when all are strings, integers or ``None`` (codes into a table
-    of the distinct values, 1, 2 or 4 bytes a row), else ``OBJECTS`` (the values by reference)."""
+    (each row gets a new one), ``SINGLES`` when all are lists of one item (the items' column),
+    ``CODES`` when all are strings, integers or ``None`` (codes into a table of the distinct values, 1, 2
+    or 4 bytes a row), ``NESTED`` when all are of one of :data:`NESTED_TYPES`, ``MIXED`` when they are
+    of several types and some type's values are kept as more than references (one column per type),
+    else ``OBJECTS`` (the values by reference)."""
     first = values[0]
     if all(map(is_, values, repeat(first))):
         return Column(SAME, first)
-    types = set(map(type, values))
-    if types == {float}:
-        return Column(NUMBERS, array("d", values))
-    if types == {datetime} and all(map(is_, map(attrgetter("tzinfo"), values), repeat(UTC))):
-        return Column(TIMES, array("q", map(floordiv, map(sub, values, repeat(_EPOCH)), repeat(_MICROSECOND))))
-    if types == {list} and not any(map(len, values)):
-        return Column(EMPTY_LISTS, None)
+    kinds = list(map(type, values))
+    types = set(kinds)
+    if len(types) == 1:
+        (kind,) = types
+        if kind is float:
+            return Column(NUMBERS, array("d", values))
+        if kind is datetime and all(map(is_, map(attrgetter("tzinfo"), values), repeat(UTC))):
+            return Column(TIMES, array("q", map(floordiv, map(sub, values, repeat(_EPOCH)), repeat(_MICROSECOND))))
+        if kind is list:
+            sizes = set(map(len, values))
+            if sizes == {0}:
+                return Column(EMPTY_LISTS, None)
+            if sizes == {1}:
+                return Column(SINGLES, None, encode([value[0] for value in values]))
+        nested = NESTED_TYPES.get(kind)
+        if nested is not None:
+            fields = list(map(nested[0], values))
+            if None not in fields:
+                return Column(NESTED, None, Group(nested[1], fields, None))
     if types <= _CODED:
         table = list(dict.fromkeys(values))
+        if types == {int} and len(table) > 0x100 and -(2**63) <= min(table) and max(table) < 2**63:
+            return Column(NUMBERS, array("q", values))  # many integers: 8 bytes each, no object
         codes = dict(zip(table, range(len(table))))
         typecode = "B" if len(table) <= 0x100 else "H" if len(table) <= 0x10000 else "I"
         return Column(CODES, array(typecode, map(codes.__getitem__, values)), table)
+    if 1 < len(types) <= 0x100 and not types.isdisjoint(NESTED_TYPES):
+        order = list(dict.fromkeys(kinds))
+        index = dict(zip(order, range(len(order))))
+        kind_codes = bytes(map(index.__getitem__, kinds))
+        parts = [encode(list(compress(values, map(eq, kind_codes, repeat(code))))) for code in range(len(order))]
+        return Column(MIXED, kind_codes, parts)
     return Column(OBJECTS, list(values))
 
 
 class Group:
-    """The rows of one kind in a block (one record type, or tuples of one length), as columns."""
+    """The rows of one kind (one record type, tuples of one length, the values of a nested type), as
+    columns of their fields."""
 
     __slots__ = ("build", "count", "columns")
 
-    def __init__(self, build: Callable[..., Row], rows: Sequence[Any], fields: Callable[[Any], tuple[Any, ...]] | None):
+    def __init__(self, build: Callable[..., Any], rows: Sequence[Any], fields: Fields | None):
         self.build = build
         self.count = len(rows)
         values = zip(*rows) if fields is None else zip(*map(fields, rows))
         self.columns = [encode(column) for column in values]
 
-    def row(self, index: int) -> Row:
+    def row(self, index: int) -> Any:
         """Row ``index`` of the group, rebuilt."""
         return self.build(*[column.get(index) for column in self.columns])
 
-    def rows(self) -> Iterator[Row]:
+    def rows(self) -> Iterator[Any]:
         """Every row of the group, rebuilt, in order."""
         return map(self.build, *[column.values(self.count) for column in self.columns])
 
@@ -124,10 +186,10 @@ def _tuple(*values: Any) -> tuple[Any, ...]:
     return values
 
 
-_FIELDS: dict[type, Callable[[Any], tuple[Any, ...]] | None] = {}
+_FIELDS: dict[type, Fields | None] = {}
 
 
-def _fields_of(kind: type) -> Callable[[Any], tuple[Any, ...]] | None:
+def _fields_of(kind: type) -> Fields | None:
     """What reads a record's fields in its constructor's order (``None``: not a dataclass built from
     its fields alone, kept by reference)."""
     if kind not in _FIELDS:
@@ -173,8 +235,12 @@ class Block:
         group = self.groups[code]
         if group is None:  # a tuple: its length, then its place among the tuples of that length
             length = self.lengths[nth]
-            return self.tuples[length].row(self.lengths.count(length, 0, nth))
-        return group[nth] if isinstance(group, list) else group.row(nth)
+            found: Row = self.tuples[length].row(self.lengths.count(length, 0, nth))
+            return found
+        if isinstance(group, list):
+            return group[nth]
+        row: Row = group.row(nth)
+        return row
 
     def rows(self) -> list[Row]:
         """Every row of the block, rebuilt, in order."""

@@ -43,6 +43,7 @@ from ..records import (
     ToolExecution,
 )
 from ..tools import ToolSchema
+from .packed import nest
 from .store import RowStore
 
 T = TypeVar("T")
@@ -72,6 +73,10 @@ class SentMessages(Sequence[LLMMessage]):
 
     def __len__(self) -> int:
         return len(self._head) + self._stop - self._start
+
+    def parts(self) -> tuple[tuple[LLMMessage, ...], list[LLMMessage], int, int]:
+        """What it is made of: ``SentMessages(*parts)`` is an equal one (how a packed trace keeps it)."""
+        return self._head, self._log, self._start, self._stop
 
     @overload
     def __getitem__(self, index: int) -> LLMMessage: ...
@@ -107,6 +112,9 @@ class SentMessages(Sequence[LLMMessage]):
 
     def __repr__(self) -> str:
         return repr(self.to_list())
+
+
+nest(SentMessages, SentMessages.parts, SentMessages)  # a packed request keeps its parts as columns
 
 
 class AgentRecorder(Generic[T]):
