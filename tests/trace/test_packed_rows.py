@@ -33,6 +33,7 @@ from nbagent.trace.packed import (
     SAME,
     SINGLES,
     TIMES,
+    Table,
     encode,
 )
 from nbagent.trace.store import RowStore
@@ -238,7 +239,7 @@ async def test_max_runs_drops_packed_runs_and_packs_what_is_kept(monkeypatch: py
     ],
 )
 def test_each_column_gives_back_its_values_exactly(values: list[Any], kind: int) -> None:
-    column = encode(values)
+    column = encode(values, Table())
     assert column.kind == kind
     for found in ([column.get(index) for index in range(len(values))], list(column.values(len(values)))):
         assert [type(value) for value in found] == [type(value) for value in values]

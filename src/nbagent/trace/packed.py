@@ -114,7 +114,23 @@ def _one(value: Any) -> list[Any]:
     return [value]
 
 
-def encode(values: Sequence[Any]) -> Column:
+class Table(dict[Any, int]):
+    """The distinct values of a block's coded columns, which share it (run ids, agents, move names...):
+    a value's code is its place in :attr:`distinct`, drawn as the columns are made."""
+
+    __slots__ = ("distinct",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.distinct: list[Any] = []
+
+    def __missing__(self, value: Any) -> int:
+        code = self[value] = len(self.distinct)
+        self.distinct.append(value)
+        return code
+
+
+def encode(values: Sequence[Any], table: Table) -> Column:
     """The column of ``values`` (one field of a group's rows): ``SAME`` when every value is one object,
     ``NUMBERS`` when all are floats (an ``array('d')``, exact), ``TIMES`` when all are datetimes in UTC
     (microseconds since the epoch in an ``array('q')``: exact), ``EMPTY_LISTS`` when all are empty lists
@@ -139,24 +155,24 @@ def encode(values: Sequence[Any]) -> Column:
             if sizes == {0}:
                 return Column(EMPTY_LISTS, None)
             if sizes == {1}:
-                return Column(SINGLES, None, encode([value[0] for value in values]))
+                return Column(SINGLES, None, encode([value[0] for value in values], table))
         nested = NESTED_TYPES.get(kind)
         if nested is not None:
             fields = list(map(nested[0], values))
             if None not in fields:
-                return Column(NESTED, None, Group(nested[1], fields, None))
+                return Column(NESTED, None, Group(nested[1], fields, None, table))
     if types <= _CODED:
-        table = list(dict.fromkeys(values))
-        if types == {int} and len(table) > 0x100 and -(2**63) <= min(table) and max(table) < 2**63:
-            return Column(NUMBERS, array("q", values))  # many integers: 8 bytes each, no object
-        codes = dict(zip(table, range(len(table))))
-        typecode = "B" if len(table) <= 0x100 else "H" if len(table) <= 0x10000 else "I"
-        return Column(CODES, array(typecode, map(codes.__getitem__, values)), table)
+        if types == {int} and 2 * len(set(values)) > len(values) and -(2**63) <= min(values) and max(values) < 2**63:
+            return Column(NUMBERS, array("q", values))  # integers mostly distinct: 8 bytes each, no object
+        codes = list(map(table.__getitem__, values))
+        size = len(table.distinct)
+        typecode = "B" if size <= 0x100 else "H" if size <= 0x10000 else "I"
+        return Column(CODES, array(typecode, codes), table.distinct)
     if 1 < len(types) <= 0x100 and not types.isdisjoint(NESTED_TYPES):
         order = list(dict.fromkeys(kinds))
         index = dict(zip(order, range(len(order))))
         kind_codes = bytes(map(index.__getitem__, kinds))
-        parts = [encode(list(compress(values, map(eq, kind_codes, repeat(code))))) for code in range(len(order))]
+        parts = [encode(list(compress(values, map(eq, kind_codes, repeat(code)))), table) for code in range(len(order))]
         return Column(MIXED, kind_codes, parts)
     return Column(OBJECTS, list(values))
 
@@ -167,11 +183,11 @@ class Group:
 
     __slots__ = ("build", "count", "columns")
 
-    def __init__(self, build: Callable[..., Any], rows: Sequence[Any], fields: Fields | None):
+    def __init__(self, build: Callable[..., Any], rows: Sequence[Any], fields: Fields | None, table: Table):
         self.build = build
         self.count = len(rows)
         values = zip(*rows) if fields is None else zip(*map(fields, rows))
-        self.columns = [encode(column) for column in values]
+        self.columns = [encode(column, table) for column in values]
 
     def row(self, index: int) -> Any:
         """Row ``index`` of the group, rebuilt."""
@@ -216,17 +232,18 @@ class Block:
         self.groups: list[Group | list[Row] | None] = []
         self.tuples: dict[int, Group] = {}
         self.lengths = b""
+        table = Table()  # one for every coded column of the block: a run's id is kept once
         for code, kind in enumerate(self.types):
             mine: list[Any] = list(compress(rows, map(eq, self.codes, repeat(code))))
             if kind is tuple:
                 self.lengths = bytes(map(len, mine))
                 for length in dict.fromkeys(self.lengths):
                     same = list(compress(mine, map(eq, self.lengths, repeat(length))))
-                    self.tuples[length] = Group(_tuple, same, None)
+                    self.tuples[length] = Group(_tuple, same, None, table)
                 self.groups.append(None)
                 continue
             fields = _fields_of(kind)
-            self.groups.append(mine if fields is None else Group(kind, mine, fields))
+            self.groups.append(mine if fields is None else Group(kind, mine, fields, table))
 
     def row(self, index: int) -> Row:
         """Row ``index`` of the block, rebuilt."""

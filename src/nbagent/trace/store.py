@@ -19,28 +19,30 @@ from typing import overload
 
 from ..messages import LLMMessage
 from ..records import LLMCall, MoveName, RunFinished, RunStarted
-from .packed import PackedRows
+from .packed import PackedRows, Table
 from .rows import Row, SnapshotRow, named_chunk
 
 
 class SnapshotRows(Sequence[SnapshotRow]):
-    """The snapshot rows of a store, kept as columns: each row's numbers in arrays of machine integers
-    and its names in lists (shared strings), about 50 bytes a snapshot where a tuple of six, with its
-    two integers past the small ones Python caches, cost 150. Reads like the list of tuples it stands
+    """The snapshot rows of a store, kept as columns: each row's numbers in arrays of 4-byte integers,
+    its agent and move as codes into a table of the names (:class:`~nbagent.trace.packed.Table`), its run
+    in a list (shared strings), about 25 bytes a snapshot where a tuple of six, with its two integers
+    past the small ones Python caches, cost 150. Reads like the list of tuples it stands
     for: ``len``, indexing (a tuple), iteration, ``append`` of a tuple, ``clear`` and ``[:] =``.
 
     ``append`` is a list's (the recorders append at most moves): the rows wait there and go into the
     columns in bulk, when read or when :data:`SETTLE_FROM` of them wait (:meth:`settle`)."""
 
-    __slots__ = ("_rows", "_agents", "_sizes", "_recorders", "_runs", "_moves", "_waiting", "append")
+    __slots__ = ("_rows", "_agents", "_sizes", "_recorders", "_runs", "_moves", "_names", "_waiting", "append")
 
     def __init__(self) -> None:
-        self._rows = array("q")
-        self._agents: list[str] = []
-        self._sizes = array("q")
-        self._recorders = array("q")
+        self._rows = array("I")
+        self._agents = array("I")
+        self._sizes = array("I")
+        self._recorders = array("I")
         self._runs: list[str | None] = []
-        self._moves: list[MoveName | None] = []
+        self._moves = array("I")
+        self._names = Table()  # the agents' and moves' names (and None), coded
         self._waiting: list[SnapshotRow] = []
         self.append: Callable[[SnapshotRow], None] = self._waiting.append
         """Add a snapshot row at the end."""
@@ -52,11 +54,11 @@ class SnapshotRows(Sequence[SnapshotRow]):
             return
         rows, agents, sizes, recorders, runs, moves = zip(*waiting)
         self._rows.extend(rows)
-        self._agents.extend(agents)
+        self._agents.extend(map(self._names.__getitem__, agents))
         self._sizes.extend(sizes)
         self._recorders.extend(recorders)
         self._runs.extend(runs)
-        self._moves.extend(moves)
+        self._moves.extend(map(self._names.__getitem__, moves))
         waiting.clear()
 
     def __len__(self) -> int:
@@ -72,18 +74,21 @@ class SnapshotRows(Sequence[SnapshotRow]):
         if isinstance(index, slice):
             return list(self)[index]
         self.settle()
+        names = self._names.distinct
         return (
             self._rows[index],
-            self._agents[index],
+            names[self._agents[index]],
             self._sizes[index],
             self._recorders[index],
             self._runs[index],
-            self._moves[index],
+            names[self._moves[index]],
         )
 
     def __iter__(self) -> Iterator[SnapshotRow]:
         self.settle()
-        return zip(self._rows, self._agents, self._sizes, self._recorders, self._runs, self._moves)
+        names = self._names.distinct
+        agents, moves = map(names.__getitem__, self._agents), map(names.__getitem__, self._moves)
+        return zip(self._rows, agents, self._sizes, self._recorders, self._runs, moves)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (SnapshotRows, list)):
@@ -105,11 +110,9 @@ class SnapshotRows(Sequence[SnapshotRow]):
         """Forget every snapshot row."""
         self._waiting.clear()
         if self._rows:
-            for column in (self._rows, self._sizes, self._recorders):
+            for column in (self._rows, self._agents, self._sizes, self._recorders, self._moves):
                 del column[:]
-            self._agents.clear()
             self._runs.clear()
-            self._moves.clear()
 
     def row_at(self, index: int) -> int:
         """The row snapshot ``index`` was taken before (without building its row)."""
