@@ -23,7 +23,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import compress, repeat
-from operator import add, attrgetter, eq, floordiv, is_, sub
+from operator import add, attrgetter, eq, floordiv, is_, is_not, sub
 from typing import Any, overload
 
 from ..messages import CreateResult, Response, built_values, rebuilt
@@ -33,6 +33,101 @@ from .rows import Row
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _CODED = frozenset({str, int, type(None)})  # what a column may hold as codes into a table (hashable, no bool)
+
+
+def uuid_bytes(value: object) -> bytes | None:
+    """The 16 bytes of ``value`` when it is a UUID's canonical text (a run's id), else ``None``."""
+    if type(value) is not str or len(value) != 36:
+        return None
+    try:
+        raw = bytes.fromhex(value.replace("-", ""))
+    except ValueError:
+        return None
+    return raw if len(raw) == 16 and uuid_text(raw) == value else None
+
+
+def uuid_text(raw: bytes) -> str:
+    """The canonical text of the UUID of 16 bytes ``raw`` (lower-case hex, four dashes)."""
+    digits = raw.hex()
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+class Distinct(Sequence[Any]):
+    """The distinct values of a :class:`Table`, in the order of their codes. Once sealed (the block is
+    made), the texts that are UUIDs (run ids) are held in 16 bytes each instead of an 85-byte string,
+    their text made again when read; every other value is held as it is."""
+
+    __slots__ = ("_values", "_marks", "_uuids")
+
+    def __init__(self) -> None:
+        self._values: list[Any] = []
+        self._marks = b""  # per value: 1 if it is a UUID held in ``_uuids``
+        self._uuids = b""
+
+    def append(self, value: Any) -> None:
+        """Add a value (before :meth:`seal`)."""
+        self._values.append(value)
+
+    def seal(self) -> None:
+        """Hold the UUID texts as 16 bytes each (no value is added after)."""
+        raws = list(map(uuid_bytes, self._values))
+        self._marks = bytes(map(is_not, raws, repeat(None)))
+        if any(self._marks):
+            self._uuids = b"".join(raw for raw in raws if raw is not None)
+            self._values = [None if raw is not None else value for value, raw in zip(self._values, raws)]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return self.listed()[index]
+        if index < len(self._marks) and self._marks[index]:
+            at = 16 * self._marks.count(1, 0, index)
+            return uuid_text(self._uuids[at : at + 16])
+        return self._values[index]
+
+    def listed(self) -> list[Any]:
+        """Every value, in a list (each UUID's text made once)."""
+        if not any(self._marks):
+            return self._values
+        uuids = self._uuids
+        texts = iter([uuid_text(uuids[at : at + 16]) for at in range(0, len(uuids), 16)])
+        return [next(texts) if mark else value for value, mark in zip(self._values, self._marks)]
+
+
+class RunIds:
+    """An append-only list of run ids (``None`` too), each UUID text in 16 bytes (its text made again when
+    read), any other value as it is: what a store's snapshot rows keep of their runs."""
+
+    __slots__ = ("_uuids", "_others")
+
+    def __init__(self) -> None:
+        self._uuids = bytearray()  # 16 bytes an id: a UUID's, or zeros for one in ``_others``
+        self._others: dict[int, str | None] = {}
+
+    def add(self, run_id: str | None) -> int:
+        """Add ``run_id``; its code (what :meth:`get` takes)."""
+        code = len(self._uuids) // 16
+        raw = uuid_bytes(run_id)
+        if raw is None:
+            self._others[code] = run_id
+            raw = bytes(16)
+        self._uuids += raw
+        return code
+
+    def get(self, code: int) -> str | None:
+        """The run id of ``code``."""
+        if code in self._others:
+            return self._others[code]
+        at = 16 * code
+        return uuid_text(bytes(self._uuids[at : at + 16]))
 
 
 class Column:
@@ -67,24 +162,24 @@ class Column:
             return self.parts[code].get(data.count(code, 0, index))
         return data[index]  # NUMBERS, OBJECTS
 
-    def values(self, count: int) -> Iterable[Any]:
-        """The values of the group's ``count`` rows, in order."""
+    def values(self, count: int, table: list[Any]) -> Iterable[Any]:
+        """The values of the group's ``count`` rows, in order (``table``: the block's distinct values listed)."""
         kind, data = self.kind, self.data
         if kind == SAME:
             return repeat(data, count)
         if kind == CODES:
-            return map(self.parts.__getitem__, data)
+            return map(table.__getitem__, data)
         if kind == TIMES:
             return map(add, repeat(_EPOCH), map(timedelta, repeat(0), repeat(0), data))
         if kind == EMPTY_LISTS:
             return map(list, repeat((), count))
         if kind == NESTED:
-            nested: Iterable[Any] = self.parts.rows()
+            nested: Iterable[Any] = self.parts.rows(table)
             return nested
         if kind == SINGLES:
-            return map(_one, self.parts.values(count))
+            return map(_one, self.parts.values(count, table))
         if kind == MIXED:
-            sources = [iter(part.values(data.count(code))) for code, part in enumerate(self.parts)]
+            sources = [iter(part.values(data.count(code), table)) for code, part in enumerate(self.parts)]
             mixed: Iterable[Any] = map(next, map(sources.__getitem__, data))
             return mixed
         values: Iterable[Any] = data  # NUMBERS, OBJECTS
@@ -92,6 +187,9 @@ class Column:
 
 
 SAME, NUMBERS, TIMES, CODES, EMPTY_LISTS, OBJECTS, NESTED, SINGLES, MIXED = range(9)
+_CONSTANTS = {id(value): Column(SAME, value) for value in (None, True, False, ())}
+"""The columns of a value every row shares that is one of these, shared by every block (most columns of
+a block are: an LLM call's ``error``, ``sent``, ``chunks``...)."""
 
 Fields = Callable[[Any], "tuple[Any, ...] | None"]
 NESTED_TYPES: dict[type, tuple[Fields, Callable[..., Any]]] = {
@@ -122,7 +220,7 @@ class Table(dict[Any, int]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.distinct: list[Any] = []
+        self.distinct = Distinct()
 
     def __missing__(self, value: Any) -> int:
         code = self[value] = len(self.distinct)
@@ -141,7 +239,7 @@ def encode(values: Sequence[Any], table: Table) -> Column:
     else ``OBJECTS`` (the values by reference)."""
     first = values[0]
     if all(map(is_, values, repeat(first))):
-        return Column(SAME, first)
+        return _CONSTANTS.get(id(first)) or Column(SAME, first)
     kinds = list(map(type, values))
     types = set(kinds)
     if len(types) == 1:
@@ -193,9 +291,9 @@ class Group:
         """Row ``index`` of the group, rebuilt."""
         return self.build(*[column.get(index) for column in self.columns])
 
-    def rows(self) -> Iterator[Any]:
-        """Every row of the group, rebuilt, in order."""
-        return map(self.build, *[column.values(self.count) for column in self.columns])
+    def rows(self, table: list[Any]) -> Iterator[Any]:
+        """Every row of the group, rebuilt, in order (``table``: the block's distinct values listed)."""
+        return map(self.build, *[column.values(self.count, table) for column in self.columns])
 
 
 def _tuple(*values: Any) -> tuple[Any, ...]:
@@ -220,7 +318,7 @@ class Block:
     per tuple row its length (``lengths``), and one :class:`Group` per record type and tuple length
     (rows of a type that is not a plain dataclass are kept by reference, in ``objects``)."""
 
-    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples")
+    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples", "table")
 
     def __init__(self, rows: list[Row]) -> None:
         self.count = len(rows)
@@ -244,6 +342,8 @@ class Block:
                 continue
             fields = _fields_of(kind)
             self.groups.append(mine if fields is None else Group(kind, mine, fields, table))
+        table.distinct.seal()
+        self.table = table.distinct
 
     def row(self, index: int) -> Row:
         """Row ``index`` of the block, rebuilt."""
@@ -262,12 +362,13 @@ class Block:
     def rows(self) -> list[Row]:
         """Every row of the block, rebuilt, in order."""
         sources: list[Iterator[Row]] = []
+        table = self.table.listed()
         for group in self.groups:
             if group is None:
-                by_length = {length: tuples.rows() for length, tuples in self.tuples.items()}
+                by_length = {length: tuples.rows(table) for length, tuples in self.tuples.items()}
                 sources.append(iter(list(map(next, map(by_length.__getitem__, self.lengths)))))
             else:
-                sources.append(iter(group) if isinstance(group, list) else group.rows())
+                sources.append(iter(group) if isinstance(group, list) else group.rows(table))
         return list(map(next, map(sources.__getitem__, self.codes)))
 
 

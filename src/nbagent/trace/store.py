@@ -19,28 +19,32 @@ from typing import overload
 
 from ..messages import LLMMessage
 from ..records import LLMCall, MoveName, RunFinished, RunStarted
-from .packed import PackedRows, Table
+from .packed import PackedRows, RunIds, Table
 from .rows import Row, SnapshotRow, named_chunk
 
 
 class SnapshotRows(Sequence[SnapshotRow]):
     """The snapshot rows of a store, kept as columns: each row's numbers in arrays of 4-byte integers,
     its agent and move as codes into a table of the names (:class:`~nbagent.trace.packed.Table`), its run
-    in a list (shared strings), about 25 bytes a snapshot where a tuple of six, with its two integers
-    past the small ones Python caches, cost 150. Reads like the list of tuples it stands
-    for: ``len``, indexing (a tuple), iteration, ``append`` of a tuple, ``clear`` and ``[:] =``.
+    as a code into :class:`~nbagent.trace.packed.RunIds` (16 bytes a run): about 20 bytes a snapshot
+    where a tuple of six, with its two integers past the small ones Python caches, cost 150. Reads like
+    the list of tuples it stands for: ``len``, indexing (a tuple), iteration, ``append`` of a tuple,
+    ``clear`` and ``[:] =``.
 
     ``append`` is a list's (the recorders append at most moves): the rows wait there and go into the
     columns in bulk, when read or when :data:`SETTLE_FROM` of them wait (:meth:`settle`)."""
 
-    __slots__ = ("_rows", "_agents", "_sizes", "_recorders", "_runs", "_moves", "_names", "_waiting", "append")
+    __slots__ = (
+        "_rows", "_agents", "_sizes", "_recorders", "_runs", "_run_ids", "_moves", "_names", "_waiting", "append",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self._rows = array("I")
         self._agents = array("I")
         self._sizes = array("I")
         self._recorders = array("I")
-        self._runs: list[str | None] = []
+        self._runs = array("I")  # codes into ``_run_ids``
+        self._run_ids = RunIds()
         self._moves = array("I")
         self._names = Table()  # the agents' and moves' names (and None), coded
         self._waiting: list[SnapshotRow] = []
@@ -57,7 +61,8 @@ class SnapshotRows(Sequence[SnapshotRow]):
         self._agents.extend(map(self._names.__getitem__, agents))
         self._sizes.extend(sizes)
         self._recorders.extend(recorders)
-        self._runs.extend(runs)
+        codes = {run: self._run_ids.add(run) for run in dict.fromkeys(runs)}
+        self._runs.extend(map(codes.__getitem__, runs))
         self._moves.extend(map(self._names.__getitem__, moves))
         waiting.clear()
 
@@ -80,7 +85,7 @@ class SnapshotRows(Sequence[SnapshotRow]):
             names[self._agents[index]],
             self._sizes[index],
             self._recorders[index],
-            self._runs[index],
+            self._run_ids.get(self._runs[index]),
             names[self._moves[index]],
         )
 
@@ -88,7 +93,8 @@ class SnapshotRows(Sequence[SnapshotRow]):
         self.settle()
         names = self._names.distinct
         agents, moves = map(names.__getitem__, self._agents), map(names.__getitem__, self._moves)
-        return zip(self._rows, agents, self._sizes, self._recorders, self._runs, moves)
+        runs = map(self._run_ids.get, self._runs)
+        return zip(self._rows, agents, self._sizes, self._recorders, runs, moves)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (SnapshotRows, list)):
@@ -110,9 +116,9 @@ class SnapshotRows(Sequence[SnapshotRow]):
         """Forget every snapshot row."""
         self._waiting.clear()
         if self._rows:
-            for column in (self._rows, self._agents, self._sizes, self._recorders, self._moves):
+            for column in (self._rows, self._agents, self._sizes, self._recorders, self._runs, self._moves):
                 del column[:]
-            self._runs.clear()
+            self._run_ids = RunIds()
 
     def row_at(self, index: int) -> int:
         """The row snapshot ``index`` was taken before (without building its row)."""
@@ -127,7 +133,7 @@ class SnapshotRows(Sequence[SnapshotRow]):
     def run_at(self, index: int) -> str | None:
         """The run in force at snapshot ``index``."""
         self.settle()
-        return self._runs[index]
+        return self._run_ids.get(self._runs[index])
 
 
 SETTLE_FROM = 256
