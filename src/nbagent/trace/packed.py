@@ -53,16 +53,18 @@ def uuid_text(raw: bytes) -> str:
 
 
 class Distinct(Sequence[Any]):
-    """The distinct values of a :class:`Table`, in the order of their codes. Once sealed (the block is
-    made), the texts that are UUIDs (run ids) are held in 16 bytes each instead of an 85-byte string,
-    their text made again when read; every other value is held as it is."""
+    """The distinct values of a :class:`Table`, in the order of their codes. Once sealed with ``uuids``
+    (a block's run ids), the texts that are UUIDs are held in 16 bytes each instead of an 85-byte
+    string, their text made again when read (listed once while a block is read whole: :meth:`listing`);
+    every other value is held as it is."""
 
-    __slots__ = ("_values", "_marks", "_uuids")
+    __slots__ = ("_values", "_marks", "_uuids", "_listed")
 
     def __init__(self) -> None:
-        self._values: list[Any] = []
+        self._values: list[Any] = []  # the values not held in ``_uuids``
         self._marks = b""  # per value: 1 if it is a UUID held in ``_uuids``
         self._uuids = b""
+        self._listed: list[Any] | None = None
 
     def append(self, value: Any) -> None:
         """Add a value (before :meth:`seal`)."""
@@ -71,13 +73,14 @@ class Distinct(Sequence[Any]):
     def seal(self) -> None:
         """Hold the UUID texts as 16 bytes each (no value is added after)."""
         raws = list(map(uuid_bytes, self._values))
-        self._marks = bytes(map(is_not, raws, repeat(None)))
-        if any(self._marks):
+        marks = bytes(map(is_not, raws, repeat(None)))
+        if any(marks):
+            self._marks = marks
             self._uuids = b"".join(raw for raw in raws if raw is not None)
-            self._values = [None if raw is not None else value for value, raw in zip(self._values, raws)]
+            self._values = [value for value, raw in zip(self._values, raws) if raw is None]
 
     def __len__(self) -> int:
-        return len(self._values)
+        return len(self._marks) or len(self._values)
 
     @overload
     def __getitem__(self, index: int) -> Any: ...
@@ -88,18 +91,28 @@ class Distinct(Sequence[Any]):
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
             return self.listed()[index]
-        if index < len(self._marks) and self._marks[index]:
-            at = 16 * self._marks.count(1, 0, index)
-            return uuid_text(self._uuids[at : at + 16])
-        return self._values[index]
+        marks = self._marks
+        if not marks:
+            return self._values[index]
+        uuids_before = marks.count(1, 0, index)
+        if marks[index]:
+            return uuid_text(self._uuids[16 * uuids_before : 16 * uuids_before + 16])
+        return self._values[index - uuids_before]
 
     def listed(self) -> list[Any]:
         """Every value, in a list (each UUID's text made once)."""
-        if not any(self._marks):
+        if self._listed is not None:
+            return self._listed
+        if not self._marks:
             return self._values
         uuids = self._uuids
         texts = iter([uuid_text(uuids[at : at + 16]) for at in range(0, len(uuids), 16)])
-        return [next(texts) if mark else value for value, mark in zip(self._values, self._marks)]
+        values = iter(self._values)
+        return [next(texts) if mark else next(values) for mark in self._marks]
+
+    def listing(self, on: bool) -> None:
+        """Keep the values listed (``on``, while a block is read whole) or let the list go."""
+        self._listed = self.listed() if on else None
 
 
 class RunIds:
@@ -162,24 +175,24 @@ class Column:
             return self.parts[code].get(data.count(code, 0, index))
         return data[index]  # NUMBERS, OBJECTS
 
-    def values(self, count: int, table: list[Any]) -> Iterable[Any]:
-        """The values of the group's ``count`` rows, in order (``table``: the block's distinct values listed)."""
+    def values(self, count: int) -> Iterable[Any]:
+        """The values of the group's ``count`` rows, in order."""
         kind, data = self.kind, self.data
         if kind == SAME:
             return repeat(data, count)
         if kind == CODES:
-            return map(table.__getitem__, data)
+            return map(self.parts.listed().__getitem__, data)
         if kind == TIMES:
             return map(add, repeat(_EPOCH), map(timedelta, repeat(0), repeat(0), data))
         if kind == EMPTY_LISTS:
             return map(list, repeat((), count))
         if kind == NESTED:
-            nested: Iterable[Any] = self.parts.rows(table)
+            nested: Iterable[Any] = self.parts.rows()
             return nested
         if kind == SINGLES:
-            return map(_one, self.parts.values(count, table))
+            return map(_one, self.parts.values(count))
         if kind == MIXED:
-            sources = [iter(part.values(data.count(code), table)) for code, part in enumerate(self.parts)]
+            sources = [iter(part.values(data.count(code))) for code, part in enumerate(self.parts)]
             mixed: Iterable[Any] = map(next, map(sources.__getitem__, data))
             return mixed
         values: Iterable[Any] = data  # NUMBERS, OBJECTS
@@ -281,19 +294,26 @@ class Group:
 
     __slots__ = ("build", "count", "columns")
 
-    def __init__(self, build: Callable[..., Any], rows: Sequence[Any], fields: Fields | None, table: Table):
+    def __init__(
+        self,
+        build: Callable[..., Any],
+        rows: Sequence[Any],
+        fields: Fields | None,
+        table: Table,
+        runs: Table | None = None,
+    ):
         self.build = build
         self.count = len(rows)
         values = zip(*rows) if fields is None else zip(*map(fields, rows))
-        self.columns = [encode(column, table) for column in values]
+        self.columns = [encode(column, table if runs is None or at else runs) for at, column in enumerate(values)]
 
     def row(self, index: int) -> Any:
         """Row ``index`` of the group, rebuilt."""
         return self.build(*[column.get(index) for column in self.columns])
 
-    def rows(self, table: list[Any]) -> Iterator[Any]:
-        """Every row of the group, rebuilt, in order (``table``: the block's distinct values listed)."""
-        return map(self.build, *[column.values(self.count, table) for column in self.columns])
+    def rows(self) -> Iterator[Any]:
+        """Every row of the group, rebuilt, in order."""
+        return map(self.build, *[column.values(self.count) for column in self.columns])
 
 
 def _tuple(*values: Any) -> tuple[Any, ...]:
@@ -318,7 +338,7 @@ class Block:
     per tuple row its length (``lengths``), and one :class:`Group` per record type and tuple length
     (rows of a type that is not a plain dataclass are kept by reference, in ``objects``)."""
 
-    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples", "table")
+    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples", "runs")
 
     def __init__(self, rows: list[Row]) -> None:
         self.count = len(rows)
@@ -330,20 +350,21 @@ class Block:
         self.groups: list[Group | list[Row] | None] = []
         self.tuples: dict[int, Group] = {}
         self.lengths = b""
-        table = Table()  # one for every coded column of the block: a run's id is kept once
+        table = Table()  # one for every coded column of the block
+        runs = Table()  # the rows' runs (every row starts with it): each run's id once, in 16 bytes
         for code, kind in enumerate(self.types):
             mine: list[Any] = list(compress(rows, map(eq, self.codes, repeat(code))))
             if kind is tuple:
                 self.lengths = bytes(map(len, mine))
                 for length in dict.fromkeys(self.lengths):
                     same = list(compress(mine, map(eq, self.lengths, repeat(length))))
-                    self.tuples[length] = Group(_tuple, same, None, table)
+                    self.tuples[length] = Group(_tuple, same, None, table, runs)
                 self.groups.append(None)
                 continue
             fields = _fields_of(kind)
-            self.groups.append(mine if fields is None else Group(kind, mine, fields, table))
-        table.distinct.seal()
-        self.table = table.distinct
+            self.groups.append(mine if fields is None else Group(kind, mine, fields, table, runs))
+        runs.distinct.seal()
+        self.runs = runs.distinct
 
     def row(self, index: int) -> Row:
         """Row ``index`` of the block, rebuilt."""
@@ -362,14 +383,17 @@ class Block:
     def rows(self) -> list[Row]:
         """Every row of the block, rebuilt, in order."""
         sources: list[Iterator[Row]] = []
-        table = self.table.listed()
-        for group in self.groups:
-            if group is None:
-                by_length = {length: tuples.rows(table) for length, tuples in self.tuples.items()}
-                sources.append(iter(list(map(next, map(by_length.__getitem__, self.lengths)))))
-            else:
-                sources.append(iter(group) if isinstance(group, list) else group.rows(table))
-        return list(map(next, map(sources.__getitem__, self.codes)))
+        self.runs.listing(True)  # each run's id made once
+        try:
+            for group in self.groups:
+                if group is None:
+                    by_length = {length: tuples.rows() for length, tuples in self.tuples.items()}
+                    sources.append(iter(list(map(next, map(by_length.__getitem__, self.lengths)))))
+                else:
+                    sources.append(iter(group) if isinstance(group, list) else group.rows())
+            return list(map(next, map(sources.__getitem__, self.codes)))
+        finally:
+            self.runs.listing(False)
 
 
 class PackedRows(Sequence[Row]):
