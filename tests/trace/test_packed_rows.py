@@ -5,6 +5,8 @@ progress is never packed, and forgetting rows (``clear()``, ``max_runs``) keeps 
 from __future__ import annotations
 
 import asyncio
+import sys
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +23,7 @@ from nbagent import (
 )
 from nbagent.messages import Response, TextMessage, text_result, usage
 from nbagent.models import ReplayExhaustedError
-from nbagent.records import Intervention
+from nbagent.records import Intervention, RunStarted
 from nbagent.trace import store as store_module
 from nbagent.trace.packed import (
     CODES,
@@ -33,6 +35,7 @@ from nbagent.trace.packed import (
     SAME,
     SINGLES,
     TIMES,
+    RunIds,
     Table,
     encode,
 )
@@ -269,3 +272,35 @@ def test_a_store_packs_only_finished_runs_and_many_blocks_are_found_by_bisect() 
         assert_same_rows(store.rows.tail, rows)
 
     asyncio.run(runs())
+
+
+def test_run_ids_are_held_in_16_bytes_and_read_back_as_text() -> None:
+    ids = [str(uuid.uuid4()) for _ in range(3)]
+    others = [None, "run-1", ids[0].upper(), " " + ids[1][1:], "0" * 36]  # not a UUID's canonical text
+    table = Table()
+    codes = [table[value] for value in [*ids, *others, ids[0]]]
+    assert codes[-1] == codes[0]
+    table.distinct.seal()
+    distinct = table.distinct
+    assert [distinct[code] for code in codes] == [*ids, *others, ids[0]]
+    assert distinct.listed() == [*ids, *others] == distinct[:]
+    assert len(distinct) == 8
+    runs = RunIds()
+    for value in [*ids, *others]:
+        assert runs.get(runs.add(value)) == value
+
+
+async def test_a_packed_run_keeps_no_run_id_string() -> None:
+    """Once packed (its rows and its snapshots), a finished run's id is held in 16 bytes, not as its text."""
+    trace = Trace()
+    agent = AssistantAgent("a", ReplayChatCompletionClient(["one", "two"]))
+    trace.attach(agent)
+    await agent.run(task="first")
+    await agent.run(task="second")
+    first = trace.store.rows[0]
+    assert isinstance(first, RunStarted)
+    count = sys.getrefcount(first.run_id)
+    trace.store.pack()
+    trace.store.snapshots.settle()
+    assert sys.getrefcount(first.run_id) < count  # the trace let go of it
+    assert trace.store.rows[0] == first and trace.store.snapshots.run_at(1) == first.run_id
