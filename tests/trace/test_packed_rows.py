@@ -23,7 +23,7 @@ from nbagent import (
 )
 from nbagent.messages import Response, TextMessage, text_result, usage
 from nbagent.models import ReplayExhaustedError
-from nbagent.records import Intervention, RunStarted
+from nbagent.records import Intervention, LLMCall, RunStarted
 from nbagent.trace import store as store_module
 from nbagent.trace.packed import (
     CODES,
@@ -138,6 +138,11 @@ async def test_packed_rows_read_back_equal_with_every_frame(pack_by_hand: None) 
     assert_same_rows(packed[5:17], rows[5:17])
     assert_same_rows(list(packed.iter_from(9)), rows[9:])
     assert_same_rows(list(reversed(packed)), rows[::-1])
+    for start in (0, 3, len(rows) - 1, len(rows)):  # a row's run read from its column alone
+        assert list(packed.runs_from(start)) == [store_module.run_of(row) for row in rows[start:]]
+        for kind in (RunStarted, LLMCall, Intervention):
+            expected = [(at, row) for at, row in enumerate(rows) if at >= start and type(row) is kind]
+            assert list(packed.records_from(start, kind)) == expected
     assert packed == rows
     assert trace.items == items
     after = frames(trace)

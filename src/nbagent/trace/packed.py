@@ -28,7 +28,7 @@ from typing import Any, overload
 
 from ..messages import CreateResult, Response, built_values, rebuilt
 from ..models.base import ModelRequest
-from .rows import Row
+from .rows import Row, run_of
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -325,10 +325,14 @@ _FIELDS: dict[type, Fields | None] = {}
 
 def _fields_of(kind: type) -> Fields | None:
     """What reads a record's fields in its constructor's order (``None``: not a dataclass built from
-    its fields alone, kept by reference)."""
+    its fields alone, its run id first, kept by reference)."""
     if kind not in _FIELDS:
         names = [field.name for field in dataclasses.fields(kind)] if dataclasses.is_dataclass(kind) else []
-        plain = names and all(field.init for field in dataclasses.fields(kind)) and not hasattr(kind, "__post_init__")
+        plain = (
+            names[:1] == ["run_id"]
+            and all(field.init for field in dataclasses.fields(kind))
+            and not hasattr(kind, "__post_init__")
+        )
         _FIELDS[kind] = attrgetter(*names) if plain and len(names) > 1 else None
     return _FIELDS[kind]
 
@@ -379,6 +383,37 @@ class Block:
             return group[nth]
         row: Row = group.row(nth)
         return row
+
+    def run_ids(self) -> list[str | None]:
+        """The run of every row of the block, in order (its first field: no row rebuilt)."""
+        sources: list[Iterator[Any]] = []
+        self.runs.listing(True)
+        try:
+            for group in self.groups:
+                if group is None:
+                    by_length = {
+                        length: iter(tuples.columns[0].values(tuples.count)) for length, tuples in self.tuples.items()
+                    }
+                    sources.append(iter(list(map(next, map(by_length.__getitem__, self.lengths)))))
+                else:
+                    sources.append(
+                        iter(map(attrgetter("run_id"), group))
+                        if isinstance(group, list)
+                        else iter(group.columns[0].values(group.count))
+                    )
+            return list(map(next, map(sources.__getitem__, self.codes)))
+        finally:
+            self.runs.listing(False)
+
+    def records(self, kind: type) -> list[tuple[int, Any]]:
+        """The rows of record type ``kind`` with their positions in the block (only those rebuilt)."""
+        if kind not in self.types:
+            return []
+        code = self.types.index(kind)
+        group = self.groups[code]
+        assert group is not None
+        at = compress(range(self.count), map(eq, self.codes, repeat(code)))
+        return list(zip(at, group if isinstance(group, list) else group.rows()))
 
     def rows(self) -> list[Row]:
         """Every row of the block, rebuilt, in order."""
@@ -477,6 +512,30 @@ class PackedRows(Sequence[Row]):
 
     def __iter__(self) -> Iterator[Row]:
         return self.iter_from(0)
+
+    def runs_from(self, start: int) -> Iterator[str | None]:
+        """The run of every row from position ``start`` on (packed rows' read from their run column)."""
+        packed = self._packed
+        if start < packed:
+            at = max(0, bisect.bisect_right(self._starts, start) - 1)
+            skip = start - self._starts[at]
+            for block in self._blocks[at:]:
+                yield from block.run_ids()[skip:]
+                skip = 0
+        yield from map(run_of, self._tail[max(0, start - packed) :])
+
+    def records_from(self, start: int, kind: type) -> Iterator[tuple[int, Any]]:
+        """The rows of record type ``kind`` from position ``start`` on, with their positions (only those
+        rebuilt, in order)."""
+        packed = self._packed
+        if start < packed:
+            at = max(0, bisect.bisect_right(self._starts, start) - 1)
+            for block, first in zip(self._blocks[at:], self._starts[at:]):
+                yield from ((first + index, row) for index, row in block.records(kind) if first + index >= start)
+        tail = self._tail
+        for index in range(max(0, start - packed), len(tail)):
+            if type(tail[index]) is kind:
+                yield packed + index, tail[index]
 
     def __reversed__(self) -> Iterator[Row]:
         yield from reversed(self._tail)

@@ -241,17 +241,17 @@ class RowStore:
             spans.clear()
             turns.clear()
             done = 0
-        for at, row in enumerate(self.rows.iter_from(done), done):
-            run = row[0] if type(row) is tuple else row.run_id  # type: ignore[union-attr]
+        for at, run in enumerate(self.rows.runs_from(done), done):
             if run is None:
                 continue
             span = spans.get(run)
             if span is None:
                 spans[run] = [at, at]
-                if type(row) is RunStarted and row.parent_run_id is not None:
-                    turns.setdefault(row.parent_run_id, []).append(run)
             else:
                 span[1] = at
+        for _, started in self.rows.records_from(done, RunStarted):  # a run's first row
+            if started.parent_run_id is not None:
+                turns.setdefault(started.parent_run_id, []).append(started.run_id)
         self._rows_indexed = (self.epoch, len(self.rows))
 
     def rows_of(self, run_id: str) -> list[int]:
