@@ -204,6 +204,7 @@ async def test_a_run_in_progress_is_never_packed_and_survives_clear(pack_by_hand
 
 async def test_max_runs_drops_packed_runs_and_packs_what_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store_module, "PACK_EVERY", 2)  # runs' ends pack the finished runs' rows
+    monkeypatch.setattr(store_module, "PACK_FROM", 1)
     trace, given = Trace(max_runs=4), ItemList()
     agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(13)]))
     trace.attach(agent)
@@ -258,6 +259,29 @@ def test_each_column_gives_back_its_values_exactly(values: list[Any], kind: int)
         for value, was in zip(found, values):
             if kind in (EMPTY_LISTS, SINGLES, NESTED):
                 assert value is not was  # a new one: changing it changes no other row
+
+
+def test_a_trace_cleared_at_every_run_packs_nothing_and_a_kept_one_packs_in_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Runs' ends pack only blocks worth their columns (``PACK_FROM`` rows): a trace cleared at every run
+    (a service's export-then-clear) packs nothing; a trace keeping its runs packs every ``PACK_EVERY``."""
+    monkeypatch.setattr(store_module, "PACK_EVERY", 4)
+    monkeypatch.setattr(store_module, "PACK_FROM", 20)
+
+    async def runs() -> None:
+        cleared, kept = Trace(), Trace()
+        agent = AssistantAgent("a", ReplayChatCompletionClient(["x"] * 10))
+        cleared.attach(agent)
+        kept.attach(agent)
+        for _ in range(10):
+            cleared.clear()
+            await agent.run(task="go")
+        assert cleared.store.rows.packed == 0 and len(cleared.runs_df()) == 1
+        assert kept.store.rows.packed == 64 and len(kept.store.rows.tail) == 16  # 8 runs of 8 rows packed
+        assert len(kept.runs_df()) == 10
+
+    asyncio.run(runs())
 
 
 def test_a_store_packs_only_finished_runs_and_many_blocks_are_found_by_bisect() -> None:

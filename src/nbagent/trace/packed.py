@@ -438,41 +438,33 @@ class PackedRows(Sequence[Row]):
     are the tail's own (the recorders' hot path), a row of the tail may be replaced (``rows[i] = row``),
     every row may be replaced at once (``rows[:] = rows``, into the tail) or cleared."""
 
-    __slots__ = ("_blocks", "_starts", "_packed", "_tail", "append", "extend")
+    __slots__ = ("_blocks", "_starts", "packed", "tail", "append", "extend")
 
     def __init__(self) -> None:
         self._blocks: list[Block] = []
         self._starts: list[int] = []  # each block's first position
-        self._packed = 0  # rows in the blocks
-        self._tail: list[Row] = []
-        self.append: Callable[[Row], None] = self._tail.append
-        """Add a row at the end."""
-        self.extend: Callable[[Iterable[Row]], None] = self._tail.extend
-        """Add rows at the end."""
-
-    @property
-    def packed(self) -> int:
+        self.packed = 0
         """How many rows are packed (the first ones)."""
-        return self._packed
-
-    @property
-    def tail(self) -> list[Row]:
-        """The rows not packed (the last ones), the list the recorders append to."""
-        return self._tail
+        self.tail: list[Row] = []
+        """The rows not packed (the last ones): the list the recorders append to, changed in place only."""
+        self.append: Callable[[Row], None] = self.tail.append
+        """Add a row at the end."""
+        self.extend: Callable[[Iterable[Row]], None] = self.tail.extend
+        """Add rows at the end."""
 
     def pack(self, count: int) -> None:
         """Pack the tail's first ``count`` rows into a block (they are no longer changed)."""
         if count <= 0:
             return
-        tail = self._tail
+        tail = self.tail
         block = Block(tail[:count])
         del tail[:count]
         self._blocks.append(block)
-        self._starts.append(self._packed)
-        self._packed += count
+        self._starts.append(self.packed)
+        self.packed += count
 
     def __len__(self) -> int:
-        return self._packed + len(self._tail)
+        return self.packed + len(self.tail)
 
     @overload
     def __getitem__(self, index: int) -> Row: ...
@@ -486,11 +478,11 @@ class PackedRows(Sequence[Row]):
             if step != 1:
                 return list(self)[index]
             return list(self.iter_from(start))[: max(0, stop - start)]
-        packed = self._packed
+        packed = self.packed
         if index < 0:
             index += len(self)
         if index >= packed:
-            return self._tail[index - packed]
+            return self.tail[index - packed]
         if index < 0:
             raise IndexError("row index out of range")
         at = bisect.bisect_right(self._starts, index) - 1
@@ -498,9 +490,9 @@ class PackedRows(Sequence[Row]):
 
     def iter_from(self, start: int) -> Iterator[Row]:
         """The rows from position ``start`` on (whole blocks before it skipped, not rebuilt)."""
-        packed = self._packed
+        packed = self.packed
         if start >= packed:
-            yield from self._tail[start - packed :]
+            yield from self.tail[start - packed :]
             return
         at = max(0, bisect.bisect_right(self._starts, start) - 1)
         skip = start - self._starts[at]
@@ -508,37 +500,37 @@ class PackedRows(Sequence[Row]):
             rows = block.rows()
             yield from rows[skip:] if skip else rows
             skip = 0
-        yield from list(self._tail)
+        yield from list(self.tail)
 
     def __iter__(self) -> Iterator[Row]:
         return self.iter_from(0)
 
     def runs_from(self, start: int) -> Iterator[str | None]:
         """The run of every row from position ``start`` on (packed rows' read from their run column)."""
-        packed = self._packed
+        packed = self.packed
         if start < packed:
             at = max(0, bisect.bisect_right(self._starts, start) - 1)
             skip = start - self._starts[at]
             for block in self._blocks[at:]:
                 yield from block.run_ids()[skip:]
                 skip = 0
-        yield from map(run_of, self._tail[max(0, start - packed) :])
+        yield from map(run_of, self.tail[max(0, start - packed) :])
 
     def records_from(self, start: int, kind: type) -> Iterator[tuple[int, Any]]:
         """The rows of record type ``kind`` from position ``start`` on, with their positions (only those
         rebuilt, in order)."""
-        packed = self._packed
+        packed = self.packed
         if start < packed:
             at = max(0, bisect.bisect_right(self._starts, start) - 1)
             for block, first in zip(self._blocks[at:], self._starts[at:]):
                 yield from ((first + index, row) for index, row in block.records(kind) if first + index >= start)
-        tail = self._tail
+        tail = self.tail
         for index in range(max(0, start - packed), len(tail)):
             if type(tail[index]) is kind:
                 yield packed + index, tail[index]
 
     def __reversed__(self) -> Iterator[Row]:
-        yield from reversed(self._tail)
+        yield from reversed(self.tail)
         for block in reversed(self._blocks):
             yield from reversed(block.rows())
 
@@ -563,18 +555,18 @@ class PackedRows(Sequence[Row]):
             kept: list[Row] = list(row)  # type: ignore[arg-type]  # may read this sequence itself
             self._blocks.clear()
             self._starts.clear()
-            self._packed = 0
-            self._tail[:] = kept
+            self.packed = 0
+            self.tail[:] = kept
             return
         if index < 0:
             index += len(self)
-        if index < self._packed:
+        if index < self.packed:
             raise IndexError(f"row {index} is packed: packed rows are not changed")
-        self._tail[index - self._packed] = row  # type: ignore[assignment]
+        self.tail[index - self.packed] = row  # type: ignore[assignment]
 
     def clear(self) -> None:
         """Forget every row."""
         self._blocks.clear()
         self._starts.clear()
-        self._packed = 0
-        self._tail.clear()
+        self.packed = 0
+        self.tail.clear()

@@ -127,7 +127,7 @@ class AgentRecorder(Generic[T]):
     """
 
     __slots__ = (
-        "_trace", "_source", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
+        "_trace", "_source", "_context", "_size", "_rows", "_tail", "_append", "_run", "_call", "_flushed",
         "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_store",
         "_add_snapshot", "_add_log", "_key", "_open", "_released", "_tools",
     )  # fmt: skip
@@ -146,6 +146,7 @@ class AgentRecorder(Generic[T]):
         self._size = -1  # the context's length at the last checkpoint
         self._store = store
         self._rows = store.rows
+        self._tail = store.rows.tail  # the rows' list the recorders append to (changed in place only)
         # The store's appenders, bound once by the store for all its recorders (RowStore.add_snapshot
         # inlined: a snapshot is taken at most moves).
         self._append = store.append_row
@@ -262,7 +263,8 @@ class AgentRecorder(Generic[T]):
                 if messages is not self._log or len(messages) != self._size:
                     self._log = messages
                     size = self._size = len(messages)
-                    self._add_snapshot((len(self._rows), self._name, size, self._key, self._where_run, self._where))
+                    at = self._rows.packed + len(self._tail)  # len(self._rows), without a call
+                    self._add_snapshot((at, self._name, size, self._key, self._where_run, self._where))
                     self._add_log(messages)
         if kind is Move:
             run = self._where_run = item.run_id  # type: ignore[union-attr]
