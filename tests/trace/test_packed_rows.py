@@ -16,9 +16,7 @@ import pytest
 from nbagent import (
     AssistantAgent,
     CreateResult,
-    FunctionCall,
     ReplayChatCompletionClient,
-    RequestUsage,
     Trace,
 )
 from nbagent.messages import Response, TextMessage, text_result, usage
@@ -62,10 +60,11 @@ def pack_by_hand(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-async def mixed_runs(trace: Trace, given: ItemList) -> None:
+async def mixed_runs(trace: Trace, given: ItemList) -> list[AssistantAgent]:
     """Plain runs, tool runs (a failing tool, a reflection, a thought), streamed runs (chunks whose ids are
-    drawn when read), a handoff and a model failure, recorded into ``trace`` (and into ``given``)."""
-    usage = RequestUsage(prompt_tokens=4, completion_tokens=1)
+    drawn when read), a handoff and a model failure, recorded into ``trace`` (and into ``given``). The agents
+    are returned for the caller to keep: ``Trace.attach`` knows a source by its ``id()``, which a new agent
+    may get once an attached one is collected."""
     plain = AssistantAgent("plain", ReplayChatCompletionClient([f"answer {i}" for i in range(3)]))
     tools = AssistantAgent(
         "tools",
@@ -80,17 +79,7 @@ async def mixed_runs(trace: Trace, given: ItemList) -> None:
     )
     streamed = AssistantAgent("streamer", ReplayChatCompletionClient(["a b c", "d e f"]), model_client_stream=True)
     handing = AssistantAgent(
-        "handing",
-        ReplayChatCompletionClient(
-            [
-                CreateResult(
-                    finish_reason="function_calls",
-                    content=[FunctionCall(id="h1", name="transfer_to_plain", arguments="{}")],
-                    usage=usage,
-                )
-            ]
-        ),
-        handoffs=["plain"],
+        "handing", ReplayChatCompletionClient([calls(("h1", "transfer_to_plain", "{}"))]), handoffs=["plain"]
     )
     agents = [plain, tools, streamed, handing]
     for agent in agents:
@@ -106,6 +95,7 @@ async def mixed_runs(trace: Trace, given: ItemList) -> None:
     with pytest.raises(ReplayExhaustedError):
         await handing.run(task="again")  # a model failure: the run ends with an error
     trace.record(Intervention(trace.last_run(), 1, "answer", "an edit"))  # an intervention row
+    return agents
 
 
 def frames(trace: Trace) -> dict[str, pd.DataFrame]:
@@ -158,9 +148,10 @@ async def test_packed_rows_read_back_equal_with_every_frame(pack_by_hand: None) 
 
 async def test_new_runs_after_a_packed_block_and_a_second_block(pack_by_hand: None) -> None:
     trace, given = Trace(), ItemList()
-    await mixed_runs(trace, given)
+    agents = await mixed_runs(trace, given)
     trace.store.pack()
     agent = AssistantAgent("later", ReplayChatCompletionClient(["x", "y"]))
+    assert all(map(id, agents)) and id(agent) not in set(map(id, agents))  # alive: a new id
     trace.attach(agent)
     agent.recorders.append(given)
     await agent.run(task="after the block")
