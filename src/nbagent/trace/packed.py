@@ -39,11 +39,14 @@ def uuid_bytes(value: object) -> bytes | None:
     """The 16 bytes of ``value`` when it is a UUID's canonical text (a run's id), else ``None``."""
     if type(value) is not str or len(value) != 36:
         return None
+    digits = value.replace("-", "")
+    if len(digits) != 32 or value[8] != "-" or value[13] != "-" or value[18] != "-" or value[23] != "-":
+        return None
     try:
-        raw = bytes.fromhex(value.replace("-", ""))
+        raw = bytes.fromhex(digits)
     except ValueError:
         return None
-    return raw if len(raw) == 16 and uuid_text(raw) == value else None
+    return raw if raw.hex() == digits else None  # lower-case hex digits only (fromhex skips spaces)
 
 
 def uuid_text(raw: bytes) -> str:
@@ -60,15 +63,11 @@ class Distinct(Sequence[Any]):
 
     __slots__ = ("_values", "_marks", "_uuids", "_listed")
 
-    def __init__(self) -> None:
-        self._values: list[Any] = []  # the values not held in ``_uuids``
+    def __init__(self, values: list[Any]) -> None:
+        self._values = values  # the values not held in ``_uuids`` (appended to by its table until sealed)
         self._marks = b""  # per value: 1 if it is a UUID held in ``_uuids``
         self._uuids = b""
         self._listed: list[Any] | None = None
-
-    def append(self, value: Any) -> None:
-        """Add a value (before :meth:`seal`)."""
-        self._values.append(value)
 
     def seal(self) -> None:
         """Hold the UUID texts as 16 bytes each (no value is added after)."""
@@ -205,15 +204,15 @@ _CONSTANTS = {id(value): Column(SAME, value) for value in (None, True, False, ()
 a block are: an LLM call's ``error``, ``sent``, ``chunks``...)."""
 
 Fields = Callable[[Any], "tuple[Any, ...] | None"]
-NESTED_TYPES: dict[type, tuple[Fields, Callable[..., Any]]] = {
-    Response: (attrgetter("chat_message", "inner_messages"), Response),
-    ModelRequest: (attrgetter("messages", "tools", "tool_choice", "json_output", "extra_create_args"), ModelRequest),
+NESTED_TYPES: dict[type, tuple[Fields | tuple[str, ...], Callable[..., Any]]] = {
+    Response: (("chat_message", "inner_messages"), Response),
+    ModelRequest: (("messages", "tools", "tool_choice", "json_output", "extra_create_args"), ModelRequest),
     CreateResult: (built_values, lambda *values: rebuilt(CreateResult, values)),
 }
-"""The types whose values a column keeps as columns of their fields (a :class:`Group`): per type, what
-reads a value's fields (``None``: this value cannot be, the column keeps its values by reference) and
-what builds an equal value of them. Only types whose values the trace alone holds (else their fields'
-columns would cost more than one reference); more are added with :func:`nest`."""
+"""The types whose values a column keeps as columns of their fields (a :class:`Group`): per type, the
+names of its fields or what reads a value's fields (``None``: this value cannot be, the column keeps its
+values by reference), and what builds an equal value of them. Only types whose values the trace alone
+holds (else their fields' columns would cost more than one reference); more are added with :func:`nest`."""
 
 
 def nest(kind: type, fields: Fields, build: Callable[..., Any]) -> None:
@@ -229,15 +228,17 @@ class Table(dict[Any, int]):
     """The distinct values of a block's coded columns, which share it (run ids, agents, move names...):
     a value's code is its place in :attr:`distinct`, drawn as the columns are made."""
 
-    __slots__ = ("distinct",)
+    __slots__ = ("distinct", "_add")
 
     def __init__(self) -> None:
         super().__init__()
-        self.distinct = Distinct()
+        found: list[Any] = []
+        self.distinct = Distinct(found)
+        self._add = found.append
 
     def __missing__(self, value: Any) -> int:
-        code = self[value] = len(self.distinct)
-        self.distinct.append(value)
+        code = self[value] = len(self)  # its keys are the values found so far
+        self._add(value)
         return code
 
 
@@ -269,9 +270,12 @@ def encode(values: Sequence[Any], table: Table) -> Column:
                 return Column(SINGLES, None, encode([value[0] for value in values], table))
         nested = NESTED_TYPES.get(kind)
         if nested is not None:
-            fields = list(map(nested[0], values))
+            reads, build = nested
+            if isinstance(reads, tuple):
+                return Column(NESTED, None, Group(build, values, reads, table))
+            fields = list(map(reads, values))
             if None not in fields:
-                return Column(NESTED, None, Group(nested[1], fields, None, table))
+                return Column(NESTED, None, Group(build, fields, None, table))
     if types <= _CODED:
         if types == {int} and 2 * len(set(values)) > len(values) and -(2**63) <= min(values) and max(values) < 2**63:
             return Column(NUMBERS, array("q", values))  # integers mostly distinct: 8 bytes each, no object
@@ -298,13 +302,19 @@ class Group:
         self,
         build: Callable[..., Any],
         rows: Sequence[Any],
-        fields: Fields | None,
+        fields: Fields | tuple[str, ...] | None,
         table: Table,
         runs: Table | None = None,
     ):
         self.build = build
         self.count = len(rows)
-        values = zip(*rows) if fields is None else zip(*map(fields, rows))
+        values: Iterable[Sequence[Any]]
+        if fields is None:
+            values = zip(*rows)
+        elif isinstance(fields, tuple):  # a record's fields, by name: a list of each, no tuple a row
+            values = [list(map(attrgetter(name), rows)) for name in fields]
+        else:
+            values = zip(*map(fields, rows))
         self.columns = [encode(column, table if runs is None or at else runs) for at, column in enumerate(values)]
 
     def row(self, index: int) -> Any:
@@ -320,12 +330,12 @@ def _tuple(*values: Any) -> tuple[Any, ...]:
     return values
 
 
-_FIELDS: dict[type, Fields | None] = {}
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
-def _fields_of(kind: type) -> Fields | None:
-    """What reads a record's fields in its constructor's order (``None``: not a dataclass built from
-    its fields alone, its run id first, kept by reference)."""
+def _fields_of(kind: type) -> tuple[str, ...] | None:
+    """A record's fields' names in its constructor's order (``None``: not a dataclass built from its
+    fields alone, its run id first: kept by reference)."""
     if kind not in _FIELDS:
         names = [field.name for field in dataclasses.fields(kind)] if dataclasses.is_dataclass(kind) else []
         plain = (
@@ -333,7 +343,7 @@ def _fields_of(kind: type) -> Fields | None:
             and all(field.init for field in dataclasses.fields(kind))
             and not hasattr(kind, "__post_init__")
         )
-        _FIELDS[kind] = attrgetter(*names) if plain and len(names) > 1 else None
+        _FIELDS[kind] = tuple(names) if plain and len(names) > 1 else None
     return _FIELDS[kind]
 
 
