@@ -4,9 +4,10 @@ The recorders append rows to a plain list (the *tail*: ``append`` and ``extend``
 the store moves the rows of finished runs (:meth:`RowStore.pack`) from the tail's front into a
 :class:`Block`: the rows of one layout or record type become one :class:`Group`, each field a column
 (:func:`encode`): a value shared by every row once, floats and clock times in arrays of machine
-numbers, strings and small integers as codes into a table of their distinct values (run ids, move
-names, agents), every other object by reference. A move row costs about 14 bytes there where its tuple
-and its time cost 104, a ``RunFinished`` about 30 where the record, its datetime and its float cost 160.
+numbers, strings and small integers as codes into a table of their distinct values (move names, agents;
+run ids in 16 bytes each), the values the trace alone holds as columns of their fields, every other
+object by reference. A kept plain run's rows cost about 300 bytes packed where they cost about 1,900
+(bench/RESULTS.md, issue 42.5).
 
 Packing runs at C speed (``map``, ``zip``, ``compress`` and ``array`` over a group's rows); reading a row
 rebuilds it (records of the same type, tuples, equal to the originals: fields are kept exactly, clock
@@ -56,8 +57,8 @@ def uuid_text(raw: bytes) -> str:
 
 
 class Distinct(Sequence[Any]):
-    """The distinct values of a :class:`Table`, in the order of their codes. Once sealed with ``uuids``
-    (a block's run ids), the texts that are UUIDs are held in 16 bytes each instead of an 85-byte
+    """The distinct values of a :class:`Table`, in the order of their codes. Once sealed (a block's
+    table of run ids is), the texts that are UUIDs are held in 16 bytes each instead of an 85-byte
     string, their text made again when read (listed once while a block is read whole: :meth:`listing`);
     every other value is held as it is."""
 
