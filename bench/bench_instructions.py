@@ -1,8 +1,9 @@
 """The loop's cost in CPU instructions (callgrind), which the machine's load does not move.
 
 ``bench_loop.py``'s scenarios (a plain run on one agent, a plain run on a fresh agent and client, tool
-runs with K=1 and K=5 iterations), each counted by valgrind's callgrind in two processes that differ
-only in the number of timed runs: the same imports and warm-up runs, then ``--runs LOW`` or
+runs with K=1 and K=5 iterations, a plain run whose result, context and trace are kept: ``kept``, whose
+window holds one packing of 256 finished runs' rows, issue 42.5), each counted by valgrind's callgrind
+in two processes that differ only in the number of timed runs: the same imports and warm-up runs, then ``--runs LOW`` or
 ``--runs HIGH`` runs. The difference of the two counts over ``HIGH - LOW`` is the instructions of one
 run, with the interpreter's start, the imports, the warm-up and the shutdown cancelled out. Hash
 seeds are fixed (``PYTHONHASHSEED=0``); two counts of one tree differ by about 0.5% (the collector and
@@ -37,8 +38,15 @@ SCENARIOS: dict[str, Callable[[], Callable[[], Awaitable[None]]]] = {
     "fresh": lambda: bench_loop.make_fresh_runner(["hello"]),
     "k1": lambda: bench_loop.make_runner(bench_loop.tool_script(1), k=1),
     "k5": lambda: bench_loop.make_runner(bench_loop.tool_script(5), k=5),
+    "kept": lambda: bench_loop.make_kept_runner("hello", 10_000),
 }
-FIGURE = {"plain": "plain_run", "fresh": "fresh_plain_run", "k1": "tool_k1_run", "k5": "tool_k5_run"}
+FIGURE = {
+    "plain": "plain_run",
+    "fresh": "fresh_plain_run",
+    "k1": "tool_k1_run",
+    "k5": "tool_k5_run",
+    "kept": "kept_plain_run",
+}
 COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 

@@ -82,6 +82,19 @@ def make_runner(
     return one_run
 
 
+def make_kept_runner(answer: str, runs: int) -> Callable[[], Awaitable[None]]:
+    """One agent whose every run's result is kept, with its context and trace (never cleared): what the
+    trace's packing of its finished runs costs (issue 42.5), amortised over the runs it packs."""
+    client = ReplayChatCompletionClient([answer] * runs, keep_requests=1)
+    agent = AssistantAgent("bench", client)
+    kept: list[object] = []
+
+    async def one_run() -> None:
+        kept.append(await agent.run(task="go"))
+
+    return one_run
+
+
 def make_fresh_runner(script: list[str | CreateResult]) -> Callable[[], Awaitable[None]]:
     """A run on a new agent and replay client each time, both built inside the run."""
 

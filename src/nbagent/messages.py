@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import mimetypes
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -695,6 +695,30 @@ def tool_results_message(results: Sequence[FunctionExecutionResult]) -> Function
     values = _LAYOUT[FunctionExecutionResultMessage].copy()
     values["content"] = list(results)
     return _built(FunctionExecutionResultMessage, values)
+
+
+def built_values(model: BaseModel) -> tuple[Any, ...] | None:
+    """The values of ``model``'s fields, in their order, when it holds them as the messages the loop builds
+    do (every field set, in its class's shared fields-set, no extra or private values): what
+    :func:`rebuilt` makes an equal model of. ``None`` for any other model."""
+    cls = type(model)
+    values = model.__dict__
+    if (
+        model.__pydantic_fields_set__ is not _EVERY_FIELD[cls]
+        or model.__pydantic_extra__ is not None
+        or model.__pydantic_private__ is not None
+        or tuple(values) != tuple(_LAYOUT[cls])
+    ):
+        return None
+    return tuple(values.values())
+
+
+def rebuilt(cls: type[ModelT], values: Iterable[Any]) -> ModelT:
+    """A ``cls`` holding ``values`` (as :func:`built_values` gave them), without validation."""
+    layout = _LAYOUT[cls]
+    fields = layout.copy()
+    fields.update(zip(tuple(layout), values))
+    return _built(cls, fields)
 
 
 def text_result(content: str, usage: RequestUsage) -> CreateResult:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _check as check
@@ -143,7 +144,7 @@ class Trace(TraceFrames):
             return self._own
         return self._attached.get(id(source))
 
-    def _rows(self) -> list[Row]:
+    def _rows(self) -> Sequence[Row]:
         """The rows, with those of chunks streamed so far by LLM calls still in progress, and every
         chunk's id drawn."""
         self._own.flush()
@@ -286,7 +287,7 @@ class Trace(TraceFrames):
                 found.logs.append(store.logs[at])
             run_at = store.snapshots.run_at
             earlier = {where for at in own if (where := run_at(at)) is not None and where != run}
-        calls = _held_calls(found, rows[: positions[0]], earlier) if earlier else []
+        calls = _held_calls(found, islice(rows, positions[0]), earlier) if earlier else []
         red = self.redactor()
         frames = {
             "events": events_frame(mine, self.trace_id, red, self._anchor, True),
@@ -344,7 +345,7 @@ class Trace(TraceFrames):
         return f"Trace({len(self)} items, {len(run_agents(self._rows()))} runs)"
 
 
-def _held_calls(snapshots: RowStore, rows: Sequence[Row], runs: set[str]) -> list[Row]:
+def _held_calls(snapshots: RowStore, rows: Iterable[Row], runs: set[str]) -> list[Row]:
     """The tool calls of ``runs`` among ``rows`` whose ids the assistant messages of ``snapshots``' contexts
     hold (a call id is the model's, often the same in every run: it is looked up in those runs alone)."""
     held: set[str] = set()

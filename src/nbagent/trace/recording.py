@@ -43,6 +43,7 @@ from ..records import (
     ToolExecution,
 )
 from ..tools import ToolSchema
+from .packed import nest
 from .store import RowStore
 
 T = TypeVar("T")
@@ -72,6 +73,10 @@ class SentMessages(Sequence[LLMMessage]):
 
     def __len__(self) -> int:
         return len(self._head) + self._stop - self._start
+
+    def parts(self) -> tuple[tuple[LLMMessage, ...], list[LLMMessage], int, int]:
+        """What it is made of: ``SentMessages(*parts)`` is an equal one (how a packed trace keeps it)."""
+        return self._head, self._log, self._start, self._stop
 
     @overload
     def __getitem__(self, index: int) -> LLMMessage: ...
@@ -109,6 +114,9 @@ class SentMessages(Sequence[LLMMessage]):
         return repr(self.to_list())
 
 
+nest(SentMessages, SentMessages.parts, SentMessages)  # a packed request keeps its parts as columns
+
+
 class AgentRecorder(Generic[T]):
     """Records one source's runs into a trace's row store; made by ``Trace.attach`` (and for ``agent.trace``).
 
@@ -119,7 +127,7 @@ class AgentRecorder(Generic[T]):
     """
 
     __slots__ = (
-        "_trace", "_source", "_context", "_size", "_rows", "_append", "_run", "_call", "_flushed",
+        "_trace", "_source", "_context", "_size", "_rows", "_tail", "_append", "_run", "_call", "_flushed",
         "_where_run", "_where", "_plain", "_log", "_mirror", "_head", "_name", "_origins", "_store",
         "_add_snapshot", "_add_log", "_key", "_open", "_released", "_tools",
     )  # fmt: skip
@@ -138,6 +146,7 @@ class AgentRecorder(Generic[T]):
         self._size = -1  # the context's length at the last checkpoint
         self._store = store
         self._rows = store.rows
+        self._tail = store.rows.tail  # the rows' list the recorders append to (changed in place only)
         # The store's appenders, bound once by the store for all its recorders (RowStore.add_snapshot
         # inlined: a snapshot is taken at most moves).
         self._append = store.append_row
@@ -254,7 +263,8 @@ class AgentRecorder(Generic[T]):
                 if messages is not self._log or len(messages) != self._size:
                     self._log = messages
                     size = self._size = len(messages)
-                    self._add_snapshot((len(self._rows), self._name, size, self._key, self._where_run, self._where))
+                    at = self._rows.packed + len(self._tail)  # len(self._rows), without a call
+                    self._add_snapshot((at, self._name, size, self._key, self._where_run, self._where))
                     self._add_log(messages)
         if kind is Move:
             run = self._where_run = item.run_id  # type: ignore[union-attr]

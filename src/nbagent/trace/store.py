@@ -13,31 +13,40 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import compress, repeat
+from operator import is_
 from typing import overload
 
 from ..messages import LLMMessage
 from ..records import LLMCall, MoveName, RunFinished, RunStarted
+from .packed import PackedRows, RunIds, Table
 from .rows import Row, SnapshotRow, named_chunk
 
 
 class SnapshotRows(Sequence[SnapshotRow]):
-    """The snapshot rows of a store, kept as columns: each row's numbers in arrays of machine integers
-    and its names in lists (shared strings), about 50 bytes a snapshot where a tuple of six, with its
-    two integers past the small ones Python caches, cost 150. Reads like the list of tuples it stands
-    for: ``len``, indexing (a tuple), iteration, ``append`` of a tuple, ``clear`` and ``[:] =``.
+    """The snapshot rows of a store, kept as columns: each row's numbers in arrays of 4-byte integers,
+    its agent and move as codes into a table of the names (:class:`~nbagent.trace.packed.Table`), its run
+    as a code into :class:`~nbagent.trace.packed.RunIds` (16 bytes a run): about 20 bytes a snapshot
+    where a tuple of six, with its two integers past the small ones Python caches, cost 150. Reads like
+    the list of tuples it stands for: ``len``, indexing (a tuple), iteration, ``append`` of a tuple,
+    ``clear`` and ``[:] =``.
 
     ``append`` is a list's (the recorders append at most moves): the rows wait there and go into the
     columns in bulk, when read or when :data:`SETTLE_FROM` of them wait (:meth:`settle`)."""
 
-    __slots__ = ("_rows", "_agents", "_sizes", "_recorders", "_runs", "_moves", "_waiting", "append")
+    __slots__ = (
+        "_rows", "_agents", "_sizes", "_recorders", "_runs", "_run_ids", "_moves", "_names", "_waiting", "append",
+    )  # fmt: skip
 
     def __init__(self) -> None:
-        self._rows = array("q")
-        self._agents: list[str] = []
-        self._sizes = array("q")
-        self._recorders = array("q")
-        self._runs: list[str | None] = []
-        self._moves: list[MoveName | None] = []
+        self._rows = array("I")
+        self._agents = array("I")
+        self._sizes = array("I")
+        self._recorders = array("I")
+        self._runs = array("I")  # codes into ``_run_ids``
+        self._run_ids = RunIds()
+        self._moves = array("I")
+        self._names = Table()  # the agents' and moves' names (and None), coded
         self._waiting: list[SnapshotRow] = []
         self.append: Callable[[SnapshotRow], None] = self._waiting.append
         """Add a snapshot row at the end."""
@@ -49,11 +58,12 @@ class SnapshotRows(Sequence[SnapshotRow]):
             return
         rows, agents, sizes, recorders, runs, moves = zip(*waiting)
         self._rows.extend(rows)
-        self._agents.extend(agents)
+        self._agents.extend(map(self._names.__getitem__, agents))
         self._sizes.extend(sizes)
         self._recorders.extend(recorders)
-        self._runs.extend(runs)
-        self._moves.extend(moves)
+        codes = {run: self._run_ids.add(run) for run in dict.fromkeys(runs)}
+        self._runs.extend(map(codes.__getitem__, runs))
+        self._moves.extend(map(self._names.__getitem__, moves))
         waiting.clear()
 
     def __len__(self) -> int:
@@ -69,18 +79,22 @@ class SnapshotRows(Sequence[SnapshotRow]):
         if isinstance(index, slice):
             return list(self)[index]
         self.settle()
+        names = self._names.distinct
         return (
             self._rows[index],
-            self._agents[index],
+            names[self._agents[index]],
             self._sizes[index],
             self._recorders[index],
-            self._runs[index],
-            self._moves[index],
+            self._run_ids.get(self._runs[index]),
+            names[self._moves[index]],
         )
 
     def __iter__(self) -> Iterator[SnapshotRow]:
         self.settle()
-        return zip(self._rows, self._agents, self._sizes, self._recorders, self._runs, self._moves)
+        names = self._names.distinct
+        agents, moves = map(names.__getitem__, self._agents), map(names.__getitem__, self._moves)
+        runs = map(self._run_ids.get, self._runs)
+        return zip(self._rows, agents, self._sizes, self._recorders, runs, moves)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (SnapshotRows, list)):
@@ -102,11 +116,9 @@ class SnapshotRows(Sequence[SnapshotRow]):
         """Forget every snapshot row."""
         self._waiting.clear()
         if self._rows:
-            for column in (self._rows, self._sizes, self._recorders):
+            for column in (self._rows, self._agents, self._sizes, self._recorders, self._runs, self._moves):
                 del column[:]
-            self._agents.clear()
-            self._runs.clear()
-            self._moves.clear()
+            self._run_ids = RunIds()
 
     def row_at(self, index: int) -> int:
         """The row snapshot ``index`` was taken before (without building its row)."""
@@ -121,11 +133,17 @@ class SnapshotRows(Sequence[SnapshotRow]):
     def run_at(self, index: int) -> str | None:
         """The run in force at snapshot ``index``."""
         self.settle()
-        return self._runs[index]
+        return self._run_ids.get(self._runs[index])
 
 
 SETTLE_FROM = 256
 """Snapshot rows wait as tuples, at most this many (then a run's end moves them into the columns)."""
+PACK_EVERY = 256
+"""Every this many runs ended in a store, the rows of its finished runs are packed (:meth:`RowStore.pack`)."""
+PACK_FROM = 256
+"""... if they are at least this many rows: a block costs about 6 KB (its columns), a plain run's rows
+packed save about 1.4 KB (a trace cleared at every run, as a service's export-then-clear loop, packs
+nothing)."""
 
 
 class RowStore:
@@ -149,11 +167,14 @@ class RowStore:
         "_turns",
         "_run_keys",
         "_rows_indexed",
+        "_ends",
     )
 
     def __init__(self) -> None:
-        self.rows: list[Row] = []
-        """One row per item. Recorders only append to it; :meth:`clear` empties it in place."""
+        self.rows = PackedRows()
+        """One row per item, in order: the finished runs' packed (:meth:`pack`), then the tail the recorders
+        append to. Only :meth:`pack`, :meth:`name_chunks`, :meth:`drop_runs` and :meth:`clear` change it
+        otherwise, in place."""
         self.snapshots = SnapshotRows()
         """One row per context snapshot, its log at the same position in :attr:`logs` (appended in step)."""
         self.logs: list[list[LLMMessage]] = []
@@ -183,6 +204,7 @@ class RowStore:
         self._turns: dict[str, list[str]] = {}
         self._run_keys: dict[str, int] = {}
         self._rows_indexed = (0, 0)
+        self._ends = 0  # runs ended, counted to pack every PACK_EVERY
 
     def add_snapshot(
         self, agent: str, length: int, recorder: int, run_id: str | None, move: MoveName | None, log: list[LLMMessage]
@@ -223,20 +245,18 @@ class RowStore:
             spans.clear()
             turns.clear()
             done = 0
-        rows = self.rows
-        for at in range(done, len(rows)):
-            row = rows[at]
-            run = row[0] if type(row) is tuple else row.run_id  # type: ignore[union-attr]
+        for at, run in enumerate(self.rows.runs_from(done), done):
             if run is None:
                 continue
             span = spans.get(run)
             if span is None:
                 spans[run] = [at, at]
-                if type(row) is RunStarted and row.parent_run_id is not None:
-                    turns.setdefault(row.parent_run_id, []).append(run)
             else:
                 span[1] = at
-        self._rows_indexed = (self.epoch, len(rows))
+        for _, started in self.rows.records_from(done, RunStarted):  # a run's first row
+            if started.parent_run_id is not None:
+                turns.setdefault(started.parent_run_id, []).append(started.run_id)
+        self._rows_indexed = (self.epoch, len(self.rows))
 
     def rows_of(self, run_id: str) -> list[int]:
         """The positions in :attr:`rows` of run ``run_id``'s rows, in order: found between its first and
@@ -274,20 +294,41 @@ class RowStore:
         self._unnamed_calls.clear()
 
     def in_progress(self) -> set[str]:
-        """The ids of the runs started and not yet finished."""
-        running: set[str] = set()
-        for row in self.rows:
-            if type(row) is RunStarted:
-                running.add(row.run_id)
-            elif type(row) is RunFinished:
-                running.discard(row.run_id)
-        return running
+        """The ids of the runs started and not yet finished (their rows are all in the tail)."""
+        return set(self._running(self.rows.tail)[0])
+
+    @staticmethod
+    def _running(rows: list[Row]) -> tuple[list[str], list[int]]:
+        """The runs of ``rows`` started and not finished in them, in the order they started, and the
+        positions of their ``RunStarted``."""
+        kinds = list(map(type, rows))
+        started = compress(rows, map(is_, kinds, repeat(RunStarted)))
+        at = compress(range(len(rows)), map(is_, kinds, repeat(RunStarted)))
+        ended = {row.run_id for row in compress(rows, map(is_, kinds, repeat(RunFinished)))}  # type: ignore[union-attr]
+        running = [(row.run_id, where) for row, where in zip(started, at) if row.run_id not in ended]  # type: ignore[union-attr]
+        return [run for run, _ in running], [where for _, where in running]
+
+    def pack(self, at_least: int = 1) -> None:
+        """Pack the rows of the finished runs at the tail's front (up to the first row of a run in
+        progress: a run's rows are all after its start) into a block, if at least ``at_least``: they
+        are not changed any more (every chunk's id drawn first)."""
+        tail = self.rows.tail
+        if len(tail) < at_least:
+            return
+        _, starts = self._running(tail)
+        end = starts[0] if starts else len(tail)
+        if end >= at_least:
+            self.name_chunks()
+            self.rows.pack(end)
 
     def run_ended(self, run_id: str) -> None:
         """A run ended (its ``RunFinished`` is the last row): with :attr:`max_runs`, forget the oldest
         finished runs once a quarter more than that are kept (so the cost is paid now and then); the
         snapshot rows waiting go into their columns once :data:`SETTLE_FROM` wait."""
         self.snapshots.settle(SETTLE_FROM)
+        ends = self._ends = self._ends + 1
+        if not ends % PACK_EVERY:
+            self.pack(PACK_FROM)
         if self.max_runs is None:
             return
         ended = self._ended
@@ -321,19 +362,23 @@ class RowStore:
         self.snapshots[:] = snapshots
         self.logs[:] = logs
         self.epoch += 1
+        self.pack(PACK_FROM)
 
     def clear(self) -> bool:
         """Forget every row and snapshot, but those of the runs in progress: they keep theirs whole (as
         :meth:`drop_runs` keeps the runs it does not drop), so that a run going on across a clear is
         recorded, and exported once it ends, whole. Whether every row went (no run in progress)."""
-        rows = self.rows
-        started = {row.run_id for row in rows if type(row) is RunStarted}
-        running = started - {row.run_id for row in rows if type(row) is RunFinished}
+        rows, tail = self.rows, self.rows.tail  # a run in progress has its rows in the tail
+        started = {row.run_id for row in tail if type(row) is RunStarted}
+        running = started - {row.run_id for row in tail if type(row) is RunFinished}
         if running:
             self.drop_runs({run for run in map(run_of, rows) if run is not None and run not in running})
             self._ended.clear()
             return False
-        rows.clear()  # no run in progress (the common case): nothing is kept
+        if rows.packed:
+            rows.clear()
+        else:
+            tail.clear()  # no run in progress (the common case): nothing is kept
         self._unnamed.clear()
         self._unnamed_calls.clear()
         self.snapshots.clear()

@@ -1,0 +1,583 @@
+"""A trace's rows, its finished runs' packed into columns: :class:`PackedRows`.
+
+The recorders append rows to a plain list (the *tail*: ``append`` and ``extend`` are the list's own);
+the store moves the rows of finished runs (:meth:`RowStore.pack`) from the tail's front into a
+:class:`Block`: the rows of one layout or record type become one :class:`Group`, each field a column
+(:func:`encode`): a value shared by every row once, floats and clock times in arrays of machine
+numbers, strings and small integers as codes into a table of their distinct values (move names, agents;
+run ids in 16 bytes each), the values the trace alone holds as columns of their fields, every other
+object by reference. A kept plain run's rows cost about 300 bytes packed where they cost about 1,900
+(bench/RESULTS.md, issue 42.5).
+
+Packing runs at C speed (``map``, ``zip``, ``compress`` and ``array`` over a group's rows); reading a row
+rebuilds it (records of the same type, tuples, equal to the originals: fields are kept exactly, clock
+times to the microsecond a datetime holds); reading a block whole rebuilds its groups at C speed and
+merges them in order. A row is found by bisecting the blocks' first positions, then counting its kind
+in the block (C speed), never by a pass over the trace.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from itertools import compress, repeat
+from operator import add, attrgetter, eq, floordiv, is_, is_not, sub
+from typing import Any, overload
+
+from ..messages import CreateResult, Response, built_values, rebuilt
+from ..models.base import ModelRequest
+from .rows import Row, run_of
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_CODED = frozenset({str, int, type(None)})  # what a column may hold as codes into a table (hashable, no bool)
+
+
+def uuid_bytes(value: object) -> bytes | None:
+    """The 16 bytes of ``value`` when it is a UUID's canonical text (a run's id), else ``None``."""
+    if type(value) is not str or len(value) != 36:
+        return None
+    digits = value.replace("-", "")
+    if len(digits) != 32 or value[8] != "-" or value[13] != "-" or value[18] != "-" or value[23] != "-":
+        return None
+    try:
+        raw = bytes.fromhex(digits)
+    except ValueError:
+        return None
+    return raw if raw.hex() == digits else None  # lower-case hex digits only (fromhex skips spaces)
+
+
+def uuid_text(raw: bytes) -> str:
+    """The canonical text of the UUID of 16 bytes ``raw`` (lower-case hex, four dashes)."""
+    digits = raw.hex()
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+class Distinct(Sequence[Any]):
+    """The distinct values of a :class:`Table`, in the order of their codes. Once sealed (a block's
+    table of run ids is), the texts that are UUIDs are held in 16 bytes each instead of an 85-byte
+    string, their text made again when read (listed once while a block is read whole: :meth:`listing`);
+    every other value is held as it is."""
+
+    __slots__ = ("_values", "_marks", "_uuids", "_listed")
+
+    def __init__(self, values: list[Any]) -> None:
+        self._values = values  # the values not held in ``_uuids`` (appended to by its table until sealed)
+        self._marks = b""  # per value: 1 if it is a UUID held in ``_uuids``
+        self._uuids = b""
+        self._listed: list[Any] | None = None
+
+    def seal(self) -> None:
+        """Hold the UUID texts as 16 bytes each (no value is added after)."""
+        raws = list(map(uuid_bytes, self._values))
+        marks = bytes(map(is_not, raws, repeat(None)))
+        if any(marks):
+            self._marks = marks
+            self._uuids = b"".join(raw for raw in raws if raw is not None)
+            self._values = [value for value, raw in zip(self._values, raws) if raw is None]
+
+    def __len__(self) -> int:
+        return len(self._marks) or len(self._values)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return self.listed()[index]
+        marks = self._marks
+        if not marks:
+            return self._values[index]
+        uuids_before = marks.count(1, 0, index)
+        if marks[index]:
+            return uuid_text(self._uuids[16 * uuids_before : 16 * uuids_before + 16])
+        return self._values[index - uuids_before]
+
+    def listed(self) -> list[Any]:
+        """Every value, in a list (each UUID's text made once)."""
+        if self._listed is not None:
+            return self._listed
+        if not self._marks:
+            return self._values
+        uuids = self._uuids
+        texts = iter([uuid_text(uuids[at : at + 16]) for at in range(0, len(uuids), 16)])
+        values = iter(self._values)
+        return [next(texts) if mark else next(values) for mark in self._marks]
+
+    def listing(self, on: bool) -> None:
+        """Keep the values listed (``on``, while a block is read whole) or let the list go."""
+        self._listed = self.listed() if on else None
+
+
+class RunIds:
+    """An append-only list of run ids (``None`` too), each UUID text in 16 bytes (its text made again when
+    read), any other value as it is: what a store's snapshot rows keep of their runs."""
+
+    __slots__ = ("_uuids", "_others")
+
+    def __init__(self) -> None:
+        self._uuids = bytearray()  # 16 bytes an id: a UUID's, or zeros for one in ``_others``
+        self._others: dict[int, str | None] = {}
+
+    def add(self, run_id: str | None) -> int:
+        """Add ``run_id``; its code (what :meth:`get` takes)."""
+        code = len(self._uuids) // 16
+        raw = uuid_bytes(run_id)
+        if raw is None:
+            self._others[code] = run_id
+            raw = bytes(16)
+        self._uuids += raw
+        return code
+
+    def get(self, code: int) -> str | None:
+        """The run id of ``code``."""
+        if code in self._others:
+            return self._others[code]
+        at = 16 * code
+        return uuid_text(bytes(self._uuids[at : at + 16]))
+
+
+class Column:
+    """One field of a group's rows: ``kind`` says how ``data`` holds it (see :func:`encode`); ``parts``:
+    a table of values (``CODES``), the nested group (``NESTED``), the column of the lists' items
+    (``SINGLES``), or one column per type (``MIXED``, ``data`` their codes)."""
+
+    __slots__ = ("kind", "data", "parts")
+
+    def __init__(self, kind: int, data: Any, parts: Any = None) -> None:
+        self.kind = kind
+        self.data = data
+        self.parts = parts
+
+    def get(self, index: int) -> Any:
+        """The value of row ``index`` of the group."""
+        kind, data = self.kind, self.data
+        if kind == SAME:
+            return data
+        if kind == CODES:
+            return self.parts[data[index]]
+        if kind == TIMES:
+            return _EPOCH + timedelta(0, 0, data[index])
+        if kind == EMPTY_LISTS:
+            return []
+        if kind == NESTED:
+            return self.parts.row(index)
+        if kind == SINGLES:
+            return [self.parts.get(index)]
+        if kind == MIXED:
+            code = data[index]
+            return self.parts[code].get(data.count(code, 0, index))
+        return data[index]  # NUMBERS, OBJECTS
+
+    def values(self, count: int) -> Iterable[Any]:
+        """The values of the group's ``count`` rows, in order."""
+        kind, data = self.kind, self.data
+        if kind == SAME:
+            return repeat(data, count)
+        if kind == CODES:
+            return map(self.parts.listed().__getitem__, data)
+        if kind == TIMES:
+            return map(add, repeat(_EPOCH), map(timedelta, repeat(0), repeat(0), data))
+        if kind == EMPTY_LISTS:
+            return map(list, repeat((), count))
+        if kind == NESTED:
+            nested: Iterable[Any] = self.parts.rows()
+            return nested
+        if kind == SINGLES:
+            return map(_one, self.parts.values(count))
+        if kind == MIXED:
+            sources = [iter(part.values(data.count(code))) for code, part in enumerate(self.parts)]
+            mixed: Iterable[Any] = map(next, map(sources.__getitem__, data))
+            return mixed
+        values: Iterable[Any] = data  # NUMBERS, OBJECTS
+        return values
+
+
+SAME, NUMBERS, TIMES, CODES, EMPTY_LISTS, OBJECTS, NESTED, SINGLES, MIXED = range(9)
+_CONSTANTS = {id(value): Column(SAME, value) for value in (None, True, False, ())}
+"""The columns of a value every row shares that is one of these, shared by every block (most columns of
+a block are: an LLM call's ``error``, ``sent``, ``chunks``...)."""
+
+Fields = Callable[[Any], "tuple[Any, ...] | None"]
+NESTED_TYPES: dict[type, tuple[Fields | tuple[str, ...], Callable[..., Any]]] = {
+    Response: (("chat_message", "inner_messages"), Response),
+    ModelRequest: (("messages", "tools", "tool_choice", "json_output", "extra_create_args"), ModelRequest),
+    CreateResult: (built_values, lambda *values: rebuilt(CreateResult, values)),
+}
+"""The types whose values a column keeps as columns of their fields (a :class:`Group`): per type, the
+names of its fields or what reads a value's fields (``None``: this value cannot be, the column keeps its
+values by reference), and what builds an equal value of them. Only types whose values the trace alone
+holds (else their fields' columns would cost more than one reference); more are added with :func:`nest`."""
+
+
+def nest(kind: type, fields: Fields, build: Callable[..., Any]) -> None:
+    """Keep the values of ``kind`` in a column as columns of their ``fields``, built again by ``build``."""
+    NESTED_TYPES[kind] = (fields, build)
+
+
+def _one(value: Any) -> list[Any]:
+    return [value]
+
+
+class Table(dict[Any, int]):
+    """The distinct values of a block's coded columns, which share it (run ids, agents, move names...):
+    a value's code is its place in :attr:`distinct`, drawn as the columns are made."""
+
+    __slots__ = ("distinct", "_add")
+
+    def __init__(self) -> None:
+        super().__init__()
+        found: list[Any] = []
+        self.distinct = Distinct(found)
+        self._add = found.append
+
+    def __missing__(self, value: Any) -> int:
+        code = self[value] = len(self)  # its keys are the values found so far
+        self._add(value)
+        return code
+
+
+def encode(values: Sequence[Any], table: Table) -> Column:
+    """The column of ``values`` (one field of a group's rows): ``SAME`` when every value is one object,
+    ``NUMBERS`` when all are floats (an ``array('d')``, exact), ``TIMES`` when all are datetimes in UTC
+    (microseconds since the epoch in an ``array('q')``: exact), ``EMPTY_LISTS`` when all are empty lists
+    (each row gets a new one), ``SINGLES`` when all are lists of one item (the items' column),
+    ``CODES`` when all are strings, integers or ``None`` (codes into a table of the distinct values, 1, 2
+    or 4 bytes a row), ``NESTED`` when all are of one of :data:`NESTED_TYPES`, ``MIXED`` when they are
+    of several types and some type's values are kept as more than references (one column per type),
+    else ``OBJECTS`` (the values by reference)."""
+    first = values[0]
+    if all(map(is_, values, repeat(first))):
+        return _CONSTANTS.get(id(first)) or Column(SAME, first)
+    kinds = list(map(type, values))
+    types = set(kinds)
+    if len(types) == 1:
+        (kind,) = types
+        if kind is float:
+            return Column(NUMBERS, array("d", values))
+        if kind is datetime and all(map(is_, map(attrgetter("tzinfo"), values), repeat(UTC))):
+            return Column(TIMES, array("q", map(floordiv, map(sub, values, repeat(_EPOCH)), repeat(_MICROSECOND))))
+        if kind is list:
+            sizes = set(map(len, values))
+            if sizes == {0}:
+                return Column(EMPTY_LISTS, None)
+            if sizes == {1}:
+                return Column(SINGLES, None, encode([value[0] for value in values], table))
+        nested = NESTED_TYPES.get(kind)
+        if nested is not None:
+            reads, build = nested
+            if isinstance(reads, tuple):
+                return Column(NESTED, None, Group(build, values, reads, table))
+            fields = list(map(reads, values))
+            if None not in fields:
+                return Column(NESTED, None, Group(build, fields, None, table))
+    if types <= _CODED:
+        if types == {int} and 2 * len(set(values)) > len(values) and -(2**63) <= min(values) and max(values) < 2**63:
+            return Column(NUMBERS, array("q", values))  # integers mostly distinct: 8 bytes each, no object
+        codes = list(map(table.__getitem__, values))
+        size = len(table.distinct)
+        typecode = "B" if size <= 0x100 else "H" if size <= 0x10000 else "I"
+        return Column(CODES, array(typecode, codes), table.distinct)
+    if 1 < len(types) <= 0x100 and not types.isdisjoint(NESTED_TYPES):
+        order = list(dict.fromkeys(kinds))
+        index = dict(zip(order, range(len(order))))
+        kind_codes = bytes(map(index.__getitem__, kinds))
+        parts = [encode(list(compress(values, map(eq, kind_codes, repeat(code)))), table) for code in range(len(order))]
+        return Column(MIXED, kind_codes, parts)
+    return Column(OBJECTS, list(values))
+
+
+class Group:
+    """The rows of one kind (one record type, tuples of one length, the values of a nested type), as
+    columns of their fields."""
+
+    __slots__ = ("build", "count", "columns")
+
+    def __init__(
+        self,
+        build: Callable[..., Any],
+        rows: Sequence[Any],
+        fields: Fields | tuple[str, ...] | None,
+        table: Table,
+        runs: Table | None = None,
+    ):
+        self.build = build
+        self.count = len(rows)
+        values: Iterable[Sequence[Any]]
+        if fields is None:
+            values = zip(*rows)
+        elif isinstance(fields, tuple):  # a record's fields, by name: a list of each, no tuple a row
+            values = [list(map(attrgetter(name), rows)) for name in fields]
+        else:
+            values = zip(*map(fields, rows))
+        self.columns = [encode(column, table if runs is None or at else runs) for at, column in enumerate(values)]
+
+    def row(self, index: int) -> Any:
+        """Row ``index`` of the group, rebuilt."""
+        return self.build(*[column.get(index) for column in self.columns])
+
+    def rows(self) -> Iterator[Any]:
+        """Every row of the group, rebuilt, in order."""
+        return map(self.build, *[column.values(self.count) for column in self.columns])
+
+
+def _tuple(*values: Any) -> tuple[Any, ...]:
+    return values
+
+
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _fields_of(kind: type) -> tuple[str, ...] | None:
+    """A record's fields' names in its constructor's order (``None``: not a dataclass built from its
+    fields alone, its run id first: kept by reference)."""
+    if kind not in _FIELDS:
+        names = [field.name for field in dataclasses.fields(kind)] if dataclasses.is_dataclass(kind) else []
+        plain = (
+            names[:1] == ["run_id"]
+            and all(field.init for field in dataclasses.fields(kind))
+            and not hasattr(kind, "__post_init__")
+        )
+        _FIELDS[kind] = tuple(names) if plain and len(names) > 1 else None
+    return _FIELDS[kind]
+
+
+class Block:
+    """Rows packed from consecutive positions: per row the index of its type in ``types`` (``codes``),
+    per tuple row its length (``lengths``), and one :class:`Group` per record type and tuple length
+    (rows of a type that is not a plain dataclass are kept by reference, in ``objects``)."""
+
+    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples", "runs")
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.count = len(rows)
+        kinds = list(map(type, rows))
+        self.types = list(dict.fromkeys(kinds))
+        index = dict(zip(self.types, range(len(self.types))))
+        self.codes = bytes(map(index.__getitem__, kinds))  # at most a few kinds of row
+        # Per type: its group, its rows themselves (not a plain dataclass), or None (tuples: by length).
+        self.groups: list[Group | list[Row] | None] = []
+        self.tuples: dict[int, Group] = {}
+        self.lengths = b""
+        table = Table()  # one for every coded column of the block
+        runs = Table()  # the rows' runs (every row starts with it): each run's id once, in 16 bytes
+        for code, kind in enumerate(self.types):
+            mine: list[Any] = list(compress(rows, map(eq, self.codes, repeat(code))))
+            if kind is tuple:
+                self.lengths = bytes(map(len, mine))
+                for length in dict.fromkeys(self.lengths):
+                    same = list(compress(mine, map(eq, self.lengths, repeat(length))))
+                    self.tuples[length] = Group(_tuple, same, None, table, runs)
+                self.groups.append(None)
+                continue
+            fields = _fields_of(kind)
+            self.groups.append(mine if fields is None else Group(kind, mine, fields, table, runs))
+        runs.distinct.seal()
+        self.runs = runs.distinct
+
+    def row(self, index: int) -> Row:
+        """Row ``index`` of the block, rebuilt."""
+        code = self.codes[index]
+        nth = self.codes.count(code, 0, index)
+        group = self.groups[code]
+        if group is None:  # a tuple: its length, then its place among the tuples of that length
+            length = self.lengths[nth]
+            found: Row = self.tuples[length].row(self.lengths.count(length, 0, nth))
+            return found
+        if isinstance(group, list):
+            return group[nth]
+        row: Row = group.row(nth)
+        return row
+
+    def run_ids(self) -> list[str | None]:
+        """The run of every row of the block, in order (its first field: no row rebuilt)."""
+        sources: list[Iterator[Any]] = []
+        self.runs.listing(True)
+        try:
+            for group in self.groups:
+                if group is None:
+                    by_length = {
+                        length: iter(tuples.columns[0].values(tuples.count)) for length, tuples in self.tuples.items()
+                    }
+                    sources.append(iter(list(map(next, map(by_length.__getitem__, self.lengths)))))
+                else:
+                    sources.append(
+                        iter(map(attrgetter("run_id"), group))
+                        if isinstance(group, list)
+                        else iter(group.columns[0].values(group.count))
+                    )
+            return list(map(next, map(sources.__getitem__, self.codes)))
+        finally:
+            self.runs.listing(False)
+
+    def records(self, kind: type) -> list[tuple[int, Any]]:
+        """The rows of record type ``kind`` with their positions in the block (only those rebuilt)."""
+        if kind not in self.types:
+            return []
+        code = self.types.index(kind)
+        group = self.groups[code]
+        assert group is not None
+        at = compress(range(self.count), map(eq, self.codes, repeat(code)))
+        return list(zip(at, group if isinstance(group, list) else group.rows()))
+
+    def rows(self) -> list[Row]:
+        """Every row of the block, rebuilt, in order."""
+        sources: list[Iterator[Row]] = []
+        self.runs.listing(True)  # each run's id made once
+        try:
+            for group in self.groups:
+                if group is None:
+                    by_length = {length: tuples.rows() for length, tuples in self.tuples.items()}
+                    sources.append(iter(list(map(next, map(by_length.__getitem__, self.lengths)))))
+                else:
+                    sources.append(iter(group) if isinstance(group, list) else group.rows())
+            return list(map(next, map(sources.__getitem__, self.codes)))
+        finally:
+            self.runs.listing(False)
+
+
+class PackedRows(Sequence[Row]):
+    """A trace's rows: the packed :class:`Block` s of finished runs, then the tail the recorders append to.
+
+    Reads like a list of rows (``len``, indexing, slices, iteration, ``==``); ``append`` and ``extend``
+    are the tail's own (the recorders' hot path), a row of the tail may be replaced (``rows[i] = row``),
+    every row may be replaced at once (``rows[:] = rows``, into the tail) or cleared."""
+
+    __slots__ = ("_blocks", "_starts", "packed", "tail", "append", "extend")
+
+    def __init__(self) -> None:
+        self._blocks: list[Block] = []
+        self._starts: list[int] = []  # each block's first position
+        self.packed = 0
+        """How many rows are packed (the first ones)."""
+        self.tail: list[Row] = []
+        """The rows not packed (the last ones): the list the recorders append to, changed in place only."""
+        self.append: Callable[[Row], None] = self.tail.append
+        """Add a row at the end."""
+        self.extend: Callable[[Iterable[Row]], None] = self.tail.extend
+        """Add rows at the end."""
+
+    def pack(self, count: int) -> None:
+        """Pack the tail's first ``count`` rows into a block (they are no longer changed)."""
+        if count <= 0:
+            return
+        tail = self.tail
+        block = Block(tail[:count])
+        del tail[:count]
+        self._blocks.append(block)
+        self._starts.append(self.packed)
+        self.packed += count
+
+    def __len__(self) -> int:
+        return self.packed + len(self.tail)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Row]: ...
+
+    def __getitem__(self, index: int | slice) -> Row | list[Row]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return list(self)[index]
+            return list(self.iter_from(start))[: max(0, stop - start)]
+        packed = self.packed
+        if index < 0:
+            index += len(self)
+        if index >= packed:
+            return self.tail[index - packed]
+        if index < 0:
+            raise IndexError("row index out of range")
+        at = bisect.bisect_right(self._starts, index) - 1
+        return self._blocks[at].row(index - self._starts[at])
+
+    def iter_from(self, start: int) -> Iterator[Row]:
+        """The rows from position ``start`` on (whole blocks before it skipped, not rebuilt)."""
+        packed = self.packed
+        if start >= packed:
+            yield from self.tail[start - packed :]
+            return
+        at = max(0, bisect.bisect_right(self._starts, start) - 1)
+        skip = start - self._starts[at]
+        for block in self._blocks[at:]:
+            rows = block.rows()
+            yield from rows[skip:] if skip else rows
+            skip = 0
+        yield from list(self.tail)
+
+    def __iter__(self) -> Iterator[Row]:
+        return self.iter_from(0)
+
+    def runs_from(self, start: int) -> Iterator[str | None]:
+        """The run of every row from position ``start`` on (packed rows' read from their run column)."""
+        packed = self.packed
+        if start < packed:
+            at = max(0, bisect.bisect_right(self._starts, start) - 1)
+            skip = start - self._starts[at]
+            for block in self._blocks[at:]:
+                yield from block.run_ids()[skip:]
+                skip = 0
+        yield from map(run_of, self.tail[max(0, start - packed) :])
+
+    def records_from(self, start: int, kind: type) -> Iterator[tuple[int, Any]]:
+        """The rows of record type ``kind`` from position ``start`` on, with their positions (only those
+        rebuilt, in order)."""
+        packed = self.packed
+        if start < packed:
+            at = max(0, bisect.bisect_right(self._starts, start) - 1)
+            for block, first in zip(self._blocks[at:], self._starts[at:]):
+                yield from ((first + index, row) for index, row in block.records(kind) if first + index >= start)
+        tail = self.tail
+        for index in range(max(0, start - packed), len(tail)):
+            if type(tail[index]) is kind:
+                yield packed + index, tail[index]
+
+    def __reversed__(self) -> Iterator[Row]:
+        yield from reversed(self.tail)
+        for block in reversed(self._blocks):
+            yield from reversed(block.rows())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (PackedRows, list)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @overload
+    def __setitem__(self, index: int, row: Row) -> None: ...
+
+    @overload
+    def __setitem__(self, index: slice, row: Iterable[Row]) -> None: ...
+
+    def __setitem__(self, index: int | slice, row: Row | Iterable[Row]) -> None:
+        """``rows[i] = row`` (a row not packed) or ``rows[:] = rows`` (every row replaced)."""
+        if isinstance(index, slice):
+            if index != slice(None):
+                raise IndexError("rows are replaced whole ([:] =), one by one in the tail, or appended to")
+            kept: list[Row] = list(row)  # type: ignore[arg-type]  # may read this sequence itself
+            self._blocks.clear()
+            self._starts.clear()
+            self.packed = 0
+            self.tail[:] = kept
+            return
+        if index < 0:
+            index += len(self)
+        if index < self.packed:
+            raise IndexError(f"row {index} is packed: packed rows are not changed")
+        self.tail[index - self.packed] = row  # type: ignore[assignment]
+
+    def clear(self) -> None:
+        """Forget every row."""
+        self._blocks.clear()
+        self._starts.clear()
+        self.packed = 0
+        self.tail.clear()

@@ -1,0 +1,326 @@
+"""A finished run's rows packed into columns (issue 42.5, ``trace/packed.py``): every row reads back equal
+to the one recorded (the same type), every frame is the same before and after packing, a run in
+progress is never packed, and forgetting rows (``clear()``, ``max_runs``) keeps the packed ones right."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from nbagent import (
+    AssistantAgent,
+    CreateResult,
+    ReplayChatCompletionClient,
+    Trace,
+)
+from nbagent.messages import Response, TextMessage, text_result, usage
+from nbagent.models import ReplayExhaustedError
+from nbagent.records import Intervention, LLMCall, RunStarted
+from nbagent.trace import store as store_module
+from nbagent.trace.packed import (
+    CODES,
+    EMPTY_LISTS,
+    MIXED,
+    NESTED,
+    NUMBERS,
+    OBJECTS,
+    SAME,
+    SINGLES,
+    TIMES,
+    RunIds,
+    Table,
+    encode,
+)
+from nbagent.trace.store import RowStore
+
+from .helpers import add, calls, fail, text
+
+MESSAGE = TextMessage(content="hi", source="a")
+FRAMES = ("runs_df", "events_df", "llm_calls_df", "tool_calls_df", "context_df")
+
+
+class ItemList:
+    """A recorder keeping every item it is given, as given."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.record = self.items.append
+
+
+@pytest.fixture
+def pack_by_hand(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No packing at runs' ends: the test packs (``store.pack()``)."""
+    monkeypatch.setattr(store_module, "PACK_EVERY", 10**9)
+    yield
+
+
+async def mixed_runs(trace: Trace, given: ItemList) -> list[AssistantAgent]:
+    """Plain runs, tool runs (a failing tool, a reflection, a thought), streamed runs (chunks whose ids are
+    drawn when read), a handoff and a model failure, recorded into ``trace`` (and into ``given``). The agents
+    are returned for the caller to keep: ``Trace.attach`` knows a source by its ``id()``, which a new agent
+    may get once an attached one is collected."""
+    plain = AssistantAgent("plain", ReplayChatCompletionClient([f"answer {i}" for i in range(3)]))
+    tools = AssistantAgent(
+        "tools",
+        ReplayChatCompletionClient(
+            [
+                calls(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "fail", '{"reason": "no"}')),
+                text("3 and no", thought="hm"),
+            ]
+        ),
+        tools=[add, fail],
+        reflect_on_tool_use=True,
+    )
+    streamed = AssistantAgent("streamer", ReplayChatCompletionClient(["a b c", "d e f"]), model_client_stream=True)
+    handing = AssistantAgent(
+        "handing", ReplayChatCompletionClient([calls(("h1", "transfer_to_plain", "{}"))]), handoffs=["plain"]
+    )
+    agents = [plain, tools, streamed, handing]
+    for agent in agents:
+        trace.attach(agent)
+        agent.recorders.append(given)
+    for i in range(2):
+        await plain.run(task=f"plain {i}")
+    await tools.run(task="add and fail")
+    await streamed.run(task="stream")
+    async for _ in streamed.run_stream(task="stream again"):
+        pass
+    await handing.run(task="hand over")
+    with pytest.raises(ReplayExhaustedError):
+        await handing.run(task="again")  # a model failure: the run ends with an error
+    trace.record(Intervention(trace.last_run(), 1, "answer", "an edit"))  # an intervention row
+    return agents
+
+
+def frames(trace: Trace) -> dict[str, pd.DataFrame]:
+    out = {name: getattr(trace, name)() for name in FRAMES}
+    out.update(trace.context_tables())
+    return out
+
+
+def assert_same_rows(found: list[Any], expected: list[Any]) -> None:
+    assert len(found) == len(expected)
+    for index, (row, want) in enumerate(zip(found, expected)):
+        assert type(row) is type(want), index
+        assert row == want, index
+
+
+async def test_packed_rows_read_back_equal_with_every_frame(pack_by_hand: None) -> None:
+    trace, given = Trace(), ItemList()
+    await mixed_runs(trace, given)
+    before = frames(trace)
+    items = trace.items
+    rows = list(trace.store.rows)  # every chunk's id drawn by the reads above
+    kinds = {type(row).__name__ if type(row) is not tuple else len(row) for row in rows}
+    assert kinds >= {"RunStarted", "LLMCall", "ToolExecution", "RunFinished", "Intervention", 3, 4, 5}
+    trace.store.pack()
+    packed = trace.store.rows
+    assert packed.packed == len(rows) and not packed.tail  # every run ended: every row packed
+    assert_same_rows(list(packed), rows)
+    assert_same_rows([packed[index] for index in range(len(rows))], rows)  # one by one (bisect, count)
+    assert_same_rows([packed[index - len(rows)] for index in range(len(rows))], rows)
+    assert_same_rows(packed[5:17], rows[5:17])
+    assert_same_rows(list(packed.iter_from(9)), rows[9:])
+    assert_same_rows(list(reversed(packed)), rows[::-1])
+    for start in (0, 3, len(rows) - 1, len(rows)):  # a row's run read from its column alone
+        assert list(packed.runs_from(start)) == [store_module.run_of(row) for row in rows[start:]]
+        for kind in (RunStarted, LLMCall, Intervention):
+            expected = [(at, row) for at, row in enumerate(rows) if at >= start and type(row) is kind]
+            assert list(packed.records_from(start, kind)) == expected
+    assert packed == rows
+    assert trace.items == items
+    after = frames(trace)
+    for name, frame in before.items():
+        pd.testing.assert_frame_equal(after[name], frame, obj=name)
+    for run in trace.runs_df()["run_id"]:  # one run read alone: its rows found by the index, not a scan
+        assert trace.store.rows_of(run) == [at for at, row in enumerate(rows) if store_module.run_of(row) == run]
+    last = trace.last_run()
+    alone = trace.run(last).events_df().reset_index(drop=True).astype(object)
+    expected = before["events_df"].query("run_id == @last").reset_index(drop=True).astype(object)
+    pd.testing.assert_frame_equal(alone, expected)
+
+
+async def test_new_runs_after_a_packed_block_and_a_second_block(pack_by_hand: None) -> None:
+    trace, given = Trace(), ItemList()
+    agents = await mixed_runs(trace, given)
+    trace.store.pack()
+    agent = AssistantAgent("later", ReplayChatCompletionClient(["x", "y"]))
+    assert all(map(id, agents)) and id(agent) not in set(map(id, agents))  # alive: a new id
+    trace.attach(agent)
+    agent.recorders.append(given)
+    await agent.run(task="after the block")
+    rows = list(trace.store.rows)
+    trace.store.pack()
+    await agent.run(task="in the tail")
+    assert trace.store.rows.packed == len(rows) and len(trace.store.rows.tail) > 0
+    assert_same_rows(list(trace.store.rows)[: len(rows)], rows)
+    items, before = trace.items, frames(trace)
+    trace.store.pack()
+    assert trace.items == items
+    for name, frame in frames(trace).items():
+        pd.testing.assert_frame_equal(frame, before[name], obj=name)
+    assert list(trace.runs_df()["status"]).count("ok") == len(trace.runs_df()) - 1
+
+
+async def test_a_run_in_progress_is_never_packed_and_survives_clear(pack_by_hand: None) -> None:
+    trace = Trace()
+    agent = AssistantAgent("a", ReplayChatCompletionClient(["one", "two", "three"]))
+    trace.attach(agent)
+    await agent.run(task="first")
+    done = len(trace.store.rows)
+    stream = agent.run_stream(task="second")
+    for _ in range(2):
+        await anext(stream)  # the second run started: its rows stay in the tail
+    trace.store.pack()
+    assert trace.store.rows.packed == done
+    assert trace.store.in_progress() == {trace.last_run()}
+    trace.clear()  # the finished run goes (packed), the run in progress is kept whole
+    assert trace.store.rows.packed == 0
+    async for _ in stream:
+        pass
+    runs = trace.runs_df()
+    assert list(runs["task"]) == ["second"] and list(runs["status"]) == ["ok"]
+    trace.store.pack()
+    with pytest.raises(IndexError, match="packed"):
+        trace.store.rows[0] = trace.store.rows[0]
+    with pytest.raises(IndexError):
+        trace.store.rows[1:] = []
+
+
+async def test_max_runs_drops_packed_runs_and_packs_what_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "PACK_EVERY", 2)  # runs' ends pack the finished runs' rows
+    monkeypatch.setattr(store_module, "PACK_FROM", 1)
+    trace, given = Trace(max_runs=4), ItemList()
+    agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(13)]))
+    trace.attach(agent)
+    agent.recorders.append(given)
+    for i in range(13):
+        await agent.run(task=f"task {i}")
+    store = trace.store
+    assert store.rows.packed > 0
+    runs = list(trace.runs_df()["task"])
+    assert runs == [f"task {i}" for i in range(13 - len(runs), 13)] and 4 <= len(runs) <= 5
+    kept = {run for run in trace.runs_df()["run_id"]}
+    records = [item for item in trace.items if hasattr(item, "run_id")]
+    assert records == [item for item in given.items if getattr(item, "run_id", None) in kept]
+    context = trace.context_df()
+    assert list(context["text"])[-2:] == ["task 12", "answer 12"]
+
+
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        ([None, None], SAME),
+        ([1.5, float("nan"), -0.0], NUMBERS),
+        (
+            [
+                pd.Timestamp("2026-01-01", tz="UTC").to_pydatetime(),
+                pd.Timestamp("2026-01-02 00:00:00.000001", tz="UTC").to_pydatetime(),
+            ],
+            TIMES,
+        ),
+        ([[], []], EMPTY_LISTS),
+        (["a", "b", "a", None, 3], CODES),
+        ([True, 1], OBJECTS),  # a bool and an int are equal keys: kept as they are
+        ([[1], []], OBJECTS),
+        ([1.0, 1], OBJECTS),
+        ([[1], ["a"]], SINGLES),
+        (list(range(1000)), NUMBERS),  # many integers: an array of them
+        ([Response(chat_message=MESSAGE), Response(chat_message=MESSAGE, inner_messages=[MESSAGE])], NESTED),
+        ([text_result("a", usage(1, 2)), text_result("b", usage(3, 4))], NESTED),
+        ([Response(chat_message=MESSAGE), MESSAGE, None], MIXED),
+        ([CreateResult(finish_reason="stop", content="a", usage=usage(1, 2)), text_result("b", usage(3, 4))], OBJECTS),
+    ],
+)
+def test_each_column_gives_back_its_values_exactly(values: list[Any], kind: int) -> None:
+    table = Table()
+    column = encode(values, table)
+    table.distinct.seal()
+    assert column.kind == kind
+    for found in ([column.get(index) for index in range(len(values))], list(column.values(len(values)))):
+        assert [type(value) for value in found] == [type(value) for value in values]
+        assert repr(found) == repr(values)  # nan and -0.0 too
+        assert found == values or kind == NUMBERS  # (nan != nan)
+        for value, was in zip(found, values):
+            if kind in (EMPTY_LISTS, SINGLES, NESTED):
+                assert value is not was  # a new one: changing it changes no other row
+
+
+def test_a_trace_cleared_at_every_run_packs_nothing_and_a_kept_one_packs_in_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Runs' ends pack only blocks worth their columns (``PACK_FROM`` rows): a trace cleared at every run
+    (a service's export-then-clear) packs nothing; a trace keeping its runs packs every ``PACK_EVERY``."""
+    monkeypatch.setattr(store_module, "PACK_EVERY", 4)
+    monkeypatch.setattr(store_module, "PACK_FROM", 20)
+
+    async def runs() -> None:
+        cleared, kept = Trace(), Trace()
+        agent = AssistantAgent("a", ReplayChatCompletionClient(["x"] * 10))
+        cleared.attach(agent)
+        kept.attach(agent)
+        for _ in range(10):
+            cleared.clear()
+            await agent.run(task="go")
+        assert cleared.store.rows.packed == 0 and len(cleared.runs_df()) == 1
+        assert kept.store.rows.packed == 64 and len(kept.store.rows.tail) == 16  # 8 runs of 8 rows packed
+        assert len(kept.runs_df()) == 10
+
+    asyncio.run(runs())
+
+
+def test_a_store_packs_only_finished_runs_and_many_blocks_are_found_by_bisect() -> None:
+    store = RowStore()
+
+    async def runs() -> None:
+        trace = Trace()
+        agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(40)]))
+        trace.attach(agent)
+        for i in range(40):
+            await agent.run(task=f"task {i}")
+            if i % 7 == 6:
+                trace.store.pack()
+        rows = list(trace.store.rows)
+        assert_same_rows([trace.store.rows[at] for at in range(len(rows))], rows)
+        store.rows[:] = trace.store.rows  # replaced whole, from a packed sequence: into the tail
+        assert_same_rows(store.rows.tail, rows)
+
+    asyncio.run(runs())
+
+
+def test_run_ids_are_held_in_16_bytes_and_read_back_as_text() -> None:
+    ids = [str(uuid.uuid4()) for _ in range(3)]
+    others = [None, "run-1", ids[0].upper(), " " + ids[1][1:], "0" * 36]  # not a UUID's canonical text
+    table = Table()
+    codes = [table[value] for value in [*ids, *others, ids[0]]]
+    assert codes[-1] == codes[0]
+    table.distinct.seal()
+    distinct = table.distinct
+    assert [distinct[code] for code in codes] == [*ids, *others, ids[0]]
+    assert distinct.listed() == [*ids, *others] == distinct[:]
+    assert len(distinct) == 8
+    runs = RunIds()
+    for value in [*ids, *others]:
+        assert runs.get(runs.add(value)) == value
+
+
+async def test_a_packed_run_keeps_no_run_id_string() -> None:
+    """Once packed (its rows and its snapshots), a finished run's id is held in 16 bytes, not as its text."""
+    trace = Trace()
+    agent = AssistantAgent("a", ReplayChatCompletionClient(["one", "two"]))
+    trace.attach(agent)
+    await agent.run(task="first")
+    await agent.run(task="second")
+    first = trace.store.rows[0]
+    assert isinstance(first, RunStarted)
+    count = sys.getrefcount(first.run_id)
+    trace.store.pack()
+    trace.store.snapshots.settle()
+    assert sys.getrefcount(first.run_id) < count  # the trace let go of it
+    assert trace.store.rows[0] == first and trace.store.snapshots.run_at(1) == first.run_id
