@@ -33,6 +33,7 @@ from nbagent.trace.packed import (
     SAME,
     SINGLES,
     TIMES,
+    Block,
     RunIds,
     Table,
     encode,
@@ -324,3 +325,58 @@ async def test_a_packed_run_keeps_no_run_id_string() -> None:
     trace.store.snapshots.settle()
     assert sys.getrefcount(first.run_id) < count  # the trace let go of it
     assert trace.store.rows[0] == first and trace.store.snapshots.run_at(1) == first.run_id
+
+
+async def test_a_run_spanning_a_big_block_is_read_at_the_cost_of_that_block(
+    pack_by_hand: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run left open while many others start and end has its few rows far apart in one block: finding
+    them reads the block's run column (no row rebuilt), and reading them rebuilds a row alone at most
+    once each (was: every position of its span rebuilt alone, each counting its block from the start)."""
+    release = asyncio.Event()
+
+    async def wait() -> str:
+        """Waits for the test."""
+        await release.wait()
+        return "done"
+
+    trace = Trace()
+    slow = AssistantAgent("slow", ReplayChatCompletionClient([calls(("w", "wait", "{}")), "ok"]), tools=[wait])
+    other = AssistantAgent("other", ReplayChatCompletionClient([f"answer {i}" for i in range(300)]))
+    trace.attach(slow)
+    trace.attach(other)
+    long_run = asyncio.ensure_future(slow.run(task="long"))
+    while not trace.store.in_progress():
+        await asyncio.sleep(0)
+    for i in range(300):
+        await other.run(task=f"short {i}")
+    release.set()
+    await long_run
+    run = str(trace.runs_df().query("agent == 'slow'")["run_id"].iloc[0])
+    expected = {name: getattr(trace.run(run), name)() for name in ("events_df", "llm_calls_df", "tool_calls_df")}
+    context = trace.context_df(run)
+    trace.store.pack()
+    assert trace.store.rows.packed == len(trace.store.rows)
+    counts = {"row": 0, "rows": 0}
+
+    def counted(name: str) -> Any:
+        original = getattr(Block, name)
+
+        def call(self: Block, *args: Any) -> Any:
+            counts[name] += 1
+            return original(self, *args)
+
+        return call
+
+    monkeypatch.setattr(Block, "row", counted("row"))
+    monkeypatch.setattr(Block, "rows", counted("rows"))
+    positions = trace.store.rows_of(run)
+    assert counts == {"row": 0, "rows": 0} and len(positions) < 20
+    assert positions[-1] - positions[0] > 1_000  # far apart: 300 runs in between
+    read = trace.run(run)
+    assert counts["row"] <= len(positions) + 1 and counts["rows"] == 0  # its rows, and its first row's type
+    for name, frame in expected.items():
+        pd.testing.assert_frame_equal(getattr(read, name)(), frame)
+    counts.update(row=0, rows=0)
+    pd.testing.assert_frame_equal(trace.context_df(run), context)
+    assert counts == {"row": 0, "rows": 0}  # the context's snapshot found from the run column alone

@@ -267,10 +267,10 @@ class Trace(TraceFrames):
         positions = store.rows_of(run)
         if not positions or type(rows[positions[0]]) is not RunStarted:
             raise NoSuchRun(str(check.wrong_value("trace.run", "run_id", "a run of this trace", run_id)))
-        mine = [rows[at] for at in positions]
+        mine = store.rows.rows_at(positions)
         # a team run's turns (the runs naming it their parent): their rows in ``runs`` (whole, as the
         # whole trace's), so that its replay can say to replay them instead
-        members = [rows[at] for turn in store.turns_of(run) for at in store.rows_of(turn)]
+        members = [row for turn in store.turns_of(run) for row in store.rows.rows_at(store.rows_of(turn))]
         found = RowStore()
         key = store.recorder_of_run(run)
         earlier: set[str] = set()
@@ -309,11 +309,13 @@ class Trace(TraceFrames):
         ``agent`` if given). The context of each source this trace records (``owner`` or attached) is
         snapshotted at run start, and at each move, event or run end where it changed.
         """
-        rows = self._rows()
+        rows = self._store.rows
+        self._rows()  # flushed, chunk ids drawn
         store = self._store
-        runs = split(rows).runs
+        runs = list(rows.runs_from(0))  # each row's run and each run's agent, no packed row rebuilt
+        agents = {started.run_id: started.agent for _, started in rows.records_from(0, RunStarted)}
         snapshots = [(row, name) for row, name, *_ in store.snapshots]
-        index = pick_snapshot(runs, run_agents(rows), snapshots, run_id, seq, agent)
+        index = pick_snapshot(runs, agents, snapshots, run_id, seq, agent)
         return snapshot_context(store, index, self._recorders, self.redactor())
 
     def context_tables(self) -> dict[str, pd.DataFrame]:

@@ -442,6 +442,11 @@ class Block:
             self.runs.listing(False)
 
 
+READ_WHOLE_FROM = 32
+"""A block of which at least one row in this many is asked for is rebuilt whole (:meth:`PackedRows.rows_at`):
+rebuilding a row alone finds its place by counting the codes before it, a pass a whole block's rebuild shares."""
+
+
 class PackedRows(Sequence[Row]):
     """A trace's rows: the packed :class:`Block` s of finished runs, then the tail the recorders append to.
 
@@ -498,6 +503,26 @@ class PackedRows(Sequence[Row]):
             raise IndexError("row index out of range")
         at = bisect.bisect_right(self._starts, index) - 1
         return self._blocks[at].row(index - self._starts[at])
+
+    def rows_at(self, positions: Sequence[int]) -> list[Row]:
+        """The rows at ``positions`` (ascending): a block many of whose rows are asked for is rebuilt
+        once, whole; a few rows of a block one by one (so that a run's rows cost at most what their
+        blocks cost, not their number times their blocks' sizes)."""
+        found: list[Row] = []
+        packed, starts, blocks, tail = self.packed, self._starts, self._blocks, self.tail
+        at = 0
+        while at < len(positions) and positions[at] < packed:
+            index = bisect.bisect_right(starts, positions[at]) - 1
+            first, block = starts[index], blocks[index]
+            end = bisect.bisect_left(positions, first + block.count, at)
+            if (end - at) * READ_WHOLE_FROM >= block.count:
+                rows = block.rows()
+                found.extend(rows[position - first] for position in positions[at:end])
+            else:
+                found.extend(block.row(position - first) for position in positions[at:end])
+            at = end
+        found.extend(tail[position - packed] for position in positions[at:])
+        return found
 
     def iter_from(self, start: int) -> Iterator[Row]:
         """The rows from position ``start`` on (whole blocks before it skipped, not rebuilt)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from operator import is_
 from typing import overload
 
@@ -265,8 +265,9 @@ class RowStore:
         span = self._spans.get(run_id)
         if span is None:
             return []
-        rows = self.rows
-        return [at for at in range(span[0], span[1] + 1) if run_of(rows[at]) == run_id]
+        first, last = span
+        runs = islice(self.rows.runs_from(first), last - first + 1)  # no row rebuilt to read its run
+        return [at for at, run in zip(range(first, last + 1), runs) if run == run_id]
 
     def turns_of(self, run_id: str) -> list[str]:
         """The runs naming run ``run_id`` their parent (a team run's turns), in the order they started."""
