@@ -3,26 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from .scripts import load_script
 
-
-def load_against() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_against", BENCH / "against.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses read the module of their class
-    spec.loader.exec_module(module)
-    return module
-
-
-against = load_against()
+against = load_script("against.py", "bench_against")
 
 
 def test_numeric_figures_are_the_numbers_by_dotted_key() -> None:

@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from .scripts import load_script
 
-
-def load() -> ModuleType:
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))  # it imports bench_instructions' scenarios, as when run from bench/
-    spec = importlib.util.spec_from_file_location("bench_bytecodes", BENCH / "bench_bytecodes.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bytecodes = load()
+bytecodes = load_script("bench_bytecodes.py", "bench_bytecodes")
 
 
 def work(steps: int) -> int:

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from .scripts import load_script
 
-
-def load_history() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_history", BENCH / "history.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-history = load_history()
+history = load_script("history.py", "bench_history")
 
 STOP_PAUSE = {
     "load_average": 3.0,

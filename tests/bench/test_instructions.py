@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from .scripts import load_script
 
-
-def load() -> ModuleType:
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))  # it imports bench_loop's scenarios, as when run from bench/
-    spec = importlib.util.spec_from_file_location("bench_instructions", BENCH / "bench_instructions.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-instructions = load()
+instructions = load_script("bench_instructions.py", "bench_instructions")
 
 
 def test_a_run_is_the_difference_of_two_counts_over_their_runs(monkeypatch: pytest.MonkeyPatch) -> None:
