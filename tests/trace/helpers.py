@@ -6,7 +6,14 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage
+from nbagent import (
+    AssistantAgent,
+    CreateResult,
+    FunctionCall,
+    ReplayChatCompletionClient,
+    RequestUsage,
+    UnboundedChatCompletionContext,
+)
 
 KEY = "sk-" + "proj-abcdefghijklmnop0123456789"  # a fake key, made at run time
 BEARER = "Bearer eyJhbGciOiJIUzI1NiJ9.secretpart"
@@ -71,3 +78,16 @@ class PiecesClient(ReplayChatCompletionClient):
 def tool_agent(name: str = "calc", *answers: str | CreateResult, **kwargs: Any) -> AssistantAgent:
     client = kwargs.pop("client", None) or ReplayChatCompletionClient(list(answers), latency=kwargs.pop("latency", 0.0))
     return AssistantAgent(name, client, tools=[add, fail], **kwargs)
+
+
+class SlottedSource:
+    """A bare run source (the protocol alone), small and slotted: one made right after another is freed
+    takes its memory, so its ``id()`` (what traces and OTLP recorders key their sources by)."""
+
+    __slots__ = ("name", "model_context", "secrets", "recorders", "__weakref__")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.model_context = UnboundedChatCompletionContext()
+        self.secrets: tuple[str, ...] = ()
+        self.recorders: list[Any] = []

@@ -18,7 +18,7 @@ from nbagent.trace.otlp import OTLPSendError
 
 from ..waits import sent_all
 from .collectors import Behaviour, Collector
-from .helpers import tool_agent
+from .helpers import SlottedSource, tool_agent
 
 
 @pytest.fixture
@@ -125,3 +125,27 @@ async def test_to_otlp_names_the_endpoint_when_refused_or_silent() -> None:
 
 def test_behaviours_are_what_the_bench_measures() -> None:
     assert set(Behaviour.__args__) == {"silent", "trickle", "refuse", "status"}  # type: ignore[attr-defined]
+
+
+def test_a_new_source_with_a_collected_sources_id_is_attached() -> None:
+    """The recorder keys its sources by ``id()``: a new source that gets a collected one's id is attached
+    (it was taken for attached already, and never sent)."""
+    sender = OTLPRecorder("http://127.0.0.1:9/v1/traces", timeout=1)
+    reused = 0
+    try:
+        for _ in range(20):
+            gone = SlottedSource("gone")
+            sender.attach(gone)
+            gone_id = id(gone)
+            del gone
+            new = SlottedSource("new")
+            if id(new) == gone_id:
+                reused += 1
+                sender.attach(new)
+                assert len(new.recorders) == 1
+                sender.detach(new)
+                assert new.recorders == []
+            del new
+    finally:
+        sender.close(timeout=1)
+    assert reused  # CPython gives a freed object's memory to the next one of its size

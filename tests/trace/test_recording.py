@@ -32,7 +32,7 @@ from nbagent import (
 from nbagent.records import Recorder, RunFinished, RunStarted
 from nbagent.trace.rows import kind_of, split
 
-from .helpers import add, calls, tool_agent
+from .helpers import SlottedSource, add, calls, tool_agent
 
 CHUNK = "ModelClientStreamingChunkEvent"
 
@@ -531,3 +531,25 @@ async def test_an_agent_detached_during_its_run_leaves_its_context_at_the_runs_e
     assert list(shared.context_df(str(shared.runs_df()["run_id"].iloc[0]))["kind"]) == [
         "user", "assistant", "tool_result", "assistant",
     ]  # fmt: skip
+
+
+def test_a_new_source_with_a_collected_sources_id_is_attached_and_recorded() -> None:
+    """A trace keys its attached sources by ``id()``: a source collected while attached must not make a
+    new one that gets its id look attached already (it was then never recorded)."""
+    trace = Trace()
+    reused = 0
+    for _ in range(20):
+        gone = SlottedSource("gone")
+        trace.attach(gone)
+        gone_id = id(gone)
+        del gone
+        new = SlottedSource("new")
+        if id(new) == gone_id:
+            reused += 1
+            assert trace.recorder_of(new) is None
+            recorder = trace.attach(new)
+            assert recorder.source is new and new.recorders == [recorder]
+            trace.detach(new)
+            assert new.recorders == []
+        del new
+    assert reused  # CPython gives a freed object's memory to the next one of its size

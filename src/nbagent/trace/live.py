@@ -120,16 +120,18 @@ class Trace(TraceFrames):
         """Record ``source``'s runs from its next run on; returns the recorder added to ``source.recorders``."""
         if source is self._own.source:  # the trace records its owner already
             return self._own
-        if id(source) in self._attached:
-            return self._attached[id(source)]
-        recorder = self._attached[id(source)] = self._new_recorder(source)
+        attached = self.recorder_of(source)
+        if attached is not None:
+            return attached
+        recorder = self._attached[id(source)] = self._new_recorder(source)  # (a collected source's goes)
         source.recorders.append(recorder)
         return recorder
 
     def detach(self, source: RunSource) -> None:
         """Stop recording ``source``'s runs (a run in progress keeps its recorders to its end)."""
-        recorder = self._attached.pop(id(source), None)
-        if recorder is not None:
+        recorder = self.recorder_of(source)
+        if recorder is not None and recorder is not self._own:
+            del self._attached[id(source)]
             if recorder in source.recorders:
                 source.recorders.remove(recorder)
             recorder.release()
@@ -142,7 +144,9 @@ class Trace(TraceFrames):
         """The recorder that records ``source`` into this trace as its owner or attached (else ``None``)."""
         if self._own.source is source:
             return self._own
-        return self._attached.get(id(source))
+        recorder = self._attached.get(id(source))
+        # ids are keys: one of a source collected since may be this new source's (never its recorder)
+        return recorder if recorder is not None and recorder.source is source else None
 
     def _rows(self) -> Sequence[Row]:
         """The rows, with those of chunks streamed so far by LLM calls still in progress, and every

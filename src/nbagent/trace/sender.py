@@ -197,16 +197,23 @@ class OTLPRecorder:
 
     def attach(self, source: RunSource) -> OTLPRecorder:
         """Send ``source``'s runs from its next run on; returns the recorder."""
-        if id(source) not in self._forwards:
+        if self._forward_of(source) is None:  # (a collected source's, under the same id, goes)
             forward = self._forwards[id(source)] = _Forward(source, self._current, self)
             source.recorders.append(forward)
         return self
 
     def detach(self, source: RunSource) -> None:
         """Stop sending ``source``'s runs (a run going is still sent when it ends)."""
-        forward = self._forwards.pop(id(source), None)
-        if forward is not None and forward in source.recorders:
-            source.recorders.remove(forward)
+        forward = self._forward_of(source)
+        if forward is not None:
+            del self._forwards[id(source)]
+            if forward in source.recorders:
+                source.recorders.remove(forward)
+
+    def _forward_of(self, source: RunSource) -> _Forward | None:
+        """``source``'s forward (ids are keys: one of a source collected since may be this one's)."""
+        forward = self._forwards.get(id(source))
+        return forward if forward is not None and forward.source() is source else None
 
     def starting(self, forward: _Forward) -> None:
         """A run of ``forward``'s source starts: in the current generation, unless the source has a
