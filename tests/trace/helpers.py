@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from nbagent import (
@@ -91,3 +91,17 @@ class SlottedSource:
         self.model_context = UnboundedChatCompletionContext()
         self.secrets: tuple[str, ...] = ()
         self.recorders: list[Any] = []
+
+
+def sources_taking_freed_ids(attach: Callable[[SlottedSource], object], tries: int = 20) -> Iterator[SlottedSource]:
+    """New sources, each made right after a source given to ``attach`` was freed, that got its ``id()``
+    (CPython gives a freed object's memory to the next one of its size: most of ``tries`` do)."""
+    for _ in range(tries):
+        gone = SlottedSource("gone")
+        attach(gone)
+        gone_id = id(gone)
+        del gone
+        new = SlottedSource("new")
+        if id(new) == gone_id:
+            yield new
+        del new

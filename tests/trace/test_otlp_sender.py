@@ -18,7 +18,7 @@ from nbagent.trace.otlp import OTLPSendError
 
 from ..waits import sent_all
 from .collectors import Behaviour, Collector
-from .helpers import SlottedSource, tool_agent
+from .helpers import sources_taking_freed_ids, tool_agent
 
 
 @pytest.fixture
@@ -133,19 +133,12 @@ def test_a_new_source_with_a_collected_sources_id_is_attached() -> None:
     sender = OTLPRecorder("http://127.0.0.1:9/v1/traces", timeout=1)
     reused = 0
     try:
-        for _ in range(20):
-            gone = SlottedSource("gone")
-            sender.attach(gone)
-            gone_id = id(gone)
-            del gone
-            new = SlottedSource("new")
-            if id(new) == gone_id:
-                reused += 1
-                sender.attach(new)
-                assert len(new.recorders) == 1
-                sender.detach(new)
-                assert new.recorders == []
-            del new
+        for new in sources_taking_freed_ids(sender.attach):
+            reused += 1
+            sender.attach(new)
+            assert len(new.recorders) == 1
+            sender.detach(new)
+            assert new.recorders == []
     finally:
         sender.close(timeout=1)
-    assert reused  # CPython gives a freed object's memory to the next one of its size
+    assert reused

@@ -32,7 +32,7 @@ from nbagent import (
 from nbagent.records import Recorder, RunFinished, RunStarted
 from nbagent.trace.rows import kind_of, split
 
-from .helpers import SlottedSource, add, calls, tool_agent
+from .helpers import add, calls, sources_taking_freed_ids, tool_agent
 
 CHUNK = "ModelClientStreamingChunkEvent"
 
@@ -538,18 +538,11 @@ def test_a_new_source_with_a_collected_sources_id_is_attached_and_recorded() -> 
     new one that gets its id look attached already (it was then never recorded)."""
     trace = Trace()
     reused = 0
-    for _ in range(20):
-        gone = SlottedSource("gone")
-        trace.attach(gone)
-        gone_id = id(gone)
-        del gone
-        new = SlottedSource("new")
-        if id(new) == gone_id:
-            reused += 1
-            assert trace.recorder_of(new) is None
-            recorder = trace.attach(new)
-            assert recorder.source is new and new.recorders == [recorder]
-            trace.detach(new)
-            assert new.recorders == []
-        del new
-    assert reused  # CPython gives a freed object's memory to the next one of its size
+    for new in sources_taking_freed_ids(trace.attach):
+        reused += 1
+        assert trace.recorder_of(new) is None
+        recorder = trace.attach(new)
+        assert recorder.source is new and new.recorders == [recorder]
+        trace.detach(new)
+        assert new.recorders == []
+    assert reused
