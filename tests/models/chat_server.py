@@ -36,7 +36,8 @@ API:
   ``reasoning_field`` ("reasoning_content" or
   "reasoning"), ``usage`` ((prompt, completion)), ``finish_reason``, ``pieces`` (how many
   characters per streamed text/argument delta), ``interleave`` (stream several calls' argument
-  deltas round-robin by index), ``delay`` (seconds before answering), ``chunk_delay`` (between
+  deltas round-robin by index), ``hold`` (an async function awaited before answering, in the
+  server's loop: a test's barrier), ``delay`` (seconds before answering), ``chunk_delay`` (between
   SSE events), ``cut_after`` (stream that many SSE events, then break the connection:
   ``cut="reset"`` aborts the socket, ``cut="close"`` ends the HTTP body cleanly without
   ``[DONE]``), ``malformed_at`` (insert a line of broken JSON before that SSE event), ``error_event_at``
@@ -68,7 +69,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -324,6 +325,7 @@ class Reply:
     object_arguments: bool = False  # streamed tool arguments as one JSON object, as some servers send them
     trickle: Literal["comment", "chunk", "body"] | None = None
     trickle_every: float = 0.5
+    hold: Callable[[], Awaitable[None]] | None = None
 
     @classmethod
     def text(cls, text: str, **fields: Any) -> Reply:
@@ -627,6 +629,8 @@ class ChatServer:
             return await self._send_error(
                 writer, received, 400, f"no scripted reply left for request #{len(self.requests)}"
             )
+        if reply.hold is not None:
+            await reply.hold()
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.status != 200:

@@ -3,6 +3,8 @@ reader; resumed exactly; a killed executor's retried partition commits each task
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
 from pathlib import Path
@@ -160,17 +162,37 @@ def test_clear_errors_before_anything_runs(spark: Any, tmp_path: Path) -> None:
 
 
 class Arrivals:
-    """The test server's responder: when each request came (its task's text) and how many were answered at once."""
+    """The test server's responder: when each request came (its task's text) and how many were answered at once.
 
-    def __init__(self, delay: float) -> None:
+    With ``partition_of`` (each task's partition), a request is answered only once both partitions have sent
+    one, or after ``hold`` seconds: the two executors' requests overlap in time however late one starts.
+    """
+
+    def __init__(self, delay: float, partition_of: dict[str, int], hold: float) -> None:
         self.delay = delay
+        self.partition_of = partition_of
+        self.hold = hold
         self.times: list[tuple[float, str]] = []
         self.lock = threading.Lock()
+        self.partitions: set[int] = set()
+        self.both: asyncio.Event | None = None  # made in the server's loop, where the responder runs
 
     def __call__(self, body: Any) -> Reply:
+        task = str(body["messages"][-1]["content"])
         with self.lock:
-            self.times.append((time.monotonic(), str(body["messages"][-1]["content"])))
-        return Reply.text("done", delay=self.delay, usage=(5, 1))
+            self.times.append((time.monotonic(), task))
+        if self.both is None:
+            self.both = asyncio.Event()
+        self.partitions.add(self.partition_of[task])
+        if len(self.partitions) == 2:
+            self.both.set()
+        return Reply.text("done", delay=self.delay, usage=(5, 1), hold=self.both_sent)
+
+    async def both_sent(self) -> None:
+        """Wait until both partitions have sent a request, at most ``hold`` seconds."""
+        assert self.both is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.both.wait(), self.hold)
 
     def most_within(self, seconds: float) -> int:
         times = sorted(t for t, _ in self.times)
@@ -189,19 +211,30 @@ class Arrivals:
 def test_the_job_wide_limit_holds_across_two_executors(spark: Any, tmp_path: Path, limit: str) -> None:
     """Two partitions run at once (local[2]), each a Batch of concurrency 6: the driver's limit bounds the
     requests the server sees, whichever executor sends them."""
-    arrivals = Arrivals(delay=0.4 if limit == "in_flight" else 0.0)
+    from pyspark.sql.functions import spark_partition_id
+
+    # The rate limit lets any number wait: hold the first requests until the other executor's first comes (a
+    # loaded machine can start one executor seconds after the other). Two in flight at most: holding both
+    # slots would stop the other executor from sending, so hold them a few seconds only.
+    hold = 60.0 if limit == "rate" else 3.0
+    partition_of: dict[str, int] = {}
+    arrivals = Arrivals(0.4 if limit == "in_flight" else 0.0, partition_of, hold)
     with ChatServer(responder=arrivals) as server:
-        tasks = cities(16, base_url=[server.base_url] * 16)
-        frame = spark.createDataFrame(tasks).repartition(2)
+        # By a hash of task_id: the same partitions at every read, whatever columns run_batch adds.
+        frame = spark.createDataFrame(cities(16, base_url=[server.base_url] * 16)).repartition(2, "task_id")
+        partition_of.update(
+            (row["task"], row["p"]) for row in frame.select("task", spark_partition_id().alias("p")).collect()
+        )
+        assert set(partition_of.values()) == {0, 1}
         options: dict[str, Any] = {"requests_per_second": 4.0} if limit == "rate" else {"max_in_flight": 2}
         got = run_batch(frame, served, tmp_path, concurrency=6, timeout=120, **options).toPandas()
     assert set(got["status"]) == {"ok"} and len(arrivals.times) == 16
     assert set(got["prompt_tokens"]) == {5}
-    partitions = got.set_index("task_id")["session"].str.extract(r"-p(\d+)-")[0]
-    order = [partitions[int(task.split()[-1])] for _, task in sorted(arrivals.times)]
-    assert len(set(order)) == 2  # both executors sent requests
-    if order == sorted(order):  # one executor ended before the other's first request (a CI run at load ~10)
-        pytest.skip("the two executors' requests did not overlap in time: the shared limit was not exercised")
+    partitions = got.set_index("task_id")["session"].str.extract(r"-p(\d+)-")[0].astype(int)
+    assert {f"city {i}": p for i, p in partitions.items()} == partition_of  # the partitions the responder knew
+    order = [partition_of[task] for _, task in sorted(arrivals.times)]
+    if sum(a != b for a, b in zip(order, order[1:])) < 2:  # one executor's requests, then the other's
+        pytest.skip(f"the two executors' requests did not overlap in time, held {hold} s: the limit was not exercised")
     if limit == "rate":
         # The driver grants one request every 0.25 s; they reach the server a little later, each by its own
         # delay (a loaded machine can hold some back and let them arrive together): 16 requests span 3.75 s
