@@ -32,6 +32,7 @@ from nbagent import (
     Trace,
 )
 from nbagent.records import LLMCall
+from nbagent.trace import store
 
 GOLDEN = Path(__file__).parent / "data" / "kept_runs_frames.json"
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,10 +153,11 @@ def test_a_kept_plain_run_holds_at_most_2_4_kb() -> None:
     assert float(done.stdout.split()[-1]) < KEPT_RUN_BYTES
 
 
-def test_replay_model_keeps_the_recorded_request() -> None:
+def test_replay_model_keeps_the_recorded_request(monkeypatch: pytest.MonkeyPatch) -> None:
     """The replay model keeps its last requests as the trace recorded them: a long context's request
     is a view of the context's log (O(1) references), not a copy of the context per call (1.4 KB a
-    run of 1,000 kept with a growing context, before)."""
+    run of 1,000 kept with a growing context, before). Packing off: a packed row is rebuilt (equal)."""
+    monkeypatch.setattr(store, "PACK_RUNS", 10**9)
     trace, agents = asyncio.run(fixed_runs())
     plain = agents[0]
     client = plain.model_client

@@ -57,7 +57,7 @@ class ItemList:
 @pytest.fixture
 def pack_by_hand(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No packing at runs' ends: the test packs (``store.pack()``)."""
-    monkeypatch.setattr(store_module, "PACK_EVERY", 10**9)
+    monkeypatch.setattr(store_module, "PACK_RUNS", 10**9)
     yield
 
 
@@ -195,8 +195,7 @@ async def test_a_run_in_progress_is_never_packed_and_survives_clear(pack_by_hand
 
 
 async def test_max_runs_drops_packed_runs_and_packs_what_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "PACK_EVERY", 2)  # runs' ends pack the finished runs' rows
-    monkeypatch.setattr(store_module, "PACK_FROM", 1)
+    monkeypatch.setattr(store_module, "PACK_RUNS", 2)  # runs' ends pack the finished runs' rows
     trace, given = Trace(max_runs=4), ItemList()
     agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(13)]))
     trace.attach(agent)
@@ -242,7 +241,6 @@ async def test_max_runs_drops_packed_runs_and_packs_what_is_kept(monkeypatch: py
 def test_each_column_gives_back_its_values_exactly(values: list[Any], kind: int) -> None:
     table = Table()
     column = encode(values, table)
-    table.distinct.seal()
     assert column.kind == kind
     for found in ([column.get(index) for index in range(len(values))], list(column.values(len(values)))):
         assert [type(value) for value in found] == [type(value) for value in values]
@@ -253,13 +251,12 @@ def test_each_column_gives_back_its_values_exactly(values: list[Any], kind: int)
                 assert value is not was  # a new one: changing it changes no other row
 
 
-def test_a_trace_cleared_at_every_run_packs_nothing_and_a_kept_one_packs_in_blocks(
+def test_a_trace_cleared_at_every_run_packs_nothing_and_a_kept_one_packs_into_one_open_block(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Runs' ends pack only blocks worth their columns (``PACK_FROM`` rows): a trace cleared at every run
-    (a service's export-then-clear) packs nothing; a trace keeping its runs packs every ``PACK_EVERY``."""
-    monkeypatch.setattr(store_module, "PACK_EVERY", 4)
-    monkeypatch.setattr(store_module, "PACK_FROM", 20)
+    """Runs' ends pack once ``PACK_RUNS`` finished runs wait: a trace cleared at every run (a service's
+    export-then-clear) packs nothing; a trace keeping its runs appends them to its one open block."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 3)
 
     async def runs() -> None:
         cleared, kept = Trace(), Trace()
@@ -270,7 +267,8 @@ def test_a_trace_cleared_at_every_run_packs_nothing_and_a_kept_one_packs_in_bloc
             cleared.clear()
             await agent.run(task="go")
         assert cleared.store.rows.packed == 0 and len(cleared.runs_df()) == 1
-        assert kept.store.rows.packed == 64 and len(kept.store.rows.tail) == 16  # 8 runs of 8 rows packed
+        assert kept.store.rows.packed == 72 and len(kept.store.rows.tail) == 8  # 9 runs of 8 rows packed
+        assert len(kept.store.rows.blocks) == 1 and kept.store.rows.blocks[0].open
         assert len(kept.runs_df()) == 10
 
     asyncio.run(runs())
@@ -298,15 +296,11 @@ def test_a_store_packs_only_finished_runs_and_many_blocks_are_found_by_bisect() 
 def test_run_ids_are_held_in_16_bytes_and_read_back_as_text() -> None:
     ids = [str(uuid.uuid4()) for _ in range(3)]
     others = [None, "run-1", ids[0].upper(), " " + ids[1][1:], "0" * 36]  # not a UUID's canonical text
-    table = Table()
-    codes = [table[value] for value in [*ids, *others, ids[0]]]
-    assert codes[-1] == codes[0]
-    table.distinct.seal()
-    distinct = table.distinct
-    assert [distinct[code] for code in codes] == [*ids, *others, ids[0]]
-    assert distinct.listed() == [*ids, *others] == distinct[:]
-    assert len(distinct) == 8
     runs = RunIds()
+    codes = runs.adding([*ids, *others, ids[0]])
+    assert list(codes.values()) == list(range(8))  # each distinct id added once
+    assert [runs[code] for code in codes.values()] == [*ids, *others] == runs.listed()
+    assert len(runs) == 8
     for value in [*ids, *others]:
         assert runs.get(runs.add(value)) == value
 

@@ -138,12 +138,10 @@ class SnapshotRows(Sequence[SnapshotRow]):
 
 SETTLE_FROM = 256
 """Snapshot rows wait as tuples, at most this many (then a run's end moves them into the columns)."""
-PACK_EVERY = 256
-"""Every this many runs ended in a store, the rows of its finished runs are packed (:meth:`RowStore.pack`)."""
-PACK_FROM = 256
-"""... if they are at least this many rows: a block costs about 6 KB (its columns), a plain run's rows
-packed save about 1.4 KB (a trace cleared at every run, as a service's export-then-clear loop, packs
-nothing)."""
+PACK_RUNS = 8
+"""Once this many finished runs wait in a store's tail, a run's end packs them (:meth:`RowStore.pack`):
+appended to the open block, a plain run's rows packed save about 1.5 KB. A trace cleared at every run (a
+service's export-then-clear loop, the loop benchmarks) never has that many and packs nothing."""
 
 
 class RowStore:
@@ -167,7 +165,8 @@ class RowStore:
         "_turns",
         "_run_keys",
         "_rows_indexed",
-        "_ends",
+        "_waiting",
+        "_blocker",
     )
 
     def __init__(self) -> None:
@@ -204,7 +203,8 @@ class RowStore:
         self._turns: dict[str, list[str]] = {}
         self._run_keys: dict[str, int] = {}
         self._rows_indexed = (0, 0)
-        self._ends = 0  # runs ended, counted to pack every PACK_EVERY
+        self._waiting = 0  # runs ended since the last pack, counted to pack once PACK_RUNS wait
+        self._blocker: str | None = None  # the run in progress the last pack stopped at
 
     def add_snapshot(
         self, agent: str, length: int, recorder: int, run_id: str | None, move: MoveName | None, log: list[LLMMessage]
@@ -311,25 +311,29 @@ class RowStore:
 
     def pack(self, at_least: int = 1) -> None:
         """Pack the rows of the finished runs at the tail's front (up to the first row of a run in
-        progress: a run's rows are all after its start) into a block, if at least ``at_least``: they
-        are not changed any more (every chunk's id drawn first)."""
+        progress: a run's rows are all after its start), if they hold at least ``at_least`` finished
+        runs (any row, for 1): they are not changed any more (every chunk's id drawn first)."""
         tail = self.rows.tail
-        if len(tail) < at_least:
-            return
-        _, starts = self._running(tail)
+        running, starts = self._running(tail)
         end = starts[0] if starts else len(tail)
-        if end >= at_least:
+        self._waiting = 0
+        self._blocker = running[0] if running else None
+        if end and (at_least <= 1 or list(map(type, tail[:end])).count(RunFinished) >= at_least):
             self.name_chunks()
             self.rows.pack(end)
 
     def run_ended(self, run_id: str) -> None:
-        """A run ended (its ``RunFinished`` is the last row): with :attr:`max_runs`, forget the oldest
-        finished runs once a quarter more than that are kept (so the cost is paid now and then); the
-        snapshot rows waiting go into their columns once :data:`SETTLE_FROM` wait."""
+        """A run ended (its ``RunFinished`` is the last row): once :data:`PACK_RUNS` finished runs wait,
+        their rows are packed (not while the run in progress the last pack stopped at goes on: nothing
+        after its start can be); with :attr:`max_runs`, forget the oldest finished runs once a quarter
+        more than that are kept (so the cost is paid now and then); the snapshot rows waiting go into
+        their columns once :data:`SETTLE_FROM` wait."""
         self.snapshots.settle(SETTLE_FROM)
-        ends = self._ends = self._ends + 1
-        if not ends % PACK_EVERY:
-            self.pack(PACK_FROM)
+        if run_id == self._blocker:
+            self._blocker = None
+        waiting = self._waiting = self._waiting + 1
+        if waiting >= PACK_RUNS and self._blocker is None:
+            self.pack(PACK_RUNS)
         if self.max_runs is None:
             return
         ended = self._ended
@@ -363,7 +367,7 @@ class RowStore:
         self.snapshots[:] = snapshots
         self.logs[:] = logs
         self.epoch += 1
-        self.pack(PACK_FROM)
+        self.pack(PACK_RUNS)
 
     def clear(self) -> bool:
         """Forget every row and snapshot, but those of the runs in progress: they keep theirs whole (as
@@ -385,6 +389,8 @@ class RowStore:
         self.snapshots.clear()
         self.logs.clear()
         self._ended.clear()
+        self._waiting = 0
+        self._blocker = None
         self.epoch += 1
         return True
 
