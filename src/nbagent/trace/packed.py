@@ -223,7 +223,7 @@ class Table(dict[Any, int]):
 _TYPECODES = (("B", 0x100), ("H", 0x10000), ("I", 2**32))
 
 
-def _codes(codes: Iterable[int], size: int, into: array[int] | None = None) -> array[int]:
+def coded(codes: Iterable[int], size: int, into: array[int] | None = None) -> array[int]:
     """``codes`` (each under ``size``) in an array of the fewest bytes a code, or appended to ``into``
     (widened first if ``size`` outgrew its codes)."""
     typecode = next(code for code, limit in _TYPECODES if size <= limit)
@@ -280,7 +280,7 @@ def encode(values: Sequence[Any], table: Table) -> Column:
         if types == {int} and 2 * len(set(values)) > len(values) and _fits(values):
             return Column(NUMBERS, array("q", values))  # integers mostly distinct: 8 bytes each, no object
         codes = list(map(table.__getitem__, values))
-        return Column(CODES, _codes(codes, len(table.distinct)), table.distinct)
+        return Column(CODES, coded(codes, len(table.distinct)), table.distinct)
     if 1 < len(types) <= 0x100 and not types.isdisjoint(NESTED_TYPES):
         order = list(dict.fromkeys(kinds))
         index = dict(zip(order, range(len(order))))
@@ -352,7 +352,7 @@ def _grow_times(column: Column, count: int, values: list[Any], table: Table) -> 
 
 def _grow_codes(column: Column, count: int, values: list[Any], table: Table) -> bool:
     if set(map(type, values)) <= _CODED:
-        column.data = _codes(list(map(table.__getitem__, values)), len(table.distinct), column.data)
+        column.data = coded(list(map(table.__getitem__, values)), len(table.distinct), column.data)
         return True
     return False
 
@@ -435,7 +435,7 @@ class Group:
         columns = self._columns(rows)
         if runs is not None and run_codes is not None:  # the run column: always codes into the block's run ids
             codes = list(map(run_codes.__getitem__, columns[0]))
-            self.columns = [Column(CODES, _codes(codes, len(runs)), runs)]
+            self.columns = [Column(CODES, coded(codes, len(runs)), runs)]
             columns = columns[1:]
         else:
             self.columns = []
@@ -458,7 +458,7 @@ class Group:
         start = 0
         if self.runs is not None and run_codes is not None:
             run_column = columns[0]
-            run_column.data = _codes(map(run_codes.__getitem__, values[0]), len(self.runs), run_column.data)
+            run_column.data = coded(map(run_codes.__getitem__, values[0]), len(self.runs), run_column.data)
             start = 1
         for at in range(start, len(columns)):
             columns[at] = grow(columns[at], count, values[at], table)

@@ -19,15 +19,16 @@ from typing import overload
 
 from ..messages import LLMMessage
 from ..records import LLMCall, MoveName, RunFinished, RunStarted
-from .packed import PackedRows, RunIds, Table
+from .packed import PackedRows, RunIds, Table, coded
 from .rows import Row, SnapshotRow, named_chunk
 
 
 class SnapshotRows(Sequence[SnapshotRow]):
-    """The snapshot rows of a store, kept as columns: each row's numbers in arrays of 4-byte integers,
-    its agent and move as codes into a table of the names (:class:`~nbagent.trace.packed.Table`), its run
-    as a code into :class:`~nbagent.trace.packed.RunIds` (16 bytes a run): about 20 bytes a snapshot
-    where a tuple of six, with its two integers past the small ones Python caches, cost 150. Reads like
+    """The snapshot rows of a store, kept as columns: each row's numbers in arrays of integers of the
+    fewest bytes that hold them (its row in 4 bytes), its agent and move as codes into a table of the names
+    (:class:`~nbagent.trace.packed.Table`), its run as a code into :class:`~nbagent.trace.packed.RunIds`
+    (16 bytes a run): about 9 bytes a snapshot where a tuple of six, with its two integers past the small
+    ones Python caches, cost 150. Reads like
     the list of tuples it stands for: ``len``, indexing (a tuple), iteration, ``append`` of a tuple,
     ``clear`` and ``[:] =``.
 
@@ -40,12 +41,12 @@ class SnapshotRows(Sequence[SnapshotRow]):
 
     def __init__(self) -> None:
         self._rows = array("I")
-        self._agents = array("I")
-        self._sizes = array("I")
-        self._recorders = array("I")
-        self._runs = array("I")  # codes into ``_run_ids``
+        self._agents = array("B")
+        self._sizes = array("B")
+        self._recorders = array("B")
+        self._runs = array("B")  # codes into ``_run_ids``
         self._run_ids = RunIds()
-        self._moves = array("I")
+        self._moves = array("B")
         self._names = Table()  # the agents' and moves' names (and None), coded
         self._waiting: list[SnapshotRow] = []
         self.append: Callable[[SnapshotRow], None] = self._waiting.append
@@ -57,13 +58,15 @@ class SnapshotRows(Sequence[SnapshotRow]):
         if len(waiting) < at_least or not waiting:
             return
         rows, agents, sizes, recorders, runs, moves = zip(*waiting)
+        names, run_ids = self._names, self._run_ids
         self._rows.extend(rows)
-        self._agents.extend(map(self._names.__getitem__, agents))
-        self._sizes.extend(sizes)
-        self._recorders.extend(recorders)
-        codes = {run: self._run_ids.add(run) for run in dict.fromkeys(runs)}
-        self._runs.extend(map(codes.__getitem__, runs))
-        self._moves.extend(map(self._names.__getitem__, moves))
+        agent_codes, move_codes = list(map(names.__getitem__, agents)), list(map(names.__getitem__, moves))
+        self._agents = coded(agent_codes, len(names), self._agents)
+        self._sizes = coded(sizes, max(sizes) + 1, self._sizes)
+        self._recorders = coded(recorders, max(recorders) + 1, self._recorders)
+        codes = run_ids.adding(runs)
+        self._runs = coded(map(codes.__getitem__, runs), len(run_ids), self._runs)
+        self._moves = coded(move_codes, len(names), self._moves)
         waiting.clear()
 
     def __len__(self) -> int:
@@ -116,8 +119,8 @@ class SnapshotRows(Sequence[SnapshotRow]):
         """Forget every snapshot row."""
         self._waiting.clear()
         if self._rows:
-            for column in (self._rows, self._agents, self._sizes, self._recorders, self._runs, self._moves):
-                del column[:]
+            self._rows = array("I")
+            self._agents, self._sizes, self._recorders, self._runs, self._moves = (array("B") for _ in range(5))
             self._run_ids = RunIds()
 
     def row_at(self, index: int) -> int:
@@ -321,6 +324,7 @@ class RowStore:
         if end and (at_least <= 1 or list(map(type, tail[:end])).count(RunFinished) >= at_least):
             self.name_chunks()
             self.rows.pack(end)
+            self.snapshots.settle()  # their snapshot rows into the columns too
 
     def run_ended(self, run_id: str) -> None:
         """A run ended (its ``RunFinished`` is the last row): once :data:`PACK_RUNS` finished runs wait,
