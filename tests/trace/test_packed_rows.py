@@ -21,7 +21,7 @@ from nbagent import (
 )
 from nbagent.messages import Response, TextMessage, text_result, usage
 from nbagent.models import ReplayExhaustedError
-from nbagent.records import Intervention, LLMCall, RunStarted
+from nbagent.records import Intervention, LLMCall, RunFinished, RunStarted
 from nbagent.trace import store as store_module
 from nbagent.trace.packed import (
     CODES,
@@ -37,6 +37,7 @@ from nbagent.trace.packed import (
     RunIds,
     Table,
     encode,
+    grow,
 )
 from nbagent.trace.store import RowStore
 
@@ -147,6 +148,82 @@ async def test_packed_rows_read_back_equal_with_every_frame(pack_by_hand: None) 
     pd.testing.assert_frame_equal(alone, expected)
 
 
+class PackAtEnds(ItemList):
+    """A recorder (after the trace's) packing the trace's finished runs at every run's end, checking that
+    the rows packed before read back as they were recorded."""
+
+    def __init__(self, trace: Trace) -> None:
+        super().__init__()
+        self.trace = trace
+        self.seen: list[Any] = []
+        self.record = self.keep  # type: ignore[method-assign]
+
+    def keep(self, item: Any) -> None:
+        self.items.append(item)
+        if isinstance(item, RunFinished):
+            store = self.trace.store
+            store.name_chunks()
+            rows = list(store.rows)
+            assert_same_rows(rows[: len(self.seen)], self.seen)
+            self.seen = rows
+            store.pack()
+
+
+async def test_runs_appended_run_by_run_to_the_open_block_read_back_equal(pack_by_hand: None) -> None:
+    """Every run's rows appended to one open block as it ends (new row kinds, columns made again when a
+    value does not fit their kind: a failed call's error, a tool run's answer): every row and frame is
+    as recorded."""
+    trace = Trace()
+    given = PackAtEnds(trace)
+    await mixed_runs(trace, given)
+    rows = trace.store.rows
+    blocks = rows.blocks
+    assert len(blocks) == 1 and blocks[0].open and rows.packed == len(given.seen)
+    trace.store.pack()  # the intervention row, recorded after the last run's end
+    assert rows.packed == len(rows) and not rows.tail
+    packed = list(rows)
+    assert_same_rows(packed[: len(given.seen)], given.seen)
+    assert_same_rows([rows[index] for index in range(len(packed))], packed)
+    assert [item for item in trace.items if isinstance(item, LLMCall)] == [
+        item for item in given.items if isinstance(item, LLMCall)
+    ]
+    after = frames(trace)
+    rows[:] = packed  # every row unpacked again, into the tail
+    for name, frame in frames(trace).items():
+        pd.testing.assert_frame_equal(after[name], frame, obj=name)
+    blocks[0].close()
+    assert not blocks[0].open and blocks[0].rows() == packed
+    with pytest.raises(AssertionError, match="closed"):
+        blocks[0].add(packed[:1])
+
+
+async def test_a_run_left_open_stops_packing_until_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs ending after a run in progress started are not packed (nothing after its start can be) and
+    not tried again at each end; once it ends, they are."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 2)
+    trace = Trace()
+    slow = AssistantAgent("slow", ReplayChatCompletionClient(["done"]))
+    quick = AssistantAgent("quick", ReplayChatCompletionClient([f"answer {i}" for i in range(7)]))
+    trace.attach(slow)
+    trace.attach(quick)
+    for i in range(2):
+        await quick.run(task=f"before {i}")
+    before = trace.store.rows.packed
+    assert before == len(trace.store.rows) > 0
+    stream = slow.run_stream(task="left open")
+    for _ in range(2):
+        await anext(stream)
+    for i in range(5):
+        await quick.run(task=f"beside {i}")
+    assert trace.store.rows.packed == before and trace.store.in_progress() == {trace.runs_df()["run_id"].iloc[2]}
+    async for _ in stream:
+        pass
+    assert trace.store.rows.packed == len(trace.store.rows) and not trace.store.in_progress()
+    assert list(trace.runs_df()["task"]) == [
+        "before 0", "before 1", "left open", *(f"beside {i}" for i in range(5))
+    ]  # fmt: skip
+
+
 async def test_new_runs_after_a_packed_block_and_a_second_block(pack_by_hand: None) -> None:
     trace, given = Trace(), ItemList()
     agents = await mixed_runs(trace, given)
@@ -249,6 +326,65 @@ def test_each_column_gives_back_its_values_exactly(values: list[Any], kind: int)
         for value, was in zip(found, values):
             if kind in (EMPTY_LISTS, SINGLES, NESTED):
                 assert value is not was  # a new one: changing it changes no other row
+
+
+MESSAGE_RESPONSE = Response(chat_message=MESSAGE)
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "kind"),
+    [
+        ([None, None], [None], SAME),
+        ([None, None], ["x", None], CODES),
+        (["a", "b", "a"], [1, None, "c"], CODES),
+        ([1.5, 2.5], [3.5, -0.0], NUMBERS),
+        ([1.5, 2.5], [None], OBJECTS),
+        (list(range(20)), [2**40, -3], NUMBERS),
+        (list(range(20)), [None, 2**70], CODES),
+        (
+            [pd.Timestamp("2026-01-01", tz="UTC").to_pydatetime()] * 2,
+            [pd.Timestamp("2026-01-02 00:00:00.000001", tz="UTC").to_pydatetime()],
+            TIMES,
+        ),
+        ([[], []], [[]], EMPTY_LISTS),
+        ([[], []], [[1]], OBJECTS),
+        ([[1], [2]], [["a"], [None]], SINGLES),
+        ([MESSAGE_RESPONSE, Response(chat_message=MESSAGE, inner_messages=[MESSAGE])], [MESSAGE_RESPONSE], NESTED),
+        ([text_result("a", usage(1, 2))] * 2, [text_result("b", usage(3, 4))], NESTED),
+        ([MESSAGE_RESPONSE, MESSAGE_RESPONSE], [MESSAGE], MIXED),
+        ([MESSAGE_RESPONSE, MESSAGE], [MESSAGE, MESSAGE_RESPONSE], MIXED),
+        ([MESSAGE_RESPONSE, MESSAGE], [None], MIXED),
+        ([MESSAGE, MESSAGE.model_copy()], [MESSAGE_RESPONSE], MIXED),  # by reference, then a nested type
+        ([f"task {i}" for i in range(8)], ["task 8", None], OBJECTS),  # texts mostly distinct
+    ],
+)
+def test_a_column_grows_and_is_made_again_when_a_value_does_not_fit(
+    first: list[Any], then: list[Any], kind: int
+) -> None:
+    table = Table()
+    column = grow(encode(first, table), len(first), then, table)
+    assert column.kind == kind
+    values = [*first, *then]
+    for found in ([column.get(index) for index in range(len(values))], list(column.values(len(values)))):
+        assert [type(value) for value in found] == [type(value) for value in values]
+        assert repr(found) == repr(values)
+        for value, was in zip(found, values):
+            if kind in (EMPTY_LISTS, SINGLES, NESTED):
+                assert value is not was  # a new one: changing it changes no other row
+
+
+def test_a_column_made_again_by_reference_is_not_made_again() -> None:
+    """A column by reference meeting values of a nested type is made again once; if it is still by
+    reference then (a value of the type that cannot be nested), it stays so: no pass over its rows at
+    every append."""
+    table = Table()
+    validated = [CreateResult(finish_reason="stop", content=f"{i}", usage=usage(1, 2)) for i in range(2)]
+    column = encode(validated, table)
+    assert column.kind == OBJECTS
+    again = grow(column, 2, [text_result("a", usage(1, 2))], table)
+    assert again is not column and again.kind == OBJECTS
+    assert grow(again, 3, [text_result("b", usage(1, 2))], table) is again
+    assert list(again.values(4)) == [*validated, text_result("a", usage(1, 2)), text_result("b", usage(1, 2))]
 
 
 def test_a_trace_cleared_at_every_run_packs_nothing_and_a_kept_one_packs_into_one_open_block(
