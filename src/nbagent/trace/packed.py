@@ -220,19 +220,19 @@ class Table(dict[Any, int]):
         return code
 
 
-_TYPECODES = (("B", 0x100), ("H", 0x10000), ("I", 2**32))
+_LIMITS = {"B": 0x100, "H": 0x10000, "I": 2**32}
 
 
 def coded(codes: Iterable[int], size: int, into: array[int] | None = None) -> array[int]:
     """``codes`` (each under ``size``) in an array of the fewest bytes a code, or appended to ``into``
     (widened first if ``size`` outgrew its codes)."""
-    typecode = next(code for code, limit in _TYPECODES if size <= limit)
-    if into is None:
-        return array(typecode, codes)
-    if into.itemsize < array(typecode).itemsize:
-        into = array(typecode, into)
-    into.extend(codes)
-    return into
+    if into is not None and size <= _LIMITS[into.typecode]:
+        into.extend(codes)
+        return into
+    typecode = "B" if size <= 0x100 else "H" if size <= 0x10000 else "I"
+    found = array(typecode, () if into is None else into)
+    found.extend(codes)
+    return found
 
 
 DISTINCT_TEXTS_FROM = 8
@@ -410,6 +410,17 @@ _GROWS: dict[int, Callable[[Column, int, list[Any], Table], bool]] = {
 """Per column kind: what appends values to a column of it in place, if it can hold them."""
 
 
+_GETTERS: dict[tuple[str, ...], list[attrgetter[Any]]] = {}
+
+
+def _getters(names: tuple[str, ...]) -> list[attrgetter[Any]]:
+    """``attrgetter(name)`` of each of ``names``, made once."""
+    getters = _GETTERS.get(names)
+    if getters is None:
+        getters = _GETTERS[names] = list(map(attrgetter, names))
+    return getters
+
+
 class Group:
     """The rows of one kind (one record type, tuples of one length, the values of a nested type), as
     columns of their fields. A block's top groups code their first field, the rows' run, into its
@@ -434,8 +445,10 @@ class Group:
         self.count = len(rows)
         columns = self._columns(rows)
         if runs is not None and run_codes is not None:  # the run column: always codes into the block's run ids
-            codes = list(map(run_codes.__getitem__, columns[0]))
-            self.columns = [Column(CODES, coded(codes, len(runs)), runs)]
+            for run in dict.fromkeys(columns[0]):
+                if run not in run_codes:
+                    run_codes[run] = runs.add(run)
+            self.columns = [Column(CODES, coded(map(run_codes.__getitem__, columns[0]), len(runs)), runs)]
             columns = columns[1:]
         else:
             self.columns = []
@@ -447,21 +460,36 @@ class Group:
         if fields is None:
             return list(map(list, zip(*rows)))
         if isinstance(fields, tuple):  # a record's fields, by name: a list of each, no tuple a row
-            return [list(map(attrgetter(name), rows)) for name in fields]
+            return [list(map(getter, rows)) for getter in _getters(fields)]
         return list(map(list, zip(*map(fields, rows))))
 
     def add(self, rows: Sequence[Any], table: Table, run_codes: dict[str | None, int] | None = None) -> None:
-        """Append ``rows`` (of this group's kind) to the columns (``run_codes``: their runs' codes, for a
-        block's top group)."""
-        columns, count = self.columns, self.count
-        values = self._columns(rows)
-        start = 0
-        if self.runs is not None and run_codes is not None:
-            run_column = columns[0]
-            run_column.data = coded(map(run_codes.__getitem__, values[0]), len(self.runs), run_column.data)
-            start = 1
-        for at in range(start, len(columns)):
-            columns[at] = grow(columns[at], count, values[at], table)
+        """Append ``rows`` (of this group's kind) to the columns (``run_codes``: the codes of the runs of
+        the rows the block is given, filled in as they are met, for a block's top group)."""
+        columns, count, fields, runs = self.columns, self.count, self.fields, self.runs
+        getters = _getters(fields) if isinstance(fields, tuple) else None
+        values = [] if getters else self._columns(rows)
+        for at, column in enumerate(columns):
+            kind = column.kind
+            if getters:  # a record's field: a value every row shares is checked without a list of them
+                getter = getters[at]
+                if kind == SAME and all(map(is_, map(getter, rows), repeat(column.data))):
+                    continue
+                mine = list(map(getter, rows))
+            else:
+                mine = values[at]
+                if kind == SAME and all(map(is_, mine, repeat(column.data))):
+                    continue
+            if kind == OBJECTS and column.parts is not None:  # by reference, made again once: stays so
+                column.data += mine
+                continue
+            if at or runs is None or run_codes is None:
+                columns[at] = grow(column, count, mine, table)
+                continue
+            for run in dict.fromkeys(mine):
+                if run not in run_codes:
+                    run_codes[run] = runs.add(run)
+            column.data = coded(map(run_codes.__getitem__, mine), len(runs), column.data)
         self.count = count + len(rows)
 
     def row(self, index: int) -> Any:
@@ -529,7 +557,7 @@ class Block:
                 self.types.append(kind)
                 self.groups.append(None)
         codes = bytes(map(index.__getitem__, kinds))
-        run_codes = runs.adding(map(run_of, rows))
+        run_codes: dict[str | None, int] = {}
         for code in dict.fromkeys(codes):
             kind = self.types[code]
             mine: list[Any] = list(compress(rows, map(eq, codes, repeat(code))))

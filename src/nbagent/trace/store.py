@@ -139,9 +139,74 @@ class SnapshotRows(Sequence[SnapshotRow]):
         return self._run_ids.get(self._runs[index])
 
 
+class Logs(Sequence[list[LLMMessage]]):
+    """Per context snapshot, the message log it is a prefix of: each distinct log (a list, by identity)
+    held once, a snapshot's as a code of the fewest bytes (a reference a snapshot was 8). Reads like the
+    list it stands for (``len``, indexing, iteration, ``append``, ``clear``, ``[:] =``); ``append`` is
+    a list's (the recorders' hot path): the logs wait there and are coded in bulk (:meth:`settle`)."""
+
+    __slots__ = ("_codes", "_distinct", "_index", "_waiting", "append")
+
+    def __init__(self) -> None:
+        self._codes = array("B")
+        self._distinct: list[list[LLMMessage]] = []
+        self._index: dict[int, int] = {}  # id() of a distinct log (held, so its id stays its own) -> its code
+        self._waiting: list[list[LLMMessage]] = []
+        self.append: Callable[[list[LLMMessage]], None] = self._waiting.append
+        """Add a snapshot's log at the end."""
+
+    def settle(self, at_least: int = 1) -> None:
+        """Code the logs waiting, if at least ``at_least`` wait."""
+        waiting = self._waiting
+        if len(waiting) < at_least or not waiting:
+            return
+        index, distinct = self._index, self._distinct
+        for key, log in {id(log): log for log in waiting}.items():
+            if key not in index:
+                index[key] = len(distinct)
+                distinct.append(log)
+        self._codes = coded(map(index.__getitem__, map(id, waiting)), len(distinct), self._codes)
+        waiting.clear()
+
+    def __len__(self) -> int:
+        return len(self._codes) + len(self._waiting)
+
+    @overload
+    def __getitem__(self, index: int) -> list[LLMMessage]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[list[LLMMessage]]: ...
+
+    def __getitem__(self, index: int | slice) -> list[LLMMessage] | list[list[LLMMessage]]:
+        self.settle()
+        if isinstance(index, slice):
+            return list(map(self._distinct.__getitem__, self._codes[index]))
+        return self._distinct[self._codes[index]]
+
+    def __iter__(self) -> Iterator[list[LLMMessage]]:
+        self.settle()
+        return map(self._distinct.__getitem__, self._codes)
+
+    def __setitem__(self, index: slice, logs: Iterable[list[LLMMessage]]) -> None:
+        """``logs[:] = logs``: every log replaced (the only assignment a store makes)."""
+        if index != slice(None):
+            raise IndexError("logs are replaced whole ([:] =) or appended to")
+        kept = list(logs)
+        self.clear()
+        self._waiting.extend(kept)
+        self.settle()
+
+    def clear(self) -> None:
+        """Forget every log."""
+        self._waiting.clear()
+        self._codes = array("B")
+        self._distinct = []
+        self._index = {}
+
+
 SETTLE_FROM = 256
 """Snapshot rows wait as tuples, at most this many (then a run's end moves them into the columns)."""
-PACK_RUNS = 8
+PACK_RUNS = 16
 """Once this many finished runs wait in a store's tail, a run's end packs them (:meth:`RowStore.pack`):
 appended to the open block, a plain run's rows packed save about 1.5 KB. A trace cleared at every run (a
 service's export-then-clear loop, the loop benchmarks) never has that many and packs nothing."""
@@ -179,7 +244,7 @@ class RowStore:
         otherwise, in place."""
         self.snapshots = SnapshotRows()
         """One row per context snapshot, its log at the same position in :attr:`logs` (appended in step)."""
-        self.logs: list[list[LLMMessage]] = []
+        self.logs = Logs()
         """Per snapshot, the message log it is a prefix of (logs are shared between snapshots)."""
         # The lists' appends, bound once for every recorder of the store (each list is only ever
         # changed in place, so they stay its own).
@@ -325,6 +390,7 @@ class RowStore:
             self.name_chunks()
             self.rows.pack(end)
             self.snapshots.settle()  # their snapshot rows into the columns too
+            self.logs.settle()
 
     def run_ended(self, run_id: str) -> None:
         """A run ended (its ``RunFinished`` is the last row): once :data:`PACK_RUNS` finished runs wait,
@@ -333,6 +399,7 @@ class RowStore:
         more than that are kept (so the cost is paid now and then); the snapshot rows waiting go into
         their columns once :data:`SETTLE_FROM` wait."""
         self.snapshots.settle(SETTLE_FROM)
+        self.logs.settle(SETTLE_FROM)
         if run_id == self._blocker:
             self._blocker = None
         waiting = self._waiting = self._waiting + 1
