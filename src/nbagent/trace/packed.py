@@ -23,8 +23,8 @@ import dataclasses
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from itertools import compress, repeat
-from operator import add, attrgetter, eq, floordiv, is_, sub
+from itertools import chain, compress, cycle, repeat
+from operator import add, attrgetter, eq, floordiv, is_, itemgetter, sub
 from typing import Any, overload
 
 from ..messages import CreateResult, Response, built_values, rebuilt
@@ -369,6 +369,14 @@ def _grow_singles(column: Column, count: int, values: list[Any], table: Table) -
     return False
 
 
+def _run_codes(runs: list[str | None], ids: RunIds, codes: dict[str | None, int]) -> Iterator[int]:
+    """The codes of ``runs`` in ``ids`` (``codes``: those given so far to the rows added, filled in)."""
+    for run in dict.fromkeys(runs):
+        if run not in codes:
+            codes[run] = ids.add(run)
+    return map(codes.__getitem__, runs)
+
+
 def _grow_nested(column: Column, count: int, values: list[Any], table: Table) -> bool:
     group: Group = column.parts
     kind = group.nested
@@ -410,15 +418,9 @@ _GROWS: dict[int, Callable[[Column, int, list[Any], Table], bool]] = {
 """Per column kind: what appends values to a column of it in place, if it can hold them."""
 
 
-_GETTERS: dict[tuple[str, ...], list[attrgetter[Any]]] = {}
-
-
-def _getters(names: tuple[str, ...]) -> list[attrgetter[Any]]:
-    """``attrgetter(name)`` of each of ``names``, made once."""
-    getters = _GETTERS.get(names)
-    if getters is None:
-        getters = _GETTERS[names] = list(map(attrgetter, names))
-    return getters
+def _getters(fields: tuple[str, ...] | None, width: int) -> list[Callable[[Any], Any]]:
+    """What reads each field of a row: by name (a record), else by position (a tuple)."""
+    return list(map(attrgetter, fields)) if fields is not None else list(map(itemgetter, range(width)))
 
 
 class Group:
@@ -426,71 +428,77 @@ class Group:
     columns of their fields. A block's top groups code their first field, the rows' run, into its
     :class:`RunIds` (``runs``)."""
 
-    __slots__ = ("build", "count", "columns", "fields", "runs", "nested")
+    __slots__ = ("build", "count", "columns", "fields", "runs", "nested", "_shared")
 
     def __init__(
         self,
         build: Callable[..., Any],
         rows: Sequence[Any],
-        fields: Fields | tuple[str, ...] | None,
+        fields: tuple[str, ...] | None,
         table: Table,
         runs: RunIds | None = None,
         nested: type | None = None,
         run_codes: dict[str | None, int] | None = None,
     ):
         self.build = build
-        self.fields = fields
+        self.fields = fields  # a record's fields' names (``None``: tuples)
         self.runs = runs
         self.nested = nested  # the type of a nested group's values
         self.count = len(rows)
-        columns = self._columns(rows)
+        # While the group grows: the columns whose value every row shares, read at once (their fields'
+        # reader and values), and what reads every field (:meth:`add`; made again when a column changes).
+        self._shared: tuple[list[int], Callable[[Any], Any] | None, tuple[Any, ...], list[Callable[[Any], Any]]] | None
+        self._shared = None
+        if fields is None:
+            columns = list(map(list, zip(*rows)))
+        else:  # a record's fields, by name: a list of each, no tuple a row
+            columns = [list(map(getter, rows)) for getter in _getters(fields, 0)]
         if runs is not None and run_codes is not None:  # the run column: always codes into the block's run ids
-            for run in dict.fromkeys(columns[0]):
-                if run not in run_codes:
-                    run_codes[run] = runs.add(run)
-            self.columns = [Column(CODES, coded(map(run_codes.__getitem__, columns[0]), len(runs)), runs)]
+            self.columns = [Column(CODES, coded(_run_codes(columns[0], runs, run_codes), len(runs)), runs)]
             columns = columns[1:]
         else:
             self.columns = []
         self.columns += [encode(column, table) for column in columns]
 
-    def _columns(self, rows: Sequence[Any]) -> list[list[Any]]:
-        """The values of ``rows``' fields, a list each."""
-        fields = self.fields
-        if fields is None:
-            return list(map(list, zip(*rows)))
-        if isinstance(fields, tuple):  # a record's fields, by name: a list of each, no tuple a row
-            return [list(map(getter, rows)) for getter in _getters(fields)]
-        return list(map(list, zip(*map(fields, rows))))
+    def _share(self) -> tuple[list[int], Callable[[Any], Any] | None, tuple[Any, ...], list[Callable[[Any], Any]]]:
+        """The columns of a value every row shares as one reader, and the others (:attr:`_shared`)."""
+        columns, fields = self.columns, self.fields
+        getters = _getters(fields, len(columns))
+        same = [at for at, column in enumerate(columns) if column.kind == SAME]
+        if len(same) < 2:  # a reader of one field gives the value, not a tuple of one
+            self._shared = list(range(len(columns))), None, (), getters
+            return self._shared
+        others = [at for at, column in enumerate(columns) if column.kind != SAME]
+        reads = attrgetter(*[fields[at] for at in same]) if fields is not None else itemgetter(*same)
+        shared = self._shared = others, reads, tuple(columns[at].data for at in same), getters
+        return shared
 
     def add(self, rows: Sequence[Any], table: Table, run_codes: dict[str | None, int] | None = None) -> None:
         """Append ``rows`` (of this group's kind) to the columns (``run_codes``: the codes of the runs of
         the rows the block is given, filled in as they are met, for a block's top group)."""
-        columns, count, fields, runs = self.columns, self.count, self.fields, self.runs
-        getters = _getters(fields) if isinstance(fields, tuple) else None
-        values = [] if getters else self._columns(rows)
-        for at, column in enumerate(columns):
+        columns, count, runs = self.columns, self.count, self.runs
+        todo, reads, shared, getters = self._shared or self._share()
+        if reads is not None and not all(map(is_, chain.from_iterable(map(reads, rows)), cycle(shared))):
+            todo = list(range(len(columns)))  # a value not shared any more: every column read
+        for at in todo:
+            column = columns[at]
             kind = column.kind
-            if getters:  # a record's field: a value every row shares is checked without a list of them
-                getter = getters[at]
-                if kind == SAME and all(map(is_, map(getter, rows), repeat(column.data))):
-                    continue
-                mine = list(map(getter, rows))
-            else:
-                mine = values[at]
-                if kind == SAME and all(map(is_, mine, repeat(column.data))):
-                    continue
+            mine = list(map(getters[at], rows))
+            if kind == SAME and all(map(is_, mine, repeat(column.data))):
+                continue
             if kind == OBJECTS and column.parts is not None:  # by reference, made again once: stays so
                 column.data += mine
-                continue
-            if at or runs is None or run_codes is None:
-                columns[at] = grow(column, count, mine, table)
-                continue
-            for run in dict.fromkeys(mine):
-                if run not in run_codes:
-                    run_codes[run] = runs.add(run)
-            column.data = coded(map(run_codes.__getitem__, mine), len(runs), column.data)
+            elif at or runs is None or run_codes is None:
+                grown = columns[at] = grow(column, count, mine, table)
+                if grown is not column:
+                    self._shared = None
+            else:
+                column.data = coded(_run_codes(mine, runs, run_codes), len(runs), column.data)
         self.count = count + len(rows)
+
+    def close(self) -> None:
+        """No more rows are added: what reads them is let go."""
+        self._shared = None
 
     def row(self, index: int) -> Any:
         """Row ``index`` of the group, rebuilt."""
@@ -590,24 +598,27 @@ class Block:
         self.table = None
         self.codes = bytearray(self.codes)
         self.lengths = bytearray(self.lengths)
-        groups = [group for group in self.groups if isinstance(group, Group)]
-        columns = [column for group in [*groups, *self.tuples.values()] for column in group.columns]
-        while columns:
-            column = columns.pop()
-            kind, data, parts = column.kind, column.data, column.parts
-            if kind in (NUMBERS, TIMES, CODES):
-                column.data = array(data.typecode, data)
-            elif kind in (OBJECTS, MIXED):
-                column.data = type(data)(data)
-            if kind == SINGLES:
-                columns.append(parts)
-            elif kind == NESTED:
-                columns += parts.columns
-            elif kind == MIXED:
-                columns += parts[1]
-        for index, group in enumerate(self.groups):
-            if isinstance(group, list):
-                self.groups[index] = list(group)
+        groups: list[Group] = [group for group in [*self.groups, *self.tuples.values()] if isinstance(group, Group)]
+        while groups:
+            group = groups.pop()
+            group.close()
+            columns = list(group.columns)
+            while columns:
+                column = columns.pop()
+                kind, data, parts = column.kind, column.data, column.parts
+                if kind in (NUMBERS, TIMES, CODES):
+                    column.data = array(data.typecode, data)
+                elif kind in (OBJECTS, MIXED):
+                    column.data = type(data)(data)
+                if kind == SINGLES:
+                    columns.append(parts)
+                elif kind == NESTED:
+                    groups.append(parts)
+                elif kind == MIXED:
+                    columns += parts[1]
+        for index, kept in enumerate(self.groups):
+            if isinstance(kept, list):
+                self.groups[index] = list(kept)
 
     @property
     def open(self) -> bool:
