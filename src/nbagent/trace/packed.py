@@ -383,8 +383,11 @@ def _grow_nested(column: Column, count: int, values: list[Any], table: Table) ->
     if kind is None or not _all_of(kind, values):
         return False
     reads = NESTED_TYPES[kind][0]
-    fields = values if isinstance(reads, tuple) else list(map(reads, values))
-    if None in fields:
+    if isinstance(reads, tuple):  # read by name: every value nests
+        group.add(values, table)
+        return True
+    fields = list(map(reads, values))
+    if None in fields:  # (tuples: no value's __eq__ called)
         return False
     group.add(fields, table)
     return True
@@ -488,6 +491,8 @@ class Group:
                 continue
             if kind == OBJECTS and column.parts is not None:  # by reference, made again once: stays so
                 column.data += mine
+            elif kind == NUMBERS and column.data.typecode == "d" and _all_of(float, mine):  # (most: times)
+                column.data.extend(mine)
             elif at or runs is None or run_codes is None:
                 grown = columns[at] = grow(column, count, mine, table)
                 if grown is not column:
