@@ -8,6 +8,7 @@ import asyncio
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -371,6 +372,18 @@ def test_a_column_grows_and_is_made_again_when_a_value_does_not_fit(
         for value, was in zip(found, values):
             if kind in (EMPTY_LISTS, SINGLES, NESTED):
                 assert value is not was  # a new one: changing it changes no other row
+
+
+def test_clock_times_are_kept_exactly_in_4_bytes_near_the_first_and_8_further() -> None:
+    first = datetime(2026, 1, 1, 12, 0, 0, 7, tzinfo=UTC)
+    near = [first, first + timedelta(minutes=30), first - timedelta(minutes=30, microseconds=1)]
+    table = Table()
+    column = encode(near, table)
+    assert column.kind == TIMES and column.data.typecode == "i"
+    far = [first + timedelta(hours=2), first - timedelta(days=3650)]
+    assert grow(column, 3, far, table) is column and column.data.typecode == "q"
+    for found in ([column.get(index) for index in range(5)], list(column.values(5))):
+        assert found == [*near, *far] and all(value.tzinfo is UTC for value in found)
 
 
 def test_a_column_made_again_by_reference_is_not_made_again() -> None:

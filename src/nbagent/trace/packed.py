@@ -31,7 +31,6 @@ from ..messages import CreateResult, Response, built_values, rebuilt
 from ..models.base import ModelRequest
 from .rows import Row, run_of
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _CODED = frozenset({str, int, type(None)})  # what a column may hold as codes into a table (hashable, no bool)
 
@@ -122,7 +121,8 @@ class RunIds:
 class Column:
     """One field of a group's rows: ``kind`` says how ``data`` holds it (see :func:`encode`); ``parts``:
     a table of values (``CODES``), the nested group (``NESTED``), the column of the lists' items
-    (``SINGLES``), the types and one column per type (``MIXED``, ``data`` their codes), or, for
+    (``SINGLES``), the first time (``TIMES``), the types and one column per type (``MIXED``, ``data`` their
+    codes), or, for
     ``OBJECTS``, whether the column was made again as it grew (:func:`grow`)."""
 
     __slots__ = ("kind", "data", "parts")
@@ -140,7 +140,7 @@ class Column:
         if kind == CODES:
             return self.parts[data[index]]
         if kind == TIMES:
-            return _EPOCH + timedelta(0, 0, data[index])
+            return self.parts + timedelta(0, 0, data[index])
         if kind == EMPTY_LISTS:
             return []
         if kind == NESTED:
@@ -160,7 +160,7 @@ class Column:
         if kind == CODES:
             return map(self.parts.listed().__getitem__, data)
         if kind == TIMES:
-            return map(add, repeat(_EPOCH), map(timedelta, repeat(0), repeat(0), data))
+            return map(add, repeat(self.parts), map(timedelta, repeat(0), repeat(0), data))
         if kind == EMPTY_LISTS:
             return map(list, repeat((), count))
         if kind == NESTED:
@@ -243,7 +243,7 @@ reference: a code and a table entry would cost more than the reference."""
 def encode(values: Sequence[Any], table: Table) -> Column:
     """The column of ``values`` (one field of a group's rows): ``SAME`` when every value is one object,
     ``NUMBERS`` when all are floats (an ``array('d')``, exact), ``TIMES`` when all are datetimes in UTC
-    (microseconds since the epoch in an ``array('q')``: exact), ``EMPTY_LISTS`` when all are empty lists
+    (microseconds from the first in an array of 4- or 8-byte integers: exact), ``EMPTY_LISTS`` when all are empty lists
     (each row gets a new one), ``SINGLES`` when all are lists of one item (the items' column),
     ``CODES`` when all are strings, integers or ``None`` (codes into a table of the distinct values, 1, 2
     or 4 bytes a row), ``NESTED`` when all are of one of :data:`NESTED_TYPES`, ``MIXED`` when they are
@@ -259,7 +259,7 @@ def encode(values: Sequence[Any], table: Table) -> Column:
         if kind is float:
             return Column(NUMBERS, array("d", values))
         if kind is datetime and _all_utc(values):
-            return Column(TIMES, _micros(values))
+            return Column(TIMES, _micros(values, first), first)
         if kind is list:
             sizes = set(map(len, values))
             if sizes == {0}:
@@ -294,8 +294,17 @@ def _all_utc(values: Iterable[Any]) -> bool:
     return all(map(is_, map(attrgetter("tzinfo"), values), repeat(UTC)))
 
 
-def _micros(values: Iterable[datetime]) -> array[int]:
-    return array("q", map(floordiv, map(sub, values, repeat(_EPOCH)), repeat(_MICROSECOND)))
+def _micros(values: Sequence[datetime], base: datetime, into: array[int] | None = None) -> array[int]:
+    """The microseconds from ``base`` of ``values``, in 4 bytes each while they are within about 35 minutes
+    of it, else 8 (or appended to ``into``, widened first if need be)."""
+    micros = list(map(floordiv, map(sub, values, repeat(base)), repeat(_MICROSECOND)))
+    small = -(2**31) <= min(micros) and max(micros) < 2**31
+    if into is None:
+        return array("i" if small else "q", micros)
+    if not small and into.typecode == "i":
+        into = array("q", into)
+    into.extend(micros)
+    return into
 
 
 def _fits(values: Sequence[int]) -> bool:
@@ -345,7 +354,7 @@ def _grow_numbers(column: Column, count: int, values: list[Any], table: Table) -
 
 def _grow_times(column: Column, count: int, values: list[Any], table: Table) -> bool:
     if _all_of(datetime, values) and _all_utc(values):
-        column.data.extend(_micros(values))
+        column.data = _micros(values, column.parts, column.data)
         return True
     return False
 
