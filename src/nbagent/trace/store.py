@@ -206,10 +206,12 @@ class Logs(Sequence[list[LLMMessage]]):
 
 SETTLE_FROM = 256
 """Snapshot rows wait as tuples, at most this many (then a run's end moves them into the columns)."""
-PACK_RUNS = 16
+PACK_RUNS = 24
 """Once this many finished runs wait in a store's tail, a run's end packs them (:meth:`RowStore.pack`):
-appended to the open block, a plain run's rows packed save about 1.5 KB. A trace cleared at every run (a
-service's export-then-clear loop, the loop benchmarks) never has that many and packs nothing."""
+appended to the open block, a plain run's rows packed save about 1.5 KB; an append has a cost of its own
+whatever its size (a pass per column), which 24 runs share (the `kept` scenario of
+bench/bench_instructions.py). A trace cleared at every run (a service's export-then-clear loop, the loop
+benchmarks) never has that many and packs nothing."""
 
 
 class RowStore:
