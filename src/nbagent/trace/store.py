@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, islice, repeat
 from operator import is_
-from typing import overload
+from typing import Any, overload
 
 from ..messages import LLMMessage
 from ..records import LLMCall, MoveName, RunFinished, RunStarted
@@ -108,12 +108,7 @@ class SnapshotRows(Sequence[SnapshotRow]):
 
     def __setitem__(self, index: slice, snapshots: Iterable[SnapshotRow]) -> None:
         """``snapshots[:] = rows``: every row replaced (the only assignment a store makes)."""
-        if index != slice(None):
-            raise IndexError("snapshot rows are replaced whole ([:] =) or appended to")
-        rows = list(snapshots)
-        self.clear()
-        self._waiting.extend(rows)
-        self.settle()
+        replace(self, index, snapshots, "snapshot rows")
 
     def clear(self) -> None:
         """Forget every snapshot row."""
@@ -189,12 +184,7 @@ class Logs(Sequence[list[LLMMessage]]):
 
     def __setitem__(self, index: slice, logs: Iterable[list[LLMMessage]]) -> None:
         """``logs[:] = logs``: every log replaced (the only assignment a store makes)."""
-        if index != slice(None):
-            raise IndexError("logs are replaced whole ([:] =) or appended to")
-        kept = list(logs)
-        self.clear()
-        self._waiting.extend(kept)
-        self.settle()
+        replace(self, index, logs, "logs")
 
     def clear(self) -> None:
         """Forget every log."""
@@ -202,6 +192,17 @@ class Logs(Sequence[list[LLMMessage]]):
         self._codes = array("B")
         self._distinct = []
         self._index = {}
+
+
+def replace(columns: SnapshotRows | Logs, index: slice, values: Iterable[Any], what: str) -> None:
+    """``columns[:] = values`` (``what`` they hold, for the error): every value replaced, then settled."""
+    if index != slice(None):
+        raise IndexError(f"{what} are replaced whole ([:] =) or appended to")
+    kept = list(values)  # may read ``columns`` itself
+    columns.clear()
+    for value in kept:
+        columns.append(value)
+    columns.settle()
 
 
 SETTLE_FROM = 256
