@@ -189,9 +189,10 @@ class Logs(Sequence[list[LLMMessage]]):
     def clear(self) -> None:
         """Forget every log."""
         self._waiting.clear()
-        self._codes = array("B")
-        self._distinct = []
-        self._index = {}
+        if self._distinct:  # (a trace cleared at every run settles none)
+            self._codes = array("B")
+            self._distinct = []
+            self._index = {}
 
 
 def replace(columns: SnapshotRows | Logs, index: slice, values: Iterable[Any], what: str) -> None:
