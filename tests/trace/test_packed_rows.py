@@ -202,6 +202,7 @@ async def test_a_run_left_open_stops_packing_until_it_ends(monkeypatch: pytest.M
     """Runs ending after a run in progress started are not packed (nothing after its start can be) and
     not tried again at each end; once it ends, they are."""
     monkeypatch.setattr(store_module, "PACK_RUNS", 2)
+    monkeypatch.setattr(store_module, "SETTLE_FROM", 1)  # snapshot rows settled (their runs' ids added) first
     trace = Trace()
     slow = AssistantAgent("slow", ReplayChatCompletionClient(["done"]))
     quick = AssistantAgent("quick", ReplayChatCompletionClient([f"answer {i}" for i in range(7)]))
@@ -219,10 +220,30 @@ async def test_a_run_left_open_stops_packing_until_it_ends(monkeypatch: pytest.M
     assert trace.store.rows.packed == before and trace.store.in_progress() == {trace.runs_df()["run_id"].iloc[2]}
     async for _ in stream:
         pass
-    assert trace.store.rows.packed == len(trace.store.rows) and not trace.store.in_progress()
+    rows, snapshots = trace.store.rows, trace.store.snapshots
+    assert rows.packed == len(rows) and not trace.store.in_progress()
+    whole = [store_module.run_of(row) for row in rows]  # a block read whole, by column, a row at a time
+    assert whole == list(rows.runs_from(0)) == [store_module.run_of(rows[at]) for at in range(len(rows))]
+    assert set(whole) == set(trace.runs_df()["run_id"])  # no run read as another or as None
+    assert {run for *_, run, _ in snapshots} - {None} <= set(whole)
     assert list(trace.runs_df()["task"]) == [
         "before 0", "before 1", "left open", *(f"beside {i}" for i in range(5))
     ]  # fmt: skip
+
+
+async def test_a_packed_run_s_rows_and_snapshots_share_its_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The packed rows and the snapshot rows of a store keep each run's id once between them."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 4)
+    trace = Trace()
+    agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(12)]))
+    trace.attach(agent)
+    for i in range(12):
+        await agent.run(task=f"task {i}")
+    store = trace.store
+    assert store.rows.packed == len(store.rows) and store.snapshots.run_ids is store.rows.run_ids
+    runs = set(trace.runs_df()["run_id"])
+    assert {run for *_, run, _ in store.snapshots} - {None} == runs
+    assert len(store.rows.run_ids) == len(runs) + 1  # and None: the first snapshot, taken before any run
 
 
 async def test_new_runs_after_a_packed_block_and_a_second_block(pack_by_hand: None) -> None:

@@ -67,15 +67,19 @@ class Values(list[Any]):
 
 class RunIds:
     """An append-only list of run ids (``None`` too), each UUID text in 16 bytes (its text made again when
-    read), any other value as it is: what a block and a store's snapshot rows keep of their rows' runs
-    (a finished run's 85-byte id string is let go). Its codes are its positions."""
+    read), any other value as it is: what a store's blocks and snapshot rows keep of their rows' runs, one
+    list for both (a finished run's 85-byte id string is let go). Its codes are its positions; the ids
+    added since :meth:`settled` are looked up (:attr:`recent`), so that a run's rows and its snapshots,
+    packed one after the other, share its 16 bytes."""
 
-    __slots__ = ("_uuids", "_others", "_listed")
+    __slots__ = ("_uuids", "_others", "_listed", "recent")
 
     def __init__(self) -> None:
         self._uuids = bytearray()  # 16 bytes an id: a UUID's, or zeros for one in ``_others``
         self._others: dict[int, str | None] = {}
         self._listed: list[str | None] | None = None
+        self.recent: dict[str | None, int] = {}
+        """The codes of the ids added since :meth:`settled`."""
 
     def add(self, run_id: str | None) -> int:
         """Add ``run_id``; its code (what :meth:`get` takes)."""
@@ -88,8 +92,16 @@ class RunIds:
         return code
 
     def adding(self, run_ids: Iterable[str | None]) -> dict[str | None, int]:
-        """Each distinct one of ``run_ids`` added once: their codes."""
-        return {run: self.add(run) for run in dict.fromkeys(run_ids)}
+        """The codes of ``run_ids``: each distinct one not added since :meth:`settled` added once."""
+        recent = self.recent
+        for run in dict.fromkeys(run_ids):
+            if run not in recent:
+                recent[run] = self.add(run)
+        return recent
+
+    def settled(self) -> None:
+        """Forget which ids were added lately (their rows and snapshots are packed)."""
+        self.recent = {}
 
     def get(self, code: int) -> str | None:
         """The run id of ``code``."""
@@ -103,19 +115,23 @@ class RunIds:
     def __len__(self) -> int:
         return len(self._uuids) // 16
 
-    def listed(self) -> list[str | None]:
-        """Every run id, in a list (each UUID's text made once)."""
+    def listed(self, first: int = 0) -> list[str | None]:
+        """Every run id from code ``first`` on, in a list indexed by code (``None`` before ``first``; each
+        UUID's text made once)."""
         if self._listed is not None:
             return self._listed
         uuids = self._uuids
-        listed: list[str | None] = [uuid_text(bytes(uuids[at : at + 16])) for at in range(0, len(uuids), 16)]
+        listed: list[str | None] = [None] * first
+        listed += [uuid_text(bytes(uuids[at : at + 16])) for at in range(16 * first, len(uuids), 16)]
         for code, run_id in self._others.items():
-            listed[code] = run_id
+            if code >= first:
+                listed[code] = run_id
         return listed
 
-    def listing(self, on: bool) -> None:
-        """Keep the ids listed (``on``, while a block is read whole) or let the list go."""
-        self._listed = self.listed() if on else None
+    def listing(self, on: bool, first: int = 0) -> None:
+        """Keep the ids from ``first`` on listed (``on``, while a block whose codes start there is read
+        whole) or let the list go."""
+        self._listed = self.listed(first) if on else None
 
 
 class Column:
@@ -378,12 +394,9 @@ def _grow_singles(column: Column, count: int, values: list[Any], table: Table) -
     return False
 
 
-def _run_codes(runs: list[str | None], ids: RunIds, codes: dict[str | None, int]) -> Iterator[int]:
-    """The codes of ``runs`` in ``ids`` (``codes``: those given so far to the rows added, filled in)."""
-    for run in dict.fromkeys(runs):
-        if run not in codes:
-            codes[run] = ids.add(run)
-    return map(codes.__getitem__, runs)
+def _run_codes(runs: list[str | None], ids: RunIds) -> Iterator[int]:
+    """The codes of ``runs`` in ``ids`` (each added once till it is settled)."""
+    return map(ids.adding(runs).__getitem__, runs)
 
 
 def _grow_nested(column: Column, count: int, values: list[Any], table: Table) -> bool:
@@ -450,7 +463,6 @@ class Group:
         table: Table,
         runs: RunIds | None = None,
         nested: type | None = None,
-        run_codes: dict[str | None, int] | None = None,
     ):
         self.build = build
         self.fields = fields  # a record's fields' names (``None``: tuples)
@@ -465,8 +477,8 @@ class Group:
             columns = list(map(list, zip(*rows)))
         else:  # a record's fields, by name: a list of each, no tuple a row
             columns = [list(map(getter, rows)) for getter in _getters(fields, 0)]
-        if runs is not None and run_codes is not None:  # the run column: always codes into the block's run ids
-            self.columns = [Column(CODES, coded(_run_codes(columns[0], runs, run_codes), len(runs)), runs)]
+        if runs is not None:  # the run column: always codes into the store's run ids
+            self.columns = [Column(CODES, coded(_run_codes(columns[0], runs), len(runs)), runs)]
             columns = columns[1:]
         else:
             self.columns = []
@@ -485,9 +497,8 @@ class Group:
         shared = self._shared = others, reads, tuple(columns[at].data for at in same), getters
         return shared
 
-    def add(self, rows: Sequence[Any], table: Table, run_codes: dict[str | None, int] | None = None) -> None:
-        """Append ``rows`` (of this group's kind) to the columns (``run_codes``: the codes of the runs of
-        the rows the block is given, filled in as they are met, for a block's top group)."""
+    def add(self, rows: Sequence[Any], table: Table) -> None:
+        """Append ``rows`` (of this group's kind) to the columns."""
         columns, count, runs = self.columns, self.count, self.runs
         todo, reads, shared, getters = self._shared or self._share()
         if reads is not None and not all(map(is_, chain.from_iterable(map(reads, rows)), cycle(shared))):
@@ -502,12 +513,12 @@ class Group:
                 column.data += mine
             elif kind == NUMBERS and column.data.typecode == "d" and _all_of(float, mine):  # (most: times)
                 column.data.extend(mine)
-            elif at or runs is None or run_codes is None:
+            elif at or runs is None:
                 grown = columns[at] = grow(column, count, mine, table)
                 if grown is not column:
                     self._shared = None
             else:
-                column.data = coded(_run_codes(mine, runs, run_codes), len(runs), column.data)
+                column.data = coded(_run_codes(mine, runs), len(runs), column.data)
         self.count = count + len(rows)
 
     def close(self) -> None:
@@ -553,9 +564,9 @@ class Block:
     (:meth:`add`), each column growing in place (or made again when a value does not fit its kind:
     :func:`grow`), so that a trace keeps few blocks, each column's objects paid once for many runs."""
 
-    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples", "runs", "table")
+    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples", "runs", "first_run", "table")
 
-    def __init__(self, rows: list[Row]) -> None:
+    def __init__(self, rows: list[Row], runs: RunIds) -> None:
         self.count = 0
         self.types: list[type] = []
         self.codes = bytearray()  # at most a few kinds of row
@@ -563,7 +574,8 @@ class Block:
         self.groups: list[Group | list[Row] | None] = []
         self.tuples: dict[int, Group] = {}
         self.lengths = bytearray()
-        self.runs = RunIds()  # the rows' runs (every row starts with it): each run's id once, in 16 bytes
+        self.runs = runs  # the rows' runs (every row starts with it): the store's ids, each in 16 bytes
+        self.first_run = len(runs)  # the block's run codes are from this one on
         self.table: Table | None = Table()  # one for every coded column of the block, while it is open
         self.add(rows)
 
@@ -579,7 +591,6 @@ class Block:
                 self.types.append(kind)
                 self.groups.append(None)
         codes = bytes(map(index.__getitem__, kinds))
-        run_codes: dict[str | None, int] = {}
         for code in dict.fromkeys(codes):
             kind = self.types[code]
             mine: list[Any] = list(compress(rows, map(eq, codes, repeat(code))))
@@ -590,22 +601,22 @@ class Block:
                     same = list(compress(mine, map(eq, lengths, repeat(length))))
                     tuples = self.tuples.get(length)
                     if tuples is None:
-                        self.tuples[length] = Group(_tuple, same, None, table, runs, run_codes=run_codes)
+                        self.tuples[length] = Group(_tuple, same, None, table, runs)
                     else:
-                        tuples.add(same, table, run_codes)
+                        tuples.add(same, table)
                 continue
             group = self.groups[code]
             if isinstance(group, Group):
-                group.add(mine, table, run_codes)
+                group.add(mine, table)
             elif isinstance(group, list):
                 group += mine
             else:
                 fields = _fields_of(kind)
-                self.groups[code] = (
-                    mine if fields is None else Group(kind, mine, fields, table, runs, run_codes=run_codes)
-                )
+                self.groups[code] = mine if fields is None else Group(kind, mine, fields, table, runs)
         self.codes += codes
         self.count += len(rows)
+        if runs.recent:  # a run added before the block was (by its snapshots): its code is below
+            self.first_run = min(self.first_run, *runs.recent.values())
 
     def close(self) -> None:
         """No more rows are added: the table's lookup and the arrays' and lists' spare room are let go."""
@@ -656,7 +667,7 @@ class Block:
     def run_ids(self) -> list[str | None]:
         """The run of every row of the block, in order (its first field: no row rebuilt)."""
         sources: list[Iterator[Any]] = []
-        self.runs.listing(True)
+        self.runs.listing(True, self.first_run)
         try:
             for group in self.groups:
                 if group is None:
@@ -687,7 +698,7 @@ class Block:
     def rows(self) -> list[Row]:
         """Every row of the block, rebuilt, in order."""
         sources: list[Iterator[Row]] = []
-        self.runs.listing(True)  # each run's id made once
+        self.runs.listing(True, self.first_run)  # each run's id made once
         try:
             for group in self.groups:
                 if group is None:
@@ -715,9 +726,9 @@ class PackedRows(Sequence[Row]):
     are the tail's own (the recorders' hot path), a row of the tail may be replaced (``rows[i] = row``),
     every row may be replaced at once (``rows[:] = rows``, into the tail) or cleared."""
 
-    __slots__ = ("_blocks", "_starts", "packed", "tail", "append", "extend")
+    __slots__ = ("_blocks", "_starts", "packed", "tail", "append", "extend", "run_ids")
 
-    def __init__(self) -> None:
+    def __init__(self, run_ids: RunIds | None = None) -> None:
         self._blocks: list[Block] = []
         self._starts: list[int] = []  # each block's first position
         self.packed = 0
@@ -728,6 +739,8 @@ class PackedRows(Sequence[Row]):
         """Add a row at the end."""
         self.extend: Callable[[Iterable[Row]], None] = self.tail.extend
         """Add rows at the end."""
+        self.run_ids = RunIds() if run_ids is None else run_ids
+        """The ids of the packed rows' runs (the store's, shared with its snapshot rows)."""
 
     def pack(self, count: int) -> None:
         """Pack the tail's first ``count`` rows (they are no longer changed): appended to the last block
@@ -738,7 +751,7 @@ class PackedRows(Sequence[Row]):
         if blocks and blocks[-1].open:
             blocks[-1].add(tail[:count])
         else:
-            blocks.append(Block(tail[:count]))
+            blocks.append(Block(tail[:count], self.run_ids))
             self._starts.append(self.packed)
         del tail[:count]
         self.packed += count

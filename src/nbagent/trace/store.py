@@ -26,8 +26,8 @@ from .rows import Row, SnapshotRow, named_chunk
 class SnapshotRows(Sequence[SnapshotRow]):
     """The snapshot rows of a store, kept as columns: each row's numbers in arrays of integers of the
     fewest bytes that hold them (its row in 4 bytes), its agent and move as codes into a table of the names
-    (:class:`~nbagent.trace.packed.Table`), its run as a code into :class:`~nbagent.trace.packed.RunIds`
-    (16 bytes a run): about 9 bytes a snapshot where a tuple of six, with its two integers past the small
+    (:class:`~nbagent.trace.packed.Table`), its run as a code into :attr:`run_ids` (16 bytes a run, shared
+    with the store's packed rows): about 9 bytes a snapshot where a tuple of six, with its two integers past the small
     ones Python caches, cost 150. Reads like
     the list of tuples it stands for: ``len``, indexing (a tuple), iteration, ``append`` of a tuple,
     ``clear`` and ``[:] =``.
@@ -36,29 +36,30 @@ class SnapshotRows(Sequence[SnapshotRow]):
     columns in bulk, when read or when :data:`SETTLE_FROM` of them wait (:meth:`settle`)."""
 
     __slots__ = (
-        "_rows", "_agents", "_sizes", "_recorders", "_runs", "_run_ids", "_moves", "_names", "_waiting", "append",
+        "_rows", "_agents", "_sizes", "_recorders", "_runs", "run_ids", "_moves", "_names", "_waiting", "append",
     )  # fmt: skip
 
-    def __init__(self) -> None:
+    def __init__(self, run_ids: RunIds | None = None) -> None:
         self._rows = array("I")
         self._agents = array("B")
         self._sizes = array("B")
         self._recorders = array("B")
-        self._runs = array("B")  # codes into ``_run_ids``
-        self._run_ids = RunIds()
+        self._runs = array("B")  # codes into ``run_ids``
+        self.run_ids = RunIds() if run_ids is None else run_ids
+        """The runs' ids (the store's: replaced by it when every row is)."""
         self._moves = array("B")
         self._names = Table()  # the agents' and moves' names (and None), coded
         self._waiting: list[SnapshotRow] = []
         self.append: Callable[[SnapshotRow], None] = self._waiting.append
         """Add a snapshot row at the end."""
 
-    def settle(self, at_least: int = 1) -> None:
-        """Move the waiting rows into the columns, if at least ``at_least`` wait."""
+    def settle(self, at_least: int = 1) -> bool:
+        """Move the waiting rows into the columns, if at least ``at_least`` wait; whether any did."""
         waiting = self._waiting
         if len(waiting) < at_least or not waiting:
-            return
+            return False
         rows, agents, sizes, recorders, runs, moves = zip(*waiting)
-        names, run_ids = self._names, self._run_ids
+        names, run_ids = self._names, self.run_ids
         self._rows.extend(rows)
         agent_codes, move_codes = list(map(names.__getitem__, agents)), list(map(names.__getitem__, moves))
         self._agents = coded(agent_codes, len(names), self._agents)
@@ -68,6 +69,7 @@ class SnapshotRows(Sequence[SnapshotRow]):
         self._runs = coded(map(codes.__getitem__, runs), len(run_ids), self._runs)
         self._moves = coded(move_codes, len(names), self._moves)
         waiting.clear()
+        return True
 
     def __len__(self) -> int:
         return len(self._rows) + len(self._waiting)
@@ -88,7 +90,7 @@ class SnapshotRows(Sequence[SnapshotRow]):
             names[self._agents[index]],
             self._sizes[index],
             self._recorders[index],
-            self._run_ids.get(self._runs[index]),
+            self.run_ids.get(self._runs[index]),
             names[self._moves[index]],
         )
 
@@ -96,7 +98,7 @@ class SnapshotRows(Sequence[SnapshotRow]):
         self.settle()
         names = self._names.distinct
         agents, moves = map(names.__getitem__, self._agents), map(names.__getitem__, self._moves)
-        runs = map(self._run_ids.get, self._runs)
+        runs = map(self.run_ids.get, self._runs)
         return zip(self._rows, agents, self._sizes, self._recorders, runs, moves)
 
     def __eq__(self, other: object) -> bool:
@@ -116,7 +118,6 @@ class SnapshotRows(Sequence[SnapshotRow]):
         if self._rows:
             self._rows = array("I")
             self._agents, self._sizes, self._recorders, self._runs, self._moves = (array("B") for _ in range(5))
-            self._run_ids = RunIds()
 
     def row_at(self, index: int) -> int:
         """The row snapshot ``index`` was taken before (without building its row)."""
@@ -131,7 +132,7 @@ class SnapshotRows(Sequence[SnapshotRow]):
     def run_at(self, index: int) -> str | None:
         """The run in force at snapshot ``index``."""
         self.settle()
-        return self._run_ids.get(self._runs[index])
+        return self.run_ids.get(self._runs[index])
 
 
 class Logs(Sequence[list[LLMMessage]]):
@@ -246,7 +247,7 @@ class RowStore:
         """One row per item, in order: the finished runs' packed (:meth:`pack`), then the tail the recorders
         append to. Only :meth:`pack`, :meth:`name_chunks`, :meth:`drop_runs` and :meth:`clear` change it
         otherwise, in place."""
-        self.snapshots = SnapshotRows()
+        self.snapshots = SnapshotRows(self.rows.run_ids)  # one list of run ids for both
         """One row per context snapshot, its log at the same position in :attr:`logs` (appended in step)."""
         self.logs = Logs()
         """Per snapshot, the message log it is a prefix of (logs are shared between snapshots)."""
@@ -393,8 +394,9 @@ class RowStore:
         if end and (at_least <= 1 or list(map(type, tail[:end])).count(RunFinished) >= at_least):
             self.name_chunks()
             self.rows.pack(end)
-            self.snapshots.settle()  # their snapshot rows into the columns too
+            self.snapshots.settle()  # their snapshot rows into the columns too (their runs' ids shared)
             self.logs.settle()
+            self.rows.run_ids.settled()
 
     def run_ended(self, run_id: str) -> None:
         """A run ended (its ``RunFinished`` is the last row): once :data:`PACK_RUNS` finished runs wait,
@@ -402,7 +404,8 @@ class RowStore:
         after its start can be); with :attr:`max_runs`, forget the oldest finished runs once a quarter
         more than that are kept (so the cost is paid now and then); the snapshot rows waiting go into
         their columns once :data:`SETTLE_FROM` wait."""
-        self.snapshots.settle(SETTLE_FROM)
+        if self.snapshots.settle(SETTLE_FROM):  # (packing held up: their runs' rows packed later add their ids)
+            self.rows.run_ids.settled()
         self.logs.settle(SETTLE_FROM)
         if run_id == self._blocker:
             self._blocker = None
@@ -415,6 +418,10 @@ class RowStore:
         ended.append(run_id)
         if len(ended) > self.max_runs + max(1, self.max_runs // 4):
             self.drop_runs({ended.popleft() for _ in range(len(ended) - self.max_runs)})
+
+    def _new_run_ids(self) -> None:
+        """A new list of run ids for the packed rows and the snapshot rows (every row is replaced)."""
+        self.rows.run_ids = self.snapshots.run_ids = RunIds()
 
     def drop_runs(self, run_ids: set[str]) -> None:
         """Forget the rows of the finished runs ``run_ids`` and the context snapshots taken before
@@ -439,6 +446,7 @@ class RowStore:
             if not dropped[snapshot[0]]:
                 snapshots.append((before[snapshot[0]], *snapshot[1:]))
                 logs.append(log)
+        self._new_run_ids()
         self.snapshots[:] = snapshots
         self.logs[:] = logs
         self.epoch += 1
@@ -463,6 +471,8 @@ class RowStore:
         self._unnamed_calls.clear()
         self.snapshots.clear()
         self.logs.clear()
+        if len(self.rows.run_ids):
+            self._new_run_ids()
         self._ended.clear()
         self._waiting = 0
         self._blocker = None
