@@ -112,12 +112,14 @@ class SnapshotRows(Sequence[SnapshotRow]):
         """``snapshots[:] = rows``: every row replaced (the only assignment a store makes)."""
         replace(self, index, snapshots, "snapshot rows")
 
-    def clear(self) -> None:
-        """Forget every snapshot row."""
+    def clear(self) -> bool:
+        """Forget every snapshot row; whether some were settled (their runs' ids kept)."""
         self._waiting.clear()
-        if self._rows:
-            self._rows = array("I")
-            self._agents, self._sizes, self._recorders, self._runs, self._moves = (array("B") for _ in range(5))
+        if not self._rows:
+            return False
+        self._rows = array("I")
+        self._agents, self._sizes, self._recorders, self._runs, self._moves = (array("B") for _ in range(5))
+        return True
 
     def row_at(self, index: int) -> int:
         """The row snapshot ``index`` was taken before (without building its row)."""
@@ -405,8 +407,8 @@ class RowStore:
         more than that are kept (so the cost is paid now and then); the snapshot rows waiting go into
         their columns once :data:`SETTLE_FROM` wait."""
         if self.snapshots.settle(SETTLE_FROM):  # (packing held up: their runs' rows packed later add their ids)
+            self.logs.settle()  # appended in step with the snapshot rows
             self.rows.run_ids.settled()
-        self.logs.settle(SETTLE_FROM)
         if run_id == self._blocker:
             self._blocker = None
         waiting = self._waiting = self._waiting + 1
@@ -463,16 +465,16 @@ class RowStore:
             self.drop_runs({run for run in map(run_of, rows) if run is not None and run not in running})
             self._ended.clear()
             return False
-        if rows.packed:
+        packed = rows.packed
+        if packed:
             rows.clear()
         else:
             tail.clear()  # no run in progress (the common case): nothing is kept
         self._unnamed.clear()
         self._unnamed_calls.clear()
-        self.snapshots.clear()
-        self.logs.clear()
-        if len(self.rows.run_ids):
+        if self.snapshots.clear() or packed:  # run ids were kept
             self._new_run_ids()
+        self.logs.clear()
         self._ended.clear()
         self._waiting = 0
         self._blocker = None
