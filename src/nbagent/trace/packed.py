@@ -115,23 +115,24 @@ class RunIds:
     def __len__(self) -> int:
         return len(self._uuids) // 16
 
-    def listed(self, first: int = 0) -> list[str | None]:
-        """Every run id from code ``first`` on, in a list indexed by code (``None`` before ``first``; each
-        UUID's text made once)."""
+    def listed(self, first: int = 0, end: int | None = None) -> list[str | None]:
+        """The run ids of codes ``first`` to ``end`` (the last by default), in a list indexed by code
+        (``None`` before ``first``; each UUID's text made once)."""
         if self._listed is not None:
             return self._listed
         uuids = self._uuids
+        stop = len(uuids) if end is None else 16 * end
         listed: list[str | None] = [None] * first
-        listed += [uuid_text(bytes(uuids[at : at + 16])) for at in range(16 * first, len(uuids), 16)]
+        listed += [uuid_text(bytes(uuids[at : at + 16])) for at in range(16 * first, stop, 16)]
         for code, run_id in self._others.items():
-            if code >= first:
+            if first <= code < len(listed):
                 listed[code] = run_id
         return listed
 
-    def listing(self, on: bool, first: int = 0) -> None:
-        """Keep the ids from ``first`` on listed (``on``, while a block whose codes start there is read
-        whole) or let the list go."""
-        self._listed = self.listed(first) if on else None
+    def listing(self, on: bool, first: int = 0, end: int | None = None) -> None:
+        """Keep the ids of codes ``first`` to ``end`` listed (``on``, while a block whose codes are those
+        is read whole) or let the list go."""
+        self._listed = self.listed(first, end) if on else None
 
 
 class Column:
@@ -564,7 +565,7 @@ class Block:
     (:meth:`add`), each column growing in place (or made again when a value does not fit its kind:
     :func:`grow`), so that a trace keeps few blocks, each column's objects paid once for many runs."""
 
-    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples", "runs", "first_run", "table")
+    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples", "runs", "first_run", "end_run", "table")
 
     def __init__(self, rows: list[Row], runs: RunIds) -> None:
         self.count = 0
@@ -575,7 +576,7 @@ class Block:
         self.tuples: dict[int, Group] = {}
         self.lengths = bytearray()
         self.runs = runs  # the rows' runs (every row starts with it): the store's ids, each in 16 bytes
-        self.first_run = len(runs)  # the block's run codes are from this one on
+        self.first_run = self.end_run = len(runs)  # the block's run codes are from the first to the end
         self.table: Table | None = Table()  # one for every coded column of the block, while it is open
         self.add(rows)
 
@@ -617,6 +618,7 @@ class Block:
         self.count += len(rows)
         if runs.recent:  # a run added before the block was (by its snapshots): its code is below
             self.first_run = min(self.first_run, *runs.recent.values())
+        self.end_run = len(runs)
 
     def close(self) -> None:
         """No more rows are added: the table's lookup and the arrays' and lists' spare room are let go."""
@@ -667,7 +669,7 @@ class Block:
     def run_ids(self) -> list[str | None]:
         """The run of every row of the block, in order (its first field: no row rebuilt)."""
         sources: list[Iterator[Any]] = []
-        self.runs.listing(True, self.first_run)
+        self.runs.listing(True, self.first_run, self.end_run)
         try:
             for group in self.groups:
                 if group is None:
@@ -693,12 +695,18 @@ class Block:
         group = self.groups[code]
         assert group is not None
         at = compress(range(self.count), map(eq, self.codes, repeat(code)))
-        return list(zip(at, group if isinstance(group, list) else group.rows()))
+        if isinstance(group, list):
+            return list(zip(at, group))
+        self.runs.listing(True, self.first_run, self.end_run)
+        try:
+            return list(zip(at, group.rows()))
+        finally:
+            self.runs.listing(False)
 
     def rows(self) -> list[Row]:
         """Every row of the block, rebuilt, in order."""
         sources: list[Iterator[Row]] = []
-        self.runs.listing(True, self.first_run)  # each run's id made once
+        self.runs.listing(True, self.first_run, self.end_run)  # each run's id made once
         try:
             for group in self.groups:
                 if group is None:
