@@ -23,6 +23,7 @@ from nbagent import (
 from nbagent.messages import Response, TextMessage, text_result, usage
 from nbagent.models import ReplayExhaustedError
 from nbagent.records import Intervention, LLMCall, RunFinished, RunStarted
+from nbagent.trace import packed as packed_module
 from nbagent.trace import store as store_module
 from nbagent.trace.packed import (
     CODES,
@@ -244,6 +245,34 @@ async def test_a_packed_run_s_rows_and_snapshots_share_its_id(monkeypatch: pytes
     runs = set(trace.runs_df()["run_id"])
     assert {run for *_, run, _ in store.snapshots} - {None} == runs
     assert len(store.rows.run_ids) == len(runs) + 1  # and None: the first snapshot, taken before any run
+
+
+async def test_blocks_read_whole_make_their_own_run_ids_texts_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block read whole (its rows, its records) makes the text of its own runs' ids once each, not of
+    every id the store keeps (the blocks share one list of them)."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 2)
+    monkeypatch.setattr(packed_module, "BLOCK_ROWS", 40)  # a block closed every 5 plain runs or so
+    trace = Trace()
+    agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(40)]))
+    trace.attach(agent)
+    for i in range(40):
+        await agent.run(task=f"task {i}")
+    rows = trace.store.rows
+    expected = list(rows)
+    assert len(rows.blocks) >= 6 and rows.packed == len(rows)
+    made = []
+    texts = packed_module.uuid_text
+
+    def counted(raw: bytes) -> str:
+        made.append(raw)
+        return texts(raw)
+
+    monkeypatch.setattr(packed_module, "uuid_text", counted)
+    assert_same_rows(list(rows), expected)
+    assert len(made) <= 40 + 2 * len(rows.blocks)  # (a run's snapshots settled apart: one id more a block)
+    made.clear()
+    assert [row for _, row in rows.records_from(0, RunStarted)] == [row for row in expected if type(row) is RunStarted]
+    assert len(made) <= 40 + 2 * len(rows.blocks)
 
 
 async def test_new_runs_after_a_packed_block_and_a_second_block(pack_by_hand: None) -> None:
