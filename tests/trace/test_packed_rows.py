@@ -275,6 +275,38 @@ async def test_blocks_read_whole_make_their_own_run_ids_texts_only(monkeypatch: 
     assert len(made) <= 40 + 2 * len(rows.blocks)
 
 
+@pytest.mark.parametrize("name", ["events_df", "llm_calls_df", "tool_calls_df", "runs_df", "span_tables", "items"])
+async def test_a_whole_trace_read_rebuilds_each_block_once(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """A frame (or the span tables, or the items) of a packed trace passes over its rows several times:
+    the packed rows are rebuilt once, not at each pass."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 2)
+    monkeypatch.setattr(packed_module, "BLOCK_ROWS", 40)
+    trace = Trace()
+    agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(12)]))
+    trace.attach(agent)
+    for i in range(12):
+        await agent.run(task=f"task {i}")
+    blocks = trace.store.rows.blocks
+    assert len(blocks) >= 2 and trace.store.rows.packed == len(trace.store.rows)
+    expected = getattr(trace, name)
+    expected = expected() if callable(expected) else expected
+    rebuilt = []
+    rows = Block.rows
+
+    def counted(self: Block) -> list[Any]:
+        rebuilt.append(self)
+        return rows(self)
+
+    monkeypatch.setattr(Block, "rows", counted)
+    found = getattr(trace, name)
+    found = found() if callable(found) else found
+    assert sorted(map(id, rebuilt)) == sorted(map(id, blocks))  # each block once
+    if isinstance(found, pd.DataFrame):
+        pd.testing.assert_frame_equal(found, expected)
+    else:
+        assert repr(found) == repr(expected) or found == expected
+
+
 async def test_new_runs_after_a_packed_block_and_a_second_block(pack_by_hand: None) -> None:
     trace, given = Trace(), ItemList()
     agents = await mixed_runs(trace, given)
