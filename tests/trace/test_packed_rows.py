@@ -150,6 +150,16 @@ async def test_packed_rows_read_back_equal_with_every_frame(pack_by_hand: None) 
     pd.testing.assert_frame_equal(alone, expected)
 
 
+async def kept_runs(count: int) -> tuple[Trace, AssistantAgent]:
+    """A trace of ``count`` plain runs of one agent (returned too: kept alive), every run kept."""
+    trace = Trace()
+    agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(count)]))
+    trace.attach(agent)
+    for i in range(count):
+        await agent.run(task=f"task {i}")
+    return trace, agent
+
+
 class PackAtEnds(ItemList):
     """A recorder (after the trace's) packing the trace's finished runs at every run's end, checking that
     the rows packed before read back as they were recorded."""
@@ -235,11 +245,7 @@ async def test_a_run_left_open_stops_packing_until_it_ends(monkeypatch: pytest.M
 async def test_a_packed_run_s_rows_and_snapshots_share_its_id(monkeypatch: pytest.MonkeyPatch) -> None:
     """The packed rows and the snapshot rows of a store keep each run's id once between them."""
     monkeypatch.setattr(store_module, "PACK_RUNS", 4)
-    trace = Trace()
-    agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(12)]))
-    trace.attach(agent)
-    for i in range(12):
-        await agent.run(task=f"task {i}")
+    trace, _ = await kept_runs(12)
     store = trace.store
     assert store.rows.packed == len(store.rows) and store.snapshots.run_ids is store.rows.run_ids
     runs = set(trace.runs_df()["run_id"])
@@ -252,11 +258,7 @@ async def test_blocks_read_whole_make_their_own_run_ids_texts_only(monkeypatch: 
     every id the store keeps (the blocks share one list of them)."""
     monkeypatch.setattr(store_module, "PACK_RUNS", 2)
     monkeypatch.setattr(packed_module, "BLOCK_ROWS", 40)  # a block closed every 5 plain runs or so
-    trace = Trace()
-    agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(40)]))
-    trace.attach(agent)
-    for i in range(40):
-        await agent.run(task=f"task {i}")
+    trace, _ = await kept_runs(40)
     rows = trace.store.rows
     expected = list(rows)
     assert len(rows.blocks) >= 6 and rows.packed == len(rows)
@@ -281,11 +283,7 @@ async def test_a_whole_trace_read_rebuilds_each_block_once(monkeypatch: pytest.M
     the packed rows are rebuilt once, not at each pass."""
     monkeypatch.setattr(store_module, "PACK_RUNS", 2)
     monkeypatch.setattr(packed_module, "BLOCK_ROWS", 40)
-    trace = Trace()
-    agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(12)]))
-    trace.attach(agent)
-    for i in range(12):
-        await agent.run(task=f"task {i}")
+    trace, _ = await kept_runs(12)
     blocks = trace.store.rows.blocks
     assert len(blocks) >= 2 and trace.store.rows.packed == len(trace.store.rows)
     expected = getattr(trace, name)
