@@ -2,7 +2,7 @@
 
 ``bench_loop.py``'s scenarios (a plain run on one agent, a plain run on a fresh agent and client, tool
 runs with K=1 and K=5 iterations, a plain run whose result, context and trace are kept: ``kept``, whose
-window holds one packing of 256 finished runs' rows, issue 42.5), each counted by valgrind's callgrind
+window packs every 24 finished runs' rows, issue 42.5), each counted by valgrind's callgrind
 in two processes that differ only in the number of timed runs: the same imports and warm-up runs, then ``--runs LOW`` or
 ``--runs HIGH`` runs. The difference of the two counts over ``HIGH - LOW`` is the instructions of one
 run, with the interpreter's start, the imports, the warm-up and the shutdown cancelled out. Hash

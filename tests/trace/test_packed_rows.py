@@ -8,6 +8,7 @@ import asyncio
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -21,7 +22,8 @@ from nbagent import (
 )
 from nbagent.messages import Response, TextMessage, text_result, usage
 from nbagent.models import ReplayExhaustedError
-from nbagent.records import Intervention, LLMCall, RunStarted
+from nbagent.records import Intervention, LLMCall, RunFinished, RunStarted
+from nbagent.trace import packed as packed_module
 from nbagent.trace import store as store_module
 from nbagent.trace.packed import (
     CODES,
@@ -37,6 +39,7 @@ from nbagent.trace.packed import (
     RunIds,
     Table,
     encode,
+    grow,
 )
 from nbagent.trace.store import RowStore
 
@@ -57,7 +60,7 @@ class ItemList:
 @pytest.fixture
 def pack_by_hand(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No packing at runs' ends: the test packs (``store.pack()``)."""
-    monkeypatch.setattr(store_module, "PACK_EVERY", 10**9)
+    monkeypatch.setattr(store_module, "PACK_RUNS", 10**9)
     yield
 
 
@@ -147,6 +150,161 @@ async def test_packed_rows_read_back_equal_with_every_frame(pack_by_hand: None) 
     pd.testing.assert_frame_equal(alone, expected)
 
 
+async def kept_runs(count: int) -> tuple[Trace, AssistantAgent]:
+    """A trace of ``count`` plain runs of one agent (returned too: kept alive), every run kept."""
+    trace = Trace()
+    agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(count)]))
+    trace.attach(agent)
+    for i in range(count):
+        await agent.run(task=f"task {i}")
+    return trace, agent
+
+
+class PackAtEnds(ItemList):
+    """A recorder (after the trace's) packing the trace's finished runs at every run's end, checking that
+    the rows packed before read back as they were recorded."""
+
+    def __init__(self, trace: Trace) -> None:
+        super().__init__()
+        self.trace = trace
+        self.seen: list[Any] = []
+        self.record = self.keep  # type: ignore[method-assign]
+
+    def keep(self, item: Any) -> None:
+        self.items.append(item)
+        if isinstance(item, RunFinished):
+            store = self.trace.store
+            store.name_chunks()
+            rows = list(store.rows)
+            assert_same_rows(rows[: len(self.seen)], self.seen)
+            self.seen = rows
+            store.pack()
+
+
+async def test_runs_appended_run_by_run_to_the_open_block_read_back_equal(pack_by_hand: None) -> None:
+    """Every run's rows appended to one open block as it ends (new row kinds, columns made again when a
+    value does not fit their kind: a failed call's error, a tool run's answer): every row and frame is
+    as recorded."""
+    trace = Trace()
+    given = PackAtEnds(trace)
+    await mixed_runs(trace, given)
+    rows = trace.store.rows
+    blocks = rows.blocks
+    assert len(blocks) == 1 and blocks[0].open and rows.packed == len(given.seen)
+    trace.store.pack()  # the intervention row, recorded after the last run's end
+    assert rows.packed == len(rows) and not rows.tail
+    packed = list(rows)
+    assert_same_rows(packed[: len(given.seen)], given.seen)
+    assert_same_rows([rows[index] for index in range(len(packed))], packed)
+    assert [item for item in trace.items if isinstance(item, LLMCall)] == [
+        item for item in given.items if isinstance(item, LLMCall)
+    ]
+    after = frames(trace)
+    rows[:] = packed  # every row unpacked again, into the tail
+    for name, frame in frames(trace).items():
+        pd.testing.assert_frame_equal(after[name], frame, obj=name)
+    blocks[0].close()
+    assert not blocks[0].open and blocks[0].rows() == packed
+    with pytest.raises(AssertionError, match="closed"):
+        blocks[0].add(packed[:1])
+
+
+async def test_a_run_left_open_stops_packing_until_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs ending after a run in progress started are not packed (nothing after its start can be) and
+    not tried again at each end; once it ends, they are."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 2)
+    monkeypatch.setattr(store_module, "SETTLE_FROM", 1)  # snapshot rows settled (their runs' ids added) first
+    trace = Trace()
+    slow = AssistantAgent("slow", ReplayChatCompletionClient(["done"]))
+    quick = AssistantAgent("quick", ReplayChatCompletionClient([f"answer {i}" for i in range(7)]))
+    trace.attach(slow)
+    trace.attach(quick)
+    for i in range(2):
+        await quick.run(task=f"before {i}")
+    before = trace.store.rows.packed
+    assert before == len(trace.store.rows) > 0
+    stream = slow.run_stream(task="left open")
+    for _ in range(2):
+        await anext(stream)
+    for i in range(5):
+        await quick.run(task=f"beside {i}")
+    assert trace.store.rows.packed == before and trace.store.in_progress() == {trace.runs_df()["run_id"].iloc[2]}
+    async for _ in stream:
+        pass
+    rows, snapshots = trace.store.rows, trace.store.snapshots
+    assert rows.packed == len(rows) and not trace.store.in_progress()
+    whole = [store_module.run_of(row) for row in rows]  # a block read whole, by column, a row at a time
+    assert whole == list(rows.runs_from(0)) == [store_module.run_of(rows[at]) for at in range(len(rows))]
+    assert set(whole) == set(trace.runs_df()["run_id"])  # no run read as another or as None
+    assert {run for *_, run, _ in snapshots} - {None} <= set(whole)
+    assert list(trace.runs_df()["task"]) == [
+        "before 0", "before 1", "left open", *(f"beside {i}" for i in range(5))
+    ]  # fmt: skip
+
+
+async def test_a_packed_run_s_rows_and_snapshots_share_its_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The packed rows and the snapshot rows of a store keep each run's id once between them."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 4)
+    trace, _ = await kept_runs(12)
+    store = trace.store
+    assert store.rows.packed == len(store.rows) and store.snapshots.run_ids is store.rows.run_ids
+    runs = set(trace.runs_df()["run_id"])
+    assert {run for *_, run, _ in store.snapshots} - {None} == runs
+    assert len(store.rows.run_ids) == len(runs) + 1  # and None: the first snapshot, taken before any run
+
+
+async def test_blocks_read_whole_make_their_own_run_ids_texts_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block read whole (its rows, its records) makes the text of its own runs' ids once each, not of
+    every id the store keeps (the blocks share one list of them)."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 2)
+    monkeypatch.setattr(packed_module, "BLOCK_ROWS", 40)  # a block closed every 5 plain runs or so
+    trace, _ = await kept_runs(40)
+    rows = trace.store.rows
+    expected = list(rows)
+    assert len(rows.blocks) >= 6 and rows.packed == len(rows)
+    made = []
+    texts = packed_module.uuid_text
+
+    def counted(raw: bytes) -> str:
+        made.append(raw)
+        return texts(raw)
+
+    monkeypatch.setattr(packed_module, "uuid_text", counted)
+    assert_same_rows(list(rows), expected)
+    assert len(made) <= 40 + 2 * len(rows.blocks)  # (a run's snapshots settled apart: one id more a block)
+    made.clear()
+    assert [row for _, row in rows.records_from(0, RunStarted)] == [row for row in expected if type(row) is RunStarted]
+    assert len(made) <= 40 + 2 * len(rows.blocks)
+
+
+@pytest.mark.parametrize("name", ["events_df", "llm_calls_df", "tool_calls_df", "runs_df", "span_tables", "items"])
+async def test_a_whole_trace_read_rebuilds_each_block_once(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """A frame (or the span tables, or the items) of a packed trace passes over its rows several times:
+    the packed rows are rebuilt once, not at each pass."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 2)
+    monkeypatch.setattr(packed_module, "BLOCK_ROWS", 40)
+    trace, _ = await kept_runs(12)
+    blocks = trace.store.rows.blocks
+    assert len(blocks) >= 2 and trace.store.rows.packed == len(trace.store.rows)
+    expected = getattr(trace, name)
+    expected = expected() if callable(expected) else expected
+    rebuilt = []
+    rows = Block.rows
+
+    def counted(self: Block) -> list[Any]:
+        rebuilt.append(self)
+        return rows(self)
+
+    monkeypatch.setattr(Block, "rows", counted)
+    found = getattr(trace, name)
+    found = found() if callable(found) else found
+    assert sorted(map(id, rebuilt)) == sorted(map(id, blocks))  # each block once
+    if isinstance(found, pd.DataFrame):
+        pd.testing.assert_frame_equal(found, expected)
+    else:
+        assert repr(found) == repr(expected) or found == expected
+
+
 async def test_new_runs_after_a_packed_block_and_a_second_block(pack_by_hand: None) -> None:
     trace, given = Trace(), ItemList()
     agents = await mixed_runs(trace, given)
@@ -195,8 +353,7 @@ async def test_a_run_in_progress_is_never_packed_and_survives_clear(pack_by_hand
 
 
 async def test_max_runs_drops_packed_runs_and_packs_what_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "PACK_EVERY", 2)  # runs' ends pack the finished runs' rows
-    monkeypatch.setattr(store_module, "PACK_FROM", 1)
+    monkeypatch.setattr(store_module, "PACK_RUNS", 2)  # runs' ends pack the finished runs' rows
     trace, given = Trace(max_runs=4), ItemList()
     agent = AssistantAgent("a", ReplayChatCompletionClient([f"answer {i}" for i in range(13)]))
     trace.attach(agent)
@@ -242,7 +399,6 @@ async def test_max_runs_drops_packed_runs_and_packs_what_is_kept(monkeypatch: py
 def test_each_column_gives_back_its_values_exactly(values: list[Any], kind: int) -> None:
     table = Table()
     column = encode(values, table)
-    table.distinct.seal()
     assert column.kind == kind
     for found in ([column.get(index) for index in range(len(values))], list(column.values(len(values)))):
         assert [type(value) for value in found] == [type(value) for value in values]
@@ -253,13 +409,83 @@ def test_each_column_gives_back_its_values_exactly(values: list[Any], kind: int)
                 assert value is not was  # a new one: changing it changes no other row
 
 
-def test_a_trace_cleared_at_every_run_packs_nothing_and_a_kept_one_packs_in_blocks(
+MESSAGE_RESPONSE = Response(chat_message=MESSAGE)
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "kind"),
+    [
+        ([None, None], [None], SAME),
+        ([None, None], ["x", None], CODES),
+        (["a", "b", "a"], [1, None, "c"], CODES),
+        ([1.5, 2.5], [3.5, -0.0], NUMBERS),
+        ([1.5, 2.5], [None], OBJECTS),
+        (list(range(20)), [2**40, -3], NUMBERS),
+        (list(range(20)), [None, 2**70], CODES),
+        (
+            [pd.Timestamp("2026-01-01", tz="UTC").to_pydatetime()] * 2,
+            [pd.Timestamp("2026-01-02 00:00:00.000001", tz="UTC").to_pydatetime()],
+            TIMES,
+        ),
+        ([[], []], [[]], EMPTY_LISTS),
+        ([[], []], [[1]], OBJECTS),
+        ([[1], [2]], [["a"], [None]], SINGLES),
+        ([MESSAGE_RESPONSE, Response(chat_message=MESSAGE, inner_messages=[MESSAGE])], [MESSAGE_RESPONSE], NESTED),
+        ([text_result("a", usage(1, 2))] * 2, [text_result("b", usage(3, 4))], NESTED),
+        ([MESSAGE_RESPONSE, MESSAGE_RESPONSE], [MESSAGE], MIXED),
+        ([MESSAGE_RESPONSE, MESSAGE], [MESSAGE, MESSAGE_RESPONSE], MIXED),
+        ([MESSAGE_RESPONSE, MESSAGE], [None], MIXED),
+        ([MESSAGE, MESSAGE.model_copy()], [MESSAGE_RESPONSE], MIXED),  # by reference, then a nested type
+        ([f"task {i}" for i in range(8)], ["task 8", None], OBJECTS),  # texts mostly distinct
+    ],
+)
+def test_a_column_grows_and_is_made_again_when_a_value_does_not_fit(
+    first: list[Any], then: list[Any], kind: int
+) -> None:
+    table = Table()
+    column = grow(encode(first, table), len(first), then, table)
+    assert column.kind == kind
+    values = [*first, *then]
+    for found in ([column.get(index) for index in range(len(values))], list(column.values(len(values)))):
+        assert [type(value) for value in found] == [type(value) for value in values]
+        assert repr(found) == repr(values)
+        for value, was in zip(found, values):
+            if kind in (EMPTY_LISTS, SINGLES, NESTED):
+                assert value is not was  # a new one: changing it changes no other row
+
+
+def test_clock_times_are_kept_exactly_in_4_bytes_near_the_first_and_8_further() -> None:
+    first = datetime(2026, 1, 1, 12, 0, 0, 7, tzinfo=UTC)
+    near = [first, first + timedelta(minutes=30), first - timedelta(minutes=30, microseconds=1)]
+    table = Table()
+    column = encode(near, table)
+    assert column.kind == TIMES and column.data.typecode == "i"
+    far = [first + timedelta(hours=2), first - timedelta(days=3650)]
+    assert grow(column, 3, far, table) is column and column.data.typecode == "q"
+    for found in ([column.get(index) for index in range(5)], list(column.values(5))):
+        assert found == [*near, *far] and all(value.tzinfo is UTC for value in found)
+
+
+def test_a_column_made_again_by_reference_is_not_made_again() -> None:
+    """A column by reference meeting values of a nested type is made again once; if it is still by
+    reference then (a value of the type that cannot be nested), it stays so: no pass over its rows at
+    every append."""
+    table = Table()
+    validated = [CreateResult(finish_reason="stop", content=f"{i}", usage=usage(1, 2)) for i in range(2)]
+    column = encode(validated, table)
+    assert column.kind == OBJECTS
+    again = grow(column, 2, [text_result("a", usage(1, 2))], table)
+    assert again is not column and again.kind == OBJECTS
+    assert grow(again, 3, [text_result("b", usage(1, 2))], table) is again
+    assert list(again.values(4)) == [*validated, text_result("a", usage(1, 2)), text_result("b", usage(1, 2))]
+
+
+def test_a_trace_cleared_at_every_run_packs_nothing_and_a_kept_one_packs_into_one_open_block(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Runs' ends pack only blocks worth their columns (``PACK_FROM`` rows): a trace cleared at every run
-    (a service's export-then-clear) packs nothing; a trace keeping its runs packs every ``PACK_EVERY``."""
-    monkeypatch.setattr(store_module, "PACK_EVERY", 4)
-    monkeypatch.setattr(store_module, "PACK_FROM", 20)
+    """Runs' ends pack once ``PACK_RUNS`` finished runs wait: a trace cleared at every run (a service's
+    export-then-clear) packs nothing; a trace keeping its runs appends them to its one open block."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 3)
 
     async def runs() -> None:
         cleared, kept = Trace(), Trace()
@@ -270,7 +496,8 @@ def test_a_trace_cleared_at_every_run_packs_nothing_and_a_kept_one_packs_in_bloc
             cleared.clear()
             await agent.run(task="go")
         assert cleared.store.rows.packed == 0 and len(cleared.runs_df()) == 1
-        assert kept.store.rows.packed == 64 and len(kept.store.rows.tail) == 16  # 8 runs of 8 rows packed
+        assert kept.store.rows.packed == 72 and len(kept.store.rows.tail) == 8  # 9 runs of 8 rows packed
+        assert len(kept.store.rows.blocks) == 1 and kept.store.rows.blocks[0].open
         assert len(kept.runs_df()) == 10
 
     asyncio.run(runs())
@@ -298,15 +525,11 @@ def test_a_store_packs_only_finished_runs_and_many_blocks_are_found_by_bisect() 
 def test_run_ids_are_held_in_16_bytes_and_read_back_as_text() -> None:
     ids = [str(uuid.uuid4()) for _ in range(3)]
     others = [None, "run-1", ids[0].upper(), " " + ids[1][1:], "0" * 36]  # not a UUID's canonical text
-    table = Table()
-    codes = [table[value] for value in [*ids, *others, ids[0]]]
-    assert codes[-1] == codes[0]
-    table.distinct.seal()
-    distinct = table.distinct
-    assert [distinct[code] for code in codes] == [*ids, *others, ids[0]]
-    assert distinct.listed() == [*ids, *others] == distinct[:]
-    assert len(distinct) == 8
     runs = RunIds()
+    codes = runs.adding([*ids, *others, ids[0]])
+    assert list(codes.values()) == list(range(8))  # each distinct id added once
+    assert [runs[code] for code in codes.values()] == [*ids, *others] == runs.listed()
+    assert len(runs) == 8
     for value in [*ids, *others]:
         assert runs.get(runs.add(value)) == value
 

@@ -8,7 +8,7 @@ import gc
 import pytest
 
 from nbagent import AssistantAgent, ReplayChatCompletionClient, Trace
-from nbagent.trace.store import SETTLE_FROM, RowStore, SnapshotRows
+from nbagent.trace.store import SETTLE_FROM, Logs, RowStore, SnapshotRows
 
 ROWS = [(0, "a", 0, 0, None, None), (2, "a", 1, 0, "r1", "add_messages"), (700, "b", 300, 1, "r2", "text_exit")]
 
@@ -31,6 +31,26 @@ def test_snapshot_rows_read_as_a_list_of_tuples() -> None:
         snapshots[5]
     snapshots.clear()
     assert len(snapshots) == 0 and list(snapshots) == []
+
+
+def test_logs_read_as_the_list_of_the_very_logs_given() -> None:
+    """A snapshot's log is coded by identity: equal logs stay apart, every read gives the log itself."""
+    first, same, other = [], [], ["m"]  # first == same, another list
+    logs = Logs()
+    for log in (first, first, same, other, first):
+        logs.append(log)
+    assert len(logs) == 5 and list(logs) == [first, first, same, other, first]
+    found = list(logs)
+    assert [id(log) for log in found] == [id(first), id(first), id(same), id(other), id(first)]
+    assert logs[2] is same and logs[-2] is other and [id(log) for log in logs[3:]] == [id(other), id(first)]
+    logs.append(same)
+    assert logs[5] is same and len(logs) == 6
+    logs[:] = [log for log in logs if log is not first]
+    assert [id(log) for log in logs] == [id(same), id(other), id(same)]
+    with pytest.raises(IndexError, match="replaced whole"):
+        logs[1:] = []
+    logs.clear()
+    assert len(logs) == 0 and list(logs) == []
 
 
 def test_forgotten_runs_keep_the_others_snapshots() -> None:

@@ -157,10 +157,16 @@ class Trace(TraceFrames):
         self._store.name_chunks()
         return self._store.rows
 
+    def _read_rows(self) -> Sequence[Row]:
+        """:meth:`_rows` for a reader that passes over every row more than once (a frame): the packed
+        rows rebuilt once, into a list, rather than at each pass."""
+        rows = self._store.rows
+        return list(self._rows()) if rows.packed else self._rows()
+
     @property
     def items(self) -> list[RunItem]:
         """The recorded items in order: live records and events (not redacted); moves and chunks rebuilt."""
-        rows = self._rows()
+        rows = self._read_rows()
         parts = split(rows)
         agents = run_agents(rows)
         wall_ns, perf0 = self._anchor
@@ -209,27 +215,27 @@ class Trace(TraceFrames):
     def events_df(self, include_chunks: bool = True) -> pd.DataFrame:
         """One row per recorded item, streamed chunks included unless ``include_chunks=False``."""
         red = self.redactor()
-        return events_frame(self._rows(), self.trace_id, red, self._anchor, include_chunks)
+        return events_frame(self._read_rows(), self.trace_id, red, self._anchor, include_chunks)
 
     def llm_calls_df(self) -> pd.DataFrame:
         """One row per model call."""
         red = self.redactor()
-        return llm_calls_frame(self._rows(), self.trace_id, red)
+        return llm_calls_frame(self._read_rows(), self.trace_id, red)
 
     def tool_calls_df(self) -> pd.DataFrame:
         """One row per tool call, with parsed arguments and how many calls ran at once."""
         red = self.redactor()
-        return tool_calls_frame(self._rows(), self.trace_id, red)
+        return tool_calls_frame(self._read_rows(), self.trace_id, red)
 
     def runs_df(self) -> pd.DataFrame:
         """One row per run: status, times, counts and tokens."""
         red = self.redactor()
-        return runs_frame(self._rows(), self.trace_id, red)
+        return runs_frame(self._read_rows(), self.trace_id, red)
 
     def span_tables(self) -> SpanTables:
         """What the OTLP spans are built from, made from the rows with no frame built (the values
         the frames hold: ``spans_of`` gives the same spans either way)."""
-        rows = self._rows()
+        rows = self._read_rows()
         red = self.redactor()
         tables = {
             "runs": runs_columns(rows, self.trace_id, red),

@@ -23,15 +23,14 @@ import dataclasses
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from itertools import compress, repeat
-from operator import add, attrgetter, eq, floordiv, is_, is_not, sub
+from itertools import chain, compress, cycle, repeat
+from operator import add, attrgetter, eq, floordiv, is_, itemgetter, sub
 from typing import Any, overload
 
 from ..messages import CreateResult, Response, built_values, rebuilt
 from ..models.base import ModelRequest
 from .rows import Row, run_of
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _CODED = frozenset({str, int, type(None)})  # what a column may hold as codes into a table (hashable, no bool)
 
@@ -56,74 +55,31 @@ def uuid_text(raw: bytes) -> str:
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
-class Distinct(Sequence[Any]):
-    """The distinct values of a :class:`Table`, in the order of their codes. Once sealed (a block's
-    table of run ids is), the texts that are UUIDs are held in 16 bytes each instead of an 85-byte
-    string, their text made again when read (listed once while a block is read whole: :meth:`listing`);
-    every other value is held as it is."""
+class Values(list[Any]):
+    """The distinct values of a :class:`Table`, in the order of their codes (a list)."""
 
-    __slots__ = ("_values", "_marks", "_uuids", "_listed")
-
-    def __init__(self, values: list[Any]) -> None:
-        self._values = values  # the values not held in ``_uuids`` (appended to by its table until sealed)
-        self._marks = b""  # per value: 1 if it is a UUID held in ``_uuids``
-        self._uuids = b""
-        self._listed: list[Any] | None = None
-
-    def seal(self) -> None:
-        """Hold the UUID texts as 16 bytes each (no value is added after)."""
-        raws = list(map(uuid_bytes, self._values))
-        marks = bytes(map(is_not, raws, repeat(None)))
-        if any(marks):
-            self._marks = marks
-            self._uuids = b"".join(raw for raw in raws if raw is not None)
-            self._values = [value for value, raw in zip(self._values, raws) if raw is None]
-
-    def __len__(self) -> int:
-        return len(self._marks) or len(self._values)
-
-    @overload
-    def __getitem__(self, index: int) -> Any: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Any]: ...
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return self.listed()[index]
-        marks = self._marks
-        if not marks:
-            return self._values[index]
-        uuids_before = marks.count(1, 0, index)
-        if marks[index]:
-            return uuid_text(self._uuids[16 * uuids_before : 16 * uuids_before + 16])
-        return self._values[index - uuids_before]
+    __slots__ = ()
 
     def listed(self) -> list[Any]:
-        """Every value, in a list (each UUID's text made once)."""
-        if self._listed is not None:
-            return self._listed
-        if not self._marks:
-            return self._values
-        uuids = self._uuids
-        texts = iter([uuid_text(uuids[at : at + 16]) for at in range(0, len(uuids), 16)])
-        values = iter(self._values)
-        return [next(texts) if mark else next(values) for mark in self._marks]
-
-    def listing(self, on: bool) -> None:
-        """Keep the values listed (``on``, while a block is read whole) or let the list go."""
-        self._listed = self.listed() if on else None
+        """Every value, in a list (this one)."""
+        return self
 
 
 class RunIds:
     """An append-only list of run ids (``None`` too), each UUID text in 16 bytes (its text made again when
-    read), any other value as it is: what a store's snapshot rows keep of their runs."""
+    read), any other value as it is: what a store's blocks and snapshot rows keep of their rows' runs, one
+    list for both (a finished run's 85-byte id string is let go). Its codes are its positions; the ids
+    added since :meth:`settled` are looked up (:attr:`recent`), so that a run's rows and its snapshots,
+    packed one after the other, share its 16 bytes."""
 
-    __slots__ = ("_uuids", "_others")
+    __slots__ = ("_uuids", "_others", "_listed", "recent")
 
     def __init__(self) -> None:
         self._uuids = bytearray()  # 16 bytes an id: a UUID's, or zeros for one in ``_others``
         self._others: dict[int, str | None] = {}
+        self._listed: list[str | None] | None = None
+        self.recent: dict[str | None, int] = {}
+        """The codes of the ids added since :meth:`settled`."""
 
     def add(self, run_id: str | None) -> int:
         """Add ``run_id``; its code (what :meth:`get` takes)."""
@@ -135,6 +91,18 @@ class RunIds:
         self._uuids += raw
         return code
 
+    def adding(self, run_ids: Iterable[str | None]) -> dict[str | None, int]:
+        """The codes of ``run_ids``: each distinct one not added since :meth:`settled` added once."""
+        recent = self.recent
+        for run in dict.fromkeys(run_ids):
+            if run not in recent:
+                recent[run] = self.add(run)
+        return recent
+
+    def settled(self) -> None:
+        """Forget which ids were added lately (their rows and snapshots are packed)."""
+        self.recent = {}
+
     def get(self, code: int) -> str | None:
         """The run id of ``code``."""
         if code in self._others:
@@ -142,11 +110,37 @@ class RunIds:
         at = 16 * code
         return uuid_text(bytes(self._uuids[at : at + 16]))
 
+    __getitem__ = get
+
+    def __len__(self) -> int:
+        return len(self._uuids) // 16
+
+    def listed(self, first: int = 0, end: int | None = None) -> list[str | None]:
+        """The run ids of codes ``first`` to ``end`` (the last by default), in a list indexed by code
+        (``None`` before ``first``; each UUID's text made once)."""
+        if self._listed is not None:
+            return self._listed
+        uuids = self._uuids
+        stop = len(uuids) if end is None else 16 * end
+        listed: list[str | None] = [None] * first
+        listed += [uuid_text(bytes(uuids[at : at + 16])) for at in range(16 * first, stop, 16)]
+        for code, run_id in self._others.items():
+            if first <= code < len(listed):
+                listed[code] = run_id
+        return listed
+
+    def listing(self, on: bool, first: int = 0, end: int | None = None) -> None:
+        """Keep the ids of codes ``first`` to ``end`` listed (``on``, while a block whose codes are those
+        is read whole) or let the list go."""
+        self._listed = self.listed(first, end) if on else None
+
 
 class Column:
     """One field of a group's rows: ``kind`` says how ``data`` holds it (see :func:`encode`); ``parts``:
     a table of values (``CODES``), the nested group (``NESTED``), the column of the lists' items
-    (``SINGLES``), or one column per type (``MIXED``, ``data`` their codes)."""
+    (``SINGLES``), the first time (``TIMES``), the types and one column per type (``MIXED``, ``data`` their
+    codes), or, for
+    ``OBJECTS``, whether the column was made again as it grew (:func:`grow`)."""
 
     __slots__ = ("kind", "data", "parts")
 
@@ -163,7 +157,7 @@ class Column:
         if kind == CODES:
             return self.parts[data[index]]
         if kind == TIMES:
-            return _EPOCH + timedelta(0, 0, data[index])
+            return self.parts + timedelta(0, 0, data[index])
         if kind == EMPTY_LISTS:
             return []
         if kind == NESTED:
@@ -172,7 +166,7 @@ class Column:
             return [self.parts.get(index)]
         if kind == MIXED:
             code = data[index]
-            return self.parts[code].get(data.count(code, 0, index))
+            return self.parts[1][code].get(data.count(code, 0, index))
         return data[index]  # NUMBERS, OBJECTS
 
     def values(self, count: int) -> Iterable[Any]:
@@ -183,7 +177,7 @@ class Column:
         if kind == CODES:
             return map(self.parts.listed().__getitem__, data)
         if kind == TIMES:
-            return map(add, repeat(_EPOCH), map(timedelta, repeat(0), repeat(0), data))
+            return map(add, repeat(self.parts), map(timedelta, repeat(0), repeat(0), data))
         if kind == EMPTY_LISTS:
             return map(list, repeat((), count))
         if kind == NESTED:
@@ -192,7 +186,7 @@ class Column:
         if kind == SINGLES:
             return map(_one, self.parts.values(count))
         if kind == MIXED:
-            sources = [iter(part.values(data.count(code))) for code, part in enumerate(self.parts)]
+            sources = [iter(part.values(data.count(code))) for code, part in enumerate(self.parts[1])]
             mixed: Iterable[Any] = map(next, map(sources.__getitem__, data))
             return mixed
         values: Iterable[Any] = data  # NUMBERS, OBJECTS
@@ -226,16 +220,16 @@ def _one(value: Any) -> list[Any]:
 
 
 class Table(dict[Any, int]):
-    """The distinct values of a block's coded columns, which share it (run ids, agents, move names...):
-    a value's code is its place in :attr:`distinct`, drawn as the columns are made."""
+    """The distinct values of a block's coded columns, which share it (agents, move names...): a value's
+    code is its place in :attr:`distinct`, drawn as the columns are made (the dict is let go when its
+    block is closed: :meth:`Block.close`)."""
 
     __slots__ = ("distinct", "_add")
 
     def __init__(self) -> None:
         super().__init__()
-        found: list[Any] = []
-        self.distinct = Distinct(found)
-        self._add = found.append
+        self.distinct = Values()
+        self._add = self.distinct.append
 
     def __missing__(self, value: Any) -> int:
         code = self[value] = len(self)  # its keys are the values found so far
@@ -243,10 +237,30 @@ class Table(dict[Any, int]):
         return code
 
 
+_LIMITS = {"B": 0x100, "H": 0x10000, "I": 2**32}
+
+
+def coded(codes: Iterable[int], size: int, into: array[int] | None = None) -> array[int]:
+    """``codes`` (each under ``size``) in an array of the fewest bytes a code, or appended to ``into``
+    (widened first if ``size`` outgrew its codes)."""
+    if into is not None and size <= _LIMITS[into.typecode]:
+        into.extend(codes)
+        return into
+    typecode = "B" if size <= 0x100 else "H" if size <= 0x10000 else "I"
+    found = array(typecode, () if into is None else into)
+    found.extend(codes)
+    return found
+
+
+DISTINCT_TEXTS_FROM = 8
+"""A column of at least this many strings, most of them distinct (a run's task...), keeps them by
+reference: a code and a table entry would cost more than the reference."""
+
+
 def encode(values: Sequence[Any], table: Table) -> Column:
     """The column of ``values`` (one field of a group's rows): ``SAME`` when every value is one object,
     ``NUMBERS`` when all are floats (an ``array('d')``, exact), ``TIMES`` when all are datetimes in UTC
-    (microseconds since the epoch in an ``array('q')``: exact), ``EMPTY_LISTS`` when all are empty lists
+    (microseconds from the first in an array of 4- or 8-byte integers: exact), ``EMPTY_LISTS`` when all are empty lists
     (each row gets a new one), ``SINGLES`` when all are lists of one item (the items' column),
     ``CODES`` when all are strings, integers or ``None`` (codes into a table of the distinct values, 1, 2
     or 4 bytes a row), ``NESTED`` when all are of one of :data:`NESTED_TYPES`, ``MIXED`` when they are
@@ -261,8 +275,8 @@ def encode(values: Sequence[Any], table: Table) -> Column:
         (kind,) = types
         if kind is float:
             return Column(NUMBERS, array("d", values))
-        if kind is datetime and all(map(is_, map(attrgetter("tzinfo"), values), repeat(UTC))):
-            return Column(TIMES, array("q", map(floordiv, map(sub, values, repeat(_EPOCH)), repeat(_MICROSECOND))))
+        if kind is datetime and _all_utc(values):
+            return Column(TIMES, _micros(values, first), first)
         if kind is list:
             sizes = set(map(len, values))
             if sizes == {0}:
@@ -273,50 +287,244 @@ def encode(values: Sequence[Any], table: Table) -> Column:
         if nested is not None:
             reads, build = nested
             if isinstance(reads, tuple):
-                return Column(NESTED, None, Group(build, values, reads, table))
+                return Column(NESTED, None, Group(build, values, reads, table, nested=kind))
             fields = list(map(reads, values))
             if None not in fields:
-                return Column(NESTED, None, Group(build, fields, None, table))
+                return Column(NESTED, None, Group(build, fields, None, table, nested=kind))
+        if kind is str and len(values) >= DISTINCT_TEXTS_FROM and 2 * len(set(values)) > len(values):
+            return Column(OBJECTS, list(values))
     if types <= _CODED:
-        if types == {int} and 2 * len(set(values)) > len(values) and -(2**63) <= min(values) and max(values) < 2**63:
+        if types == {int} and 2 * len(set(values)) > len(values) and _fits(values):
             return Column(NUMBERS, array("q", values))  # integers mostly distinct: 8 bytes each, no object
         codes = list(map(table.__getitem__, values))
-        size = len(table.distinct)
-        typecode = "B" if size <= 0x100 else "H" if size <= 0x10000 else "I"
-        return Column(CODES, array(typecode, codes), table.distinct)
+        return Column(CODES, coded(codes, len(table.distinct)), table.distinct)
     if 1 < len(types) <= 0x100 and not types.isdisjoint(NESTED_TYPES):
         order = list(dict.fromkeys(kinds))
         index = dict(zip(order, range(len(order))))
-        kind_codes = bytes(map(index.__getitem__, kinds))
+        kind_codes = bytearray(map(index.__getitem__, kinds))
         parts = [encode(list(compress(values, map(eq, kind_codes, repeat(code)))), table) for code in range(len(order))]
-        return Column(MIXED, kind_codes, parts)
+        return Column(MIXED, kind_codes, (order, parts))
     return Column(OBJECTS, list(values))
+
+
+def _all_utc(values: Iterable[Any]) -> bool:
+    return all(map(is_, map(attrgetter("tzinfo"), values), repeat(UTC)))
+
+
+def _micros(values: Sequence[datetime], base: datetime, into: array[int] | None = None) -> array[int]:
+    """The microseconds from ``base`` of ``values``, in 4 bytes each while they are within about 35 minutes
+    of it, else 8 (or appended to ``into``, widened first if need be)."""
+    micros = list(map(floordiv, map(sub, values, repeat(base)), repeat(_MICROSECOND)))
+    small = -(2**31) <= min(micros) and max(micros) < 2**31
+    if into is None:
+        return array("i" if small else "q", micros)
+    if not small and into.typecode == "i":
+        into = array("q", into)
+    into.extend(micros)
+    return into
+
+
+def _fits(values: Sequence[int]) -> bool:
+    return -(2**63) <= min(values) and max(values) < 2**63
+
+
+def _all_of(kind: type, values: Iterable[Any]) -> bool:
+    return all(map(is_, map(type, values), repeat(kind)))
+
+
+def grow(column: Column, count: int, values: list[Any], table: Table) -> Column:
+    """Column ``column`` of ``count`` rows with ``values`` (one or more) appended: the same column grown in
+    place when its kind holds them, else the column of every value made again (:func:`encode`: a
+    column only moves to a kind that holds more, so it is made again a few times at most)."""
+    if _GROWS[column.kind](column, count, values, table):
+        return column
+    grown = encode([*column.values(count), *values], table)
+    if grown.kind == OBJECTS:
+        grown.parts = OBJECTS  # made again once by reference: it stays so
+    return grown
+
+
+def _grow_same(column: Column, count: int, values: list[Any], table: Table) -> bool:
+    return all(map(is_, values, repeat(column.data)))
+
+
+def _grow_objects(column: Column, count: int, values: list[Any], table: Table) -> bool:
+    if column.parts is None and not NESTED_TYPES.keys().isdisjoint(map(type, values)):
+        return False  # values of a nested type (a column's first rows had none): made again once
+    column.data.extend(values)
+    return True
+
+
+def _grow_numbers(column: Column, count: int, values: list[Any], table: Table) -> bool:
+    data = column.data
+    if (
+        data.typecode == "d"
+        and _all_of(float, values)
+        or data.typecode == "q"
+        and _all_of(int, values)
+        and _fits(values)
+    ):
+        data.extend(values)
+        return True
+    return False
+
+
+def _grow_times(column: Column, count: int, values: list[Any], table: Table) -> bool:
+    if _all_of(datetime, values) and _all_utc(values):
+        column.data = _micros(values, column.parts, column.data)
+        return True
+    return False
+
+
+def _grow_codes(column: Column, count: int, values: list[Any], table: Table) -> bool:
+    if set(map(type, values)) <= _CODED:
+        column.data = coded(list(map(table.__getitem__, values)), len(table.distinct), column.data)
+        return True
+    return False
+
+
+def _grow_empty_lists(column: Column, count: int, values: list[Any], table: Table) -> bool:
+    return _all_of(list, values) and not any(map(len, values))
+
+
+def _grow_singles(column: Column, count: int, values: list[Any], table: Table) -> bool:
+    if _all_of(list, values) and set(map(len, values)) == {1}:
+        items: Column = column.parts
+        column.parts = grow(items, count, [value[0] for value in values], table)
+        return True
+    return False
+
+
+def _run_codes(runs: list[str | None], ids: RunIds) -> Iterator[int]:
+    """The codes of ``runs`` in ``ids`` (each added once till it is settled)."""
+    return map(ids.adding(runs).__getitem__, runs)
+
+
+def _grow_nested(column: Column, count: int, values: list[Any], table: Table) -> bool:
+    group: Group = column.parts
+    kind = group.nested
+    if kind is None or not _all_of(kind, values):
+        return False
+    reads = NESTED_TYPES[kind][0]
+    if isinstance(reads, tuple):  # read by name: every value nests
+        group.add(values, table)
+        return True
+    fields = list(map(reads, values))
+    if None in fields:  # (tuples: no value's __eq__ called)
+        return False
+    group.add(fields, table)
+    return True
+
+
+def _grow_mixed(column: Column, count: int, values: list[Any], table: Table) -> bool:
+    order, parts = column.parts
+    kinds = list(map(type, values))
+    if not set(kinds) <= set(order):
+        return False
+    index = dict(zip(order, range(len(order))))
+    kind_codes = bytes(map(index.__getitem__, kinds))
+    for code in dict.fromkeys(kind_codes):
+        mine = list(compress(values, map(eq, kind_codes, repeat(code))))
+        parts[code] = grow(parts[code], column.data.count(code), mine, table)
+    column.data.extend(kind_codes)
+    return True
+
+
+_GROWS: dict[int, Callable[[Column, int, list[Any], Table], bool]] = {
+    SAME: _grow_same,
+    NUMBERS: _grow_numbers,
+    TIMES: _grow_times,
+    CODES: _grow_codes,
+    EMPTY_LISTS: _grow_empty_lists,
+    OBJECTS: _grow_objects,
+    NESTED: _grow_nested,
+    SINGLES: _grow_singles,
+    MIXED: _grow_mixed,
+}
+"""Per column kind: what appends values to a column of it in place, if it can hold them."""
+
+
+def _getters(fields: tuple[str, ...] | None, width: int) -> list[Callable[[Any], Any]]:
+    """What reads each field of a row: by name (a record), else by position (a tuple)."""
+    return list(map(attrgetter, fields)) if fields is not None else list(map(itemgetter, range(width)))
 
 
 class Group:
     """The rows of one kind (one record type, tuples of one length, the values of a nested type), as
-    columns of their fields."""
+    columns of their fields. A block's top groups code their first field, the rows' run, into its
+    :class:`RunIds` (``runs``)."""
 
-    __slots__ = ("build", "count", "columns")
+    __slots__ = ("build", "count", "columns", "fields", "runs", "nested", "_shared")
 
     def __init__(
         self,
         build: Callable[..., Any],
         rows: Sequence[Any],
-        fields: Fields | tuple[str, ...] | None,
+        fields: tuple[str, ...] | None,
         table: Table,
-        runs: Table | None = None,
+        runs: RunIds | None = None,
+        nested: type | None = None,
     ):
         self.build = build
+        self.fields = fields  # a record's fields' names (``None``: tuples)
+        self.runs = runs
+        self.nested = nested  # the type of a nested group's values
         self.count = len(rows)
-        values: Iterable[Sequence[Any]]
+        # While the group grows: the columns whose value every row shares, read at once (their fields'
+        # reader and values), and what reads every field (:meth:`add`; made again when a column changes).
+        self._shared: tuple[list[int], Callable[[Any], Any] | None, tuple[Any, ...], list[Callable[[Any], Any]]] | None
+        self._shared = None
         if fields is None:
-            values = zip(*rows)
-        elif isinstance(fields, tuple):  # a record's fields, by name: a list of each, no tuple a row
-            values = [list(map(attrgetter(name), rows)) for name in fields]
+            columns = list(map(list, zip(*rows)))
+        else:  # a record's fields, by name: a list of each, no tuple a row
+            columns = [list(map(getter, rows)) for getter in _getters(fields, 0)]
+        if runs is not None:  # the run column: always codes into the store's run ids
+            self.columns = [Column(CODES, coded(_run_codes(columns[0], runs), len(runs)), runs)]
+            columns = columns[1:]
         else:
-            values = zip(*map(fields, rows))
-        self.columns = [encode(column, table if runs is None or at else runs) for at, column in enumerate(values)]
+            self.columns = []
+        self.columns += [encode(column, table) for column in columns]
+
+    def _share(self) -> tuple[list[int], Callable[[Any], Any] | None, tuple[Any, ...], list[Callable[[Any], Any]]]:
+        """The columns of a value every row shares as one reader, and the others (:attr:`_shared`)."""
+        columns, fields = self.columns, self.fields
+        getters = _getters(fields, len(columns))
+        same = [at for at, column in enumerate(columns) if column.kind == SAME]
+        if len(same) < 2:  # a reader of one field gives the value, not a tuple of one
+            self._shared = list(range(len(columns))), None, (), getters
+            return self._shared
+        others = [at for at, column in enumerate(columns) if column.kind != SAME]
+        reads = attrgetter(*[fields[at] for at in same]) if fields is not None else itemgetter(*same)
+        shared = self._shared = others, reads, tuple(columns[at].data for at in same), getters
+        return shared
+
+    def add(self, rows: Sequence[Any], table: Table) -> None:
+        """Append ``rows`` (of this group's kind) to the columns."""
+        columns, count, runs = self.columns, self.count, self.runs
+        todo, reads, shared, getters = self._shared or self._share()
+        if reads is not None and not all(map(is_, chain.from_iterable(map(reads, rows)), cycle(shared))):
+            todo = list(range(len(columns)))  # a value not shared any more: every column read
+        for at in todo:
+            column = columns[at]
+            kind = column.kind
+            mine = list(map(getters[at], rows))
+            if kind == SAME and all(map(is_, mine, repeat(column.data))):
+                continue
+            if kind == OBJECTS and column.parts is not None:  # by reference, made again once: stays so
+                column.data += mine
+            elif kind == NUMBERS and column.data.typecode == "d" and _all_of(float, mine):  # (most: times)
+                column.data.extend(mine)
+            elif at or runs is None:
+                grown = columns[at] = grow(column, count, mine, table)
+                if grown is not column:
+                    self._shared = None
+            else:
+                column.data = coded(_run_codes(mine, runs), len(runs), column.data)
+        self.count = count + len(rows)
+
+    def close(self) -> None:
+        """No more rows are added: what reads them is let go."""
+        self._shared = None
 
     def row(self, index: int) -> Any:
         """Row ``index`` of the group, rebuilt."""
@@ -351,35 +559,98 @@ def _fields_of(kind: type) -> tuple[str, ...] | None:
 class Block:
     """Rows packed from consecutive positions: per row the index of its type in ``types`` (``codes``),
     per tuple row its length (``lengths``), and one :class:`Group` per record type and tuple length
-    (rows of a type that is not a plain dataclass are kept by reference, in ``objects``)."""
+    (rows of a type that is not a plain dataclass are kept by reference, in a list).
 
-    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples", "runs")
+    A block is *open* until :meth:`close`: the rows of more finished runs are appended to it
+    (:meth:`add`), each column growing in place (or made again when a value does not fit its kind:
+    :func:`grow`), so that a trace keeps few blocks, each column's objects paid once for many runs."""
 
-    def __init__(self, rows: list[Row]) -> None:
-        self.count = len(rows)
-        kinds = list(map(type, rows))
-        self.types = list(dict.fromkeys(kinds))
-        index = dict(zip(self.types, range(len(self.types))))
-        self.codes = bytes(map(index.__getitem__, kinds))  # at most a few kinds of row
+    __slots__ = ("count", "types", "codes", "lengths", "groups", "tuples", "runs", "first_run", "end_run", "table")
+
+    def __init__(self, rows: list[Row], runs: RunIds) -> None:
+        self.count = 0
+        self.types: list[type] = []
+        self.codes = bytearray()  # at most a few kinds of row
         # Per type: its group, its rows themselves (not a plain dataclass), or None (tuples: by length).
         self.groups: list[Group | list[Row] | None] = []
         self.tuples: dict[int, Group] = {}
-        self.lengths = b""
-        table = Table()  # one for every coded column of the block
-        runs = Table()  # the rows' runs (every row starts with it): each run's id once, in 16 bytes
-        for code, kind in enumerate(self.types):
-            mine: list[Any] = list(compress(rows, map(eq, self.codes, repeat(code))))
-            if kind is tuple:
-                self.lengths = bytes(map(len, mine))
-                for length in dict.fromkeys(self.lengths):
-                    same = list(compress(mine, map(eq, self.lengths, repeat(length))))
-                    self.tuples[length] = Group(_tuple, same, None, table, runs)
+        self.lengths = bytearray()
+        self.runs = runs  # the rows' runs (every row starts with it): the store's ids, each in 16 bytes
+        self.first_run = self.end_run = len(runs)  # the block's run codes are from the first to the end
+        self.table: Table | None = Table()  # one for every coded column of the block, while it is open
+        self.add(rows)
+
+    def add(self, rows: list[Row]) -> None:
+        """Append ``rows`` (the block is open)."""
+        table, runs = self.table, self.runs
+        assert table is not None, "a closed block is not added to"
+        kinds = list(map(type, rows))
+        index = dict(zip(self.types, range(len(self.types))))
+        for kind in dict.fromkeys(kinds):
+            if kind not in index:
+                index[kind] = len(self.types)
+                self.types.append(kind)
                 self.groups.append(None)
+        codes = bytes(map(index.__getitem__, kinds))
+        for code in dict.fromkeys(codes):
+            kind = self.types[code]
+            mine: list[Any] = list(compress(rows, map(eq, codes, repeat(code))))
+            if kind is tuple:
+                lengths = bytes(map(len, mine))
+                self.lengths += lengths
+                for length in dict.fromkeys(lengths):
+                    same = list(compress(mine, map(eq, lengths, repeat(length))))
+                    tuples = self.tuples.get(length)
+                    if tuples is None:
+                        self.tuples[length] = Group(_tuple, same, None, table, runs)
+                    else:
+                        tuples.add(same, table)
                 continue
-            fields = _fields_of(kind)
-            self.groups.append(mine if fields is None else Group(kind, mine, fields, table, runs))
-        runs.distinct.seal()
-        self.runs = runs.distinct
+            group = self.groups[code]
+            if isinstance(group, Group):
+                group.add(mine, table)
+            elif isinstance(group, list):
+                group += mine
+            else:
+                fields = _fields_of(kind)
+                self.groups[code] = mine if fields is None else Group(kind, mine, fields, table, runs)
+        self.codes += codes
+        self.count += len(rows)
+        if runs.recent:  # a run added before the block was (by its snapshots): its code is below
+            self.first_run = min(self.first_run, *runs.recent.values())
+        self.end_run = len(runs)
+
+    def close(self) -> None:
+        """No more rows are added: the table's lookup and the arrays' and lists' spare room are let go."""
+        self.table = None
+        self.codes = bytearray(self.codes)
+        self.lengths = bytearray(self.lengths)
+        groups: list[Group] = [group for group in [*self.groups, *self.tuples.values()] if isinstance(group, Group)]
+        while groups:
+            group = groups.pop()
+            group.close()
+            columns = list(group.columns)
+            while columns:
+                column = columns.pop()
+                kind, data, parts = column.kind, column.data, column.parts
+                if kind in (NUMBERS, TIMES, CODES):
+                    column.data = array(data.typecode, data)
+                elif kind in (OBJECTS, MIXED):
+                    column.data = type(data)(data)
+                if kind == SINGLES:
+                    columns.append(parts)
+                elif kind == NESTED:
+                    groups.append(parts)
+                elif kind == MIXED:
+                    columns += parts[1]
+        for index, kept in enumerate(self.groups):
+            if isinstance(kept, list):
+                self.groups[index] = list(kept)
+
+    @property
+    def open(self) -> bool:
+        """Whether rows may still be added."""
+        return self.table is not None
 
     def row(self, index: int) -> Row:
         """Row ``index`` of the block, rebuilt."""
@@ -398,7 +669,7 @@ class Block:
     def run_ids(self) -> list[str | None]:
         """The run of every row of the block, in order (its first field: no row rebuilt)."""
         sources: list[Iterator[Any]] = []
-        self.runs.listing(True)
+        self.runs.listing(True, self.first_run, self.end_run)
         try:
             for group in self.groups:
                 if group is None:
@@ -424,12 +695,18 @@ class Block:
         group = self.groups[code]
         assert group is not None
         at = compress(range(self.count), map(eq, self.codes, repeat(code)))
-        return list(zip(at, group if isinstance(group, list) else group.rows()))
+        if isinstance(group, list):
+            return list(zip(at, group))
+        self.runs.listing(True, self.first_run, self.end_run)
+        try:
+            return list(zip(at, group.rows()))
+        finally:
+            self.runs.listing(False)
 
     def rows(self) -> list[Row]:
         """Every row of the block, rebuilt, in order."""
         sources: list[Iterator[Row]] = []
-        self.runs.listing(True)  # each run's id made once
+        self.runs.listing(True, self.first_run, self.end_run)  # each run's id made once
         try:
             for group in self.groups:
                 if group is None:
@@ -442,6 +719,9 @@ class Block:
             self.runs.listing(False)
 
 
+BLOCK_ROWS = 32768
+"""A block is closed once it holds this many rows (about 4,000 plain runs): a row is found in its block by
+counting the codes before it, and the open block's table keeps a lookup of its values."""
 READ_WHOLE_FROM = 32
 """A block of which at least one row in this many is asked for is rebuilt whole (:meth:`PackedRows.rows_at`):
 rebuilding a row alone finds its place by counting the codes before it, a pass a whole block's rebuild shares."""
@@ -454,9 +734,9 @@ class PackedRows(Sequence[Row]):
     are the tail's own (the recorders' hot path), a row of the tail may be replaced (``rows[i] = row``),
     every row may be replaced at once (``rows[:] = rows``, into the tail) or cleared."""
 
-    __slots__ = ("_blocks", "_starts", "packed", "tail", "append", "extend")
+    __slots__ = ("_blocks", "_starts", "packed", "tail", "append", "extend", "run_ids")
 
-    def __init__(self) -> None:
+    def __init__(self, run_ids: RunIds | None = None) -> None:
         self._blocks: list[Block] = []
         self._starts: list[int] = []  # each block's first position
         self.packed = 0
@@ -467,17 +747,29 @@ class PackedRows(Sequence[Row]):
         """Add a row at the end."""
         self.extend: Callable[[Iterable[Row]], None] = self.tail.extend
         """Add rows at the end."""
+        self.run_ids = RunIds() if run_ids is None else run_ids
+        """The ids of the packed rows' runs (the store's, shared with its snapshot rows)."""
 
     def pack(self, count: int) -> None:
-        """Pack the tail's first ``count`` rows into a block (they are no longer changed)."""
+        """Pack the tail's first ``count`` rows (they are no longer changed): appended to the last block
+        while it is open, else into a new one; a block is closed once it holds :data:`BLOCK_ROWS` rows."""
         if count <= 0:
             return
-        tail = self.tail
-        block = Block(tail[:count])
+        tail, blocks = self.tail, self._blocks
+        if blocks and blocks[-1].open:
+            blocks[-1].add(tail[:count])
+        else:
+            blocks.append(Block(tail[:count], self.run_ids))
+            self._starts.append(self.packed)
         del tail[:count]
-        self._blocks.append(block)
-        self._starts.append(self.packed)
         self.packed += count
+        if blocks[-1].count >= BLOCK_ROWS:
+            blocks[-1].close()
+
+    @property
+    def blocks(self) -> list[Block]:
+        """The packed blocks, in order (a copy of the list)."""
+        return list(self._blocks)
 
     def __len__(self) -> int:
         return self.packed + len(self.tail)

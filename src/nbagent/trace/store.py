@@ -15,19 +15,20 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, islice, repeat
 from operator import is_
-from typing import overload
+from typing import Any, overload
 
 from ..messages import LLMMessage
 from ..records import LLMCall, MoveName, RunFinished, RunStarted
-from .packed import PackedRows, RunIds, Table
+from .packed import PackedRows, RunIds, Table, coded
 from .rows import Row, SnapshotRow, named_chunk
 
 
 class SnapshotRows(Sequence[SnapshotRow]):
-    """The snapshot rows of a store, kept as columns: each row's numbers in arrays of 4-byte integers,
-    its agent and move as codes into a table of the names (:class:`~nbagent.trace.packed.Table`), its run
-    as a code into :class:`~nbagent.trace.packed.RunIds` (16 bytes a run): about 20 bytes a snapshot
-    where a tuple of six, with its two integers past the small ones Python caches, cost 150. Reads like
+    """The snapshot rows of a store, kept as columns: each row's numbers in arrays of integers of the
+    fewest bytes that hold them (its row in 4 bytes), its agent and move as codes into a table of the names
+    (:class:`~nbagent.trace.packed.Table`), its run as a code into :attr:`run_ids` (16 bytes a run, shared
+    with the store's packed rows): about 9 bytes a snapshot where a tuple of six, with its two integers past the small
+    ones Python caches, cost 150. Reads like
     the list of tuples it stands for: ``len``, indexing (a tuple), iteration, ``append`` of a tuple,
     ``clear`` and ``[:] =``.
 
@@ -35,36 +36,40 @@ class SnapshotRows(Sequence[SnapshotRow]):
     columns in bulk, when read or when :data:`SETTLE_FROM` of them wait (:meth:`settle`)."""
 
     __slots__ = (
-        "_rows", "_agents", "_sizes", "_recorders", "_runs", "_run_ids", "_moves", "_names", "_waiting", "append",
+        "_rows", "_agents", "_sizes", "_recorders", "_runs", "run_ids", "_moves", "_names", "_waiting", "append",
     )  # fmt: skip
 
-    def __init__(self) -> None:
+    def __init__(self, run_ids: RunIds | None = None) -> None:
         self._rows = array("I")
-        self._agents = array("I")
-        self._sizes = array("I")
-        self._recorders = array("I")
-        self._runs = array("I")  # codes into ``_run_ids``
-        self._run_ids = RunIds()
-        self._moves = array("I")
+        self._agents = array("B")
+        self._sizes = array("B")
+        self._recorders = array("B")
+        self._runs = array("B")  # codes into ``run_ids``
+        self.run_ids = RunIds() if run_ids is None else run_ids
+        """The runs' ids (the store's: replaced by it when every row is)."""
+        self._moves = array("B")
         self._names = Table()  # the agents' and moves' names (and None), coded
         self._waiting: list[SnapshotRow] = []
         self.append: Callable[[SnapshotRow], None] = self._waiting.append
         """Add a snapshot row at the end."""
 
-    def settle(self, at_least: int = 1) -> None:
-        """Move the waiting rows into the columns, if at least ``at_least`` wait."""
+    def settle(self, at_least: int = 1) -> bool:
+        """Move the waiting rows into the columns, if at least ``at_least`` wait; whether any did."""
         waiting = self._waiting
         if len(waiting) < at_least or not waiting:
-            return
+            return False
         rows, agents, sizes, recorders, runs, moves = zip(*waiting)
+        names, run_ids = self._names, self.run_ids
         self._rows.extend(rows)
-        self._agents.extend(map(self._names.__getitem__, agents))
-        self._sizes.extend(sizes)
-        self._recorders.extend(recorders)
-        codes = {run: self._run_ids.add(run) for run in dict.fromkeys(runs)}
-        self._runs.extend(map(codes.__getitem__, runs))
-        self._moves.extend(map(self._names.__getitem__, moves))
+        agent_codes, move_codes = list(map(names.__getitem__, agents)), list(map(names.__getitem__, moves))
+        self._agents = coded(agent_codes, len(names), self._agents)
+        self._sizes = coded(sizes, max(sizes) + 1, self._sizes)
+        self._recorders = coded(recorders, max(recorders) + 1, self._recorders)
+        codes = run_ids.adding(runs)
+        self._runs = coded(map(codes.__getitem__, runs), len(run_ids), self._runs)
+        self._moves = coded(move_codes, len(names), self._moves)
         waiting.clear()
+        return True
 
     def __len__(self) -> int:
         return len(self._rows) + len(self._waiting)
@@ -85,7 +90,7 @@ class SnapshotRows(Sequence[SnapshotRow]):
             names[self._agents[index]],
             self._sizes[index],
             self._recorders[index],
-            self._run_ids.get(self._runs[index]),
+            self.run_ids.get(self._runs[index]),
             names[self._moves[index]],
         )
 
@@ -93,7 +98,7 @@ class SnapshotRows(Sequence[SnapshotRow]):
         self.settle()
         names = self._names.distinct
         agents, moves = map(names.__getitem__, self._agents), map(names.__getitem__, self._moves)
-        runs = map(self._run_ids.get, self._runs)
+        runs = map(self.run_ids.get, self._runs)
         return zip(self._rows, agents, self._sizes, self._recorders, runs, moves)
 
     def __eq__(self, other: object) -> bool:
@@ -105,20 +110,16 @@ class SnapshotRows(Sequence[SnapshotRow]):
 
     def __setitem__(self, index: slice, snapshots: Iterable[SnapshotRow]) -> None:
         """``snapshots[:] = rows``: every row replaced (the only assignment a store makes)."""
-        if index != slice(None):
-            raise IndexError("snapshot rows are replaced whole ([:] =) or appended to")
-        rows = list(snapshots)
-        self.clear()
-        self._waiting.extend(rows)
-        self.settle()
+        replace(self, index, snapshots, "snapshot rows")
 
-    def clear(self) -> None:
-        """Forget every snapshot row."""
+    def clear(self) -> bool:
+        """Forget every snapshot row; whether some were settled (their runs' ids kept)."""
         self._waiting.clear()
-        if self._rows:
-            for column in (self._rows, self._agents, self._sizes, self._recorders, self._runs, self._moves):
-                del column[:]
-            self._run_ids = RunIds()
+        if not self._rows:
+            return False
+        self._rows = array("I")
+        self._agents, self._sizes, self._recorders, self._runs, self._moves = (array("B") for _ in range(5))
+        return True
 
     def row_at(self, index: int) -> int:
         """The row snapshot ``index`` was taken before (without building its row)."""
@@ -133,17 +134,89 @@ class SnapshotRows(Sequence[SnapshotRow]):
     def run_at(self, index: int) -> str | None:
         """The run in force at snapshot ``index``."""
         self.settle()
-        return self._run_ids.get(self._runs[index])
+        return self.run_ids.get(self._runs[index])
+
+
+class Logs(Sequence[list[LLMMessage]]):
+    """Per context snapshot, the message log it is a prefix of: each distinct log (a list, by identity)
+    held once, a snapshot's as a code of the fewest bytes (a reference a snapshot was 8). Reads like the
+    list it stands for (``len``, indexing, iteration, ``append``, ``clear``, ``[:] =``); ``append`` is
+    a list's (the recorders' hot path): the logs wait there and are coded in bulk (:meth:`settle`)."""
+
+    __slots__ = ("_codes", "_distinct", "_index", "_waiting", "append")
+
+    def __init__(self) -> None:
+        self._codes = array("B")
+        self._distinct: list[list[LLMMessage]] = []
+        self._index: dict[int, int] = {}  # id() of a distinct log (held, so its id stays its own) -> its code
+        self._waiting: list[list[LLMMessage]] = []
+        self.append: Callable[[list[LLMMessage]], None] = self._waiting.append
+        """Add a snapshot's log at the end."""
+
+    def settle(self, at_least: int = 1) -> None:
+        """Code the logs waiting, if at least ``at_least`` wait."""
+        waiting = self._waiting
+        if len(waiting) < at_least or not waiting:
+            return
+        index, distinct = self._index, self._distinct
+        for key, log in {id(log): log for log in waiting}.items():
+            if key not in index:
+                index[key] = len(distinct)
+                distinct.append(log)
+        self._codes = coded(map(index.__getitem__, map(id, waiting)), len(distinct), self._codes)
+        waiting.clear()
+
+    def __len__(self) -> int:
+        return len(self._codes) + len(self._waiting)
+
+    @overload
+    def __getitem__(self, index: int) -> list[LLMMessage]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[list[LLMMessage]]: ...
+
+    def __getitem__(self, index: int | slice) -> list[LLMMessage] | list[list[LLMMessage]]:
+        self.settle()
+        if isinstance(index, slice):
+            return list(map(self._distinct.__getitem__, self._codes[index]))
+        return self._distinct[self._codes[index]]
+
+    def __iter__(self) -> Iterator[list[LLMMessage]]:
+        self.settle()
+        return map(self._distinct.__getitem__, self._codes)
+
+    def __setitem__(self, index: slice, logs: Iterable[list[LLMMessage]]) -> None:
+        """``logs[:] = logs``: every log replaced (the only assignment a store makes)."""
+        replace(self, index, logs, "logs")
+
+    def clear(self) -> None:
+        """Forget every log."""
+        self._waiting.clear()
+        if self._distinct:  # (a trace cleared at every run settles none)
+            self._codes = array("B")
+            self._distinct = []
+            self._index = {}
+
+
+def replace(columns: SnapshotRows | Logs, index: slice, values: Iterable[Any], what: str) -> None:
+    """``columns[:] = values`` (``what`` they hold, for the error): every value replaced, then settled."""
+    if index != slice(None):
+        raise IndexError(f"{what} are replaced whole ([:] =) or appended to")
+    kept = list(values)  # may read ``columns`` itself
+    columns.clear()
+    for value in kept:
+        columns.append(value)
+    columns.settle()
 
 
 SETTLE_FROM = 256
 """Snapshot rows wait as tuples, at most this many (then a run's end moves them into the columns)."""
-PACK_EVERY = 256
-"""Every this many runs ended in a store, the rows of its finished runs are packed (:meth:`RowStore.pack`)."""
-PACK_FROM = 256
-"""... if they are at least this many rows: a block costs about 6 KB (its columns), a plain run's rows
-packed save about 1.4 KB (a trace cleared at every run, as a service's export-then-clear loop, packs
-nothing)."""
+PACK_RUNS = 24
+"""Once this many finished runs wait in a store's tail, a run's end packs them (:meth:`RowStore.pack`):
+appended to the open block, a plain run's rows packed save about 1.5 KB; an append has a cost of its own
+whatever its size (a pass per column), which 24 runs share (the `kept` scenario of
+bench/bench_instructions.py). A trace cleared at every run (a service's export-then-clear loop, the loop
+benchmarks) never has that many and packs nothing."""
 
 
 class RowStore:
@@ -167,7 +240,8 @@ class RowStore:
         "_turns",
         "_run_keys",
         "_rows_indexed",
-        "_ends",
+        "_waiting",
+        "_blocker",
     )
 
     def __init__(self) -> None:
@@ -175,9 +249,9 @@ class RowStore:
         """One row per item, in order: the finished runs' packed (:meth:`pack`), then the tail the recorders
         append to. Only :meth:`pack`, :meth:`name_chunks`, :meth:`drop_runs` and :meth:`clear` change it
         otherwise, in place."""
-        self.snapshots = SnapshotRows()
+        self.snapshots = SnapshotRows(self.rows.run_ids)  # one list of run ids for both
         """One row per context snapshot, its log at the same position in :attr:`logs` (appended in step)."""
-        self.logs: list[list[LLMMessage]] = []
+        self.logs = Logs()
         """Per snapshot, the message log it is a prefix of (logs are shared between snapshots)."""
         # The lists' appends, bound once for every recorder of the store (each list is only ever
         # changed in place, so they stay its own).
@@ -204,7 +278,8 @@ class RowStore:
         self._turns: dict[str, list[str]] = {}
         self._run_keys: dict[str, int] = {}
         self._rows_indexed = (0, 0)
-        self._ends = 0  # runs ended, counted to pack every PACK_EVERY
+        self._waiting = 0  # runs ended since the last pack, counted to pack once PACK_RUNS wait
+        self._blocker: str | None = None  # the run in progress the last pack stopped at
 
     def add_snapshot(
         self, agent: str, length: int, recorder: int, run_id: str | None, move: MoveName | None, log: list[LLMMessage]
@@ -311,31 +386,44 @@ class RowStore:
 
     def pack(self, at_least: int = 1) -> None:
         """Pack the rows of the finished runs at the tail's front (up to the first row of a run in
-        progress: a run's rows are all after its start) into a block, if at least ``at_least``: they
-        are not changed any more (every chunk's id drawn first)."""
+        progress: a run's rows are all after its start), if they hold at least ``at_least`` finished
+        runs (any row, for 1): they are not changed any more (every chunk's id drawn first)."""
         tail = self.rows.tail
-        if len(tail) < at_least:
-            return
-        _, starts = self._running(tail)
+        running, starts = self._running(tail)
         end = starts[0] if starts else len(tail)
-        if end >= at_least:
+        self._waiting = 0
+        self._blocker = running[0] if running else None
+        if end and (at_least <= 1 or list(map(type, tail[:end])).count(RunFinished) >= at_least):
             self.name_chunks()
             self.rows.pack(end)
+            self.snapshots.settle()  # their snapshot rows into the columns too (their runs' ids shared)
+            self.logs.settle()
+            self.rows.run_ids.settled()
 
     def run_ended(self, run_id: str) -> None:
-        """A run ended (its ``RunFinished`` is the last row): with :attr:`max_runs`, forget the oldest
-        finished runs once a quarter more than that are kept (so the cost is paid now and then); the
-        snapshot rows waiting go into their columns once :data:`SETTLE_FROM` wait."""
-        self.snapshots.settle(SETTLE_FROM)
-        ends = self._ends = self._ends + 1
-        if not ends % PACK_EVERY:
-            self.pack(PACK_FROM)
+        """A run ended (its ``RunFinished`` is the last row): once :data:`PACK_RUNS` finished runs wait,
+        their rows are packed (not while the run in progress the last pack stopped at goes on: nothing
+        after its start can be); with :attr:`max_runs`, forget the oldest finished runs once a quarter
+        more than that are kept (so the cost is paid now and then); the snapshot rows waiting go into
+        their columns once :data:`SETTLE_FROM` wait."""
+        if self.snapshots.settle(SETTLE_FROM):  # (packing held up: their runs' rows packed later add their ids)
+            self.logs.settle()  # appended in step with the snapshot rows
+            self.rows.run_ids.settled()
+        if run_id == self._blocker:
+            self._blocker = None
+        waiting = self._waiting = self._waiting + 1
+        if waiting >= PACK_RUNS and self._blocker is None:
+            self.pack(PACK_RUNS)
         if self.max_runs is None:
             return
         ended = self._ended
         ended.append(run_id)
         if len(ended) > self.max_runs + max(1, self.max_runs // 4):
             self.drop_runs({ended.popleft() for _ in range(len(ended) - self.max_runs)})
+
+    def _new_run_ids(self) -> None:
+        """A new list of run ids for the packed rows and the snapshot rows (every row is replaced)."""
+        self.rows.run_ids = self.snapshots.run_ids = RunIds()
 
     def drop_runs(self, run_ids: set[str]) -> None:
         """Forget the rows of the finished runs ``run_ids`` and the context snapshots taken before
@@ -360,10 +448,11 @@ class RowStore:
             if not dropped[snapshot[0]]:
                 snapshots.append((before[snapshot[0]], *snapshot[1:]))
                 logs.append(log)
+        self._new_run_ids()
         self.snapshots[:] = snapshots
         self.logs[:] = logs
         self.epoch += 1
-        self.pack(PACK_FROM)
+        self.pack(PACK_RUNS)
 
     def clear(self) -> bool:
         """Forget every row and snapshot, but those of the runs in progress: they keep theirs whole (as
@@ -376,15 +465,19 @@ class RowStore:
             self.drop_runs({run for run in map(run_of, rows) if run is not None and run not in running})
             self._ended.clear()
             return False
-        if rows.packed:
+        packed = rows.packed
+        if packed:
             rows.clear()
         else:
             tail.clear()  # no run in progress (the common case): nothing is kept
         self._unnamed.clear()
         self._unnamed_calls.clear()
-        self.snapshots.clear()
+        if self.snapshots.clear() or packed:  # run ids were kept
+            self._new_run_ids()
         self.logs.clear()
         self._ended.clear()
+        self._waiting = 0
+        self._blocker = None
         self.epoch += 1
         return True
 
