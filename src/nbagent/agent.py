@@ -932,8 +932,16 @@ class AssistantAgent(Component):
                 await llm_items.aclose()
                 raise
 
-        # STEP 5: text exit, or the tool loop.
-        steps = self._process_model_result(run, run.llm_result(), inner, message_id)
+        # STEP 5: text exit, or the tool loop. A text answer exits here (no nested generator) when STEP 5
+        # is nbagent's own (neither a subclass's nor a patch), through the text exit the tool loop ends with.
+        result = run.llm_result()
+        if type(result.content) is str and getattr(self._process_model_result, "__func__", None) is _OWN_STEP5:
+            yield Move(run_id, "text_exit", 0)
+            if result.thought:
+                yield self._thought(result.thought, inner)
+            yield await self._text_exit(run, result, inner, message_id)
+            return
+        steps = self._process_model_result(run, result, inner, message_id)
         try:
             async for item in steps:
                 yield item
@@ -1124,8 +1132,7 @@ class AssistantAgent(Component):
             if model_result.thought:
                 yield self._thought(model_result.thought, inner)
             if text:
-                await self._add_answer(run, model_result)
-                yield self._final_message(model_result, inner, message_id)
+                yield await self._text_exit(run, model_result, inner, message_id)
                 return
 
             calls = model_result.content  # type: ignore[assignment]  # not a str: the calls
@@ -1202,19 +1209,18 @@ class AssistantAgent(Component):
         inner.append(event)
         return event
 
-    def _final_message(
-        self, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
+    async def _text_exit(
+        self, run: AgentRun, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
     ) -> Response:
-        """The text answer's Response, once its context entry is added (:meth:`_add_answer`)."""
-        return Response(chat_message=self._answer(result, message_id), inner_messages=inner)
-
-    def _add_answer(self, run: AgentRun, result: CreateResult) -> Awaitable[None]:
-        """The text answer's context entry (after its thought's event): added at once to a context that
-        appends without a coroutine (:func:`~nbagent.context.add_to`); none once the run was cancelled
-        since the model answered."""
+        """STEP 5's text exit, after its move and its thought's event: the answer enters the context and
+        its Response ends the run (none once the run was cancelled since the model answered). The one
+        text exit of a first answer (:meth:`_run_steps`), of one after tool calls (the tool loop) and of
+        the reflection (:meth:`_reflect_on_tool_use_flow`)."""
         assert isinstance(result.content, str)
         _stop_if_cancelled(run.token)  # cancelled since the model answered: the answer does not enter the context
-        return add_to(self._model_context, assistant_message(result.content, self.name, result.thought))
+        # added at once to a context that appends without a coroutine (:func:`~nbagent.context.add_to`)
+        await add_to(self._model_context, assistant_message(result.content, self.name, result.thought))
+        return Response(chat_message=self._answer(result, message_id), inner_messages=inner)
 
     def _answer(self, result: CreateResult, message_id: str) -> TextMessage | StructuredMessage[BaseModel]:
         assert isinstance(result.content, str)
@@ -1460,8 +1466,7 @@ class AssistantAgent(Component):
             )
         if result.thought:
             yield self._thought(result.thought, inner)
-        await self._add_answer(run, result)
-        yield self._final_message(result, inner, message_id)
+        yield await self._text_exit(run, result, inner, message_id)
 
     def _summarize_tool_use(
         self,
@@ -1679,6 +1684,9 @@ def _walked_then_executions(
     executions.extend(ToolExecution(run_id, iteration, call, len(calls)) for call in calls)
     yield from executions
 
+
+_OWN_STEP5 = AssistantAgent._process_model_result  # noqa: SLF001 (the class's own, in its module)
+"""nbagent's own ``_process_model_result``: a text answer exits in ``_run_steps`` while it is the agent's."""
 
 _OWN_EXECUTION = AssistantAgent._execute_tool_calls  # noqa: SLF001 (the class's own, in its module)
 """nbagent's own ``_execute_tool_calls``: STEP 5 runs its two halves while it is the agent's (not a

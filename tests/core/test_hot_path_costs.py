@@ -5,6 +5,7 @@ text answer is the CreateResult validation makes, and a thought still comes befo
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from functools import partial
 from typing import Any
@@ -162,3 +163,33 @@ async def test_a_batch_of_calls_runs_in_its_generator() -> None:
 def context_of(agent: AssistantAgent) -> list[Any]:
     """The agent's context as plain data, without the ids that differ from run to run."""
     return [message.model_dump(exclude={"id"}) for message in agent.model_context.messages]
+
+
+async def test_a_text_answer_exits_without_a_nested_generator_and_yields_what_the_tool_loop_yields() -> None:
+    """STEP 5's text exit of a first answer runs in ``_run_steps`` (no ``_process_model_result`` generator)
+    while STEP 5 is nbagent's own; patched on the agent, the patch runs, and both give the same items,
+    thought first, and the same context."""
+    script = [text("42", thought="thinking")]
+    agent = AssistantAgent("a", ReplayChatCompletionClient(script))
+    items, started = await generators_started(agent, "?")
+    assert started == ["_iterate", "_run_steps"]
+    assert items[-4:] == ["text_exit", "ThoughtEvent", "Response", "RunFinished"]
+    patched = AssistantAgent("a", ReplayChatCompletionClient(script))
+    patched._process_model_result = partial(AssistantAgent._process_model_result, patched)  # type: ignore[method-assign]  # noqa: SLF001
+    patched_items, patched_started = await generators_started(patched, "?")
+    assert patched_started == ["_iterate", "_run_steps", "_process_model_result"]
+    assert patched_items == items
+    assert context_of(patched) == context_of(agent)
+
+
+async def test_a_text_answer_cancelled_while_its_thought_is_held_does_not_enter_the_context() -> None:
+    """The answer enters the context after its thought's event is taken (as the tool loop's text exit):
+    the token fired while the consumer holds that event ends the run cancelled, the answer left out."""
+    agent = AssistantAgent("a", ReplayChatCompletionClient([text("42", thought="thinking")]))
+    run = agent.iter([TextMessage(content="?", source="user")])
+    with pytest.raises(asyncio.CancelledError):
+        async for item in run:
+            if type(item).__name__ == "ThoughtEvent":
+                run.token.cancel()
+    assert run.status == "cancelled"
+    assert [type(m).__name__ for m in agent.model_context.messages] == ["UserMessage"]
