@@ -608,11 +608,15 @@ class AssistantAgent(Component):
     def _new_run(
         self, messages: list[BaseChatMessage], token: CancellationToken | None, chunk_events: bool
     ) -> AgentRun:
-        """A run of arguments an entry point has checked (each checks its own once); through
-        :meth:`iter` when a subclass overrides it, as every entry point runs through ``iter``."""
+        """A run of arguments an entry point has checked (each checks its own once), for an entry point that
+        takes only its events, messages and Response (the records are recorded, not handed to it: no
+        item it would skip passes the run's iteration); through :meth:`iter` when a subclass overrides
+        it, as every entry point runs through ``iter``."""
         if type(self).iter is not AssistantAgent.iter:
             return self.iter(messages, token, chunk_events=chunk_events)
-        return AgentRun(self, messages, token, chunk_events, self._slot, self._run_steps, self._repair_context)
+        return AgentRun(
+            self, messages, token, chunk_events, self._slot, self._run_steps, self._repair_context, events_only=True
+        )
 
     def on_messages(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
@@ -1797,7 +1801,8 @@ class AgentRun(RunIterator):
 
     __slots__ = (
         "agent", "messages", "cancellation_token", "chunk_events", "token", "run_id", "status", "response",
-        "llm_call", "llm_client", "plan", "gated", "_slot", "_loop", "_repair", "_steps", "_record", "__weakref__",
+        "llm_call", "llm_client", "plan", "gated", "events_only", "_slot", "_loop", "_repair", "_steps", "_record",
+        "__weakref__",
     )  # fmt: skip
     token: CancellationToken  # the run's own, linked to the caller's ``cancellation_token``
 
@@ -1811,6 +1816,8 @@ class AgentRun(RunIterator):
         steps: Callable[[AgentRun], AsyncGenerator[RunItem, None]],
         repair: Callable[[], Awaitable[None]],
         plan: Interventions | None = None,
+        *,
+        events_only: bool = False,
     ) -> None:
         self.agent = agent
         self.messages = messages
@@ -1824,6 +1831,9 @@ class AgentRun(RunIterator):
         self.llm_client: ChatCompletionClient | None = None  # the client it is sent to
         self.plan = plan  # what a walk changes at move boundaries: the loop's one seam (interventions.py)
         self.gated = False  # run for an AutoGen team: its model calls ask TEAM_CALL_GATE first
+        # Its consumer (run, run_stream, on_messages...) takes no records and no streamed text (str):
+        # they are recorded, and not yielded.
+        self.events_only = events_only
         self._slot = slot
         self._loop = steps
         self._repair = repair
@@ -1868,7 +1878,8 @@ class AgentRun(RunIterator):
         )
 
     async def _iterate(self) -> AsyncGenerator[RunItem, None]:
-        """Start the run, pass every item on (recorded, but streamed chunks), end it however it ends.
+        """Start the run, pass every item on (recorded, but streamed chunks; for an ``events_only``
+        consumer only the events, messages and Response), end it however it ends.
 
         ``_advancing`` is true while the loop runs (the generator awaits ``_run_steps``) and false
         while the consumer holds an item: it tells :meth:`aclose` how to end the run.
@@ -1879,22 +1890,27 @@ class AgentRun(RunIterator):
         records = self._record
         steps = self._steps
         assert steps is not None
+        events_only = self.events_only
         try:
             for record in records:
                 record(started)
-            yield started
+            if not events_only:
+                yield started
             self._advancing = True
             async for item in steps:
-                self._advancing = False
                 kind = type(item)
-                if kind is str or kind is ModelClientStreamingChunkEvent:
-                    yield item  # recorders read streamed chunks from the LLMCall's stream
-                else:
+                if kind is str:  # streamed text (recorders read streamed chunks from the LLMCall's stream)
+                    if events_only:
+                        continue
+                elif kind is not ModelClientStreamingChunkEvent:
                     if kind is Response:
                         self.response = item  # type: ignore[assignment]
                     for record in records:
                         record(item)
-                    yield item
+                    if events_only and kind in NOT_EVENT_TYPES:
+                        continue
+                self._advancing = False
+                yield item
                 self._advancing = True
         except GeneratorExit:  # closed by aclose() while the consumer held an item
             try:
@@ -1903,24 +1919,28 @@ class AgentRun(RunIterator):
                 await self._repair()
                 self._finish("cancelled")
             raise
-        except asyncio.CancelledError as error:
-            self._advancing = False
-            await self._repair()
-            self._finish("cancelled")
-            if not self.token.is_cancelled():  # from outside: neither the caller's token nor aclose()
-                why = "the task awaiting it was cancelled: a kernel interrupt, Ctrl-C, task.cancel() or a timeout"
-                explain_cancellation(error, interrupted_text(self.agent.name, why, self._slot.failed is not None))
-            raise
         except BaseException as error:
-            self._advancing = False
-            await self._repair()
-            self._finish("error", error)
+            await self._failed(error)
             raise
         self._advancing = False
         finished = self._finish("ok")
         for record in records:
             record(finished)
-        yield finished
+        if not events_only:
+            yield finished
+
+    async def _failed(self, error: BaseException) -> None:
+        """End the run that ``error`` (a cancellation, or a failure) stopped: the context repaired, the
+        run cancelled (said why, if from outside) or failed."""
+        self._advancing = False
+        await self._repair()
+        if not isinstance(error, asyncio.CancelledError):
+            self._finish("error", error)
+            return
+        self._finish("cancelled")
+        if not self.token.is_cancelled():  # from outside: neither the caller's token nor aclose()
+            why = "the task awaiting it was cancelled: a kernel interrupt, Ctrl-C, task.cancel() or a timeout"
+            explain_cancellation(error, interrupted_text(self.agent.name, why, self._slot.failed is not None))
 
     def _finish(self, status: str, error: BaseException | None = None) -> RunFinished:
         self.status = status

@@ -193,3 +193,43 @@ async def test_a_text_answer_cancelled_while_its_thought_is_held_does_not_enter_
                 run.token.cancel()
     assert run.status == "cancelled"
     assert [type(m).__name__ for m in agent.model_context.messages] == ["UserMessage"]
+
+
+class Kinds:
+    """A recorder keeping the kind of every item it is given."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def record(self, item: Any) -> None:
+        self.seen.append(item.name if isinstance(item, Move) else type(item).__name__)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_entry_points_run_yields_only_events_and_records_everything(stream: bool) -> None:
+    """``run``, ``run_stream`` and ``on_messages`` take only a run's events, messages and Response: their run
+    yields nothing else (no record, no streamed text), and the recorders get every item as ``iter`` has it."""
+    script = [calls(("c1", "add", '{"a": 1, "b": 2}'), thought="hm"), "three"]  # a scripted text streams
+    task = [TextMessage(content="1 + 2?", source="user")]
+    full = AssistantAgent(
+        "a", ReplayChatCompletionClient(script), tools=[add], model_client_stream=stream, max_tool_iterations=2
+    )
+    full_kinds = Kinds()
+    full.recorders.append(full_kinds)
+    every = [type(item).__name__ async for item in full.iter(task, chunk_events=False)]
+    assert "RunStarted" in every and "LLMCall" in every and "RunFinished" in every
+    assert ("str" in every) is stream
+    for chunk_events in (False, True):
+        agent = AssistantAgent(
+            "a", ReplayChatCompletionClient(script), tools=[add], model_client_stream=stream, max_tool_iterations=2
+        )
+        recorded = Kinds()
+        agent.recorders.append(recorded)
+        run = agent._new_run(task, None, chunk_events)  # noqa: SLF001 (the run an entry point makes)
+        items = [type(item).__name__ async for item in run]
+        events = ["ThoughtEvent", "ToolCallRequestEvent", "ToolCallExecutionEvent", "Response"]
+        chunks = ["ModelClientStreamingChunkEvent"] if stream and chunk_events else []
+        assert [kind for kind in items if kind not in chunks] == events
+        assert (chunks[0] in items) if chunks else True
+        assert run.status == "ok" and run.response is not None
+        assert recorded.seen == full_kinds.seen
