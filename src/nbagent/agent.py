@@ -751,19 +751,15 @@ class AssistantAgent(Component):
         self, shown: list[BaseChatMessage], messages: list[BaseChatMessage], token: CancellationToken | None
     ) -> TaskResult:
         collected: list[BaseAgentEvent | BaseChatMessage] = list(shown)
+        take = partial(_collect, collected)
         # Streamed chunks are not part of the result: no chunk event is built for nobody to see.
         run = self._new_run(messages, token, False)
         try:
-            async for item in run:
-                kind = type(item)
-                if kind is str or kind in NOT_EVENT_TYPES:  # a streamed chunk's text (most items), records
-                    continue
-                if kind is Response:
-                    collected.append(item.chat_message)  # type: ignore[union-attr]
-                elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):
-                    collected.append(item)
-                elif isinstance(item, Response):  # a subclass, read as its base (as AutoGen's run does)
-                    collected.append(item.chat_message)
+            if type(run) is AgentRun:  # nbagent's own: run to its end, its events taken as they come
+                await run.drive(take)
+            else:  # a subclass's iter(): every item of its run
+                async for item in run:
+                    take(item)
         finally:
             if run.status == "running" or type(run) is not AgentRun:  # (an ended AgentRun's aclose does nothing)
                 await run.aclose()
@@ -943,11 +939,14 @@ class AssistantAgent(Component):
             yield Move(run_id, "text_exit", 0)
             if result.thought:
                 yield self._thought(result.thought, inner)
-            yield await self._text_exit(run, result, inner, message_id)
+            run.response = await self._text_exit(run, result, inner, message_id)
+            yield run.response
             return
         steps = self._process_model_result(run, result, inner, message_id)
         try:
             async for item in steps:
+                if type(item) is Response:  # the run's answer (the run keeps it)
+                    run.response = item
                 yield item
         except BaseException:  # closed or failed while suspended: closed too (an ended one needs no aclose)
             await steps.aclose()
@@ -1564,6 +1563,16 @@ _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
 _RECORD = attrgetter("record")
 
 
+def _record_each(records: list[Callable[[RunItem], None]], item: RunItem) -> None:
+    """Record ``item`` with each of a run's recorders (their ``record``, in order)."""
+    for record in records:
+        record(item)
+
+
+def _record_none(item: RunItem) -> None:
+    """What a run records with before it starts: nothing."""
+
+
 @lru_cache(maxsize=64)
 def _shared_settings(memory: bool, handoffs: bool, max_tool_iterations: int, reflect: bool) -> LoopSettings:
     """One (frozen) :class:`LoopSettings` for all the agents with the same settings: not one per new agent."""
@@ -1714,6 +1723,20 @@ async def _tool_events(
         await items.aclose()
 
 
+def _collect(collected: list[BaseAgentEvent | BaseChatMessage], item: object) -> None:
+    """Add a run's ``item`` to the messages of its ``TaskResult`` if it is an event or a message (a
+    ``Response``: its message; read as its base if a subclass's, as AutoGen's run does)."""
+    kind = type(item)
+    if kind is Response:
+        collected.append(item.chat_message)  # type: ignore[attr-defined]
+    elif kind is str or kind in NOT_EVENT_TYPES:  # a streamed chunk's text, records
+        return
+    elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+        collected.append(item)
+    elif isinstance(item, Response):
+        collected.append(item.chat_message)
+
+
 def _stop_if_cancelled(token: CancellationToken) -> None:
     """Once its token is cancelled, a run starts no model call and gives no answer: it ends cancelled."""
     if token.is_cancelled():
@@ -1796,13 +1819,14 @@ class AgentRun(RunIterator):
     It marks the agent busy from its first step to its end, feeds every item to the agent's
     recorders, and leaves the context valid however the run ends (``aclose()`` included).
     The agent (:meth:`AssistantAgent.iter`) hands it what it drives: the agent's run ``slot``, its
-    loop (``steps``, i.e. ``_run_steps``) and the context repair (``repair``).
+    loop (``steps``, i.e. ``_run_steps``, which sets ``llm_call``, ``llm_client`` and ``response`` as
+    it goes) and the context repair (``repair``).
     """
 
     __slots__ = (
         "agent", "messages", "cancellation_token", "chunk_events", "token", "run_id", "status", "response",
-        "llm_call", "llm_client", "plan", "gated", "events_only", "_slot", "_loop", "_repair", "_steps", "_record",
-        "__weakref__",
+        "llm_call", "llm_client", "plan", "gated", "events_only", "_slot", "_loop", "_repair", "_record",
+        "_record_all", "__weakref__",
     )  # fmt: skip
     token: CancellationToken  # the run's own, linked to the caller's ``cancellation_token``
 
@@ -1826,7 +1850,7 @@ class AgentRun(RunIterator):
         self.token = CancellationToken()
         self.run_id = new_id()
         self.status: str = "new"
-        self.response: Response | None = None
+        self.response: Response | None = None  # the answer, once the loop has yielded it
         self.llm_call: LLMCall | None = None  # the run's current (last started) model call
         self.llm_client: ChatCompletionClient | None = None  # the client it is sent to
         self.plan = plan  # what a walk changes at move boundaries: the loop's one seam (interventions.py)
@@ -1837,8 +1861,8 @@ class AgentRun(RunIterator):
         self._slot = slot
         self._loop = steps
         self._repair = repair
-        self._steps: AsyncGenerator[RunItem, None] | None = None
         self._record: list[Callable[[RunItem], None]] = []  # the ``record`` of each recorder
+        self._record_all: Callable[[RunItem], None] = _record_none  # records an item with each of them
         self._advancing = False
         self._ended: asyncio.Event | None = None
         self._items: AsyncGenerator[RunItem, None] | None = None
@@ -1850,7 +1874,8 @@ class AgentRun(RunIterator):
             raise RuntimeError("the run has no ended model call")
         return call.result
 
-    def _start(self) -> RunStarted:
+    def _start(self) -> tuple[RunStarted, AsyncGenerator[RunItem, None]]:
+        """Start the run (its slot taken, its loop made): its first record, and its loop's items."""
         slot = self._slot
         if slot.run is not None:
             slot.check()  # raises: another run holds the slot
@@ -1861,14 +1886,15 @@ class AgentRun(RunIterator):
         if slot.failed is not None:
             slot.warn_if_repeated(self.messages)
         slot.run = self  # checked above: the slot is free
-        self._record = list(map(_RECORD, self.agent.recorders))  # each recorder's ``record``
-        self._steps = self._loop(self)
+        self._record = records = list(map(_RECORD, self.agent.recorders))  # each recorder's ``record``
+        self._record_all = records[0] if len(records) == 1 else partial(_record_each, records)  # (one: no loop)
+        steps = self._loop(self)
         self.status = "running"
         parent = None if self.plan is None else self.plan.parent
         settings = self.agent.loop_settings
         if parent is None:
-            return RunStarted(self.run_id, self.agent.name, self.messages, loop_settings=settings)
-        return RunStarted(
+            return RunStarted(self.run_id, self.agent.name, self.messages, loop_settings=settings), steps
+        started = RunStarted(
             self.run_id,
             self.agent.name,
             self.messages,
@@ -1876,6 +1902,7 @@ class AgentRun(RunIterator):
             fork_move=parent[1],
             loop_settings=settings,
         )
+        return started, steps
 
     async def _iterate(self) -> AsyncGenerator[RunItem, None]:
         """Start the run, pass every item on (recorded, but streamed chunks; for an ``events_only``
@@ -1886,14 +1913,11 @@ class AgentRun(RunIterator):
         """
         if self.status != "new":
             return
-        started = self._start()
-        records = self._record
-        steps = self._steps
-        assert steps is not None
+        started, steps = self._start()
+        record = self._record_all
         events_only = self.events_only
         try:
-            for record in records:
-                record(started)
+            record(started)
             if not events_only:
                 yield started
             self._advancing = True
@@ -1903,10 +1927,7 @@ class AgentRun(RunIterator):
                     if events_only:
                         continue
                 elif kind is not ModelClientStreamingChunkEvent:
-                    if kind is Response:
-                        self.response = item  # type: ignore[assignment]
-                    for record in records:
-                        record(item)
+                    record(item)
                     if events_only and kind in NOT_EVENT_TYPES:
                         continue
                 self._advancing = False
@@ -1924,10 +1945,34 @@ class AgentRun(RunIterator):
             raise
         self._advancing = False
         finished = self._finish("ok")
-        for record in records:
-            record(finished)
         if not events_only:
             yield finished
+
+    async def drive(self, take: Callable[[RunItem], object]) -> None:
+        """Run to the end without iterating (nothing is held between items): ``take`` is called with each
+        event, message and the ``Response`` as they come; every item is recorded, as :meth:`__aiter__`'s.
+        A run that is not new does nothing. How :meth:`AssistantAgent.run` takes its events: no
+        iteration of the run (an async generator) is made and passed through."""
+        if self.status != "new":
+            return
+        started, steps = self._start()
+        record = self._record_all
+        try:
+            record(started)
+            self._advancing = True  # the whole run: aclose() from another task cancels it where it awaits
+            async for item in steps:
+                kind = type(item)
+                if kind is ModelClientStreamingChunkEvent:  # (recorders read chunks from the LLMCall's stream)
+                    take(item)
+                elif kind is not str:  # (streamed text is not an event)
+                    record(item)
+                    if kind not in NOT_EVENT_TYPES:  # an event, a message or the Response
+                        take(item)
+        except BaseException as error:
+            await self._failed(error)
+            raise
+        self._advancing = False
+        self._finish("ok")
 
     async def _failed(self, error: BaseException) -> None:
         """End the run that ``error`` (a cancellation, or a failure) stopped: the context repaired, the
@@ -1961,9 +2006,7 @@ class AgentRun(RunIterator):
         if self._ended is not None:
             self._ended.set()
         finished = RunFinished(self.run_id, self.agent.name, status, text)  # type: ignore[arg-type]
-        if status != "ok":
-            for record in self._record:
-                record(finished)
+        self._record_all(finished)
         return finished
 
     async def aclose(self) -> None:

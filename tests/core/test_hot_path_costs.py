@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -25,7 +27,8 @@ from nbagent import (
 from nbagent.messages import share_fields_set, text_result, usage
 from nbagent.records import Move
 
-from .helpers import add, calls, kinds, text
+from ..waits import within
+from .helpers import add, calls, every_call_answered, kinds, text
 
 
 class CountedRepr(str):
@@ -117,6 +120,15 @@ async def test_a_thought_comes_before_its_answer_in_both_exits() -> None:
 async def generators_started(agent: AssistantAgent, task: str) -> tuple[list[str], list[str]]:
     """The items of a run of ``agent`` (their kinds, and a Move's name) and the names of the async
     generators it started, in order (asyncio's first-iteration hook sees each)."""
+    with started_generators() as started:
+        items = [item async for item in agent.iter([TextMessage(content=task, source="user")])]
+    return [item.name if isinstance(item, Move) else type(item).__name__ for item in items], started
+
+
+@contextmanager
+def started_generators() -> Iterator[list[str]]:
+    """The names of the async generators started in the block, in order (asyncio's first-iteration hook
+    sees each)."""
     firstiter, finalizer = sys.get_asyncgen_hooks()
     started: list[str] = []
 
@@ -127,10 +139,9 @@ async def generators_started(agent: AssistantAgent, task: str) -> tuple[list[str
 
     sys.set_asyncgen_hooks(seen, finalizer)
     try:
-        items = [item async for item in agent.iter([TextMessage(content=task, source="user")])]
+        yield started
     finally:
         sys.set_asyncgen_hooks(firstiter, finalizer)
-    return [item.name if isinstance(item, Move) else type(item).__name__ for item in items], started
 
 
 async def test_a_tool_call_runs_without_a_nested_generator_and_yields_what_the_generator_yields() -> None:
@@ -233,3 +244,67 @@ async def test_an_entry_points_run_yields_only_events_and_records_everything(str
         assert (chunks[0] in items) if chunks else True
         assert run.status == "ok" and run.response is not None
         assert recorded.seen == full_kinds.seen
+
+
+async def test_run_drives_its_run_without_iterating_it() -> None:
+    """``run`` takes its events from ``AgentRun.drive`` (no ``_iterate`` generator): the same result, and
+    the recorders get every item; a subclass's ``iter`` is iterated as before."""
+    script = [calls(("c1", "add", '{"a": 1, "b": 2}'), thought="hm"), text("three", thought="so")]
+    agent = AssistantAgent("a", ReplayChatCompletionClient(script), tools=[add], max_tool_iterations=2)
+    recorded = Kinds()
+    agent.recorders.append(recorded)
+    with started_generators() as started:
+        result = await agent.run(task="1 + 2?")
+    assert started == ["_run_steps", "_process_model_result"]
+    assert kinds(result.messages) == [
+        "TextMessage", "ThoughtEvent", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ThoughtEvent", "TextMessage",
+    ]  # fmt: skip
+    assert recorded.seen[0] == "RunStarted" and recorded.seen[-2:] == ["Response", "RunFinished"]
+    assert "LLMCall" in recorded.seen and "ToolExecution" in recorded.seen
+
+    class Wrapped:
+        """Another run type a subclass's ``iter`` gives: iterated."""
+
+        def __init__(self, run: Any) -> None:
+            self.run = run
+            self.status = "new"
+
+        def __aiter__(self) -> Any:
+            return self.run.__aiter__()
+
+        async def aclose(self) -> None:
+            await self.run.aclose()
+
+    class Iterated(AssistantAgent):
+        def iter(self, *args: Any, **kwargs: Any) -> Any:
+            return Wrapped(super().iter(*args, **kwargs))
+
+    other = Iterated("a", ReplayChatCompletionClient(script), tools=[add], max_tool_iterations=2)
+    with started_generators() as started:
+        again = await other.run(task="1 + 2?")
+    assert started[0] == "_iterate"
+    assert kinds(again.messages) == kinds(result.messages)
+
+
+async def test_a_driven_run_closed_from_another_task_ends_cancelled_with_a_valid_context() -> None:
+    """``aclose()`` from another task (a Stop button) while ``drive`` runs cancels the run where it waits
+    and returns once it has ended; the tool call left gets its error result."""
+    started = asyncio.Event()
+
+    async def slow(a: int) -> int:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(3600)
+        return a
+
+    agent = AssistantAgent("a", ReplayChatCompletionClient([calls(("c1", "slow", '{"a": 1}'))]), tools=[slow])
+    run = agent.iter([TextMessage(content="go", source="user")])
+    taken: list[str] = []
+    driving = asyncio.ensure_future(run.drive(lambda item: taken.append(type(item).__name__)))
+    await within(started.wait(), "the tool call to start")
+    await within(run.aclose(), "aclose() to end the driven run")
+    with pytest.raises(asyncio.CancelledError):
+        await within(driving, "drive() to end")
+    assert run.status == "cancelled" and not agent.is_running
+    assert taken == ["ToolCallRequestEvent"]
+    assert every_call_answered(agent)
