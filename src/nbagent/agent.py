@@ -1045,7 +1045,7 @@ class AssistantAgent(Component):
         limit = REQUEST_LIMIT.get()  # a limit shared by many runs (nbagent.spark's job-wide one): a slot first
         release = None if limit is None else await _request_slot(limit, call, token)
         try:
-            result = await guarded(_create(client, call.request, token), token)
+            result = await token.guard(_create(client, call.request, token))  # (the run's own token)
         except BaseException as error:
             _call_failed(call, error, release)
             raise
