@@ -1825,8 +1825,8 @@ class AgentRun(RunIterator):
 
     __slots__ = (
         "agent", "messages", "cancellation_token", "chunk_events", "token", "run_id", "status", "response",
-        "llm_call", "llm_client", "plan", "gated", "events_only", "_slot", "_loop", "_repair", "_record",
-        "_record_all", "__weakref__",
+        "llm_call", "llm_client", "plan", "gated", "events_only", "_slot", "_loop", "_repair", "_record_all",
+        "__weakref__",
     )  # fmt: skip
     token: CancellationToken  # the run's own, linked to the caller's ``cancellation_token``
 
@@ -1861,8 +1861,7 @@ class AgentRun(RunIterator):
         self._slot = slot
         self._loop = steps
         self._repair = repair
-        self._record: list[Callable[[RunItem], None]] = []  # the ``record`` of each recorder
-        self._record_all: Callable[[RunItem], None] = _record_none  # records an item with each of them
+        self._record_all: Callable[[RunItem], None] = _record_none  # records an item with each recorder
         self._advancing = False
         self._ended: asyncio.Event | None = None
         self._items: AsyncGenerator[RunItem, None] | None = None
@@ -1886,7 +1885,7 @@ class AgentRun(RunIterator):
         if slot.failed is not None:
             slot.warn_if_repeated(self.messages)
         slot.run = self  # checked above: the slot is free
-        self._record = records = list(map(_RECORD, self.agent.recorders))  # each recorder's ``record``
+        records = list(map(_RECORD, self.agent.recorders))  # each recorder's ``record``
         self._record_all = records[0] if len(records) == 1 else partial(_record_each, records)  # (one: no loop)
         steps = self._loop(self)
         self.status = "running"
