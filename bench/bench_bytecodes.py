@@ -13,6 +13,7 @@ instruction, and the tool iteration"). Counts repeat to within a few bytecodes a
 a pool refilled every so often), so one round of ``bench/against.py`` gives the ratio:
 
     python bench/bench_bytecodes.py [--scenarios plain k1 k5] [--json out.json]
+    python bench/bench_bytecodes.py --scenarios plain --by-function 30   # where they are: per function
     python bench/against.py e22d83f --script bench_bytecodes.py --rounds 1
 """
 
@@ -24,7 +25,7 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 from bench_instructions import FIGURE, SCENARIOS
@@ -44,11 +45,37 @@ class Counter:
         return self
 
 
-async def count(run: Callable[[], Awaitable[None]], warmup: int, runs: int) -> float:
-    """Bytecodes per run of ``run`` over ``runs`` runs, after ``warmup`` runs."""
+class FunctionCounter(Counter):
+    """A :class:`Counter` that also counts each function's bytecodes (by code object) and its calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_code: dict[CodeType, list[int]] = {}
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> Counter:
+        if event == "opcode":
+            self.count += 1
+            self.by_code[frame.f_code][0] += 1
+        elif event == "call":
+            frame.f_trace_opcodes = True
+            self.by_code.setdefault(frame.f_code, [0, 0])[1] += 1  # a generator's resumption counts too
+        return self
+
+    def table(self, runs: int, top: int) -> str:
+        """The ``top`` functions by bytecodes, each with its bytecodes and calls (or resumptions) a run."""
+        rows = sorted(self.by_code.items(), key=lambda item: -item[1][0])[:top]
+        lines = [f"{'bytecodes':>10} {'calls':>6}  function (file:line)"]
+        for code, (ops, calls) in rows:
+            where = f"{Path(code.co_filename).name}:{code.co_firstlineno}"
+            lines.append(f"{ops / runs:>10.1f} {calls / runs:>6.2f}  {code.co_qualname} ({where})")
+        return "\n".join(lines)
+
+
+async def count(run: Callable[[], Awaitable[None]], warmup: int, runs: int, counter: Counter | None = None) -> float:
+    """Bytecodes per run of ``run`` over ``runs`` runs, after ``warmup`` runs (counted by ``counter``)."""
     for _ in range(warmup):
         await run()
-    counter = Counter()
+    counter = counter or Counter()
     previous = sys.gettrace()  # (a debugger's or coverage's, given back)
     sys.settrace(counter)
     try:
@@ -59,12 +86,16 @@ async def count(run: Callable[[], Awaitable[None]], warmup: int, runs: int) -> f
     return counter.count / runs
 
 
-def measure(scenarios: list[str], warmup: int, runs: int) -> dict[str, float]:
-    """Bytecodes per run of each scenario (and per extra tool iteration when both k1 and k5 ran)."""
+def measure(scenarios: list[str], warmup: int, runs: int, by_function: int = 0) -> dict[str, float]:
+    """Bytecodes per run of each scenario (and per extra tool iteration when both k1 and k5 ran);
+    ``by_function``: also print that many functions with the most bytecodes, per scenario."""
     figures: dict[str, float] = {}
     for name in scenarios:
-        figures[f"{FIGURE[name]}_bytecodes"] = asyncio.run(count(SCENARIOS[name](), warmup, runs))
+        counter = FunctionCounter() if by_function else Counter()
+        figures[f"{FIGURE[name]}_bytecodes"] = asyncio.run(count(SCENARIOS[name](), warmup, runs, counter))
         print(f"{name:<6} {figures[f'{FIGURE[name]}_bytecodes']:>10,.0f} bytecodes a run", flush=True)
+        if isinstance(counter, FunctionCounter):
+            print(counter.table(runs, by_function), flush=True)
     if "k1" in scenarios and "k5" in scenarios:
         figures["extra_iteration_bytecodes"] = (figures["tool_k5_run_bytecodes"] - figures["tool_k1_run_bytecodes"]) / 4
         print(f"extra tool iteration {figures['extra_iteration_bytecodes']:>10,.0f}", flush=True)
@@ -77,10 +108,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--warmup", type=int, default=200, help="runs before the counted ones (default 200)")
     parser.add_argument("--runs", type=int, default=200, help="counted runs per scenario (default 200)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
+    parser.add_argument(
+        "--by-function", type=int, default=0, metavar="N", help="also print the N functions with the most bytecodes"
+    )
     args = parser.parse_args(argv)
     if args.warmup < 0 or args.runs < 1:
         raise SystemExit(f"bench_bytecodes: --warmup must be >= 0 and --runs >= 1, got {args.warmup} and {args.runs}")
-    figures = measure(args.scenarios, args.warmup, args.runs)
+    if args.by_function < 0:
+        raise SystemExit(f"bench_bytecodes: --by-function must be >= 0, got {args.by_function}")
+    figures = measure(args.scenarios, args.warmup, args.runs, args.by_function)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2), encoding="utf-8")
     return figures

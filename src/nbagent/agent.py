@@ -608,11 +608,15 @@ class AssistantAgent(Component):
     def _new_run(
         self, messages: list[BaseChatMessage], token: CancellationToken | None, chunk_events: bool
     ) -> AgentRun:
-        """A run of arguments an entry point has checked (each checks its own once); through
-        :meth:`iter` when a subclass overrides it, as every entry point runs through ``iter``."""
+        """A run of arguments an entry point has checked (each checks its own once), for an entry point that
+        takes only its events, messages and Response (the records are recorded, not handed to it: no
+        item it would skip passes the run's iteration); through :meth:`iter` when a subclass overrides
+        it, as every entry point runs through ``iter``."""
         if type(self).iter is not AssistantAgent.iter:
             return self.iter(messages, token, chunk_events=chunk_events)
-        return AgentRun(self, messages, token, chunk_events, self._slot, self._run_steps, self._repair_context)
+        return AgentRun(
+            self, messages, token, chunk_events, self._slot, self._run_steps, self._repair_context, events_only=True
+        )
 
     def on_messages(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken | None = None
@@ -747,19 +751,15 @@ class AssistantAgent(Component):
         self, shown: list[BaseChatMessage], messages: list[BaseChatMessage], token: CancellationToken | None
     ) -> TaskResult:
         collected: list[BaseAgentEvent | BaseChatMessage] = list(shown)
+        take = partial(_collect, collected)
         # Streamed chunks are not part of the result: no chunk event is built for nobody to see.
         run = self._new_run(messages, token, False)
         try:
-            async for item in run:
-                kind = type(item)
-                if kind is str or kind in NOT_EVENT_TYPES:  # a streamed chunk's text (most items), records
-                    continue
-                if kind is Response:
-                    collected.append(item.chat_message)  # type: ignore[union-attr]
-                elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):
-                    collected.append(item)
-                elif isinstance(item, Response):  # a subclass, read as its base (as AutoGen's run does)
-                    collected.append(item.chat_message)
+            if type(run) is AgentRun:  # nbagent's own: run to its end, its events taken as they come
+                await run.drive(take)
+            else:  # a subclass's iter(): every item of its run
+                async for item in run:
+                    take(item)
         finally:
             if run.status == "running" or type(run) is not AgentRun:  # (an ended AgentRun's aclose does nothing)
                 await run.aclose()
@@ -932,10 +932,21 @@ class AssistantAgent(Component):
                 await llm_items.aclose()
                 raise
 
-        # STEP 5: text exit, or the tool loop.
-        steps = self._process_model_result(run, run.llm_result(), inner, message_id)
+        # STEP 5: text exit, or the tool loop. A text answer exits here (no nested generator) when STEP 5
+        # is nbagent's own (neither a subclass's nor a patch), through the text exit the tool loop ends with.
+        result = run.llm_result()
+        if type(result.content) is str and getattr(self._process_model_result, "__func__", None) is _OWN_STEP5:
+            yield Move(run_id, "text_exit", 0)
+            if result.thought:
+                yield self._thought(result.thought, inner)
+            run.response = await self._text_exit(run, result, inner, message_id)
+            yield run.response
+            return
+        steps = self._process_model_result(run, result, inner, message_id)
         try:
             async for item in steps:
+                if type(item) is Response:  # the run's answer (the run keeps it)
+                    run.response = item
                 yield item
         except BaseException:  # closed or failed while suspended: closed too (an ended one needs no aclose)
             await steps.aclose()
@@ -1034,7 +1045,7 @@ class AssistantAgent(Component):
         limit = REQUEST_LIMIT.get()  # a limit shared by many runs (nbagent.spark's job-wide one): a slot first
         release = None if limit is None else await _request_slot(limit, call, token)
         try:
-            result = await guarded(_create(client, call.request, token), token)
+            result = await token.guard(_create(client, call.request, token))  # (the run's own token)
         except BaseException as error:
             _call_failed(call, error, release)
             raise
@@ -1124,8 +1135,7 @@ class AssistantAgent(Component):
             if model_result.thought:
                 yield self._thought(model_result.thought, inner)
             if text:
-                await self._add_answer(run, model_result)
-                yield self._final_message(model_result, inner, message_id)
+                yield await self._text_exit(run, model_result, inner, message_id)
                 return
 
             calls = model_result.content  # type: ignore[assignment]  # not a str: the calls
@@ -1202,19 +1212,18 @@ class AssistantAgent(Component):
         inner.append(event)
         return event
 
-    def _final_message(
-        self, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
+    async def _text_exit(
+        self, run: AgentRun, result: CreateResult, inner: list[BaseAgentEvent | BaseChatMessage], message_id: str
     ) -> Response:
-        """The text answer's Response, once its context entry is added (:meth:`_add_answer`)."""
-        return Response(chat_message=self._answer(result, message_id), inner_messages=inner)
-
-    def _add_answer(self, run: AgentRun, result: CreateResult) -> Awaitable[None]:
-        """The text answer's context entry (after its thought's event): added at once to a context that
-        appends without a coroutine (:func:`~nbagent.context.add_to`); none once the run was cancelled
-        since the model answered."""
+        """STEP 5's text exit, after its move and its thought's event: the answer enters the context and
+        its Response ends the run (none once the run was cancelled since the model answered). The one
+        text exit of a first answer (:meth:`_run_steps`), of one after tool calls (the tool loop) and of
+        the reflection (:meth:`_reflect_on_tool_use_flow`)."""
         assert isinstance(result.content, str)
         _stop_if_cancelled(run.token)  # cancelled since the model answered: the answer does not enter the context
-        return add_to(self._model_context, assistant_message(result.content, self.name, result.thought))
+        # added at once to a context that appends without a coroutine (:func:`~nbagent.context.add_to`)
+        await add_to(self._model_context, assistant_message(result.content, self.name, result.thought))
+        return Response(chat_message=self._answer(result, message_id), inner_messages=inner)
 
     def _answer(self, result: CreateResult, message_id: str) -> TextMessage | StructuredMessage[BaseModel]:
         assert isinstance(result.content, str)
@@ -1460,8 +1469,7 @@ class AssistantAgent(Component):
             )
         if result.thought:
             yield self._thought(result.thought, inner)
-        await self._add_answer(run, result)
-        yield self._final_message(result, inner, message_id)
+        yield await self._text_exit(run, result, inner, message_id)
 
     def _summarize_tool_use(
         self,
@@ -1553,6 +1561,16 @@ class AssistantAgent(Component):
 
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
 _RECORD = attrgetter("record")
+
+
+def _record_each(records: list[Callable[[RunItem], None]], item: RunItem) -> None:
+    """Record ``item`` with each of a run's recorders (their ``record``, in order)."""
+    for record in records:
+        record(item)
+
+
+def _record_none(item: RunItem) -> None:
+    """What a run records with before it starts: nothing."""
 
 
 @lru_cache(maxsize=64)
@@ -1680,6 +1698,9 @@ def _walked_then_executions(
     yield from executions
 
 
+_OWN_STEP5 = AssistantAgent._process_model_result  # noqa: SLF001 (the class's own, in its module)
+"""nbagent's own ``_process_model_result``: a text answer exits in ``_run_steps`` while it is the agent's."""
+
 _OWN_EXECUTION = AssistantAgent._execute_tool_calls  # noqa: SLF001 (the class's own, in its module)
 """nbagent's own ``_execute_tool_calls``: STEP 5 runs its two halves while it is the agent's (not a
 subclass's, nor a patch of the class's or of the agent's)."""
@@ -1700,6 +1721,20 @@ async def _tool_events(
             yield item
     finally:
         await items.aclose()
+
+
+def _collect(collected: list[BaseAgentEvent | BaseChatMessage], item: object) -> None:
+    """Add a run's ``item`` to the messages of its ``TaskResult`` if it is an event or a message (a
+    ``Response``: its message; read as its base if a subclass's, as AutoGen's run does)."""
+    kind = type(item)
+    if kind is Response:
+        collected.append(item.chat_message)  # type: ignore[attr-defined]
+    elif kind is str or kind in NOT_EVENT_TYPES:  # a streamed chunk's text, records
+        return
+    elif isinstance(item, (BaseAgentEvent, BaseChatMessage)):
+        collected.append(item)
+    elif isinstance(item, Response):
+        collected.append(item.chat_message)
 
 
 def _stop_if_cancelled(token: CancellationToken) -> None:
@@ -1784,12 +1819,14 @@ class AgentRun(RunIterator):
     It marks the agent busy from its first step to its end, feeds every item to the agent's
     recorders, and leaves the context valid however the run ends (``aclose()`` included).
     The agent (:meth:`AssistantAgent.iter`) hands it what it drives: the agent's run ``slot``, its
-    loop (``steps``, i.e. ``_run_steps``) and the context repair (``repair``).
+    loop (``steps``, i.e. ``_run_steps``, which sets ``llm_call``, ``llm_client`` and ``response`` as
+    it goes) and the context repair (``repair``).
     """
 
     __slots__ = (
         "agent", "messages", "cancellation_token", "chunk_events", "token", "run_id", "status", "response",
-        "llm_call", "llm_client", "plan", "gated", "_slot", "_loop", "_repair", "_steps", "_record", "__weakref__",
+        "llm_call", "llm_client", "plan", "gated", "events_only", "_slot", "_loop", "_repair", "_record_all",
+        "__weakref__",
     )  # fmt: skip
     token: CancellationToken  # the run's own, linked to the caller's ``cancellation_token``
 
@@ -1803,6 +1840,8 @@ class AgentRun(RunIterator):
         steps: Callable[[AgentRun], AsyncGenerator[RunItem, None]],
         repair: Callable[[], Awaitable[None]],
         plan: Interventions | None = None,
+        *,
+        events_only: bool = False,
     ) -> None:
         self.agent = agent
         self.messages = messages
@@ -1811,16 +1850,18 @@ class AgentRun(RunIterator):
         self.token = CancellationToken()
         self.run_id = new_id()
         self.status: str = "new"
-        self.response: Response | None = None
+        self.response: Response | None = None  # the answer, once the loop has yielded it
         self.llm_call: LLMCall | None = None  # the run's current (last started) model call
         self.llm_client: ChatCompletionClient | None = None  # the client it is sent to
         self.plan = plan  # what a walk changes at move boundaries: the loop's one seam (interventions.py)
         self.gated = False  # run for an AutoGen team: its model calls ask TEAM_CALL_GATE first
+        # Its consumer (run, run_stream, on_messages...) takes no records and no streamed text (str):
+        # they are recorded, and not yielded.
+        self.events_only = events_only
         self._slot = slot
         self._loop = steps
         self._repair = repair
-        self._steps: AsyncGenerator[RunItem, None] | None = None
-        self._record: list[Callable[[RunItem], None]] = []  # the ``record`` of each recorder
+        self._record_all: Callable[[RunItem], None] = _record_none  # records an item with each recorder
         self._advancing = False
         self._ended: asyncio.Event | None = None
         self._items: AsyncGenerator[RunItem, None] | None = None
@@ -1832,7 +1873,8 @@ class AgentRun(RunIterator):
             raise RuntimeError("the run has no ended model call")
         return call.result
 
-    def _start(self) -> RunStarted:
+    def _start(self) -> tuple[RunStarted, AsyncGenerator[RunItem, None]]:
+        """Start the run (its slot taken, its loop made): its first record, and its loop's items."""
         slot = self._slot
         if slot.run is not None:
             slot.check()  # raises: another run holds the slot
@@ -1843,14 +1885,15 @@ class AgentRun(RunIterator):
         if slot.failed is not None:
             slot.warn_if_repeated(self.messages)
         slot.run = self  # checked above: the slot is free
-        self._record = list(map(_RECORD, self.agent.recorders))  # each recorder's ``record``
-        self._steps = self._loop(self)
+        records = list(map(_RECORD, self.agent.recorders))  # each recorder's ``record``
+        self._record_all = records[0] if len(records) == 1 else partial(_record_each, records)  # (one: no loop)
+        steps = self._loop(self)
         self.status = "running"
         parent = None if self.plan is None else self.plan.parent
         settings = self.agent.loop_settings
         if parent is None:
-            return RunStarted(self.run_id, self.agent.name, self.messages, loop_settings=settings)
-        return RunStarted(
+            return RunStarted(self.run_id, self.agent.name, self.messages, loop_settings=settings), steps
+        started = RunStarted(
             self.run_id,
             self.agent.name,
             self.messages,
@@ -1858,35 +1901,36 @@ class AgentRun(RunIterator):
             fork_move=parent[1],
             loop_settings=settings,
         )
+        return started, steps
 
     async def _iterate(self) -> AsyncGenerator[RunItem, None]:
-        """Start the run, pass every item on (recorded, but streamed chunks), end it however it ends.
+        """Start the run, pass every item on (recorded, but streamed chunks; for an ``events_only``
+        consumer only the events, messages and Response), end it however it ends.
 
         ``_advancing`` is true while the loop runs (the generator awaits ``_run_steps``) and false
         while the consumer holds an item: it tells :meth:`aclose` how to end the run.
         """
         if self.status != "new":
             return
-        started = self._start()
-        records = self._record
-        steps = self._steps
-        assert steps is not None
+        started, steps = self._start()
+        record = self._record_all
+        events_only = self.events_only
         try:
-            for record in records:
-                record(started)
-            yield started
+            record(started)
+            if not events_only:
+                yield started
             self._advancing = True
             async for item in steps:
-                self._advancing = False
                 kind = type(item)
-                if kind is str or kind is ModelClientStreamingChunkEvent:
-                    yield item  # recorders read streamed chunks from the LLMCall's stream
-                else:
-                    if kind is Response:
-                        self.response = item  # type: ignore[assignment]
-                    for record in records:
-                        record(item)
-                    yield item
+                if kind is str:  # streamed text (recorders read streamed chunks from the LLMCall's stream)
+                    if events_only:
+                        continue
+                elif kind is not ModelClientStreamingChunkEvent:
+                    record(item)
+                    if events_only and kind in NOT_EVENT_TYPES:
+                        continue
+                self._advancing = False
+                yield item
                 self._advancing = True
         except GeneratorExit:  # closed by aclose() while the consumer held an item
             try:
@@ -1895,24 +1939,52 @@ class AgentRun(RunIterator):
                 await self._repair()
                 self._finish("cancelled")
             raise
-        except asyncio.CancelledError as error:
-            self._advancing = False
-            await self._repair()
-            self._finish("cancelled")
-            if not self.token.is_cancelled():  # from outside: neither the caller's token nor aclose()
-                why = "the task awaiting it was cancelled: a kernel interrupt, Ctrl-C, task.cancel() or a timeout"
-                explain_cancellation(error, interrupted_text(self.agent.name, why, self._slot.failed is not None))
-            raise
         except BaseException as error:
-            self._advancing = False
-            await self._repair()
-            self._finish("error", error)
+            await self._failed(error)
             raise
         self._advancing = False
         finished = self._finish("ok")
-        for record in records:
-            record(finished)
-        yield finished
+        if not events_only:
+            yield finished
+
+    async def drive(self, take: Callable[[RunItem], object]) -> None:
+        """Run to the end without iterating (nothing is held between items): ``take`` is called with each
+        event, message and the ``Response`` as they come; every item is recorded, as :meth:`__aiter__`'s.
+        A run that is not new does nothing. How :meth:`AssistantAgent.run` takes its events: no
+        iteration of the run (an async generator) is made and passed through."""
+        if self.status != "new":
+            return
+        started, steps = self._start()
+        record = self._record_all
+        try:
+            record(started)
+            self._advancing = True  # the whole run: aclose() from another task cancels it where it awaits
+            async for item in steps:
+                kind = type(item)
+                if kind is ModelClientStreamingChunkEvent:  # (recorders read chunks from the LLMCall's stream)
+                    take(item)
+                elif kind is not str:  # (streamed text is not an event)
+                    record(item)
+                    if kind not in NOT_EVENT_TYPES:  # an event, a message or the Response
+                        take(item)
+        except BaseException as error:
+            await self._failed(error)
+            raise
+        self._advancing = False
+        self._finish("ok")
+
+    async def _failed(self, error: BaseException) -> None:
+        """End the run that ``error`` (a cancellation, or a failure) stopped: the context repaired, the
+        run cancelled (said why, if from outside) or failed."""
+        self._advancing = False
+        await self._repair()
+        if not isinstance(error, asyncio.CancelledError):
+            self._finish("error", error)
+            return
+        self._finish("cancelled")
+        if not self.token.is_cancelled():  # from outside: neither the caller's token nor aclose()
+            why = "the task awaiting it was cancelled: a kernel interrupt, Ctrl-C, task.cancel() or a timeout"
+            explain_cancellation(error, interrupted_text(self.agent.name, why, self._slot.failed is not None))
 
     def _finish(self, status: str, error: BaseException | None = None) -> RunFinished:
         self.status = status
@@ -1933,9 +2005,7 @@ class AgentRun(RunIterator):
         if self._ended is not None:
             self._ended.set()
         finished = RunFinished(self.run_id, self.agent.name, status, text)  # type: ignore[arg-type]
-        if status != "ok":
-            for record in self._record:
-                record(finished)
+        self._record_all(finished)
         return finished
 
     async def aclose(self) -> None:

@@ -10,7 +10,8 @@ when it has been delivered, so the task's next ``await`` (the caller's, after th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from types import CoroutineType
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -68,23 +69,39 @@ class CancellationToken:
         this raises ``CancelledError`` however the awaitable ended: :class:`CancelledWithResult`
         (carrying the result) if it completed, chained from its exception if it raised an ``Exception``
         (a ``KeyboardInterrupt`` propagates as it is).
+
+        A coroutine's first step runs at once: one that ends without waiting (a replayed answer, a
+        tool that does not wait) is not guarded (nothing can interrupt it), and no task is looked up.
         """
         if self._cancelled:
             if isinstance(awaitable, Coroutine):  # an entry point's too (nbagent.sync.Pending): never awaited
                 awaitable.close()
             raise asyncio.CancelledError(CANCELLED)
+        if type(awaitable) is CoroutineType:
+            try:
+                waits_on = awaitable.send(None)
+            except StopIteration as done:  # ended without waiting: cancelled meanwhile (by itself), its result kept
+                if self._cancelled:
+                    raise CancelledWithResult(done.value) from None
+                return done.value  # type: ignore[no-any-return]
+            except Exception as error:
+                if self._cancelled:  # a failure the cancellation caused, or met: cancelled all the same
+                    raise asyncio.CancelledError(CANCELLED) from error
+                raise
+            awaitable = _Resumed(awaitable, waits_on)  # it waits: the rest is guarded
         task = asyncio.current_task()
         assert task is not None, "CancellationToken.guard() runs inside a task"
         guard = _Guard()
         guard.task = task
-        self._callbacks.append(guard)
+        if self._cancelled:  # fired during the first step (by the awaitable itself): delivered at its wait
+            guard()
+        else:
+            self._callbacks.append(guard)
         try:
             result = await awaitable
         except BaseException as error:
             if guard.fired:
-                guard.active = False
-                if guard.delivered:
-                    task.uncancel()
+                guard.withdraw()
                 if isinstance(error, Exception):  # a failure the cancellation caused, or met: cancelled all the same
                     raise asyncio.CancelledError(CANCELLED) from error
             raise
@@ -95,9 +112,7 @@ class CancellationToken:
                 except ValueError:
                     pass
         if guard.fired:  # the awaitable completed (or swallowed the cancellation): the run still ends here
-            guard.active = False
-            if guard.delivered:
-                task.uncancel()
+            guard.withdraw()
             raise CancelledWithResult(result)
         return result
 
@@ -151,6 +166,36 @@ class CancelledWithResult(asyncio.CancelledError, Generic[T]):
         self.result = result
 
 
+class _Resumed(Generic[T]):
+    """A coroutine whose first step has run and yielded ``waits_on`` (:meth:`CancellationToken.guard`),
+    awaited from there: what its task sends or throws goes to the coroutine."""
+
+    __slots__ = ("_coro", "_waits_on")
+
+    def __init__(self, coro: Coroutine[Any, Any, T], waits_on: Any) -> None:
+        self._coro = coro
+        self._waits_on = waits_on
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        coro, value = self._coro, self._waits_on
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as error:  # the task's cancellation, or another thrown in
+                try:
+                    value = coro.throw(error)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]
+            else:
+                try:
+                    value = coro.send(sent)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]
+
+
 class _Guard:
     """One :meth:`CancellationToken.guard` await: whether its token fired, and whether the task was cancelled for it.
 
@@ -170,6 +215,13 @@ class _Guard:
         if self.active:
             self.delivered = True
             self.task.cancel(CANCELLED)
+
+    def withdraw(self) -> None:
+        """The await is over (the token fired): a cancellation not delivered yet will not be, one
+        delivered is withdrawn, so the task is left with no pending cancellation."""
+        self.active = False
+        if self.delivered:
+            self.task.uncancel()
 
 
 def guarded(awaitable: Awaitable[T], token: CancellationToken | None) -> Awaitable[T]:

@@ -59,3 +59,20 @@ def test_a_plain_run_is_counted_and_written(tmp_path: Path) -> None:
 def test_bad_counts_are_refused_naming_the_parameters() -> None:
     with pytest.raises(SystemExit, match=r"--warmup must be >= 0 and --runs >= 1, got 0 and 0"):
         bytecodes.main(["--runs", "0", "--warmup", "0"])
+    with pytest.raises(SystemExit, match=r"--by-function must be >= 0, got -1"):
+        bytecodes.main(["--by-function", "-1"])
+
+
+def test_the_count_by_function_names_each_function_with_its_bytecodes_and_calls() -> None:
+    async def run() -> None:
+        work(10)
+        work(10)
+
+    counter = bytecodes.FunctionCounter()
+    total = asyncio.run(bytecodes.count(run, 0, 4, counter))
+    table = counter.table(4, 10).splitlines()
+    assert table[0].split() == ["bytecodes", "calls", "function", "(file:line)"]
+    [line] = [line for line in table if " work (" in line]
+    ops, calls = line.split()[:2]
+    assert float(calls) == 2.0 and float(ops) > 0  # two calls a run
+    assert sum(float(line.split()[0]) for line in table[1:]) == pytest.approx(total)  # every frame counted once

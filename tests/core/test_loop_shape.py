@@ -153,8 +153,8 @@ def observing(monkeypatch: pytest.MonkeyPatch) -> list[ObservedRun]:
         if callable(function):
             monkeypatch.setattr(AssistantAgent, method, noting_runs(method, function, note))
 
-    def init_observed(self: AgentRun, agent: AssistantAgent, *args: Any) -> None:
-        original(self, agent, *args)
+    def init_observed(self: AgentRun, agent: AssistantAgent, *args: Any, **kwargs: Any) -> None:
+        original(self, agent, *args, **kwargs)
         log = logs.setdefault(id(agent), MoveLog(agent, runs))
         if log not in agent.recorders:
             agent.recorders.append(log)

@@ -3,6 +3,9 @@ implemented by each client) and a public checkpoint/restore for the stepper's Re
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 from pathlib import Path
 
 import pytest
@@ -120,3 +123,23 @@ def test_stateless_clients_restore_nothing() -> None:
     client.restore(None)
     with pytest.raises(TypeError):
         client.restore(object())
+
+
+def test_a_model_request_is_a_frozen_dataclass_whose_fields_its_init_sets() -> None:
+    """``ModelRequest``'s own ``__init__`` (its slots set directly) makes what the dataclass's made: each
+    field, a new empty ``extra_create_args`` unless given, frozen, and ``replace``, copies and pickles work."""
+    request = ModelRequest([UserMessage(content="hi", source="user")], [], "auto", None)
+    assert request.extra_create_args == {}
+    assert (
+        ModelRequest([], [], "auto", None).extra_create_args is not ModelRequest([], [], "auto", None).extra_create_args
+    )
+    named = ModelRequest(messages=[], tools=[], tool_choice="none", json_output=True, extra_create_args={"seed": 1})
+    assert (named.tool_choice, named.json_output, dict(named.extra_create_args)) == ("none", True, {"seed": 1})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.tools = []  # type: ignore[misc]
+    changed = dataclasses.replace(request, tool_choice="required")
+    assert changed.tool_choice == "required" and changed.messages is request.messages
+    assert pickle.loads(pickle.dumps(request)) == request == copy.deepcopy(request)
+    assert [f.name for f in dataclasses.fields(ModelRequest)] == [
+        "messages", "tools", "tool_choice", "json_output", "extra_create_args",
+    ]  # fmt: skip
