@@ -6,6 +6,10 @@
   are measured (their results and their traces kept). Printed beside issue 42's target (2 KB).
   ``kept_tool_bytes_per_run_<n>``: the same for a tool run (two parallel tool calls, then a
   reflection: three messages more in the context, two LLM calls and two tool executions a run).
+  The ids the runs keep (messages', runs') are drawn from a pool made in bulk: it is emptied before the
+  measure, so that every id a run keeps is counted, and the spare ids it holds after are not (a buffer of
+  at most 1,024 ids, not a run's; without both, where the pool's refills fall moved the figure by up to
+  90 B a run at 1,000 runs).
 - ``replay_s_<n>`` / ``open_s_<n>`` (and their CPU time, ``*_cpu_s_<n>``): a Batch of ``n`` tasks on the
   replay model (no ``output=``: every run in memory), each a tool call and an answer; then, timed,
   ``batch.trace.replay(run)`` of its last run, and ``trace.run(run)`` (one run's rows of every table:
@@ -34,6 +38,7 @@ from bench.bench_trace import tool_agent  # noqa: E402
 
 import nbagent  # noqa: E402
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient, RequestUsage  # noqa: E402
+from nbagent._ids import ids_pool  # noqa: E402  (the ids drawn in bulk: counted, see the module's docstring)
 
 TARGET_BYTES = 2048  # issue 42.5: a kept plain run costs at most 2 KB with its trace
 TARGET_READ_S = 0.5  # issue 42.6: replaying or opening one run of a live 10,000-run Batch
@@ -47,12 +52,15 @@ async def kept_per_run(count: int, tools: bool = False) -> float:
         agent = AssistantAgent("a", ReplayChatCompletionClient(["warm"] + ["the answer"] * count))
     await agent.run(task="warm up")  # imports and first-call caches outside the measure
     gc.collect()
+    pool = ids_pool()
+    pool.clear()  # every id a measured run keeps is made in the measure
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         results = [await agent.run(task=f"task {i}") for i in range(count)]
         gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
+        spare = sum(map(sys.getsizeof, pool)) + 8 * len(pool)  # made in the measure, held by no run
+        held = tracemalloc.get_traced_memory()[0] - before - spare
     finally:
         tracemalloc.stop()
     assert len(results) == count and len(agent.trace.runs_df()) == count + 1

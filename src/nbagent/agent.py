@@ -1978,11 +1978,12 @@ class AgentRun(RunIterator):
         run cancelled (said why, if from outside) or failed."""
         self._advancing = False
         await self._repair()
-        if not isinstance(error, asyncio.CancelledError):
+        if not isinstance(error, asyncio.CancelledError | GeneratorExit):  # (GeneratorExit: a driven run closed)
             self._finish("error", error)
             return
         self._finish("cancelled")
-        if not self.token.is_cancelled():  # from outside: neither the caller's token nor aclose()
+        # From outside: neither the caller's token nor aclose().
+        if isinstance(error, asyncio.CancelledError) and not self.token.is_cancelled():
             why = "the task awaiting it was cancelled: a kernel interrupt, Ctrl-C, task.cancel() or a timeout"
             explain_cancellation(error, interrupted_text(self.agent.name, why, self._slot.failed is not None))
 

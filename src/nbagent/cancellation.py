@@ -77,7 +77,7 @@ class CancellationToken:
             if isinstance(awaitable, Coroutine):  # an entry point's too (nbagent.sync.Pending): never awaited
                 awaitable.close()
             raise asyncio.CancelledError(CANCELLED)
-        if type(awaitable) is CoroutineType:
+        if type(awaitable) is CoroutineType and not awaitable.cr_suspended:  # not started (or ended: send says so)
             try:
                 waits_on = awaitable.send(None)
             except StopIteration as done:  # ended without waiting: cancelled meanwhile (by itself), its result kept
@@ -179,21 +179,19 @@ class _Resumed(Generic[T]):
     def __await__(self) -> Generator[Any, Any, T]:
         coro, value = self._coro, self._waits_on
         while True:
+            thrown: BaseException | None = None
+            sent = None
             try:
                 sent = yield value
             except GeneratorExit:
                 coro.close()
                 raise
             except BaseException as error:  # the task's cancellation, or another thrown in
-                try:
-                    value = coro.throw(error)
-                except StopIteration as done:
-                    return done.value  # type: ignore[no-any-return]
-            else:
-                try:
-                    value = coro.send(sent)
-                except StopIteration as done:
-                    return done.value  # type: ignore[no-any-return]
+                thrown = error
+            try:  # (out of the except block: what the coroutine raises is not chained to what was thrown)
+                value = coro.send(sent) if thrown is None else coro.throw(thrown)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
 
 
 class _Guard:

@@ -138,7 +138,7 @@ MOVES: dict[MoveName, MoveInfo] = {
     "text_exit": MoveInfo(
         5,
         "Text: the final answer",
-        "_process_model_result",
+        "_text_exit",
         "text: answer",
         "The model answered with text, so this is the answer (a TextMessage, or a StructuredMessage when "
         "output_content_type is set). This is the loop's only normal exit, whatever iterations are left.",

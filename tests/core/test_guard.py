@@ -110,3 +110,48 @@ async def test_a_call_that_fires_the_token_then_waits_is_cancelled_at_its_wait()
     with pytest.raises(asyncio.CancelledError, match=CANCELLED):
         await within(token.guard(fires_then_waits()), "the wait after the token fired to be cancelled")
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_a_coroutine_another_task_awaits_is_refused_and_left_to_it() -> None:
+    """A started coroutine is not stepped by the guard: awaiting it again fails as a plain ``await`` does,
+    and the task that awaits it gets its result, every step of it run in that task."""
+    ran_in: list[str] = []
+
+    async def steps() -> str:
+        for _ in range(3):
+            await asyncio.sleep(0)
+            ran_in.append(asyncio.current_task().get_name())  # type: ignore[union-attr]
+        return "done"
+
+    coro = steps()
+    owner = asyncio.create_task(coro, name="owner")
+    await asyncio.sleep(0)  # the owner has started it: suspended at its first wait
+    with pytest.raises(RuntimeError, match="awaited already"):
+        await CancellationToken().guard(coro)
+    assert await within(owner, "the owner's coroutine to end") == "done"
+    assert ran_in == ["owner"] * 3
+
+
+async def test_what_a_waiting_call_raises_after_a_thrown_cancellation_is_not_chained_to_it() -> None:
+    """A call that catches the cancellation its task got and raises its own error: that error comes out as
+    the call raised it, with no cancellation as its context (as awaiting the call unguarded gives)."""
+    handled = asyncio.Event()
+
+    async def recovers_then_fails() -> None:
+        try:
+            await asyncio.sleep(LONG)
+        except asyncio.CancelledError:
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            handled.set()
+        raise ValueError("after the cancellation")
+
+    async def guarded_call() -> None:
+        await CancellationToken().guard(recovers_then_fails())
+
+    task = asyncio.create_task(guarded_call())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(ValueError, match="after the cancellation") as raised:
+        await within(task, "the call's own error")
+    assert handled.is_set() and raised.value.__context__ is None

@@ -308,3 +308,34 @@ async def test_a_driven_run_closed_from_another_task_ends_cancelled_with_a_valid
     assert run.status == "cancelled" and not agent.is_running
     assert taken == ["ToolCallRequestEvent"]
     assert every_call_answered(agent)
+
+
+def test_a_driven_run_whose_coroutine_is_closed_ends_cancelled_not_failed() -> None:
+    """``run()``'s coroutine closed while its run waits (``close()``: what collecting a dropped loop's pending
+    task does) ends the run cancelled, as an iterated run closed the same way: not an error, the agent
+    free, the tool call answered."""
+    started = asyncio.Event()
+
+    async def slow(a: int) -> int:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(3600)
+        return a
+
+    agent = AssistantAgent("a", ReplayChatCompletionClient([calls(("c1", "slow", '{"a": 1}'))]), tools=[slow])
+
+    async def awaits_the_run() -> None:
+        await agent.run(task="go")
+
+    loop = asyncio.new_event_loop()
+    try:
+        coro = awaits_the_run()
+        loop.create_task(coro)
+        loop.run_until_complete(within(started.wait(), "the tool call to start"))
+        coro.close()
+        runs = agent.trace.runs_df()
+        assert list(runs["status"]) == ["cancelled"] and runs["error"].isna().all()
+        assert not agent.is_running and agent.failed_run is not None and agent.failed_run.status == "cancelled"
+        assert every_call_answered(agent)
+    finally:
+        loop.close()

@@ -133,6 +133,7 @@ def test_a_model_request_is_a_frozen_dataclass_whose_fields_its_init_sets() -> N
     assert (
         ModelRequest([], [], "auto", None).extra_create_args is not ModelRequest([], [], "auto", None).extra_create_args
     )
+    assert ModelRequest([], [], "auto", None, None).extra_create_args is None  # given: kept as it is
     named = ModelRequest(messages=[], tools=[], tool_choice="none", json_output=True, extra_create_args={"seed": 1})
     assert (named.tool_choice, named.json_output, dict(named.extra_create_args)) == ("none", True, {"seed": 1})
     with pytest.raises(dataclasses.FrozenInstanceError):

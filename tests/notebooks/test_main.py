@@ -47,7 +47,7 @@ DEMO_LINES = [
     "   ToolCallExecutionEvent  subtract -> 6.0",
     "-- STEP 5: Call the LLM again with the results  [_call_llm]",
     "   LLM call (tool_loop), 6 messages, 2 tools",
-    "-- STEP 5: Text: the final answer  [_process_model_result]",
+    "-- STEP 5: Text: the final answer  [_text_exit]",
     "   Response: TextMessage  Paris has 12 C and clouds, Tokyo 18 C and sun: Tokyo is 6 degrees warmer.",
     "run finished  status=ok",
 ]

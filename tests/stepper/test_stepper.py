@@ -365,7 +365,7 @@ async def test_repr_names_the_move() -> None:
     await stepper.run_to_end()
     assert (
         repr(stepper.current)
-        == "<StepResult #4 STEP 5 text_exit (_process_model_result, iteration 0): 1 events, +1 context rows, done>"
+        == "<StepResult #4 STEP 5 text_exit (_text_exit, iteration 0): 1 events, +1 context rows, done>"
     )
 
 

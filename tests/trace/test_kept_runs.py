@@ -41,9 +41,9 @@ FRAMES = ("runs_df", "events_df", "llm_calls_df", "tool_calls_df", "context_df")
 TIMES = re.compile(r"(_at|_s|timestamp)$")
 ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # Bytes a kept plain run may hold with its trace, 1,000 runs kept in a fresh interpreter (tracemalloc counts
-# the same bytes in every fresh process: 1,967 since finished runs' rows are appended to an open block every
-# 24 runs; 2,376 at 3f263b8, which packed every 256 runs, 3,469 at bc571e9, 4,190 before its messages held
-# their values alone). Issue 42.5's target.
+# the same bytes in every fresh process: 2,019 since finished runs' rows are appended to an open block every
+# 24 runs, and the bench counts every id a run keeps, none of the id pool's spares; 2,428 at 3f263b8, which
+# packed every 256 runs). Issue 42.5's target.
 KEPT_RUN_BYTES = 2048
 KEPT_RUNS = 1000
 
