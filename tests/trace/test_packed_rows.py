@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -275,6 +276,57 @@ async def test_blocks_read_whole_make_their_own_run_ids_texts_only(monkeypatch: 
     made.clear()
     assert [row for _, row in rows.records_from(0, RunStarted)] == [row for row in expected if type(row) is RunStarted]
     assert len(made) <= 40 + 2 * len(rows.blocks)
+
+
+async def test_two_threads_read_two_blocks_of_one_store_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blocks share their store's run ids, each block read whole listing its own: while another thread
+    is reading one block (an export in a worker thread), a read of another block in this thread reads its
+    own runs' ids (the listing was the store's, shared by threads: this read got the other's list, its run
+    ids None or an IndexError)."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 2)
+    monkeypatch.setattr(packed_module, "BLOCK_ROWS", 40)
+    trace, _ = await kept_runs(12)
+    rows = trace.store.rows
+    first, last = rows.blocks[0], rows.blocks[-1]
+    assert first is not last and rows.packed == len(rows)
+    expected = list(rows)
+    listed, done = threading.Event(), threading.Event()
+
+    def reads_the_last_block() -> None:  # held in the middle of a whole read of the last block
+        last.runs.listing(True, last.first_run, last.end_run)
+        listed.set()
+        done.wait(60)
+        last.runs.listing(False)
+
+    reader = threading.Thread(target=reads_the_last_block)
+    reader.start()
+    try:
+        assert listed.wait(60)
+        assert_same_rows(first.rows(), expected[: first.count])
+        assert [row for _, row in first.records(RunStarted)] == [
+            r for r in expected[: first.count] if type(r) is RunStarted
+        ]
+    finally:
+        done.set()
+        reader.join(60)
+
+
+async def test_the_last_run_of_a_packed_trace_is_found_without_rebuilding_its_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``last_run()`` right after a pack (the tail empty) reads the blocks' ``RunStarted`` records alone."""
+    monkeypatch.setattr(store_module, "PACK_RUNS", 2)
+    monkeypatch.setattr(packed_module, "BLOCK_ROWS", 40)
+    trace, _ = await kept_runs(12)
+    rows = trace.store.rows
+    assert rows.packed == len(rows) and not rows.tail
+    expected = [row for row in rows if type(row) is RunStarted][-1].run_id
+
+    def no_rebuild(self: Block) -> list[Any]:
+        raise AssertionError("a block rebuilt whole")
+
+    monkeypatch.setattr(Block, "rows", no_rebuild)
+    assert trace.last_run() == expected
 
 
 @pytest.mark.parametrize("name", ["events_df", "llm_calls_df", "tool_calls_df", "runs_df", "span_tables", "items"])

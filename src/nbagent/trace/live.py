@@ -254,10 +254,11 @@ class Trace(TraceFrames):
 
     def last_run(self, started: bool = False) -> str:
         """The id of the last run (runs are in the order they started: ``started`` changes nothing)."""
-        for row in reversed(self._rows()):
-            if type(row) is RunStarted:
-                return row.run_id
-        raise NoSuchRun("the trace holds no run")
+        self._rows()  # (every recorder's rows in)
+        last = self._store.rows.last_record(RunStarted)
+        if last is None:
+            raise NoSuchRun("the trace holds no run")
+        return str(last.run_id)
 
     def follower(self) -> RunFollower:
         """Its rows followed as they are recorded (:class:`~nbagent.trace.explore.RunFollower`)."""

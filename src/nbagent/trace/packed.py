@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -72,12 +73,14 @@ class RunIds:
     added since :meth:`settled` are looked up (:attr:`recent`), so that a run's rows and its snapshots,
     packed one after the other, share its 16 bytes."""
 
-    __slots__ = ("_uuids", "_others", "_listed", "recent")
+    __slots__ = ("_uuids", "_others", "_reading", "recent")
 
     def __init__(self) -> None:
         self._uuids = bytearray()  # 16 bytes an id: a UUID's, or zeros for one in ``_others``
         self._others: dict[int, str | None] = {}
-        self._listed: list[str | None] | None = None
+        # Per thread, the ids listed while a block is read whole (:meth:`listing`): two threads reading
+        # two blocks of one store at once (an export in a worker thread) each keep their own.
+        self._reading = threading.local()
         self.recent: dict[str | None, int] = {}
         """The codes of the ids added since :meth:`settled`."""
 
@@ -118,8 +121,9 @@ class RunIds:
     def listed(self, first: int = 0, end: int | None = None) -> list[str | None]:
         """The run ids of codes ``first`` to ``end`` (the last by default), in a list indexed by code
         (``None`` before ``first``; each UUID's text made once)."""
-        if self._listed is not None:
-            return self._listed
+        held: list[str | None] | None = getattr(self._reading, "listed", None)
+        if held is not None:
+            return held
         uuids = self._uuids
         stop = len(uuids) if end is None else 16 * end
         listed: list[str | None] = [None] * first
@@ -131,8 +135,10 @@ class RunIds:
 
     def listing(self, on: bool, first: int = 0, end: int | None = None) -> None:
         """Keep the ids of codes ``first`` to ``end`` listed (``on``, while a block whose codes are those
-        is read whole) or let the list go."""
-        self._listed = self.listed(first, end) if on else None
+        is read whole, in this thread) or let the list go."""
+        self._reading.listed = None
+        if on:
+            self._reading.listed = self.listed(first, end)
 
 
 class Column:
@@ -856,6 +862,17 @@ class PackedRows(Sequence[Row]):
         for index in range(max(0, start - packed), len(tail)):
             if type(tail[index]) is kind:
                 yield packed + index, tail[index]
+
+    def last_record(self, kind: type) -> Any | None:
+        """The last row of record type ``kind`` (of a block, its rows of that type alone rebuilt), or ``None``."""
+        for row in reversed(self.tail):
+            if type(row) is kind:
+                return row
+        for block in reversed(self._blocks):
+            found = block.records(kind)
+            if found:
+                return found[-1][1]
+        return None
 
     def __reversed__(self) -> Iterator[Row]:
         yield from reversed(self.tail)
