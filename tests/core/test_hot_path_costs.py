@@ -286,9 +286,8 @@ async def test_run_drives_its_run_without_iterating_it() -> None:
     assert kinds(again.messages) == kinds(result.messages)
 
 
-async def test_a_driven_run_closed_from_another_task_ends_cancelled_with_a_valid_context() -> None:
-    """``aclose()`` from another task (a Stop button) while ``drive`` runs cancels the run where it waits
-    and returns once it has ended; the tool call left gets its error result."""
+def waiting_tool_agent() -> tuple[AssistantAgent, asyncio.Event]:
+    """An agent whose model asks for one call of a tool that waits for good, and the event the call sets."""
     started = asyncio.Event()
 
     async def slow(a: int) -> int:
@@ -297,7 +296,13 @@ async def test_a_driven_run_closed_from_another_task_ends_cancelled_with_a_valid
         await asyncio.sleep(3600)
         return a
 
-    agent = AssistantAgent("a", ReplayChatCompletionClient([calls(("c1", "slow", '{"a": 1}'))]), tools=[slow])
+    return AssistantAgent("a", ReplayChatCompletionClient([calls(("c1", "slow", '{"a": 1}'))]), tools=[slow]), started
+
+
+async def test_a_driven_run_closed_from_another_task_ends_cancelled_with_a_valid_context() -> None:
+    """``aclose()`` from another task (a Stop button) while ``drive`` runs cancels the run where it waits
+    and returns once it has ended; the tool call left gets its error result."""
+    agent, started = waiting_tool_agent()
     run = agent.iter([TextMessage(content="go", source="user")])
     taken: list[str] = []
     driving = asyncio.ensure_future(run.drive(lambda item: taken.append(type(item).__name__)))
@@ -314,15 +319,7 @@ def test_a_driven_run_whose_coroutine_is_closed_ends_cancelled_not_failed() -> N
     """``run()``'s coroutine closed while its run waits (``close()``: what collecting a dropped loop's pending
     task does) ends the run cancelled, as an iterated run closed the same way: not an error, the agent
     free, the tool call answered."""
-    started = asyncio.Event()
-
-    async def slow(a: int) -> int:
-        """Wait."""
-        started.set()
-        await asyncio.sleep(3600)
-        return a
-
-    agent = AssistantAgent("a", ReplayChatCompletionClient([calls(("c1", "slow", '{"a": 1}'))]), tools=[slow])
+    agent, started = waiting_tool_agent()
 
     async def awaits_the_run() -> None:
         await agent.run(task="go")
@@ -330,9 +327,11 @@ def test_a_driven_run_whose_coroutine_is_closed_ends_cancelled_not_failed() -> N
     loop = asyncio.new_event_loop()
     try:
         coro = awaits_the_run()
-        loop.create_task(coro)
+        task = loop.create_task(coro)
         loop.run_until_complete(within(started.wait(), "the tool call to start"))
         coro.close()
+        task.cancel()  # (its coroutine closed: the task ends at once, cancelled)
+        loop.run_until_complete(asyncio.wait([task]))
         runs = agent.trace.runs_df()
         assert list(runs["status"]) == ["cancelled"] and runs["error"].isna().all()
         assert not agent.is_running and agent.failed_run is not None and agent.failed_run.status == "cancelled"
