@@ -105,6 +105,9 @@ def local_spark(master: str, scratch: Path) -> Iterator[Any]:
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
+        # a collect()'s or toPandas()'s rows come through a socket the JVM closes if this process has not
+        # connected within this time of the job's end (15 s by default: a loaded machine's driver missed it)
+        .config("spark.python.authenticate.socketTimeout", "600s")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
         .config("spark.local.dir", str(scratch / "local"))

@@ -290,7 +290,9 @@ def _run_job(frame: Any, job: _Job, rate: float | None, in_flight: int | None, p
         limit = JobLimit(rate, in_flight, host, port)
         job = replace(job, limit=limit.address)
     try:
-        frame.mapInPandas(partial(_run_partition, job), STATS_SCHEMA).collect()  # a row per partition
+        # count(), not collect(): its answer comes back through Py4J, where collect()'s rows come through a
+        # socket the driver must open within spark.python.authenticate.socketTimeout (15 s) of the job's end
+        frame.mapInPandas(partial(_run_partition, job), STATS_SCHEMA).count()
     finally:
         if limit is not None:
             limit.close()
