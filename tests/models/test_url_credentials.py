@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import warnings
 from typing import Any
 
@@ -21,6 +20,7 @@ from nbagent import AssistantAgent, load_component
 from nbagent.messages import UserMessage
 from nbagent.models import ModelConnectionError, ModelServerError, OpenAIChatCompletionClient
 
+from ..ports import refusing_port
 from .chat_server import ChatServer, Reply
 
 PASSWORD = "pw-" + "Vq83hZ0s"  # made at run time: no secret-looking literal in the repository
@@ -62,22 +62,16 @@ async def test_url_credentials_are_sent_as_basic_auth_and_never_shown(monkeypatc
         assert client.base_url == server.base_url + "/"
         assert client.dump_component(include_secrets=True).config["base_url"] == with_userinfo(server.base_url)
         await client.close()
-    port = _closed_port()
-    down = OpenAIChatCompletionClient(
-        "m", base_url=with_userinfo(f"http://127.0.0.1:{port}/v1"), api_key="", max_retries=0
-    )
-    with pytest.raises(ModelConnectionError) as refused:
-        await down.create(USER)
+    with refusing_port() as port:
+        down = OpenAIChatCompletionClient(
+            "m", base_url=with_userinfo(f"http://127.0.0.1:{port}/v1"), api_key="", max_retries=0
+        )
+        with pytest.raises(ModelConnectionError) as refused:
+            await down.create(USER)
     texts += [str(refused.value), repr(down)]
     await down.close()
     for text in texts:
         assert PASSWORD not in text and token not in text and "alice:" not in text, text
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def client_config(base_url: str | None, **config: Any) -> dict[str, Any]:

@@ -5,7 +5,6 @@ error within its deadline; a client that dies gives its slot back."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 
 from nbagent.spark.limit import JobLimit, LimitAddress, LimitClient, LimitUnreachable
 
+from ..ports import refusing_port
 from ..waits import within
 
 
@@ -83,14 +83,12 @@ async def test_a_client_that_goes_away_while_it_waits_or_holds_gives_its_slot_ba
 
 
 async def test_an_unreachable_limit_is_a_clear_error_within_its_deadline() -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    client = LimitClient(LimitAddress("127.0.0.1", port, "secret", connect_timeout=2))
-    with pytest.raises(LimitUnreachable, match=rf"request limit on the driver \(127.0.0.1:{port}\) did not answer"):
-        await asyncio.wait_for(client.check(), 30)
-    with pytest.raises(LimitUnreachable, match=r"the driver has ended, or this executor cannot reach"):
-        await asyncio.wait_for(client.acquire(), 30)
+    with refusing_port() as port:
+        client = LimitClient(LimitAddress("127.0.0.1", port, "secret", connect_timeout=2))
+        with pytest.raises(LimitUnreachable, match=rf"request limit on the driver \(127.0.0.1:{port}\) did not answer"):
+            await asyncio.wait_for(client.check(), 30)
+        with pytest.raises(LimitUnreachable, match=r"the driver has ended, or this executor cannot reach"):
+            await asyncio.wait_for(client.acquire(), 30)
 
 
 async def test_a_stranger_without_the_job_s_secret_gets_no_slot(limits: list[JobLimit]) -> None:

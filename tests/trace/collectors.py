@@ -15,7 +15,7 @@ Behaviour = Literal["silent", "trickle", "refuse", "status"]
 class Collector:
     """``behaviour``: ``silent`` reads the request and never answers; ``trickle`` answers
     ``HTTP/1.1 200 OK`` one byte every ``every`` seconds, forever; ``refuse``: nothing listens on the
-    port; ``status``: answers ``status`` (200 by default) at once."""
+    port (held, so no other process gets it); ``status``: answers ``status`` (200 by default) at once."""
 
     def __init__(self, behaviour: Behaviour, status: int = 200, every: float = 2.0) -> None:
         self.behaviour = behaviour
@@ -27,8 +27,7 @@ class Collector:
         self._sock.bind(("127.0.0.1", 0))
         port = self._sock.getsockname()[1]
         self.endpoint = f"http://127.0.0.1:{port}/v1/traces"
-        if behaviour == "refuse":
-            self._sock.close()
+        if behaviour == "refuse":  # bound, not listening: refused, and the port held until close()
             return
         self._sock.listen(64)
         self._sock.settimeout(0.2)
