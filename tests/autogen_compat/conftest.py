@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from nbagent import StdioServerParams
+from tests.ports import free_port
 
 HERE = Path(__file__).parent
 SERVER_LIFETIME_S = 240  # the HTTP server exits by itself after this, whatever happens to the tests
@@ -46,12 +47,6 @@ def time_server_processes() -> list[int]:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, limit_s: float = 60) -> None:
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
@@ -68,7 +63,7 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, limit
 @pytest.fixture(scope="module")
 def http_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of the tests' MCP server (streamable HTTP, 127.0.0.1, a free port), stopped at the end."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("mcp_http_server") / "server.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(

@@ -66,7 +66,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -81,6 +80,8 @@ from typing import Any
 import nbformat
 import pytest
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Error, Page, sync_playwright
+
+from tests.ports import free_port
 
 from .xss import MARKER_INIT_JS, XSS_HITS_JS
 
@@ -147,12 +148,6 @@ class LabServer:
         return json.loads(body) if body else None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _require_chromium() -> None:
     if CHROMIUM.exists():
         return
@@ -207,7 +202,7 @@ def _serve() -> Iterator[LabServer]:
     )
     for name in ("JUPYTER_PATH", "OPENAI_API_KEY", "OPENAI_BASE_URL"):  # offline: notebooks use the replay model
         env.pop(name, None)
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     log = base / "lab.log"
     command = [
         sys.executable,

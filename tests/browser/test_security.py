@@ -23,7 +23,9 @@ import pytest
 from nbconvert import HTMLExporter
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from .conftest import LabNotebook, LabServer, StaticPage, _free_port
+from tests.ports import free_port
+
+from .conftest import LabNotebook, LabServer, StaticPage
 from .xss import DANGEROUS_DOM_JS, KERNEL_TOOLS, PAYLOAD_COUNT, PLACES, corpus, xss_payloads
 
 pytestmark = pytest.mark.browser
@@ -120,7 +122,7 @@ def test_no_payload_runs_and_no_key_leaks(
     tmp_path: Path,
 ) -> None:
     (lab.root / "xss_corpus.json").write_text(json.dumps(corpus()))
-    cells = [SETUP, CONTROL, VIEW, STEPPER, SECRET.replace("{port}", str(_free_port())), CHECK]
+    cells = [SETUP, CONTROL, VIEW, STEPPER, SECRET.replace("{port}", str(free_port())), CHECK]
     nb: LabNotebook = run_notebook_in_lab(cells, name="security")
     page = nb.page
     outputs = nb.output_texts()

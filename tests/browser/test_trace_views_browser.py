@@ -26,7 +26,9 @@ import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
-from .conftest import LabNotebook, LabServer, StaticPage, _free_port
+from tests.ports import free_port
+
+from .conftest import LabNotebook, LabServer, StaticPage
 from .xss import DANGEROUS_DOM_JS, KERNEL_TOOLS, PAYLOAD_COUNT, PLACES, corpus, xss_payloads
 
 pytestmark = pytest.mark.browser
@@ -179,7 +181,7 @@ def test_trace_views_escape_payloads_and_hide_the_key(
     tmp_path: Path,
 ) -> None:
     (lab.root / "xss_corpus.json").write_text(json.dumps(corpus()))
-    cells, index = _cells(_free_port())
+    cells, index = _cells(free_port())
     nb = run_notebook_in_lab(cells, name="trace-views")
     page = nb.page
     assert nb.error_outputs() == []

@@ -8,7 +8,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pytest
 from nbagent import __main__ as cli
 from nbagent.messages import TextMessage
 from nbagent.models import ReplayChatCompletionClient
+from tests.ports import free_port
 
 from ._kernel import ROOT
 
@@ -146,17 +146,11 @@ def test_lab_as_root_allows_root_itself(monkeypatch: pytest.MonkeyPatch) -> None
     assert [argv.count("--allow-root") for argv in launched] == [1, 0]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.timeout(120)
 @pytest.mark.subprocess
 def test_python_m_nbagent_lab_serves_the_walkthrough(tmp_path: Path) -> None:
     """A real JupyterLab starts (offline) with the notebooks folder as its root and the walkthrough in it."""
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
@@ -223,7 +217,7 @@ def test_running_the_shipped_notebooks_in_lab_rewrites_no_tracked_file(tmp_path:
     folder.mkdir()
     shipped = (ROOT / "notebooks" / cli.WALKTHROUGH).read_bytes()
     (folder / cli.WALKTHROUGH).write_bytes(shipped)
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),

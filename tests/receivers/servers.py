@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,8 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.ports import free_port
 
 # The receivers, pinned: the version a test was written against is the one it runs against.
 PINS = {
@@ -68,12 +69,6 @@ def venv_bin(name: str, program: str) -> Path:
 def installed(name: str) -> bool:
     """Whether ``install`` finished for ``name`` (a half-built environment has no marker)."""
     return (venv_dir(name) / ".installed").exists()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _answers(url: str) -> bool:
