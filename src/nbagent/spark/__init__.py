@@ -290,8 +290,8 @@ def _run_job(frame: Any, job: _Job, rate: float | None, in_flight: int | None, p
         limit = JobLimit(rate, in_flight, host, port)
         job = replace(job, limit=limit.address)
     try:
-        # count(), not collect(): its answer comes back through Py4J, where collect()'s rows come through a
-        # socket the driver must open within spark.python.authenticate.socketTimeout (15 s) of the job's end
+        # count(), not collect(): its answer comes back through Py4J, where collect()'s rows would come through
+        # a socket of its own, open for one connection
         frame.mapInPandas(partial(_run_partition, job), STATS_SCHEMA).count()
     finally:
         if limit is not None:
