@@ -330,9 +330,10 @@ async def test_progress_is_given_at_most_ten_times_a_second_and_at_the_end() -> 
     await batch.run()
     elapsed = time.monotonic() - started
     assert elapsed > 0.4
+    # Updates start at least 1/10 s apart, so there are at most 10 a second and the last: a count load can
+    # only lower. (The gaps between the callbacks are no measure of that: an update slowed on a loaded machine
+    # and the next one on time came 0.0005 s apart.)
     assert len(seen) <= elapsed * 10 + 2
-    gaps = [b - a for (a, _), (b, _) in zip(seen, seen[1:-1])]
-    assert min(gaps) >= 0.095
     last = seen[-1][1]
     assert (last.state, last.done, last.ok, last.total, last.running) == ("done", 300, 300, 300, 0)
     assert last.tokens == int(batch.results["prompt_tokens"].sum() + batch.results["completion_tokens"].sum())

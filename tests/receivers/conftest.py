@@ -105,10 +105,6 @@ def local_spark(master: str, scratch: Path) -> Iterator[Any]:
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
-        # the JVM and its Python processes (workers, a collect()'s result socket) talk over Unix sockets, not
-        # ports of 127.0.0.1 another test's probe could reach (a collect() once found its one-connection
-        # result socket closed: Connection refused, in a run beside kernels and servers being started)
-        .config("spark.python.unix.domain.socket.enabled", "true")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
         .config("spark.local.dir", str(scratch / "local"))
