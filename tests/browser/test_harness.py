@@ -53,6 +53,19 @@ def test_plain_widgets_render_update_and_save(run_notebook_in_lab: Callable[...,
     assert nb.console_errors == []
     assert nb.screenshot is not None and nb.screenshot.stat().st_size > 10_000
 
+    # A request the server answers with a 5xx is the server's failure, kept apart from the page's errors.
+    page.route(lambda url: "/nbagent-probe" in url, lambda route: route.fulfill(status=500, body="down"))
+    assert page.evaluate("fetch('nbagent-probe?token=secret').then(answer => answer.status)") == 500
+    for _ in range(240):  # the console's line comes as an event of its own (a 60 s hang guard)
+        if len(nb.server_errors) == 2:
+            break
+        page.wait_for_timeout(250)
+    assert nb.console_errors == []
+    response, console = nb.server_errors
+    assert response.startswith("500 GET http://127.0.0.1:") and response.endswith("/nbagent-probe")
+    assert console.startswith("console.error: Failed to load resource: the server responded with a status of 500")
+    assert console.endswith("/nbagent-probe)") and "secret" not in response + console
+
 
 # A page with one element that changes every 50 ms (its text, or one of its attributes), and another that
 # changes once, from start() on (after the page has opened).

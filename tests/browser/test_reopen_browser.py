@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from nbconvert import HTMLExporter
 
-from .conftest import LabNotebook, StaticPage
+from .conftest import LabNotebook, StaticPage, reopened_with_widgets
 from .measure import VISIBLE_OUTPUTS_JS
 from .views16 import SETUP
 
@@ -62,6 +62,12 @@ _SEEN_JS = """() => {
     text: document.body.innerText,
   };
 }"""
+
+
+# Both steppers show their copies, and no widget is still loading or was lost.
+_RESTORED_JS = """[...document.querySelectorAll('.nba-static-copy')].filter(e => e.checkVisibility()).length === 2
+  && !document.body.innerText.includes('Loading widget')
+  && !document.body.innerText.includes('Error displaying widget')"""
 
 
 def check_page(seen: dict[str, object], where: str, closed: str) -> None:
@@ -108,9 +114,15 @@ def test_a_saved_notebook_shows_every_run_when_reopened_and_exported(
         nb.page.close()
         server.shutdown_kernels()
 
-        reopened = run_notebook_in_lab(None, name=name, run_all=False, frontend=frontend)
-        reopened.page.wait_for_timeout(2000)  # the widget manager has given up on missing models by now
-        if not widget_state:  # it logs the miss once it has given up (get_model polls for 2 s)
+        def open_again() -> LabNotebook:
+            return run_notebook_in_lab(None, name=name, run_all=False, frontend=frontend)
+
+        if widget_state:  # the walked stepper's widget comes back from the saved state
+            reopened = reopened_with_widgets(open_again, _RESTORED_JS)
+        else:
+            reopened = open_again()
+            reopened.page.wait_for_timeout(2000)  # the widget manager has given up on missing models by now
+            # it logs the miss once it has given up (get_model polls for 2 s)
             for _ in range(40):
                 if reopened.console_errors:
                     break

@@ -21,11 +21,10 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbconvert import HTMLExporter
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.ports import free_port
 
-from .conftest import LabNotebook, LabServer, StaticPage
+from .conftest import LabNotebook, LabServer, StaticPage, reopened_with_widgets
 from .xss import DANGEROUS_DOM_JS, KERNEL_TOOLS, PAYLOAD_COUNT, PLACES, corpus, xss_payloads
 
 pytestmark = pytest.mark.browser
@@ -187,24 +186,18 @@ def test_no_payload_runs_and_no_key_leaks(
     for session in lab.api("GET", "api/sessions") or []:
         lab.api("DELETE", f"api/sessions/{session['id']}")
     nb.page.close()
-    reopened = run_notebook_in_lab(None, name="security", run_all=False)
+    # The control's widget is rebuilt from the saved state when its view renders: later on a loaded or
+    # cold machine (a cold CI run gave up here once at 30 s), so the guard is far above that.
+    reopened = reopened_with_widgets(
+        lambda: run_notebook_in_lab(None, name="security", run_all=False),
+        "(window.__xssHits || []).includes('control')",
+        timeout_ms=CONTROL_MS,
+    )
     reopened.page.wait_for_selector(".nba-static-copy .nba-stepper-head")
     reopened.page.evaluate(_OPEN_DETAILS_JS)
     reopened.settle()
     assert reopened.page.locator(".nba-view").count() == 2
     assert reopened.page.evaluate(DANGEROUS_DOM_JS, ".nba-view, .nba-stepper") == []
-    # The control's widget is rebuilt from the saved state when its view renders: later on a loaded or
-    # cold machine (a cold CI run gave up here once at 30 s), so the deadline is far above that.
-    try:
-        reopened.page.wait_for_function("() => (window.__xssHits || []).includes('control')", timeout=CONTROL_MS)
-    except PlaywrightTimeoutError:
-        pytest.fail(
-            f"the reopened notebook's control widget did not render from the saved widget state in "
-            f"{CONTROL_MS // 1000} s (its marker never ran); the control cell's output then read: "
-            f"{reopened.output_texts()[1]!r}, HTML widgets on the page: "
-            f"{reopened.page.locator('.widget-html').count()}"
-        )
-    reopened.settle()
     assert reopened.xss_hits() == {"window": ["control"], "title": "XSS control", "dom": "control"}
     assert lab.secret not in reopened.page.content()
 

@@ -28,6 +28,9 @@ API:
 * ``server.script(*replies)`` queues replies, one per request, in order. A request with no reply
   left gets 400 "no scripted reply left". ``server.pending`` counts unused replies.
 * ``server.connections`` / ``server.peak_connections``: the connections open now / the most open at once.
+  The peak is taken as each connection is accepted, counting only the connections whose client has not
+  closed them yet as the kernel sees it (``POLLRDHUP``): the server's loop may not have read a client's
+  close yet, on a loaded machine for seconds, and that delay is not the client's.
 * ``server.requests``: every request received (also the rejected ones), as ``Received(body,
   headers, status)`` with ``status`` the HTTP status answered.
 * ``Reply``: what to answer. Builders: ``Reply.text(text, reasoning=None)``, ``Reply.call((name,
@@ -67,6 +70,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import select
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -499,6 +503,17 @@ class Received:
 # --------------------------------------------------------------------------- the server
 
 
+def _closed_by_the_client(writer: asyncio.StreamWriter) -> bool:
+    """Whether the client has closed (or shut the writing half of) this connection, as the kernel knows
+    it, whether or not the server's loop has read that close yet."""
+    sock = writer.get_extra_info("socket")
+    if sock is None or sock.fileno() < 0:
+        return True
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLRDHUP)
+    return any(events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR) for _, events in poller.poll(0))
+
+
 class ChatServer:
     """The scripted server (see the module docstring)."""
 
@@ -519,6 +534,7 @@ class ChatServer:
         self.requests: list[Received] = []
         self.connections = 0  # open now
         self.peak_connections = 0  # the most open at once
+        self._open: set[asyncio.StreamWriter] = set()
         self._replies: list[Reply] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -580,7 +596,9 @@ class ChatServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with self._lock:
             self.connections += 1
-            self.peak_connections = max(self.peak_connections, self.connections)
+            self._open.add(writer)
+            still_open = sum(1 for other in self._open if not _closed_by_the_client(other))
+            self.peak_connections = max(self.peak_connections, still_open)
         try:
             while await self._one_request(reader, writer):
                 pass
@@ -590,6 +608,7 @@ class ChatServer:
             writer.close()
             with self._lock:
                 self.connections -= 1
+                self._open.discard(writer)
 
     async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Serve one request; False when the connection is to be closed."""
