@@ -308,18 +308,23 @@ IPYWIDGETS_REMOVED_VIEW_RACE = (
 # manager restores twice at once, from the kernel and saved state when its session is ready, and from the
 # kernel alone when the kernel connects. The second may finish first and mark the manager restored while
 # the saved state's models are still being made; an output asking for one then polls for 2 s and gives up
-# for good with this text. Under load (two full runs side by side, load about 30) making them took longer:
-# the control widget of test_security.py showed this on reopening. Not nbagent's doing; opening again
-# restores it.
+# for good with this text, or (its output rendered again meanwhile) only logs "widget model not found".
+# Under load (two full runs side by side, load about 30) making them took longer: the control widget of
+# test_security.py showed the text on reopening, and Notebook 7 logged the line for a stepper of
+# test_reopen_browser.py that did show. Not nbagent's doing; opening the notebook again restores it.
 WIDGET_RESTORE_RACE = "Error displaying widget: model not found"
+WIDGET_RESTORE_RACE_LOG = "console.error: Error: widget model not found"
+GET_MODEL_POLL_MS = 2_500
+"""How long an output asking for a missing model may still log its miss (ipywidgets polls 2 s)."""
 
 
 def reopened_with_widgets(
     open_again: Callable[[], LabNotebook], restored_js: str, *, tries: int = 3, timeout_ms: int = 120_000
 ) -> LabNotebook:
     """Open a saved notebook again (``open_again``) until ``restored_js``, a JavaScript expression, is true
-    on its page; a page that lost a model to ``WIDGET_RESTORE_RACE`` is closed and opened again, up to
-    ``tries`` times. ``timeout_ms`` is each page's hang guard."""
+    on its page and no output missed a model; a page that lost one to ipywidgets' restore race (shown or
+    logged, see ``WIDGET_RESTORE_RACE``) is closed and opened again, up to ``tries`` times. ``timeout_ms``
+    is each page's hang guard."""
     seen: list[str] = []
     for _ in range(tries):
         notebook = open_again()
@@ -335,8 +340,13 @@ def reopened_with_widgets(
                 f"read {notebook.output_texts()!r}, its console {notebook.console_errors}"
             )
         if outcome.json_value() == "restored":
-            return notebook
-        seen.append(f"{WIDGET_RESTORE_RACE!r}; console: {notebook.console_errors}")
+            notebook.page.wait_for_timeout(GET_MODEL_POLL_MS)
+            missed = [error for error in notebook.console_errors if error.startswith(WIDGET_RESTORE_RACE_LOG)]
+            if not missed:
+                return notebook
+            seen.append(f"restored, but an output logged {missed[0].splitlines()[0]!r}")
+        else:
+            seen.append(f"an output shows {WIDGET_RESTORE_RACE!r}; console: {notebook.console_errors}")
         print(f"reopened {notebook.name}: ipywidgets' restore race ({seen[-1]}); opening it again")
         notebook.page.close()
     pytest.fail(f"{notebook.name} lost a widget model to ipywidgets' restore race on each of {tries} opens: {seen}")
