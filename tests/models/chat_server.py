@@ -28,9 +28,12 @@ API:
 * ``server.script(*replies)`` queues replies, one per request, in order. A request with no reply
   left gets 400 "no scripted reply left". ``server.pending`` counts unused replies.
 * ``server.connections`` / ``server.peak_connections``: the connections open now / the most open at once.
-  The peak is taken as each connection is accepted, counting only the connections whose client has not
-  closed them yet as the kernel sees it (``POLLRDHUP``): the server's loop may not have read a client's
-  close yet, on a loaded machine for seconds, and that delay is not the client's.
+  The peak is taken as each request arrives, counting only the connections whose client has not closed
+  them as the kernel sees it (``POLLRDHUP``): the server's loop may not have read a client's close yet, on
+  a loaded machine for seconds. Taken at a request, not at a connection's accept: an asyncio client's
+  ``transport.close()`` closes its socket one loop turn later, so a pool that drops an expired connection
+  and opens another (httpx's keep-alive expiry, 5 s, passed by an idle connection under load) may connect
+  before that close; it sends its request after it.
 * ``server.requests``: every request received (also the rejected ones), as ``Received(body,
   headers, status)`` with ``status`` the HTTP status answered.
 * ``Reply``: what to answer. Builders: ``Reply.text(text, reasoning=None)``, ``Reply.call((name,
@@ -597,8 +600,6 @@ class ChatServer:
         with self._lock:
             self.connections += 1
             self._open.add(writer)
-            still_open = sum(1 for other in self._open if not _closed_by_the_client(other))
-            self.peak_connections = max(self.peak_connections, still_open)
         try:
             while await self._one_request(reader, writer):
                 pass
@@ -615,6 +616,9 @@ class ChatServer:
         line = await reader.readline()
         if not line:
             return False
+        with self._lock:
+            still_open = sum(1 for other in self._open if not _closed_by_the_client(other))
+            self.peak_connections = max(self.peak_connections, still_open)
         method, path, _ = line.decode("latin-1").split(" ", 2)
         headers: dict[str, str] = {}
         while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):

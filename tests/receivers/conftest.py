@@ -106,6 +106,13 @@ def local_spark(master: str, scratch: Path) -> Iterator[Any]:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        # The JVM serves each collect()'s rows on a socket that takes one connection, and closes once one has
+        # come in, even one that fails its authentication. On a port of 127.0.0.1 (a number out of the
+        # ephemeral range) another process's stray connection can take it: a kernel's ZMQ sockets reconnect
+        # to ports jupyter_client picked by binding port 0, which the kernel may not hold yet. Two full runs
+        # side by side failed so (Connection refused, then Connection reset by peer). Unix sockets have no
+        # port to stray to.
+        .config("spark.python.unix.domain.socket.enabled", "true")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
         .config("spark.local.dir", str(scratch / "local"))
