@@ -238,6 +238,27 @@ async def test_connections_stay_bounded_by_the_concurrency(server: ChatServer, s
         assert left == 0 and len(clients) == 40
 
 
+async def test_the_servers_peak_counts_the_connections_open_at_once() -> None:
+    """The measure the bound above reads: ten clients left open count 10, ten that each close before the
+    next one connects count 1 (whether or not the server's loop has read their closes yet)."""
+    import openai
+
+    for close_each, expected in ((False, 10), (True, 1)):
+        with ChatServer() as server:
+            server.script(*[Reply.text("sunny")] * 10)
+            kept = []
+            for _ in range(10):
+                client = openai.AsyncOpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+                await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+                if close_each:
+                    await client.close()
+                else:
+                    kept.append(client)
+            assert server.peak_connections == expected, close_each
+            for client in kept:
+                await client.close()
+
+
 async def test_a_client_closed_by_a_batch_and_used_again_reopens(server: ChatServer, scripts: Scripts) -> None:
     scripts.default = [Reply.text("sunny")]
     client = OpenAIChatCompletionClient("gpt-4o", base_url=server.base_url, api_key=KEY)

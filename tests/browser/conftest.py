@@ -48,6 +48,9 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     ``xss_hits()`` (the XSS markers, see below), ``set_theme(name)`` (``JupyterLab Light`` or
     ``JupyterLab Dark``, waits until it applies). Kernels and pages are closed after the test.
 
+``reopened_with_widgets(open_again, restored_js, on_discard=None)`` opens a saved notebook again until
+``restored_js`` holds, past ipywidgets' restore race (see ``WIDGET_RESTORE_RACE``).
+
 ``open_static_html`` (function) -> ``Callable[[Path], StaticPage]``
     Opens an HTML file (e.g. an nbconvert export) in Chromium with every non-``file:`` request
     aborted (closed network); ``StaticPage``: ``page``, ``console_errors``.
@@ -319,15 +322,25 @@ GET_MODEL_POLL_MS = 2_500
 
 
 def reopened_with_widgets(
-    open_again: Callable[[], LabNotebook], restored_js: str, *, tries: int = 3, timeout_ms: int = 120_000
+    open_again: Callable[[], LabNotebook],
+    restored_js: str,
+    *,
+    on_discard: Callable[[LabNotebook], None] | None = None,
+    tries: int = 3,
+    timeout_ms: int = 120_000,
 ) -> LabNotebook:
     """Open a saved notebook again (``open_again``) until ``restored_js``, a JavaScript expression, is true
     on its page and no output missed a model; a page that lost one to ipywidgets' restore race (shown or
-    logged, see ``WIDGET_RESTORE_RACE``) is closed and opened again, up to ``tries`` times. ``timeout_ms``
-    is each page's hang guard."""
+    logged, see ``WIDGET_RESTORE_RACE``) is given to ``on_discard`` (what it shows is checked all the same),
+    closed and opened again, up to ``tries`` times. A model the saved widget state does not hold fails at
+    once: that is not the race. ``timeout_ms`` is each page's hang guard."""
+    assert tries >= 1
     seen: list[str] = []
     for _ in range(tries):
         notebook = open_again()
+        unsaved = _models_not_in_saved_state(notebook.path)
+        if unsaved:
+            pytest.fail(f"{notebook.name}: outputs show widget models its saved widget state lacks: {unsaved}")
         try:
             outcome = notebook.page.wait_for_function(
                 f"""() => ({restored_js}) ? 'restored'
@@ -348,14 +361,33 @@ def reopened_with_widgets(
         else:
             seen.append(f"an output shows {WIDGET_RESTORE_RACE!r}; console: {notebook.console_errors}")
         print(f"reopened {notebook.name}: ipywidgets' restore race ({seen[-1]}); opening it again")
+        if on_discard is not None:
+            on_discard(notebook)
         notebook.page.close()
-    pytest.fail(f"{notebook.name} lost a widget model to ipywidgets' restore race on each of {tries} opens: {seen}")
+    pytest.fail(
+        f"{notebook.name} lost a widget model its saved state holds on each of {tries} opens (ipywidgets' restore "
+        f"race, or a model the state names wrongly): {seen}"
+    )
+
+
+def _models_not_in_saved_state(path: Path) -> list[str]:
+    """The widget models the saved notebook's outputs show that its saved widget state does not hold."""
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    state = saved.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    held = state.get("state", {})
+    shown = [
+        output["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+        for cell in saved["cells"]
+        for output in cell.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in output.get("data", {})
+    ]
+    return [model for model in shown if model not in held]
 
 
 # Chromium's console line for a request its server answered with a 5xx. nbagent's views request nothing
 # (their HTML, CSS and scripts come inline, through the kernel), so on a Jupyter page such a line is the
 # Jupyter server's own failure: under load (two full runs side by side, load about 30) Notebook 7 logged
-# one. Such lines go to ``server_errors`` with the request's method and path, not to ``console_errors``.
+# one. Such lines go to ``server_errors`` with their URL, not to ``console_errors``, as does each 5xx response.
 SERVER_ERROR_LINE = "Failed to load resource: the server responded with a status of 5"
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from .conftest import QUIET_JS, LabNotebook, StaticPage
+from .conftest import QUIET_JS, WIDGET_RESTORE_RACE_LOG, LabNotebook, StaticPage, reopened_with_widgets
+
+VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 pytestmark = pytest.mark.browser
 
@@ -56,15 +60,19 @@ def test_plain_widgets_render_update_and_save(run_notebook_in_lab: Callable[...,
     # A request the server answers with a 5xx is the server's failure, kept apart from the page's errors.
     page.route(lambda url: "/nbagent-probe" in url, lambda route: route.fulfill(status=500, body="down"))
     assert page.evaluate("fetch('nbagent-probe?token=secret').then(answer => answer.status)") == 500
-    for _ in range(240):  # the console's line comes as an event of its own (a 60 s hang guard)
-        if len(nb.server_errors) == 2:
+
+    def probe_lines() -> list[str]:
+        return [line for line in nb.server_errors if "/nbagent-probe" in line]
+
+    for _ in range(240):  # the response and the console line come as events of their own (a 60 s hang guard)
+        if len(probe_lines()) == 2:
             break
         page.wait_for_timeout(250)
     assert nb.console_errors == []
-    response, console = nb.server_errors
-    assert response.startswith("500 GET http://127.0.0.1:") and response.endswith("/nbagent-probe")
-    assert console.startswith("console.error: Failed to load resource: the server responded with a status of 500")
-    assert console.endswith("/nbagent-probe)") and "secret" not in response + console
+    (response,) = [line for line in probe_lines() if line.startswith("500 GET http://127.0.0.1:")]
+    (console,) = [line for line in probe_lines() if line.startswith("console.error: Failed to load resource")]
+    assert response.endswith("/nbagent-probe") and "status of 500" in console and console.endswith("/nbagent-probe)")
+    assert all("secret" not in line for line in nb.server_errors)
 
 
 # A page with one element that changes every 50 ms (its text, or one of its attributes), and another that
@@ -101,3 +109,72 @@ def test_the_quiet_wait_leaves_out_only_a_running_views_ticks(
     page.evaluate("() => start()")
     assert page.evaluate(QUIET_JS, [500, 5_000]) is quiet
     assert page.evaluate("() => n") >= 2  # it ticked during the wait
+
+
+class _Page:
+    """What ``reopened_with_widgets`` asks of a page: the outcome of its wait, and a console line that
+    comes during the 2.5 s after it (as ipywidgets logs a model it gave up on)."""
+
+    def __init__(self, outcome: str, errors: list[str], late: str | None = None) -> None:
+        self.outcome, self.errors, self.late, self.closed = outcome, errors, late, False
+
+    def wait_for_function(self, script: str, timeout: int) -> Any:
+        return SimpleNamespace(json_value=lambda: self.outcome)
+
+    def wait_for_timeout(self, ms: int) -> None:
+        if self.late is not None:
+            self.errors.append(self.late)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _saved(root: Path, models: list[str], held: list[str]) -> None:
+    outputs = [{"output_type": "display_data", "data": {VIEW_MIME: {"model_id": m}}, "metadata": {}} for m in models]
+    state = {"application/vnd.jupyter.widget-state+json": {"state": {m: {} for m in held}}}
+    cell = {"cell_type": "code", "source": "", "outputs": outputs, "metadata": {}, "execution_count": 1}
+    (root / "saved.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {"widgets": state}}))
+
+
+@pytest.mark.parametrize(
+    ("pages", "opened"),
+    [
+        ([("lost", None), ("restored", None)], 2),  # the output showed the miss
+        ([("restored", WIDGET_RESTORE_RACE_LOG + "\n    at x.get_model"), ("restored", None)], 2),  # it logged it
+        ([("restored", "console.error: something else")], 1),  # another error is the test's to judge
+    ],
+)
+def test_a_page_that_lost_a_saved_model_is_checked_closed_and_opened_again(
+    tmp_path: Path, pages: list[tuple[str, str | None]], opened: int
+) -> None:
+    _saved(tmp_path, ["m1"], ["m1"])
+    made: list[LabNotebook] = []
+    discarded: list[LabNotebook] = []
+
+    def open_again() -> LabNotebook:
+        outcome, late = pages[len(made)]
+        errors: list[str] = []
+        page = _Page(outcome, errors, late)
+        made.append(LabNotebook(SimpleNamespace(root=tmp_path), "saved", page, console_errors=errors))  # type: ignore[arg-type]
+        return made[-1]
+
+    got = reopened_with_widgets(open_again, "true", on_discard=discarded.append)
+    assert got is made[-1] and len(made) == opened and discarded == made[:-1]
+    assert [notebook.page.closed for notebook in made] == [True] * (opened - 1) + [False]  # type: ignore[attr-defined]
+
+
+def test_a_lost_model_fails_after_three_opens_and_one_the_saved_state_lacks_at_once(tmp_path: Path) -> None:
+    made: list[LabNotebook] = []
+
+    def open_again() -> LabNotebook:
+        made.append(LabNotebook(SimpleNamespace(root=tmp_path), "saved", _Page("lost", []), []))  # type: ignore[arg-type]
+        return made[-1]
+
+    _saved(tmp_path, ["m1"], ["m1"])
+    with pytest.raises(pytest.fail.Exception, match="on each of 3 opens"):
+        reopened_with_widgets(open_again, "true")
+    assert len(made) == 3
+    _saved(tmp_path, ["m1", "m2"], ["m1"])
+    with pytest.raises(pytest.fail.Exception, match=r"saved widget state lacks: \['m2'\]"):
+        reopened_with_widgets(open_again, "true")
+    assert len(made) == 4

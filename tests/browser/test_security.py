@@ -186,11 +186,17 @@ def test_no_payload_runs_and_no_key_leaks(
     for session in lab.api("GET", "api/sessions") or []:
         lab.api("DELETE", f"api/sessions/{session['id']}")
     nb.page.close()
+
     # The control's widget is rebuilt from the saved state when its view renders: later on a loaded or
     # cold machine (a cold CI run gave up here once at 30 s), so the guard is far above that.
+    def discarded(lost: LabNotebook) -> None:  # a page that lost the control to ipywidgets' race: no payload ran
+        assert set(lost.xss_hits()["window"]) <= {"control"}
+        assert lost.page.evaluate(DANGEROUS_DOM_JS, ".nba-view, .nba-stepper") == []
+
     reopened = reopened_with_widgets(
         lambda: run_notebook_in_lab(None, name="security", run_all=False),
         "(window.__xssHits || []).includes('control')",
+        on_discard=discarded,
         timeout_ms=CONTROL_MS,
     )
     reopened.page.wait_for_selector(".nba-static-copy .nba-stepper-head")

@@ -510,10 +510,12 @@ def _closed_by_the_client(writer: asyncio.StreamWriter) -> bool:
     """Whether the client has closed (or shut the writing half of) this connection, as the kernel knows
     it, whether or not the server's loop has read that close yet."""
     sock = writer.get_extra_info("socket")
-    if sock is None or sock.fileno() < 0:
+    if sock is None:  # no socket to ask: counted as open
+        return False
+    if sock.fileno() < 0:  # closed on the server's side
         return True
     poller = select.poll()
-    poller.register(sock.fileno(), select.POLLRDHUP)
+    poller.register(sock.fileno(), select.POLLRDHUP)  # Linux's, as the suite is
     return any(events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR) for _, events in poller.poll(0))
 
 
@@ -616,8 +618,8 @@ class ChatServer:
         line = await reader.readline()
         if not line:
             return False
-        with self._lock:
-            still_open = sum(1 for other in self._open if not _closed_by_the_client(other))
+        with self._lock:  # this connection, and the others whose client has not closed them
+            still_open = 1 + sum(1 for other in self._open if other is not writer and not _closed_by_the_client(other))
             self.peak_connections = max(self.peak_connections, still_open)
         method, path, _ = line.decode("latin-1").split(" ", 2)
         headers: dict[str, str] = {}

@@ -82,9 +82,10 @@ def receiver(request: pytest.FixtureRequest) -> Receiver:
     return request.getfixturevalue(f"{request.param}_receiver")  # type: ignore[no-any-return]
 
 
-def local_spark(master: str, scratch: Path) -> Iterator[Any]:
+def local_spark(master: str, scratch: Path, *, unix_sockets: bool = True) -> Iterator[Any]:
     """A local-mode SparkSession on ``master`` (no UI nor progress bars, bound to 127.0.0.1, session time
-    zone UTC, its files in ``scratch``), stopped after (the body of a fixture)."""
+    zone UTC, its files in ``scratch``, its Python sockets Unix ones unless ``unix_sockets=False``: Spark's
+    default, TCP ports of 127.0.0.1), stopped after (the body of a fixture)."""
     need("pyspark")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         _missing("Spark needs a Java runtime (apt-get install default-jre-headless)")
@@ -107,12 +108,12 @@ def local_spark(master: str, scratch: Path) -> Iterator[Any]:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
         # The JVM serves each collect()'s rows on a socket that takes one connection, and closes once one has
-        # come in, even one that fails its authentication. On a port of 127.0.0.1 (a number out of the
-        # ephemeral range) another process's stray connection can take it: a kernel's ZMQ sockets reconnect
-        # to ports jupyter_client picked by binding port 0, which the kernel may not hold yet. Two full runs
-        # side by side failed so (Connection refused, then Connection reset by peer). Unix sockets have no
-        # port to stray to.
-        .config("spark.python.unix.domain.socket.enabled", "true")
+        # come in, even one that fails its authentication. On a port of 127.0.0.1 (one from the ephemeral
+        # range, got by binding port 0) another process's stray connection can take it: a kernel's ZMQ
+        # sockets reconnect to ports jupyter_client picked the same way, which the kernel may not hold yet.
+        # Two full runs side by side failed so (Connection refused, then Connection reset by peer). Unix
+        # sockets have no port to stray to.
+        .config("spark.python.unix.domain.socket.enabled", "true" if unix_sockets else "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
         .config("spark.local.dir", str(scratch / "local"))

@@ -337,11 +337,13 @@ def _check_speculation(spark: Any, where: str) -> None:
 
 
 def _check_keys(tasks: Any) -> None:
-    """A null or repeated ``task_id`` is refused (one distributed count; a few of them are named)."""
+    """A null or repeated ``task_id`` is refused (one distributed count; a few of them are named). The count
+    comes back through Py4J; only a refusal collects rows, through the JVM's one-connection result socket."""
     functions = _pyspark().functions
     col = functions.col
-    bad = tasks.groupBy("task_id").count().where((col("count") > 1) | col("task_id").isNull()).limit(3).collect()
-    if bad:
+    repeated = tasks.groupBy("task_id").count().where((col("count") > 1) | col("task_id").isNull())
+    if repeated.count():
+        bad = repeated.limit(3).collect()
         named = ", ".join(f"{row['task_id']!r} ({row['count']} rows)" for row in bad)
         raise ValueError(f"{WHERE}: tasks' task_id must be unique and not null (a task's key): {named}")
 
