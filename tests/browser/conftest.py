@@ -87,6 +87,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Error, Page, Response, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from nbagent.notebook.saved import STATE_MIME, VIEW_MIME
 from tests.ports import free_port
 
 from .xss import MARKER_INIT_JS, XSS_HITS_JS
@@ -373,13 +374,12 @@ def reopened_with_widgets(
 def _models_not_in_saved_state(path: Path) -> list[str]:
     """The widget models the saved notebook's outputs show that its saved widget state does not hold."""
     saved = json.loads(path.read_text(encoding="utf-8"))
-    state = saved.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
-    held = state.get("state", {})
+    held = saved.get("metadata", {}).get("widgets", {}).get(STATE_MIME, {}).get("state", {})
     shown = [
-        output["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+        output["data"][VIEW_MIME]["model_id"]
         for cell in saved["cells"]
         for output in cell.get("outputs", [])
-        if "application/vnd.jupyter.widget-view+json" in output.get("data", {})
+        if VIEW_MIME in output.get("data", {})
     ]
     return [model for model in shown if model not in held]
 
@@ -398,10 +398,9 @@ def _watch_console(
         if message.type != "error" or message.text.split("\n", 1)[0] in IPYWIDGETS_REMOVED_VIEW_RACE:
             return
         if server_errors is not None and message.text.startswith(SERVER_ERROR_LINE):
-            server_errors.append(f"console.error: {message.text} ({_without_query(message.location['url'])})")
-            print(server_errors[-1])  # shown with the test's output if it fails for another reason
-            return
-        errors.append(f"console.error: {message.text}")
+            server_error(f"console.error: {message.text} ({_without_query(message.location['url'])})")
+        else:
+            errors.append(f"console.error: {message.text}")
 
     def on_page_error(error: Error) -> None:
         if f"pageerror: {error}" not in ignore:
@@ -409,8 +408,12 @@ def _watch_console(
 
     def on_response(response: Response) -> None:
         if server_errors is not None and response.status >= 500:
-            server_errors.append(f"{response.status} {response.request.method} {_without_query(response.url)}")
-            print(server_errors[-1])
+            server_error(f"{response.status} {response.request.method} {_without_query(response.url)}")
+
+    def server_error(line: str) -> None:
+        assert server_errors is not None
+        server_errors.append(line)
+        print(line)  # shown with the test's output if it fails for another reason
 
     page.on("console", on_console)
     page.on("pageerror", on_page_error)

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import QUIET_JS, WIDGET_RESTORE_RACE_LOG, LabNotebook, StaticPage, reopened_with_widgets
+from nbagent.notebook.saved import STATE_MIME, VIEW_MIME
 
-VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+from .conftest import QUIET_JS, WIDGET_RESTORE_RACE_LOG, LabNotebook, StaticPage, reopened_with_widgets
 
 pytestmark = pytest.mark.browser
 
@@ -50,7 +50,7 @@ def test_plain_widgets_render_update_and_save(run_notebook_in_lab: Callable[...,
     assert page.locator(".widget-html-content", has_text="clicks:").inner_text() == "clicks: 2"
 
     saved = json.loads(nb.save())
-    state = saved["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    state = saved["metadata"]["widgets"][STATE_MIME]["state"]
     values = sorted(m["state"].get("value") for m in state.values() if m["model_name"] in ("HTMLModel", "LabelModel"))
     assert values == ["clicks: 2", "harness ready", "tick 20"]
     assert nb.error_outputs() == []
@@ -131,7 +131,7 @@ class _Page:
 
 def _saved(root: Path, models: list[str], held: list[str]) -> None:
     outputs = [{"output_type": "display_data", "data": {VIEW_MIME: {"model_id": m}}, "metadata": {}} for m in models]
-    state = {"application/vnd.jupyter.widget-state+json": {"state": {m: {} for m in held}}}
+    state = {STATE_MIME: {"state": {m: {} for m in held}}}
     cell = {"cell_type": "code", "source": "", "outputs": outputs, "metadata": {}, "execution_count": 1}
     (root / "saved.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {"widgets": state}}))
 

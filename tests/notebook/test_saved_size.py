@@ -133,11 +133,10 @@ def test_a_cell_of_30_runs_saves_small(tmp_path: Path, tools: bool, limit: int) 
     run's static copy (17 KB) carried the 13.7 KB stylesheet, and nbclient kept the closed widgets' models.
     Now the cell's first copy carries the stylesheet, and a run that ended before its view went live opened
     no widget model (the cell sets ``GO_LIVE_S`` to an hour, so that no run goes live however slow the
-    machine; the 0.2 s itself is tested in test_kernel.py). A run with a tool call draws more (its LLM calls,
+    machine: slowed runs went live at load 30 and nbclient saved their models, 250 KB; the 0.2 s itself is
+    tested in test_kernel.py). A run with a tool call draws more (its LLM calls,
     its tool card): about 7.5 KB."""
     nb = nbformat.v4.new_notebook()
-    # Each run ends before its view goes live (GO_LIVE_S, 0.2 s), whatever the load: a run slowed past it
-    # goes live, and nbclient keeps its closed models (a cell of runs slowed at load 30 saved 250 KB).
     never_live = "import nbagent.notebook.view\nnbagent.notebook.view.GO_LIVE_S = 3600\n"
     nb.cells = [nbformat.v4.new_code_cell(f"TOOLS = {tools}\n" + never_live + THIRTY)]
     kernels = write_kernelspec(tmp_path / "spec", sys.executable)
