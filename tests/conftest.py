@@ -217,7 +217,10 @@ OPTIONAL_MODULES = {
 on one of them is skipped with its name; any other import error, and one raised inside nbagent itself (the
 plain install must work without its extras), fails as before."""
 PRODUCT = Path(nbagent.__file__).resolve().parent
-FOLDER_NEEDS = {"browser": ("nbformat", "playwright"), "notebooks": ("nbformat", "jupyter_client")}
+FOLDER_NEEDS = {
+    "browser": ("nbformat", "playwright", "jupyter_client", "nbclient"),
+    "notebooks": ("nbformat", "jupyter_client"),
+}
 """The folders whose conftest imports optional modules: left out of collection without them (``collect_ignore``)."""
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import queue
 import sys
+import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,9 +53,25 @@ def kernel_dirs(tmp_path_factory: pytest.TempPathFactory, name: str, display_nam
     return [str(folder.parent)]
 
 
-def kernel_manager(name: str, dirs: list[str]) -> KernelManager:
-    """A manager of the kernelspec ``name`` found in ``dirs``."""
-    return KernelManager(kernel_name=name, kernel_spec_manager=KernelSpecManager(kernel_dirs=dirs))
+KERNEL_TRANSPORT = "ipc"
+"""How the tests' kernels talk to their clients: ZeroMQ over Unix sockets. Over TCP jupyter_client picks
+each kernel's five ports by binding port 0 and closing the socket, and the kernel binds them a moment
+later; meanwhile any process may take the port (an outgoing connection's ephemeral port is drawn from the
+same range). A CI run saw it: a kernel died with ``Address already in use`` before its first reply. The
+JupyterLab servers of the browser tests are given the same transport (``tests/browser/conftest.py``)."""
+
+
+def ipc_address() -> str:
+    """A new absolute prefix for one kernel's Unix sockets (jupyter_client adds ``-1`` to ``-5``; it removes
+    them at shutdown): absolute, as the kernel's working folder is the notebook's, not the test's."""
+    return f"{tempfile.gettempdir()}/nbagent-kernel-{uuid.uuid4().hex[:16]}"
+
+
+def kernel_manager(name: str, dirs: list[str] | None = None) -> KernelManager:
+    """A manager of the kernelspec ``name`` found in ``dirs`` (None: Jupyter's own kernelspec folders), its
+    kernel on :data:`KERNEL_TRANSPORT`. Every kernel a test starts comes from here."""
+    specs = KernelSpecManager() if dirs is None else KernelSpecManager(kernel_dirs=dirs)
+    return KernelManager(kernel_name=name, kernel_spec_manager=specs, transport=KERNEL_TRANSPORT, ip=ipc_address())
 
 
 IOPUB_DEADLINE_S = 180.0
@@ -83,7 +101,12 @@ def execute_notebook(nb: nbformat.NotebookNode, manager: KernelManager, **option
     it was given). nbclient is given an asynchronous manager, as it makes itself: with a blocking one its
     waits for IOPub block its loop and its timeouts never fire (a lost message hung a test until pytest's
     timeout)."""
-    asynchronous = AsyncKernelManager(kernel_name=manager.kernel_name, kernel_spec_manager=manager.kernel_spec_manager)
+    asynchronous = AsyncKernelManager(
+        kernel_name=manager.kernel_name,
+        kernel_spec_manager=manager.kernel_spec_manager,
+        transport=manager.transport,
+        ip=ipc_address() if manager.transport == "ipc" else manager.ip,
+    )
     NotebookClient(nb, km=asynchronous, **{**IOPUB_OPTIONS, **options}).execute(cleanup_kc=True)
     return nb
 
@@ -115,7 +138,7 @@ def execute_cells(
 
 
 @contextmanager
-def running_kernel(name: str, dirs: list[str]) -> Iterator[tuple[KernelManager, Any]]:
+def running_kernel(name: str, dirs: list[str] | None) -> Iterator[tuple[KernelManager, Any]]:
     """A started kernel and its ready client, shut down on exit."""
     manager = kernel_manager(name, dirs)
     manager.start_kernel()

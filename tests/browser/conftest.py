@@ -88,6 +88,7 @@ from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Error, 
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from nbagent.notebook.saved import STATE_MIME, VIEW_MIME
+from tests.kernels import KERNEL_TRANSPORT
 from tests.ports import free_port
 
 from .xss import MARKER_INIT_JS, XSS_HITS_JS
@@ -232,6 +233,8 @@ def _serve() -> Iterator[LabServer]:
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--LabApp.extension_manager=readonly",
         "--ServerApp.terminals_enabled=False",
+        # Its kernels on Unix sockets, as every kernel of the tests (tests/kernels.py: KERNEL_TRANSPORT).
+        f"--KernelManager.transport={KERNEL_TRANSPORT}",
     ] + (["--allow-root"] if os.geteuid() == 0 else [])
     with log.open("wb") as sink:
         process = subprocess.Popen(command, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT)

@@ -31,12 +31,10 @@ from urllib.parse import unquote
 
 import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 
 from nbagent.records import MOVES
 
-from ..kernels import execute_notebook
+from ..kernels import execute_notebook, kernel_manager
 from ..notebooks._kernel import KERNEL_NAME, NOTEBOOKS, write_kernelspec
 from .conftest import LabNotebook
 from .measure import CONTRAST_JS
@@ -231,10 +229,12 @@ def executed_notebooks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pa
     saved: dict[str, Path] = {}
     for path in SHIPPED:
         nb = nbformat.read(path, as_version=4)
-        manager = KernelManager(
-            kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
+        execute_notebook(
+            nb,
+            kernel_manager(KERNEL_NAME, [str(kernels)]),
+            timeout=300,
+            resources={"metadata": {"path": str(path.parent)}},
         )
-        execute_notebook(nb, manager, timeout=300, resources={"metadata": {"path": str(path.parent)}})
         saved[path.stem] = folder / path.name
         nbformat.write(nb, saved[path.stem])
     return saved

@@ -16,12 +16,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 
 from nbagent.render import ANSWER_CHARS
 
-from ..kernels import execute_notebook
+from ..kernels import execute_notebook, kernel_manager
 from ..notebooks._kernel import KERNEL_NAME, write_kernelspec
 
 pytestmark = pytest.mark.kernel
@@ -57,8 +55,7 @@ def test_ten_long_answers_save_under_a_megabyte(tmp_path: Path) -> None:
     cells = [SETUP, *(SHOW.format(i=i) for i in range(RUNS)), CHECK]
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     kernels = write_kernelspec(tmp_path / "spec", sys.executable)
-    manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
-    execute_notebook(nb, manager, timeout=300, store_widget_state=True)
+    execute_notebook(nb, kernel_manager(KERNEL_NAME, [str(kernels)]), timeout=300, store_widget_state=True)
     path = tmp_path / "long_answers.ipynb"
     nbformat.write(nb, path)
 
@@ -140,8 +137,7 @@ def test_a_cell_of_30_runs_saves_small(tmp_path: Path, tools: bool, limit: int) 
     never_live = "import nbagent.notebook.view\nnbagent.notebook.view.GO_LIVE_S = 3600\n"
     nb.cells = [nbformat.v4.new_code_cell(f"TOOLS = {tools}\n" + never_live + THIRTY)]
     kernels = write_kernelspec(tmp_path / "spec", sys.executable)
-    manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
-    execute_notebook(nb, manager, timeout=300, store_widget_state=True)
+    execute_notebook(nb, kernel_manager(KERNEL_NAME, [str(kernels)]), timeout=300, store_widget_state=True)
     path = tmp_path / f"thirty-{tools}.ipynb"
     nbformat.write(nb, path)
     outputs = nb.cells[0].outputs

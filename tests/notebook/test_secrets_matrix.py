@@ -28,8 +28,6 @@ from typing import Any
 
 import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 
 import nbagent
 from nbagent import AssistantAgent, Batch, Console, Trace
@@ -37,7 +35,7 @@ from nbagent.models import ModelError, RecordingChatCompletionClient
 from nbagent.trace import OTLPRecorder
 from nbagent.trace.loaded import load_jsonl, load_parquet
 
-from ..kernels import execute_notebook
+from ..kernels import execute_notebook, kernel_manager
 from ..notebooks._kernel import KERNEL_NAME, write_kernelspec
 from ..trace.test_otlp import Capture
 from .secrets_scenario import ENV, clients, lookup, new_secrets, start_server
@@ -229,8 +227,7 @@ def run_notebook(tmp_path: Path, values: dict[str, str]) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in NOTEBOOK_CELLS]
     kernels = write_kernelspec(tmp_path / "spec", sys.executable, {ENV: json.dumps(values)})
-    manager = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
-    execute_notebook(nb, manager, timeout=180, store_widget_state=True)
+    execute_notebook(nb, kernel_manager(KERNEL_NAME, [str(kernels)]), timeout=180, store_widget_state=True)
     path = tmp_path / "saved.ipynb"
     nbformat.write(nb, path)
     return path

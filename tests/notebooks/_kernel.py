@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 
-from ..kernels import execute_notebook
+from ..kernels import execute_notebook, kernel_manager
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -111,11 +109,12 @@ def execute(path: Path, kernels_dir: Path, timeout: int = 120) -> nbformat.Noteb
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(BASELINE_TASKS))
     nb.cells.append(nbformat.v4.new_code_cell(LEFTOVER_TASKS))
-    manager = KernelManager(
-        kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels_dir)])
-    )
     return execute_notebook(
-        nb, manager, timeout=timeout, allow_errors=True, resources={"metadata": {"path": str(path.parent)}}
+        nb,
+        kernel_manager(KERNEL_NAME, [str(kernels_dir)]),
+        timeout=timeout,
+        allow_errors=True,
+        resources={"metadata": {"path": str(path.parent)}},
     )
 
 

@@ -6,9 +6,8 @@ import re
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
-from ..kernels import IOPUB_OPTIONS
+from ..kernels import execute_notebook, kernel_manager
 
 pytestmark = pytest.mark.kernel
 
@@ -31,7 +30,7 @@ CELLS = [
 def test_saved_output_shows_the_last_move_made_in_any_cell() -> None:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
-    NotebookClient(notebook, timeout=120, kernel_name="python3", **IOPUB_OPTIONS).execute()
+    execute_notebook(notebook, kernel_manager("python3"), timeout=120)
     outputs = [cell.outputs for cell in notebook.cells]
     # The static copy (updated after every move), then the live widget with no copy of its own.
     assert [o.output_type for o in outputs[1]] == ["display_data", "display_data"]
