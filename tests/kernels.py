@@ -14,6 +14,7 @@ from typing import Any
 
 import nbformat
 import pytest
+import zmq
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from nbclient import NotebookClient
@@ -61,15 +62,32 @@ same range). A CI run saw it: a kernel died with ``Address already in use`` befo
 JupyterLab servers of the browser tests are given the same transport (``tests/browser/conftest.py``)."""
 
 
+CHANNELS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+"""A kernel's five channels, as its connection file names them (over IPC, socket ``{ip}-{port}`` each)."""
+
+
+def ipc_prefix_fits(prefix: str, whose: str) -> str:
+    """``prefix``, if the paths of its kernel's sockets (``prefix-1`` and up) fit in a Unix socket address;
+    else a RuntimeError naming ``whose`` sockets they are and the way out (a shorter TMPDIR)."""
+    longest = len(f"{prefix}-99".encode())
+    if longest > zmq.IPC_PATH_MAX_LEN:
+        raise RuntimeError(
+            f"{whose}: kernel socket paths of {longest} bytes ({prefix}-N) pass the {zmq.IPC_PATH_MAX_LEN} a "
+            "Unix socket address holds: set TMPDIR to a shorter folder"
+        )
+    return prefix
+
+
 def ipc_address() -> str:
     """A new absolute prefix for one kernel's Unix sockets (jupyter_client adds ``-1`` to ``-5``; it removes
     them at shutdown): absolute, as the kernel's working folder is the notebook's, not the test's."""
-    return f"{tempfile.gettempdir()}/nbagent-kernel-{uuid.uuid4().hex[:16]}"
+    return ipc_prefix_fits(f"{tempfile.gettempdir()}/nbagent-kernel-{uuid.uuid4().hex[:16]}", "a test's kernel")
 
 
 def kernel_manager(name: str, dirs: list[str] | None = None) -> KernelManager:
     """A manager of the kernelspec ``name`` found in ``dirs`` (None: Jupyter's own kernelspec folders), its
-    kernel on :data:`KERNEL_TRANSPORT`. Every kernel a test starts comes from here."""
+    kernel on :data:`KERNEL_TRANSPORT`: what each test that starts a kernel starts it with (this module's
+    :func:`running_kernel`, :func:`execute_notebook` and the tests themselves)."""
     specs = KernelSpecManager() if dirs is None else KernelSpecManager(kernel_dirs=dirs)
     return KernelManager(kernel_name=name, kernel_spec_manager=specs, transport=KERNEL_TRANSPORT, ip=ipc_address())
 

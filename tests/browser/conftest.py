@@ -77,6 +77,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,7 +89,7 @@ from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Error, 
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from nbagent.notebook.saved import STATE_MIME, VIEW_MIME
-from tests.kernels import KERNEL_TRANSPORT
+from tests.kernels import KERNEL_TRANSPORT, ipc_prefix_fits
 from tests.ports import free_port
 
 from .xss import MARKER_INIT_JS, XSS_HITS_JS
@@ -191,6 +192,8 @@ def _serve() -> Iterator[LabServer]:
     widget_settings = settings / "@jupyter-widgets" / "jupyterlab-manager"
     for path in (root, data, runtime, widget_settings):
         path.mkdir(parents=True)
+    # The server names each kernel's sockets after its connection file in the runtime folder.
+    ipc_prefix_fits(f"{runtime}/kernel-{uuid.UUID(int=0)}-ipc", "the browser tests' JupyterLab server")
     (widget_settings / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": True}))
     news = settings / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)

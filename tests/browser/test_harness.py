@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,7 +13,16 @@ import pytest
 
 from nbagent.notebook.saved import STATE_MIME, VIEW_MIME
 
-from .conftest import QUIET_JS, WIDGET_RESTORE_RACE_LOG, LabNotebook, StaticPage, reopened_with_widgets
+from ..kernels import CHANNELS, KERNEL_TRANSPORT
+from ..waits import until
+from .conftest import (
+    QUIET_JS,
+    WIDGET_RESTORE_RACE_LOG,
+    LabNotebook,
+    LabServer,
+    StaticPage,
+    reopened_with_widgets,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -178,3 +188,19 @@ def test_a_lost_model_fails_after_three_opens_and_one_the_saved_state_lacks_at_o
     with pytest.raises(pytest.fail.Exception, match=r"saved widget state lacks: \['m2'\]"):
         reopened_with_widgets(open_again, "true")
     assert len(made) == 4
+
+
+def test_the_servers_kernels_talk_over_unix_sockets(lab: LabServer) -> None:
+    """A kernel the JupyterLab server starts has its five channels on Unix sockets (``KERNEL_TRANSPORT``,
+    given on the server's command line), named after its connection file, and removes them at shutdown."""
+    kernel = lab.api("POST", "api/kernels")
+    try:
+        connection = lab.root.parent / "runtime" / f"kernel-{kernel['id']}.json"
+        until(connection.exists, "the kernel's connection file")
+        info = json.loads(connection.read_text())
+        paths = [f"{info['ip']}-{info[name]}" for name in CHANNELS]
+        assert (info["transport"], info["ip"]) == (KERNEL_TRANSPORT, str(connection.with_suffix("")) + "-ipc")
+        until(lambda: all(os.path.exists(path) for path in paths), "the kernel's sockets")
+    finally:
+        lab.api("DELETE", f"api/kernels/{kernel['id']}")
+    until(lambda: not any(os.path.exists(path) for path in paths), "the sockets' removal")
