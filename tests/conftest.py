@@ -101,11 +101,15 @@ LONG_TESTS = frozenset(
     if line.strip() and not line.startswith("#")
 )
 """The node ids of the tests marked ``long`` (``tests/long_tests.txt``: the fast tier's longest, measured)."""
-SPARK_TIMEOUT_S = 1200
-"""The hang guard of a ``spark`` test without one of its own (the suite's is 300 s). Its time includes its
+MARKER_TIMEOUT_S = {"spark": 1200, "browser": 900, "kernel": 900}
+"""The hang guard of a test with one of these markers and no guard of its own (the suite's is 300 s), which
+also bounds the set-up of the fixtures it is the first to need. A ``spark`` test's time includes its
 module's JVM start and the JVM compiling its first queries: on two cores beside a second full run (load 25
 to 34) the first Parquet ``count()`` of ``tests/receivers/test_engines.py`` passed 300 s in three runs of four,
-where idle it takes seconds (docs/testing.md, "Ports in tests")."""
+where idle it takes seconds (docs/testing.md, "Ports in tests"). A ``browser`` test may be the first to need
+the JupyterLab server, whose start got up to ``START_TIMEOUT_S`` (tests/browser/conftest.py); a ``kernel``
+test's waits on IOPub get up to ``IOPUB_DEADLINE_S`` (tests/kernels.py): both were passed on a machine 2.4
+times slower than usual beside a second full run (docs/testing.md, "Time in tests")."""
 FAST_TIER = "not slow"
 """The marker expression of the fast tier: one process unless ``-n``/``--numprocesses`` is given."""
 FAST_TIER_WORKERS = 0
@@ -369,8 +373,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker("long")
         if any(item.get_closest_marker(name) for name in SUB_MARKERS):
             item.add_marker("slow")
-        if item.get_closest_marker("spark") and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(SPARK_TIMEOUT_S))
+        guards = [seconds for name, seconds in MARKER_TIMEOUT_S.items() if item.get_closest_marker(name)]
+        if guards and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(max(guards)))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         rank = {group: index for index, group in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # stable: the rest keep their order

@@ -113,7 +113,7 @@ def _export(notebook_path: Path, target: Path, *, keep_widget_state: bool) -> st
     return body
 
 
-@pytest.mark.timeout(600)  # a hang guard: a run, six stepper moves, a save, a reopen and two exports
+@pytest.mark.timeout(900)  # a hang guard: a run, six stepper moves, a save, a reopen and two exports
 def test_no_payload_runs_and_no_key_leaks(
     run_notebook_in_lab: Callable[..., LabNotebook],
     open_static_html: Callable[[Path], StaticPage],

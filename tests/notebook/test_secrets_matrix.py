@@ -250,7 +250,7 @@ def notebook_artefacts(path: Path) -> Artefacts:
 
 
 @pytest.mark.kernel
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 async def test_no_secret_reaches_any_artefact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     values = new_secrets()
     artefacts = await produce(tmp_path, values, monkeypatch)

@@ -20,7 +20,7 @@ from tests.notebooks._kernel import (
 
 from .realservers import MODEL, Running
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.kernel]
+pytestmark = [pytest.mark.timeout(900), pytest.mark.kernel]
 
 
 def test_live_models_notebook_on_llama_server(llama_tools: Running, tmp_path: Path) -> None:
