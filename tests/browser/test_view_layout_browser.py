@@ -26,7 +26,7 @@ import pytest
 
 from nbagent.records import MOVES
 
-from .conftest import LabNotebook
+from .conftest import RUN_TIMEOUT_MS, LabNotebook
 from .measure import EDGES_JS, on_border
 from .views16 import VIEWS
 
@@ -181,8 +181,12 @@ def test_views_read_and_behave_in_the_page(run_notebook_in_lab: Callable[..., La
     assert md["pre_background"] not in ("rgba(0, 0, 0, 0)", "transparent") and md["pre_border"] == "1px"
 
     # The long stream: a box of bounded height, its end in view as text arrives; the status ticks.
+    # The status ticks: wait for the footer's elapsed to pass the first reading by 0.75 s (the kernel's ticks
+    # are late on a loaded machine: 1.2 s of page time once showed 0.62 s more, at a load of 23).
     before = page.evaluate(_STREAM_JS, "talker")
-    page.evaluate("() => new Promise(r => setTimeout(r, 1200))")
+    page.wait_for_function(
+        f"(title) => ({_STREAM_JS})(title).elapsed >= {before['elapsed'] + 0.75}", arg="talker", timeout=RUN_TIMEOUT_MS
+    )
     after = page.evaluate(_STREAM_JS, "talker")
     print(frontend, "stream box:", {k: v for k, v in after.items() if k != "text"})
     assert after["height"] <= 16 * after["fontSize"] + 2 < after["full"]
