@@ -180,9 +180,8 @@ def test_views_read_and_behave_in_the_page(run_notebook_in_lab: Callable[..., La
     assert "mono" in md["code_font"].lower() and md["code_background"] not in ("rgba(0, 0, 0, 0)", "transparent")
     assert md["pre_background"] not in ("rgba(0, 0, 0, 0)", "transparent") and md["pre_border"] == "1px"
 
-    # The long stream: a box of bounded height, its end in view as text arrives; the status ticks.
-    # The status ticks: wait for the footer's elapsed to pass the first reading by 0.75 s (the kernel's ticks
-    # are late on a loaded machine: 1.2 s of page time once showed 0.62 s more, at a load of 23).
+    # The long stream: a box of bounded height, its end in view as text arrives; the status ticks (waited for:
+    # the footer's elapsed passes the first reading by 0.75 s; at a load of 23, 1.2 s of page time showed 0.62).
     before = page.evaluate(_STREAM_JS, "talker")
     page.wait_for_function(
         f"(title) => ({_STREAM_JS})(title).elapsed >= {before['elapsed'] + 0.75}", arg="talker", timeout=RUN_TIMEOUT_MS
