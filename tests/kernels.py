@@ -10,16 +10,21 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import nbformat
 import pytest
 import zmq
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.blocking import BlockingKernelClient
+from jupyter_client.client import KernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from nbclient import NotebookClient
 
 from nbagent.notebook.saved import prune_widget_state
+
+KernelClientT = TypeVar("KernelClientT", bound=KernelClient)
 
 SLOW_AGENT = """
 import asyncio, nbagent
@@ -84,19 +89,52 @@ def ipc_address() -> str:
     return ipc_prefix_fits(f"{tempfile.gettempdir()}/nbagent-kernel-{uuid.uuid4().hex[:16]}", "a test's kernel")
 
 
+def unbounded_queues(client: KernelClientT) -> KernelClientT:
+    """``client`` with no high-water mark on the sockets it will open: its IOPub keeps every message.
+
+    A kernel publishes IOPub on a ZeroMQ PUB socket, which drops a message, silently, when the subscriber's
+    queue holds its high-water mark (1,000 by default, and neither ipykernel nor jupyter_client sets one).
+    A reader slower than the kernel then loses messages: measured idle, a cell of 50 background views sends
+    4,054 IOPub messages, and a reader taking 10 ms a message received 2,261 of them (27 of 50
+    ``display_data``). Under load the lost one can be the cell's ``idle``; nbclient then waits for it
+    until its IOPub deadline (a loaded CI pair: 600 s). With no mark, ZeroMQ's I/O thread keeps taking
+    the messages off the socket while the test reads them; the same reader received all 4,054. The option
+    is the client's context's default for new sockets, so it must be set before ``start_channels``."""
+    client.context.setsockopt(zmq.RCVHWM, 0)
+    return client
+
+
+class LosslessKernelManager(KernelManager):
+    """A blocking kernel manager whose clients keep every IOPub message (:func:`unbounded_queues`)."""
+
+    def client(self, **kwargs: Any) -> BlockingKernelClient:
+        return unbounded_queues(super().client(**kwargs))
+
+
+class LosslessAsyncKernelManager(AsyncKernelManager):
+    """An asynchronous kernel manager (nbclient's) whose clients keep every IOPub message."""
+
+    def client(self, **kwargs: Any) -> AsyncKernelClient:
+        return unbounded_queues(super().client(**kwargs))
+
+
 def kernel_manager(name: str, dirs: list[str] | None = None) -> KernelManager:
     """A manager of the kernelspec ``name`` found in ``dirs`` (None: Jupyter's own kernelspec folders), its
-    kernel on :data:`KERNEL_TRANSPORT`: what each test that starts a kernel starts it with (this module's
-    :func:`running_kernel`, :func:`execute_notebook` and the tests themselves)."""
+    kernel on :data:`KERNEL_TRANSPORT`, its clients losing no IOPub message: what each test that starts a
+    kernel starts it with (this module's :func:`running_kernel`, :func:`execute_notebook` and the tests
+    themselves)."""
     specs = KernelSpecManager() if dirs is None else KernelSpecManager(kernel_dirs=dirs)
-    return KernelManager(kernel_name=name, kernel_spec_manager=specs, transport=KERNEL_TRANSPORT, ip=ipc_address())
+    return LosslessKernelManager(
+        kernel_name=name, kernel_spec_manager=specs, transport=KERNEL_TRANSPORT, ip=ipc_address()
+    )
 
 
 IOPUB_DEADLINE_S = 600.0
 """How long a test waits for a kernel's next IOPub message, and nbclient for the rest of a cell's output
 after its reply: a hang guard. 60 s was once overrun by a cell of 50 ``nbagent.show`` calls at a load
 average of 18-21 (issue 45), where it passed alone; 180 s by a cell of 50 background views on a machine 2.4
-times slower than usual beside a second full run (load about 23). A ``kernel`` test gets
+times slower than usual beside a second full run (load about 23). The 600 s a later loaded run overran
+was a lost ``idle``, not a slow one (:func:`unbounded_queues`). A ``kernel`` test gets
 ``MARKER_TIMEOUT_S["kernel"]`` (tests/conftest.py), above this."""
 IOPUB_OPTIONS: dict[str, Any] = {"iopub_timeout": IOPUB_DEADLINE_S, "raise_on_iopub_timeout": True}
 """How long nbclient reads a cell's IOPub output after the cell's execute reply, and an error past it. Its
@@ -122,7 +160,7 @@ def execute_notebook(nb: nbformat.NotebookNode, manager: KernelManager, **option
     it was given). nbclient is given an asynchronous manager, as it makes itself: with a blocking one its
     waits for IOPub block its loop and its timeouts never fire (a lost message hung a test until pytest's
     timeout)."""
-    asynchronous = AsyncKernelManager(
+    asynchronous = LosslessAsyncKernelManager(
         kernel_name=manager.kernel_name,
         kernel_spec_manager=manager.kernel_spec_manager,
         transport=manager.transport,

@@ -57,8 +57,8 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
 
 XSS helpers live in ``xss.py``: ``xss_payloads(prefix)`` (the corpus; each payload, if it ever
 runs, calls ``__xss('<id>')``), ``MARKER_INIT_JS`` (installed in every page here: ``__xss`` records
-the id in ``window.__xssHits``, sets ``document.title`` and ``data-xss`` on ``<html>``),
-``XSS_HITS_JS`` (reads the three markers; ``nb.xss_hits()``) and ``DANGEROUS_DOM_JS`` (lists
+the id in ``window.__xssHits`` and sets ``data-xss`` on ``<html>``),
+``XSS_HITS_JS`` (reads both markers; ``nb.xss_hits()``) and ``DANGEROUS_DOM_JS`` (lists
 payload scripts, iframes/objects/embeds/forms, ``on*`` attributes and ``javascript:`` URLs inside a
 selector, e.g. ``page.evaluate(DANGEROUS_DOM_JS, ".nba-view")``). What the tests of issue 16
 measure in a page (contrast, visible outputs, the diagram's arrows) is in ``measure.py``.
@@ -543,7 +543,7 @@ class LabNotebook:
         return self.page.evaluate(_EXECUTE_JS, [code, timeout_ms])
 
     def xss_hits(self) -> dict[str, Any]:
-        """Every XSS marker set on the page (see ``xss.py``): window hits, title, DOM attribute."""
+        """Every XSS marker set on the page (see ``xss.py``): window hits and DOM attribute."""
         return self.page.evaluate(XSS_HITS_JS)
 
     def set_theme(self, theme: str) -> None:

@@ -80,7 +80,7 @@ def test_show_draws_a_swarm_turn_by_turn_with_the_handoff(run_notebook_in_lab) -
         "nba-turn", "nba-llm-call", "nba-tool-group", "nba-llm-call", "nba-final",
     ]  # fmt: skip
     nb.shot("view", ".jp-OutputArea .nba-view")
-    assert nb.xss_hits() == {"window": [], "title": "", "dom": ""}
+    assert nb.xss_hits() == {"window": [], "dom": ""}
     assert nb.error_outputs() == []
     assert nb.console_errors == []
 
@@ -155,7 +155,7 @@ def test_step_buttons_walk_autogens_stream_after_the_cell_finished(run_notebook_
     assert nb.execute("print(stepper.status, stepper.result.stop_reason)").strip() == (
         "finished Text 'TERMINATE' mentioned"
     )
-    assert nb.xss_hits() == {"window": [], "title": "", "dom": ""}
+    assert nb.xss_hits() == {"window": [], "dom": ""}
     assert nb.error_outputs() == []
     assert nb.console_errors == []
 

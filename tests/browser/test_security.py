@@ -131,7 +131,7 @@ def test_no_payload_runs_and_no_key_leaks(
     assert outputs[5].strip() == f"ok {2 * PAYLOAD_COUNT} ready"
 
     # The control proves the markers work on this page: raw HTML in a widget does execute.
-    assert nb.xss_hits() == {"window": ["control"], "title": "XSS control", "dom": "control"}
+    assert nb.xss_hits() == {"window": ["control"], "dom": "control"}
 
     # Live view: every escaped place shows each payload as text; nothing became an element.
     page.evaluate(_OPEN_DETAILS_JS)
@@ -174,7 +174,7 @@ def test_no_payload_runs_and_no_key_leaks(
         assert [p.kind for p in xss_payloads(place) if p.text not in stepper_text] == [], PLACES[place]
     nb.shot("stepper", ".nba-stepper-live")
 
-    assert nb.xss_hits() == {"window": ["control"], "title": "XSS control", "dom": "control"}
+    assert nb.xss_hits() == {"window": ["control"], "dom": "control"}
     assert lab.secret not in page.content()
 
     # The saved notebook and its HTML exports: no key, and no payload runs in the static page.
@@ -204,7 +204,7 @@ def test_no_payload_runs_and_no_key_leaks(
     reopened.settle()
     assert reopened.page.locator(".nba-view").count() == 2
     assert reopened.page.evaluate(DANGEROUS_DOM_JS, ".nba-view, .nba-stepper") == []
-    assert reopened.xss_hits() == {"window": ["control"], "title": "XSS control", "dom": "control"}
+    assert reopened.xss_hits() == {"window": ["control"], "dom": "control"}
     assert lab.secret not in reopened.page.content()
 
     for keep_state in (True, False):
@@ -213,7 +213,7 @@ def test_no_payload_runs_and_no_key_leaks(
         assert lab.secret not in body
         static = open_static_html(target)
         static.page.evaluate(_OPEN_DETAILS_JS)
-        assert static.xss_hits() == {"window": [], "title": "", "dom": ""}, target.name
+        assert static.xss_hits() == {"window": [], "dom": ""}, target.name
         assert static.page.evaluate(DANGEROUS_DOM_JS, ".jp-OutputArea-output") == [], target.name
         if not keep_state:
             # The fallback really shows both views and the stepper, payloads as text.

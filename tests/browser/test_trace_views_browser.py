@@ -144,7 +144,7 @@ _BARS = (
     'print(json.dumps({{"first": [b.details for b in {t}.timeline(first).bars],'
     ' "last": [b.details for b in {t}.timeline().bars]}}))'
 )
-CONTROL_HIT = {"window": ["control"], "title": "XSS control", "dom": "control"}
+CONTROL_HIT = {"window": ["control"], "dom": "control"}
 
 
 def _cells(port: int) -> tuple[list[str], dict[str, int]]:

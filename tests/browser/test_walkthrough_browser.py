@@ -103,4 +103,4 @@ def test_walkthrough_runs_and_its_stepper_steps_by_hand_from_the_start(run_noteb
     assert DOCS_SHOT.read_bytes()[:8] == PNG_MAGIC
     assert nb.error_outputs() == []
     assert nb.console_errors == []
-    assert nb.xss_hits() == {"window": [], "title": "", "dom": ""}
+    assert nb.xss_hits() == {"window": [], "dom": ""}

@@ -2,8 +2,9 @@
 
 Every payload, if a browser ever runs it, calls ``__xss('<id>')``. ``MARKER_INIT_JS`` (installed
 with ``context.add_init_script`` before any page script) defines ``__xss`` on the page: it records
-the id in ``window.__xssHits``, sets ``document.title`` to ``XSS <id>`` and adds ``data-xss`` to
-``<html>``; ``XSS_HITS_JS`` reads all three markers back.
+the id in ``window.__xssHits`` and adds ``data-xss`` to ``<html>``; ``XSS_HITS_JS`` reads both markers
+back. (``document.title`` was a third until JupyterLab, which sets the title itself when its current
+document changes, overwrote the control's mark on a reopened page under load.)
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ MARKER_INIT_JS = """
   Object.defineProperty(window, '__xssHits', {value: hits});
   const mark = (id) => {
     hits.push(String(id));
-    document.title = 'XSS ' + id;
     document.documentElement.setAttribute('data-xss', String(id));
   };
   Object.defineProperty(window, '__xss', {value: mark});
@@ -25,7 +25,6 @@ MARKER_INIT_JS = """
 
 XSS_HITS_JS = """() => ({
   window: [...(window.__xssHits || [])],
-  title: document.title.startsWith('XSS ') ? document.title : '',
   dom: document.documentElement.getAttribute('data-xss') || '',
 })"""
 
