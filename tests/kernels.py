@@ -90,37 +90,39 @@ def ipc_address() -> str:
 
 
 def unbounded_queues(client: KernelClientT) -> KernelClientT:
-    """``client`` with no high-water mark on the sockets it will open: its IOPub keeps every message.
+    """``client`` with no high-water mark on the sockets it will open, so that a slow reader loses no IOPub.
 
-    A kernel publishes IOPub on a ZeroMQ PUB socket, which drops a message, silently, when the subscriber's
-    queue holds its high-water mark (1,000 by default, and neither ipykernel nor jupyter_client sets one).
-    A reader slower than the kernel then loses messages: measured idle, a cell of 50 background views sends
-    4,054 IOPub messages, and a reader taking 10 ms a message received 2,261 of them (27 of 50
-    ``display_data``). Under load the lost one can be the cell's ``idle``; nbclient then waits for it
-    until its IOPub deadline (a loaded CI pair: 600 s). With no mark, ZeroMQ's I/O thread keeps taking
-    the messages off the socket while the test reads them; the same reader received all 4,054. The option
-    is the client's context's default for new sockets, so it must be set before ``start_channels``."""
+    A kernel publishes IOPub on a ZeroMQ XPUB socket, which drops a message, silently, when its queue to a
+    subscriber is full: 1,000 messages at each end by default (neither ipykernel nor jupyter_client sets a
+    mark), the subscriber's backing up into the kernel's. A reader slower than the kernel then loses
+    messages: measured idle, a cell of 50 background views sends 4,054 IOPub messages, and a reader taking
+    10 ms a message received 2,261 of them (27 of 50 ``display_data``). Under load the lost one can be the
+    cell's ``idle``; nbclient then waits for it until its IOPub deadline (a loaded CI pair: 600 s). With no
+    mark on the client, its ZeroMQ I/O thread keeps taking the messages off the socket while the test reads
+    the ones before, so the kernel's queue stays short; the same reader received all 4,054. (A client
+    process stopped outright, its I/O thread too, still loses what passes the kernel's 1,000.) The option
+    is the default of the client's own context for new sockets, so it is set before ``start_channels``."""
     client.context.setsockopt(zmq.RCVHWM, 0)
     return client
 
 
 class LosslessKernelManager(KernelManager):
-    """A blocking kernel manager whose clients keep every IOPub message (:func:`unbounded_queues`)."""
+    """A blocking kernel manager whose clients have no high-water mark (:func:`unbounded_queues`)."""
 
     def client(self, **kwargs: Any) -> BlockingKernelClient:
         return unbounded_queues(super().client(**kwargs))
 
 
 class LosslessAsyncKernelManager(AsyncKernelManager):
-    """An asynchronous kernel manager (nbclient's) whose clients keep every IOPub message."""
+    """An asynchronous kernel manager (nbclient's) whose clients have no high-water mark."""
 
-    def client(self, **kwargs: Any) -> AsyncKernelClient:
+    def client(self, **kwargs: Any) -> AsyncKernelClient:  # type: ignore[override]  # as jupyter_client's
         return unbounded_queues(super().client(**kwargs))
 
 
 def kernel_manager(name: str, dirs: list[str] | None = None) -> KernelManager:
     """A manager of the kernelspec ``name`` found in ``dirs`` (None: Jupyter's own kernelspec folders), its
-    kernel on :data:`KERNEL_TRANSPORT`, its clients losing no IOPub message: what each test that starts a
+    kernel on :data:`KERNEL_TRANSPORT`, its clients with no high-water mark: what each test that starts a
     kernel starts it with (this module's :func:`running_kernel`, :func:`execute_notebook` and the tests
     themselves)."""
     specs = KernelSpecManager() if dirs is None else KernelSpecManager(kernel_dirs=dirs)
@@ -133,8 +135,9 @@ IOPUB_DEADLINE_S = 600.0
 """How long a test waits for a kernel's next IOPub message, and nbclient for the rest of a cell's output
 after its reply: a hang guard. 60 s was once overrun by a cell of 50 ``nbagent.show`` calls at a load
 average of 18-21 (issue 45), where it passed alone; 180 s by a cell of 50 background views on a machine 2.4
-times slower than usual beside a second full run (load about 23). The 600 s a later loaded run overran
-was a lost ``idle``, not a slow one (:func:`unbounded_queues`). A ``kernel`` test gets
+times slower than usual beside a second full run (load about 23), taken then for slowness. The 600 s a
+later loaded run overran on that cell was a lost ``idle`` (:func:`unbounded_queues`); the 180 s may have
+been too. A ``kernel`` test gets
 ``MARKER_TIMEOUT_S["kernel"]`` (tests/conftest.py), above this."""
 IOPUB_OPTIONS: dict[str, Any] = {"iopub_timeout": IOPUB_DEADLINE_S, "raise_on_iopub_timeout": True}
 """How long nbclient reads a cell's IOPub output after the cell's execute reply, and an error past it. Its

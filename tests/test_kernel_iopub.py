@@ -1,6 +1,6 @@
-"""The tests' kernel clients keep every IOPub message however slowly they read (tests/kernels.py:
-``unbounded_queues``), where a client with ZeroMQ's default high-water mark loses some: a loaded CI run
-lost a cell's ``idle`` that way and waited 600 s for it."""
+"""The tests' kernel clients have no ZeroMQ high-water mark (tests/kernels.py: ``unbounded_queues``), so a
+reader far behind the kernel still gets every IOPub message, where a client with the default mark loses
+some: a loaded CI run lost a cell's ``idle`` that way and waited 600 s for it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ import pytest
 DISPLAYS = 5_000
 """Displays of one cell: far more than the default marks hold (1,000 queued at each end, and what the
 Unix socket buffers)."""
+READ_DEADLINE_S = 120.0
+"""How long the test waits for each next message once the cell has replied: a hang guard (every display
+is then in a queue; idle, all 5,000 are read in about a second)."""
 
 
 def _displays_until_idle(client: Any, msg_id: str, deadline_s: float) -> tuple[int, bool]:
@@ -41,5 +44,23 @@ def test_a_client_that_reads_after_the_cell_still_gets_every_message() -> None:
     with running_kernel("python3", None) as (_, client):
         msg_id = client.execute(f"from IPython.display import display\nfor i in range({DISPLAYS}):\n display(i)")
         reply = client.get_shell_msg(timeout=IOPUB_DEADLINE_S)
-        assert (reply["parent_header"]["msg_id"], reply["content"]["status"]) == (msg_id, "ok")
-        assert _displays_until_idle(client, msg_id, IOPUB_DEADLINE_S) == (DISPLAYS, True)
+        while reply["parent_header"].get("msg_id") != msg_id:  # a late reply to wait_for_ready's kernel_info
+            reply = client.get_shell_msg(timeout=IOPUB_DEADLINE_S)
+        assert reply["content"]["status"] == "ok"
+        assert _displays_until_idle(client, msg_id, READ_DEADLINE_S) == (DISPLAYS, True)
+
+
+def test_the_clients_nbclient_and_the_tests_make_have_no_high_water_mark() -> None:
+    """Both managers of tests/kernels.py, the blocking one (``kernel_manager``) and nbclient's asynchronous
+    one (``execute_notebook``), give their clients a context whose new sockets have no receive mark."""
+    pytest.importorskip("nbclient")
+    import zmq
+
+    from .kernels import LosslessAsyncKernelManager, kernel_manager
+
+    for manager in (kernel_manager("python3"), LosslessAsyncKernelManager(kernel_name="python3")):
+        client = manager.client()
+        try:
+            assert client.context.getsockopt(zmq.RCVHWM) == 0, type(manager).__name__
+        finally:
+            client.context.destroy(linger=0)

@@ -40,8 +40,8 @@ def test_runs_out_of_order_are_refused_naming_the_parameter() -> None:
 @pytest.mark.timeout(2400)  # a hang guard over both counts' own (900 s each)
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_callgrind_counts_a_plain_run(tmp_path: Path) -> None:
-    """Two processes under callgrind (about 50 times slower than without): 185-218 s on an idle 2-core
-    machine 2.4 times slower than usual, over the suite's 300 s in both runs of a loaded pair there."""
+    """Two processes under callgrind, each far slower than without: 185-218 s in all, idle, on a 2-core
+    machine 2.4 times slower than usual; over the suite's 300 s guard in both runs of a loaded pair there."""
     out = tmp_path / "figures.json"
     arguments = ["--scenarios", "plain", "--warmup", "5", "--runs", "5", "15", "--timeout", "900", "--json", str(out)]
     figures = instructions.main(arguments)

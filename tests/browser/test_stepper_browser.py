@@ -23,7 +23,7 @@ CELLS = [
     "script = [calls('c1', 'add', '{\"a\": 2, \"b\": 3}'), calls('c2', 'mul', '{\"a\": 5, \"b\": 4}'),\n"
     "          '(2 + 3) * 4 = **20**']\n"
     "agent = AssistantAgent('assistant', ReplayChatCompletionClient(script), tools=[add, mul], max_tool_iterations=3)",
-    "stepper = nbagent.step(agent, 'What is (2 + 3) * 4? <img src=x onerror=\"document.title=1\">')\nstepper",
+    "stepper = nbagent.step(agent, 'What is (2 + 3) * 4? <img src=x onerror=\"__xss(1)\">')\nstepper",
     "print('cells done')",
 ]
 MOVES = [
@@ -89,6 +89,6 @@ def test_next_button_walks_the_loop_after_the_cell_finished(run_notebook_in_lab)
     )
     reset = page.evaluate(STATE_JS)
     assert (reset["step"], reset["current"], reset["rows"]) == ("0", [], 0)
-    assert page.evaluate("document.title") != "1"
+    assert nb.xss_hits() == {"window": [], "dom": ""}  # the task's <img> stayed text
     assert nb.error_outputs() == []
     assert nb.console_errors == []
