@@ -163,14 +163,19 @@ def execute_notebook(nb: nbformat.NotebookNode, manager: KernelManager, **option
     it was given). nbclient is given an asynchronous manager, as it makes itself: with a blocking one its
     waits for IOPub block its loop and its timeouts never fire (a lost message hung a test until pytest's
     timeout)."""
-    asynchronous = LosslessAsyncKernelManager(
+    NotebookClient(nb, km=nbclient_manager(manager), **{**IOPUB_OPTIONS, **options}).execute(cleanup_kc=True)
+    return nb
+
+
+def nbclient_manager(manager: KernelManager) -> LosslessAsyncKernelManager:
+    """The asynchronous manager :func:`execute_notebook` gives nbclient: ``manager``'s kernelspec and
+    transport, a fresh socket prefix, clients with no high-water mark."""
+    return LosslessAsyncKernelManager(
         kernel_name=manager.kernel_name,
         kernel_spec_manager=manager.kernel_spec_manager,
         transport=manager.transport,
         ip=ipc_address() if manager.transport == "ipc" else manager.ip,
     )
-    NotebookClient(nb, km=asynchronous, **{**IOPUB_OPTIONS, **options}).execute(cleanup_kc=True)
-    return nb
 
 
 def save_notebook(nb: nbformat.NotebookNode, path: Path) -> None:

@@ -56,9 +56,9 @@ def test_the_clients_nbclient_and_the_tests_make_have_no_high_water_mark() -> No
     pytest.importorskip("nbclient")
     import zmq
 
-    from .kernels import LosslessAsyncKernelManager, kernel_manager
+    from .kernels import kernel_manager, nbclient_manager
 
-    for manager in (kernel_manager("python3"), LosslessAsyncKernelManager(kernel_name="python3")):
+    for manager in (kernel_manager("python3"), nbclient_manager(kernel_manager("python3"))):
         client = manager.client()
         try:
             assert client.context.getsockopt(zmq.RCVHWM) == 0, type(manager).__name__
