@@ -14,16 +14,16 @@ DISPLAYS = 5_000
 Unix socket buffers)."""
 READ_DEADLINE_S = 120.0
 """How long the test waits for each next message once the cell has replied: a hang guard (every display
-is then in a queue; idle, all 5,000 are read in about a second)."""
+is then in a queue)."""
 
 
-def _displays_until_idle(client: Any, msg_id: str, deadline_s: float) -> tuple[int, bool]:
+def _displays_until_idle(client: Any, msg_id: str) -> tuple[int, bool]:
     """The ``display_data`` messages of cell ``msg_id`` on ``client``'s IOPub, and whether its ``idle``
-    came: reading stops at the idle, or when nothing came for ``deadline_s``."""
+    came: reading stops at the idle, or when nothing came for :data:`READ_DEADLINE_S`."""
     displays = 0
     while True:
         try:
-            message = client.get_iopub_msg(timeout=deadline_s)
+            message = client.get_iopub_msg(timeout=READ_DEADLINE_S)
         except queue.Empty:
             return displays, False
         if message["parent_header"].get("msg_id") != msg_id:
@@ -47,7 +47,7 @@ def test_a_client_that_reads_after_the_cell_still_gets_every_message() -> None:
         while reply["parent_header"].get("msg_id") != msg_id:  # a late reply to wait_for_ready's kernel_info
             reply = client.get_shell_msg(timeout=IOPUB_DEADLINE_S)
         assert reply["content"]["status"] == "ok"
-        assert _displays_until_idle(client, msg_id, READ_DEADLINE_S) == (DISPLAYS, True)
+        assert _displays_until_idle(client, msg_id) == (DISPLAYS, True)
 
 
 def test_the_clients_nbclient_and_the_tests_make_have_no_high_water_mark() -> None:
