@@ -196,7 +196,7 @@ def test_views_read_and_behave_in_the_page(run_notebook_in_lab: Callable[..., La
     assert counts[1] > counts[0] > 0
     # The footer counts the chunks the row counts. A tick sends the row, then the footer: between the
     # two messages the page has the new row and the old footer, so the two agree once a tick has landed.
-    page.wait_for_function(_FOOTER_AGREES_JS, arg="talker", timeout=5_000)
+    page.wait_for_function(_FOOTER_AGREES_JS, arg="talker", timeout=RUN_TIMEOUT_MS)
     # "expand" lifts the bound: the box shows its whole text.
     page.locator(".nba-view.widget-vbox", has=page.locator(".nba-title", has_text="talker")).locator(
         "label.nba-expand"
