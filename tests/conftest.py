@@ -111,12 +111,13 @@ the JupyterLab server, whose start got up to ``START_TIMEOUT_S`` (tests/browser/
 test's waits on IOPub get up to ``IOPUB_DEADLINE_S`` (tests/kernels.py): both were passed on a machine 2.4
 times slower than usual beside a second full run (docs/testing.md, "Time in tests")."""
 FAST_TIER = "not slow"
-"""The marker expression of the fast tier: one process unless ``-n``/``--numprocesses`` is given."""
-FAST_TIER_WORKERS = 0
-"""The fast tier's xdist workers: none (one process). Measured one after the other on the 2-core machine
-(docs/testing.md), at load averages of 2 to 5: 1 min 51 s in one process (79 s of CPU) against 2 min 4 s
-on two workers (109 s of CPU); its tests wait on nothing, so workers only add start-up.
-The pyproject's four cost more on small selections (issue 45: ``tests/render`` in 70-77 s on four
+"""The marker expression of the fast tier: ``FAST_TIER_WORKERS`` workers unless ``-n``/``--numprocesses`` is given."""
+FAST_TIER_WORKERS = 2
+"""The fast tier's xdist workers: one a core. Measured one after the other on an idle 2-core machine
+(docs/testing.md, 2026-12-07): 2 min 41 s on two workers (284 s of CPU) against 4 min 46 s in one
+process (257 s of CPU). Where other work holds the second core they gain little (1 min 51 s in one process
+against 2 min 4 s on two, at load averages of 2 to 4, the day before), so the wall time users wait for
+decides. The pyproject's four cost more on small selections (issue 45: ``tests/render`` in 70-77 s on four
 workers, 14-15 s in one process)."""
 
 
@@ -317,7 +318,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """The fast tier (``-m "not slow"``) with ``FAST_TIER_WORKERS`` workers (one process), not the four the slow
+    """The fast tier (``-m "not slow"``) with ``FAST_TIER_WORKERS`` workers, not the four the slow
     tests need (docs/testing.md has the figures). ``-n``/``--numprocesses`` on the command line wins. Never
     in a worker: xdist turns its workers' ``numprocesses`` off, and a worker given workers would start its
     own, each of them theirs, without end."""

@@ -83,12 +83,12 @@ def fast_tier_config(*args: str) -> SimpleNamespace:
     )
 
 
-def test_the_fast_tier_runs_in_one_process_and_a_worker_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fast_tier_runs_on_its_workers_and_a_worker_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker given workers would start its own, each of them theirs, without end."""
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     controller = fast_tier_config("-m", "not slow")
     pytest_cmdline_main(controller)  # type: ignore[arg-type]
-    assert controller.option.numprocesses == FAST_TIER_WORKERS == 0  # one process
+    assert controller.option.numprocesses == FAST_TIER_WORKERS == 2  # one a core
     explicit = fast_tier_config("-m", "not slow", "-n", "3")
     pytest_cmdline_main(explicit)  # type: ignore[arg-type]
     assert explicit.option.numprocesses == 4  # the command line's
