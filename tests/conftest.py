@@ -2,8 +2,8 @@
 
 Tiers (docs/testing.md): a test that starts a kernel, a browser, a server process, Spark, a receiver, an
 MCP server or any other child process is ``slow``, through a sub-marker (``SUB_MARKERS``; the folders of
-``GROUPED_FOLDERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, in one
-process (``pytest_cmdline_main``). A test not marked ``slow`` that starts a child process fails
+``GROUPED_FOLDERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, on two
+workers (``pytest_cmdline_main``). A test not marked ``slow`` that starts a child process fails
 (``ChildProcessGuard``): a marker cannot go missing silently. A test that needs a module only an extra
 installs is skipped with its reason (``OptionalModule``, ``missing_optional``).
 
@@ -44,6 +44,7 @@ import multiprocessing.process
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 import traceback
@@ -111,14 +112,14 @@ the JupyterLab server, whose start got up to ``START_TIMEOUT_S`` (tests/browser/
 test's waits on IOPub get up to ``IOPUB_DEADLINE_S`` (tests/kernels.py): both were passed on a machine 2.4
 times slower than usual beside a second full run (docs/testing.md, "Time in tests")."""
 FAST_TIER = "not slow"
-"""The marker expression of the fast tier: ``FAST_TIER_WORKERS`` workers unless ``-n``/``--numprocesses`` is given."""
+"""The marker expression of the fast tier: ``FAST_TIER_WORKERS`` workers unless told otherwise."""
 FAST_TIER_WORKERS = 2
-"""The fast tier's xdist workers: one a core. Measured one after the other on an idle 2-core machine
-(docs/testing.md, 2026-12-07): 2 min 41 s on two workers (284 s of CPU) against 4 min 46 s in one
-process (257 s of CPU). Where other work holds the second core they gain little (1 min 51 s in one process
-against 2 min 4 s on two, at load averages of 2 to 4, the day before), so the wall time users wait for
-decides. The pyproject's four cost more on small selections (issue 45: ``tests/render`` in 70-77 s on four
-workers, 14-15 s in one process)."""
+"""The fast tier's xdist workers: two, one a core of the 2-core machine. Measured one after the other there,
+idle (docs/testing.md, 2026-12-07): 2 min 41 s on two workers (284 s of CPU) against 4 min 46 s in one
+process (257 s of CPU). Where other work holds the second core they lose a little (2 min 4 s on two against
+1 min 51 s in one process, at load averages of 2 to 4, the day before, on a faster machine): the wall time
+of the common case, a developer's idle machine, decides. The pyproject's four cost more on small selections
+(issue 45: ``tests/render`` in 70-77 s on four workers, 14-15 s in one process)."""
 
 
 class ChildProcessStarted(RuntimeError):
@@ -319,15 +320,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """The fast tier (``-m "not slow"``) with ``FAST_TIER_WORKERS`` workers, not the four the slow
-    tests need (docs/testing.md has the figures). ``-n``/``--numprocesses`` on the command line wins. Never
-    in a worker: xdist turns its workers' ``numprocesses`` off, and a worker given workers would start its
-    own, each of them theirs, without end."""
+    tests need (docs/testing.md has the figures). ``-n``/``--numprocesses``, on the command line or in
+    ``PYTEST_ADDOPTS``, wins; ``--pdb`` and ``--trace`` keep one process (xdist refuses them). Never in a
+    worker: xdist turns its workers' ``numprocesses`` off, and a worker given workers would start its own,
+    each of them theirs, without end."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    explicit = any(arg == "-n" or arg.startswith(("-n", "--numprocesses")) for arg in config.invocation_params.args)
+    given = [*config.invocation_params.args, *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+    explicit = any(arg == "-n" or arg.startswith(("-n", "--numprocesses")) for arg in given)
+    debugging = bool(getattr(config.option, "usepdb", False) or getattr(config.option, "trace", False))
     fast_tier = " ".join((config.option.markexpr or "").split()) == FAST_TIER
     if fast_tier and not explicit and config.pluginmanager.has_plugin("xdist"):
-        config.option.numprocesses = FAST_TIER_WORKERS
+        config.option.numprocesses = 0 if debugging else FAST_TIER_WORKERS
 
 
 def pytest_configure(config: pytest.Config) -> None:

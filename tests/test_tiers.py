@@ -74,26 +74,49 @@ def test_an_optional_module_missing_inside_nbagent_is_not_skipped() -> None:
     assert missing_optional(raised.value) is None
 
 
-def fast_tier_config(*args: str) -> SimpleNamespace:
-    """What ``pytest_cmdline_main`` reads of a config: the command line, ``-m``, the xdist plugin."""
+def fast_tier_config(*args: str, xdist: bool = True, **option: object) -> SimpleNamespace:
+    """What ``pytest_cmdline_main`` reads of a config: the command line, ``-m``, the options, the xdist plugin."""
     return SimpleNamespace(
         invocation_params=SimpleNamespace(args=args),
-        option=SimpleNamespace(markexpr="not  slow", numprocesses=4),
-        pluginmanager=SimpleNamespace(has_plugin=lambda name: True),
+        option=SimpleNamespace(markexpr="not  slow", numprocesses=4, **option),
+        pluginmanager=SimpleNamespace(has_plugin=lambda name: xdist),
     )
 
 
-def test_the_fast_tier_runs_on_its_workers_and_a_worker_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker given workers would start its own, each of them theirs, without end."""
+@pytest.mark.parametrize(
+    ("args", "addopts", "option", "expected"),
+    [
+        (("-m", "not slow"), "", {}, FAST_TIER_WORKERS),
+        (("-m", "not slow", "-n", "3"), "", {}, 4),  # the command line's (xdist parses it later)
+        (("-m", "not slow", "-n0"), "", {}, 4),
+        (("-m", "not slow", "--numprocesses=auto"), "", {}, 4),
+        (("-m", "not slow", "-nauto"), "", {}, 4),
+        (("-m", "not slow"), "-n 3", {}, 4),  # PYTEST_ADDOPTS's
+        (("-m", "not slow", "--pdb"), "", {"usepdb": True}, 0),  # xdist refuses --pdb and --trace
+        (("-m", "not slow", "--trace"), "", {"trace": True}, 0),
+    ],
+)
+def test_the_fast_tier_runs_on_its_workers_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], addopts: str, option: dict[str, object], expected: int
+) -> None:
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    controller = fast_tier_config("-m", "not slow")
-    pytest_cmdline_main(controller)  # type: ignore[arg-type]
-    assert controller.option.numprocesses == FAST_TIER_WORKERS == 2  # one a core
-    explicit = fast_tier_config("-m", "not slow", "-n", "3")
-    pytest_cmdline_main(explicit)  # type: ignore[arg-type]
-    assert explicit.option.numprocesses == 4  # the command line's
+    monkeypatch.setenv("PYTEST_ADDOPTS", addopts)
+    config = fast_tier_config(*args, **option)
+    pytest_cmdline_main(config)  # type: ignore[arg-type]
+    assert config.option.numprocesses == expected
+    assert FAST_TIER_WORKERS == 2  # one a core of the 2-core machine (docs/testing.md has the figures)
+
+
+def test_a_worker_and_a_run_without_xdist_are_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker given workers would start its own, each of them theirs, without end; without xdist (a core-only
+    install) there is one process and nothing to set."""
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
     worker = fast_tier_config("-m", "not slow")
     worker.option.numprocesses = None  # as xdist leaves it in a worker (the hook must not set it, to 0 or more)
     pytest_cmdline_main(worker)  # type: ignore[arg-type]
     assert worker.option.numprocesses is None
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    plain = fast_tier_config("-m", "not slow", xdist=False)
+    pytest_cmdline_main(plain)  # type: ignore[arg-type]
+    assert plain.option.numprocesses == 4  # untouched: pytest alone never reads it

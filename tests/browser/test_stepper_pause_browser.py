@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from .conftest import HANG_BOUND_S, LabNotebook
+from .conftest import HANG_BOUND_S, RUN_TIMEOUT_MS, LabNotebook
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +33,12 @@ def looper(latency=0.3, rounds=12):
     client = ReplayChatCompletionClient([*calls, "done"], latency=latency)
     return AssistantAgent("looper", client, tools=[add], max_tool_iterations=rounds + 1)
 '''
-CELLS = [SETUP, "stepper = nbagent.step(looper(), 'Add up.')\nstepper", "second = nbagent.step(looper(), 'Add up.')"]
+# The second walk's 40 model calls take 12 s at least: the interrupt, 2 s after it starts, always finds it walking.
+CELLS = [
+    SETUP,
+    "stepper = nbagent.step(looper(), 'Add up.')\nstepper",
+    "second = nbagent.step(looper(rounds=40), 'Add up.')",
+]
 
 SLOW = '''
 import asyncio
@@ -64,15 +69,22 @@ _STATE_JS = """() => {
   };
 }"""
 
-# Runs code in the kernel without waiting; interrupts the kernel after `delay` ms; resolves with the
-# reply's error (ename: evalue and the traceback's lines) and the ms from the interrupt to the reply.
-_INTERRUPT_JS = """async ([code, delay]) => {
+# Runs code in the kernel without waiting; once the cell has printed `marker` (it is running), waits `delay`
+# ms and interrupts the kernel; resolves with the reply's error (ename: evalue and the traceback's lines) and
+# the ms from the interrupt to the reply. Rejects if the marker has not come in `limit` ms.
+_INTERRUPT_JS = """async ([code, marker, delay, limit]) => {
   const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
   const future = kernel.requestExecute({code, store_history: false});
   let error = null;
+  let started;
+  const running = new Promise((resolve) => { started = resolve; });
   future.onIOPub = (msg) => {
     if (msg.header.msg_type === 'error') error = [msg.content.ename, msg.content.evalue, msg.content.traceback];
+    if (msg.header.msg_type === 'stream' && msg.content.text.includes(marker)) started();
   };
+  const late = new Promise((_, reject) => setTimeout(
+    () => reject(new Error('the cell did not print ' + marker + ' in ' + limit + ' ms')), limit));
+  await Promise.race([running, late]);
   await new Promise(r => setTimeout(r, delay));
   const asked = performance.now();
   await kernel.interrupt();
@@ -88,18 +100,21 @@ _PAUSE_JS = """(limit) => new Promise((resolve, reject) => {
   const view = document.querySelector('.jp-OutputArea .nba-stepper-live');
   const pause = [...view.querySelectorAll('.nba-stepper-bar button')].find(b => b.textContent.trim() === 'Pause');
   const status = () => view.querySelector('.nba-stepper-status [data-status]');
+  const idle = () => status()?.dataset.busy === 'false';
   const start = performance.now();
   const observer = new MutationObserver(() => {
-    if (status().dataset.busy === 'false') { observer.disconnect(); resolve(performance.now() - start); }
+    if (idle()) { observer.disconnect(); resolve(performance.now() - start); }
   });
   observer.observe(view, {subtree: true, childList: true, attributes: true, characterData: true});
   setTimeout(() => {
     observer.disconnect();
     const last = status();
     reject(new Error('Pause: the status never showed the walk idle (data-busy=false) in ' + limit + ' ms; last: '
-      + 'busy=' + last.dataset.busy + ' status=' + last.dataset.status + ' "' + last.textContent + '"'));
+      + (last ? 'busy=' + last.dataset.busy + ' status=' + last.dataset.status + ' "' + last.textContent + '"'
+         : 'no status element')));
   }, limit);
   pause.click();
+  if (idle()) { observer.disconnect(); resolve(performance.now() - start); }  // idle before the click took
 })"""
 
 
@@ -137,8 +152,8 @@ def test_pause_ends_run_to_end_at_a_move_boundary_and_an_interrupt_does_too(
     assert during["busy"] == "true" and during["pause"] and not during["next"]
     paused_in = pause_and_time(nb)
     after = state(nb)
-    assert paused_in > 0, paused_in
     assert after["status"] == "paused" and after["next"] and not after["pause"], after
+    assert paused_in > 0, paused_in
     assert 5 <= int(after["index"]) < 20  # type: ignore[call-overload]
     nb.shot("paused")
     page.wait_for_timeout(700)  # nothing moves on by itself
@@ -150,7 +165,8 @@ def test_pause_ends_run_to_end_at_a_move_boundary_and_an_interrupt_does_too(
     )
 
     # A kernel interrupt of a cell walking the second stepper.
-    seen = page.evaluate(_INTERRUPT_JS, ["await second.run_to_end()", 2000])
+    walk = "print('walking', flush=True)\nawait second.run_to_end()"
+    seen = page.evaluate(_INTERRUPT_JS, [walk, "walking", 2000, RUN_TIMEOUT_MS])
     assert seen["error"] is not None and seen["error"][0] == "WalkInterrupted", seen
     assert len(seen["error"][2]) == 1, seen["error"][2]  # one line, no traceback
     assert seen["ms"] < HANG_BOUND_S * 1000, seen["ms"]
@@ -207,8 +223,8 @@ def test_pause_during_a_slow_tool_pauses_at_the_boundary_before_it_and_next_make
     paused_in = pause_and_time(nb)
     after = state(nb)
     print(f"{frontend}, slow tool: Pause to paused {paused_in:.2f} s, at move {after['index']}")
-    assert paused_in > 0, paused_in
     assert (after["status"], after["index"], after["next"], after["pause"]) == ("paused", 4, True, False), after
+    assert paused_in > 0, paused_in
     assert nb.execute("print(slow.upcoming.name, slow.moving)").strip() == "tool_execution False"
     nb.execute("DELAY[0] = 0.2")
     page.locator(bar, has_text="Next").click()

@@ -68,7 +68,7 @@ _VIEW_JS = """(title) => [...document.querySelectorAll('.nba-view')].filter(v =>
 
 # Before the click: resolve window.__stopped with the seconds from the click until `done` holds.
 _ARM_JS = (
-    """([title, sync]) => {
+    """([title, sync, limit]) => {
   const views = """
     + _VIEW_JS
     + """;
@@ -84,7 +84,10 @@ _ARM_JS = (
       if (t0 !== null && done()) { observer.disconnect(); resolve((performance.now() - t0) / 1000); }
     });
     observer.observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
-    setTimeout(() => { observer.disconnect(); reject(new Error(title + ': not cancelled in 20 s')); }, 20000);
+    setTimeout(() => {
+      observer.disconnect();
+      reject(new Error(title + ': not cancelled in ' + limit + ' ms'));
+    }, limit);
   });
 }"""
 )
@@ -110,7 +113,7 @@ def stop(nb: LabNotebook, title: str) -> float:
         page.wait_for_function(_RUNNING_JS, arg=title, timeout=60_000)
         view = page.locator(".nba-view.widget-vbox", has=page.locator(".nba-title", has_text=title))
         button = view.locator("button.nba-stop")
-    page.evaluate(_ARM_JS, [title, sync])
+    page.evaluate(_ARM_JS, [title, sync, HANG_BOUND_S * 1000])
     button.click()
     return float(page.evaluate("async () => await window.__stopped"))
 
