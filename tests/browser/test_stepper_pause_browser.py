@@ -33,10 +33,11 @@ def looper(latency=0.3, rounds=12):
     client = ReplayChatCompletionClient([*calls, "done"], latency=latency)
     return AssistantAgent("looper", client, tools=[add], max_tool_iterations=rounds + 1)
 '''
-# The second walk's 40 model calls take 12 s at least: the interrupt, 2 s after it starts, always finds it walking.
+# Each walk's 40 model calls take 12 s at least: a Pause clicked after move 5, or the interrupt 2 s after the
+# cell starts, finds its walk going on a loaded machine (with 12 calls, a Pause 4 s late could find it ended).
 CELLS = [
     SETUP,
-    "stepper = nbagent.step(looper(), 'Add up.')\nstepper",
+    "stepper = nbagent.step(looper(rounds=40), 'Add up.')\nstepper",
     "second = nbagent.step(looper(rounds=40), 'Add up.')",
 ]
 
@@ -154,7 +155,7 @@ def test_pause_ends_run_to_end_at_a_move_boundary_and_an_interrupt_does_too(
     after = state(nb)
     assert after["status"] == "paused" and after["next"] and not after["pause"], after
     assert paused_in > 0, paused_in
-    assert 5 <= int(after["index"]) < 20  # type: ignore[call-overload]
+    assert int(after["index"]) >= 5  # type: ignore[call-overload]  # and "paused": the walk had not ended
     nb.shot("paused")
     page.wait_for_timeout(700)  # nothing moves on by itself
     assert state(nb)["index"] == after["index"]
