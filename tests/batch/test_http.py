@@ -226,7 +226,7 @@ async def test_connections_stay_bounded_by_the_concurrency(server: ChatServer, s
     try:
         batch = await Batch(make, [f"city {i}" for i in range(40)], concurrency=concurrency).run()
         assert batch.results["status"].tolist() == ["ok"] * 40
-        assert server.peak_connections <= concurrency
+        assert server.peak_connections <= concurrency, server.peak_report()
         left = await _settled(server, concurrency if shared else 0)
     finally:
         gc.enable()
@@ -255,6 +255,8 @@ async def test_the_servers_peak_counts_the_connections_open_at_once() -> None:
                 else:
                     kept.append(client)
             assert server.peak_connections == expected, close_each
+            assert len(server.peak_ports) == expected and set(server.peak_ports) <= server.accepted_ports
+            assert server.peak_report().endswith("never accepted by this server: []"), server.peak_report()
             for client in kept:
                 await client.close()
 

@@ -503,13 +503,14 @@ class Received:
 # --------------------------------------------------------------------------- the server
 
 
-def _established_to(port: int) -> int:
-    """How many TCP connections to ``port`` of 127.0.0.1 are established on the client's side: a client's
-    close or shutdown changes its socket's state at once, in its own system call, however late the server's
-    loop (or, under load, the kernel's delivery of the FIN) sees it. Linux's ``/proc/net/tcp``."""
+def _established_to(port: int) -> list[int]:
+    """The local ports of the TCP connections to ``port`` of 127.0.0.1 established on the client's side: a
+    client's close or shutdown changes its socket's state at once, in its own system call, however late the
+    server's loop (or, under load, the kernel's delivery of the FIN) sees it. Linux's ``/proc/net/tcp``."""
     remote = f"0100007F:{port:04X}"
     with open("/proc/net/tcp", encoding="ascii") as table:
-        return sum(1 for line in table if (fields := line.split())[2] == remote and fields[3] == "01")
+        rows = [line.split() for line in table]
+    return sorted(int(row[1].split(":")[1], 16) for row in rows if row[2] == remote and row[3] == "01")
 
 
 class ChatServer:
@@ -532,6 +533,8 @@ class ChatServer:
         self.requests: list[Received] = []
         self.connections = 0  # open now
         self.peak_connections = 0  # the most open at once
+        self.peak_ports: list[int] = []  # the clients' local ports at that peak
+        self.accepted_ports: set[int] = set()  # the clients' ports of every connection this server accepted
         self._replies: list[Reply] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -542,6 +545,16 @@ class ChatServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def peak_report(self) -> str:
+        """The peak of established connections, their clients' ports, and which of them this server accepted
+        by the time it is asked (a port it never accepted was another connection to its port)."""
+        with self._lock:
+            ports, accepted = list(self.peak_ports), set(self.accepted_ports)
+        return (
+            f"{len(ports)} client sockets established to port {self.port} at once, local ports {ports}; "
+            f"never accepted by this server: {[port for port in ports if port not in accepted]}"
+        )
 
     @property
     def pending(self) -> int:
@@ -593,6 +606,7 @@ class ChatServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with self._lock:
             self.connections += 1
+            self.accepted_ports.add(writer.get_extra_info("peername")[1])
         try:
             while await self._one_request(reader, writer):
                 pass
@@ -608,8 +622,10 @@ class ChatServer:
         line = await reader.readline()
         if not line:
             return False
+        ports = _established_to(self.port)
         with self._lock:
-            self.peak_connections = max(self.peak_connections, _established_to(self.port))
+            if len(ports) > self.peak_connections:
+                self.peak_connections, self.peak_ports = len(ports), ports
         method, path, _ = line.decode("latin-1").split(" ", 2)
         headers: dict[str, str] = {}
         while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
