@@ -29,9 +29,12 @@ API:
   left gets 400 "no scripted reply left". ``server.pending`` counts unused replies.
 * ``server.connections`` / ``server.peak_connections``: the connections open now / the most open at once.
   The peak is taken as each request arrives, from the clients' side: the connections to the server's port
-  that are established there (``/proc/net/tcp``; all clients are in this machine). A client's close changes
-  its socket at once, where the server's loop may read it seconds later under load, and the kernel may
-  deliver its FIN after the client's next connection (the server then saw 9 connections from 8 clients).
+  that are established there (``/proc/net/tcp``; all clients are in this machine) and that this server
+  accepted. A client's close changes its socket at once, where the server's loop may read it seconds later
+  under load, and the kernel may deliver its FIN after the client's next connection (the server then saw 9
+  connections from 8 clients). A socket established to the same port number that this server never accepted
+  (another process's, to a server that had the port before) is not its connection; ``peak_report`` names
+  those seen at the peak.
 * ``server.requests``: every request received (also the rejected ones), as ``Received(body,
   headers, status)`` with ``status`` the HTTP status answered.
 * ``Reply``: what to answer. Builders: ``Reply.text(text, reasoning=None)``, ``Reply.call((name,
@@ -534,6 +537,7 @@ class ChatServer:
         self.connections = 0  # open now
         self.peak_connections = 0  # the most open at once
         self.peak_ports: list[int] = []  # the clients' local ports at that peak
+        self.peak_seen: list[int] = []  # every client port established to the port then, accepted or not
         self.accepted_ports: set[int] = set()  # the clients' ports of every connection this server accepted
         self._replies: list[Reply] = []
         self._lock = threading.Lock()
@@ -547,13 +551,13 @@ class ChatServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def peak_report(self) -> str:
-        """The peak of established connections, their clients' ports, and which of them this server accepted
-        by the time it is asked (a port it never accepted was another connection to its port)."""
+        """The peak of this server's established connections, their clients' ports, and the connections to
+        its port it never accepted (another process's, to a port number used before)."""
         with self._lock:
-            ports, accepted = list(self.peak_ports), set(self.accepted_ports)
+            ports, seen = list(self.peak_ports), list(self.peak_seen)
         return (
             f"{len(ports)} client sockets established to port {self.port} at once, local ports {ports}; "
-            f"never accepted by this server: {[port for port in ports if port not in accepted]}"
+            f"never accepted by this server: {[port for port in seen if port not in ports]}"
         )
 
     @property
@@ -624,8 +628,9 @@ class ChatServer:
             return False
         ports = _established_to(self.port)
         with self._lock:
-            if len(ports) > self.peak_connections:
-                self.peak_connections, self.peak_ports = len(ports), ports
+            ours = [port for port in ports if port in self.accepted_ports]
+            if len(ours) > self.peak_connections:
+                self.peak_connections, self.peak_ports, self.peak_seen = len(ours), ours, ports
         method, path, _ = line.decode("latin-1").split(" ", 2)
         headers: dict[str, str] = {}
         while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
