@@ -255,8 +255,9 @@ async def test_the_servers_peak_counts_the_connections_open_at_once() -> None:
                 else:
                     kept.append(client)
             assert server.peak_connections == expected, close_each
-            assert len(server.peak_ports) == expected and set(server.peak_ports) <= server.accepted_ports
-            assert server.peak_report().endswith("never accepted by this server: []"), server.peak_report()
+            assert server.peak_report().endswith("not accepted by this server then: []"), server.peak_report()
+            if not close_each:  # the ten kept clients' sockets, read from /proc/net/tcp, are the peak's
+                assert server.peak_ports == server.established(), server.peak_report()
             for client in kept:
                 await client.close()
 

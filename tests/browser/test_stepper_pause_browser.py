@@ -103,9 +103,8 @@ _PAUSE_JS = """(limit) => new Promise((resolve, reject) => {
   const status = () => view.querySelector('.nba-stepper-status [data-status]');
   const idle = () => status()?.dataset.busy === 'false';
   const start = performance.now();
-  const observer = new MutationObserver(() => {
-    if (idle()) { observer.disconnect(); resolve(performance.now() - start); }
-  });
+  const settle = () => { if (idle()) { observer.disconnect(); resolve(performance.now() - start); } };
+  const observer = new MutationObserver(settle);
   observer.observe(view, {subtree: true, childList: true, attributes: true, characterData: true});
   setTimeout(() => {
     observer.disconnect();
@@ -115,7 +114,7 @@ _PAUSE_JS = """(limit) => new Promise((resolve, reject) => {
          : 'no status element')));
   }, limit);
   pause.click();
-  if (idle()) { observer.disconnect(); resolve(performance.now() - start); }  // idle before the click took
+  settle();  // idle before the click took
 })"""
 
 

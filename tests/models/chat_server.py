@@ -34,7 +34,7 @@ API:
   under load, and the kernel may deliver its FIN after the client's next connection (the server then saw 9
   connections from 8 clients). A socket established to the same port number that this server never accepted
   (another process's, to a server that had the port before) is not its connection; ``peak_report`` names
-  those seen at the peak.
+  those seen at the peak, ``established()`` the clients' ports now.
 * ``server.requests``: every request received (also the rejected ones), as ``Received(body,
   headers, status)`` with ``status`` the HTTP status answered.
 * ``Reply``: what to answer. Builders: ``Reply.text(text, reasoning=None)``, ``Reply.call((name,
@@ -550,14 +550,19 @@ class ChatServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def established(self) -> list[int]:
+        """The local ports of the clients' sockets established to this server's port now, accepted or not."""
+        return _established_to(self.port)
+
     def peak_report(self) -> str:
         """The peak of this server's established connections, their clients' ports, and the connections to
-        its port it never accepted (another process's, to a port number used before)."""
+        its port it had not accepted then (another process's, to a port number used before, or one not yet
+        taken from the listening queue)."""
         with self._lock:
             ports, seen = list(self.peak_ports), list(self.peak_seen)
         return (
             f"{len(ports)} client sockets established to port {self.port} at once, local ports {ports}; "
-            f"never accepted by this server: {[port for port in seen if port not in ports]}"
+            f"not accepted by this server then: {[port for port in seen if port not in ports]}"
         )
 
     @property
@@ -626,7 +631,7 @@ class ChatServer:
         line = await reader.readline()
         if not line:
             return False
-        ports = _established_to(self.port)
+        ports = self.established()
         with self._lock:
             ours = [port for port in ports if port in self.accepted_ports]
             if len(ours) > self.peak_connections:
