@@ -25,6 +25,7 @@ from nbagent import Trace
 from nbagent.autogen.client import RecordingClient
 from nbagent.records import LLMCall, RunFinished, RunStarted, ToolExecution
 
+from ..frames import assert_frame_equal
 from .helpers import INFO, model_client, replay, tool_agent
 
 CHUNK = "ModelClientStreamingChunkEvent"
@@ -148,11 +149,11 @@ async def test_exports_work_unchanged(tmp_path: Path) -> None:
     await na.run(tool_agent(), "Weather in Paris and Rome?", trace=trace)
     loaded = nbagent.load_parquet(trace.to_parquet(tmp_path / "parquet"))
     for name in ("events_df", "llm_calls_df", "tool_calls_df", "runs_df"):
-        pd.testing.assert_frame_equal(getattr(loaded, name)(), getattr(trace, name)())
+        assert_frame_equal(getattr(loaded, name)(), getattr(trace, name)())
     run_id = trace.runs_df()["run_id"].iloc[0]
-    pd.testing.assert_frame_equal(loaded.context_df(run_id, 2), trace.context_df(run_id, 2))
+    assert_frame_equal(loaded.context_df(run_id, 2), trace.context_df(run_id, 2))
     lines = nbagent.load_jsonl(trace.to_jsonl(tmp_path / "trace.jsonl"))
-    pd.testing.assert_frame_equal(lines.runs_df(), trace.runs_df())
+    assert_frame_equal(lines.runs_df(), trace.runs_df())
     spans = trace.to_otlp_json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
     assert sorted(span["name"] for span in spans) == [
         "chat ReplayChatCompletionClient", "chat ReplayChatCompletionClient",

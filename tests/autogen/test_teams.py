@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pandas as pd
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
 from autogen_agentchat.conditions import MaxMessageTermination
@@ -15,6 +14,7 @@ import nbagent.autogen as na
 from nbagent import HandoffMessage, Trace
 from nbagent.records import LLMCall, RunStarted
 
+from ..frames import assert_frame_equal
 from .helpers import model_client, replay, round_robin, swarm
 
 
@@ -151,8 +151,8 @@ async def test_team_rows_are_exported_like_any_others(tmp_path: object) -> None:
     trace = Trace()
     await na.run(team, "Weather in Oslo?", trace=trace)
     loaded = nbagent.load_parquet(trace.to_parquet(Path(str(tmp_path)) / "swarm"))
-    pd.testing.assert_frame_equal(loaded.runs_df(), trace.runs_df())
-    pd.testing.assert_frame_equal(loaded.events_df(), trace.events_df())
+    assert_frame_equal(loaded.runs_df(), trace.runs_df())
+    assert_frame_equal(loaded.events_df(), trace.events_df())
     spans = trace.to_otlp_json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
     agents = {span["name"]: span for span in spans if span["name"].startswith("invoke_agent")}
     assert sorted(agents) == ["invoke_agent Swarm", "invoke_agent specialist", "invoke_agent triage"]

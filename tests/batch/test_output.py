@@ -18,6 +18,7 @@ import nbagent.trace.dataset
 import nbagent.trace.parquet
 from nbagent import Batch, LoadedTrace
 
+from ..frames import assert_frame_equal
 from .helpers import Factory, Gauge
 
 
@@ -71,7 +72,7 @@ async def test_batch_trace_reads_each_written_part_once(tmp_path: Path, monkeypa
     assert sorted(set(reads)) == [0, 1, 2]
     again = batch.trace.runs_df()
     assert len(reads) == read_once  # the parts on disk were kept, not read again
-    pd.testing.assert_frame_equal(first, again)
+    assert_frame_equal(first, again)
     assert sorted(again["run_id"].astype(str)) == sorted(batch.results["run_id"])
 
 

@@ -9,6 +9,7 @@ from scipy import stats as scipy_stats
 from nbagent.experiment.compare import PARTINGS, compare_variants, parting_of
 from nbagent.trace.compare import Comparison, MoveView, moves_of, moves_of_runs
 
+from ..frames import assert_frame_equal
 from .pairs import PARTS, PairedRuns, make_agent, run_pairs, weather_tasks
 
 
@@ -103,7 +104,7 @@ def test_stats_per_score_checked_against_scipy(runs: PairedRuns) -> None:
         scipy_stats.ttest_rel(frame["brevity_b"].astype(float), frame["brevity_a"].astype(float)).pvalue
     )
     again = compare_variants(runs, "a", "b", seed=3).stats
-    pd.testing.assert_frame_equal(again, stats)
+    assert_frame_equal(again, stats)
 
 
 def test_repeats_pair_repeat_r_with_repeat_r(repeated: PairedRuns) -> None:

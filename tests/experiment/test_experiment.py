@@ -14,6 +14,8 @@ from nbagent import AssistantAgent, Experiment, ReplayChatCompletionClient
 from nbagent.experiment import STATUSES, scorer
 from tests.experiment.helpers import arithmetic, constant, right, tool_variant
 
+from ..frames import assert_frame_equal
+
 COLUMNS_HEAD = ["variant", "task_id", "repeat", "run_id", "status"]
 COLUMNS_TAIL = ["tokens", "latency_s", "tool_calls", "tool_errors", "error"]
 
@@ -237,7 +239,7 @@ def test_a_second_run_runs_nothing_already_done(tmp_path: Path) -> None:
     first = exp.results
     exp.run_sync()
     assert len(built) == 4
-    pd.testing.assert_frame_equal(exp.results, first)
+    assert_frame_equal(exp.results, first)
 
 
 def test_results_before_any_run_are_cancelled_rows() -> None:

@@ -14,6 +14,8 @@ import nbagent
 from nbagent import AssistantAgent, Experiment, ReplayChatCompletionClient, load_experiment
 from tests.experiment.helpers import arithmetic, constant, right, tool_variant
 
+from ..frames import assert_frame_equal
+
 
 class Counted:
     """A variant that builds ``right`` agents and counts them (by task id)."""
@@ -50,7 +52,7 @@ def test_one_dataset_with_the_experiment_table_and_a_second_run_runs_nothing(tmp
     again.run_sync()
     assert len(counted.built) == 8  # nothing already committed ran again
     assert again.batch is not None and again.batch.progress().skipped == 16
-    pd.testing.assert_frame_equal(again.results, first)
+    assert_frame_equal(again.results, first)
     assert len(again.trace.runs_df()) == 16  # the trace: every session of the folder
 
 
@@ -98,12 +100,12 @@ def test_load_experiment_gives_the_same_results_and_summary_offline(tmp_path: Pa
     )  # fmt: skip
     exp.run_sync()
     loaded = load_experiment(folder)
-    pd.testing.assert_frame_equal(loaded.results, exp.results)
-    pd.testing.assert_frame_equal(loaded.summary(), exp.summary())
+    assert_frame_equal(loaded.results, exp.results)
+    assert_frame_equal(loaded.summary(), exp.summary())
     compared, again = exp.compare("right", "tools"), loaded.compare("right", "tools")
     assert list(again.stats.index) == ["exact_match", "length", "tokens", "latency_s"]
-    pd.testing.assert_frame_equal(again.stats, compared.stats)  # the scores of the folder, not of scorers
-    pd.testing.assert_frame_equal(again.frame, compared.frame)
+    assert_frame_equal(again.stats, compared.stats)  # the scores of the folder, not of scorers
+    assert_frame_equal(again.frame, compared.frame)
     assert list(loaded.variants) == ["right", "tools"] and loaded.variants["right"] is None
     assert loaded.batch is None
     run_id = str(loaded.results["run_id"].iloc[0])
@@ -154,7 +156,7 @@ def test_rescore_adds_and_replaces_a_score_without_calling_a_model(tmp_path: Pat
     assert list(results.columns).count("exact_match") == 1 and not results["exact_match"].any()
 
     loaded = load_experiment(folder)
-    pd.testing.assert_frame_equal(loaded.results, results)
+    assert_frame_equal(loaded.results, results)
     again = loaded.rescore(tools_used, variants=["zero"])
     assert again.loc[again["variant"] == "zero", "tools_used"].tolist() == [0.0] * 4
     assert again.loc[again["variant"] == "right", "tools_used"].isna().all()
@@ -192,7 +194,7 @@ def test_rescoring_one_variant_then_another_keeps_both(tmp_path: Path) -> None:
     exp.rescore(short, variants=["a"])
     results = exp.rescore(short, variants=["b"])
     assert results["short"].tolist() == [True, True, True, True]
-    pd.testing.assert_frame_equal(load_experiment(folder).results, results)
+    assert_frame_equal(load_experiment(folder).results, results)
 
 
 def test_the_explorer_shows_an_experiments_variant_as_a_column_and_a_filter(tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatComple
 from nbagent.notebook.explorer import COPY_DELAY_S, MAX_UPDATES_PER_S, ExplorerWidget, RunExplorer
 from nbagent.notebook.stepper_widget import NotebookStepper
 
+from ..frames import assert_frame_equal
+
 XSS = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 
 
@@ -111,10 +113,10 @@ async def test_the_query_reproduces_the_selection(trace: Trace) -> None:
     explorer.filter(tool="add", status="ok").sort_by("started_at", ascending=False)
     runs, tool_calls = trace.runs_df(), trace.tool_calls_df()
     found = eval(explorer.query, {"runs": runs, "tool_calls": tool_calls, "pd": pd})  # noqa: S307
-    pd.testing.assert_frame_equal(found, explorer.selection)
+    assert_frame_equal(found, explorer.selection)
     namespace: dict[str, object] = {"trace": trace}
     exec(explorer.code, namespace)  # noqa: S102 the code the explorer gives to paste
-    pd.testing.assert_frame_equal(namespace["selection"], explorer.selection)  # type: ignore[arg-type]
+    assert_frame_equal(namespace["selection"], explorer.selection)  # type: ignore[arg-type]
 
 
 async def test_picking_a_run_shows_its_view_escaped_and_replays_it(trace: Trace, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from nbagent.trace.explore import TOOL_USE_COLUMNS, Filters, RunFollower
 from tests.trace.explore_data import record_runs, write_sessions
 from tests.trace.helpers import calls, text, tool_agent
 
+from ..frames import assert_frame_equal
 from ..waits import HANG_GUARD_S, eventually
 
 
@@ -43,11 +44,11 @@ async def test_nbagent_explore_takes_a_dataset_folder(dataset: Path) -> None:
     eager = load_parquet(dataset, "session-b")
     runs, tool_calls = eager.runs_df(), eager.tool_calls_df()
     found = eval(one.query, {"runs": runs, "tool_calls": tool_calls, "pd": pd})  # noqa: S307 the query under test
-    pd.testing.assert_frame_equal(found, one.selection)
+    assert_frame_equal(found, one.selection)
     assert len(one.selection) and set(one.selection["agent"]) <= {"calc", "writer", "planner"}
     namespace: dict[str, object] = {}
     exec(one.code, namespace)  # noqa: S102 the code the explorer gives to paste: it reads the dataset again
-    pd.testing.assert_frame_equal(namespace["selection"], one.selection)  # type: ignore[arg-type]
+    assert_frame_equal(namespace["selection"], one.selection)  # type: ignore[arg-type]
 
 
 async def test_a_run_of_a_lazy_dataset_opens_and_compares_as_an_eager_one(dataset: Path) -> None:
@@ -115,15 +116,13 @@ def assert_as_rebuilt(explorer: RunExplorer) -> None:
     source = explorer.source
     trace = source.trace if isinstance(source, nbagent.Batch) else explorer.trace  # a batch's: all its runs now
     fresh = RunTable(source.runs_df(), tool_uses(trace))
-    pd.testing.assert_frame_equal(table.runs, fresh.runs)
-    pd.testing.assert_frame_equal(table.display, fresh.display)
+    assert_frame_equal(table.runs, fresh.runs)
+    assert_frame_equal(table.display, fresh.display)
     for column in ("status", "agent", "tool"):
         assert table.choices(column) == fresh.choices(column)
     for filters in (Filters(), Filters.of(tool="add"), Filters.of(status="error"), Filters.of(search="4")):
         for sort in (None, "tokens", "agent"):
-            pd.testing.assert_frame_equal(
-                table.select(filters, sort, False).frame, fresh.select(filters, sort, False).frame
-            )
+            assert_frame_equal(table.select(filters, sort, False).frame, fresh.select(filters, sort, False).frame)
 
 
 async def test_a_live_update_reads_only_the_new_runs_and_equals_a_rebuild() -> None:
@@ -257,9 +256,7 @@ async def test_an_explorer_over_a_folder_shows_the_parts_committed_since(
     assert len(explorer.table) == len(first.runs_df()) + len(early.runs_df())
     assert explorer.table.runs["trace_id"].iloc[0] == "early"
     assert_as_rebuilt(explorer)
-    pd.testing.assert_frame_equal(
-        explorer.selection, explorer.table.select(explorer.current.filters, "tokens", False).frame
-    )
+    assert_frame_equal(explorer.selection, explorer.table.select(explorer.current.filters, "tokens", False).frame)
     before = len(explorer.table)
     first.clear()
     await record_runs(first, 5, 1)

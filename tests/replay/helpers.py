@@ -6,6 +6,8 @@ import pandas as pd
 
 from nbagent import TraceFrames
 
+from ..frames import assert_frame_equal
+
 # Columns that hold ids, times, or what follows from times (which calls overlapped).
 VOLATILE = {
     "events": ["trace_id", "run_id", "event_id", "message_id", "timestamp", "elapsed_s"],
@@ -48,7 +50,7 @@ def assert_same_run(a: Run, b: Run, *, forks: bool = True) -> None:
         for frames in (left, right):
             frames["runs"] = frames["runs"].drop(columns=["forked_from", "fork_move"])
     for table in left:
-        pd.testing.assert_frame_equal(left[table], right[table], check_dtype=False, obj=table)
+        assert_frame_equal(left[table], right[table], check_dtype=False, obj=table)
 
 
 def frames_of(run: Run) -> dict[str, pd.DataFrame]:

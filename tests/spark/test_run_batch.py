@@ -19,6 +19,7 @@ from nbagent import Batch
 from nbagent.spark import RESULT_SCHEMA, run_batch
 from tests.models.chat_server import ChatServer, Reply
 
+from ..frames import assert_frame_equal
 from .agents import dies_once, local_weather, raises_once, served, weather
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -57,7 +58,7 @@ def test_200_tasks_over_4_partitions_equal_a_local_batch_and_every_reader_reads_
     local = Batch(local_weather, tasks, key="task_id", concurrency=4, progress=None).run_sync().results
     columns = ["status", "stop_reason", "prompt_tokens", "completion_tokens", "llm_calls", "tool_calls", "attempts"]
     expected = local[columns].reset_index(drop=True).astype(object)
-    pd.testing.assert_frame_equal(rows[columns].astype(object), expected, check_dtype=False)
+    assert_frame_equal(rows[columns].astype(object), expected, check_dtype=False)
     assert list(rows["output"]) == list(local["answer"])
     # Each run once in every table; nbagent, Spark, DuckDB and polars read the dataset as written.
     runs = set(rows["run_id"])
@@ -259,15 +260,15 @@ def test_an_experiment_on_spark_has_the_results_and_comparisons_of_a_local_run(s
     on_spark = run_experiment(build(tmp_path / "spark"), spark, partitions=3)
     columns = ["variant", "task_id", "repeat", "status", "exact_match", "tokens", "tool_calls", "tool_errors", "error"]
     expected = local.results[columns].reset_index(drop=True)
-    pd.testing.assert_frame_equal(on_spark.results[columns].reset_index(drop=True), expected)
+    assert_frame_equal(on_spark.results[columns].reset_index(drop=True), expected)
     loaded = load_experiment(tmp_path / "spark")
-    pd.testing.assert_frame_equal(loaded.results[columns].reset_index(drop=True), expected)
+    assert_frame_equal(loaded.results[columns].reset_index(drop=True), expected)
     figures = [c for c in local.summary().columns if "latency" not in c]
-    pd.testing.assert_frame_equal(loaded.summary()[figures], local.summary()[figures])
+    assert_frame_equal(loaded.summary()[figures], local.summary()[figures])
     timed = ["latency_s"]  # wall time: the one figure of a run that differs from machine to machine
     compared = on_spark.compare("right", "tools").stats
     assert "exact_match" in compared.index
-    pd.testing.assert_frame_equal(compared.drop(index=timed), local.compare("right", "tools").stats.drop(index=timed))
+    assert_frame_equal(compared.drop(index=timed), local.compare("right", "tools").stats.drop(index=timed))
     sessions = {s for s in pd.read_parquet(tmp_path / "spark" / "results")["session"]}
     assert len(sessions) == 3 and all(s.startswith("spark-") for s in sessions)
     assert sorted(run_ids(tmp_path / "spark", "runs")) == sorted(on_spark.results["run_id"].astype(str))

@@ -20,6 +20,7 @@ from nbagent.trace.dataset import Dataset, DatasetFollower
 from nbagent.trace.parquet import pending_folder
 from nbagent.trace.writer import DatasetWriter
 
+from ..frames import assert_frame_equal
 from ..waits import joined, waited
 from .explore_data import record_runs
 
@@ -69,7 +70,7 @@ async def test_a_committed_part_is_listed_read_and_equal_to_its_trace(tmp_path: 
         number = dataset.new_number()
         dataset.commit(number, trace, own(trace))
     assert dataset.committed() == [0, 1]
-    pd.testing.assert_frame_equal(dataset.part(1)["runs"], second.runs_df())
+    assert_frame_equal(dataset.part(1)["runs"], second.runs_df())
     whole = dataset.trace("s1")
     assert isinstance(whole, LoadedTrace)
     assert list(whole.runs_df()["run_id"].astype(str)) == [
@@ -77,7 +78,7 @@ async def test_a_committed_part_is_listed_read_and_equal_to_its_trace(tmp_path: 
         *second.runs_df()["run_id"].astype(str),
     ]
     # What load_parquet reads of the folder is the same trace.
-    pd.testing.assert_frame_equal(load_parquet(tmp_path, "s1").events_df(), whole.events_df())
+    assert_frame_equal(load_parquet(tmp_path, "s1").events_df(), whole.events_df())
     # A new Dataset on the folder numbers on after the committed parts.
     assert Dataset(tmp_path, "s1", ("results",)).new_number() == 2
 
@@ -143,7 +144,7 @@ async def test_lazy_follows_the_new_parts_alone(tmp_path: Path) -> None:
     assert dataset.lazy() is lazy and lazy.parts == [("s1", 0), ("s1", 1)]
     assert lazy.refresh().parts == []  # nothing new since: no part listed twice
     run = str(later.runs_df()["run_id"].iloc[-1])
-    pd.testing.assert_frame_equal(
+    assert_frame_equal(
         lazy.run(run).runs_df().reset_index(drop=True),
         later.runs_df()[later.runs_df()["run_id"].astype(str) == run].reset_index(drop=True),
         check_categorical=False,
@@ -406,6 +407,6 @@ async def test_to_parquet_and_a_batch_output_write_one_way(tmp_path: Path, monke
         exported = load_parquet(tmp_path / "export", lazy=lazy)
         assert len(from_batch.runs_df()) == 5
         for name in ("runs_df", "events_df", "llm_calls_df", "tool_calls_df"):
-            pd.testing.assert_frame_equal(getattr(exported, name)(), getattr(from_batch, name)(), obj=name)
+            assert_frame_equal(getattr(exported, name)(), getattr(from_batch, name)(), obj=name)
         last = str(from_batch.runs_df()["run_id"].iloc[-1])
-        pd.testing.assert_frame_equal(exported.context_df(last), from_batch.context_df(last))
+        assert_frame_equal(exported.context_df(last), from_batch.context_df(last))

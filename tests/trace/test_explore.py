@@ -10,6 +10,7 @@ import pytest
 
 from nbagent.trace.explore import SORT_KEYS, TABLE_COLUMNS, Filters, RunTable
 
+from ..frames import assert_frame_equal
 from .explore_data import synthetic
 
 
@@ -54,7 +55,7 @@ def test_the_query_gives_the_selection_for_every_sort(
     for sort, ascending in itertools.product([None, *SORT_KEYS], [True, False]):
         selection = table.select(filters, sort, ascending)
         got = evaluated(selection.query(), data)
-        pd.testing.assert_frame_equal(got, selection.frame)
+        assert_frame_equal(got, selection.frame)
         assert selection.run_ids == [str(run) for run in got["run_id"]]
 
 
@@ -162,15 +163,15 @@ def test_an_update_with_new_and_changed_runs_equals_a_table_made_anew(
     changed = runs.iloc[990:].reset_index(drop=True)  # 10 finished, 500 new
     table.update(changed, calls[calls["run_id"].astype("object").isin(set(changed["run_id"].astype("object")))])
     fresh = RunTable(runs, calls)
-    pd.testing.assert_frame_equal(table.runs, fresh.runs)
-    pd.testing.assert_frame_equal(table.display, fresh.display)
+    assert_frame_equal(table.runs, fresh.runs)
+    assert_frame_equal(table.display, fresh.display)
     assert list(table.run_ids) == list(fresh.run_ids) and "r001499" in table and "r009999" not in table
     for column in ("status", "agent", "tool"):
         assert table.choices(column) == fresh.choices(column)
     for filters, sort in itertools.product(FILTERS, [None, "tokens", "status", "parent"]):
-        pd.testing.assert_frame_equal(table.select(filters, sort).frame, fresh.select(filters, sort).frame)
+        assert_frame_equal(table.select(filters, sort).frame, fresh.select(filters, sort).frame)
     table.update(runs.iloc[:0], calls.iloc[:0])  # nothing new: nothing changes
-    pd.testing.assert_frame_equal(table.runs, fresh.runs)
+    assert_frame_equal(table.runs, fresh.runs)
 
 
 async def test_the_follower_gives_the_runs_with_new_rows_alone() -> None:
@@ -191,8 +192,8 @@ async def test_the_follower_gives_the_runs_with_new_rows_alone() -> None:
     assert len(runs) == 5 and set(runs["run_id"].astype(str)).isdisjoint(table.run_ids)
     table.update(runs, tool_calls)
     fresh = run_table(trace)
-    pd.testing.assert_frame_equal(table.runs, fresh.runs)
-    pd.testing.assert_frame_equal(table.display, fresh.display)
+    assert_frame_equal(table.runs, fresh.runs)
+    assert_frame_equal(table.display, fresh.display)
     assert table.choices("tool") == fresh.choices("tool") == ["add", "fail"]
     trace.clear()
     assert follower.changes() is None  # rows forgotten: read the whole trace again

@@ -18,6 +18,7 @@ from nbagent import TRACE_COLUMNS, CancellationToken, LoadedTrace, Trace, load_j
 from nbagent.models import ReplayExhaustedError
 from nbagent.trace import CONTEXT_TABLES, DUCKDB_EXAMPLE, JSON_COLUMNS, TABLES
 
+from ..frames import assert_frame_equal
 from .helpers import calls, tool_agent
 
 FRAMES = ("events_df", "llm_calls_df", "tool_calls_df", "runs_df")
@@ -45,8 +46,8 @@ async def mixed_trace() -> Trace:
 
 def assert_same(a: Trace | LoadedTrace, b: Trace | LoadedTrace) -> None:
     for name in FRAMES:
-        pdt.assert_frame_equal(getattr(a, name)(), getattr(b, name)())
-    pdt.assert_frame_equal(a.events_df(include_chunks=False), b.events_df(include_chunks=False))
+        assert_frame_equal(getattr(a, name)(), getattr(b, name)())
+    assert_frame_equal(a.events_df(include_chunks=False), b.events_df(include_chunks=False))
 
 
 async def test_parquet_round_trip_gives_equal_frames(tmp_path: Path) -> None:
@@ -166,13 +167,13 @@ async def test_a_whole_dataset_loads_as_one_trace_keeping_dtypes(tmp_path: Path)
         expected = expected.astype({column: dtype for column, (dtype, _) in TRACE_COLUMNS[table].items()})
         got = getattr(both, name)()
         assert [str(t) for t in got.dtypes] == [d for d, _ in TRACE_COLUMNS[table].values()], table
-        pdt.assert_frame_equal(got, expected, check_categorical=False)
+        assert_frame_equal(got, expected, check_categorical=False)
     for trace in (first, second):
         one = load_parquet(tmp_path / "traces", session=trace.trace_id)
         assert one.trace_id == trace.trace_id and one.sessions == [trace.trace_id]
         assert_same(trace, one)
         for run_id in trace.runs_df()["run_id"].astype(str):  # the context of either session, from the whole
-            pdt.assert_frame_equal(both.context_df(run_id, 1), trace.context_df(run_id, 1))
+            assert_frame_equal(both.context_df(run_id, 1), trace.context_df(run_id, 1))
     with pytest.raises(FileNotFoundError):
         load_parquet(tmp_path / "traces", session="no-such-session")
     with pytest.raises(FileNotFoundError):
@@ -241,9 +242,9 @@ async def test_the_context_at_any_point_loads_back_equal_from_parquet_and_jsonl(
         for run_id, seqs in events.groupby("run_id", observed=True)["seq"]:
             for seq in [*seqs, None]:
                 expected = trace.context_df(str(run_id), None if seq is None else int(seq))
-                pdt.assert_frame_equal(copy.context_df(str(run_id), None if seq is None else int(seq)), expected)
+                assert_frame_equal(copy.context_df(str(run_id), None if seq is None else int(seq)), expected)
         for agent in ("alpha", "beta", None):
-            pdt.assert_frame_equal(copy.context_df(agent=agent), trace.context_df(agent=agent))
+            assert_frame_equal(copy.context_df(agent=agent), trace.context_df(agent=agent))
         with pytest.raises(KeyError):
             copy.context_df("no-such-run")
         with pytest.raises(IndexError):
@@ -315,8 +316,8 @@ async def test_files_written_before_a_column_existed_load_with_it_null(tmp_path:
     expected = trace.llm_calls_df().assign(**{name: None for name in later})
     expected = expected.astype({name: TRACE_COLUMNS["llm_calls"][name][0] for name in later})
     for loaded in (load_parquet(folder), load_jsonl(jsonl)):
-        pdt.assert_frame_equal(loaded.llm_calls_df(), expected)
-        pdt.assert_frame_equal(loaded.tool_calls_df(), trace.tool_calls_df())
+        assert_frame_equal(loaded.llm_calls_df(), expected)
+        assert_frame_equal(loaded.tool_calls_df(), trace.tool_calls_df())
         spans = loaded.to_otlp_json()["resourceSpans"][0]["scopeSpans"][0]["spans"]
         assert all(a["key"] != "gen_ai.provider.name" for span in spans for a in span["attributes"])
 
@@ -379,7 +380,7 @@ async def test_exporting_again_without_clear_writes_only_the_new_runs(
     assert_same(agent.trace, loaded)
     for run in agent.trace.runs_df()["run_id"].astype(str):  # the context at every item, as live
         for seq in range(len(agent.trace.events_df().query("run_id == @run"))):
-            pdt.assert_frame_equal(loaded.context_df(run, seq), agent.trace.context_df(run, seq))
+            assert_frame_equal(loaded.context_df(run, seq), agent.trace.context_df(run, seq))
 
 
 async def test_each_export_reads_only_the_runs_files_it_has_not_read(

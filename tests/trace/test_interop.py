@@ -11,7 +11,6 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
-import pandas.testing as pdt
 import polars as pl
 import pytest
 
@@ -32,6 +31,7 @@ from nbagent.trace import COLUMNS, jsonl_schema
 from nbagent.trace.jsonl import ORDER_KEYS, first_rows
 from nbagent.trace.schema import empty, frame
 
+from ..frames import assert_frame_equal
 from .test_export import assert_same
 
 ALL = ("events", "llm_calls", "tool_calls", "runs", "context_logs", "snapshots")
@@ -278,7 +278,7 @@ async def test_pd_concat_loses_the_categories_and_concat_keeps_them(tmp_path: Pa
     # Every run's context is still found (snapshots shifted past the first session's rows and logs).
     for trace in (first, second):
         for run_id in trace.runs_df()["run_id"]:
-            pdt.assert_frame_equal(both.context_df(run_id), trace.context_df(run_id))
+            assert_frame_equal(both.context_df(run_id), trace.context_df(run_id))
 
 
 async def test_concat_of_live_traces_and_bad_input() -> None:

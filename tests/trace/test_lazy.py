@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from nbagent.trace import LazyTrace, LoadedTrace, load_parquet
 from nbagent.trace.explore import SORT_KEYS, Filters, run_table
 
+from ..frames import assert_frame_equal
 from .explore_data import write_sessions
 
 
@@ -28,13 +29,13 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _same_frames(lazy: LazyTrace, eager: LoadedTrace) -> None:
-    pd.testing.assert_frame_equal(lazy.runs_df(), eager.runs_df())
-    pd.testing.assert_frame_equal(lazy.llm_calls_df(), eager.llm_calls_df())
-    pd.testing.assert_frame_equal(lazy.tool_calls_df(), eager.tool_calls_df())
-    pd.testing.assert_frame_equal(lazy.events_df(), eager.events_df())
-    pd.testing.assert_frame_equal(lazy.events_df(include_chunks=False), eager.events_df(include_chunks=False))
+    assert_frame_equal(lazy.runs_df(), eager.runs_df())
+    assert_frame_equal(lazy.llm_calls_df(), eager.llm_calls_df())
+    assert_frame_equal(lazy.tool_calls_df(), eager.tool_calls_df())
+    assert_frame_equal(lazy.events_df(), eager.events_df())
+    assert_frame_equal(lazy.events_df(include_chunks=False), eager.events_df(include_chunks=False))
     for name, frame in eager.context_tables().items():
-        pd.testing.assert_frame_equal(lazy.context_tables()[name], frame)
+        assert_frame_equal(lazy.context_tables()[name], frame)
     assert lazy.sessions == eager.sessions and lazy.trace_id == eager.trace_id
 
 
@@ -45,8 +46,8 @@ def test_every_frame_equals_the_eager_load(dataset: Path, session: str | None) -
     assert isinstance(lazy, LazyTrace) and isinstance(eager, LoadedTrace)
     _same_frames(lazy, eager)
     assert len(lazy.runs_df()) == {None: 21, "session-a": 15, "session-b": 6}[session]
-    pd.testing.assert_frame_equal(lazy.load().runs_df(), eager.runs_df())
-    pd.testing.assert_frame_equal(  # the same values; the categories those of the rows read
+    assert_frame_equal(lazy.load().runs_df(), eager.runs_df())
+    assert_frame_equal(  # the same values; the categories those of the rows read
         lazy.table("tool_calls", ["run_id", "tool_name"]),
         eager.tool_calls_df()[["run_id", "tool_name"]],
         check_categorical=False,
@@ -55,7 +56,7 @@ def test_every_frame_equals_the_eager_load(dataset: Path, session: str | None) -
     want = eager.llm_calls_df()
     want = want[want["run_id"].astype("object").isin(some)].reset_index(drop=True)
     got = lazy.table("llm_calls", run_ids=some)
-    pd.testing.assert_frame_equal(got, want, check_categorical=False)
+    assert_frame_equal(got, want, check_categorical=False)
     assert list(got["run_id"].cat.categories) == sorted(set(got["run_id"].astype(str)))
 
 
@@ -75,7 +76,7 @@ FILTERS = [
 def test_the_explorer_table_of_a_lazy_dataset_equals_the_eager_one(dataset: Path, session: str | None) -> None:
     lazy, eager = load_parquet(dataset, session, lazy=True), load_parquet(dataset, session)
     mine, theirs = run_table(lazy), run_table(eager)
-    pd.testing.assert_frame_equal(mine.display, theirs.display)
+    assert_frame_equal(mine.display, theirs.display)
     for column in ("status", "agent", "tool"):
         assert mine.choices(column) == theirs.choices(column)
     runs, tool_calls = eager.runs_df(), eager.tool_calls_df()
@@ -83,10 +84,10 @@ def test_the_explorer_table_of_a_lazy_dataset_equals_the_eager_one(dataset: Path
     assert set(sorts[1:]) <= set(SORT_KEYS)
     for filters, sort, ascending in itertools.product(FILTERS, sorts, [True, False]):
         got, want = mine.select(filters, sort, ascending), theirs.select(filters, sort, ascending)
-        pd.testing.assert_frame_equal(got.frame, want.frame)
-        pd.testing.assert_frame_equal(got.page(1, 4), want.page(1, 4))
+        assert_frame_equal(got.frame, want.frame)
+        assert_frame_equal(got.page(1, 4), want.page(1, 4))
         found = eval(got.query(), {"runs": runs, "tool_calls": tool_calls, "pd": pd})  # noqa: S307 the query
-        pd.testing.assert_frame_equal(found, got.frame)
+        assert_frame_equal(found, got.frame)
 
 
 def _plain(value: Any) -> Any:
@@ -120,11 +121,11 @@ def test_a_run_read_alone_replays_and_draws_as_in_the_whole_dataset(dataset: Pat
                 with pytest.raises(LookupError):
                     alone.context_df(run_id=run, seq=seq)
                 continue
-            pd.testing.assert_frame_equal(alone.context_df(run_id=run, seq=seq), want)
+            assert_frame_equal(alone.context_df(run_id=run, seq=seq), want)
     for run in run_ids[3::7]:  # the lazy trace's own replay, timeline and context read the run alone
         assert _plain(lazy.replay(run)) == _plain(eager.replay(run))
         assert lazy.timeline(run).to_html() == eager.timeline(run).to_html()
-        pd.testing.assert_frame_equal(lazy.context_df(run_id=run), eager.context_df(run_id=run))
+        assert_frame_equal(lazy.context_df(run_id=run), eager.context_df(run_id=run))
     assert _plain(lazy.replay()) == _plain(eager.replay())
     assert lazy.timeline().to_html() == eager.timeline().to_html()
 

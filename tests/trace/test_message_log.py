@@ -22,6 +22,7 @@ from nbagent.messages import LLMMessage
 from nbagent.records import LLMCall
 from nbagent.trace import SentMessages, Trace
 
+from ..frames import assert_frame_equal
 from .helpers import calls as calls_result
 
 
@@ -65,7 +66,7 @@ async def test_many_runs_snapshots_and_requests_exact_at_first_middle_and_last_r
         assert list(request["kind"]) == ["system", *["user", "assistant"] * i, "user"]
         assert nullable(request["run_id"]) == [None, *[runs[j // 2] for j in range(2 * i)], runs[i]]
     assert list(trace.llm_calls_df()["n_messages"]) == [2 + 2 * i for i in range(n)]
-    pd.testing.assert_frame_equal(agent.context_df(), trace.context_df())
+    assert_frame_equal(agent.context_df(), trace.context_df())
     # One log holds every message once: each snapshot is a prefix of it, long requests slices of it.
     logs = {id(log) for log in trace.store.logs}
     # the empty start, then 2 a run
@@ -205,7 +206,7 @@ async def test_context_that_rewrites_its_messages_at_the_same_length() -> None:
     assert list(trace.request_df(runs[3], 0)["text"]) == [
         DEFAULT_SYSTEM_MESSAGE, "summary of 2", "task 2", "answer 2", "task 3",
     ]  # fmt: skip
-    pd.testing.assert_frame_equal(agent.context_df(), last)
+    assert_frame_equal(agent.context_df(), last)
 
 
 class CopyingContext(UnboundedChatCompletionContext):

@@ -44,6 +44,7 @@ from nbagent.trace.packed import (
 )
 from nbagent.trace.store import RowStore
 
+from ..frames import assert_frame_equal
 from .helpers import add, calls, fail, text
 
 MESSAGE = TextMessage(content="hi", source="a")
@@ -142,13 +143,13 @@ async def test_packed_rows_read_back_equal_with_every_frame(pack_by_hand: None) 
     assert trace.items == items
     after = frames(trace)
     for name, frame in before.items():
-        pd.testing.assert_frame_equal(after[name], frame, obj=name)
+        assert_frame_equal(after[name], frame, obj=name)
     for run in trace.runs_df()["run_id"]:  # one run read alone: its rows found by the index, not a scan
         assert trace.store.rows_of(run) == [at for at, row in enumerate(rows) if store_module.run_of(row) == run]
     last = trace.last_run()
     alone = trace.run(last).events_df().reset_index(drop=True).astype(object)
     expected = before["events_df"].query("run_id == @last").reset_index(drop=True).astype(object)
-    pd.testing.assert_frame_equal(alone, expected)
+    assert_frame_equal(alone, expected)
 
 
 async def kept_runs(count: int) -> tuple[Trace, AssistantAgent]:
@@ -203,7 +204,7 @@ async def test_runs_appended_run_by_run_to_the_open_block_read_back_equal(pack_b
     after = frames(trace)
     rows[:] = packed  # every row unpacked again, into the tail
     for name, frame in frames(trace).items():
-        pd.testing.assert_frame_equal(after[name], frame, obj=name)
+        assert_frame_equal(after[name], frame, obj=name)
     blocks[0].close()
     assert not blocks[0].open and blocks[0].rows() == packed
     with pytest.raises(AssertionError, match="closed"):
@@ -352,7 +353,7 @@ async def test_a_whole_trace_read_rebuilds_each_block_once(monkeypatch: pytest.M
     found = found() if callable(found) else found
     assert sorted(map(id, rebuilt)) == sorted(map(id, blocks))  # each block once
     if isinstance(found, pd.DataFrame):
-        pd.testing.assert_frame_equal(found, expected)
+        assert_frame_equal(found, expected)
     else:
         assert repr(found) == repr(expected) or found == expected
 
@@ -375,7 +376,7 @@ async def test_new_runs_after_a_packed_block_and_a_second_block(pack_by_hand: No
     trace.store.pack()
     assert trace.items == items
     for name, frame in frames(trace).items():
-        pd.testing.assert_frame_equal(frame, before[name], obj=name)
+        assert_frame_equal(frame, before[name], obj=name)
     assert list(trace.runs_df()["status"]).count("ok") == len(trace.runs_df()) - 1
 
 
@@ -651,7 +652,7 @@ async def test_a_run_spanning_a_big_block_is_read_at_the_cost_of_that_block(
     read = trace.run(run)
     assert counts["row"] <= len(positions) + 1 and counts["rows"] == 0  # its rows, and its first row's type
     for name, frame in expected.items():
-        pd.testing.assert_frame_equal(getattr(read, name)(), frame)
+        assert_frame_equal(getattr(read, name)(), frame)
     counts.update(row=0, rows=0)
-    pd.testing.assert_frame_equal(trace.context_df(run), context)
+    assert_frame_equal(trace.context_df(run), context)
     assert counts == {"row": 0, "rows": 0}  # the context's snapshot found from the run column alone

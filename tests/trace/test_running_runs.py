@@ -9,7 +9,6 @@ import warnings
 from pathlib import Path
 
 import duckdb
-import pandas.testing as pdt
 import pytest
 
 import nbagent.autogen as na
@@ -17,6 +16,7 @@ from nbagent import AssistantAgent, Trace, load_jsonl, load_parquet
 from nbagent.trace import CONTEXT_TABLES, TABLES
 
 from ..autogen.helpers import SlowReplay, round_robin
+from ..frames import assert_frame_equal
 from .helpers import calls
 from .test_export import assert_same
 
@@ -87,14 +87,14 @@ async def test_a_run_exported_while_it_runs_is_written_once_after_it_ends(tmp_pa
     for run in order:
         live_run = trace.runs_df().query("run_id == @run").reset_index(drop=True)
         mine = loaded.runs_df().query("run_id == @run").reset_index(drop=True)
-        pdt.assert_frame_equal(mine, live_run, check_categorical=False)
+        assert_frame_equal(mine, live_run, check_categorical=False)
         for seq in range(len(trace.events_df().query("run_id == @run"))):
-            pdt.assert_frame_equal(loaded.context_df(run, seq), trace.context_df(run, seq))
+            assert_frame_equal(loaded.context_df(run, seq), trace.context_df(run, seq))
     # a lazy trace opened before the second export picks up its part (one new part read)
     new = lazy.refresh()
     assert new.parts == [(trace.trace_id, 1)] and lazy.parts == [(trace.trace_id, 0), (trace.trace_id, 1)]
     assert sorted(new.runs_df()["task"]) == ["second", "wait"]
-    pdt.assert_frame_equal(lazy.runs_df(), loaded.runs_df())
+    assert_frame_equal(lazy.runs_df(), loaded.runs_df())
     assert lazy.refresh().parts == [] and lazy.refresh().runs_df().empty
 
 
