@@ -37,6 +37,7 @@ groups (``pytest_terminal_summary``): what to look at when the suite's wall time
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import gc
 import importlib.util
@@ -329,9 +330,50 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     given = [*config.invocation_params.args, *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
     explicit = any(arg == "-n" or arg.startswith(("-n", "--numprocesses")) for arg in given)
     debugging = bool(getattr(config.option, "usepdb", False) or getattr(config.option, "trace", False))
-    fast_tier = " ".join((config.option.markexpr or "").split()) == FAST_TIER
-    if fast_tier and not explicit and config.pluginmanager.has_plugin("xdist"):
+    if is_fast_tier(config) and not explicit and config.pluginmanager.has_plugin("xdist"):
         config.option.numprocesses = 0 if debugging else FAST_TIER_WORKERS
+
+
+def is_fast_tier(config: pytest.Config) -> bool:
+    """Whether the run is the fast tier: ``-m`` is ``FAST_TIER`` (spaces aside)."""
+    return " ".join((config.option.markexpr or "").split()) == FAST_TIER
+
+
+def _marker_name(node: ast.expr) -> str | None:
+    """``X`` of ``pytest.mark.X`` or ``pytest.mark.X(...)``; ``None`` for anything else."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    mark = node.value if isinstance(node, ast.Attribute) else None
+    if isinstance(mark, ast.Attribute) and mark.attr == "mark" and isinstance(mark.value, ast.Name):
+        return node.attr if isinstance(node, ast.Attribute) and mark.value.id == "pytest" else None
+    return None
+
+
+def wholly_slow(path: Path) -> bool:
+    """Whether every test of the test file ``path`` is ``slow`` by its module's ``pytestmark`` (``slow`` or a
+    sub-marker), read from its text: the file is not imported."""
+    text = path.read_text(encoding="utf-8")
+    if "pytestmark" not in text:
+        return False
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            values = node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else [node.value]
+            return any(_marker_name(value) in {"slow", *SUB_MARKERS} for value in values)
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In the fast tier, a folder of ``GROUPED_FOLDERS`` and a test file whose ``pytestmark`` makes every test of
+    it slow are not collected: none of their tests would run, and importing them (nbformat, nbclient,
+    nbconvert, Playwright, the MCP SDK) cost each worker 5-6 s of its start on the machine of 2026-12-07."""
+    if not is_fast_tier(config):
+        return None
+    tests = Path(__file__).parent
+    if collection_path.parent == tests and collection_path.name in GROUPED_FOLDERS:
+        return True
+    if collection_path.suffix == ".py" and collection_path.name.startswith("test_") and wholly_slow(collection_path):
+        return True
+    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,9 +10,8 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import nbformat
 import pytest
 import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
@@ -20,9 +19,11 @@ from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.client import KernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager, KernelManager
-from nbclient import NotebookClient
 
 from nbagent.notebook.saved import prune_widget_state
+
+if TYPE_CHECKING:  # nbformat is imported where it is used: 3 s, paid by every worker collecting the file
+    import nbformat
 
 KernelClientT = TypeVar("KernelClientT", bound=KernelClient)
 
@@ -162,7 +163,10 @@ def execute_notebook(nb: nbformat.NotebookNode, manager: KernelManager, **option
     after :data:`IOPUB_OPTIONS`), then shut that kernel down (nbclient leaves running a kernel whose manager
     it was given). nbclient is given an asynchronous manager, as it makes itself: with a blocking one its
     waits for IOPub block its loop and its timeouts never fire (a lost message hung a test until pytest's
-    timeout)."""
+    timeout). nbclient is imported here: it loads nbformat whole (3 s), which the fast tier's files that import
+    this module never need."""
+    from nbclient import NotebookClient
+
     NotebookClient(nb, km=nbclient_manager(manager), **{**IOPUB_OPTIONS, **options}).execute(cleanup_kc=True)
     return nb
 
@@ -181,6 +185,8 @@ def nbclient_manager(manager: KernelManager) -> LosslessAsyncKernelManager:
 def save_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
     """Write ``nb`` to ``path`` as nbagent saves a notebook nbclient ran: without the widget models no output
     shows (:func:`nbagent.notebook.saved.prune_widget_state`: nbclient keeps the closed ones too)."""
+    import nbformat
+
     nbformat.write(nb, path)
     prune_widget_state(path)
 
@@ -191,6 +197,8 @@ def execute_cells(
     """A notebook of ``cells`` run in a kernel of ``manager`` (cwd: ``saved``'s folder), as JupyterLab saves it
     by default (no widget state: nbconvert and GitHub then show text/html), written to ``saved`` and read back.
     The cells of ``failing`` are tagged ``raises-exception``: Run All goes on past them."""
+    import nbformat
+
     nb = nbformat.v4.new_notebook(
         cells=[
             nbformat.v4.new_code_cell(source, metadata={"tags": ["raises-exception"]} if index in failing else {})

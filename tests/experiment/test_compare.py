@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import pytest
-from scipy import stats as scipy_stats
 
 from nbagent.experiment.compare import PARTINGS, compare_variants, parting_of
 from nbagent.trace.compare import Comparison, MoveView, moves_of, moves_of_runs
@@ -85,7 +86,7 @@ def test_parting_counts_over_the_dataset(runs: PairedRuns) -> None:
     assert parting["share"].sum() == pytest.approx(1.0)
 
 
-def test_stats_per_score_checked_against_scipy(runs: PairedRuns) -> None:
+def test_stats_per_score_checked_against_scipy(runs: PairedRuns, scipy_stats: Any) -> None:
     comparison = compare_variants(runs, "a", "b", seed=3)
     stats = comparison.stats
     assert list(stats.index) == ["correct", "brevity", "tokens", "latency_s"]

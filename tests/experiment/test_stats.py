@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats as scipy_stats
 
 from nbagent.experiment.stats import (
     bootstrap_ci,
@@ -21,7 +21,7 @@ from nbagent.experiment.stats import (
     ("a_only", "b_only"),
     [(1, 0), (0, 1), (3, 7), (7, 3), (5, 5), (0, 12), (40, 61), (17, 2), (1000, 1100), (3000, 3333)],
 )
-def test_mcnemar_exact_is_the_binomial_test_of_the_discordant_pairs(a_only: int, b_only: int) -> None:
+def test_mcnemar_exact_is_the_binomial_test_of_the_discordant_pairs(a_only: int, b_only: int, scipy_stats: Any) -> None:
     expected = scipy_stats.binomtest(a_only, a_only + b_only, 0.5).pvalue
     assert mcnemar_exact(a_only, b_only) == pytest.approx(expected, rel=1e-9, abs=1e-300)
 
@@ -47,7 +47,7 @@ def _samples() -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("index", range(5))
-def test_paired_t_matches_ttest_rel(index: int) -> None:
+def test_paired_t_matches_ttest_rel(index: int, scipy_stats: Any) -> None:
     deltas = _samples()[index]
     expected = scipy_stats.ttest_rel(deltas, np.zeros_like(deltas))
     got = paired_t(deltas)
@@ -71,7 +71,7 @@ def _wilcoxon_cases() -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("index", range(9))
-def test_wilcoxon_matches_scipy(index: int) -> None:
+def test_wilcoxon_matches_scipy(index: int, scipy_stats: Any) -> None:
     deltas = _wilcoxon_cases()[index]
     expected = scipy_stats.wilcoxon(deltas)
     got = wilcoxon_signed_rank(deltas)
@@ -118,7 +118,7 @@ def test_missing_scores_are_left_out_and_counted() -> None:
     assert math.isnan(nothing.p_value) and math.isnan(nothing.ci_low)
 
 
-def test_pass_fail_uses_mcnemar_on_the_discordant_pairs() -> None:
+def test_pass_fail_uses_mcnemar_on_the_discordant_pairs(scipy_stats: Any) -> None:
     rng = np.random.default_rng(3)
     a = rng.random(300) < 0.6
     b = rng.random(300) < 0.7
@@ -130,7 +130,7 @@ def test_pass_fail_uses_mcnemar_on_the_discordant_pairs() -> None:
     assert result.test == "McNemar exact"
 
 
-def test_numbers_use_wilcoxon_and_report_the_t_test() -> None:
+def test_numbers_use_wilcoxon_and_report_the_t_test(scipy_stats: Any) -> None:
     rng = np.random.default_rng(5)
     a = rng.random(80)
     b = np.clip(a + rng.normal(0.05, 0.1, 80), 0, 1)
@@ -141,7 +141,7 @@ def test_numbers_use_wilcoxon_and_report_the_t_test() -> None:
 
 
 @pytest.mark.parametrize("values", [np.r_[np.ones(30), np.zeros(50), -np.ones(20)], np.linspace(-1, 2, 500)])
-def test_bootstrap_is_seeded_and_near_scipys_percentile_interval(values: np.ndarray) -> None:
+def test_bootstrap_is_seeded_and_near_scipys_percentile_interval(values: np.ndarray, scipy_stats: Any) -> None:
     mine = bootstrap_ci(values, confidence=0.9, resamples=4000, seed=1)
     assert bootstrap_ci(values, confidence=0.9, resamples=4000, seed=1) == mine
     assert bootstrap_ci(values, confidence=0.9, resamples=4000, seed=2) != mine

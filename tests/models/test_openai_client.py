@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import shutil
+import ssl
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -538,3 +542,36 @@ def test_validate_context_checks_nbagent_messages() -> None:
         "an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'; "
         "not answered: ['c1']"
     ]
+
+
+async def test_clients_share_one_tls_context_per_certificate_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: ChatServer
+) -> None:
+    """Loading the certificates was nearly all the cost of a client (51 ms of 52): each certificate file the
+    environment names is loaded once a process, and a client made after the environment changed loads its file."""
+    import certifi
+
+    made: list[str | None] = []
+    create_default_context = ssl.create_default_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        made.append(kwargs.get("cafile"))
+        return create_default_context(*args, **kwargs)
+
+    monkeypatch.setattr(ssl, "create_default_context", counting)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    first, second = tmp_path / "first.pem", tmp_path / "second.pem"
+    for bundle in (first, second):
+        shutil.copyfile(certifi.where(), bundle)
+    monkeypatch.setenv("SSL_CERT_FILE", str(first))
+    for _ in range(3):
+        OpenAIChatCompletionClient("gpt-4o", api_key=TEST_KEY)
+    assert made == [str(first)]
+    monkeypatch.setenv("SSL_CERT_FILE", str(second))
+    OpenAIChatCompletionClient("gpt-4o", api_key=TEST_KEY)
+    monkeypatch.setenv("SSL_CERT_FILE", str(first))
+    served = OpenAIChatCompletionClient("gpt-4o", api_key=TEST_KEY, base_url=server.base_url)
+    assert made == [str(first), str(second)]
+    server.script(Reply.text("hi"))
+    assert (await served.create([USER])).content == "hi"  # a client of the shared context talks to its server
+    await served.close()

@@ -13,7 +13,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
 from nbagent.__main__ import main
@@ -199,6 +198,8 @@ def closed_and_shown() -> dict[str, Any]:
 
 
 def test_a_file_is_rewritten_whole_as_nbformat_writes_it_keeping_its_permissions(tmp_path: Path) -> None:
+    import nbformat  # here, not at the top: 3 s to import, paid by every worker collecting the file
+
     path = tmp_path / "run.ipynb"
     nbformat.write(nbformat.from_dict(closed_and_shown()), path)
     os.chmod(path, 0o640)

@@ -40,6 +40,8 @@ from ..notebooks._kernel import KERNEL_NAME, write_kernelspec
 from ..trace.test_otlp import Capture
 from .secrets_scenario import ENV, clients, lookup, new_secrets, start_server
 
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(900)]  # on the module: the fast tier does not import it
+
 ROOT = Path(__file__).resolve().parents[2]
 MIN_ARTEFACTS = 65
 
@@ -249,8 +251,6 @@ def notebook_artefacts(path: Path) -> Artefacts:
     return out
 
 
-@pytest.mark.kernel
-@pytest.mark.timeout(900)
 async def test_no_secret_reaches_any_artefact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     values = new_secrets()
     artefacts = await produce(tmp_path, values, monkeypatch)

@@ -6,11 +6,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
-
-import nbformat
+from typing import TYPE_CHECKING, Any
 
 from ..kernels import execute_notebook, kernel_manager
+
+if TYPE_CHECKING:  # nbformat is imported where it is used: 3 s, paid by every worker collecting the file
+    import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -106,6 +107,8 @@ def execute(path: Path, kernels_dir: Path, timeout: int = 120) -> nbformat.Noteb
     pending (:func:`leftover_tasks`). Errors do not stop the run (``allow_errors``) so that the
     caller sees all of them at once.
     """
+    import nbformat
+
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(BASELINE_TASKS))
     nb.cells.append(nbformat.v4.new_code_cell(LEFTOVER_TASKS))

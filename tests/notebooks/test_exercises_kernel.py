@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
 import pytest
 
 from ._kernel import ROOT, cell_outputs, error_outputs, execute, output_text
 from .exercise_solutions import SOLUTIONS
 from .test_notebooks import EXPECTED_OUTPUT
+
+if TYPE_CHECKING:  # nbformat is imported where it is used: 3 s, paid by every worker collecting the file
+    import nbformat
 
 WALKTHROUGHS = ["02_walkthrough_steps_1_5.ipynb", "02_walkthrough_steps_1_5.zh.ipynb"]
 # How a check's first line starts, per language: done, and not done yet.
@@ -60,6 +63,8 @@ def check_lines(nb: nbformat.NotebookNode) -> list[str]:
 
 
 def test_each_walkthrough_has_seven_exercises_each_with_its_check() -> None:
+    import nbformat
+
     for name in WALKTHROUGHS:
         nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
         exercises, checks = tagged(nb, "exercise"), tagged(nb, "exercise-check")
@@ -84,6 +89,8 @@ def test_each_walkthrough_has_seven_exercises_each_with_its_check() -> None:
 @pytest.mark.parametrize("solved", [False, True], ids=["as-shipped", "solved"])
 @pytest.mark.parametrize("name", WALKTHROUGHS, ids=["en", "zh"])
 def test_the_walkthrough_runs_with_its_exercises(name: str, solved: bool, kernels_dir: Path, tmp_path: Path) -> None:
+    import nbformat
+
     nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
     if solved:
         for cell, source in zip(tagged(nb, "exercise"), SOLUTIONS, strict=True):

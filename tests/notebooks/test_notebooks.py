@@ -6,11 +6,14 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
 import pytest
 
 from ._kernel import NOTEBOOKS, ROOT, cell_outputs, error_outputs, execute, leftover_tasks, output_text
+
+if TYPE_CHECKING:  # nbformat is imported where it is used: 3 s, paid by every worker collecting the file
+    import nbformat
 
 EXPECTED_NOTEBOOKS = [
     "01_quickstart.ipynb",
@@ -188,6 +191,8 @@ EXPECTED_OUTPUT["02_walkthrough_steps_1_5.zh.ipynb"] = [
 def test_the_chinese_walkthrough_runs_the_english_ones_code() -> None:
     """Every code cell of the Chinese walkthrough is the English one's, in its order (the English one may
     hold more); every text cell is in Chinese; it links the design description."""
+    import nbformat
+
     english, chinese = (nbformat.read(ROOT / "notebooks" / name, as_version=4) for name in EXPECTED_NOTEBOOKS[1:3])
     english_code = [cell.source for cell in english.cells if cell.cell_type == "code"]
     chinese_code = [cell.source for cell in chinese.cells if cell.cell_type == "code"]
@@ -209,6 +214,8 @@ def test_the_five_notebooks_are_there() -> None:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_committed_without_outputs(path: Path) -> None:
+    import nbformat
+
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     dirty = [
@@ -222,6 +229,8 @@ def test_committed_without_outputs(path: Path) -> None:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_committed_notebooks_start_with_an_explanation(path: Path) -> None:
+    import nbformat
+
     nb = nbformat.read(path, as_version=4)
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
     markdown = sum(cell.cell_type == "markdown" for cell in nb.cells)
@@ -259,6 +268,8 @@ def test_notebook_runs_offline_in_the_lab_venv(path: Path, binder_kernels: Path)
 
 @pytest.mark.kernel
 def test_a_notebook_that_leaves_a_task_running_is_caught(tmp_path: Path, kernels_dir: Path) -> None:
+    import nbformat
+
     source = "import asyncio\nforgotten = asyncio.get_running_loop().create_task(asyncio.sleep(60))"
     path = tmp_path / "leaky.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), path)
@@ -269,6 +280,8 @@ def test_a_notebook_that_leaves_a_task_running_is_caught(tmp_path: Path, kernels
 
 @pytest.mark.kernel
 def test_an_error_output_is_caught(tmp_path: Path, kernels_dir: Path) -> None:
+    import nbformat
+
     path = tmp_path / "broken.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")]), path)
     assert error_outputs(execute(path, kernels_dir)) == ["cell 1: ZeroDivisionError: division by zero"]
@@ -279,6 +292,8 @@ def test_a_print_the_kernel_flushed_in_two_pieces_reads_as_one_line(tmp_path: Pa
     # On a loaded machine the kernel's timed flush can fall between the writes of one print(); the
     # flush forced here does it every time (notebook 07's "same runs as recorded: True" once came as
     # "same runs as recorded:" and " True\n").
+    import nbformat
+
     source = "import sys\nprint('same runs as recorded:', end='')\nsys.stdout.flush()\nprint('', True)"
     path = tmp_path / "split.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), path)
@@ -288,6 +303,8 @@ def test_a_print_the_kernel_flushed_in_two_pieces_reads_as_one_line(tmp_path: Pa
 
 
 def test_cell_outputs_merge_consecutive_pieces_of_one_stream_only() -> None:
+    import nbformat
+
     def stream(name: str, text: str) -> nbformat.NotebookNode:
         return nbformat.v4.new_output("stream", name=name, text=text)
 

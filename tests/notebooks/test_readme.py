@@ -13,11 +13,14 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
 import pytest
 
 from ._kernel import OFFLINE_ENV, ROOT, error_outputs, execute, leftover_tasks, output_text
+
+if TYPE_CHECKING:  # nbformat is imported where it is used: 3 s, paid by every worker collecting the file
+    pass
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"^```(\w+)\n(.*?)^```$", README, flags=re.S | re.M)
@@ -101,6 +104,8 @@ def test_block_runs_as_a_script(code: str, tmp_path: Path) -> None:
 @pytest.mark.kernel
 @pytest.mark.parametrize("code", PYTHON, ids=_title)
 def test_block_runs_in_a_kernel(code: str, tmp_path: Path, kernels_dir: Path) -> None:
+    import nbformat
+
     path = tmp_path / "block.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), path)
     nb = execute(path, kernels_dir)

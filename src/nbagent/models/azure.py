@@ -18,7 +18,13 @@ from .. import _check as check
 from ..components import MASKED_SECRET, include_secrets
 from ..redact import redact_config_text
 from .info import ModelInfo
-from .openai import OpenAIChatCompletionClient, OpenAIChatCompletionClientConfig, _sdk, known_model
+from .openai import (
+    OpenAIChatCompletionClient,
+    OpenAIChatCompletionClientConfig,
+    _sdk,
+    known_model,
+    sdk_http_client,
+)
 
 __all__ = ["AzureOpenAIChatCompletionClient", "AzureOpenAIChatCompletionClientConfig"]
 
@@ -129,7 +135,7 @@ class AzureOpenAIChatCompletionClient(OpenAIChatCompletionClient):
             default_headers=args["default_headers"],
             timeout=args["timeout"],
             max_retries=args["max_retries"],
-            http_client=sdk.DefaultAsyncHttpxClient(),
+            http_client=sdk_http_client(),
         )
 
     def __repr__(self) -> str:
