@@ -16,6 +16,7 @@ import importlib
 import inspect
 import json
 import os
+import sys
 import time
 import warnings
 import weakref
@@ -195,11 +196,13 @@ def tls_context(client_class: type) -> Any:
     file or folder the environment names (``SSL_CERT_FILE``, ``SSL_CERT_DIR``), made by the client's HTTP
     library as it makes one for each client given ``verify=True``. Loading the certificates is nearly all the
     cost of a client (51 ms of CPU of 52 measured, 2026-12-07), paid on the event loop when a client is made
-    for a new loop. ``True`` (each client makes its own) for a library without ``create_ssl_context``."""
-    library = next((c.__module__.partition(".")[0] for c in client_class.__mro__ if c.__name__ == "AsyncClient"), "")
-    make = getattr(importlib.import_module(library), "create_ssl_context", None) if library else None
-    if make is None:
+    for a new loop. The library is the first of the class's bases' packages with a ``create_ssl_context``;
+    without one, ``True``: each client makes its own."""
+    libraries = dict.fromkeys(c.__module__.partition(".")[0] for c in client_class.__mro__)
+    found = [(name, make) for name in libraries if (make := getattr(sys.modules.get(name), "create_ssl_context", None))]
+    if not found:
         return True
+    library, make = found[0]
     key = (library, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
     if key not in _TLS_CONTEXTS:
         _TLS_CONTEXTS[key] = make()
