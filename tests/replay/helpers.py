@@ -26,10 +26,10 @@ def run_frames(trace: TraceFrames, run_id: str | None = None) -> dict[str, pd.Da
     out: dict[str, pd.DataFrame] = {}
     for table, columns in VOLATILE.items():
         df = runs if table == "runs" else getattr(trace, f"{table}_df")()
-        df = df[df["run_id"].astype("object") == run_id].drop(columns=columns).reset_index(drop=True)
+        df = df[df["run_id"] == run_id].drop(columns=columns).reset_index(drop=True)
         out[table] = df.astype({c: "object" for c in df.columns if str(df[c].dtype) == "category"})
     context = trace.context_df(run_id=run_id)
-    mine = context["run_id"].astype("object") == run_id
+    mine = context["run_id"] == run_id
     base = context.drop(columns=["run_id", "step", "move"]).astype({"kind": "object", "source": "object"})
     out["context"] = base.assign(
         step=context["step"].where(mine), move=context["move"].astype("object").where(mine), mine=mine
