@@ -335,8 +335,8 @@ def arrow_table(df: pd.DataFrame, table: str, trace_id: str) -> Any:
     df = df.copy()
     for column in JSON_COLUMNS.get(table, ()):
         df[column] = df[column].map(json.dumps).astype("string")
-    for column in df.columns:
-        if isinstance(df[column].dtype, pd.CategoricalDtype):
+    for column, dtype in df.dtypes.items():
+        if isinstance(dtype, pd.CategoricalDtype):
             df[column] = df[column].cat.remove_unused_categories()
     arrow = pa.Table.from_pandas(df, schema=arrow_schema(table), preserve_index=False)
     return arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), _TRACE_ID_KEY: trace_id.encode()})
