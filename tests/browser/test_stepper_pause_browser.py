@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
+from ..waits import until
 from .conftest import HANG_BOUND_S, RUN_TIMEOUT_MS, LabNotebook
 
 pytestmark = pytest.mark.browser
@@ -44,9 +45,11 @@ CELLS = [
 SLOW = '''
 import asyncio
 DELAY = [30.0]
+STARTED = []
 
 async def slow_lookup(key: str) -> str:
     """Look a key up, slowly."""
+    STARTED.append(key)
     await asyncio.sleep(DELAY[0])
     return f"value of {key}"
 
@@ -218,7 +221,9 @@ def test_pause_during_a_slow_tool_pauses_at_the_boundary_before_it_and_next_make
     bar = ".jp-OutputArea .nba-stepper-live .nba-stepper-bar button"
     page.locator(bar, has_text="Run to end").click()
     page.wait_for_function("() => document.querySelector('.nba-stepper-live .nba-stepper-head').dataset.index === '4'")
-    page.wait_for_timeout(300)  # inside the 30 s tool call
+    # Inside the 30 s tool call: the tool has started (index 4 alone was not enough: in the run of 3e378b7 at load
+    # 18, a Pause 300 ms after it reached the walk before the tool's move began, and nothing was undone).
+    until(lambda: nb.execute("print(len(STARTED))").strip() == "1", "the 30 s tool to start", HANG_BOUND_S, 0.2)
     assert state(nb)["busy"] == "true"
     paused_in = pause_and_time(nb)
     after = state(nb)
