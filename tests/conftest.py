@@ -351,15 +351,22 @@ def _marker_name(node: ast.expr) -> str | None:
 
 def wholly_slow(path: Path) -> bool:
     """Whether every test of the test file ``path`` is ``slow`` by its module's ``pytestmark`` (``slow`` or a
-    sub-marker), read from its text: the file is not imported."""
-    text = path.read_text(encoding="utf-8")
-    if "pytestmark" not in text:
+    sub-marker), read from its text: the file is not imported. Only a plain assignment, the module's last to
+    ``pytestmark``, counts; any other way of setting it, or a file that does not parse, is collected."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text) if "pytestmark" in text else None
+    except (OSError, UnicodeDecodeError, SyntaxError):  # collected: pytest reports what is wrong with the file
         return False
-    for node in ast.parse(text).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
-            values = node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else [node.value]
-            return any(_marker_name(value) in {"slow", *SUB_MARKERS} for value in values)
-    return False
+    marks: list[ast.expr] = []
+    for node in tree.body if tree is not None else []:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if not any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets):
+            continue
+        if not isinstance(node, ast.Assign):  # augmented or annotated: not read here
+            return False
+        marks = node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else [node.value]
+    return any(_marker_name(mark) in {"slow", *SUB_MARKERS} for mark in marks)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

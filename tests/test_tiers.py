@@ -7,6 +7,7 @@ import asyncio
 import multiprocessing
 import os
 import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -18,6 +19,7 @@ from tests.conftest import (
     ChildProcessStarted,
     missing_optional,
     pytest_cmdline_main,
+    wholly_slow,
 )
 
 
@@ -118,3 +120,26 @@ def test_a_worker_and_a_run_without_xdist_are_left_alone(monkeypatch: pytest.Mon
     plain = fast_tier_config("-m", "not slow", xdist=False)
     pytest_cmdline_main(plain)  # type: ignore[arg-type]
     assert plain.option.numprocesses == 4  # untouched: pytest alone never reads it
+
+
+@pytest.mark.parametrize(
+    ("source", "slow"),
+    [
+        ("pytestmark = pytest.mark.kernel\n", True),
+        ("pytestmark = [pytest.mark.timeout(120), pytest.mark.mcp]\n", True),
+        ("pytestmark = (pytest.mark.slow,)\n", True),
+        ("pytestmark = pytest.mark.filterwarnings('ignore')\n", False),
+        ("pytestmark = pytest.mark.kernel\npytestmark = []\n", False),  # the last assignment counts
+        ("pytestmark = [pytest.mark.kernel]\npytestmark += [pytest.mark.timeout(5)]\n", False),
+        ("pytestmark: list = [pytest.mark.kernel]\n", False),
+        ("def test_a():\n    pytestmark = pytest.mark.kernel\n", False),  # not the module's
+        ("pytestmark = pytest.mark.kernel\ndef broken(:\n", False),  # collected: pytest says what is wrong
+        ("import pytest\n", False),
+    ],
+)
+def test_a_file_is_left_out_of_the_fast_tier_only_when_its_module_mark_says_slow(
+    source: str, slow: bool, tmp_path: Path
+) -> None:
+    path = tmp_path / "test_x.py"
+    path.write_text(source, encoding="utf-8")
+    assert wholly_slow(path) is slow

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import platform
 import shutil
 import ssl
 from pathlib import Path
@@ -544,6 +545,7 @@ def test_validate_context_checks_nbagent_messages() -> None:
     ]
 
 
+@pytest.mark.skipif(platform.system() in ("Darwin", "Windows"), reason="there each client makes its own context")
 async def test_clients_share_one_tls_context_per_certificate_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: ChatServer
 ) -> None:
@@ -560,6 +562,7 @@ async def test_clients_share_one_tls_context_per_certificate_file(
 
     monkeypatch.setattr(ssl, "create_default_context", counting)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.delenv("SSLKEYLOGFILE", raising=False)
     first, second = tmp_path / "first.pem", tmp_path / "second.pem"
     for bundle in (first, second):
         shutil.copyfile(certifi.where(), bundle)
@@ -573,5 +576,5 @@ async def test_clients_share_one_tls_context_per_certificate_file(
     served = OpenAIChatCompletionClient("gpt-4o", api_key=TEST_KEY, base_url=server.base_url)
     assert made == [str(first), str(second)]
     server.script(Reply.text("hi"))
-    assert (await served.create([USER])).content == "hi"  # a client of the shared context talks to its server
+    assert (await served.create([USER])).content == "hi"  # made with the shared context, it sends (HTTP here)
     await served.close()

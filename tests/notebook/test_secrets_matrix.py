@@ -40,7 +40,7 @@ from ..notebooks._kernel import KERNEL_NAME, write_kernelspec
 from ..trace.test_otlp import Capture
 from .secrets_scenario import ENV, clients, lookup, new_secrets, start_server
 
-pytestmark = [pytest.mark.kernel, pytest.mark.timeout(900)]  # on the module: the fast tier does not import it
+pytestmark = pytest.mark.kernel  # on the module: the fast tier does not import the file
 
 ROOT = Path(__file__).resolve().parents[2]
 MIN_ARTEFACTS = 65

@@ -13,14 +13,10 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from ._kernel import OFFLINE_ENV, ROOT, error_outputs, execute, leftover_tasks, output_text
-
-if TYPE_CHECKING:  # nbformat is imported where it is used: 3 s, paid by every worker collecting the file
-    pass
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"^```(\w+)\n(.*?)^```$", README, flags=re.S | re.M)

@@ -16,6 +16,7 @@ import importlib
 import inspect
 import json
 import os
+import platform
 import sys
 import time
 import warnings
@@ -188,23 +189,28 @@ def _sdk() -> ModuleType:
     return openai
 
 
-_TLS_CONTEXTS: dict[tuple[str, str | None, str | None], Any] = {}
+_TLS_CONTEXTS: dict[tuple[str, ...], Any] = {}
+TLS_ENVIRONMENT = ("SSL_CERT_FILE", "SSL_CERT_DIR", "SSLKEYLOGFILE")
+"""The environment variables a TLS context is made from (a context is kept for each set of their values)."""
 
 
 def tls_context(client_class: type) -> Any:
-    """The TLS context for a new HTTP client of the SDK (``client_class``): one a process for each certificate
-    file or folder the environment names (``SSL_CERT_FILE``, ``SSL_CERT_DIR``), made by the client's HTTP
-    library as it makes one for each client given ``verify=True``. Loading the certificates is nearly all the
-    cost of a client (51 ms of CPU of 52 measured, 2026-12-07), paid on the event loop when a client is made
-    for a new loop. The library is the first of the class's bases' packages with a ``create_ssl_context``;
-    without one, ``True``: each client makes its own."""
+    """The TLS context for a new HTTP client of the SDK (``client_class``): one a process for each set of
+    values of :data:`TLS_ENVIRONMENT`, made by the client's HTTP library as it makes one for each client given
+    ``verify=True`` (the same certificates trusted). Loading the certificates is nearly all the cost of a
+    client (51 ms of CPU of 52 measured, 2026-12-07), paid on the event loop when a client is made for a new
+    loop. The library is the first of the class's bases' packages with a ``create_ssl_context``. ``True``
+    (each client makes its own) without one, and on macOS and Windows, where the context asks the system
+    to check certificates and holds a lock while it does: one shared context would queue every handshake."""
+    if platform.system() in ("Darwin", "Windows"):
+        return True
     libraries = dict.fromkeys(c.__module__.partition(".")[0] for c in client_class.__mro__)
     found = [(name, make) for name in libraries if (make := getattr(sys.modules.get(name), "create_ssl_context", None))]
     if not found:
         return True
     library, make = found[0]
-    key = (library, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-    if key not in _TLS_CONTEXTS:
+    key = (library, *(os.environ.get(name, "") for name in TLS_ENVIRONMENT))
+    if key not in _TLS_CONTEXTS:  # two threads at once may each make one: the last kept, both valid
         _TLS_CONTEXTS[key] = make()
     return _TLS_CONTEXTS[key]
 
