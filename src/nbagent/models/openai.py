@@ -204,12 +204,11 @@ def tls_context(client_class: type) -> Any:
     to check certificates and holds a lock while it does: one shared context would queue every handshake."""
     if platform.system() in ("Darwin", "Windows"):
         return True
-    libraries = dict.fromkeys(c.__module__.partition(".")[0] for c in client_class.__mro__)
-    found = [(name, make) for name in libraries if (make := getattr(sys.modules.get(name), "create_ssl_context", None))]
-    if not found:
+    packages = (sys.modules.get(c.__module__.partition(".")[0]) for c in client_class.__mro__)
+    make = next((found for package in packages if (found := getattr(package, "create_ssl_context", None))), None)
+    if make is None:
         return True
-    library, make = found[0]
-    key = (library, *(os.environ.get(name, "") for name in TLS_ENVIRONMENT))
+    key = (make.__module__, *(os.environ.get(name, "") for name in TLS_ENVIRONMENT))
     if key not in _TLS_CONTEXTS:  # two threads at once may each make one: the last kept, both valid
         _TLS_CONTEXTS[key] = make()
     return _TLS_CONTEXTS[key]
