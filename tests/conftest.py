@@ -21,7 +21,8 @@ session- or module-scoped fixtures start once:
 - ``realserver``: ``tests/servers`` (the llama-servers, fakellm); ``receivers``: ``tests/receivers``
   (MLflow, Phoenix, Spark);
 - a test listed in ``ALONE`` (a long test with function-scoped fixtures only) is a group of its own;
-- any other test: its file (its module-scoped kernels start once).
+- any other test: its file (its module-scoped kernels start once), or the file of ``SAME_WORKER_AS`` it goes
+  with.
 
 The groups are handed out longest first (``LONGEST_FIRST``, then in collection order): a long group
 started last would leave the other workers idle at the end. The scheduler is ``GroupScheduling``
@@ -82,6 +83,12 @@ ALONE = (
     "trace/test_atomic_writes.py::test_a_trace_part_killed_at_file_operations",
     "trace/test_atomic_writes.py::test_a_batch_killed_at_file_operations_resumes_with_each_task_once",
 )
+SAME_WORKER_AS = {
+    "notebook/test_saved_widgets.py": "notebooks/test_notebooks.py",  # nbformat: 3.0 s to import
+    "experiment/test_stats.py": "experiment/test_compare.py",  # scipy.stats: 1.3 s
+}
+"""Files grouped with another that imports the same slow module, so that one worker pays for it (seconds of
+CPU measured on the 2-core machine, 2026-12-07)."""
 LONGEST_FIRST = (
     "browser-c",
     "browser",
@@ -291,7 +298,7 @@ def group_of(nodeid: str) -> str:
     if file and top in GROUPED_FOLDERS:
         return GROUPED_FOLDERS[top]
     test = f"{relative}::{name.split('[', 1)[0]}"
-    return test if test in ALONE else relative
+    return test if test in ALONE else SAME_WORKER_AS.get(relative, relative)
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:

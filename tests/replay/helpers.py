@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from nbagent import TraceFrames
-
-from ..frames import assert_frame_equal
 
 # Columns that hold ids, times, or what follows from times (which calls overlapped).
 VOLATILE = {
@@ -26,14 +26,11 @@ def run_frames(trace: TraceFrames, run_id: str | None = None) -> dict[str, pd.Da
     out: dict[str, pd.DataFrame] = {}
     for table, columns in VOLATILE.items():
         df = runs if table == "runs" else getattr(trace, f"{table}_df")()
-        df = df[df["run_id"] == run_id].drop(columns=columns).reset_index(drop=True)
-        out[table] = df.astype({c: "object" for c in df.columns if str(df[c].dtype) == "category"})
+        out[table] = df[df["run_id"] == run_id].drop(columns=columns).reset_index(drop=True)
     context = trace.context_df(run_id=run_id)
     mine = context["run_id"] == run_id
-    base = context.drop(columns=["run_id", "step", "move"]).astype({"kind": "object", "source": "object"})
-    out["context"] = base.assign(
-        step=context["step"].where(mine), move=context["move"].astype("object").where(mine), mine=mine
-    )
+    base = context.drop(columns=["run_id", "step", "move"])
+    out["context"] = base.assign(step=context["step"].where(mine), move=context["move"].where(mine), mine=mine)
     return out
 
 
@@ -50,7 +47,32 @@ def assert_same_run(a: Run, b: Run, *, forks: bool = True) -> None:
         for frames in (left, right):
             frames["runs"] = frames["runs"].drop(columns=["forked_from", "fork_move"])
     for table in left:
-        assert_frame_equal(left[table], right[table], check_dtype=False, obj=table)
+        mine, theirs = plain(left[table]), plain(right[table])
+        assert mine == theirs, f"the runs' {table} differ: {first_difference(mine, theirs)}"
+
+
+def plain(df: pd.DataFrame) -> dict[str, list[Any]]:
+    """A frame's columns as lists of Python values, each missing value ``None``: two runs' frames are equal
+    when these are (their dtypes aside; the categories of two traces differ as their runs do). pandas'
+    check boxes every value of a category or arrow column, and the runs are compared hundreds of times."""
+    return {name: [_value(value) for value in df[name].tolist()] for name in df.columns}
+
+
+def first_difference(left: dict[str, list[Any]], right: dict[str, list[Any]]) -> str:
+    """Where two ``plain`` frames first differ, for an assertion's message."""
+    if list(left) != list(right):
+        return f"columns {list(left)} != {list(right)}"
+    for name, values in left.items():
+        if values != right[name]:
+            if len(values) != len(right[name]):
+                return f"{len(values)} rows != {len(right[name])}"
+            row = next(i for i, (a, b) in enumerate(zip(values, right[name], strict=True)) if a != b)
+            return f"column {name!r}, row {row}: {values[row]!r} != {right[name][row]!r}"
+    return "none found"
+
+
+def _value(value: Any) -> Any:
+    return value if isinstance(value, list | dict) or not pd.isna(value) else None
 
 
 def frames_of(run: Run) -> dict[str, pd.DataFrame]:

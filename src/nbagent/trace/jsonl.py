@@ -84,7 +84,7 @@ def _plain_column(series: pd.Series, json_text: bool) -> list[Any]:
         return [None if value is None else json.dumps(value, ensure_ascii=False) for value in series.tolist()]
     if str(series.dtype).startswith("datetime64"):
         text = series.dt.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")  # one width for every time
-        return [None if value is None or value != value else value for value in text.astype("object").tolist()]
+        return [None if value is None or value != value else value for value in text.tolist()]
     import pandas as pd
 
     missing = pd.NA

@@ -60,9 +60,9 @@ class LoadedTrace(TraceFrames):
         snapshots = self._frames["snapshots"]
         agents = {str(run): str(name) for run, name in zip(runs["run_id"], runs["agent"]) if not pd.isna(name)}
         index = pick_snapshot(
-            self._frames["events"]["run_id"].astype("object").tolist(),
+            self._frames["events"]["run_id"].tolist(),
             agents,
-            list(zip(snapshots["event_row"].tolist(), snapshots["agent"].astype("object").tolist())),
+            list(zip(snapshots["event_row"].tolist(), snapshots["agent"].tolist())),
             run_id,
             seq,
             agent,
@@ -70,7 +70,7 @@ class LoadedTrace(TraceFrames):
         snapshot = snapshots.iloc[index]
         logs = self._frames["context_logs"]
         rows = logs[logs["log"] == snapshot["log"]].iloc[: int(snapshot["length"])]
-        return frame("context", {name: rows[name].astype("object").tolist() for name in COLUMNS["context"]})
+        return frame("context", {name: rows[name].tolist() for name in COLUMNS["context"]})
 
     def context_tables(self) -> dict[str, pd.DataFrame]:
         return {table: self._frames[table].copy() for table in CONTEXT_TABLES}

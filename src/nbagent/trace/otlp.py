@@ -314,11 +314,11 @@ def span_tables(trace: TraceTables) -> SpanTables:
         "snapshots": _columns(context["snapshots"]),
     }
     columns = EventColumns(
-        events["kind"].astype("object").tolist(),
-        events["run_id"].astype("object").tolist(),
+        events["kind"].tolist(),
+        events["run_id"].tolist(),
         events["timestamp"].tolist(),
-        events["move"].astype("object").tolist(),
-        events["text"].astype("object").tolist(),
+        events["move"].tolist(),
+        events["text"].tolist(),
     )
     return SpanTables(trace.trace_id, tables, columns)
 

@@ -126,8 +126,8 @@ def going_runs(runs: pd.DataFrame) -> set[str]:
     """The runs of ``runs`` (a ``runs`` frame) still going: those whose status is ``running`` and the
     runs under one (a team run's turns, by ``parent_run_id``, however deep), so that a team run and its
     turns are written in one part."""
-    ids = runs["run_id"].astype("object").tolist()
-    parents = runs["parent_run_id"].astype("object").tolist()
+    ids = runs["run_id"].tolist()
+    parents = runs["parent_run_id"].tolist()
     going = {str(run) for run, status in zip(ids, runs["status"].astype("object")) if status == "running"}
     children: dict[str, list[str]] = {}
     for run, parent in zip(ids, parents):
