@@ -121,12 +121,12 @@ test's waits on IOPub get up to ``IOPUB_DEADLINE_S`` (tests/kernels.py): both we
 times slower than usual beside a second full run (docs/testing.md, "Time in tests")."""
 FAST_TIER = "not slow"
 """The marker expression of the fast tier: ``FAST_TIER_WORKERS`` workers unless told otherwise."""
-FAST_TIER_WORKERS = 2
-"""The fast tier's xdist workers: two, one a core of the 2-core machine. Measured one after the other there,
-idle (docs/testing.md, 2026-12-07): 2 min 41 s on two workers (284 s of CPU) against 4 min 46 s in one
-process (257 s of CPU). Where other work holds the second core they lose a little (2 min 4 s on two against
-1 min 51 s in one process, at load averages of 2 to 4, the day before, on a faster machine): the wall time
-of the common case, a developer's idle machine, decides. The pyproject's four cost more on small selections
+FAST_TIER_WORKERS = 3
+"""The fast tier's xdist workers: three on the 2-core machine, where its tests wait (on deadlines, on threads)
+for about a fifth of their time and a third worker fills the core a waiting one leaves. Measured one after
+the other there, idle (docs/testing.md, 2026-12-07): three workers 1 min 59 s (230 s of CPU), two 2 min 13 s
+(215 s), four 2 min 6 s (246 s); the day before, two workers 2 min 41 s against 4 min 46 s in one process.
+The pyproject's four cost more on small selections
 (issue 45: ``tests/render`` in 70-77 s on four workers, 14-15 s in one process)."""
 
 

@@ -87,12 +87,12 @@ def fast_tier_config(*args: str, xdist: bool = True, **option: object) -> Simple
 @pytest.mark.parametrize(
     ("args", "addopts", "option", "expected"),
     [
-        (("-m", "not slow"), "", {}, 2),  # FAST_TIER_WORKERS: one a core of the 2-core machine
-        (("-m", "not slow", "-n", "3"), "", {}, 4),  # the command line's (xdist parses it later)
+        (("-m", "not slow"), "", {}, 3),  # FAST_TIER_WORKERS: three on the 2-core machine
+        (("-m", "not slow", "-n", "2"), "", {}, 4),  # the command line's (xdist parses it later)
         (("-m", "not slow", "-n0"), "", {}, 4),
         (("-m", "not slow", "--numprocesses=auto"), "", {}, 4),
         (("-m", "not slow", "-nauto"), "", {}, 4),
-        (("-m", "not slow"), "-n 3", {}, 4),  # PYTEST_ADDOPTS's
+        (("-m", "not slow"), "-n 2", {}, 4),  # PYTEST_ADDOPTS's
         (("-m", "not slow", "--pdb"), "", {"usepdb": True}, 0),  # xdist refuses --pdb and --trace
         (("-m", "not slow", "--trace"), "", {"trace": True}, 0),
     ],
