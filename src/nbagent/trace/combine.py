@@ -11,7 +11,7 @@ still found. ``load_parquet`` of a dataset and :func:`nbagent.concat` both use i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .schema import COLUMNS, CONTEXT_TABLES, TABLES, empty
 
@@ -34,7 +34,7 @@ def cast(df: pd.DataFrame, table: str, columns: Sequence[str] | None = None) -> 
 
 def stack(pieces: Sequence[pd.DataFrame], table: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """The rows of ``pieces`` (frames of ``table``, or of its ``columns``) as one frame, in order, with
-    :data:`COLUMNS`' dtypes (a category column's categories: the union of the pieces')."""
+    :data:`COLUMNS`' dtypes (a category column's categories: the union of the pieces', sorted)."""
     import pandas as pd
 
     if not pieces:
@@ -44,8 +44,37 @@ def stack(pieces: Sequence[pd.DataFrame], table: str, columns: Sequence[str] | N
         return cast(pieces[0], table, columns)
     names = set(pieces[0].columns)
     categories = [column for column, (dtype, _) in COLUMNS[table].items() if dtype == "category" and column in names]
-    objects = [piece.astype(dict.fromkeys(categories, "object")) for piece in pieces]
-    return cast(pd.concat(objects, ignore_index=True), table, columns)
+    unions = {column: _union([piece[column] for piece in pieces]) for column in categories}
+    through_objects = dict.fromkeys((column for column, union in unions.items() if union is None), "object")
+    frame = pd.concat([piece.astype(through_objects) for piece in pieces], ignore_index=True)
+    for column, union in unions.items():
+        if union is not None:
+            frame[column] = union
+    return cast(frame, table, columns)
+
+
+def _union(columns: Sequence[pd.Series]) -> Any:
+    """The values of category ``columns`` as one ``Categorical`` of their categories' union, sorted (what
+        ``astype("category")`` of their values makes, without a pass over them as objects); ``None`` where
+        one is not a category column, or their categories' dtypes differ from each other's (an all-null part's are
+    ``object``) or from the one pandas infers from the values."""
+    import pandas as pd
+    from pandas.api.types import union_categoricals
+
+    if not all(isinstance(column.dtype, pd.CategoricalDtype) for column in columns):
+        return None
+    named = [column.cat.categories.dtype for column in columns if len(column.cat.categories)]
+    if named:  # a part without categories (all null there) takes the others' kind of categories
+        empty = pd.Index([], dtype=named[0])
+        columns = [column if len(column.cat.categories) else column.cat.set_categories(empty) for column in columns]
+    try:
+        union = union_categoricals(columns, sort_categories=True)
+    except TypeError:
+        return None
+    names = union.categories
+    if not len(names):  # all null: no categories, of ``object`` as pandas infers them from no value
+        return union.set_categories(pd.Index([], dtype="object"))
+    return union if names.dtype == pd.Index(names.tolist()).dtype else None
 
 
 def combine(parts: Sequence[Mapping[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
