@@ -1,4 +1,4 @@
-# make test: the test suite; make test-fast: its fast tier (no test starts a child process; two workers; docs/testing.md);
+# make test: the test suite; make test-fast: its fast tier (no test starts a child process; three workers; docs/testing.md);
 # make soak: the kill-point tests at every file operation (scheduled, not in make test);
 # make lint: ruff and mypy --strict; make bench: every benchmark into bench/RESULTS.md, the loop's, Stop/Pause's
 # and the import's figures appended to bench/history.jsonl with their change since the last run (bench/history.py);

@@ -2,7 +2,7 @@
 
 Tiers (docs/testing.md): a test that starts a kernel, a browser, a server process, Spark, a receiver, an
 MCP server or any other child process is ``slow``, through a sub-marker (``SUB_MARKERS``; the folders of
-``GROUPED_FOLDERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, on two
+``GROUPED_FOLDERS`` mark their tests) or ``slow`` itself. ``pytest -m "not slow"`` is the fast tier, on three
 workers (``pytest_cmdline_main``). A test not marked ``slow`` that starts a child process fails
 (``ChildProcessGuard``): a marker cannot go missing silently. A test that needs a module only an extra
 installs is skipped with its reason (``OptionalModule``, ``missing_optional``).

@@ -48,7 +48,7 @@ def assert_same_run(a: Run, b: Run, *, forks: bool = True) -> None:
             frames["runs"] = frames["runs"].drop(columns=["forked_from", "fork_move"])
     for table in left:
         mine, theirs = plain(left[table]), plain(right[table])
-        assert mine == theirs, f"the runs' {table} differ: {first_difference(mine, theirs)}"
+        assert list(mine.items()) == list(theirs.items()), f"the runs' {table} differ: {first_difference(mine, theirs)}"
 
 
 def plain(df: pd.DataFrame) -> dict[str, list[Any]]:

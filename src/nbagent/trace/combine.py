@@ -11,7 +11,7 @@ still found. ``load_parquet`` of a dataset and :func:`nbagent.concat` both use i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .schema import COLUMNS, CONTEXT_TABLES, TABLES, empty
 
@@ -42,22 +42,23 @@ def stack(pieces: Sequence[pd.DataFrame], table: str, columns: Sequence[str] | N
         return frame if columns is None else frame[list(columns)]
     if len(pieces) == 1:
         return cast(pieces[0], table, columns)
-    names = set(pieces[0].columns)
-    categories = [column for column, (dtype, _) in COLUMNS[table].items() if dtype == "category" and column in names]
+    order = list(pieces[0].columns)
+    categories = [column for column, (dtype, _) in COLUMNS[table].items() if dtype == "category" and column in order]
     unions = {column: _union([piece[column] for piece in pieces]) for column in categories}
+    joined = {column: union for column, union in unions.items() if union is not None}
     through_objects = dict.fromkeys((column for column, union in unions.items() if union is None), "object")
-    frame = pd.concat([piece.astype(through_objects) for piece in pieces], ignore_index=True)
-    for column, union in unions.items():
-        if union is not None:
-            frame[column] = union
+    rest = [piece.drop(columns=list(joined)) for piece in pieces]  # the joined columns go in after
+    frame = pd.concat([piece.astype(through_objects) for piece in rest] if through_objects else rest, ignore_index=True)
+    for column in sorted(joined, key=order.index):  # each at its place, left to right
+        frame.insert(order.index(column), column, joined[column])
     return cast(frame, table, columns)
 
 
-def _union(columns: Sequence[pd.Series]) -> Any:
-    """The values of category ``columns`` as one ``Categorical`` of their categories' union, sorted (what
-        ``astype("category")`` of their values makes, without a pass over them as objects); ``None`` where
-        one is not a category column, or their categories' dtypes differ from each other's (an all-null part's are
-    ``object``) or from the one pandas infers from the values."""
+def _union(columns: Sequence[pd.Series]) -> pd.Categorical | None:
+    """The values of category ``columns`` as one ``Categorical``: what ``astype("category")`` of their
+    values as objects makes (the categories the values hold, sorted), without a pass over them as
+    objects. ``None`` where one is not a category column, or their kinds of categories differ from each
+    other's (an all-null part's are ``object``) or from the kind pandas infers from the values."""
     import pandas as pd
     from pandas.api.types import union_categoricals
 
@@ -68,7 +69,7 @@ def _union(columns: Sequence[pd.Series]) -> Any:
         empty = pd.Index([], dtype=named[0])
         columns = [column if len(column.cat.categories) else column.cat.set_categories(empty) for column in columns]
     try:
-        union = union_categoricals(columns, sort_categories=True)
+        union = union_categoricals(columns, sort_categories=True).remove_unused_categories()
     except TypeError:
         return None
     names = union.categories
