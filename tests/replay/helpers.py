@@ -55,7 +55,10 @@ def plain(df: pd.DataFrame) -> dict[str, list[Any]]:
     """A frame's columns as lists of Python values, each missing value ``None``: two runs' frames are equal
     when these are (their dtypes aside; the categories of two traces differ as their runs do). pandas'
     check boxes every value of a category or arrow column, and the runs are compared hundreds of times."""
-    return {name: [_value(value) for value in df[name].tolist()] for name in df.columns}
+    return {
+        name: [None if missing else value for value, missing in zip(column.tolist(), column.isna().tolist())]
+        for name, column in df.items()
+    }
 
 
 def first_difference(left: dict[str, list[Any]], right: dict[str, list[Any]]) -> str:
@@ -69,10 +72,6 @@ def first_difference(left: dict[str, list[Any]], right: dict[str, list[Any]]) ->
             row = next(i for i, (a, b) in enumerate(zip(values, right[name], strict=True)) if a != b)
             return f"column {name!r}, row {row}: {values[row]!r} != {right[name][row]!r}"
     return "none found"
-
-
-def _value(value: Any) -> Any:
-    return value if isinstance(value, list | dict) or not pd.isna(value) else None
 
 
 def frames_of(run: Run) -> dict[str, pd.DataFrame]:
