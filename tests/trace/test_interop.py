@@ -8,10 +8,10 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
+from types import ModuleType
 
 import duckdb
 import pandas as pd
-import polars as pl
 import pytest
 
 import nbagent
@@ -92,12 +92,20 @@ def non_null(frame: pd.DataFrame) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
+def pl() -> ModuleType:
+    """polars, imported by the tests that read with it: 0.4 s that every worker collecting this file paid."""
+    import polars
+
+    return polars
+
+
+@pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trace, Path]:
     trace = asyncio.run(late_values_trace(150))  # once for the module's tests (a loop of its own)
     return trace, trace.to_jsonl(tmp_path_factory.mktemp("jsonl") / "big")
 
 
-async def test_polars_reads_every_table_whole_with_its_defaults(big: tuple[Trace, Path]) -> None:
+async def test_polars_reads_every_table_whole_with_its_defaults(big: tuple[Trace, Path], pl: ModuleType) -> None:
     _, folder = big
     loaded = load_jsonl(folder)
     expected = {"events": loaded.events_df(), "llm_calls": loaded.llm_calls_df(), "tool_calls": loaded.tool_calls_df(),
@@ -125,7 +133,7 @@ async def test_duckdb_reads_every_table_whole_with_its_defaults(big: tuple[Trace
         assert dict(zip(relation.columns, row[1:])) == non_null(expected[table]), table
 
 
-async def test_past_duckdbs_sample_a_late_value_is_still_read(tmp_path: Path) -> None:
+async def test_past_duckdbs_sample_a_late_value_is_still_read(tmp_path: Path, pl: ModuleType) -> None:
     """DuckDB infers types from 20,480 lines: a column null in all of them used to read as NULL (its
     values lost, no error). The failing run's events come after line 21,000 of events.jsonl."""
     trace = await late_values_trace(2700)
@@ -180,7 +188,7 @@ async def test_a_changed_file_is_refused_with_its_name(tmp_path: Path) -> None:
         load_jsonl(folder)
 
 
-async def test_readers_of_a_file_alone_put_its_rows_in_order_by_its_order_keys(tmp_path: Path) -> None:
+async def test_readers_of_a_file_alone_put_its_rows_in_order_by_its_order_keys(tmp_path: Path, pl: ModuleType) -> None:
     """Concurrent runs (a batch) interleave their events: ordering events by seq alone is wrong, by
     ORDER_KEYS (timestamp, then seq) gives the trace's order back, in every table."""
     trace = await late_values_trace(30)
@@ -212,7 +220,7 @@ async def test_readers_of_a_file_alone_put_its_rows_in_order_by_its_order_keys(t
         assert read.select(identity[table]).rows() == list(frame.itertuples(index=False, name=None)), table
 
 
-async def test_the_schema_sidecar_gives_the_same_types_whatever_the_rows(tmp_path: Path) -> None:
+async def test_the_schema_sidecar_gives_the_same_types_whatever_the_rows(tmp_path: Path, pl: ModuleType) -> None:
     trace = await late_values_trace(2)
     quiet = Trace()  # no rows at all: every column null
     for source, name in ((trace, "busy"), (quiet, "empty")):
@@ -300,7 +308,7 @@ async def test_concat_of_live_traces_and_bad_input() -> None:
         nbagent.concat([first, first.runs_df()])  # type: ignore[list-item]
 
 
-def test_texts_that_look_typed_early_do_not_break_duckdb_later(tmp_path: Path) -> None:
+def test_texts_that_look_typed_early_do_not_break_duckdb_later(tmp_path: Path, pl: ModuleType) -> None:
     """DuckDB reads a text column as UUID (DATE, TIMESTAMP...) when every text of its 20,480-line
     sample looks so, then fails on a later text that does not ("Could not convert string 'Error: ...'
     to UUID"): measured with a tool returning new record ids for 20,600 calls, the last one failing.
