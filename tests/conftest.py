@@ -85,6 +85,7 @@ ALONE = (
 )
 SAME_WORKER_AS = {
     "notebook/test_saved_widgets.py": "notebooks/test_notebooks.py",  # nbformat: 3.0 s to import
+    "test_kernel_iopub.py": "notebooks/test_notebooks.py",  # nbclient, which imports nbformat
     "experiment/test_stats.py": "experiment/test_compare.py",  # scipy.stats: 1.3 s
 }
 """Files grouped with another that imports the same slow module, so that one worker pays for it (seconds of

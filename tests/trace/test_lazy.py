@@ -82,7 +82,10 @@ def test_the_explorer_table_of_a_lazy_dataset_equals_the_eager_one(dataset: Path
     runs, tool_calls = eager.runs_df(), eager.tool_calls_df()
     sorts = [None, "task", "status", "tokens", "latency_s", "parent"]
     assert set(sorts[1:]) <= set(SORT_KEYS)
-    for filters, sort, ascending in itertools.product(FILTERS, sorts, [True, False]):
+    # every filter with every sort, each sort both ways (the direction alternates): the tables differ only
+    # in how their frames were read, the selection is the same code
+    for (i, filters), (j, sort) in itertools.product(enumerate(FILTERS), enumerate(sorts)):
+        ascending = (i + j) % 2 == 0
         got, want = mine.select(filters, sort, ascending), theirs.select(filters, sort, ascending)
         assert_frame_equal(got.frame, want.frame)
         assert_frame_equal(got.page(1, 4), want.page(1, 4))
