@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .schema import COLUMNS, CONTEXT_TABLES, TABLES, empty
+from .schema import COLUMNS, CONTEXT_TABLES, TABLES, category_dtype, empty
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,38 +44,34 @@ def stack(pieces: Sequence[pd.DataFrame], table: str, columns: Sequence[str] | N
         return cast(pieces[0], table, columns)
     order = list(pieces[0].columns)
     categories = [column for column, (dtype, _) in COLUMNS[table].items() if dtype == "category" and column in order]
-    unions = {column: _union([piece[column] for piece in pieces]) for column in categories}
-    joined = {column: union for column, union in unions.items() if union is not None}
-    through_objects = dict.fromkeys((column for column, union in unions.items() if union is None), "object")
-    rest = [piece.drop(columns=list(joined)) for piece in pieces]  # the joined columns go in after
+    joined = {column: _joined([piece[column] for piece in pieces]) for column in categories}
+    rest = [piece.drop(columns=[column for column, values in joined.items() if values is not None]) for piece in pieces]
+    through_objects = {column: "object" for column, values in joined.items() if values is None}  # pandas infers
     frame = pd.concat([piece.astype(through_objects) for piece in rest] if through_objects else rest, ignore_index=True)
-    for column in sorted(joined, key=order.index):  # each at its place, left to right
-        frame.insert(order.index(column), column, joined[column])
+    for column in categories:  # left to right, each at its place
+        if (values := joined[column]) is not None:
+            frame.insert(order.index(column), column, values)
     return cast(frame, table, columns)
 
 
-def _union(columns: Sequence[pd.Series]) -> pd.Categorical | None:
-    """The values of category ``columns`` as one ``Categorical``: what ``astype("category")`` of their
-    values as objects makes (the categories the values hold, sorted), without a pass over them as
-    objects. ``None`` where one is not a category column, or their kinds of categories differ from each
-    other's (an all-null part's are ``object``) or from the kind pandas infers from the values."""
+def _joined(columns: Sequence[pd.Series]) -> pd.Categorical | None:
+    """The category ``columns`` one after the other as one ``Categorical`` of the dtype ``astype("category")``
+    gives their values as objects: the texts they hold, sorted (:func:`~nbagent.trace.schema.category_dtype`;
+    categories no row holds left out), their codes mapped to it. ``None`` where one is not a category column
+    or holds a value that is not a text."""
+    import numpy as np
     import pandas as pd
-    from pandas.api.types import union_categoricals
 
     if not all(isinstance(column.dtype, pd.CategoricalDtype) for column in columns):
         return None
-    named = [column.cat.categories.dtype for column in columns if len(column.cat.categories)]
-    if named:  # a part without categories (all null there) takes the others' kind of categories
-        empty = pd.Index([], dtype=named[0])
-        columns = [column if len(column.cat.categories) else column.cat.set_categories(empty) for column in columns]
-    try:
-        union = union_categoricals(columns, sort_categories=True).remove_unused_categories()
-    except TypeError:
+    codes = [column.cat.codes.to_numpy() for column in columns]
+    held = {name for column, own in zip(columns, codes) for name in column.cat.categories[np.unique(own[own >= 0])]}
+    if not all(type(name) is str for name in held):
         return None
-    names = union.categories
-    if not len(names):  # all null: no categories, of ``object`` as pandas infers them from no value
-        return union.set_categories(pd.Index([], dtype="object"))
-    return union if names.dtype == pd.Index(names.tolist()).dtype else None
+    dtype = category_dtype(sorted(held))
+    # each column's codes through its categories' places in the dtype's, a null (-1) to the appended -1
+    lookups = [np.append(dtype.categories.get_indexer(column.cat.categories), -1) for column in columns]
+    return pd.Categorical.from_codes(np.concatenate([at[own] for at, own in zip(lookups, codes)]), dtype=dtype)
 
 
 def combine(parts: Sequence[Mapping[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:

@@ -383,8 +383,16 @@ def _plain_categories(values: Sequence[Any]) -> Any:
         return None
     code.update(zip(names, range(len(names))))
     codes = np.fromiter(map(code.__getitem__, values), dtype="int64", count=len(values))
+    return pd.Categorical.from_codes(codes, dtype=category_dtype(names))
+
+
+def category_dtype(names: Sequence[str]) -> Any:
+    """The dtype of a category column holding the texts ``names`` (sorted), as pandas infers it from them:
+    ``object`` categories when there is none. Small sets (a trace's agents, kinds, statuses) are made once."""
+    import pandas as pd
+
     make = _categories if len(names) <= 64 else _categories.__wrapped__
-    return pd.Categorical.from_codes(codes, dtype=make(tuple(names), pd.StringDtype().storage))
+    return make(tuple(names), pd.StringDtype().storage)
 
 
 @functools.lru_cache(maxsize=512)

@@ -128,7 +128,7 @@ def going_runs(runs: pd.DataFrame) -> set[str]:
     turns are written in one part."""
     ids = runs["run_id"].tolist()
     parents = runs["parent_run_id"].tolist()
-    going = {str(run) for run, status in zip(ids, runs["status"].astype("object")) if status == "running"}
+    going = {str(run) for run, status in zip(ids, runs["status"].tolist()) if status == "running"}
     children: dict[str, list[str]] = {}
     for run, parent in zip(ids, parents):
         if isinstance(parent, str) and isinstance(run, str):
