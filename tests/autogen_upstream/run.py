@@ -3,9 +3,9 @@
 AutoGen's tests ship in its source distributions on the package index (``autogen-agentchat``,
 ``autogen-core``, ``autogen-ext`` 0.7.5: each has its ``tests/`` folder). The runner downloads them
 with pip (``pip download --no-deps --no-binary :all:``, kept in ``~/.cache/nbagent/autogen-0.7.5``),
-runs each listed file in its own pytest process with the plugin ``shim.py`` beside this file (nbagent's
-names in AutoGen's modules) and prints the counts per file; ``--json PATH`` writes them with each
-failing test's id. What still fails is listed in docs/contract.md with its reason.
+runs the listed files of each folder, mode and key in one pytest process (:func:`run_files`) with the plugin
+``shim.py`` beside this file (nbagent's names in AutoGen's modules) and prints the counts per file; ``--json
+PATH`` writes them with each failing test's id. What still fails is listed in docs/contract.md with its reason.
 
 ``NBAGENT_AUTOGEN_REPO`` (a git copy of AutoGen's repository) lets the runner build ``autogen-test-utils``,
 which ``test_component_config.py`` imports and which is in that repository only; without it that file
@@ -154,57 +154,94 @@ def test_path(name: str) -> Path:
     return sources() / f"{package.replace('-', '_')}-{VERSION}" / "tests" / rest
 
 
-def run_file(name: str, mode: str, timeout: float) -> dict[str, object]:
-    """One file's counts (``passed``, ``failed``, ``errors``, ``skipped``) and failing ids; a file that
-    cannot run here (:func:`cannot_run`) has ``cannot_run``, its reason."""
-    reason = cannot_run(name)
-    if reason is not None:
-        return {"file": name, "mode": mode, "cannot_run": reason}
-    path = test_path(name)
-    # one report per process: several checkouts share the cache, and may run the same file at once
-    report = CACHE / "reports" / f"{name.replace('/', '__')}.{os.getpid()}.xml"
+def together(name: str) -> tuple[str, str, bool]:
+    """What the files run in one pytest process share: their folder, the shim's mode and whether the
+    process has ``OPENAI_API_KEY`` (:data:`NO_KEY`)."""
+    return str(Path(name).parent), FILES[name][1], name in NO_KEY
+
+
+def run_files(names: list[str], timeout: float) -> dict[str, dict[str, object]]:
+    """Each file's counts (``passed``, ``failed``, ``errors``, ``skipped``) and failing ids, the files of
+    ``names`` that can run here going through one pytest process for each folder, mode and key
+    (:func:`together`), as AutoGen's own CI runs a package's tests in one; a file that cannot run here
+    (:func:`cannot_run`) has ``cannot_run``, its reason."""
+    results: dict[str, dict[str, object]] = {}
+    groups: dict[tuple[str, str, bool], list[str]] = {}
+    for name in names:
+        reason = cannot_run(name)
+        if reason is not None:
+            results[name] = {"file": name, "mode": FILES[name][1], "cannot_run": reason}
+        else:
+            groups.setdefault(together(name), []).append(name)
+    for group in groups.values():
+        results.update(_run_together(group, timeout))
+    return {name: results[name] for name in names}
+
+
+def _run_together(names: list[str], timeout: float) -> dict[str, dict[str, object]]:
+    """Run ``names`` (one folder, mode and key) in one pytest process; each file's counts."""
+    first = names[0]
+    mode, folder = FILES[first][1], test_path(first).parent
+    stems = {test_path(name).stem: name for name in names}
+    # one report per process: several checkouts share the cache, and may run the same files at once
+    report = CACHE / "reports" / f"{first.replace('/', '__')}.{len(names)}.{os.getpid()}.xml"
     report.parent.mkdir(parents=True, exist_ok=True)
     report.unlink(missing_ok=True)
     env = {
-        **{key: value for key, value in os.environ.items() if key != "OPENAI_API_KEY" or name not in NO_KEY},
+        **{key: value for key, value in os.environ.items() if key != "OPENAI_API_KEY" or first not in NO_KEY},
         "NBAGENT_SHIM": mode,
         # the shim by its module name: AutoGen's own tests are a package called ``tests`` too
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(Path(__file__).parent), str(extras())]),
     }
     command = [
-        sys.executable, "-m", "pytest", str(path), "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-        "-p", "shim", f"--junitxml={report}", "-o", "asyncio_mode=auto",
-        f"--rootdir={path.parent}", "--timeout=120",
+        sys.executable, "-m", "pytest", *(str(test_path(name)) for name in names), "-q", "-p", "no:cacheprovider",
+        "-p", "no:xdist", "-p", "shim", "--continue-on-collection-errors", f"--junitxml={report}",
+        "-o", "asyncio_mode=auto", f"--rootdir={folder}", "--timeout=120",
     ]  # fmt: skip
-    if name not in NO_KEY:  # AutoGen's CI runs its tests with a key set; no test here reaches a real server
+    if first not in NO_KEY:  # AutoGen's CI runs its tests with a key set; no test here reaches a real server
         env["OPENAI_API_KEY"] = os.environ.get("OPENAI_API_KEY") or "sk-" + "not-a-real-key"
+    results: dict[str, dict[str, object]] = {name: {"file": name, "mode": mode} for name in names}
     try:
-        subprocess.run(command, env=env, cwd=path.parent, capture_output=True, timeout=timeout, check=False)
+        subprocess.run(command, env=env, cwd=folder, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return {"file": name, "mode": mode, "timeout": True}
+        return {name: {**result, "timeout": True} for name, result in results.items()}
     if not report.exists():
-        return {"file": name, "mode": mode, "errors": 1, "failing": ["(no report: the run crashed)"]}
-    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
-    failing: list[str] = []
+        return {
+            name: {**result, "errors": 1, "failing": ["(no report: the run crashed)"]}
+            for name, result in results.items()
+        }
+    for result in results.values():
+        result.update(passed=0, failed=0, errors=0, skipped=0, failing=[])
     cases = list(ET.parse(report).getroot().iter("testcase"))
     report.unlink()
     for case in cases:
+        classname = case.get("classname", "")
+        result = results[file_of(classname, case.get("name", ""), stems)]
         outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
         key = {"failure": "failed", "error": "errors"}.get(outcome, outcome)
-        counts[key] += 1
+        result[key] = int(result[key]) + 1  # type: ignore[call-overload]
         if key in ("failed", "errors"):
             message = next(child for child in case if child.tag in ("failure", "error")).get("message", "")
-            failing.append(f"{case.get('classname', '')}::{case.get('name', '')}: {message[:200]}")
-    return {"file": name, "mode": mode, **counts, "failing": failing}
+            result["failing"].append(f"{classname}::{case.get('name', '')}: {message[:200]}")  # type: ignore[union-attr]
+    return results
+
+
+def file_of(classname: str, name: str, stems: dict[str, str]) -> str:
+    """The file of a report's test case: its module, the first part of its class name (``test_memory`` of
+    ``test_memory.TestX``); a file that failed to collect is named by its case's name instead."""
+    module = classname.split(".", 1)[0] if classname else Path(name.replace(".", "/")).name
+    if module not in stems:
+        raise ValueError(f"a test case of no file run: {classname}::{name}")
+    return stems[module]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", help="files of FILES to run (default: all)")
     parser.add_argument("--json", type=Path, help="write the counts and failing tests here")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds per file")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per pytest process")
     args = parser.parse_args()
-    results = [run_file(name, FILES[name][1], args.timeout) for name in args.files or FILES]
+    results = list(run_files(args.files or list(FILES), args.timeout).values())
     for result in results:
         if "cannot_run" in result:
             print(f"{result['file']:60} {result['mode']:5} cannot run here: {result['cannot_run']}", flush=True)
