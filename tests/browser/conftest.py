@@ -46,7 +46,11 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
     ``shot(label, selector=None)`` (another screenshot, of the page or of one element),
     ``execute(code)`` (run code in the notebook's kernel outside any cell, return its stdout),
     ``xss_hits()`` (the XSS markers, see below), ``set_theme(name)`` (``JupyterLab Light`` or
-    ``JupyterLab Dark``, waits until it applies). Kernels and pages are closed after the test.
+    ``JupyterLab Dark``, waits until it applies), ``close()``. Kernels are shut down and notebooks closed
+    after the test. A JupyterLab notebook opens in the page the last closed one left loaded, if it was kept
+    (``LabPages``: loading JupyterLab is most of a browser test's CPU), as in a user's JupyterLab; a
+    Notebook 7 notebook, or one opened after the settings pages read at load changed
+    (``lab.save_widget_state``), opens in a new page.
 
 ``reopened_with_widgets(open_again, restored_js, on_discard=None)`` opens a saved notebook again until
 ``restored_js`` holds, past ipywidgets' restore race (see ``WIDGET_RESTORE_RACE``).
@@ -85,7 +89,16 @@ from typing import Any
 
 import nbformat
 import pytest
-from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Error, Page, Response, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Error,
+    Page,
+    Response,
+    ViewportSize,
+    sync_playwright,
+)
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from nbagent.notebook.saved import STATE_MIME, VIEW_MIME
@@ -107,6 +120,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
+"""Every page's size when it opens (a test may change its own)."""
 START_TIMEOUT_S = 300.0
 """How long the JupyterLab server (one a worker, for the session) gets to answer: a hang guard. Idle it
 answers in a few seconds; on a machine 2.4 times slower than usual beside a second full run (load about 23)
@@ -137,10 +152,14 @@ class LabServer:
     """A fake API key, random per session, in the kernels' environment as ``SECRET_ENV``."""
     widget_settings: Path
     """The widget manager's user settings (``saveState``)."""
+    settings_version: int = 0
+    """How many times the settings pages read when they load have changed (a page kept for the next notebook,
+    ``LabPages``, is not used once they have)."""
 
     def save_widget_state(self, save: bool) -> None:
         """Set the widget manager's ``saveState`` for pages opened from now on (True at start)."""
         self.widget_settings.write_text(json.dumps({"saveState": save}))
+        self.settings_version += 1
 
     def shutdown_kernels(self) -> None:
         """End every session and kernel (a notebook opened afterwards starts a new kernel)."""
@@ -402,33 +421,46 @@ def _models_not_in_saved_state(path: Path) -> list[str]:
 SERVER_ERROR_LINE = "Failed to load resource: the server responded with a status of 5"
 
 
+@dataclass
+class PageWatch:
+    """Where a page's console errors and server errors go: the lists of the notebook it shows now (a JupyterLab
+    page kept for the next notebook, ``LabPages``, is pointed at that notebook's lists)."""
+
+    console_errors: list[str]
+    server_errors: list[str] | None = None
+    ignore: Sequence[str] = ()
+
+
 def _watch_console(
     page: Page, errors: list[str], ignore: Sequence[str] = (), server_errors: list[str] | None = None
-) -> None:
+) -> PageWatch:
+    watch = PageWatch(errors, server_errors, ignore)
+
     def on_console(message: ConsoleMessage) -> None:
         if message.type != "error" or message.text.split("\n", 1)[0] in IPYWIDGETS_REMOVED_VIEW_RACE:
             return
-        if server_errors is not None and message.text.startswith(SERVER_ERROR_LINE):
+        if watch.server_errors is not None and message.text.startswith(SERVER_ERROR_LINE):
             server_error(f"console.error: {message.text} ({_without_query(message.location['url'])})")
         else:
-            errors.append(f"console.error: {message.text}")
+            watch.console_errors.append(f"console.error: {message.text}")
 
     def on_page_error(error: Error) -> None:
-        if f"pageerror: {error}" not in ignore:
-            errors.append(f"pageerror: {error}")
+        if f"pageerror: {error}" not in watch.ignore:
+            watch.console_errors.append(f"pageerror: {error}")
 
     def on_response(response: Response) -> None:
-        if server_errors is not None and response.status >= 500:
+        if watch.server_errors is not None and response.status >= 500:
             server_error(f"{response.status} {response.request.method} {_without_query(response.url)}")
 
     def server_error(line: str) -> None:
-        assert server_errors is not None
-        server_errors.append(line)
+        assert watch.server_errors is not None
+        watch.server_errors.append(line)
         print(line)  # shown with the test's output if it fails for another reason
 
     page.on("console", on_console)
     page.on("pageerror", on_page_error)
     page.on("response", on_response)
+    return watch
 
 
 def _without_query(url: str) -> str:
@@ -501,6 +533,15 @@ class LabNotebook:
     screenshot: Path | None = None
     frontend: str = "lab"
     """``lab`` (JupyterLab, /lab/tree/...) or ``notebook`` (Notebook 7, /notebooks/...)."""
+    watch: PageWatch | None = None
+    """Where its page's console errors go (set by ``open_notebook``)."""
+    shown: int = 1
+    """How many notebooks its page has shown, this one included (``LabPages``)."""
+    pages: LabPages | None = None
+    """Where its JupyterLab page goes when it is closed (``close``), if anywhere."""
+    closed: bool = False
+    settings_version: int = 0
+    """The server's ``settings_version`` when its page loaded."""
 
     @property
     def path(self) -> Path:
@@ -559,6 +600,16 @@ class LabNotebook:
         )
         self.page.evaluate(QUIET_JS, [300, 5_000])
 
+    def close(self) -> None:
+        """Close the notebook: its JupyterLab page is kept for the next notebook (``LabPages``) or closed."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.pages is not None:
+            self.pages.put_away(self)
+        elif not self.page.is_closed():
+            self.page.close()
+
     def save(self) -> str:
         """Save the notebook from JupyterLab (with widget state) and return the file's text."""
         self.page.evaluate("async () => await window.jupyterapp.commands.execute('docmanager:save')")
@@ -580,7 +631,7 @@ def marked_context(browser: Browser) -> BrowserContext:
     """A 1280x900 browser context whose pages carry the XSS markers (``MARKER_INIT_JS``) and whose waits
     without a timeout of their own get the run deadline, ``RUN_TIMEOUT_MS``, a hang guard, not Playwright's
     default of 30 s, which would bound the speed of a loaded machine."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport=VIEWPORT)
     context.add_init_script(MARKER_INIT_JS)
     context.set_default_timeout(RUN_TIMEOUT_MS)
     return context
@@ -603,6 +654,65 @@ def notebook7_context(browser: Browser) -> Iterator[BrowserContext]:
     context.close()
 
 
+LAB_PAGE_SHOWS = 12
+"""How many notebooks one JupyterLab page shows, one after the other, before it is closed (``LabPages``): a
+bound on what a long-lived page may keep of earlier tests."""
+
+_PUT_AWAY_JS = """async () => {
+  const app = window.jupyterapp;
+  if (!app || document.querySelector('.jp-Dialog')) return false;
+  for (const widget of Array.from(app.shell.widgets('main'))) widget.dispose();
+  if (window.__xssHits) window.__xssHits.length = 0;
+  document.documentElement.removeAttribute('data-xss');
+  return Array.from(app.shell.widgets('main')).length === 0 && !document.querySelector('.jp-Dialog');
+}"""
+
+
+@dataclass
+class LabPages:
+    """A JupyterLab page of one browser context kept loaded for the next notebook a test opens there.
+
+    Loading JupyterLab costs a page about 5 s of renderer CPU on the 2-core machine, opening a notebook in a
+    page that has it loaded a fraction of that (docs/testing.md), and the browser tests open about a hundred
+    JupyterLab notebooks: as in a user's JupyterLab, the next opens in the same app. When a test ends, its
+    notebooks' pages come back (``put_away``): the notebooks closed (disposed; their kernels are shut down by
+    the test's teardown), the XSS markers cleared, the test's routes removed, the viewport reset. One page is
+    kept; one that shows a dialog, failed to be put away or has shown ``LAB_PAGE_SHOWS`` notebooks is closed.
+    """
+
+    idle: list[LabNotebook] = field(default_factory=list)
+
+    def take(self, server: LabServer) -> LabNotebook | None:
+        """The last notebook of a page kept for the next, still open and loaded with ``server``'s settings as
+        they are now, or None."""
+        while self.idle:
+            kept = self.idle.pop()
+            if kept.lab is server and kept.settings_version == server.settings_version and not kept.page.is_closed():
+                return kept
+            if not kept.page.is_closed():
+                kept.page.close()
+        return None
+
+    def put_away(self, notebook: LabNotebook) -> None:
+        """Close ``notebook`` in its page and keep the page for the next notebook, or close the page (what
+        ``LabNotebook.close`` does)."""
+        page = notebook.page
+        if page.is_closed():
+            return
+        keep = notebook.shown < LAB_PAGE_SHOWS and not self.idle
+        try:
+            if keep:
+                page.unroute_all(behavior="ignoreErrors")
+                page.set_viewport_size(VIEWPORT)
+                keep = bool(page.evaluate(_PUT_AWAY_JS))
+        except Error:
+            keep = False
+        if keep:
+            self.idle.append(notebook)
+        else:
+            page.close()
+
+
 def open_notebook(
     server: LabServer,
     context: BrowserContext,
@@ -612,25 +722,40 @@ def open_notebook(
     run_all: bool = True,
     frontend: str = "lab",
     workspace: str | None = None,
+    pages: LabPages | None = None,
 ) -> LabNotebook:
-    """Write ``source`` (if given) as ``<name>.ipynb``, open it in a new page of ``context``, Run All
-    (unless ``run_all=False``) and wait until it has settled (what ``run_notebook_in_lab`` does)."""
+    """Write ``source`` (if given) as ``<name>.ipynb``, open it (in a JupyterLab page ``pages`` kept, or a new
+    page of ``context``), Run All (unless ``run_all=False``) and wait until it has settled (what
+    ``run_notebook_in_lab`` does)."""
+    if frontend not in ("lab", "notebook"):
+        raise ValueError(f"unknown frontend {frontend!r}: 'lab' or 'notebook'")
     if source is not None:
         _write_notebook(server.root / f"{name}.ipynb", source)
-    page = context.new_page()
-    notebook = LabNotebook(server, name, page, frontend=frontend)
-    _watch_console(
-        page,
-        notebook.console_errors,
-        NOTEBOOK7_OWN_ERRORS if frontend == "notebook" else (),
-        server_errors=notebook.server_errors,
-    )
-    if frontend == "lab":
-        page.goto(server.url(f"lab/workspaces/{workspace or name}/tree/{name}.ipynb", "reset"))
-    elif frontend == "notebook":
-        page.goto(server.url(f"notebooks/{name}.ipynb"))
+    pages = pages if frontend == "lab" else None
+    kept = pages.take(server) if pages is not None else None
+    if kept is not None and kept.watch is not None:
+        notebook = LabNotebook(server, name, kept.page, frontend=frontend, watch=kept.watch, shown=kept.shown + 1)
+        notebook.settings_version = kept.settings_version
+        kept.watch.console_errors, kept.watch.server_errors = notebook.console_errors, notebook.server_errors
+        notebook.page.evaluate(
+            "async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
+            f"{name}.ipynb",
+        )
     else:
-        raise ValueError(f"unknown frontend {frontend!r}: 'lab' or 'notebook'")
+        page = context.new_page()
+        notebook = LabNotebook(server, name, page, frontend=frontend, settings_version=server.settings_version)
+        notebook.watch = _watch_console(
+            page,
+            notebook.console_errors,
+            NOTEBOOK7_OWN_ERRORS if frontend == "notebook" else (),
+            server_errors=notebook.server_errors,
+        )
+        if frontend == "lab":
+            page.goto(server.url(f"lab/workspaces/{workspace or name}/tree/{name}.ipynb", "reset"))
+        else:
+            page.goto(server.url(f"notebooks/{name}.ipynb"))
+    notebook.pages = pages
+    page = notebook.page
     page.wait_for_function(
         """(name) => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
              return !!(w && w.context && w.context.path === name && w.sessionContext); }""",
@@ -649,11 +774,18 @@ def open_notebook(
     return notebook
 
 
+@pytest.fixture(scope="package")
+def lab_pages(lab_context: BrowserContext) -> LabPages:
+    """The JupyterLab page kept for the next notebook (closed with ``lab_context``)."""
+    return LabPages()
+
+
 @pytest.fixture
 def run_notebook_in_lab(
-    lab: LabServer, lab_context: BrowserContext, request: pytest.FixtureRequest
+    lab: LabServer, lab_context: BrowserContext, lab_pages: LabPages, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., LabNotebook]]:
-    """Open notebooks in JupyterLab (or Notebook 7) and Run All; close their pages and kernels afterwards."""
+    """Open notebooks in JupyterLab (or Notebook 7) and Run All; close them (a JupyterLab page is kept for the
+    next, ``LabPages``) and their kernels afterwards."""
     opened: list[LabNotebook] = []
     servers = [lab]
 
@@ -666,14 +798,21 @@ def run_notebook_in_lab(
             if server not in servers:
                 servers.append(server)
         notebook = open_notebook(
-            server, context, source, name, run_all=run_all, frontend=frontend, workspace=f"{name}-{len(opened) + 1}"
+            server,
+            context,
+            source,
+            name,
+            run_all=run_all,
+            frontend=frontend,
+            workspace=f"{name}-{len(opened) + 1}",
+            pages=lab_pages,
         )
         opened.append(notebook)
         return notebook
 
     yield run
     for notebook in opened:
-        notebook.page.close()
+        notebook.close()
     for server in servers:
         for session in server.api("GET", "api/sessions") or []:
             server.api("DELETE", f"api/sessions/{session['id']}")

@@ -293,7 +293,7 @@ def test_each_shipped_notebook_opened_untrusted_reads_well(
             worst = min(worst, contrast["min"])
         opened.set_theme("JupyterLab Light")
         seen[stem] = (int(state["roots"]), len(pictures), round(worst, 2))  # type: ignore[call-overload]
-        opened.page.close()
+        opened.close()
         server.shutdown_kernels()
     took = time.perf_counter() - started
     print(f"{frontend}: {len(seen)} notebooks untrusted in {took:.0f} s (views, pictures, lowest contrast): {seen}")
