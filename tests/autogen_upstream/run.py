@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tarfile
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from pathlib import Path
 
 VERSION = "0.7.5"
@@ -163,8 +164,7 @@ def together(name: str) -> tuple[str, str, bool]:
 def run_files(names: list[str], timeout: float) -> dict[str, dict[str, object]]:
     """Each file's counts (``passed``, ``failed``, ``errors``, ``skipped``) and failing ids, the files of
     ``names`` that can run here going through one pytest process for each folder, mode and key
-    (:func:`together`), as AutoGen's own CI runs a package's tests in one; a file that cannot run here
-    (:func:`cannot_run`) has ``cannot_run``, its reason."""
+    (:func:`together`); a file that cannot run here (:func:`cannot_run`) has ``cannot_run``, its reason."""
     results: dict[str, dict[str, object]] = {}
     groups: dict[tuple[str, str, bool], list[str]] = {}
     for name in names:
@@ -178,8 +178,14 @@ def run_files(names: list[str], timeout: float) -> dict[str, dict[str, object]]:
     return {name: results[name] for name in names}
 
 
+OUTPUT_TAIL = 3000
+"""How much of a pytest process's output a file's result keeps when the process timed out or crashed."""
+
+
 def _run_together(names: list[str], timeout: float) -> dict[str, dict[str, object]]:
-    """Run ``names`` (one folder, mode and key) in one pytest process; each file's counts."""
+    """Run ``names`` (one folder, mode and key) in one pytest process; each file's counts. A process that
+    passed ``timeout`` or wrote no report marks each file ``timeout`` or ``crashed``, with the tail of its
+    output (and, after a timeout, what its report had counted if it wrote one before hanging on exit)."""
     first = names[0]
     mode, folder = FILES[first][1], test_path(first).parent
     stems = {test_path(name).stem: name for name in names}
@@ -201,38 +207,51 @@ def _run_together(names: list[str], timeout: float) -> dict[str, dict[str, objec
     if first not in NO_KEY:  # AutoGen's CI runs its tests with a key set; no test here reaches a real server
         env["OPENAI_API_KEY"] = os.environ.get("OPENAI_API_KEY") or "sk-" + "not-a-real-key"
     results: dict[str, dict[str, object]] = {name: {"file": name, "mode": mode} for name in names}
+    trouble: dict[str, object] = {}
     try:
-        subprocess.run(command, env=env, cwd=folder, capture_output=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return {name: {**result, "timeout": True} for name, result in results.items()}
-    if not report.exists():
-        return {
-            name: {**result, "errors": 1, "failing": ["(no report: the run crashed)"]}
-            for name, result in results.items()
-        }
+        done = subprocess.run(command, env=env, cwd=folder, capture_output=True, timeout=timeout, check=False)
+        if not report.exists():
+            trouble = {"crashed": f"exit {done.returncode}, no report", "output": _tail(done.stdout, done.stderr)}
+    except subprocess.TimeoutExpired as expired:
+        trouble = {"timeout": True, "output": _tail(expired.stdout, expired.stderr)}
     for result in results.values():
-        result.update(passed=0, failed=0, errors=0, skipped=0, failing=[])
-    cases = list(ET.parse(report).getroot().iter("testcase"))
-    report.unlink()
-    for case in cases:
-        classname = case.get("classname", "")
-        result = results[file_of(classname, case.get("name", ""), stems)]
-        outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
-        key = {"failure": "failed", "error": "errors"}.get(outcome, outcome)
-        result[key] = int(result[key]) + 1  # type: ignore[call-overload]
-        if key in ("failed", "errors"):
-            message = next(child for child in case if child.tag in ("failure", "error")).get("message", "")
-            result["failing"].append(f"{classname}::{case.get('name', '')}: {message[:200]}")  # type: ignore[union-attr]
+        result.update(trouble, passed=0, failed=0, errors=0, skipped=0, failing=[])
+    if report.exists():
+        count_cases(ET.parse(report).getroot().iter("testcase"), stems, results)
+        report.unlink()
     return results
 
 
-def file_of(classname: str, name: str, stems: dict[str, str]) -> str:
+def _tail(*outputs: bytes | str | None) -> str:
+    """The last ``OUTPUT_TAIL`` characters of a process's output."""
+    text = "".join(out.decode(errors="replace") if isinstance(out, bytes) else out or "" for out in outputs)
+    return text[-OUTPUT_TAIL:]
+
+
+def count_cases(cases: Iterable[ET.Element], stems: dict[str, str], results: dict[str, dict[str, object]]) -> None:
+    """Add each report case to its file's counts (:func:`file_of`); a case of no file (pytest's own internal
+    error) is an error of every file."""
+    for case in cases:
+        classname, name = case.get("classname", ""), case.get("name", "")
+        owner = file_of(classname, name, stems)
+        outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        key = {"failure": "failed", "error": "errors"}.get(outcome, outcome)
+        failing = ""
+        if key in ("failed", "errors"):
+            message = next(child for child in case if child.tag in ("failure", "error")).get("message", "")
+            failing = f"{classname}::{name}: {message[:200]}"
+        for result in [results[owner]] if owner is not None else list(results.values()):
+            result[key] = int(result[key]) + 1  # type: ignore[call-overload]
+            if failing:
+                result["failing"].append(failing)  # type: ignore[union-attr]
+
+
+def file_of(classname: str, name: str, stems: dict[str, str]) -> str | None:
     """The file of a report's test case: its module, the first part of its class name (``test_memory`` of
-    ``test_memory.TestX``); a file that failed to collect is named by its case's name instead."""
+    ``test_memory.TestX``); a file that failed to collect is named by its case's name instead. None for a
+    case of no file run."""
     module = classname.split(".", 1)[0] if classname else Path(name.replace(".", "/")).name
-    if module not in stems:
-        raise ValueError(f"a test case of no file run: {classname}::{name}")
-    return stems[module]
+    return stems.get(module)
 
 
 def main() -> None:
@@ -247,7 +266,11 @@ def main() -> None:
             print(f"{result['file']:60} {result['mode']:5} cannot run here: {result['cannot_run']}", flush=True)
             continue
         total = sum(int(result.get(key, 0)) for key in ("passed", "failed", "errors"))  # type: ignore[call-overload]
-        print(f"{result['file']:60} {result['mode']:5} passed {result.get('passed', 0)} of {total}", flush=True)
+        trouble = " (its process timed out)" if result.get("timeout") else ""
+        trouble += f" (its process crashed: {result['crashed']})" if result.get("crashed") else ""
+        print(
+            f"{result['file']:60} {result['mode']:5} passed {result.get('passed', 0)} of {total}{trouble}", flush=True
+        )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
 

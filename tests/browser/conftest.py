@@ -26,13 +26,14 @@ Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
 ``run_notebook_in_lab`` (function) -> ``Callable[[cells | Path, name], LabNotebook]``
     ``nb = run_notebook_in_lab(["import ipywidgets as w", "w.Label('hi')"], name="demo")`` writes
     ``demo.ipynb`` into ``lab.root`` (cells are code-cell sources, or pass the path of an existing
-    .ipynb to copy), opens it in a new page (of one shared browser context; each notebook gets its
-    own Lab workspace), runs
+    .ipynb to copy), opens it (in the page a closed notebook left loaded, ``LabPages``, or in a new page
+    of one shared browser context, with a Lab workspace of its own), runs
     ``jupyterapp.commands.execute('notebook:run-all-cells')``, waits for the kernel to be idle, no
     ``[*]`` prompt and a DOM quiet for 0.5 s (a running nbagent view's ticks aside), and saves
     ``test-artifacts/<name>.png``.
     ``run_notebook_in_lab(None, name="demo", run_all=False)`` opens the existing ``demo.ipynb``
-    again in a new page without running it (e.g. to see what a saved notebook shows on open).
+    again without running it (e.g. to see what a saved notebook shows on open; a test that needs a
+    fresh page for it closes the first notebook's page, ``nb.page.close()``, and none is kept).
     ``frontend="notebook"`` opens it in Notebook 7 instead (``/notebooks/<name>.ipynb``, on the
     ``notebook7`` server, in a browser context of its own; ``nb.lab`` is that server); Notebook 7's
     own load error is left out of ``console_errors``. ``open_notebook(server, context, ...)`` does
@@ -70,6 +71,7 @@ measure in a page (contrast, visible outputs, the diagram's arrows) is in ``meas
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -658,14 +660,22 @@ LAB_PAGE_SHOWS = 12
 """How many notebooks one JupyterLab page shows, one after the other, before it is closed (``LabPages``): a
 bound on what a long-lived page may keep of earlier tests."""
 
-_PUT_AWAY_JS = """async () => {
+_PUT_AWAY_JS = """() => {
   const app = window.jupyterapp;
-  if (!app || document.querySelector('.jp-Dialog')) return false;
+  if (!app || document.querySelector('.jp-Dialog')) return 'dialog';
   for (const widget of Array.from(app.shell.widgets('main'))) widget.dispose();
   if (window.__xssHits) window.__xssHits.length = 0;
   document.documentElement.removeAttribute('data-xss');
-  return Array.from(app.shell.widgets('main')).length === 0 && !document.querySelector('.jp-Dialog');
+  return Array.from(app.shell.widgets('main')).length === 0 && !document.querySelector('.jp-Dialog') ? 'kept' : 'left';
 }"""
+"""Close a page's notebooks (dispose them) and clear its XSS markers: ``kept``, or why not. JupyterLab puts a
+Launcher in the emptied main area a moment later (its launcher extension): ``open_notebook`` closes it."""
+_ONLY_CURRENT_JS = """() => {
+  const app = window.jupyterapp, current = app.shell.currentWidget;
+  for (const widget of Array.from(app.shell.widgets('main'))) if (widget !== current) widget.dispose();
+}"""
+PUT_AWAY_MS = 30_000
+"""A page's put-away: a hang guard (it takes milliseconds)."""
 
 
 @dataclass
@@ -676,8 +686,10 @@ class LabPages:
     page that has it loaded a fraction of that (docs/testing.md), and the browser tests open about a hundred
     JupyterLab notebooks: as in a user's JupyterLab, the next opens in the same app. When a test ends, its
     notebooks' pages come back (``put_away``): the notebooks closed (disposed; their kernels are shut down by
-    the test's teardown), the XSS markers cleared, the test's routes removed, the viewport reset. One page is
-    kept; one that shows a dialog, failed to be put away or has shown ``LAB_PAGE_SHOWS`` notebooks is closed.
+    the test's teardown), the XSS markers cleared, the test's routes removed, the viewport reset; the Launcher
+    JupyterLab then opens in the empty page is closed when the next notebook opens there. One page is kept;
+    one that shows a dialog, failed to be put away, stopped answering or has shown ``LAB_PAGE_SHOWS``
+    notebooks is closed. What else a test leaves in its page's ``window`` stays, up to ``LAB_PAGE_SHOWS``.
     """
 
     idle: list[LabNotebook] = field(default_factory=list)
@@ -704,13 +716,14 @@ class LabPages:
             if keep:
                 page.unroute_all(behavior="ignoreErrors")
                 page.set_viewport_size(VIEWPORT)
-                keep = bool(page.evaluate(_PUT_AWAY_JS))
-        except Error:
+                keep = page.wait_for_function(_PUT_AWAY_JS, timeout=PUT_AWAY_MS).json_value() == "kept"
+        except Error:  # a crashed or hung page (Playwright's TimeoutError is an Error too)
             keep = False
         if keep:
             self.idle.append(notebook)
         else:
-            page.close()
+            with contextlib.suppress(Error):
+                page.close()
 
 
 def open_notebook(
@@ -733,7 +746,8 @@ def open_notebook(
         _write_notebook(server.root / f"{name}.ipynb", source)
     pages = pages if frontend == "lab" else None
     kept = pages.take(server) if pages is not None else None
-    if kept is not None and kept.watch is not None:
+    if kept is not None and _flushed(kept):
+        assert kept.watch is not None  # every page open_notebook opens is watched
         notebook = LabNotebook(server, name, kept.page, frontend=frontend, watch=kept.watch, shown=kept.shown + 1)
         notebook.settings_version = kept.settings_version
         kept.watch.console_errors, kept.watch.server_errors = notebook.console_errors, notebook.server_errors
@@ -767,11 +781,26 @@ def open_notebook(
              await w.context.ready; await w.sessionContext.ready;
              if (window.jupyterapp.shell.collapseLeft) window.jupyterapp.shell.collapseLeft(); }"""
     )
+    if kept is not None:  # the Launcher JupyterLab put in the emptied page
+        page.evaluate(_ONLY_CURRENT_JS)
     if run_all:
         page.evaluate("async () => await window.jupyterapp.commands.execute('notebook:run-all-cells')")
     notebook.settle()
     notebook.screenshot = notebook.shot("reopened" if source is None else "")
     return notebook
+
+
+def _flushed(kept: LabNotebook) -> bool:
+    """Whether the kept page still answers: a call on it delivers what it logged since it was put away to the
+    last notebook's lists (Playwright's sync API delivers events only during its calls), before they are
+    pointed at the next notebook's. A page that does not answer is closed."""
+    try:
+        kept.page.evaluate("() => true")
+    except Error:
+        with contextlib.suppress(Error):
+            kept.page.close()
+        return False
+    return True
 
 
 @pytest.fixture(scope="package")
@@ -811,11 +840,14 @@ def run_notebook_in_lab(
         return notebook
 
     yield run
-    for notebook in opened:
-        notebook.close()
-    for server in servers:
-        for session in server.api("GET", "api/sessions") or []:
-            server.api("DELETE", f"api/sessions/{session['id']}")
+    try:
+        for notebook in opened:
+            with contextlib.suppress(Error):
+                notebook.close()
+    finally:
+        for server in servers:
+            for session in server.api("GET", "api/sessions") or []:
+                server.api("DELETE", f"api/sessions/{session['id']}")
 
 
 @dataclass
