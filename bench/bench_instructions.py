@@ -3,15 +3,17 @@
 ``bench_loop.py``'s scenarios (a plain run on one agent, a plain run on a fresh agent and client, tool
 runs with K=1 and K=5 iterations, a plain run whose result, context and trace are kept: ``kept``, whose
 window packs every 24 finished runs' rows, issue 42.5), each counted by valgrind's callgrind
-in two processes that differ only in the number of timed runs: the same imports and warm-up runs, then ``--runs LOW`` or
-``--runs HIGH`` runs. The difference of the two counts over ``HIGH - LOW`` is the instructions of one
-run, with the interpreter's start, the imports, the warm-up and the shutdown cancelled out. Hash
-seeds are fixed (``PYTHONHASHSEED=0``); two counts of one tree differ by about 0.5% (the collector and
-the id pools fall a little differently).
+in two processes that differ only in the number of timed runs: the same imports and warm-up runs, then
+``--runs LOW`` or ``--runs HIGH`` runs. Each process starts uninstrumented (``--instr-atstart=no``: the
+interpreter's start and the imports run several times faster than counted) and is counted from the end of
+its set-up (``callgrind_control --instr=on``) to its exit. The difference of the two counts over ``HIGH -
+LOW`` is the instructions of one run, with the warm-up and the shutdown cancelled out. Hash seeds are fixed
+(``PYTHONHASHSEED=0``); two counts of one tree differ by about 0.5% (the collector and the id pools fall a
+little differently).
 
-Needs ``valgrind`` on the PATH. Under callgrind the interpreter runs about 50x slower: the default
-of 120 warm-up runs and 100/300 timed runs per scenario takes about a minute in all. Since the counts
-do not depend on the load, one round of ``bench/against.py`` gives the ratio against an earlier commit:
+Needs ``valgrind`` and its ``callgrind_control`` on the PATH. Counted, the interpreter runs about 50x
+slower. Since the counts do not depend on the load, one round of ``bench/against.py`` gives the ratio
+against an earlier commit:
 
     python bench/bench_instructions.py [--scenarios plain k1 k5] [--json out.json]
     python bench/against.py e22d83f --script bench_instructions.py --rounds 1
@@ -24,12 +26,15 @@ import asyncio
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from subprocess import PIPE
 
 import bench_loop
 
@@ -50,9 +55,17 @@ FIGURE = {
 COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
+READY = "ready"
+"""What the counted process prints once its imports and set-up are done: the parent then turns callgrind's
+instrumentation on (``callgrind_control --instr=on``) and tells it to go on."""
+
+
 def child(scenario: str, warmup: int, runs: int) -> None:
-    """The counted process: ``warmup`` runs then ``runs`` runs of ``scenario``, on one event loop."""
+    """The counted process: the scenario's set-up, then (once the parent has turned the counting on)
+    ``warmup`` runs then ``runs`` runs of ``scenario``, on one event loop."""
     run = SCENARIOS[scenario]()
+    print(READY, flush=True)
+    sys.stdin.readline()
 
     async def main() -> None:
         for _ in range(warmup + runs):
@@ -62,13 +75,16 @@ def child(scenario: str, warmup: int, runs: int) -> None:
 
 
 def count(scenario: str, warmup: int, runs: int, timeout: float) -> int:
-    """Instructions callgrind counts for one process of ``scenario`` with ``runs`` timed runs."""
+    """Instructions callgrind counts for one process of ``scenario`` with ``runs`` timed runs, from the end of
+    its imports and set-up (run uninstrumented, several times faster) to its exit."""
+    deadline = time.monotonic() + timeout
     with tempfile.TemporaryDirectory() as tmp:
         command = [
             "valgrind",
             "--tool=callgrind",
             "--cache-sim=no",
             "--branch-sim=no",
+            "--instr-atstart=no",
             f"--callgrind-out-file={Path(tmp) / 'callgrind.out'}",
             sys.executable,
             str(Path(__file__).resolve()),
@@ -80,11 +96,40 @@ def count(scenario: str, warmup: int, runs: int, timeout: float) -> int:
             str(runs),
         ]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
-    found = COLLECTED.search(done.stderr)
-    if done.returncode != 0 or found is None:
-        raise SystemExit(f"bench_instructions: callgrind of {scenario} failed (exit {done.returncode}):\n{done.stderr}")
+        log = Path(tmp) / "stderr.txt"
+        with log.open("w") as sink:
+            process = subprocess.Popen(command, env=env, stdin=PIPE, stdout=PIPE, stderr=sink, text=True)
+            try:
+                outcome = _count_after_set_up(process, deadline)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+        stderr = log.read_text()
+    found = COLLECTED.search(stderr)
+    if outcome != 0 or found is None:
+        why = outcome if isinstance(outcome, str) else f"exit {outcome}"
+        raise SystemExit(f"bench_instructions: callgrind of {scenario} failed ({why}):\n{stderr}")
     return int(found.group(1))
+
+
+def _count_after_set_up(process: subprocess.Popen[str], deadline: float) -> int | str:
+    """Wait for the child's ``READY``, turn callgrind's instrumentation on, let it run to its end: its exit
+    code, or what went wrong."""
+    assert process.stdin is not None and process.stdout is not None
+    readable, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+    line = process.stdout.readline() if readable else ""
+    if line.strip() != READY:
+        return f"no {READY!r} from the child before the deadline: {line!r}"
+    control = ["callgrind_control", "--instr=on", str(process.pid)]
+    turned = subprocess.run(control, capture_output=True, text=True, timeout=max(1.0, deadline - time.monotonic()))
+    if turned.returncode != 0:
+        return f"{' '.join(control)} failed: {turned.stdout}{turned.stderr}"
+    try:
+        process.communicate("go\n", timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return "the counted runs passed the deadline"
+    return process.returncode
 
 
 def measure(scenarios: list[str], warmup: int, low: int, high: int, timeout: float) -> dict[str, float]:
@@ -118,8 +163,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     low, high = args.runs
     if not 0 <= low < high:
         raise SystemExit(f"bench_instructions: --runs LOW HIGH needs 0 <= LOW < HIGH, got {low} {high}")
-    if shutil.which("valgrind") is None:
-        raise SystemExit("bench_instructions: valgrind is not on the PATH")
+    missing = [tool for tool in ("valgrind", "callgrind_control") if shutil.which(tool) is None]
+    if missing:
+        raise SystemExit(f"bench_instructions: {' and '.join(missing)} not on the PATH (valgrind installs both)")
     figures = measure(args.scenarios, args.warmup, low, high, args.timeout)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2), encoding="utf-8")
