@@ -85,6 +85,7 @@ def count(scenario: str, warmup: int, runs: int, timeout: float) -> int:
             "--cache-sim=no",
             "--branch-sim=no",
             "--instr-atstart=no",
+            "--vgdb=yes",  # callgrind_control reaches the process through vgdb
             f"--callgrind-out-file={Path(tmp) / 'callgrind.out'}",
             sys.executable,
             str(Path(__file__).resolve()),
@@ -97,8 +98,10 @@ def count(scenario: str, warmup: int, runs: int, timeout: float) -> int:
         ]
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         log = Path(tmp) / "stderr.txt"
-        with log.open("w") as sink:
-            process = subprocess.Popen(command, env=env, stdin=PIPE, stdout=PIPE, stderr=sink, text=True)
+        with (
+            log.open("w") as sink,
+            subprocess.Popen(command, env=env, stdin=PIPE, stdout=PIPE, stderr=sink, text=True) as process,
+        ):
             try:
                 outcome = _count_after_set_up(process, deadline)
             finally:
@@ -107,8 +110,8 @@ def count(scenario: str, warmup: int, runs: int, timeout: float) -> int:
                     process.wait()
         stderr = log.read_text()
     found = COLLECTED.search(stderr)
-    if outcome != 0 or found is None:
-        why = outcome if isinstance(outcome, str) else f"exit {outcome}"
+    if outcome != 0 or found is None or int(found.group(1)) == 0:
+        why = outcome if isinstance(outcome, str) else f"exit {outcome}" if outcome else "nothing counted"
         raise SystemExit(f"bench_instructions: callgrind of {scenario} failed ({why}):\n{stderr}")
     return int(found.group(1))
 
@@ -120,10 +123,15 @@ def _count_after_set_up(process: subprocess.Popen[str], deadline: float) -> int 
     readable, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
     line = process.stdout.readline() if readable else ""
     if line.strip() != READY:
-        return f"no {READY!r} from the child before the deadline: {line!r}"
+        ended = process.poll()
+        return f"no {READY!r} from the child {'(it exited ' + str(ended) + ')' if ended is not None else 'in time'}"
     control = ["callgrind_control", "--instr=on", str(process.pid)]
-    turned = subprocess.run(control, capture_output=True, text=True, timeout=max(1.0, deadline - time.monotonic()))
-    if turned.returncode != 0:
+    try:
+        turned = subprocess.run(control, capture_output=True, text=True, timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return f"{' '.join(control)} did not answer before the deadline"
+    # callgrind_control exits 0 even when it found no such process: its answer names the process and says OK
+    if turned.returncode != 0 or f"PID {process.pid}:" not in turned.stdout or "OK." not in turned.stdout:
         return f"{' '.join(control)} failed: {turned.stdout}{turned.stderr}"
     try:
         process.communicate("go\n", timeout=max(0.0, deadline - time.monotonic()))
@@ -137,6 +145,10 @@ def measure(scenarios: list[str], warmup: int, low: int, high: int, timeout: flo
     figures: dict[str, float] = {}
     for name in scenarios:
         lo, hi = count(name, warmup, low, timeout), count(name, warmup, high, timeout)
+        if hi <= lo:
+            raise SystemExit(
+                f"bench_instructions: {name}: {high} runs counted {hi:,}, not more than {low} runs' {lo:,}"
+            )
         figures[f"{FIGURE[name]}_instr"] = (hi - lo) / (high - low)
         print(f"{name:<6} {figures[f'{FIGURE[name]}_instr']:>12,.0f} instructions a run", flush=True)
     if "k1" in scenarios and "k5" in scenarios:

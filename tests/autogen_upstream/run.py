@@ -223,22 +223,23 @@ def _run_together(names: list[str], timeout: float) -> dict[str, dict[str, objec
 
 
 def _tail(*outputs: bytes | str | None) -> str:
-    """The last ``OUTPUT_TAIL`` characters of a process's output."""
-    text = "".join(out.decode(errors="replace") if isinstance(out, bytes) else out or "" for out in outputs)
-    return text[-OUTPUT_TAIL:]
+    """The end of each of a process's outputs (stdout, stderr), ``OUTPUT_TAIL`` characters in all."""
+    texts = [out.decode(errors="replace") if isinstance(out, bytes) else out or "" for out in outputs]
+    return "\n".join(text[-OUTPUT_TAIL // len(texts) :] for text in texts)
 
 
 def count_cases(cases: Iterable[ET.Element], stems: dict[str, str], results: dict[str, dict[str, object]]) -> None:
     """Add each report case to its file's counts (:func:`file_of`); a case of no file (pytest's own internal
-    error) is an error of every file."""
+    error) is an error of every file, whatever its outcome: nothing is counted for a file it may not be of."""
     for case in cases:
         classname, name = case.get("classname", ""), case.get("name", "")
         owner = file_of(classname, name, stems)
         outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
-        key = {"failure": "failed", "error": "errors"}.get(outcome, outcome)
+        key = {"failure": "failed", "error": "errors"}.get(outcome, outcome) if owner is not None else "errors"
         failing = ""
         if key in ("failed", "errors"):
-            message = next(child for child in case if child.tag in ("failure", "error")).get("message", "")
+            found = next((child for child in case if child.tag in ("failure", "error")), None)
+            message = found.get("message", "") if found is not None else f"{outcome}, of no file run"
             failing = f"{classname}::{name}: {message[:200]}"
         for result in [results[owner]] if owner is not None else list(results.values()):
             result[key] = int(result[key]) + 1  # type: ignore[call-overload]

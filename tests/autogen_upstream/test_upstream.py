@@ -78,14 +78,16 @@ def test_a_case_of_no_file_is_an_error_of_every_file_of_the_process() -> None:
     report = ET.fromstring(
         '<testsuite><testcase classname="test_memory" name="test_a"/>'
         '<testcase classname="test_tools.TestT" name="test_b[x.y]"><failure message="boom"/></testcase>'
-        '<testcase classname="pytest" name="internal"><error message="internal error"/></testcase></testsuite>'
+        '<testcase classname="pytest" name="internal"><error message="internal error"/></testcase>'
+        '<testcase classname="test_gone" name="test_c"/></testsuite>'  # a pass of no file: not counted as a pass
     )
     run.count_cases(report.iter("testcase"), stems, results)
     memory, tools = results["autogen-core/test_memory.py"], results["autogen-core/test_tools.py"]
-    assert (memory["passed"], memory["failed"], memory["errors"]) == (1, 0, 1)
-    assert (tools["passed"], tools["failed"], tools["errors"]) == (0, 1, 1)
-    assert tools["failing"] == ["test_tools.TestT::test_b[x.y]: boom", "pytest::internal: internal error"]
-    assert memory["failing"] == ["pytest::internal: internal error"]
+    assert (memory["passed"], memory["failed"], memory["errors"]) == (1, 0, 2)
+    assert (tools["passed"], tools["failed"], tools["errors"]) == (0, 1, 2)
+    unowned = ["pytest::internal: internal error", "test_gone::test_c: passed, of no file run"]
+    assert tools["failing"] == ["test_tools.TestT::test_b[x.y]: boom", *unowned]
+    assert memory["failing"] == unowned
 
 
 def test_files_share_a_process_only_with_their_folder_mode_and_key() -> None:

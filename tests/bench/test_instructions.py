@@ -38,7 +38,9 @@ def test_runs_out_of_order_are_refused_naming_the_parameter() -> None:
 
 @pytest.mark.subprocess
 @pytest.mark.timeout(2400)  # a hang guard over both counts' own (900 s each)
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.skipif(
+    shutil.which("valgrind") is None or shutil.which("callgrind_control") is None, reason="valgrind is not installed"
+)
 def test_callgrind_counts_a_plain_run(tmp_path: Path) -> None:
     """Two processes under callgrind, counted from the end of their imports (which run uninstrumented): 17.6 s
     in all, idle, on the 2-core machine of 2026-12-07, where counting from the start took 63.8 s (and 185-218 s

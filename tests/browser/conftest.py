@@ -670,9 +670,12 @@ _PUT_AWAY_JS = """() => {
 }"""
 """Close a page's notebooks (dispose them) and clear its XSS markers: ``kept``, or why not. JupyterLab puts a
 Launcher in the emptied main area a moment later (its launcher extension): ``open_notebook`` closes it."""
-_ONLY_CURRENT_JS = """() => {
-  const app = window.jupyterapp, current = app.shell.currentWidget;
-  for (const widget of Array.from(app.shell.widgets('main'))) if (widget !== current) widget.dispose();
+_ONLY_CURRENT_JS = """(path) => {
+  const app = window.jupyterapp, widgets = Array.from(app.shell.widgets('main'));
+  const notebook = widgets.find(w => w.context && w.context.path === path);
+  if (!notebook) return;
+  for (const widget of widgets) if (widget !== notebook) widget.dispose();
+  app.shell.activateById(notebook.id);
 }"""
 PUT_AWAY_MS = 30_000
 """A page's put-away: a hang guard (it takes milliseconds)."""
@@ -701,7 +704,7 @@ class LabPages:
             kept = self.idle.pop()
             if kept.lab is server and kept.settings_version == server.settings_version and not kept.page.is_closed():
                 return kept
-            if not kept.page.is_closed():
+            with contextlib.suppress(Error):
                 kept.page.close()
         return None
 
@@ -746,7 +749,8 @@ def open_notebook(
         _write_notebook(server.root / f"{name}.ipynb", source)
     pages = pages if frontend == "lab" else None
     kept = pages.take(server) if pages is not None else None
-    if kept is not None and _flushed(kept):
+    reused = kept is not None and _flushed(kept)
+    if kept is not None and reused:
         assert kept.watch is not None  # every page open_notebook opens is watched
         notebook = LabNotebook(server, name, kept.page, frontend=frontend, watch=kept.watch, shown=kept.shown + 1)
         notebook.settings_version = kept.settings_version
@@ -781,8 +785,8 @@ def open_notebook(
              await w.context.ready; await w.sessionContext.ready;
              if (window.jupyterapp.shell.collapseLeft) window.jupyterapp.shell.collapseLeft(); }"""
     )
-    if kept is not None:  # the Launcher JupyterLab put in the emptied page
-        page.evaluate(_ONLY_CURRENT_JS)
+    if reused:  # the Launcher JupyterLab put in the emptied page
+        page.evaluate(_ONLY_CURRENT_JS, f"{name}.ipynb")
     if run_all:
         page.evaluate("async () => await window.jupyterapp.commands.execute('notebook:run-all-cells')")
     notebook.settle()
