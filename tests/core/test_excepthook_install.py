@@ -17,6 +17,10 @@ HEAD = """
 import asyncio, signal, sys
 from nbagent import AssistantAgent, CreateResult, FunctionCall, ReplayChatCompletionClient
 
+# Ctrl-C as in a terminal: a child inherits an ignored SIGINT (a background job's, as `cmd &` in a script
+# leaves it), and Python then installs no handler, so the interrupt would never arrive.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 async def wait(seconds: float) -> str:
     \"\"\"Wait.\"\"\"
     await asyncio.sleep(seconds)
