@@ -686,8 +686,8 @@ class LabPages:
     """A JupyterLab page of one browser context kept loaded for the next notebook a test opens there.
 
     Loading JupyterLab costs a page about 5 s of renderer CPU on the 2-core machine, opening a notebook in a
-    page that has it loaded a fraction of that (docs/testing.md), and the browser tests open about a hundred
-    JupyterLab notebooks: as in a user's JupyterLab, the next opens in the same app. When a test ends, its
+    page that has it loaded a fraction of that (docs/testing.md), and most browser tests open JupyterLab
+    notebooks: as in a user's JupyterLab, the next opens in the same app. When a test ends, its
     notebooks' pages come back (``put_away``): the notebooks closed (disposed; their kernels are shut down by
     the test's teardown), the XSS markers cleared, the test's routes removed, the viewport reset; the Launcher
     JupyterLab then opens in the empty page is closed when the next notebook opens there. One page is kept;
@@ -749,11 +749,14 @@ def open_notebook(
         _write_notebook(server.root / f"{name}.ipynb", source)
     pages = pages if frontend == "lab" else None
     kept = pages.take(server) if pages is not None else None
-    reused = kept is not None and _flushed(kept)
-    if kept is not None and reused:
+    if kept is not None and not _flushed(kept):
+        kept = None
+    if kept is not None:
         assert kept.watch is not None  # every page open_notebook opens is watched
-        notebook = LabNotebook(server, name, kept.page, frontend=frontend, watch=kept.watch, shown=kept.shown + 1)
-        notebook.settings_version = kept.settings_version
+        notebook = LabNotebook(
+            server, name, kept.page, frontend=frontend, watch=kept.watch, shown=kept.shown + 1,
+            settings_version=kept.settings_version,
+        )  # fmt: skip
         kept.watch.console_errors, kept.watch.server_errors = notebook.console_errors, notebook.server_errors
         notebook.page.evaluate(
             "async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
@@ -785,7 +788,7 @@ def open_notebook(
              await w.context.ready; await w.sessionContext.ready;
              if (window.jupyterapp.shell.collapseLeft) window.jupyterapp.shell.collapseLeft(); }"""
     )
-    if reused:  # the Launcher JupyterLab put in the emptied page
+    if kept is not None:  # the Launcher JupyterLab put in the emptied page
         page.evaluate(_ONLY_CURRENT_JS, f"{name}.ipynb")
     if run_all:
         page.evaluate("async () => await window.jupyterapp.commands.execute('notebook:run-all-cells')")
