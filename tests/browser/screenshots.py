@@ -22,12 +22,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from playwright.sync_api import Browser, BrowserContext, sync_playwright
+from playwright.sync_api import BrowserContext, ViewportSize, sync_playwright
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS, REPO, LabNotebook, LabServer, _serve, open_notebook
+from .conftest import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    REPO,
+    VIEWPORT,
+    LabNotebook,
+    LabPages,
+    LabServer,
+    _serve,
+    open_notebook,
+)
 from .views16 import SETUP
 
 WALKTHROUGH = REPO / "notebooks" / "02_walkthrough_steps_1_5.ipynb"
@@ -74,6 +84,9 @@ explorer = trace.explore(page_size=8)
 explorer""",
 ]
 THEMES = (("JupyterLab Light", ""), ("JupyterLab Dark", "_dark"))
+VIEWS = ("live_view", "stepper", "walkthrough", "explorer")
+NAMES = [f"{view}{suffix}.png" for _, suffix in THEMES for view in VIEWS]
+"""The files ``take`` writes, in the order it returns them."""
 _HEAD_AT_JS = (
     "(i) => document.querySelector('.jp-OutputArea .nba-stepper-live .nba-stepper-head').dataset.index === String(i)"
 )
@@ -103,20 +116,25 @@ def _walk_four_moves(walk: LabNotebook) -> None:
     walk.settle()
 
 
-def take(out: Path, server: LabServer | None = None, browser: Browser | None = None) -> list[Path]:
-    """Take the eight screenshots into ``out``; the paths written. ``server`` and ``browser``: the
-    ones to use (the browser tests' fixtures), else a server and a Chromium of its own."""
+SHOT_VIEWPORT: ViewportSize = {"width": 1100, "height": 2800}
+
+
+def take(
+    out: Path, server: LabServer | None = None, context: BrowserContext | None = None, pages: LabPages | None = None
+) -> list[Path]:
+    """Take the eight screenshots into ``out``; the paths written. ``server``, ``context`` and ``pages``: the
+    ones to use (the browser tests' fixtures), else a server, a Chromium and a page of its own."""
     out.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         if server is None:
             server = stack.enter_context(_server())
-        if browser is None:
+        if context is None:
             playwright = stack.enter_context(sync_playwright())
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             stack.callback(browser.close)
-        context = browser.new_context(viewport={"width": 1100, "height": 2800})
-        stack.callback(context.close)
-        return _shoot(out, server, context)
+            context = browser.new_context(viewport=VIEWPORT)
+            stack.callback(context.close)
+        return _shoot(out, server, context, pages or LabPages())
 
 
 def _explore(explorer: LabNotebook) -> None:
@@ -136,37 +154,47 @@ def _explore(explorer: LabNotebook) -> None:
     explorer.settle()
 
 
-def _shoot(out: Path, server: LabServer, context: BrowserContext) -> list[Path]:
-    written = []
-    views = open_notebook(server, context, CELLS, "docs_views")
-    walk = open_notebook(server, context, WALKTHROUGH, "docs_walkthrough")
-    explorer = open_notebook(server, context, EXPLORER_CELLS, "docs_explorer")
-    notebooks = (views, walk, explorer)
+SHOTS: tuple[tuple[Sequence[str] | Path, str, Callable[[LabNotebook], None] | None, dict[str, str]], ...] = (
+    (
+        CELLS,
+        "docs_views",
+        None,
+        {"live_view": ".jp-RenderedHTMLCommon .nba-view", "stepper": ".jp-OutputArea .nba-stepper-live"},
+    ),
+    (WALKTHROUGH, "docs_walkthrough", _walk_four_moves, {"walkthrough": ".jp-OutputArea .nba-stepper-live"}),
+    (EXPLORER_CELLS, "docs_explorer", _explore, {"explorer": ".jp-OutputArea .nba-explorer-live"}),
+)
+"""Each notebook: its source, name, what is done in it before the shots, and its shots (a name, the element)."""
+
+
+def _shoot(out: Path, server: LabServer, context: BrowserContext, pages: LabPages) -> list[Path]:
+    """The notebooks open one after the other in one JupyterLab page, each shot in the theme the page shows,
+    then in the other (one switch a notebook), at ``SHOT_VIEWPORT``."""
+    written: dict[str, Path] = {}
+    notebook: LabNotebook | None = None
     try:
-        _walk_four_moves(walk)
-        _explore(explorer)
-        for theme, suffix in THEMES:
-            for notebook in notebooks:
+        for source, name, prepare, shots in SHOTS:
+            notebook = open_notebook(server, context, source, name, pages=pages)
+            notebook.page.set_viewport_size(SHOT_VIEWPORT)
+            notebook.settle()
+            if prepare is not None:
+                prepare(notebook)
+            present = notebook.page.evaluate("() => document.body.dataset.jpThemeName")
+            for theme, suffix in THEMES if present != "JupyterLab Dark" else THEMES[::-1]:
                 notebook.set_theme(theme)
                 notebook.settle()
-            shots = [
-                (views, ".jp-RenderedHTMLCommon .nba-view", f"live_view{suffix}.png"),
-                (views, ".jp-OutputArea .nba-stepper-live", f"stepper{suffix}.png"),
-                (walk, ".jp-OutputArea .nba-stepper-live", f"walkthrough{suffix}.png"),
-                (explorer, ".jp-OutputArea .nba-explorer-live", f"explorer{suffix}.png"),
-            ]
-            for notebook, selector, name in shots:
-                target = out / name
-                notebook.page.locator(selector).first.screenshot(path=str(target))
-                written.append(target)
+                for view, selector in shots.items():
+                    target = out / f"{view}{suffix}.png"
+                    notebook.page.locator(selector).first.screenshot(path=str(target))
+                    written[target.name] = target
+            pages.put_away(notebook)
     finally:
-        for notebook in notebooks:
+        if notebook is not None and not notebook.page.is_closed():
             notebook.set_theme("JupyterLab Light")
-            notebook.page.close()
         for session in server.api("GET", "api/sessions") or []:
-            if session["path"] in ("docs_views.ipynb", "docs_walkthrough.ipynb", "docs_explorer.ipynb"):
+            if session["path"] in {f"{name}.ipynb" for _, name, _, _ in SHOTS}:
                 server.api("DELETE", f"api/sessions/{session['id']}")
-    return written
+    return [written[name] for name in NAMES]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,11 +1,13 @@
 """A saved notebook opened untrusted (issue 33.1), in JupyterLab and Notebook 7, and the loop diagram
 in a narrow notebook (issue 29.4).
 
-Each of the seven shipped notebooks, run as ``nbconvert --execute`` runs it (nbclient) and saved, is
-opened untrusted in both frontends too (one server each, one page per notebook): the same checks hold.
+Each of the eight shipped notebooks, run as ``nbconvert --execute`` runs it (nbclient) and saved, is
+opened untrusted in both frontends too (one server each; in JupyterLab one after the other in one page,
+in Notebook 7 a page each): the same checks hold, in the light and the dark theme (the theme a page shows
+first, then the other: one switch a notebook).
 
-Run All makes every kind of view (finished, stopped, failed, a stepper three moves in, a batch, a
-trace with its timeline) and the notebook is saved. Its copy with one metadata field changed no
+Run All, once in JupyterLab, makes every kind of view (finished, stopped, failed, a stepper three moves
+in, a batch, a trace with its timeline) and the notebook is saved. Its copy with one metadata field changed no
 longer matches the signature the server keeps, as a notebook from a clone, an email or a download:
 JupyterLab and Notebook 7 show its HTML outputs through their sanitizer (no ``<style>``, no
 ``<svg>``, no ``data-*``, no ``var()``). From the DOM of that page: the outputs really are
@@ -36,7 +38,7 @@ from nbagent.records import MOVES
 
 from ..kernels import execute_notebook, kernel_manager
 from ..notebooks._kernel import KERNEL_NAME, NOTEBOOKS, write_kernelspec
-from .conftest import LabNotebook
+from .conftest import LabNotebook, LabServer
 from .measure import CONTRAST_JS
 from .test_reopen_browser import CELLS
 
@@ -161,33 +163,44 @@ def check_untrusted(page_state: dict[str, object], where: str) -> None:
     assert document.count('class="nba-edge-group"') == EDGES and document.count('class="nba-arrowhead"') == EDGES
 
 
-@pytest.mark.parametrize("frontend", ["lab", "notebook"])
+THEMES = ("JupyterLab Light", "JupyterLab Dark")
+
+
+def themes_from(nb: LabNotebook) -> tuple[str, ...]:
+    """Both themes, the page's present one first: one switch a notebook (a page keeps its theme for the next
+    notebook it opens)."""
+    present = nb.page.evaluate("() => document.body.dataset.jpThemeName")
+    return THEMES if present != THEMES[1] else THEMES[::-1]
+
+
 def test_a_notebook_opened_untrusted_reads_well_and_the_diagram_is_a_picture(
-    run_notebook_in_lab: Callable[..., LabNotebook], request: pytest.FixtureRequest, frontend: str
+    run_notebook_in_lab: Callable[..., LabNotebook], notebook7: LabServer
 ) -> None:
-    nb = run_notebook_in_lab(ALL_CELLS, name=f"untrusted_src_{frontend}")
+    """Run once in JupyterLab and saved; its unsigned copy opened in JupyterLab, then in Notebook 7."""
+    nb = run_notebook_in_lab(ALL_CELLS, name="untrusted_src")
     assert nb.error_outputs() == []
     nb.save()
-    name = f"untrusted_{frontend}"
-    untrusted_copy(nb, name)
-    if frontend == "notebook":
-        server = request.getfixturevalue("notebook7")
-        shutil.copyfile(nb.lab.root / f"{name}.ipynb", server.root / f"{name}.ipynb")
-    opened = run_notebook_in_lab(None, name=name, run_all=False, frontend=frontend)
-    opened.page.wait_for_timeout(1500)
-    opened.settle()
-    for theme in ("JupyterLab Light", "JupyterLab Dark"):
-        opened.set_theme(theme)
-        state = opened.page.evaluate(_UNTRUSTED_JS)
-        check_untrusted(state, f"{frontend}, {theme}")
-        contrast = opened.page.evaluate(
-            CONTRAST_JS, [["views", ".jp-OutputArea .nba-view, .jp-OutputArea .nba-stepper, .jp-OutputArea .nba-trace"]]
-        )["views"]
-        assert contrast["views"] >= 8 and contrast["min"] >= 4.5, (frontend, theme, contrast["worst"])
-        shade = theme.split()[-1].lower()
-        for kind in ("nba-view", "nba-stepper", "nba-svg-picture", "nba-batch", "nba-trace"):  # what a reader sees
-            opened.shot(f"{shade}-{kind}", f".jp-OutputArea-output .{kind} >> visible=true")
-    opened.set_theme("JupyterLab Light")
+    for frontend in ("lab", "notebook"):
+        untrusted_copy(nb, f"untrusted_{frontend}")
+    shutil.move(nb.lab.root / "untrusted_notebook.ipynb", notebook7.root / "untrusted_notebook.ipynb")
+    nb.close()  # its page opens the copy
+    for frontend in ("lab", "notebook"):
+        opened = run_notebook_in_lab(None, name=f"untrusted_{frontend}", run_all=False, frontend=frontend)
+        opened.page.wait_for_timeout(1500)
+        opened.settle()
+        for theme in themes_from(opened):
+            opened.set_theme(theme)
+            state = opened.page.evaluate(_UNTRUSTED_JS)
+            check_untrusted(state, f"{frontend}, {theme}")
+            contrast = opened.page.evaluate(
+                CONTRAST_JS,
+                [["views", ".jp-OutputArea .nba-view, .jp-OutputArea .nba-stepper, .jp-OutputArea .nba-trace"]],
+            )["views"]
+            assert contrast["views"] >= 8 and contrast["min"] >= 4.5, (frontend, theme, contrast["worst"])
+            shade = theme.split()[-1].lower()
+            for kind in ("nba-view", "nba-stepper", "nba-svg-picture", "nba-batch", "nba-trace"):  # what a reader sees
+                opened.shot(f"{shade}-{kind}", f".jp-OutputArea-output .{kind} >> visible=true")
+        opened.set_theme("JupyterLab Light")
 
 
 @pytest.mark.parametrize("frontend", ["lab", "notebook"])
@@ -222,7 +235,7 @@ _PICTURES_JS = r"""() => [...document.querySelectorAll('.jp-Notebook .nba-svg-pi
 
 @pytest.fixture(scope="module")
 def executed_notebooks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The seven shipped notebooks run by nbclient (what ``nbconvert --execute`` does: widget state
+    """The eight shipped notebooks run by nbclient (what ``nbconvert --execute`` does: widget state
     stored) and saved, once for both frontends: a file no server has signed, as one received."""
     folder = tmp_path_factory.mktemp("executed")
     kernels = write_kernelspec(folder / "spec", sys.executable)
@@ -256,7 +269,7 @@ def check_shipped(page_state: dict[str, object], pictures: list[dict[str, object
         assert document.count('class="nba-arrowhead"') == edges, where  # every arrow has its head
 
 
-@pytest.mark.timeout(900)  # the first of the two also runs the seven notebooks (its fixture): over 300 s loaded
+@pytest.mark.timeout(900)  # the first of the two also runs the eight notebooks (its fixture): over 300 s loaded
 @pytest.mark.parametrize("frontend", ["lab", "notebook"])
 def test_each_shipped_notebook_opened_untrusted_reads_well(
     run_notebook_in_lab: Callable[..., LabNotebook],
@@ -264,18 +277,19 @@ def test_each_shipped_notebook_opened_untrusted_reads_well(
     request: pytest.FixtureRequest,
     frontend: str,
 ) -> None:
-    """Each of the seven notebooks, executed and saved, opened untrusted: its outputs are sanitized
+    """Each of the eight notebooks, executed and saved, opened untrusted: its outputs are sanitized
     (no style, no SVG, no data-*), labels and values stay apart, each diagram is a picture with an
     arrowhead on every arrow, and every text of the views has a contrast of at least 4.5:1, light and dark."""
     server = request.getfixturevalue("lab" if frontend == "lab" else "notebook7")
     started = time.perf_counter()
     seen: dict[str, tuple[int, int, float]] = {}
+    last = list(executed_notebooks)[-1]
     for stem, path in executed_notebooks.items():
         name = f"shipped_{frontend}_{stem}"
         shutil.copyfile(path, server.root / f"{name}.ipynb")
         opened = run_notebook_in_lab(None, name=name, run_all=False, frontend=frontend)  # open and settled
         worst = 21.0
-        for theme in ("JupyterLab Light", "JupyterLab Dark"):
+        for theme in themes_from(opened):
             opened.set_theme(theme)
             where = f"{stem} in {frontend}, {theme}"
             state = opened.page.evaluate(_UNTRUSTED_JS)
@@ -291,8 +305,9 @@ def test_each_shipped_notebook_opened_untrusted_reads_well(
             )["views"]
             assert contrast["min"] >= 4.5, (where, contrast["worst"])
             worst = min(worst, contrast["min"])
-        opened.set_theme("JupyterLab Light")
         seen[stem] = (int(state["roots"]), len(pictures), round(worst, 2))  # type: ignore[call-overload]
+        if stem == last:
+            opened.set_theme("JupyterLab Light")  # the server's setting, for the next test
         opened.close()
         server.shutdown_kernels()
     took = time.perf_counter() - started
