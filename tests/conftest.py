@@ -87,9 +87,13 @@ SAME_WORKER_AS = {
     "notebook/test_saved_widgets.py": "notebooks/test_notebooks.py",  # nbformat: 3.0 s to import
     "test_kernel_iopub.py": "notebooks/test_notebooks.py",  # nbclient, which imports nbformat
     "experiment/test_stats.py": "experiment/test_compare.py",  # scipy.stats: 1.3 s
+    # Spark: the worker's one JVM (PySpark keeps it for the process; each module's session starts in it) and
+    # its compiled code: these two and tests/receivers' Spark module in one process 88 s, in two 99 s
+    "spark/test_run_batch.py": "receivers",
+    "spark/test_tcp_sockets.py": "receivers",
 }
-"""Files grouped with another that imports the same slow module, so that one worker pays for it (seconds of
-CPU measured on the 2-core machine, 2026-12-07)."""
+"""Files grouped with another that imports the same slow module or starts the same slow process, so that one
+worker pays for it (seconds measured on the 2-core machine, 2026-12-07 and 08)."""
 LONGEST_FIRST = (
     "browser-c",
     "browser",

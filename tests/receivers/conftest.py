@@ -128,8 +128,9 @@ def local_spark(master: str, scratch: Path, *, unix_sockets: bool = True) -> Ite
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A local-mode SparkSession (``local[2]``), one a module (a worker that runs tests/spark/ next starts its own,
-    ``local[2,4]``: a session kept for the whole worker was handed back to it, workers without nbagent)."""
+    """A local-mode SparkSession (``local[2]``), one a module (tests/spark/'s modules, which run on the same worker,
+    start their own, ``local[2,4]``, in the same JVM: a session kept for the whole worker was handed back to
+    them, workers without nbagent)."""
     yield from local_spark("local[2]", tmp_path_factory.mktemp("spark"))
 
 
