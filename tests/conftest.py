@@ -19,10 +19,10 @@ session- or module-scoped fixtures start once:
   whatever other groups it runs between them (Chromium is package-scoped: Playwright's sync API keeps its
   event loop running while open, which the asyncio tests of other folders cannot share);
 - ``realserver``: ``tests/servers`` (the llama-servers, fakellm); ``receivers``: ``tests/receivers``
-  (MLflow, Phoenix, Spark);
+  (MLflow, Phoenix, Spark) and tests/spark's two Spark files (``SAME_WORKER_AS``: one JVM);
 - a test listed in ``ALONE`` (a long test with function-scoped fixtures only) is a group of its own;
-- any other test: its file (its module-scoped kernels start once), or the file of ``SAME_WORKER_AS`` it goes
-  with.
+- any other test: its file (its module-scoped kernels start once), or the file or group of ``SAME_WORKER_AS``
+  it goes with.
 
 The groups are handed out longest first (``LONGEST_FIRST``, then in collection order): a long group
 started last would leave the other workers idle at the end. The scheduler is ``GroupScheduling``

@@ -1,4 +1,4 @@
-"""Real-browser harness: one JupyterLab server and headless Chromium for the whole session.
+"""Real-browser harness: a JupyterLab server (and one for Notebook 7) a session, headless Chromium a package.
 
 Fixtures (all tests using them must be marked ``@pytest.mark.browser``):
 
@@ -125,6 +125,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+LIGHT, DARK = "JupyterLab Light", "JupyterLab Dark"
+"""The two themes the views are checked in; every test leaves its server's setting at ``LIGHT``."""
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 """Every page's size when it opens (a test may change its own)."""
 START_TIMEOUT_S = 300.0
@@ -321,7 +323,7 @@ def playwright() -> Iterator[Playwright]:
 
 @pytest.fixture(scope="package")
 def browser(playwright: Playwright) -> Iterator[Browser]:
-    """Headless Debian Chromium (its contexts have no profile on disk: static pages, the screenshots)."""
+    """Headless Debian Chromium, for ``open_static_html``'s contexts (no profile on disk)."""
     chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
     try:
         yield chromium
@@ -614,6 +616,12 @@ class LabNotebook:
         )
         self.page.evaluate(QUIET_JS, [300, 5_000])
 
+    def theme_order(self) -> tuple[str, str]:
+        """Both themes, the one the page shows first: checking a notebook in both then takes one switch (a
+        page keeps its theme for the next notebook it opens)."""
+        present = self.page.evaluate("() => document.body.dataset.jpThemeName")
+        return (DARK, LIGHT) if present == DARK else (LIGHT, DARK)
+
     def close(self) -> None:
         """Close the notebook: its JupyterLab page is kept for the next notebook (``LabPages``) or closed."""
         if self.closed:
@@ -653,10 +661,10 @@ def marked_context(browser: Browser) -> BrowserContext:
 
 def profile_context(playwright: Playwright, profile: Path) -> BrowserContext:
     """A headless Chromium whose one context keeps its profile in ``profile`` (a new folder), as a user's
-    browser does, and is otherwise ``marked_context``'s: its HTTP cache holds the V8 code cache, which a
-    context without a profile does not keep, so the page loads after the second compile the frontend's
-    scripts no more. Per page load on the 2-core machine (docs/testing.md): JupyterLab 5.2 s of Chromium's
-    CPU against 7.0 s, Notebook 7 4.0 s against 5.8 s."""
+    browser does, and is otherwise ``marked_context``'s. Its cache keeps V8's compiled code, which a context
+    without a profile does not: from the third page load on, the frontend's scripts are not compiled again.
+    Chromium's CPU a page load on the 2-core machine (docs/testing.md): JupyterLab 5.1-5.8 s against 6.9-7.1 s,
+    Notebook 7 4.0-4.6 s against 5.8-6.1 s."""
     context = playwright.chromium.launch_persistent_context(
         profile, executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, viewport=VIEWPORT
     )
@@ -877,6 +885,8 @@ def run_notebook_in_lab(
     try:
         for notebook in opened:
             with contextlib.suppress(Error):
+                if not notebook.page.is_closed():  # the server's theme setting back to Light, whatever failed
+                    notebook.set_theme(LIGHT)
                 notebook.close()
     finally:
         for server in servers:

@@ -25,11 +25,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from playwright.sync_api import BrowserContext, ViewportSize, sync_playwright
+from playwright.sync_api import BrowserContext, Error, ViewportSize, sync_playwright
 
 from .conftest import (
     CHROMIUM,
     CHROMIUM_ARGS,
+    DARK,
+    LIGHT,
     REPO,
     VIEWPORT,
     LabNotebook,
@@ -83,9 +85,9 @@ for i in range(40):
 explorer = trace.explore(page_size=8)
 explorer""",
 ]
-THEMES = (("JupyterLab Light", ""), ("JupyterLab Dark", "_dark"))
+SUFFIXES = {LIGHT: "", DARK: "_dark"}
 VIEWS = ("live_view", "stepper", "walkthrough", "explorer")
-NAMES = [f"{view}{suffix}.png" for _, suffix in THEMES for view in VIEWS]
+NAMES = [f"{view}{suffix}.png" for suffix in SUFFIXES.values() for view in VIEWS]
 """The files ``take`` writes, in the order it returns them."""
 _HEAD_AT_JS = (
     "(i) => document.querySelector('.jp-OutputArea .nba-stepper-live .nba-stepper-head').dataset.index === String(i)"
@@ -134,7 +136,7 @@ def take(
             stack.callback(browser.close)
             context = browser.new_context(viewport=VIEWPORT)
             stack.callback(context.close)
-        return _shoot(out, server, context, pages or LabPages())
+        return _shoot(out, server, context, pages if pages is not None else LabPages())
 
 
 def _explore(explorer: LabNotebook) -> None:
@@ -169,7 +171,7 @@ SHOTS: tuple[tuple[Sequence[str] | Path, str, Callable[[LabNotebook], None] | No
 
 def _shoot(out: Path, server: LabServer, context: BrowserContext, pages: LabPages) -> list[Path]:
     """The notebooks open one after the other in one JupyterLab page, each shot in the theme the page shows,
-    then in the other (one switch a notebook), at ``SHOT_VIEWPORT``."""
+    then in the other (one switch a notebook), at ``SHOT_VIEWPORT``; the server's theme is Light after."""
     written: dict[str, Path] = {}
     notebook: LabNotebook | None = None
     try:
@@ -179,18 +181,22 @@ def _shoot(out: Path, server: LabServer, context: BrowserContext, pages: LabPage
             notebook.settle()
             if prepare is not None:
                 prepare(notebook)
-            present = notebook.page.evaluate("() => document.body.dataset.jpThemeName")
-            for theme, suffix in THEMES if present != "JupyterLab Dark" else THEMES[::-1]:
+            for theme in notebook.theme_order():
                 notebook.set_theme(theme)
                 notebook.settle()
                 for view, selector in shots.items():
-                    target = out / f"{view}{suffix}.png"
+                    target = out / f"{view}{SUFFIXES[theme]}.png"
                     notebook.page.locator(selector).first.screenshot(path=str(target))
                     written[target.name] = target
+            notebook.set_theme(LIGHT)  # before the put-away, which may close the page
             pages.put_away(notebook)
+            notebook = None
     finally:
-        if notebook is not None and not notebook.page.is_closed():
-            notebook.set_theme("JupyterLab Light")
+        if notebook is not None:  # stopped half-way: the theme back to Light, the page closed
+            with contextlib.suppress(Error):
+                notebook.set_theme(LIGHT)
+            with contextlib.suppress(Error):
+                notebook.page.close()
         for session in server.api("GET", "api/sessions") or []:
             if session["path"] in {f"{name}.ipynb" for _, name, _, _ in SHOTS}:
                 server.api("DELETE", f"api/sessions/{session['id']}")

@@ -163,32 +163,22 @@ def check_untrusted(page_state: dict[str, object], where: str) -> None:
     assert document.count('class="nba-edge-group"') == EDGES and document.count('class="nba-arrowhead"') == EDGES
 
 
-THEMES = ("JupyterLab Light", "JupyterLab Dark")
-
-
-def themes_from(nb: LabNotebook) -> tuple[str, ...]:
-    """Both themes, the page's present one first: one switch a notebook (a page keeps its theme for the next
-    notebook it opens)."""
-    present = nb.page.evaluate("() => document.body.dataset.jpThemeName")
-    return THEMES if present != THEMES[1] else THEMES[::-1]
-
-
 def test_a_notebook_opened_untrusted_reads_well_and_the_diagram_is_a_picture(
     run_notebook_in_lab: Callable[..., LabNotebook], notebook7: LabServer
 ) -> None:
-    """Run once in JupyterLab and saved; its unsigned copy opened in JupyterLab, then in Notebook 7."""
+    """Run once in JupyterLab and saved; its unsigned copy opened in JupyterLab (a new page), then in Notebook 7."""
     nb = run_notebook_in_lab(ALL_CELLS, name="untrusted_src")
     assert nb.error_outputs() == []
     nb.save()
     for frontend in ("lab", "notebook"):
         untrusted_copy(nb, f"untrusted_{frontend}")
     shutil.move(nb.lab.root / "untrusted_notebook.ipynb", notebook7.root / "untrusted_notebook.ipynb")
-    nb.close()  # its page opens the copy
+    nb.page.close()  # the copy opens in a new page: JupyterLab loaded straight onto an untrusted notebook
     for frontend in ("lab", "notebook"):
         opened = run_notebook_in_lab(None, name=f"untrusted_{frontend}", run_all=False, frontend=frontend)
         opened.page.wait_for_timeout(1500)
         opened.settle()
-        for theme in themes_from(opened):
+        for theme in opened.theme_order():
             opened.set_theme(theme)
             state = opened.page.evaluate(_UNTRUSTED_JS)
             check_untrusted(state, f"{frontend}, {theme}")
@@ -289,7 +279,7 @@ def test_each_shipped_notebook_opened_untrusted_reads_well(
         shutil.copyfile(path, server.root / f"{name}.ipynb")
         opened = run_notebook_in_lab(None, name=name, run_all=False, frontend=frontend)  # open and settled
         worst = 21.0
-        for theme in themes_from(opened):
+        for theme in opened.theme_order():
             opened.set_theme(theme)
             where = f"{stem} in {frontend}, {theme}"
             state = opened.page.evaluate(_UNTRUSTED_JS)
