@@ -832,6 +832,12 @@ def open_notebook(
     return notebook
 
 
+def _theme(page: Page) -> str:
+    """The theme ``page`` shows, read within ``PUT_AWAY_MS`` (a page that stopped answering raises)."""
+    shown = page.wait_for_function("() => document.body.dataset.jpThemeName || 'none'", timeout=PUT_AWAY_MS)
+    return str(shown.json_value())
+
+
 def _flushed(kept: LabNotebook) -> bool:
     """Whether the kept page still answers: a call on it delivers what it logged since it was put away to the
     last notebook's lists (Playwright's sync API delivers events only during its calls), before they are
@@ -884,9 +890,10 @@ def run_notebook_in_lab(
     yield run
     try:
         for notebook in opened:
-            with contextlib.suppress(Error):
-                if not notebook.page.is_closed():  # the server's theme setting back to Light, whatever failed
+            with contextlib.suppress(Error):  # the server's theme setting back to Light, whatever failed
+                if not notebook.page.is_closed() and _theme(notebook.page) == DARK:
                     notebook.set_theme(LIGHT)
+            with contextlib.suppress(Error):
                 notebook.close()
     finally:
         for server in servers:
