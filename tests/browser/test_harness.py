@@ -51,6 +51,9 @@ CELLS = [
 def test_plain_widgets_render_update_and_save(run_notebook_in_lab: Callable[..., LabNotebook]) -> None:
     nb: LabNotebook = run_notebook_in_lab(CELLS, name="harness_widgets")
     page = nb.page
+    # The ticker's task runs on after its cell: its last update is an event to wait for, not a quiet DOM (beside
+    # a second full run at load 20 to 30, the page was quiet for 0.5 s between two ticks and read "tick 19").
+    page.locator(".jp-OutputArea .widget-html-content", has_text="tick 20").wait_for()
     texts = nb.output_texts()
     assert [t.strip() for t in texts] == ["", "harness ready", "Press me\nclicks: 0", "tick 20", "last cell ran"]
 
