@@ -604,7 +604,7 @@ class LabNotebook:
     def set_theme(self, theme: str) -> None:
         """Switch the page to a theme (``JupyterLab Light``, ``JupyterLab Dark``) and wait until it applies (at
         once if it has)."""
-        if self.page.evaluate("(theme) => document.body.dataset.jpThemeName === theme", theme):
+        if _theme(self.page) == theme:
             return
         self.page.evaluate(
             "async (theme) => await window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
@@ -619,8 +619,7 @@ class LabNotebook:
     def theme_order(self) -> tuple[str, str]:
         """Both themes, the one the page shows first: checking a notebook in both then takes one switch (a
         page keeps its theme for the next notebook it opens)."""
-        present = self.page.evaluate("() => document.body.dataset.jpThemeName")
-        return (DARK, LIGHT) if present == DARK else (LIGHT, DARK)
+        return (DARK, LIGHT) if _theme(self.page) == DARK else (LIGHT, DARK)
 
     def close(self) -> None:
         """Close the notebook: its JupyterLab page is kept for the next notebook (``LabPages``) or closed."""
@@ -653,7 +652,11 @@ def marked_context(browser: Browser) -> BrowserContext:
     """A 1280x900 browser context whose pages carry the XSS markers (``MARKER_INIT_JS``) and whose waits
     without a timeout of their own get the run deadline, ``RUN_TIMEOUT_MS``, a hang guard, not Playwright's
     default of 30 s, which would bound the speed of a loaded machine."""
-    context = browser.new_context(viewport=VIEWPORT)
+    return _marked(browser.new_context(viewport=VIEWPORT))
+
+
+def _marked(context: BrowserContext) -> BrowserContext:
+    """``context`` with the XSS markers in its pages and the run deadline as its default wait."""
     context.add_init_script(MARKER_INIT_JS)
     context.set_default_timeout(RUN_TIMEOUT_MS)
     return context
@@ -665,12 +668,11 @@ def profile_context(playwright: Playwright, profile: Path) -> BrowserContext:
     without a profile does not: from the third page load on, the frontend's scripts are not compiled again.
     Chromium's CPU a page load on the 2-core machine (docs/testing.md): JupyterLab 5.1-5.8 s against 6.9-7.1 s,
     Notebook 7 4.0-4.6 s against 5.8-6.1 s."""
-    context = playwright.chromium.launch_persistent_context(
-        profile, executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, viewport=VIEWPORT
+    return _marked(
+        playwright.chromium.launch_persistent_context(
+            profile, executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, viewport=VIEWPORT
+        )
     )
-    context.add_init_script(MARKER_INIT_JS)
-    context.set_default_timeout(RUN_TIMEOUT_MS)
-    return context
 
 
 @pytest.fixture(scope="package")
