@@ -665,7 +665,7 @@ def _marked(context: BrowserContext) -> BrowserContext:
 def profile_context(playwright: Playwright, profile: Path) -> BrowserContext:
     """A headless Chromium whose one context keeps its profile in ``profile`` (a new folder), as a user's
     browser does, and is otherwise ``marked_context``'s. Its cache keeps V8's compiled code, which a context
-    without a profile does not: from the third page load on, the frontend's scripts are not compiled again.
+    without a profile does not: after the first page loads, the frontend's scripts are not compiled again.
     Chromium's CPU a page load on the 2-core machine (docs/testing.md): JupyterLab 5.1-5.8 s against 6.9-7.1 s,
     Notebook 7 4.0-4.6 s against 5.8-6.1 s."""
     return _marked(
